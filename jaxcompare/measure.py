@@ -1,0 +1,302 @@
+"""The measurement protocol (DESIGN.md), run inside a worker whose x64 mode matches.
+
+Each phase is measured on its own, so a naive number (first call, unblocked call) is
+never mixed into the steady-state runtime.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .agreement import compare_outputs
+from .cases import Case, as_tuple
+from .catalog import get_case
+from .environment import collect as collect_env
+from .errors import BadInput, DeviceUnavailable
+from .result import Result
+from .spec import Spec, TimingConfig
+from .timing import NS, Clock, Stats, sample
+
+Progress = Callable[[str, float], None]
+
+# Phase name -> share of the progress bar (roughly how long each takes).
+PHASES = (
+    ("inputs", 0.02),
+    ("numpy", 0.16),
+    ("transfer", 0.08),
+    ("compile", 0.28),
+    ("first_call", 0.12),
+    ("runtime", 0.14),
+    ("dispatch", 0.08),
+    ("fetch", 0.06),
+    ("agreement", 0.06),
+)
+
+
+def _no_progress(phase: str, fraction: float) -> None:
+    return None
+
+
+def present_platforms() -> dict[str, list[Any]]:
+    """Devices per platform that this process can see (cpu is always there)."""
+    import jax
+
+    found: dict[str, list[Any]] = {}
+    for platform in ("gpu", "tpu", "cpu"):
+        try:
+            devices = jax.devices(platform)
+        except RuntimeError:
+            continue
+        if devices:
+            found[platform] = devices
+    return found
+
+
+def resolve_device(kind: str) -> Any:
+    """The first device of ``kind`` ('auto' = GPU, else TPU, else CPU)."""
+    platforms = present_platforms()
+    if kind == "auto":
+        for platform in ("gpu", "tpu", "cpu"):
+            if platform in platforms:
+                return platforms[platform][0]
+    if kind in platforms:
+        return platforms[kind][0]
+    present = ", ".join(f"{p} ({len(d)})" for p, d in platforms.items())
+    raise DeviceUnavailable(f"no {kind.upper()} device here; present: {present}")
+
+
+def check_precision(precision: str) -> None:
+    """Refuse to measure if this process's x64 mode does not match the spec."""
+    import jax.numpy as jnp
+
+    want = "float64" if precision == "x64" else "float32"
+    got = str(jnp.zeros(1, dtype=float).dtype)
+    if got != want:
+        raise RuntimeError(f"worker x64 mode gives {got} but the spec asks for {want}")
+
+
+def build_inputs(case: Case, spec: Spec) -> tuple[np.ndarray, ...]:
+    rng = np.random.default_rng(spec.seed)
+    try:
+        inputs = case.make_inputs(spec.shape, np.dtype(spec.dtype), rng)
+    except BadInput:
+        raise
+    except Exception as exc:
+        raise BadInput(
+            f"case {case.name!r} could not build inputs of shape {'x'.join(map(str, spec.shape))}: "
+            f"{type(exc).__name__}: {exc}"
+        ) from None
+    inputs = tuple(inputs) if isinstance(inputs, tuple | list) else (inputs,)
+    if not inputs or not all(isinstance(a, np.ndarray) for a in inputs):
+        raise BadInput(f"case {case.name!r}: make_inputs must return a tuple of NumPy arrays")
+    return inputs
+
+
+def measure_compile(
+    fn: Callable[..., Any], args: tuple[Any, ...], cfg: TimingConfig, *, cold: bool = True,
+    static_argnums: tuple[int, ...] = (), clock: Clock = time.perf_counter_ns,
+    on_sample: Callable[[int], None] | None = None,
+) -> tuple[Stats, Stats, Stats]:
+    """Trace, lower and compile times. ``cold`` clears JAX's caches before each sample;
+    without that a second ``jax.jit(f)`` hits the cache and "compiles" in microseconds."""
+    import jax
+
+    samples: tuple[list[float], list[float], list[float]] = ([], [], [])
+    deadline = clock() + cfg.phase_budget_s * 3 / NS
+    # At least compile_samples; more (up to twice that) while the budget lasts.
+    while len(samples[0]) < cfg.compile_samples or (
+        len(samples[0]) < 2 * cfg.compile_samples and clock() < deadline
+    ):
+        if cold:
+            jax.clear_caches()
+        jitted = jax.jit(fn, static_argnums=static_argnums)
+        t0 = clock()
+        traced = jitted.trace(*args)
+        t1 = clock()
+        lowered = traced.lower()
+        t2 = clock()
+        lowered.compile()
+        t3 = clock()
+        for bucket, (a, b) in zip(samples, ((t0, t1), (t1, t2), (t2, t3)), strict=True):
+            bucket.append((b - a) * NS)
+        if on_sample is not None:
+            on_sample(len(samples[0]))
+    return tuple(Stats.from_samples(s) for s in samples)  # type: ignore[return-value]
+
+
+def measure(spec: Spec, progress: Progress = _no_progress, clock: Clock = time.perf_counter_ns) -> Result:
+    """Run every phase of the protocol for ``spec`` and return the Result."""
+    import jax
+
+    check_precision(spec.precision)
+    case = get_case(spec.case, spec.cases_file)
+    case.check_shape(spec.shape)
+    device = resolve_device(spec.device)
+    cfg = spec.timing
+    done = 0.0
+    weights = dict(PHASES)
+    statics = case.static_argnums
+
+    def step(phase: str) -> Callable[[int], None]:
+        progress(phase, done)
+        share = weights[phase]
+        expected = max(cfg.min_samples, 1)
+        return lambda n: progress(phase, done + share * min(n / expected, 1.0) * 0.95)
+
+    def finish(phase: str) -> None:
+        nonlocal done
+        done += weights[phase]
+
+    step("inputs")
+    host_inputs = build_inputs(case, spec)
+    finish("inputs")
+
+    # 2. NumPy runtime on host arrays, same timer.
+    numpy_out = as_tuple(_user_call(case, "numpy_fn", case.numpy_fn, host_inputs))
+    numpy_stats = sample(lambda: case.numpy_fn(*host_inputs), cfg, clock=clock, on_sample=step("numpy"))
+    finish("numpy")
+
+    # 3. Transfer host -> device, blocked; each sample frees its copy.
+    transfer_stats = sample(
+        lambda: jax.block_until_ready(jax.device_put(host_inputs, device)),
+        cfg, clock=clock, teardown=_delete, on_sample=step("transfer"),
+    )
+    dev_inputs = jax.block_until_ready(jax.device_put(host_inputs, device))
+    zero_copy = _aliases(host_inputs, dev_inputs)
+    finish("transfer")
+
+    # 4. Cold compile, split into trace / lower / compile, caches cleared each sample.
+    f = jax.jit(case.jax_fn, static_argnums=statics)
+    _user_call(case, "jax_fn", f, dev_inputs)  # a broken port fails here with a clear message
+    trace_stats, lower_stats, compile_stats = measure_compile(
+        case.jax_fn, dev_inputs, cfg, static_argnums=statics, clock=clock, on_sample=step("compile"))
+    finish("compile")
+
+    # 5. First call with a cold cache: what a naive %time shows.
+    first_stats = sample(
+        lambda: jax.block_until_ready(jax.jit(case.jax_fn, static_argnums=statics)(*dev_inputs)),
+        cfg, clock=clock, setup=jax.clear_caches, min_samples=cfg.compile_samples, warmup=False,
+        budget_s=cfg.phase_budget_s * 2, on_sample=step("first_call"),
+    )
+    finish("first_call")
+
+    # 6. Steady state, blocked, device-resident inputs.
+    f = jax.jit(case.jax_fn, static_argnums=statics)
+    jax.block_until_ready(f(*dev_inputs))
+    runtime_stats = sample(lambda: jax.block_until_ready(f(*dev_inputs)), cfg, clock=clock,
+                           on_sample=step("runtime"))
+    finish("runtime")
+
+    # 7. Dispatch only: the call returns before the work is done; block outside the timer.
+    dispatch_stats = sample(lambda: f(*dev_inputs), cfg, clock=clock, teardown=jax.block_until_ready,
+                            on_sample=step("dispatch"))
+    finish("dispatch")
+
+    # 8. Fetch device -> host of a fresh, ready result (np.asarray caches its copy).
+    fresh: list[Any] = []
+
+    def fresh_result() -> None:
+        fresh.clear()
+        fresh.append(jax.block_until_ready(f(*dev_inputs)))
+
+    fetch_stats = sample(lambda: jax.tree_util.tree_map(np.asarray, fresh[0]), cfg, clock=clock,
+                         setup=fresh_result, on_sample=step("fetch"))
+    jax_result = jax.block_until_ready(f(*dev_inputs))
+    jax_out = as_tuple(jax.tree_util.tree_leaves(jax_result))
+    fetch_zero_copy = _aliases_out(jax_result)
+    finish("fetch")
+
+    # 9. Agreement at the same precision, and both against a float64 reference.
+    progress("agreement", done)
+    inputs64 = tuple(a.astype(np.float64) if a.dtype.kind == "f" else a for a in host_inputs)
+    try:
+        ref64 = as_tuple(case.numpy_fn(*inputs64))
+    except Exception:
+        ref64 = None
+    agreement = compare_outputs(case, spec.dtype, host_inputs, numpy_out, jax_out, ref64)
+    finish("agreement")
+
+    notes = []
+    if zero_copy:
+        notes.append(
+            "transfer is near zero because the CPU backend aliased the NumPy buffer (zero-copy): "
+            "no bytes were copied"
+        )
+    if agreement["numpy_dtype"] != spec.dtype:
+        notes.append(f"NumPy returned {agreement['numpy_dtype']} for {spec.dtype} inputs (it upcasts)")
+    if agreement["jax_dtype"] != spec.dtype:
+        notes.append(f"JAX returned {agreement['jax_dtype']} for {spec.dtype} inputs")
+    progress("done", 1.0)
+    return Result(
+        id=uuid.uuid4().hex,
+        created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        spec=spec,
+        case_info=case.summary(),
+        dtype=spec.dtype,
+        backend=device.platform,
+        device=str(device),
+        device_kind=getattr(device, "device_kind", device.platform),
+        numpy_runtime=numpy_stats,
+        transfer=transfer_stats,
+        trace=trace_stats,
+        lower=lower_stats,
+        compile=compile_stats,
+        first_call=first_stats,
+        runtime=runtime_stats,
+        dispatch=dispatch_stats,
+        fetch=fetch_stats,
+        agreement=agreement,
+        env=collect_env(),
+        flops=case.flop_count(spec.shape),
+        transfer_zero_copy=zero_copy,
+        fetch_zero_copy=fetch_zero_copy,
+        notes=tuple(notes),
+    )
+
+
+def _user_call(case: Case, label: str, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+    """Call a case's function once; its failure is the case's problem, said in one line."""
+    import jax
+
+    try:
+        return jax.block_until_ready(fn(*args))
+    except Exception as exc:
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise BadInput(f"case {case.name!r}: {label} failed: {type(exc).__name__}: {text[:300]}") from None
+
+
+def _delete(arrays: Any) -> None:
+    import jax
+
+    for leaf in jax.tree_util.tree_leaves(arrays):
+        try:
+            leaf.delete()
+        except Exception:  # an aliased buffer may refuse: it is freed with its owner
+            pass
+
+
+def _aliases(host: tuple[np.ndarray, ...], device_arrays: Any) -> bool:
+    """True when device_put handed back the NumPy buffer itself (CPU zero-copy)."""
+    try:
+        return all(
+            d.unsafe_buffer_pointer() == h.ctypes.data
+            for h, d in zip(host, device_arrays, strict=True)
+        )
+    except Exception:
+        return False
+
+
+def _aliases_out(result: Any) -> bool:
+    import jax
+
+    try:
+        leaves = jax.tree_util.tree_leaves(result)
+        return all(np.asarray(x).ctypes.data == x.unsafe_buffer_pointer() for x in leaves)
+    except Exception:
+        return False

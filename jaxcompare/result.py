@@ -1,0 +1,162 @@
+"""An immutable measurement record that explains itself: spec, numbers, environment."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import BadInput
+from .spec import Spec
+from .timing import Stats
+
+SCHEMA = "jaxcompare.result/1"
+
+JAX_PHASES = ("transfer", "trace", "lower", "compile", "first_call", "runtime", "dispatch", "fetch")
+COMPILE_PHASES = ("trace", "lower", "compile")
+
+
+@dataclass(frozen=True)
+class Result:
+    """One comparison's numbers. Times are seconds per call (see Stats)."""
+
+    id: str
+    created: str
+    spec: Spec
+    case_info: dict[str, Any]
+    dtype: str
+    backend: str
+    device: str
+    device_kind: str
+    numpy_runtime: Stats
+    transfer: Stats
+    trace: Stats
+    lower: Stats
+    compile: Stats
+    first_call: Stats
+    runtime: Stats
+    dispatch: Stats
+    fetch: Stats
+    agreement: dict[str, Any]
+    env: dict[str, Any]
+    flops: float | None = None
+    transfer_zero_copy: bool = False
+    fetch_zero_copy: bool = False
+    notes: tuple[str, ...] = field(default=())
+
+    # --- derived figures -------------------------------------------------------------
+    @property
+    def compile_total_s(self) -> float:
+        return self.trace.median_s + self.lower.median_s + self.compile.median_s
+
+    @property
+    def speedup(self) -> float:
+        """NumPy median over JAX blocked median: above 1 means JAX is faster."""
+        if self.runtime.median_s <= 0:
+            return math.inf
+        return self.numpy_runtime.median_s / self.runtime.median_s
+
+    @property
+    def break_even_calls(self) -> float | None:
+        """Calls before JAX's one-off costs (transfer + compile) are paid back; None: never."""
+        saving = self.numpy_runtime.median_s - self.runtime.median_s
+        if saving <= 0:
+            return None
+        return (self.transfer.median_s + self.compile_total_s) / saving
+
+    def gflops(self, side: str) -> float | None:
+        stats = self.numpy_runtime if side == "numpy" else self.runtime
+        if self.flops is None or stats.median_s <= 0:
+            return None
+        return self.flops / stats.median_s / 1e9
+
+    @property
+    def case(self) -> str:
+        return self.spec.case
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.spec.shape
+
+    @property
+    def precision(self) -> str:
+        return self.spec.precision
+
+    def phase(self, name: str) -> Stats:
+        return self.numpy_runtime if name == "numpy" else getattr(self, name)
+
+    # --- JSON round trip ---------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        be = self.break_even_calls
+        return {
+            "schema": SCHEMA,
+            "id": self.id,
+            "created": self.created,
+            "case": self.spec.case,
+            "case_info": self.case_info,
+            "shape": list(self.spec.shape),
+            "precision": self.spec.precision,
+            "dtype": self.dtype,
+            "backend": self.backend,
+            "device": self.device,
+            "device_kind": self.device_kind,
+            "numpy": {"runtime": self.numpy_runtime.to_dict()},
+            "jax": {
+                "transfer": self.transfer.to_dict(),
+                "transfer_zero_copy": self.transfer_zero_copy,
+                "compile": {p: getattr(self, p).to_dict() for p in COMPILE_PHASES}
+                | {"total_s": self.compile_total_s},
+                "first_call": self.first_call.to_dict(),
+                "runtime": self.runtime.to_dict(),
+                "dispatch": self.dispatch.to_dict(),
+                "fetch": self.fetch.to_dict(),
+                "fetch_zero_copy": self.fetch_zero_copy,
+            },
+            "speedup": _finite_or_none(self.speedup),
+            "break_even_calls": be,
+            "flops": self.flops,
+            "gflops": {"numpy": self.gflops("numpy"), "jax": self.gflops("jax")},
+            "agreement": self.agreement,
+            "notes": list(self.notes),
+            "spec": self.spec.to_dict(),
+            "env": self.env,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Result:
+        """Rebuild a Result from ``to_dict`` output; BadInput names what is wrong."""
+        if not isinstance(data, dict):
+            raise BadInput("a result must be a JSON object")
+        if data.get("schema") != SCHEMA:
+            raise BadInput(f"not a jaxcompare result (schema {data.get('schema')!r}, expected {SCHEMA!r})")
+        try:
+            jax = data["jax"]
+            stats = {p: Stats.from_dict(jax["compile"][p]) for p in COMPILE_PHASES}
+            for p in ("transfer", "first_call", "runtime", "dispatch", "fetch"):
+                stats[p] = Stats.from_dict(jax[p])
+            return cls(
+                id=str(data["id"]),
+                created=str(data["created"]),
+                spec=Spec.from_dict(data["spec"]),
+                case_info=dict(data.get("case_info") or {}),
+                dtype=str(data["dtype"]),
+                backend=str(data["backend"]),
+                device=str(data["device"]),
+                device_kind=str(data.get("device_kind", "")),
+                numpy_runtime=Stats.from_dict(data["numpy"]["runtime"]),
+                agreement=dict(data["agreement"]),
+                env=dict(data["env"]),
+                flops=data.get("flops"),
+                transfer_zero_copy=bool(jax.get("transfer_zero_copy", False)),
+                fetch_zero_copy=bool(jax.get("fetch_zero_copy", False)),
+                notes=tuple(data.get("notes") or ()),
+                **stats,
+            )
+        except BadInput:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise BadInput(f"malformed result: {type(exc).__name__}: {exc}") from None
+
+
+def _finite_or_none(value: float) -> float | None:
+    return value if math.isfinite(value) else None

@@ -1,0 +1,280 @@
+"""Runs jobs in worker processes: one worker per precision, one queue for the device.
+
+All jobs from all callers (app sessions, the CLI) go through one FIFO queue served by one
+dispatcher thread, so two measurements never overlap and spoil each other's timings.
+Workers are Pebble process pools of one process: a job past its deadline, or a cancelled
+running job, kills the worker and Pebble starts a fresh one.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import multiprocessing
+import queue
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import CancelledError, wait
+from dataclasses import dataclass, field
+from typing import Any
+
+from pebble import ProcessExpired, ProcessPool
+
+from . import worker
+from .errors import JaxCompareError, JobFailed
+from .result import Result
+from .spec import PRECISIONS, Spec
+
+log = logging.getLogger("jaxcompare.runner")
+
+DEFAULT_TIMEOUT_S = 600.0
+_POLL_S = 0.05
+
+
+@dataclass
+class Job:
+    """A queued unit of work; its fields are updated by the runner's threads."""
+
+    kind: str
+    precision: str
+    args: tuple[Any, ...]
+    timeout_s: float
+    spec: Spec | None = None
+    owner: str | None = None
+    id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    status: str = "queued"  # queued, running, done, failed, cancelled
+    phase: str = "queued"
+    progress: float = 0.0
+    submitted_at: float = field(default_factory=time.time)
+    started_at: float | None = None
+    finished_at: float | None = None
+    window: tuple[float, float] | None = None
+    worker_pid: int | None = None
+    value: Any = None
+    error: JaxCompareError | None = None
+    _done: threading.Event = field(default_factory=threading.Event, repr=False)
+    _cancel: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def cancel(self) -> None:
+        """Ask to cancel: a queued job is dropped, a running one has its worker stopped."""
+        self._cancel.set()
+
+    def wait(self, timeout: float | None = None) -> Any:
+        """Block until finished; return the value or raise the job's error."""
+        if not self._done.wait(timeout):
+            raise JobFailed(f"job {self.id} did not finish within {timeout} s of waiting")
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
+class Runner:
+    """Thread-safe front door to the workers; share one per process."""
+
+    def __init__(self, *, timeout_s: float = DEFAULT_TIMEOUT_S, worker_env: dict[str, str] | None = None):
+        self.timeout_s = timeout_s
+        self._worker_env = dict(worker_env or {})
+        self._ctx = multiprocessing.get_context("spawn")
+        self._progress: Any = self._ctx.Queue()
+        self._pools: dict[str, ProcessPool] = {}
+        self._queue: deque[Job] = deque()
+        self._cv = threading.Condition()
+        self._current: Job | None = None
+        self._closed = False
+        self._durations: dict[str, float] = {}
+        self.history: deque[Job] = deque(maxlen=200)
+        self._threads = [
+            threading.Thread(target=self._dispatch_loop, name="jaxcompare-dispatch", daemon=True),
+            threading.Thread(target=self._progress_loop, name="jaxcompare-progress", daemon=True),
+        ]
+        self._jobs_by_id: dict[str, Job] = {}
+        for t in self._threads:
+            t.start()
+
+    # --- public API ------------------------------------------------------------------------
+    def submit(self, spec: Spec, *, timeout_s: float | None = None, owner: str | None = None) -> Job:
+        """Queue a measurement; returns at once with a Job to poll or wait on."""
+        job = Job("measure", spec.precision, (spec.to_dict(),), timeout_s or self.timeout_s,
+                  spec=spec, owner=owner)
+        return self._enqueue(job)
+
+    def run(self, spec: Spec, *, timeout_s: float | None = None) -> Result:
+        return self.submit(spec, timeout_s=timeout_s).wait()
+
+    def environment(self, precision: str = "x32", *, timeout_s: float = 120.0) -> dict[str, Any]:
+        """The worker's view: JAX version, backend, devices, x64 state."""
+        return self._enqueue(Job("environment", precision, (), timeout_s)).wait()
+
+    def selfcheck(self, precision: str, names: list[str] | None = None,
+                  cases_file: str | None = None, *, timeout_s: float = 300.0) -> list[dict[str, Any]]:
+        return self._enqueue(Job("selfcheck", precision, (names, cases_file), timeout_s)).wait()
+
+    def inject_fault(self, precision: str, how: str, *, timeout_s: float = 30.0) -> Job:
+        """Tests only: make the worker exit, hang, or raise."""
+        return self._enqueue(Job("crash", precision, (how,), timeout_s))
+
+    def position(self, job: Job) -> int:
+        """0 when running, 1.. when queued (1 = next), -1 when finished."""
+        with self._cv:
+            if job is self._current:
+                return 0
+            for i, queued in enumerate(self._queue, start=1):
+                if queued is job:
+                    return i
+        return -1
+
+    def estimate_wait_s(self, job: Job) -> float:
+        """Rough wait before ``job`` starts, from recent job durations."""
+        with self._cv:
+            ahead = list(itertools.takewhile(lambda j: j is not job, self._queue))
+            running = self._current
+        typical = self._durations.get("measure", 5.0)
+        wait = len(ahead) * typical
+        if running is not None and running.started_at is not None:
+            wait += max(typical - (time.time() - running.started_at), 0.0)
+        return wait
+
+    def get(self, job_id: str) -> Job | None:
+        return self._jobs_by_id.get(job_id)
+
+    def queue_length(self) -> int:
+        with self._cv:
+            return len(self._queue) + (1 if self._current is not None else 0)
+
+    def close(self) -> None:
+        with self._cv:
+            self._closed = True
+            pending = list(self._queue)
+            self._queue.clear()
+            self._cv.notify_all()
+        for job in pending:
+            self._finish(job, error=JobFailed("the runner was shut down before this job started"))
+        for pool in list(self._pools.values()):
+            pool.stop()
+            pool.join(timeout=10)
+        self._pools.clear()
+
+    def __enter__(self) -> Runner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- internals ---------------------------------------------------------------------------
+    def _enqueue(self, job: Job) -> Job:
+        if job.precision not in PRECISIONS:
+            raise JobFailed(f"unknown precision {job.precision!r}")
+        with self._cv:
+            if self._closed:
+                raise JobFailed("the runner is shut down")
+            self._queue.append(job)
+            self._jobs_by_id[job.id] = job
+            self._cv.notify_all()
+        return job
+
+    def _pool(self, precision: str) -> ProcessPool:
+        pool = self._pools.get(precision)
+        if pool is None or not pool.active:
+            pool = ProcessPool(max_workers=1, context=self._ctx, initializer=worker.init_worker,
+                               initargs=(precision, self._progress, self._worker_env))
+            self._pools[precision] = pool
+        return pool
+
+    def _dispatch_loop(self) -> None:
+        while True:
+            with self._cv:
+                while not self._queue and not self._closed:
+                    self._cv.wait()
+                if self._closed:
+                    return
+                job = self._queue.popleft()
+                if job._cancel.is_set():
+                    self._finish(job, error=JobFailed("cancelled before it started"), status="cancelled")
+                    continue
+                self._current = job
+            try:
+                self._execute(job)
+            except Exception as exc:  # the dispatcher must survive anything
+                log.exception("dispatcher error")
+                self._finish(job, error=JobFailed(f"internal error: {type(exc).__name__}: {exc}"))
+            finally:
+                with self._cv:
+                    self._current = None
+
+    def _execute(self, job: Job) -> None:
+        target: Callable[..., Any] = {
+            "measure": worker.run_measurement,
+            "environment": worker.run_environment,
+            "selfcheck": worker.run_selfcheck,
+            "crash": worker.crash_for_test,
+        }[job.kind]
+        job.status, job.phase, job.started_at = "running", "starting worker", time.time()
+        future = self._pool(job.precision).schedule(target, args=(job.id, *job.args), timeout=job.timeout_s)
+        while not future.done():
+            wait([future], timeout=_POLL_S)
+            if job._cancel.is_set() and not future.done():
+                future.cancel()  # Pebble terminates the worker and starts a new one
+                self._finish(job, error=JobFailed("cancelled while running; the worker was restarted"),
+                             status="cancelled")
+                return
+        try:
+            envelope = future.result()
+        except CancelledError:
+            self._finish(job, error=JobFailed("cancelled while running; the worker was restarted"),
+                         status="cancelled")
+            return
+        except TimeoutError:  # Pebble's deadline (concurrent.futures.TimeoutError is this class)
+            self._finish(job, error=JobFailed(
+                f"stopped after its {job.timeout_s:g} s deadline; the worker was restarted"))
+            return
+        except ProcessExpired as exc:
+            self._finish(job, error=JobFailed(
+                f"the worker process died (exit code {exc.exitcode}: crashed, killed or out of "
+                f"memory); a fresh worker has been started"))
+            return
+        except JaxCompareError as exc:
+            self._finish(job, error=exc)
+            return
+        except Exception as exc:
+            log.error("job %s failed: %s\n%s", job.id, exc, getattr(exc, "traceback", ""))
+            self._finish(job, error=JobFailed(f"{type(exc).__name__}: {exc}"))
+            return
+        job.window = tuple(envelope["window"])
+        job.worker_pid = envelope["pid"]
+        value = envelope["result"]
+        if job.kind == "measure":
+            value = Result.from_dict(value)
+        self._finish(job, value=value)
+
+    def _finish(self, job: Job, *, value: Any = None, error: JaxCompareError | None = None,
+                status: str | None = None) -> None:
+        job.value, job.error = value, error
+        job.status = status or ("failed" if error is not None else "done")
+        job.phase = job.status
+        job.finished_at = time.time()
+        if error is None:
+            job.progress = 1.0
+            if job.started_at is not None:
+                self._durations[job.kind] = job.finished_at - job.started_at
+        self.history.append(job)
+        self._jobs_by_id.pop(job.id, None)
+        job._done.set()
+
+    def _progress_loop(self) -> None:
+        while not self._closed:
+            try:
+                job_id, phase, fraction = self._progress.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            except (EOFError, OSError):
+                return
+            job = self._jobs_by_id.get(job_id)
+            if job is not None and not job.done:
+                job.phase, job.progress = phase, min(max(fraction, 0.0), 1.0)

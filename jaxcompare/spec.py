@@ -1,0 +1,142 @@
+"""What to measure: a validated, immutable request that travels to the worker."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any
+
+from .errors import BadInput
+
+PRECISIONS = ("x32", "x64")
+DEVICES = ("auto", "cpu", "gpu", "tpu")
+DTYPES = {"x32": "float32", "x64": "float64"}
+MAX_DIMS = 4
+# A hard ceiling on elements per input, whatever the mode: 2**31 float64 is 16 GiB.
+MAX_ELEMENTS = 2**31
+
+_SHAPE_SEP = re.compile(r"\s*[x×,*]\s*|\s+")
+
+
+def parse_shape(text: str | list[int] | tuple[int, ...]) -> tuple[int, ...]:
+    """'1000x1000' (or '1000,1000', '1000 1000', [1000, 1000]) -> (1000, 1000)."""
+    if isinstance(text, list | tuple):
+        parts: list[Any] = list(text)
+    elif isinstance(text, str):
+        stripped = text.strip().strip("()[]").strip()
+        if not stripped:
+            raise BadInput("shape is empty: give sizes like 1000x1000")
+        parts = [p for p in _SHAPE_SEP.split(stripped) if p != ""]
+    else:
+        raise BadInput(f"shape must be text like 1000x1000, got {type(text).__name__}")
+    if not parts:
+        raise BadInput("shape is empty: give sizes like 1000x1000")
+    dims: list[int] = []
+    for part in parts:
+        if isinstance(part, bool):
+            raise BadInput(f"shape {text!r}: {part!r} is not a size")
+        if isinstance(part, int):
+            value = part
+        elif isinstance(part, float) and part.is_integer():
+            value = int(part)
+        elif isinstance(part, str) and re.fullmatch(r"[+-]?\d{1,12}", part.replace("_", "")):
+            value = int(part.replace("_", ""))
+        else:
+            raise BadInput(f"shape {text!r}: {str(part)!r} is not a whole number")
+        if value <= 0:
+            raise BadInput(f"shape {text!r}: sizes must be positive, got {value}")
+        dims.append(value)
+    if len(dims) > MAX_DIMS:
+        raise BadInput(f"shape {text!r} has {len(dims)} dimensions; at most {MAX_DIMS}")
+    if math.prod(dims) > MAX_ELEMENTS:
+        raise BadInput(
+            f"shape {text!r} has {math.prod(dims):,} elements; the most any input may have "
+            f"is {MAX_ELEMENTS:,}"
+        )
+    return tuple(dims)
+
+
+@dataclass(frozen=True)
+class TimingConfig:
+    """How long and how carefully to sample each phase (see timing.py)."""
+
+    target_sample_s: float = 0.02
+    min_samples: int = 5
+    max_samples: int = 200
+    phase_budget_s: float = 0.6
+    rel_ci: float = 0.03
+    compile_samples: int = 3
+    warmup_s: float = 0.01
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+                raise BadInput(f"timing setting {f.name} must be a positive number, got {value!r}")
+        if self.max_samples < self.min_samples:
+            raise BadInput("timing setting max_samples must be at least min_samples")
+
+    @classmethod
+    def quick(cls) -> TimingConfig:
+        """For tests and sweeps: fewer, shorter samples."""
+        return cls(target_sample_s=0.005, min_samples=3, max_samples=30, phase_budget_s=0.15,
+                   rel_ci=0.1, compile_samples=2, warmup_s=0.002)
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One comparison: case, shape, precision, device, and how to time it."""
+
+    case: str
+    shape: tuple[int, ...]
+    precision: str = "x32"
+    device: str = "auto"
+    cases_file: str | None = None
+    seed: int = 0
+    timing: TimingConfig = field(default_factory=TimingConfig)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.case, str) or not self.case.strip():
+            raise BadInput("case name is empty")
+        object.__setattr__(self, "shape", parse_shape(self.shape))
+        if self.precision not in PRECISIONS:
+            raise BadInput(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
+        if self.device not in DEVICES:
+            raise BadInput(f"device must be one of {', '.join(DEVICES)}, got {self.device!r}")
+        if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
+            raise BadInput(f"seed must be a non-negative integer, got {self.seed!r}")
+
+    @property
+    def dtype(self) -> str:
+        return DTYPES[self.precision]
+
+    def with_shape(self, shape: tuple[int, ...]) -> Spec:
+        return replace(self, shape=tuple(shape))
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["shape"] = list(self.shape)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Spec:
+        if not isinstance(data, dict):
+            raise BadInput("spec must be a JSON object")
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise BadInput(f"spec has unknown fields: {', '.join(sorted(unknown))}")
+        kwargs = dict(data)
+        if "timing" in kwargs:
+            timing = kwargs["timing"]
+            if not isinstance(timing, dict):
+                raise BadInput("spec.timing must be an object")
+            tknown = {f.name for f in fields(TimingConfig)}
+            if set(timing) - tknown:
+                raise BadInput(f"spec.timing has unknown fields: {', '.join(sorted(set(timing) - tknown))}")
+            kwargs["timing"] = TimingConfig(**timing)
+        try:
+            return cls(**kwargs)
+        except TypeError as exc:
+            raise BadInput(f"spec is incomplete: {exc}") from None

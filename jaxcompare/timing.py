@@ -1,0 +1,192 @@
+"""Timing statistics and the sampling loop: calibrated loops, noise-based stopping.
+
+The clock is injectable (``clock`` returns nanoseconds) so calibration and stopping can
+be tested deterministically with a fake clock.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .spec import TimingConfig
+
+Clock = Callable[[], int]
+NS = 1e-9
+
+
+def median_ci(samples: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+    """Distribution-free confidence interval of the median from order statistics."""
+    from scipy.stats import binom
+
+    xs = np.sort(np.asarray(samples, dtype=float))
+    n = xs.size
+    if n == 0:
+        return math.nan, math.nan
+    k = int(binom.ppf((1 - confidence) / 2, n, 0.5))
+    return float(xs[max(k - 1, 0)]), float(xs[min(n - k, n - 1)])
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Statistics of one phase; every time is seconds per call."""
+
+    median_s: float
+    min_s: float
+    mean_s: float
+    std_s: float
+    iqr_s: float
+    n: int
+    loops: int
+    samples_s: tuple[float, ...] = field(repr=False)
+    stable: bool = True
+    unstable_reason: str | None = None
+    ci_low_s: float = math.nan
+    ci_high_s: float = math.nan
+
+    @classmethod
+    def from_samples(
+        cls,
+        samples_s: Sequence[float],
+        loops: int = 1,
+        stable: bool = True,
+        unstable_reason: str | None = None,
+    ) -> Stats:
+        xs = np.asarray(samples_s, dtype=float)
+        if xs.size == 0:
+            raise ValueError("no samples")
+        q1, med, q3 = np.percentile(xs, [25, 50, 75])
+        lo, hi = median_ci(xs)
+        return cls(
+            median_s=float(med),
+            min_s=float(xs.min()),
+            mean_s=float(xs.mean()),
+            std_s=float(xs.std(ddof=1)) if xs.size > 1 else 0.0,
+            iqr_s=float(q3 - q1),
+            n=int(xs.size),
+            loops=int(loops),
+            samples_s=tuple(float(x) for x in xs),
+            stable=bool(stable),
+            unstable_reason=unstable_reason,
+            ci_low_s=lo,
+            ci_high_s=hi,
+        )
+
+    @property
+    def rel_ci(self) -> float:
+        """Half-width of the median's 95% CI relative to the median."""
+        if not self.median_s > 0:
+            return math.inf
+        return (self.ci_high_s - self.ci_low_s) / 2 / self.median_s
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["samples_s"] = list(self.samples_s)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Stats:
+        data = dict(data)
+        data["samples_s"] = tuple(float(x) for x in data.get("samples_s", ()))
+        for key in ("ci_low_s", "ci_high_s"):
+            if data.get(key) is None:
+                data[key] = math.nan
+        return cls(**data)
+
+
+def time_loops(call: Callable[[], Any], loops: int, clock: Clock) -> int:
+    """Nanoseconds for ``loops`` back-to-back calls."""
+    start = clock()
+    for _ in range(loops):
+        call()
+    return clock() - start
+
+
+def calibrate_loops(call: Callable[[], Any], target_s: float, clock: Clock) -> int:
+    """Loops per sample so one sample lasts about ``target_s`` (timeit's autorange, then
+    extrapolated, so fast calls are not measured one timer tick at a time)."""
+    loops = 1
+    while True:
+        elapsed_s = time_loops(call, loops, clock) * NS
+        if elapsed_s >= target_s / 5 or loops >= 10**8:
+            break
+        loops *= 10
+    if elapsed_s <= 0:
+        return loops
+    return max(1, min(10**8, round(loops * target_s / elapsed_s)))
+
+
+def sample(
+    call: Callable[[], Any],
+    config: TimingConfig,
+    *,
+    clock: Clock = time.perf_counter_ns,
+    setup: Callable[[], Any] | None = None,
+    teardown: Callable[[Any], Any] | None = None,
+    budget_s: float | None = None,
+    min_samples: int | None = None,
+    warmup: bool = True,
+    on_sample: Callable[[int], None] | None = None,
+) -> Stats:
+    """Sample ``call`` until the median is stable or the budget is spent.
+
+    With ``setup`` or ``teardown`` each sample is one call (untimed setup before it,
+    untimed ``teardown(result)`` after it): needed when every call must start from fresh
+    state (cold compile, unblocked dispatch, fetch of a fresh result).
+    """
+    budget_ns = (config.phase_budget_s if budget_s is None else budget_s) / NS
+    min_n = config.min_samples if min_samples is None else min_samples
+    single = setup is not None or teardown is not None
+
+    def one_sample(loops: int) -> float:
+        if not single:
+            return time_loops(call, loops, clock) * NS / loops
+        if setup is not None:
+            setup()
+        start = clock()
+        result = call()
+        elapsed = clock() - start
+        if teardown is not None:
+            teardown(result)
+        return elapsed * NS
+
+    started = clock()
+    if warmup:
+        # First calls pay for caches, page faults and lazy initialisation.
+        warm_until = started + config.warmup_s / NS
+        while True:
+            one_sample(1)
+            if clock() >= warm_until:
+                break
+    loops = 1 if single else calibrate_loops(call, config.target_sample_s, clock)
+    samples: list[float] = []
+    reason: str | None = None
+    stable = False
+    while True:
+        samples.append(one_sample(loops))
+        if on_sample is not None:
+            on_sample(len(samples))
+        n = len(samples)
+        if n >= min_n:
+            lo, hi = median_ci(samples)
+            med = float(np.median(samples))
+            rel = (hi - lo) / 2 / med if med > 0 else 0.0
+            if rel <= config.rel_ci:
+                stable = True
+                break
+            if n >= config.max_samples:
+                reason = f"median still varies by ±{rel:.0%} after the maximum of {n} samples"
+                break
+            if clock() - started >= budget_ns:
+                reason = f"median still varies by ±{rel:.0%} when the time budget ran out ({n} samples)"
+                break
+        elif clock() - started >= 20 * budget_ns:
+            # Each call is far longer than the budget: report what we have.
+            reason = f"only {n} sample(s): each call is long compared with the time budget"
+            break
+    return Stats.from_samples(samples, loops=loops, stable=stable, unstable_reason=reason)

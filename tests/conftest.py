@@ -1,0 +1,42 @@
+"""Shared fixtures: a fake clock for deterministic timing tests, and one Runner per session."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+
+class FakeClock:
+    """A nanosecond clock that only moves when told to (inject as ``clock=``)."""
+
+    def __init__(self) -> None:
+        self.now = 0
+
+    def __call__(self) -> int:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += round(seconds * 1e9)
+
+
+@pytest.fixture
+def fake_clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(1234)
+
+
+@pytest.fixture(scope="session")
+def runner():
+    """One Runner (x32 and x64 workers) shared by the tests that measure for real."""
+    from jaxcompare import Runner
+
+    with Runner(timeout_s=240) as shared:
+        yield shared

@@ -1,0 +1,132 @@
+"""The CLI as a user runs it: a subprocess, stdout JSON, exit status 2 for bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+STATS_FIELDS = {"median_s", "min_s", "mean_s", "std_s", "iqr_s", "n", "loops", "samples_s", "stable"}
+
+
+def cli(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "jaxcompare", *args], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def _assert_stats(obj: dict, where: str) -> None:
+    missing = STATS_FIELDS - set(obj)
+    assert not missing, f"{where} lacks {missing}"
+    assert obj["n"] == len(obj["samples_s"]) >= 1, where
+    assert obj["min_s"] <= obj["median_s"], where
+    assert isinstance(obj["stable"], bool), where
+
+
+def test_list_shows_the_catalog():
+    proc = cli("list")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) >= 24
+    assert any(line.startswith("centered_gram") for line in lines)
+
+
+def test_list_json():
+    proc = cli("list", "--json", "-")
+    assert proc.returncode == 0
+    names = {c["name"] for c in json.loads(proc.stdout)}
+    assert {"centered_gram", "svd", "cdist"} <= names
+
+
+@pytest.fixture(scope="module")
+def run_json():
+    proc = cli("run", "--case", "centered_gram", "--shape", "64x64", "--precision", "x64",
+               "--quick", "--json", "-")
+    assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def test_run_json_is_one_document_with_documented_fields(run_json):
+    doc = json.loads(run_json.stdout)  # fails if anything else was printed on stdout
+    assert doc["case"] == "centered_gram" and doc["shape"] == [64, 64]
+    assert doc["precision"] == "x64" and doc["dtype"] == "float64"
+    assert doc["backend"] == "cpu" and doc["device"]
+    _assert_stats(doc["numpy"]["runtime"], "numpy.runtime")
+    for phase in ("transfer", "first_call", "runtime", "dispatch", "fetch"):
+        _assert_stats(doc["jax"][phase], f"jax.{phase}")
+    for phase in ("trace", "lower", "compile"):
+        _assert_stats(doc["jax"]["compile"][phase], f"jax.compile.{phase}")
+    assert doc["speedup"] == pytest.approx(
+        doc["numpy"]["runtime"]["median_s"] / doc["jax"]["runtime"]["median_s"])
+    assert doc["break_even_calls"] is None or doc["break_even_calls"] > 0
+    assert {"ok", "max_abs_err", "max_rel_err", "rtol", "atol"} <= set(doc["agreement"])
+    assert doc["agreement"]["ok"] is True
+    assert doc["env"]["versions"]["jax"] and doc["env"]["jax"]["x64_enabled"] is True
+    assert "measuring" in run_json.stderr  # progress goes to stderr, not stdout
+
+
+def test_run_prints_a_table():
+    proc = cli("run", "--case", "matmul", "--shape", "32x32", "--quick")
+    assert proc.returncode == 0, proc.stderr
+    for words in ("NumPy runtime", "JAX runtime (blocked)", "Compile: XLA compile", "speedup",
+                  "break-even", "agreement: OK"):
+        assert words in proc.stdout
+
+
+def test_sweep_reports_each_size_and_a_verdict():
+    proc = cli("sweep", "--case", "matmul", "--sizes", "8", "32", "--quick", "--json", "-")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert [r["shape"] for r in doc["results"]] == [[8, 8], [32, 32]]
+    assert "crossover" in proc.stderr
+
+
+def _bad_inputs(tmp_path) -> list[tuple[list[str], str]]:
+    no_cases = tmp_path / "empty.py"
+    no_cases.write_text("X = 1\n")
+    syntax = tmp_path / "syntax.py"
+    syntax.write_text("def (:\n")
+    return [
+        (["run", "--case", "no_such_case"], "unknown case"),
+        (["run", "--case", "matmul", "--shape", "10x-5"], "positive"),
+        (["run", "--case", "matmul", "--shape", "tenxten"], "whole number"),
+        (["run", "--case", "matmul", "--shape", "10x20"], "square"),
+        (["run", "--case", "matmul", "--shape", "10x10", "--device", "tpu"], "no TPU"),
+        (["run", "--case", "matmul", "--precision", "x16"], "invalid choice"),
+        (["run", "--case", "x", "--cases-file", str(tmp_path / "missing.py")], "does not exist"),
+        (["run", "--case", "x", "--cases-file", str(syntax)], "could not be loaded"),
+        (["list", "--cases-file", str(no_cases)], "must define CASES"),
+        (["sweep", "--case", "matmul", "--sizes", "0"], "positive"),
+        (["frobnicate"], "invalid choice"),
+    ]
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path):
+    for args, words in _bad_inputs(tmp_path):
+        proc = cli(*args, "--quick") if args[0] in ("run", "sweep") else cli(*args)
+        assert proc.returncode == 2, (args, proc.returncode, proc.stderr)
+        assert "Traceback" not in proc.stderr, (args, proc.stderr)
+        assert words in proc.stderr, (args, proc.stderr)
+        assert proc.stdout == "", (args, proc.stdout)
+        assert len(proc.stderr.strip().splitlines()) <= 2, (args, proc.stderr)
+
+
+def test_cases_file_cases_run_from_the_cli(tmp_path):
+    path = tmp_path / "cases.py"
+    path.write_text(textwrap.dedent("""
+        import numpy as np
+        import jax.numpy as jnp
+        from jaxcompare import Case
+        CASES = [Case(name="square_plus_one", numpy_fn=lambda x: x * x + 1,
+                      jax_fn=lambda x: x * x + 1,
+                      make_inputs=lambda shape, dtype, rng: (rng.random(shape).astype(dtype),),
+                      small_shape=(10,), large_shape=(1000,))]
+    """))
+    proc = cli("run", "--case", "square_plus_one", "--cases-file", str(path), "--shape", "100",
+               "--quick", "--json", "-")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["agreement"]["ok"]
+    listing = cli("list", "--cases-file", str(path))
+    assert "square_plus_one" in listing.stdout

@@ -1,0 +1,88 @@
+"""The protocol on real JAX (CPU, in this process, x32): each pitfall's naive number
+differs from the right one in the direction the JAX docs describe."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from jaxcompare import Spec, TimingConfig
+from jaxcompare.catalog import get_case
+from jaxcompare.measure import build_inputs, measure, measure_compile
+
+QUICK = TimingConfig.quick()
+
+
+@pytest.fixture(scope="module")
+def big_result():
+    return measure(Spec("centered_gram", (1000, 1000), precision="x32", device="cpu", timing=QUICK))
+
+
+def test_cold_compile_is_slower_than_a_cache_hit():
+    import jax
+
+    case = get_case("centered_gram")
+    spec = Spec("centered_gram", (200, 200), timing=QUICK)
+    args = jax.device_put(build_inputs(case, spec))
+    cold = measure_compile(case.jax_fn, args, QUICK, cold=True)
+    warm = measure_compile(case.jax_fn, args, QUICK, cold=False)
+    cold_total = sum(s.median_s for s in cold)
+    warm_total = sum(s.median_s for s in warm)
+    assert cold_total > 10 * warm_total, (cold_total, warm_total)
+
+
+def test_blocked_runtime_exceeds_dispatch_only_for_a_large_workload(big_result):
+    assert big_result.runtime.median_s > 3 * big_result.dispatch.median_s
+
+
+def test_first_call_includes_compilation(big_result):
+    r = big_result
+    assert r.first_call.median_s > r.runtime.median_s + 0.5 * r.compile.median_s
+
+
+def test_result_is_complete_and_agrees(big_result):
+    r = big_result
+    assert r.dtype == "float32" and r.backend == "cpu"
+    assert r.agreement["ok"], r.agreement
+    assert r.agreement["jax_dtype"] == r.agreement["numpy_dtype"] == "float32"
+    for name in ("numpy", "transfer", "trace", "lower", "compile", "first_call", "runtime",
+                 "dispatch", "fetch"):
+        stats = r.phase(name)
+        assert stats.n >= 1 and stats.median_s > 0 and len(stats.samples_s) == stats.n, name
+        assert stats.min_s <= stats.median_s
+    assert r.speedup == pytest.approx(r.numpy_runtime.median_s / r.runtime.median_s)
+    assert r.flops == pytest.approx(2 * 1000**3 + 2 * 1000**2)
+    assert r.env["jax"]["x64_enabled"] is False
+
+
+def test_break_even_follows_its_definition(big_result):
+    r = big_result
+    saving = r.numpy_runtime.median_s - r.runtime.median_s
+    if saving <= 0:
+        assert r.break_even_calls is None
+    else:
+        assert r.break_even_calls == pytest.approx((r.transfer.median_s + r.compile_total_s) / saving)
+
+
+def test_inputs_are_seeded_and_typed():
+    case = get_case("matmul")
+    spec = Spec("matmul", (8, 8), timing=QUICK)
+    a = build_inputs(case, spec)
+    b = build_inputs(case, spec)
+    assert all(x.dtype == np.float32 for x in a)
+    assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+
+
+def test_progress_reports_every_phase_in_order():
+    seen: list[str] = []
+    fractions: list[float] = []
+
+    def progress(phase: str, fraction: float) -> None:
+        if not seen or seen[-1] != phase:
+            seen.append(phase)
+        fractions.append(fraction)
+
+    measure(Spec("matmul", (16, 16), timing=QUICK), progress=progress)
+    assert seen == ["inputs", "numpy", "transfer", "compile", "first_call", "runtime", "dispatch",
+                    "fetch", "agreement", "done"]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0

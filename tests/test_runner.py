@@ -1,0 +1,129 @@
+"""Worker processes per precision, the device queue, deadlines and worker faults."""
+
+from __future__ import annotations
+
+import textwrap
+import threading
+
+import pytest
+
+from jaxcompare import BadInput, DeviceUnavailable, JobFailed, Runner, Spec, TimingConfig
+
+QUICK = TimingConfig.quick()
+
+
+def _spec(precision: str, case: str = "matmul", shape=(32, 32), **kw) -> Spec:
+    return Spec(case, shape, precision=precision, timing=QUICK, **kw)
+
+
+@pytest.mark.parametrize("order", [("x32", "x64", "x32", "x64"), ("x64", "x32", "x64", "x32")])
+def test_precisions_never_leak_between_runs(order):
+    with Runner(timeout_s=240) as runner:
+        for precision in order:
+            result = runner.run(_spec(precision))
+            want = "float64" if precision == "x64" else "float32"
+            assert result.dtype == want
+            assert result.agreement["jax_dtype"] == want, (precision, result.agreement)
+            assert result.env["jax"]["x64_enabled"] is (precision == "x64")
+
+
+def test_missing_device_names_the_present_ones(runner):
+    with pytest.raises(DeviceUnavailable, match=r"no (GPU|TPU).*present: .*cpu"):
+        runner.run(_spec("x32", device="gpu" if "gpu" not in _platforms(runner) else "tpu"))
+
+
+def _platforms(runner: Runner) -> set[str]:
+    return {d["platform"] for d in runner.environment("x32")["jax"]["devices"]}
+
+
+def test_bad_shape_for_case_is_a_clear_error(runner):
+    with pytest.raises(BadInput, match="square"):
+        runner.run(_spec("x32", shape=(10, 20)))
+
+
+def test_custom_cases_file(runner, tmp_path):
+    path = tmp_path / "my_cases.py"
+    path.write_text(textwrap.dedent("""
+        import numpy as np
+        import jax.numpy as jnp
+        from jaxcompare import Case
+
+        def make(shape, dtype, rng):
+            return (rng.standard_normal(shape).astype(dtype),)
+
+        CASES = [Case(name="softplus", numpy_fn=lambda x: np.logaddexp(0, x),
+                      jax_fn=lambda x: jnp.logaddexp(0, x), make_inputs=make,
+                      small_shape=(10,), large_shape=(100000,))]
+    """))
+    result = runner.run(_spec("x32", case="softplus", shape=(1000,), cases_file=str(path)))
+    assert result.agreement["ok"]
+    assert result.case_info["source"] == str(path)
+
+
+def test_broken_custom_case_is_reported_not_crashed(runner, tmp_path):
+    path = tmp_path / "broken.py"
+    path.write_text(textwrap.dedent("""
+        import numpy as np
+        from jaxcompare import Case
+        def boom(x):
+            raise ValueError("this port is broken")
+        CASES = [Case(name="broken", numpy_fn=np.sin, jax_fn=boom,
+                      make_inputs=lambda s, d, r: (r.random(s).astype(d),))]
+    """))
+    with pytest.raises(BadInput, match="this port is broken"):
+        runner.run(_spec("x32", case="broken", shape=(10,), cases_file=str(path)))
+    assert runner.run(_spec("x32")).agreement["ok"]
+
+
+def test_worker_killed_mid_job_is_restarted():
+    with Runner(timeout_s=60) as runner:
+        first = runner.submit(_spec("x32"))
+        first.wait(120)
+        crash = runner.inject_fault("x32", "exit")
+        with pytest.raises(JobFailed, match="died"):
+            crash.wait(120)
+        after = runner.submit(_spec("x32"))
+        assert after.wait(120).agreement["ok"]
+        assert after.worker_pid != first.worker_pid and after.status == "done"
+
+
+def test_job_past_its_deadline_is_stopped_and_next_runs():
+    with Runner(timeout_s=60) as runner:
+        hung = runner.inject_fault("x32", "hang", timeout_s=5)
+        nxt = runner.submit(_spec("x32"))
+        with pytest.raises(JobFailed, match="deadline"):
+            hung.wait(120)
+        assert nxt.wait(120).agreement["ok"]
+
+
+def test_concurrent_submitters_never_overlap(runner):
+    jobs = []
+    lock = threading.Lock()
+
+    def submit(precision: str) -> None:
+        job = runner.submit(_spec(precision, shape=(24, 24)))
+        with lock:
+            jobs.append(job)
+
+    threads = [threading.Thread(target=submit, args=(p,)) for p in ("x32", "x64") * 3]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for job in jobs:
+        job.wait(240)
+    windows = sorted(job.window for job in jobs)
+    assert len(windows) == 6
+    for (_, end), (start, _) in zip(windows, windows[1:], strict=False):
+        assert end <= start, windows
+
+
+def test_cancel_a_queued_job(runner):
+    blocker = runner.submit(_spec("x32", shape=(64, 64)))
+    queued = runner.submit(_spec("x32"))
+    assert runner.position(queued) >= 1
+    queued.cancel()
+    blocker.wait(240)
+    with pytest.raises(JobFailed, match="cancelled"):
+        queued.wait(240)
+    assert queued.status == "cancelled"

@@ -1,0 +1,53 @@
+"""Shape parsing and Spec validation: every bad input is a BadInput with a clear line."""
+
+from __future__ import annotations
+
+import pytest
+
+from jaxcompare import BadInput, Spec, TimingConfig, parse_shape
+
+
+@pytest.mark.parametrize("text, shape", [
+    ("1000x1000", (1000, 1000)), ("10", (10,)), (" 3 x 4 x 5 ", (3, 4, 5)), ("100,50", (100, 50)),
+    ("(8, 8)", (8, 8)), ("1_000", (1000,)), ([4, 4], (4, 4)), ("64×64", (64, 64)),
+])
+def test_parse_shape_accepts(text, shape):
+    assert parse_shape(text) == shape
+
+
+@pytest.mark.parametrize("text, words", [
+    ("", "empty"), ("10x-1", "positive"), ("0x5", "positive"), ("abc", "whole number"),
+    ("1.5x2", "whole number"), ("1x1x1x1x1", "dimensions"), ("100000x100000x1000", "elements"),
+    ([True, 3], "not a size"),
+])
+def test_parse_shape_rejects_with_reason(text, words):
+    with pytest.raises(BadInput, match=words):
+        parse_shape(text)
+
+
+def test_spec_round_trip_and_dtype():
+    spec = Spec("matmul", "100x100", precision="x64", timing=TimingConfig.quick())
+    assert spec.shape == (100, 100) and spec.dtype == "float64"
+    assert Spec.from_dict(spec.to_dict()) == spec
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"precision": "x16"}, "precision"), ({"device": "npu"}, "device"), ({"seed": -1}, "seed"),
+    ({"case": " "}, "case"),
+])
+def test_spec_rejects(kwargs, words):
+    base = {"case": "matmul", "shape": (4, 4)} | kwargs
+    with pytest.raises(BadInput, match=words):
+        Spec(**base)
+
+
+def test_spec_from_dict_rejects_unknown_fields():
+    with pytest.raises(BadInput, match="unknown"):
+        Spec.from_dict({"case": "matmul", "shape": [2, 2], "colour": "red"})
+
+
+def test_timing_config_rejects_nonsense():
+    with pytest.raises(BadInput):
+        TimingConfig(min_samples=0)
+    with pytest.raises(BadInput):
+        TimingConfig(min_samples=10, max_samples=5)

@@ -1,0 +1,94 @@
+"""Statistics and calibration, with an injected fake clock (deterministic)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from jaxcompare.spec import TimingConfig
+from jaxcompare.timing import Stats, calibrate_loops, median_ci, sample
+
+CFG = TimingConfig(target_sample_s=0.01, min_samples=5, max_samples=50, phase_budget_s=1.0,
+                   rel_ci=0.02, warmup_s=0.001)
+
+
+def test_stats_from_known_samples():
+    s = Stats.from_samples([1.0, 2.0, 3.0, 4.0, 100.0], loops=7)
+    assert s.median_s == 3.0
+    assert s.min_s == 1.0
+    assert s.mean_s == pytest.approx(22.0)
+    assert s.std_s == pytest.approx(np.std([1, 2, 3, 4, 100], ddof=1))
+    assert s.iqr_s == pytest.approx(4.0 - 2.0)
+    assert (s.n, s.loops) == (5, 7)
+    assert s.samples_s == (1.0, 2.0, 3.0, 4.0, 100.0)
+
+
+def test_stats_json_round_trip():
+    s = Stats.from_samples([0.5, 0.7, 0.6], loops=3, stable=False, unstable_reason="noisy")
+    assert Stats.from_dict(s.to_dict()) == s
+
+
+def test_median_ci_contains_median_and_narrows_with_n(rng):
+    small = rng.normal(1.0, 0.1, 11)
+    large = rng.normal(1.0, 0.1, 401)
+    lo_s, hi_s = median_ci(small)
+    lo_l, hi_l = median_ci(large)
+    assert lo_s <= np.median(small) <= hi_s
+    assert lo_l <= np.median(large) <= hi_l
+    assert hi_l - lo_l < hi_s - lo_s
+
+
+@pytest.mark.parametrize("per_call_s, expected", [(1e-6, 10_000), (1e-3, 10), (0.05, 1)])
+def test_calibration_hits_target_sample_time(fake_clock, per_call_s, expected):
+    loops = calibrate_loops(lambda: fake_clock.advance(per_call_s), 0.01, fake_clock)
+    assert loops == expected
+
+
+def test_constant_calls_stop_at_min_samples_and_are_exact(fake_clock):
+    stats = sample(lambda: fake_clock.advance(2e-4), CFG, clock=fake_clock)
+    assert stats.stable and stats.unstable_reason is None
+    assert stats.n == CFG.min_samples
+    assert stats.loops == 50  # 50 x 0.2 ms = the 10 ms target
+    assert stats.median_s == pytest.approx(2e-4)
+
+
+def test_noisy_calls_run_until_budget_and_say_why(fake_clock, rng):
+    durations = iter(rng.choice([1e-3, 3e-3], size=100_000))
+    stats = sample(lambda: fake_clock.advance(next(durations)), CFG, clock=fake_clock,
+                   budget_s=0.2)
+    assert not stats.stable
+    assert "time budget" in stats.unstable_reason
+    assert fake_clock.now * 1e-9 >= 0.2
+
+
+def test_noisy_calls_stop_at_max_samples(fake_clock, rng):
+    cfg = TimingConfig(target_sample_s=1e-3, min_samples=3, max_samples=12, phase_budget_s=1e6,
+                       rel_ci=1e-6, warmup_s=1e-4)
+    stats = sample(lambda: fake_clock.advance(rng.uniform(1e-3, 2e-3)), cfg, clock=fake_clock)
+    assert stats.n == 12
+    assert not stats.stable and "maximum" in stats.unstable_reason
+
+
+def test_setup_and_teardown_are_not_timed(fake_clock):
+    torn = []
+    stats = sample(
+        lambda: fake_clock.advance(1e-3) or "out",
+        CFG,
+        clock=fake_clock,
+        setup=lambda: fake_clock.advance(0.5),
+        teardown=lambda out: torn.append(out) or fake_clock.advance(0.5),
+        budget_s=100,
+    )
+    assert stats.loops == 1
+    assert stats.median_s == pytest.approx(1e-3)
+    assert torn and set(torn) == {"out"}
+
+
+def test_calls_longer_than_budget_still_report(fake_clock):
+    stats = sample(lambda: fake_clock.advance(10.0), CFG, clock=fake_clock, warmup=False)
+    assert 1 <= stats.n < CFG.min_samples
+    assert not stats.stable and "long" in stats.unstable_reason
+    assert stats.median_s == pytest.approx(10.0)
+    assert math.isfinite(stats.rel_ci)
