@@ -93,6 +93,9 @@ class Case:
     canonical: Callable[[Arrays, Arrays], Arrays] = default_canonical
     tolerance: float = 1.0
     static_argnums: tuple[int, ...] = ()
+    # The dtype NumPy really computes in when it differs from the inputs' (numpy.linalg
+    # computes float32 inputs in float64 and rounds the result back).
+    numpy_computes_in: str | None = None
     source: str = field(default="builtin", compare=False)
 
     def __post_init__(self) -> None:
@@ -137,6 +140,7 @@ class Case:
             "small_shape": list(self.small_shape),
             "large_shape": list(self.large_shape),
             "has_flops": self.flops is not None,
+            "numpy_computes_in": self.numpy_computes_in,
             "source": self.source,
         }
 

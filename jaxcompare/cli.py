@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .catalog import all_cases, get_case
+from .checks import checklist, overall
 from .errors import JaxCompareError
 from .report import dumps, format_speedup, format_time, result_table
 from .spec import DEVICES, PRECISIONS, Spec, TimingConfig, parse_shape
@@ -58,6 +59,16 @@ def build_parser() -> argparse.ArgumentParser:
     common(p_sweep)
     p_sweep.add_argument("--sizes", nargs="+", help="shapes (10x10 100x100) or plain sizes (10 100)")
     p_sweep.add_argument("--steps", type=int, default=5, help="ladder length when --sizes is absent")
+    p_pit = sub.add_parser("pitfalls", help="measure each benchmarking pitfall: naive vs correct")
+    p_pit.add_argument("--case", default="centered_gram")
+    p_pit.add_argument("--shape", help="default: the case's large preset (1000x1000 for centered_gram)")
+    p_pit.add_argument("--precision", default="x32", choices=PRECISIONS)
+    p_pit.add_argument("--device", default="auto", choices=DEVICES)
+    p_pit.add_argument("--cases-file")
+    p_pit.add_argument("--seed", type=int, default=0)
+    p_pit.add_argument("--quick", action="store_true")
+    p_pit.add_argument("--timeout", type=float, default=600.0)
+    p_pit.add_argument("--json", metavar="PATH|-")
     return parser
 
 
@@ -112,10 +123,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"measuring {case.name} at {'x'.join(map(str, shape))} ({args.precision}) ...", file=sys.stderr)
     with Runner(timeout_s=args.timeout) as runner:
         result = runner.run(spec)
+    checks = checklist(result)
     if args.json:
-        _write_json(args.json, result.to_dict())
+        _write_json(args.json, result.to_dict() | {"checklist": [c.to_dict() for c in checks]})
     if args.json != "-":
         print(result_table(result), file=out)
+        print(f"\n  credibility checklist: {overall(checks).upper()}", file=out)
+        for c in checks:
+            print(f"  [{c.status:^4}] {c.title:<32}{c.reason}", file=out)
     return 0
 
 
@@ -154,13 +169,38 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_pitfalls(args: argparse.Namespace) -> int:
+    from .runner import Runner
+
+    case = get_case(args.case, args.cases_file)
+    shape = parse_shape(args.shape) if args.shape else case.large_shape
+    case.check_shape(shape)
+    out = _human(args)
+    print(f"measuring the pitfalls for {case.name} at {'x'.join(map(str, shape))} ({args.precision}) ...",
+          file=sys.stderr)
+    with Runner(timeout_s=args.timeout) as runner:
+        report = runner.submit_pitfalls(_base_spec(args, shape)).wait()
+    if args.json:
+        _write_json(args.json, report)
+    if args.json != "-":
+        for pitfall in report["pitfalls"]:
+            print(f"\n{pitfall['title']}", file=out)
+            if not pitfall["applicable"]:
+                print(f"  (not applicable on {report['backend']}: shown for reference)", file=out)
+            for tag, side in [("naive", pitfall["naive"]), ("correct", pitfall["correct"])] + [
+                    ("also", s) for s in pitfall["extra"]]:
+                print(f"  {tag:<8}{side['label']:<40}{format_time(side['seconds']):>10}   {side['conclusion']}",
+                      file=out)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     # Worker tracebacks are for operators; a CLI user gets the one-line message.
     if not os.environ.get("JAXCOMPARE_DEBUG"):
         logging.getLogger("jaxcompare").setLevel(logging.CRITICAL)
-    handlers = {"list": cmd_list, "run": cmd_run, "sweep": cmd_sweep}
+    handlers = {"list": cmd_list, "run": cmd_run, "sweep": cmd_sweep, "pitfalls": cmd_pitfalls}
     try:
         return handlers[args.command](args)
     except JaxCompareError as exc:

@@ -14,6 +14,7 @@ SCHEMA = "jaxcompare.result/1"
 
 JAX_PHASES = ("transfer", "trace", "lower", "compile", "first_call", "runtime", "dispatch", "fetch")
 COMPILE_PHASES = ("trace", "lower", "compile")
+FAIR_PROTOCOL = {"blocked": True, "compile_excluded": True, "inputs_on_device": True}
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,9 @@ class Result:
     transfer_zero_copy: bool = False
     fetch_zero_copy: bool = False
     notes: tuple[str, ...] = field(default=())
+    # How the JAX runtime was timed. The engine always times the fair way; the pitfalls lab
+    # builds naive results with these off, and the checklist reads them.
+    protocol: dict[str, Any] = field(default_factory=lambda: dict(FAIR_PROTOCOL))
 
     # --- derived figures -------------------------------------------------------------
     @property
@@ -118,6 +122,7 @@ class Result:
             "gflops": {"numpy": self.gflops("numpy"), "jax": self.gflops("jax")},
             "agreement": self.agreement,
             "notes": list(self.notes),
+            "protocol": dict(self.protocol),
             "spec": self.spec.to_dict(),
             "env": self.env,
         }
@@ -150,6 +155,7 @@ class Result:
                 transfer_zero_copy=bool(jax.get("transfer_zero_copy", False)),
                 fetch_zero_copy=bool(jax.get("fetch_zero_copy", False)),
                 notes=tuple(data.get("notes") or ()),
+                protocol=dict(data.get("protocol") or FAIR_PROTOCOL),
                 **stats,
             )
         except BadInput:

@@ -34,13 +34,36 @@ DEFAULT_TIMEOUT_S = 600.0
 _POLL_S = 0.05
 
 
+@dataclass(frozen=True)
+class Step:
+    """One call into a worker: which precision's worker, which function, what arguments."""
+
+    precision: str
+    target: str
+    args: tuple[Any, ...] = ()
+
+
+class Cancelled(JobFailed):
+    """The job's owner cancelled it."""
+
+
+TARGETS: dict[str, Callable[..., Any]] = {
+    "measure": worker.run_measurement,
+    "environment": worker.run_environment,
+    "selfcheck": worker.run_selfcheck,
+    "pitfalls": worker.run_pitfalls,
+    "fair_float64": worker.run_fair_float64,
+    "crash": worker.crash_for_test,
+}
+
+
 @dataclass
 class Job:
-    """A queued unit of work; its fields are updated by the runner's threads."""
+    """A queued unit of work (one or more worker steps run back to back, never interleaved
+    with another job); its fields are updated by the runner's threads."""
 
     kind: str
-    precision: str
-    args: tuple[Any, ...]
+    steps: tuple[Step, ...]
     timeout_s: float
     spec: Spec | None = None
     owner: str | None = None
@@ -57,6 +80,10 @@ class Job:
     error: JaxCompareError | None = None
     _done: threading.Event = field(default_factory=threading.Event, repr=False)
     _cancel: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    @property
+    def precision(self) -> str:
+        return self.steps[0].precision
 
     @property
     def done(self) -> bool:
@@ -101,24 +128,37 @@ class Runner:
     # --- public API ------------------------------------------------------------------------
     def submit(self, spec: Spec, *, timeout_s: float | None = None, owner: str | None = None) -> Job:
         """Queue a measurement; returns at once with a Job to poll or wait on."""
-        job = Job("measure", spec.precision, (spec.to_dict(),), timeout_s or self.timeout_s,
-                  spec=spec, owner=owner)
+        job = Job("measure", (Step(spec.precision, "measure", (spec.to_dict(),)),),
+                  timeout_s or self.timeout_s, spec=spec, owner=owner)
         return self._enqueue(job)
+
+    def submit_pitfalls(self, spec: Spec, sections: tuple[str, ...] | None = None, *,
+                        timeout_s: float | None = None, owner: str | None = None) -> Job:
+        """Queue the pitfalls lab; an x32 run borrows the x64 worker for the fair float64 side."""
+        from .pitfalls import SECTIONS
+
+        sections = tuple(sections or SECTIONS)
+        steps = [Step(spec.precision, "pitfalls", (spec.to_dict(), sections))]
+        if "dtype" in sections and spec.precision == "x32":
+            steps.append(Step("x64", "fair_float64", (spec.to_dict() | {"precision": "x64"},)))
+        return self._enqueue(Job("pitfalls", tuple(steps), timeout_s or self.timeout_s, spec=spec,
+                                 owner=owner))
 
     def run(self, spec: Spec, *, timeout_s: float | None = None) -> Result:
         return self.submit(spec, timeout_s=timeout_s).wait()
 
     def environment(self, precision: str = "x32", *, timeout_s: float = 120.0) -> dict[str, Any]:
         """The worker's view: JAX version, backend, devices, x64 state."""
-        return self._enqueue(Job("environment", precision, (), timeout_s)).wait()
+        return self._enqueue(Job("environment", (Step(precision, "environment"),), timeout_s)).wait()
 
     def selfcheck(self, precision: str, names: list[str] | None = None,
                   cases_file: str | None = None, *, timeout_s: float = 300.0) -> list[dict[str, Any]]:
-        return self._enqueue(Job("selfcheck", precision, (names, cases_file), timeout_s)).wait()
+        step = Step(precision, "selfcheck", (names, cases_file))
+        return self._enqueue(Job("selfcheck", (step,), timeout_s)).wait()
 
     def inject_fault(self, precision: str, how: str, *, timeout_s: float = 30.0) -> Job:
         """Tests only: make the worker exit, hang, or raise."""
-        return self._enqueue(Job("crash", precision, (how,), timeout_s))
+        return self._enqueue(Job("crash", (Step(precision, "crash", (how,)),), timeout_s))
 
     def position(self, job: Job) -> int:
         """0 when running, 1.. when queued (1 = next), -1 when finished."""
@@ -169,8 +209,9 @@ class Runner:
 
     # --- internals ---------------------------------------------------------------------------
     def _enqueue(self, job: Job) -> Job:
-        if job.precision not in PRECISIONS:
-            raise JobFailed(f"unknown precision {job.precision!r}")
+        for step in job.steps:
+            if step.precision not in PRECISIONS:
+                raise JobFailed(f"unknown precision {step.precision!r}")
         with self._cv:
             if self._closed:
                 raise JobFailed("the runner is shut down")
@@ -196,7 +237,7 @@ class Runner:
                     return
                 job = self._queue.popleft()
                 if job._cancel.is_set():
-                    self._finish(job, error=JobFailed("cancelled before it started"), status="cancelled")
+                    self._finish(job, error=Cancelled("cancelled before it started"), status="cancelled")
                     continue
                 self._current = job
             try:
@@ -209,49 +250,48 @@ class Runner:
                     self._current = None
 
     def _execute(self, job: Job) -> None:
-        target: Callable[..., Any] = {
-            "measure": worker.run_measurement,
-            "environment": worker.run_environment,
-            "selfcheck": worker.run_selfcheck,
-            "crash": worker.crash_for_test,
-        }[job.kind]
         job.status, job.phase, job.started_at = "running", "starting worker", time.time()
-        future = self._pool(job.precision).schedule(target, args=(job.id, *job.args), timeout=job.timeout_s)
-        while not future.done():
-            wait([future], timeout=_POLL_S)
-            if job._cancel.is_set() and not future.done():
-                future.cancel()  # Pebble terminates the worker and starts a new one
-                self._finish(job, error=JobFailed("cancelled while running; the worker was restarted"),
-                             status="cancelled")
-                return
+        deadline = job.started_at + job.timeout_s
+        values = []
         try:
-            envelope = future.result()
-        except CancelledError:
-            self._finish(job, error=JobFailed("cancelled while running; the worker was restarted"),
-                         status="cancelled")
-            return
-        except TimeoutError:  # Pebble's deadline (concurrent.futures.TimeoutError is this class)
-            self._finish(job, error=JobFailed(
-                f"stopped after its {job.timeout_s:g} s deadline; the worker was restarted"))
-            return
-        except ProcessExpired as exc:
-            self._finish(job, error=JobFailed(
-                f"the worker process died (exit code {exc.exitcode}: crashed, killed or out of "
-                f"memory); a fresh worker has been started"))
+            for step in job.steps:
+                envelope = self._run_step(job, step, max(deadline - time.time(), 1.0))
+                start, end = envelope["window"]
+                job.window = (job.window[0] if job.window else start, end)
+                job.worker_pid = envelope["pid"]
+                values.append(envelope["result"])
+        except Cancelled as exc:
+            self._finish(job, error=exc, status="cancelled")
             return
         except JaxCompareError as exc:
             self._finish(job, error=exc)
             return
+        self._finish(job, value=_combine(job.kind, values))
+
+    def _run_step(self, job: Job, step: Step, timeout_s: float) -> dict[str, Any]:
+        """Run one step in its worker; every way it can fail becomes one clear JobFailed."""
+        future = self._pool(step.precision).schedule(TARGETS[step.target], args=(job.id, *step.args),
+                                                     timeout=timeout_s)
+        while not future.done():
+            wait([future], timeout=_POLL_S)
+            if job._cancel.is_set() and not future.done():
+                future.cancel()  # Pebble terminates the worker and starts a new one
+                raise Cancelled("cancelled while running; the worker was restarted")
+        try:
+            return future.result()
+        except CancelledError:
+            raise Cancelled("cancelled while running; the worker was restarted") from None
+        except TimeoutError:  # Pebble's deadline (concurrent.futures.TimeoutError is this class)
+            raise JobFailed(f"stopped after its {job.timeout_s:g} s deadline; the worker was restarted") from None
+        except ProcessExpired as exc:
+            raise JobFailed(
+                f"the worker process died (exit code {exc.exitcode}: crashed, killed or out of "
+                f"memory); a fresh worker has been started") from None
+        except JaxCompareError:
+            raise
         except Exception as exc:
             log.error("job %s failed: %s\n%s", job.id, exc, getattr(exc, "traceback", ""))
-            self._finish(job, error=JobFailed(f"{type(exc).__name__}: {exc}"))
-            return
-        job.window = tuple(envelope["window"])
-        job.worker_pid = envelope["pid"]
-        value = envelope["result"]
-        if job.kind == "measure":
-            value = Result.from_dict(value)
-        self._finish(job, value=value)
+            raise JobFailed(f"{type(exc).__name__}: {exc}") from None
 
     def _finish(self, job: Job, *, value: Any = None, error: JaxCompareError | None = None,
                 status: str | None = None) -> None:
@@ -278,3 +318,17 @@ class Runner:
             job = self._jobs_by_id.get(job_id)
             if job is not None and not job.done:
                 job.phase, job.progress = phase, min(max(fraction, 0.0), 1.0)
+
+
+def _combine(kind: str, values: list[Any]) -> Any:
+    """Turn the steps' raw values into the job's value."""
+    if kind == "measure":
+        return Result.from_dict(values[0])
+    if kind == "pitfalls":
+        report = values[0]
+        if len(values) > 1:  # the fair float64 side from the x64 worker joins pitfall 3
+            for pitfall in report["pitfalls"]:
+                if pitfall["id"] == "dtype":
+                    pitfall["extra"].append(values[1])
+        return report
+    return values[0]

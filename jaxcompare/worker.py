@@ -57,6 +57,26 @@ def run_measurement(job_id: str, spec_dict: dict[str, Any]) -> dict[str, Any]:
     return {"result": result.to_dict(), "window": (started, time.time()), "pid": os.getpid()}
 
 
+def run_pitfalls(job_id: str, spec_dict: dict[str, Any], sections: tuple[str, ...]) -> dict[str, Any]:
+    from .pitfalls import measure_pitfalls
+    from .spec import Spec
+
+    started = time.time()
+    report = measure_pitfalls(Spec.from_dict(spec_dict), tuple(sections),
+                              progress=lambda phase, frac: _report(job_id, phase, frac))
+    return {"result": report, "window": (started, time.time()), "pid": os.getpid()}
+
+
+def run_fair_float64(job_id: str, spec_dict: dict[str, Any]) -> dict[str, Any]:
+    from .pitfalls import fair_float64
+    from .spec import Spec
+
+    started = time.time()
+    _report(job_id, "dtype (float64 worker)", 0.95)
+    return {"result": fair_float64(Spec.from_dict(spec_dict)), "window": (started, time.time()),
+            "pid": os.getpid()}
+
+
 def run_environment(job_id: str) -> dict[str, Any]:
     from .environment import collect
 

@@ -40,3 +40,21 @@ def runner():
 
     with Runner(timeout_s=240) as shared:
         yield shared
+
+
+@pytest.fixture(scope="session")
+def fair_result():
+    """A real, fair comparison at the JAX docs' size, measured in this process (x32, CPU)."""
+    from jaxcompare import Spec, TimingConfig
+    from jaxcompare.measure import measure
+
+    return measure(Spec("centered_gram", (1000, 1000), device="cpu", timing=TimingConfig.quick()))
+
+
+@pytest.fixture(scope="session")
+def tiny_result():
+    """The same comparison at 10x10, where dispatch overhead dominates."""
+    from jaxcompare import Spec, TimingConfig
+    from jaxcompare.measure import measure
+
+    return measure(Spec("centered_gram", (10, 10), device="cpu", timing=TimingConfig.quick()))

@@ -13,9 +13,9 @@ from jaxcompare.measure import build_inputs, measure, measure_compile
 QUICK = TimingConfig.quick()
 
 
-@pytest.fixture(scope="module")
-def big_result():
-    return measure(Spec("centered_gram", (1000, 1000), precision="x32", device="cpu", timing=QUICK))
+@pytest.fixture
+def big_result(fair_result):
+    return fair_result
 
 
 def test_cold_compile_is_slower_than_a_cache_hit():

@@ -1,0 +1,79 @@
+"""The credibility checklist fails or warns for deliberately unfair results, passes a fair one."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from jaxcompare.checks import FAIL, PASS, WARN, checklist, overall
+
+FAIRNESS = ("precision", "blocked", "compile", "transfer", "agreement")
+
+
+def by_id(result) -> dict:
+    return {c.id: c for c in checklist(result)}
+
+
+def test_a_fair_result_passes(fair_result):
+    checks = by_id(fair_result)
+    for cid in FAIRNESS + ("workload",):
+        assert checks[cid].status == PASS, checks[cid]
+    assert overall(list(checks.values())) != FAIL
+    for check in checks.values():
+        assert check.reason and check.title
+
+
+def test_unblocked_timing_fails(fair_result):
+    unfair = dataclasses.replace(fair_result, runtime=fair_result.dispatch,
+                                 protocol=fair_result.protocol | {"blocked": False})
+    checks = by_id(unfair)
+    assert checks["blocked"].status == FAIL
+    assert checks["blocked"].pitfall == "async"
+
+
+def test_mixed_precision_fails(fair_result):
+    agreement = fair_result.agreement | {"numpy_dtype": "float64", "jax_dtype": "float32"}
+    check = by_id(dataclasses.replace(fair_result, agreement=agreement))["precision"]
+    assert check.status == FAIL and "float64" in check.reason
+
+
+def test_tiny_workload_warns_or_fails(tiny_result):
+    check = by_id(tiny_result)["workload"]
+    assert check.status in (WARN, FAIL), check
+    assert check.pitfall == "size"
+
+
+def test_disagreeing_outputs_fail(fair_result):
+    agreement = fair_result.agreement | {"ok": False, "max_rel_err": 0.3}
+    assert by_id(dataclasses.replace(fair_result, agreement=agreement))["agreement"].status == FAIL
+
+
+def test_compile_in_runtime_and_host_inputs_fail(fair_result):
+    unfair = dataclasses.replace(fair_result, protocol={"blocked": True, "compile_excluded": False,
+                                                        "inputs_on_device": False})
+    checks = by_id(unfair)
+    assert checks["compile"].status == FAIL and checks["transfer"].status == FAIL
+
+
+@pytest.mark.parametrize("field", ["numpy_runtime", "runtime"])
+def test_unstable_or_few_samples_warn(fair_result, field):
+    stats = getattr(fair_result, field)
+    shaky = dataclasses.replace(stats, stable=False, unstable_reason="median still varies by ±30%", n=2)
+    checks = by_id(dataclasses.replace(fair_result, **{field: shaky}))
+    assert checks["stable"].status == WARN and "30%" in checks["stable"].reason
+    assert checks["samples"].status == FAIL
+
+
+def test_tf32_warns_only_for_float32_on_gpu(fair_result):
+    on_gpu = dataclasses.replace(fair_result, backend="gpu")
+    assert by_id(fair_result)["tf32"].status == PASS
+    assert by_id(on_gpu)["tf32"].status == WARN
+    highest = dataclasses.replace(on_gpu, protocol=on_gpu.protocol | {"matmul_precision": "highest"})
+    assert by_id(highest)["tf32"].status == PASS
+
+
+def test_numpy_linalg_float32_is_flagged_as_double_work(fair_result):
+    info = fair_result.case_info | {"numpy_computes_in": "float64"}
+    check = by_id(dataclasses.replace(fair_result, case_info=info))["precision"]
+    assert check.status == WARN and "float64" in check.reason

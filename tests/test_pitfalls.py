@@ -1,0 +1,81 @@
+"""Each pitfall's naive number differs from the right one in the direction the JAX docs
+describe — measured live on the CPU, compared as ratios within one run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from jaxcompare import Spec, TimingConfig
+
+QUICK = TimingConfig.quick()
+
+
+@pytest.fixture(scope="module")
+def lab(runner):
+    report = runner.submit_pitfalls(Spec("centered_gram", (1000, 1000), timing=QUICK)).wait(300)
+    return {p["id"]: p for p in report["pitfalls"]}
+
+
+def speedup(side: dict) -> float:
+    return side["numpy_seconds"] / side["seconds"]
+
+
+def test_every_pitfall_is_reported_with_both_sides(lab):
+    assert list(lab) == ["jit", "async", "dtype", "transfer", "size", "tf32"]
+    for pitfall in lab.values():
+        for side in ("naive", "correct"):
+            assert pitfall[side]["seconds"] > 0 and pitfall[side]["conclusion"]
+        assert "naive:" in pitfall["verdict"] and "measured properly" in pitfall["verdict"]
+        assert pitfall["doc"].startswith("https://docs.jax.dev/")
+
+
+def test_first_call_is_well_above_steady_state(lab):
+    p = lab["jit"]
+    assert p["naive"]["seconds"] > 2 * p["correct"]["seconds"]
+
+
+def test_dispatch_only_is_well_below_blocked(lab):
+    p = lab["async"]
+    assert p["naive"]["seconds"] < p["correct"]["seconds"] / 3
+
+
+def test_float64_numpy_against_float32_jax_flatters_jax(lab):
+    p = lab["dtype"]
+    assert p["naive"]["numpy_seconds"] > 1.2 * p["correct"]["numpy_seconds"]
+    assert speedup(p["naive"]) > 1.2 * speedup(p["correct"])
+    fair64 = [s for s in p["extra"] if s.get("dtype") == "float64"]
+    assert fair64, "the x64 worker's fair float64 side is missing"
+
+
+def test_tiny_inputs_favour_numpy(lab):
+    p = lab["size"]
+    assert speedup(p["naive"]) < speedup(p["correct"]) / 2
+
+
+def test_tf32_is_marked_not_applicable_on_cpu(lab):
+    p = lab["tf32"]
+    assert p["applicable"] is False
+    assert p["naive"]["rel_error"] == pytest.approx(p["correct"]["rel_error"], rel=0.5)
+
+
+def test_host_arrays_pay_a_transfer_on_every_call(runner):
+    # A memory-bound case, so the per-call copy is a clear share of the time.
+    report = runner.submit_pitfalls(Spec("reduction", (3000, 3000), timing=QUICK),
+                                    sections=("transfer",)).wait(300)
+    p = report["pitfalls"][0]
+    assert p["naive"]["seconds"] > 1.5 * p["correct"]["seconds"]
+
+
+def test_pitfalls_cli_json():
+    proc = subprocess.run([sys.executable, "-m", "jaxcompare", "pitfalls", "--shape", "200x200",
+                           "--quick", "--json", "-"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    for pitfall in doc["pitfalls"]:
+        assert {"id", "title", "naive", "correct"} <= set(pitfall)
+        for side in ("naive", "correct"):
+            assert {"seconds", "conclusion"} <= set(pitfall[side])
