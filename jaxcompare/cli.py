@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--cases-file", help="Python file defining CASES, a list of jaxcompare.Case")
         p.add_argument("--seed", type=int, default=0)
         p.add_argument("--quick", action="store_true", help="fewer, shorter samples")
-        p.add_argument("--timeout", type=float, default=600.0, help="deadline per job, seconds")
+        p.add_argument("--timeout", type=float, default=None, help="deadline per job, seconds (default 600)")
         p.add_argument("--json", metavar="PATH|-", help="write the result as JSON ('-' = stdout)")
 
     p_run = sub.add_parser("run", help="measure one case at one shape")
@@ -67,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_pit.add_argument("--cases-file")
     p_pit.add_argument("--seed", type=int, default=0)
     p_pit.add_argument("--quick", action="store_true")
-    p_pit.add_argument("--timeout", type=float, default=600.0)
+    p_pit.add_argument("--timeout", type=float, default=None)
     p_pit.add_argument("--json", metavar="PATH|-")
     return parser
 

@@ -19,6 +19,7 @@ from .cases import Case, as_tuple
 from .catalog import get_case
 from .environment import collect as collect_env
 from .errors import BadInput, DeviceUnavailable
+from .memory import check_fits, device_free, estimate, host_available
 from .result import Result
 from .spec import Spec, TimingConfig
 from .timing import NS, Clock, Stats, sample
@@ -81,6 +82,12 @@ def check_precision(precision: str) -> None:
         raise RuntimeError(f"worker x64 mode gives {got} but the spec asks for {want}")
 
 
+def check_memory(case: Case, spec: Spec, device: Any) -> None:
+    """Refuse before allocating when inputs + outputs (from jax.eval_shape) will not fit."""
+    est = estimate(case, spec.shape, spec.dtype, backend=device.platform)
+    check_fits(est, case.name, spec.shape, host_free=host_available(), device_free_bytes=device_free(device))
+
+
 def build_inputs(case: Case, spec: Spec) -> tuple[np.ndarray, ...]:
     rng = np.random.default_rng(spec.seed)
     try:
@@ -138,6 +145,7 @@ def measure(spec: Spec, progress: Progress = _no_progress, clock: Clock = time.p
     case = get_case(spec.case, spec.cases_file)
     case.check_shape(spec.shape)
     device = resolve_device(spec.device)
+    check_memory(case, spec, device)
     cfg = spec.timing
     done = 0.0
     weights = dict(PHASES)

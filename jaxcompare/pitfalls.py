@@ -16,7 +16,7 @@ import numpy as np
 from .agreement import normwise_errors
 from .cases import Case, as_tuple
 from .catalog import get_case
-from .measure import build_inputs, check_precision, resolve_device
+from .measure import build_inputs, check_memory, check_precision, resolve_device
 from .report import format_time
 from .spec import Spec
 from .timing import Clock, sample
@@ -100,6 +100,7 @@ class Lab:
         self.case: Case = get_case(spec.case, spec.cases_file)
         self.case.check_shape(spec.shape)
         self.device = resolve_device(spec.device)
+        check_memory(self.case, spec, self.device)
         self.host = build_inputs(self.case, spec)
         self.dev = jax.block_until_ready(jax.device_put(self.host, self.device))
         self.f = jax.jit(self.case.jax_fn, static_argnums=self.case.static_argnums)

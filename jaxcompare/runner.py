@@ -24,13 +24,13 @@ from typing import Any
 from pebble import ProcessExpired, ProcessPool
 
 from . import worker
-from .errors import JaxCompareError, JobFailed
+from .errors import BadInput, JaxCompareError, JobFailed
 from .result import Result
+from .settings import Settings, preflight
 from .spec import PRECISIONS, Spec
 
 log = logging.getLogger("jaxcompare.runner")
 
-DEFAULT_TIMEOUT_S = 600.0
 _POLL_S = 0.05
 
 
@@ -105,8 +105,10 @@ class Job:
 class Runner:
     """Thread-safe front door to the workers; share one per process."""
 
-    def __init__(self, *, timeout_s: float = DEFAULT_TIMEOUT_S, worker_env: dict[str, str] | None = None):
-        self.timeout_s = timeout_s
+    def __init__(self, *, timeout_s: float | None = None, worker_env: dict[str, str] | None = None,
+                 settings: Settings | None = None):
+        self.settings = settings or Settings.from_env()
+        self.timeout_s = timeout_s or self.settings.job_timeout_s
         self._worker_env = dict(worker_env or {})
         self._ctx = multiprocessing.get_context("spawn")
         self._progress: Any = self._ctx.Queue()
@@ -127,7 +129,11 @@ class Runner:
 
     # --- public API ------------------------------------------------------------------------
     def submit(self, spec: Spec, *, timeout_s: float | None = None, owner: str | None = None) -> Job:
-        """Queue a measurement; returns at once with a Job to poll or wait on."""
+        """Queue a measurement; returns at once with a Job to poll or wait on.
+
+        Raises BadInput / TooLarge at once for a request that cannot run (unknown case,
+        bad shape, over a limit, more memory than the host has)."""
+        preflight(spec, self.settings)
         job = Job("measure", (Step(spec.precision, "measure", (spec.to_dict(),)),),
                   timeout_s or self.timeout_s, spec=spec, owner=owner)
         return self._enqueue(job)
@@ -137,7 +143,11 @@ class Runner:
         """Queue the pitfalls lab; an x32 run borrows the x64 worker for the fair float64 side."""
         from .pitfalls import SECTIONS
 
+        preflight(spec, self.settings)
         sections = tuple(sections or SECTIONS)
+        unknown = set(sections) - set(SECTIONS)
+        if unknown:
+            raise BadInput(f"unknown pitfall section(s): {', '.join(sorted(unknown))}")
         steps = [Step(spec.precision, "pitfalls", (spec.to_dict(), sections))]
         if "dtype" in sections and spec.precision == "x32":
             steps.append(Step("x64", "fair_float64", (spec.to_dict() | {"precision": "x64"},)))

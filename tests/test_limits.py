@@ -1,0 +1,109 @@
+"""Memory estimates and operator limits: impossible requests are refused before allocation."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from jaxcompare import BadInput, Runner, Spec, TimingConfig, TooLarge
+from jaxcompare.catalog import get_case
+from jaxcompare.memory import estimate, input_shapes
+from jaxcompare.settings import RateLimiter, Settings
+
+QUICK = TimingConfig.quick()
+
+
+@pytest.mark.parametrize("case, shape, expected", [
+    ("matmul", (300, 300), ((300, 300), (300, 300))),
+    ("einsum", (8, 64, 64), ((8, 64, 64), (8, 64, 64))),
+    ("cdist", (500, 7), ((500, 7), (500, 7))),
+    ("solve_triangular", (50, 30), ((50, 50), (50, 30))),
+])
+def test_input_shapes_are_found_without_building_them(case, shape, expected):
+    shapes, method = input_shapes(get_case(case), shape, "float32")
+    assert shapes == expected and method == "probe"
+
+
+def test_estimate_counts_inputs_outputs_and_the_float64_reference():
+    import jax  # noqa: F401  (eval_shape for the outputs; no allocation)
+
+    est = estimate(get_case("matmul"), (1000, 1000), "float32", backend="gpu")
+    assert est.input_bytes == 2 * 1000 * 1000 * 4
+    assert est.output_bytes == 1000 * 1000 * 4
+    assert est.host_bytes == est.input_bytes + est.output_bytes + 2 * (est.input_bytes + est.output_bytes)
+    assert est.device_bytes == 2 * (est.input_bytes + est.output_bytes)
+
+
+def test_oversized_requests_are_refused_at_submit():
+    with Runner() as runner:
+        with pytest.raises(TooLarge, match=r"GiB of host memory; the limit here is"):
+            runner.submit(Spec("matmul", (40000, 40000), precision="x64", timing=QUICK))
+        with pytest.raises(BadInput, match="elements"):
+            runner.submit(Spec("matmul", (200000, 200000), timing=QUICK))
+        assert runner.queue_length() == 0
+
+
+def test_a_160_gb_output_is_refused_by_the_worker_before_allocating(runner):
+    # cdist of 200,000 points: 1.2 MB of inputs, but a 200,000^2 float32 output (160 GB).
+    first = runner.submit(Spec("matmul", (16, 16), timing=QUICK))
+    first.wait(240)
+    job = runner.submit(Spec("cdist", (200_000, 3), timing=QUICK))
+    with pytest.raises(TooLarge, match=r"cdist at 200000x3 needs about \d+ GiB of host memory"):
+        job.wait(240)
+    after = runner.submit(Spec("matmul", (16, 16), timing=QUICK))
+    after.wait(240)
+    assert after.worker_pid == first.worker_pid  # the worker was never killed for memory
+
+
+def test_settings_defaults_and_hosted_mode():
+    local = Settings.from_env({})
+    assert local.mode == "local" and local.allow_cases_file and local.max_elements is None
+    hosted = Settings.from_env({"JAXCOMPARE_MODE": "hosted"})
+    assert not hosted.allow_cases_file and hosted.max_elements and hosted.max_jobs_per_minute
+    tuned = Settings.from_env({"JAXCOMPARE_MODE": "hosted", "JAXCOMPARE_MAX_ELEMENTS": "1000"})
+    assert tuned.max_elements == 1000
+
+
+def test_settings_file(tmp_path):
+    path = tmp_path / "jaxcompare.toml"
+    path.write_text('[jaxcompare]\nmode = "hosted"\nmax_sweep_points = 3\njob_timeout_s = 30\n')
+    s = Settings.from_env({"JAXCOMPARE_SETTINGS": str(path)})
+    assert (s.mode, s.max_sweep_points, s.job_timeout_s) == ("hosted", 3, 30.0)
+
+
+@pytest.mark.parametrize("env, words", [
+    ({"JAXCOMPARE_MODE": "party"}, "JAXCOMPARE_MODE"),
+    ({"JAXCOMPARE_MAX_ELEMENTS": "lots"}, "number"),
+    ({"JAXCOMPARE_JOB_TIMEOUT_S": "-5"}, "positive"),
+    ({"JAXCOMPARE_ALLOW_CASES_FILE": "maybe"}, "true or false"),
+    ({"JAXCOMPARE_SETTINGS": "/no/such/file.toml"}, "cannot be read"),
+])
+def test_bad_settings_are_clear(env, words):
+    with pytest.raises(BadInput, match=words):
+        Settings.from_env(env)
+
+
+def test_hosted_limits_refuse_big_shapes_and_case_files(tmp_path):
+    hosted = Settings.hosted()
+    with Runner(settings=hosted) as runner:
+        side = math.isqrt(hosted.max_elements) + 1
+        with pytest.raises(TooLarge, match="allows at most"):
+            runner.submit(Spec("matmul", (side, side), timing=QUICK))
+        with pytest.raises(BadInput, match="disabled"):
+            runner.submit(Spec("x", (4,), cases_file=str(tmp_path / "c.py"), timing=QUICK))
+    with pytest.raises(TooLarge, match="sweep"):
+        hosted.check_sweep(hosted.max_sweep_points + 1)
+
+
+def test_rate_limiter_window():
+    now = [0.0]
+    limiter = RateLimiter(2, clock=lambda: now[0])
+    limiter.acquire("alice")
+    limiter.acquire("alice")
+    limiter.acquire("bob")
+    with pytest.raises(BadInput, match="try again in 60 s"):
+        limiter.acquire("alice")
+    now[0] = 60.0
+    limiter.acquire("alice")
+    assert RateLimiter(None).acquire("anyone") is None
