@@ -1,0 +1,115 @@
+"""Property-based fuzzing of every user-controlled input: a clear JaxCompareError or a
+valid value, never another exception (which would surface as a traceback)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from jaxcompare import JaxCompareError, Spec, TimingConfig, parse_shape
+from jaxcompare.catalog import builtin_cases, get_case
+from jaxcompare.result import Result
+from jaxcompare.settings import Settings, preflight
+
+FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+CASE_NAMES = [c.name for c in builtin_cases()]
+
+shape_texts = st.one_of(
+    st.text(max_size=30),
+    st.lists(st.integers(-10, 10**7), max_size=6).map(lambda xs: "x".join(map(str, xs))),
+    st.lists(st.one_of(st.integers(-5, 10**6), st.floats(allow_nan=True), st.booleans(), st.none(),
+                       st.text(max_size=4)), max_size=6),
+)
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=10),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@FUZZ
+@given(shape_texts)
+def test_any_shape_text_is_parsed_or_refused_clearly(text):
+    try:
+        shape = parse_shape(text)
+    except JaxCompareError as exc:
+        assert str(exc)
+        return
+    assert shape and all(isinstance(n, int) and n > 0 for n in shape)
+    assert math.prod(shape) <= 2**31
+
+
+@FUZZ
+@given(
+    case=st.one_of(st.sampled_from(CASE_NAMES), st.text(max_size=20)),
+    shape=shape_texts,
+    precision=st.one_of(st.sampled_from(["x32", "x64"]), st.text(max_size=4)),
+    device=st.one_of(st.sampled_from(["auto", "cpu", "gpu", "tpu"]), st.text(max_size=4)),
+    seed=st.one_of(st.integers(-3, 2**40), st.text(max_size=3), st.none()),
+    hosted=st.booleans(),
+)
+def test_any_request_is_accepted_or_refused_clearly(case, shape, precision, device, seed, hosted):
+    try:
+        spec = Spec(case, shape, precision=precision, device=device, seed=seed, timing=TimingConfig.quick())
+        preflight(spec, Settings.hosted() if hosted else Settings())
+    except JaxCompareError as exc:
+        assert str(exc) and "Traceback" not in str(exc)
+        return
+    get_case(spec.case).check_shape(spec.shape)  # accepted means really runnable
+
+
+@FUZZ
+@given(json_values)
+def test_any_json_is_a_result_or_refused_clearly(value):
+    try:
+        Result.from_dict(value)
+    except JaxCompareError:
+        return
+
+
+@FUZZ
+@given(st.dictionaries(st.sampled_from(["case", "shape", "precision", "device", "seed", "timing",
+                                        "cases_file", "extra"]), json_values, max_size=7))
+def test_any_spec_dict_is_a_spec_or_refused_clearly(data):
+    try:
+        spec = Spec.from_dict(data)
+    except JaxCompareError:
+        return
+    assert Spec.from_dict(json.loads(json.dumps(spec.to_dict()))) == spec
+
+
+@FUZZ
+@given(st.dictionaries(st.sampled_from(["JAXCOMPARE_MODE", "JAXCOMPARE_MAX_ELEMENTS", "JAXCOMPARE_JOB_TIMEOUT_S",
+                                        "JAXCOMPARE_ALLOW_CASES_FILE", "JAXCOMPARE_MAX_SWEEP_POINTS",
+                                        "JAXCOMPARE_MAX_JOBS_PER_MINUTE"]), st.text(max_size=8), max_size=6))
+def test_any_settings_environment_is_valid_or_refused_clearly(env):
+    try:
+        Settings.from_env(env)
+    except JaxCompareError as exc:
+        assert str(exc)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(case=st.sampled_from(CASE_NAMES), dims=st.lists(st.integers(1, 40), min_size=1, max_size=3),
+       scale=st.floats(0.01, 2.0), scaled=st.booleans(), precision=st.sampled_from(["x32", "x64"]))
+def test_odd_small_shapes_run_or_fail_clearly_in_the_worker(runner, case, dims, scale, scaled, precision):
+    # Half the examples shrink the case's own preset (so its shape rule holds: 1x1, 2x2, ...).
+    small = get_case(case).small_shape
+    spec_shape = tuple(max(1, int(d * scale)) for d in small) if scaled else tuple(dims)
+    try:
+        spec = Spec(case, spec_shape, precision=precision, timing=TimingConfig(
+            target_sample_s=0.001, min_samples=3, max_samples=5, phase_budget_s=0.02, rel_ci=0.5,
+            compile_samples=1, warmup_s=0.0005))
+        job = runner.submit(spec, timeout_s=120)
+    except JaxCompareError:
+        return
+    try:
+        result = job.wait(180)
+    except JaxCompareError as exc:
+        assert str(exc) and "Traceback" not in str(exc)
+        return
+    assert result.runtime.median_s > 0
