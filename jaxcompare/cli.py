@@ -1,4 +1,4 @@
-"""Command line: ``python -m jaxcompare list | run | sweep``.
+"""Command line: ``python -m jaxcompare list | run | sweep | history | export | import``.
 
 User errors print one line on stderr and exit with status 2, never a traceback. With
 ``--json -`` stdout carries exactly one JSON document and nothing else.
@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from . import cli_history
 from .catalog import all_cases, get_case
 from .checks import checklist, overall
 from .errors import JaxCompareError
@@ -50,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--quick", action="store_true", help="fewer, shorter samples")
         p.add_argument("--timeout", type=float, default=None, help="deadline per job, seconds (default 600)")
         p.add_argument("--json", metavar="PATH|-", help="write the result as JSON ('-' = stdout)")
+        cli_history.add_save_arguments(p)
 
     p_run = sub.add_parser("run", help="measure one case at one shape")
     common(p_run)
@@ -69,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_pit.add_argument("--quick", action="store_true")
     p_pit.add_argument("--timeout", type=float, default=None)
     p_pit.add_argument("--json", metavar="PATH|-")
+    cli_history.add_commands(sub)
     return parser
 
 
@@ -119,6 +122,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     shape = parse_shape(args.shape) if args.shape else case.large_shape
     case.check_shape(shape)
     spec = _base_spec(args, shape)
+    store = cli_history.open_store(args.db) if args.save else None  # a bad --db fails before measuring
     out = _human(args)
     print(f"measuring {case.name} at {'x'.join(map(str, shape))} ({args.precision}) ...", file=sys.stderr)
     with Runner(timeout_s=args.timeout) as runner:
@@ -131,6 +135,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"\n  credibility checklist: {overall(checks).upper()}", file=out)
         for c in checks:
             print(f"  [{c.status:^4}] {c.title:<32}{c.reason}", file=out)
+    if store is not None:
+        cli_history.save_result(result, store)
     return 0
 
 
@@ -141,6 +147,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     shapes = parse_sizes(case, args.sizes) if args.sizes else ladder(case, args.steps)
     for shape in shapes:
         case.check_shape(shape)
+    store = cli_history.open_store(args.db) if args.save else None
     out = _human(args)
     results = []
     print(f"{'shape':>14}{'NumPy':>11}{'JAX':>11}{'compile':>11}  speedup", file=out)
@@ -148,6 +155,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         for shape in shapes:
             result = runner.run(_base_spec(args, shape))
             results.append(result)
+            if store is not None:  # saved as measured: an interrupted sweep keeps what it did
+                cli_history.save_result(result, store)
             print(f"{'x'.join(map(str, shape)):>14}{format_time(result.numpy_runtime.median_s):>11}"
                   f"{format_time(result.runtime.median_s):>11}{format_time(result.compile_total_s):>11}"
                   f"  {format_speedup(result.speedup)}", file=out, flush=True)
@@ -200,7 +209,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Worker tracebacks are for operators; a CLI user gets the one-line message.
     if not os.environ.get("JAXCOMPARE_DEBUG"):
         logging.getLogger("jaxcompare").setLevel(logging.CRITICAL)
-    handlers = {"list": cmd_list, "run": cmd_run, "sweep": cmd_sweep, "pitfalls": cmd_pitfalls}
+    handlers = {"list": cmd_list, "run": cmd_run, "sweep": cmd_sweep, "pitfalls": cmd_pitfalls,
+                **dict.fromkeys(cli_history.COMMANDS, cli_history.handle)}
     try:
         return handlers[args.command](args)
     except JaxCompareError as exc:

@@ -243,7 +243,7 @@ def measure(spec: Spec, progress: Progress = _no_progress, clock: Clock = time.p
     progress("done", 1.0)
     return Result(
         id=uuid.uuid4().hex,
-        created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        created=dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds"),
         spec=spec,
         case_info=case.summary(),
         dtype=spec.dtype,

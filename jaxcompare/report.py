@@ -29,6 +29,7 @@ def format_time(seconds: float | None) -> str:
         return "—"
     if seconds == 0:
         return "0 s"
+    seconds = float(f"{seconds:.3g}")  # round first, so 0.9997 ms reads "1 ms", not "1e+03 µs"
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
         if abs(seconds) >= scale or unit == "ns":
             value = seconds / scale

@@ -51,3 +51,13 @@ def test_timing_config_rejects_nonsense():
         TimingConfig(min_samples=0)
     with pytest.raises(BadInput):
         TimingConfig(min_samples=10, max_samples=5)
+
+
+@pytest.mark.parametrize("seconds, text", [
+    (0.0009997, "1 ms"), (0.9996, "1 s"), (485e-6, "485 µs"), (16.2e-3, "16.2 ms"), (2.5e-8, "25 ns"),
+    (0.0, "0 s"), (None, "—"), (float("inf"), "—"),
+])
+def test_format_time_picks_the_unit_after_rounding(seconds, text):
+    from jaxcompare.report import format_time
+
+    assert format_time(seconds) == text

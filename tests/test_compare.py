@@ -1,0 +1,103 @@
+"""Comparison verdicts from raw samples: identical, shifted, tiny effects, too few samples."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from jaxcompare.compare import FASTER, SAME, SLOWER, TOO_FEW, compare_results, verdict
+from jaxcompare.result import Result
+from jaxcompare.spec import Spec
+from jaxcompare.timing import Stats
+
+
+def noisy(median: float, n: int = 30, noise: float = 0.05, seed: int = 0) -> Stats:
+    rng = np.random.default_rng(seed)
+    return Stats.from_samples(median * (1 + noise * rng.standard_normal(n)))
+
+
+def test_identical_sample_sets_are_no_significant_difference():
+    a = noisy(1e-3)
+    v = verdict(a, a)
+    assert v["verdict"] == SAME
+    assert v["ratio"] == 1.0 and v["p_value"] == pytest.approx(1.0)
+    assert v["ci_low"] <= 1 <= v["ci_high"]
+    assert v["n_a"] == v["n_b"] == 30
+
+
+def test_same_distribution_other_draws_is_no_significant_difference():
+    v = verdict(noisy(1e-3, seed=1), noisy(1e-3, seed=2))
+    assert v["verdict"] == SAME, v["explanation"]
+
+
+@pytest.mark.parametrize("noise", [0.02, 0.1])
+def test_a_30_percent_shift_is_faster_or_slower_in_the_right_direction(noise):
+    a = noisy(1e-3, noise=noise, seed=1)
+    b = noisy(0.7e-3, noise=noise, seed=2)  # B takes 30% less time: B is faster
+    v = verdict(a, b)
+    assert v["verdict"] == FASTER, v["explanation"]
+    assert v["ratio"] == pytest.approx(0.7, rel=0.05)
+    assert v["ci_high"] < 1 and v["p_value"] < 0.001
+    assert v["explanation"].startswith("B is 1.4") and "faster than A" in v["explanation"]
+    back = verdict(b, a)
+    assert back["verdict"] == SLOWER and back["ratio"] > 1 and back["ci_low"] > 1
+    assert "slower than A" in back["explanation"]
+
+
+def test_a_tiny_but_significant_shift_is_not_called_a_difference():
+    a = noisy(1e-3, n=500, noise=0.001, seed=1)
+    b = noisy(1.005e-3, n=500, noise=0.001, seed=2)  # 0.5% slower, p tiny
+    v = verdict(a, b)
+    assert v["p_value"] < 1e-6 and v["significant"]
+    assert v["verdict"] == SAME and "under the 2%" in v["explanation"]
+    assert verdict(a, b, min_effect=0.001)["verdict"] == SLOWER
+
+
+def test_too_few_samples():
+    v = verdict(Stats.from_samples([1e-3, 1.1e-3]), noisy(1e-3))
+    assert v["verdict"] == TOO_FEW and v["p_value"] is None
+    assert "Too few samples" in v["explanation"] and v["n_a"] == 2
+
+
+def test_three_samples_each_cannot_reach_significance_and_says_so():
+    v = verdict(Stats.from_samples([1.0, 1.1, 1.2]), Stats.from_samples([2.0, 2.1, 2.2]))
+    assert v["verdict"] == SAME and "cannot reach" in v["explanation"]
+
+
+def test_verdict_is_deterministic():
+    a, b = noisy(1e-3, seed=3), noisy(1.02e-3, seed=4)
+    assert verdict(a, b) == verdict(a, b)
+
+
+# --- whole results ----------------------------------------------------------------------------
+def make_result(numpy_median: float, jax_median: float, *, case: str = "matmul", shape=(64, 64),
+                precision: str = "x32", seed: int = 0, id: str = "a") -> Result:
+    one = Stats.from_samples([1e-4, 1.1e-4, 0.9e-4])
+    phases = {p: one for p in ("transfer", "trace", "lower", "compile", "first_call", "dispatch", "fetch")}
+    return Result(
+        id=id, created="2025-01-01T00:00:00+00:00", spec=Spec(case, shape, precision=precision),
+        case_info={}, dtype="float32" if precision == "x32" else "float64", backend="cpu",
+        device="cpu:0", device_kind="cpu", numpy_runtime=noisy(numpy_median, seed=seed),
+        runtime=noisy(jax_median, seed=seed + 100), agreement={"ok": True},
+        env={"hostname": f"host{seed}", "versions": {"jax": "0.10.2"}}, **phases,
+    )
+
+
+def test_compare_results_gives_both_verdicts_and_speedups():
+    a = make_result(2e-3, 1e-3, seed=1, id="a")
+    b = make_result(2e-3, 0.5e-3, seed=2, id="b")  # same NumPy, JAX twice as fast
+    out = compare_results(a, b)
+    assert out["comparable"] and out["warnings"] == []
+    assert out["jax_runtime"]["verdict"] == FASTER
+    assert out["numpy_runtime"]["verdict"] == SAME
+    assert out["speedup"]["a"] == pytest.approx(2, rel=0.1)
+    assert out["speedup"]["b"] == pytest.approx(4, rel=0.1)
+    assert {"field": "host", "a": "host1", "b": "host2"} in out["differences"]
+
+
+def test_compare_results_warns_when_runs_are_not_comparable():
+    out = compare_results(make_result(1e-3, 1e-3), make_result(1e-3, 1e-3, precision="x64", shape=(32, 32)))
+    assert not out["comparable"]
+    text = " ".join(out["warnings"])
+    assert "precisions" in text and "shapes" in text
+    assert {"field": "precision", "a": "x32", "b": "x64"} in out["differences"]
