@@ -32,7 +32,7 @@ run: install
 	$(BIN)/streamlit run app.py --server.port $(PORT)
 
 lint: install-dev
-	$(BIN)/ruff check jaxcompare tests pages app.py
+	$(BIN)/ruff check jaxcompare tests pages app.py ui.py benchmarks
 
 test: install-dev browser lint
 	JAX_PLATFORMS=cpu $(BIN)/python -m pytest -q

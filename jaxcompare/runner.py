@@ -31,6 +31,40 @@ from .spec import PRECISIONS, Spec
 
 log = logging.getLogger("jaxcompare.runner")
 
+_spawn_lock = threading.Lock()
+
+
+class _WorkerProcess(multiprocessing.context.SpawnProcess):
+    """A spawned process that does not re-run the parent's ``__main__``.
+
+    Streamlit installs the running page as ``sys.modules["__main__"]``; plain spawn would
+    execute that page again in every worker (which would then build its own Runner).
+    Workers need only jaxcompare.worker, so the main-module entries are dropped from the
+    spawn preparation data, for our processes only, while one is being started."""
+
+    @staticmethod
+    def _Popen(process_obj: Any) -> Any:
+        from multiprocessing import spawn
+
+        with _spawn_lock:
+            original = spawn.get_preparation_data
+
+            def without_main(name: str) -> dict[str, Any]:
+                data = original(name)
+                data.pop("init_main_from_path", None)
+                data.pop("init_main_from_name", None)
+                return data
+
+            spawn.get_preparation_data = without_main
+            try:
+                return multiprocessing.context.SpawnProcess._Popen(process_obj)
+            finally:
+                spawn.get_preparation_data = original
+
+
+class _WorkerContext(multiprocessing.context.SpawnContext):
+    Process = _WorkerProcess
+
 _POLL_S = 0.05
 
 
@@ -110,7 +144,7 @@ class Runner:
         self.settings = settings or Settings.from_env()
         self.timeout_s = timeout_s or self.settings.job_timeout_s
         self._worker_env = dict(worker_env or {})
-        self._ctx = multiprocessing.get_context("spawn")
+        self._ctx = _WorkerContext()
         self._progress: Any = self._ctx.Queue()
         self._pools: dict[str, ProcessPool] = {}
         self._queue: deque[Job] = deque()
@@ -159,7 +193,11 @@ class Runner:
 
     def environment(self, precision: str = "x32", *, timeout_s: float = 120.0) -> dict[str, Any]:
         """The worker's view: JAX version, backend, devices, x64 state."""
-        return self._enqueue(Job("environment", (Step(precision, "environment"),), timeout_s)).wait()
+        return self.submit_environment(precision, timeout_s=timeout_s).wait()
+
+    def submit_environment(self, precision: str = "x32", *, timeout_s: float = 120.0) -> Job:
+        """Like environment(), without waiting: poll the Job (pages must not block)."""
+        return self._enqueue(Job("environment", (Step(precision, "environment"),), timeout_s))
 
     def selfcheck(self, precision: str, names: list[str] | None = None,
                   cases_file: str | None = None, *, timeout_s: float = 300.0) -> list[dict[str, Any]]:

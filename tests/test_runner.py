@@ -127,3 +127,21 @@ def test_cancel_a_queued_job(runner):
     with pytest.raises(JobFailed, match="cancelled"):
         queued.wait(240)
     assert queued.status == "cancelled"
+
+
+def test_workers_never_rerun_the_parents_main_script(tmp_path):
+    # Streamlit runs each page as __main__; a spawned worker must not execute it again.
+    script = tmp_path / "page.py"
+    script.write_text(textwrap.dedent("""
+        from jaxcompare import Runner, Spec, TimingConfig
+        print("page ran", flush=True)
+        runner = Runner()
+        print(runner.run(Spec("matmul", (8, 8), timing=TimingConfig.quick())).dtype, flush=True)
+        runner.close()
+    """))
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["page", "ran", "float32"]

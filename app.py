@@ -1,0 +1,45 @@
+"""jaxcompare home page: what it does, which device it measures on, and the pages."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+import ui
+
+st.set_page_config(page_title="jaxcompare", page_icon=":material/balance:", layout="wide")
+ui.sidebar_nav()
+
+st.title("jaxcompare")
+st.markdown(
+    "#### Is the JAX port of a NumPy/SciPy function really faster, and when?\n"
+    "A naive `%timeit` mixes up compilation, host→device transfer and asynchronous dispatch. "
+    "jaxcompare measures each phase on its own, at matched precision, with JAX calls blocked until "
+    "the work is done, and checks that both sides compute the same answer. It reports the speedup per "
+    "call **and** how many calls it takes before JAX's one-off costs pay for themselves."
+)
+ui.device_banner()
+
+st.subheader("Pages")
+compare, sweep, environment = st.columns(3, gap="medium")
+with compare.container(border=True, height="stretch"):
+    st.page_link("pages/1_Compare.py", label="Compare", icon=":material/compare_arrows:")
+    st.markdown("One case, one shape: NumPy runtime beside JAX's transfer, compile, runtime and dispatch; "
+                "break-even calls; sample noise; agreement; the IPython lines to check it by hand.")
+with sweep.container(border=True, height="stretch"):
+    st.page_link("pages/2_Size_sweep.py", label="Size sweep", icon=":material/stacked_line_chart:")
+    st.markdown("One case from tiny to large inputs: runtime and speedup against size on log-log axes, "
+                "the crossover where JAX starts to win, and how the share of one-off costs shrinks.")
+with environment.container(border=True, height="stretch"):
+    st.page_link("pages/3_Environment.py", label="Environment", icon=":material/settings:")
+    st.markdown("Versions, devices, each worker's x64 state, CPU, BLAS threads and XLA flags, with "
+                "warnings when something makes the numbers less trustworthy.")
+
+st.subheader("How to read the numbers")
+st.markdown(
+    "- **Runtime** is the median time per call once compiled, inputs already on the device, each call "
+    "ended with `block_until_ready()`.\n"
+    "- **Compile** (trace + lower + XLA compile) and **transfer** are paid once per function, shape and "
+    "dtype; **break-even** is how many calls it takes JAX's faster runtime to pay them back.\n"
+    "- **x32** compares float32 with float32, **x64** float64 with float64: each runs in its own worker "
+    "process, and all measurements share one queue, so two never run at the same time."
+)

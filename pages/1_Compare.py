@@ -1,0 +1,223 @@
+"""Compare one NumPy/SciPy function with its JAX port, phase by phase."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+import ui
+from jaxcompare import JaxCompareError, Result, appstate, charts, checks, report
+from jaxcompare import appsupport as aps
+
+st.set_page_config(page_title="Compare · jaxcompare", page_icon=":material/compare_arrows:", layout="wide")
+ui.sidebar_nav()
+
+JOB, RESULT, ERROR = "compare_job", "compare_result", "compare_error"
+CASES = ui.cases()
+STATUS_ICON = {checks.PASS: "✓ pass", checks.WARN: "⚠ warn", checks.FAIL: "✗ fail"}
+
+
+def widget_values(config: appstate.CompareConfig) -> dict[str, object]:
+    return {"case": config.case, "size": config.size, "custom_shape": config.custom_shape,
+            "precision": config.precision, "device": config.device, "timing": config.timing}
+
+
+def current_config() -> appstate.CompareConfig:
+    ss = st.session_state
+    return appstate.CompareConfig(case=ss["case"], size=ss["size"], custom_shape=ss["custom_shape"],
+                             precision=ss["precision"], device=ss["device"], timing=ss["timing"])
+
+
+def running_job():
+    job = st.session_state.get(JOB)
+    return job if job is not None and not job.done else None
+
+
+# --- callbacks (run before the script, so they never block it) ---------------------------------
+def on_case_change() -> None:
+    ss = st.session_state
+    if ss["size"] != "custom":
+        case = ui.case_by_name(ss["case"])
+        ss["custom_shape"] = appstate.shape_text(case.small_shape if ss["size"] == "small" else case.large_shape)
+
+
+def on_size_change() -> None:
+    on_case_change()
+
+
+def start_run() -> None:
+    if running_job() is not None:
+        return  # a second click while running never starts a second job
+    config = current_config()
+    try:
+        spec = config.spec(ui.case_by_name(config.case))
+        st.session_state[JOB] = ui.get_runner().submit(spec, owner=ui.owner_id())
+    except JaxCompareError as exc:
+        st.session_state[ERROR] = str(exc)
+        return
+    st.session_state.pop(ERROR, None)
+    st.session_state["compare_url_warnings"] = []
+
+
+def stop_run() -> None:
+    job = st.session_state.get(JOB)
+    if job is not None:
+        job.cancel()
+
+
+def harvest() -> None:
+    """Move a finished job's result (or error) into the session."""
+    job = st.session_state.get(JOB)
+    if job is None or not job.done:
+        return
+    del st.session_state[JOB]
+    if job.error is not None:
+        st.session_state[ERROR] = (f"Stopped: {job.error}" if job.status == "cancelled"
+                                   else f"The measurement failed: {job.error}")
+    elif isinstance(job.value, Result):
+        st.session_state[RESULT] = job.value
+
+
+@st.fragment(run_every=ui.POLL_S)
+def poll_job() -> None:
+    job = st.session_state.get(JOB)
+    if job is None:
+        return
+    if job.done:
+        st.rerun()  # the full rerun shows the result and re-enables Run
+    spec = job.spec
+    ui.job_progress(job, f"{spec.case} {appstate.shape_text(spec.shape)} {spec.precision}")
+    st.button("Stop", icon=":material/stop_circle:", on_click=stop_run, key="stop_compare")
+
+
+# --- page ---------------------------------------------------------------------------------------
+url_warnings = ui.seed_from_url(
+    "compare", lambda query: appstate.compare_config_from_query(query, CASES), widget_values)
+harvest()
+
+with st.sidebar:
+    st.header("Configuration")
+    case_options = [c.name for c in CASES]
+    labels = {c.name: appstate.case_label(c) for c in CASES}
+    st.selectbox("Case", case_options, format_func=labels.__getitem__, key="case", on_change=on_case_change,
+                 help="NumPy cases first, then SciPy. Type to search by name, library or title.")
+    case = ui.case_by_name(st.session_state["case"])
+    presets = {"small": f"Small · {appstate.shape_text(case.small_shape)}",
+               "large": f"Large · {appstate.shape_text(case.large_shape)}", "custom": "Custom"}
+    st.segmented_control("Shape", appstate.SIZE_CHOICES, format_func=presets.__getitem__, key="size",
+                         required=True, on_change=on_size_change)
+    st.text_input("Custom shape", key="custom_shape", disabled=st.session_state["size"] != "custom",
+                  live=True, placeholder="e.g. 500x500",
+                  help="Sizes separated by x, like 500x500 (or 100000 for a vector).")
+    shape_problem = None
+    try:
+        shape = current_config().shape(case)
+    except JaxCompareError as exc:
+        shape_problem = str(exc)
+        st.error(shape_problem, icon=":material/error:")
+    st.segmented_control("Precision", ("x32", "x64"), key="precision", required=True,
+                         format_func=lambda p: f"{p} · {'float32' if p == 'x32' else 'float64'}",
+                         help="x32 compares float32 on both sides, x64 float64; each runs in its own worker.")
+    st.selectbox("Device", ("auto", "cpu", "gpu", "tpu"), format_func=appstate.DEVICE_LABELS.__getitem__,
+                 key="device")
+    device_problem = aps.device_problem(st.session_state["device"], ui.known_environment())
+    if device_problem:
+        st.warning(device_problem, icon=":material/warning:")
+    st.segmented_control("Timing", appstate.TIMING_MODES, key="timing", required=True,
+                         format_func=appstate.TIMING_LABELS.__getitem__,
+                         help="Careful samples longer and stops when the median is known to ±3%; "
+                              "quick stops at ±10%.")
+    busy = running_job() is not None
+    st.button("Run comparison", type="primary", icon=":material/play_arrow:", on_click=start_run,
+              disabled=busy or shape_problem is not None, width="stretch", key="run_compare")
+    if busy:
+        st.caption("Measuring… the page stays usable; change settings for the next run.")
+
+ui.sync_url(current_config().query())
+
+st.title("Compare")
+st.caption(f"{appstate.case_label(case)}: `{case.numpy_name}` vs `{case.jax_name}`. "
+           + (case.description or ""))
+env = ui.device_banner()
+ui.show_url_warnings(url_warnings)
+if ERROR in st.session_state:
+    st.error(st.session_state[ERROR], icon=":material/error:")
+if running_job() is not None:
+    poll_job()
+
+result: Result | None = st.session_state.get(RESULT)
+if result is None:
+    if running_job() is None:
+        st.info("Pick a case and a shape in the sidebar, then **Run comparison**. A run times NumPy, "
+                "then JAX's transfer, cold compile, first call, blocked runtime, dispatch and fetch.",
+                icon=":material/play_arrow:")
+    st.stop()
+
+# --- result --------------------------------------------------------------------------------------
+info = result.case_info
+st.subheader(f"{info.get('title', result.case)}")
+config_now = current_config()
+same = (config_now.case == result.case and shape_problem is None and shape == result.shape
+        and config_now.precision == result.precision)
+st.caption(f"`{info.get('numpy_name', '')}` vs `{info.get('jax_name', '')}` · shape "
+           f"{appstate.shape_text(result.shape)} · {result.precision} ({result.dtype}) · {result.backend} "
+           f"device `{result.device}` ({result.device_kind}) · measured {result.created}"
+           + ("" if same else " · *the sidebar settings have changed since this run*"))
+columns = st.columns(6)
+for column, figure in zip(columns, aps.headline(result), strict=True):
+    column.metric(figure.label, figure.value, help=figure.help, border=True)
+st.markdown(aps.verdict(result))
+
+stem = f"{result.case}_{appstate.shape_text(result.shape)}_{result.precision}"
+left, right = st.columns([6, 5], gap="large")
+with left:
+    ui.chart(charts.phase_breakdown_chart(result), "Phase chart", f"{stem}_phases", stretch=True)
+with right:
+    ui.chart(charts.samples_chart(result), "Samples chart", f"{stem}_samples", stretch=True)
+
+checklist = checks.checklist(result)
+verdict = checks.overall(checklist)
+tab_checks, tab_phases, tab_agree, tab_ipython, tab_notes = st.tabs(
+    [f"Checks: {STATUS_ICON[verdict].split()[1]}", "All phases", "Agreement", "Reproduce in IPython", "Notes"])
+with tab_checks:
+    st.dataframe(
+        [{"Status": STATUS_ICON[c.status], "Check": c.title, "Why": c.reason} for c in checklist],
+        hide_index=True, width="stretch")
+with tab_phases:
+    st.dataframe(aps.phase_table(result), hide_index=True, width="stretch")
+    st.caption("One-off: paid once per function, shape and dtype. Per call: paid every call. "
+               "The naive first call (compile + one run) is what a plain `%time f(x)` shows.")
+with tab_agree:
+    agreement = result.agreement
+    text = (f"max abs error {agreement['max_abs_err']:.3g}, max rel error {agreement['max_rel_err']:.3g} "
+            f"(tolerance rtol {agreement['rtol']:.0e}, atol {agreement['atol']:.0e}; compared "
+            f"{'via invariants' if agreement.get('method') == 'invariants' else 'directly'})")
+    if agreement.get("ok"):
+        st.success(f"JAX and NumPy agree: {text}.", icon=":material/check_circle:")
+    else:
+        st.error(f"JAX and NumPy disagree: {text}.", icon=":material/error:")
+    st.markdown(f"Output dtypes: NumPy `{agreement.get('numpy_dtype')}`, JAX `{agreement.get('jax_dtype')}`; "
+                f"inputs `{result.dtype}`.")
+    ref = agreement.get("vs_float64")
+    if ref:
+        st.dataframe([
+            {"Side": "NumPy", "Max abs error vs float64": f"{ref['numpy_max_abs_err']:.3g}",
+             "Max rel error vs float64": f"{ref['numpy_max_rel_err']:.3g}"},
+            {"Side": "JAX", "Max abs error vs float64": f"{ref['jax_max_abs_err']:.3g}",
+             "Max rel error vs float64": f"{ref['jax_max_rel_err']:.3g}"},
+        ], hide_index=True)
+        st.caption("Both sides against a float64 NumPy reference: what the precision costs.")
+with tab_ipython:
+    st.code(report.ipython_lines(result), language="python")
+    st.caption("Paste into IPython or Jupyter to reproduce this measurement by hand.")
+with tab_notes:
+    notes = list(result.notes) or ["No notes for this run."]
+    st.markdown("\n".join(f"- {note}" for note in notes))
+    first = result.first_call.median_s
+    st.markdown(f"- A naive first call took **{report.format_time(first)}** — that is what `%time f(x)` "
+                f"reports, mostly compile, not the {report.format_time(result.runtime.median_s)} runtime.")
+
+downloads = st.container(horizontal=True)
+downloads.download_button("Result (JSON)", report.dumps(result.to_dict()), file_name=f"{stem}.json",
+                              mime="application/json", icon=":material/download:", on_click="ignore")
+downloads.download_button("Result (CSV)", aps.results_csv([result]), file_name=f"{stem}.csv",
+                             mime="text/csv", icon=":material/download:", on_click="ignore")

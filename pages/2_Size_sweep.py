@@ -1,0 +1,180 @@
+"""Size sweep: one case from tiny to large inputs, to see where JAX starts to win."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+import ui
+from jaxcompare import JaxCompareError, appstate, charts, report
+from jaxcompare import appsupport as aps
+
+st.set_page_config(page_title="Size sweep · jaxcompare", page_icon=":material/stacked_line_chart:",
+                   layout="wide")
+ui.sidebar_nav()
+
+RUN, ERROR = "sweep_run", "sweep_error"
+CASES = ui.cases()
+
+
+def widget_values(config: appstate.SweepConfig) -> dict[str, object]:
+    return {"sweep_case": config.case, "sweep_precisions": list(config.precisions),
+            "sweep_steps": config.steps, "sweep_largest": config.largest,
+            "sweep_device": config.device, "sweep_timing": config.timing}
+
+
+def current_config() -> appstate.SweepConfig:
+    ss = st.session_state
+    precisions = tuple(p for p in ("x32", "x64") if p in (ss["sweep_precisions"] or []))
+    return appstate.SweepConfig(case=ss["sweep_case"], precisions=precisions, steps=int(ss["sweep_steps"]),
+                           largest=(ss["sweep_largest"] or "").strip(), device=ss["sweep_device"],
+                           timing=ss["sweep_timing"])
+
+
+def active_run() -> appstate.SweepRun | None:
+    run = st.session_state.get(RUN)
+    return run if run is not None and not run.finished else None
+
+
+def start_sweep() -> None:
+    if active_run() is not None:
+        return  # never two sweeps at once from one session
+    config = current_config()
+    try:
+        run = config.plan(ui.case_by_name(config.case), ui.known_environment())
+    except JaxCompareError as exc:
+        st.session_state[ERROR] = str(exc)
+        return
+    st.session_state.pop(ERROR, None)
+    st.session_state["sweep_url_warnings"] = []
+    run.advance(submit)
+    st.session_state[RUN] = run
+
+
+def submit(spec):
+    return ui.get_runner().submit(spec, owner=ui.owner_id())
+
+
+def stop_sweep() -> None:
+    run = st.session_state.get(RUN)
+    if run is not None:
+        run.stop()
+
+
+@st.fragment(run_every=ui.POLL_S)
+def poll_sweep() -> None:
+    """Advance the sweep one job at a time; a full rerun redraws the charts when a size lands."""
+    run = st.session_state.get(RUN)
+    if run is None:
+        return
+    landed = run.advance(submit)
+    if landed or run.finished:
+        st.rerun()
+    shape, precision = run.current or ((), "")
+    label = f"Size {min(run.completed + 1, run.total)} of {run.total}: {appstate.shape_text(shape)} {precision}"
+    if run.job is not None:
+        ui.job_progress(run.job, label, overall=run.fraction())
+    st.button("Stop the sweep", icon=":material/stop_circle:", on_click=stop_sweep, key="stop_sweep")
+
+
+# --- page ---------------------------------------------------------------------------------------
+url_warnings = ui.seed_from_url(
+    "sweep", lambda query: appstate.sweep_config_from_query(query, CASES), widget_values)
+
+with st.sidebar:
+    st.header("Sweep")
+    labels = {c.name: appstate.case_label(c) for c in CASES}
+    st.selectbox("Case", [c.name for c in CASES], format_func=labels.__getitem__, key="sweep_case",
+                 help="NumPy cases first, then SciPy. Type to search.")
+    case = ui.case_by_name(st.session_state["sweep_case"])
+    st.pills("Precision", ("x32", "x64"), selection_mode="multi", key="sweep_precisions",
+             format_func=lambda p: f"{p} · {'float32' if p == 'x32' else 'float64'}",
+             help="Pick both to overlay float32 and float64 on the same charts.")
+    lo, hi = appstate.STEPS_RANGE
+    st.slider("Sizes", min_value=lo, max_value=hi, key="sweep_steps",
+              help="How many sizes, spaced geometrically from the smallest to the largest.")
+    env = ui.known_environment()
+    config = current_config()
+    default_top = appstate.default_largest(case, appstate.backend_for(config.device, env))
+    st.text_input("Largest shape", key="sweep_largest", live=True,
+                  placeholder=f"{appstate.shape_text(default_top)} (default)",
+                  help="Leave empty for the default: the case's large preset on CPU, twice that per "
+                       "dimension on a GPU or TPU.")
+    st.selectbox("Device", ("auto", "cpu", "gpu", "tpu"), format_func=appstate.DEVICE_LABELS.__getitem__,
+                 key="sweep_device")
+    device_problem = aps.device_problem(st.session_state["sweep_device"], env)
+    if device_problem:
+        st.warning(device_problem, icon=":material/warning:")
+    st.segmented_control("Timing", appstate.TIMING_MODES, key="sweep_timing", required=True,
+                         format_func=appstate.TIMING_LABELS.__getitem__,
+                         help="Quick is the default for sweeps; careful samples longer at every size.")
+    config = current_config()
+    problem = None
+    try:
+        planned = config.plan(case, env)
+    except JaxCompareError as exc:
+        problem = str(exc)
+        st.error(problem, icon=":material/error:")
+    else:
+        sizes = list(dict.fromkeys(shape for shape, _ in planned.points))
+        st.caption(f"{' → '.join(appstate.shape_text(s) for s in sizes)}: {planned.total} measurement(s).")
+    busy = active_run() is not None
+    st.button("Run sweep", type="primary", icon=":material/play_arrow:", on_click=start_sweep,
+              disabled=busy or problem is not None, width="stretch", key="run_sweep")
+
+ui.sync_url(config.query())
+
+st.title("Size sweep")
+st.caption("Small inputs favour NumPy (JAX pays dispatch overhead on every call); large ones can favour "
+           "JAX. This page measures one case from tiny to large and marks where the speedup crosses 1x.")
+ui.device_banner()
+ui.show_url_warnings(url_warnings)
+if ERROR in st.session_state:
+    st.error(st.session_state[ERROR], icon=":material/error:")
+
+run: appstate.SweepRun | None = st.session_state.get(RUN)
+if run is not None and not run.finished:
+    poll_sweep()
+    st.caption("The sweep advances while this page is open, one size at a time, so other users' "
+               "measurements can run in between.")
+if run is None:
+    st.info("Pick a case and precisions in the sidebar, then **Run sweep**.", icon=":material/play_arrow:")
+    st.stop()
+
+for text in run.errors:
+    st.error(f"The sweep stopped at {text}", icon=":material/error:")
+if run.stopped and not run.errors:
+    st.info(f"Stopped after {len(run.results)} of {run.total} measurement(s); the results so far are kept.",
+            icon=":material/stop_circle:")
+if not run.results:
+    st.stop()
+
+results = run.results
+first = results[0]
+st.subheader(f"{first.case_info.get('title', first.case)}")
+st.caption(f"`{first.case_info.get('numpy_name', '')}` vs `{first.case_info.get('jax_name', '')}` · "
+           f"{first.backend} device `{first.device}` · {len(results)} of {run.total} measurement(s)"
+           + (" so far" if not run.finished else ""))
+found = aps.crossovers(results)
+columns = st.columns(max(len(found), 1) + 1)
+for column, (precision, elements) in zip(columns, found.items(), strict=False):
+    value = "not yet" if elements is None and not run.finished else aps.crossover_short(elements, len(first.shape))
+    column.metric(f"Crossover ({precision})", value,
+                  help="Where the speedup first crosses 1x, interpolated on log-log axes: "
+                       + aps.describe_crossover(elements, len(first.shape)) + ".", border=True)
+best = max(results, key=lambda r: r.speedup)
+columns[-1].metric("Best speedup", f"{best.speedup:.2f}x",
+                   help=f"At {appstate.shape_text(best.shape)} {best.precision}.", border=True)
+
+stem = f"sweep_{first.case}"
+ui.chart(charts.sweep_runtime_chart(results, run.extent()), "Runtime chart", f"{stem}_runtime", stretch=True)
+ui.chart(charts.sweep_speedup_chart(results, run.extent()), "Speedup chart", f"{stem}_speedup", stretch=True)
+ui.chart(charts.sweep_share_chart(results), "One-off share chart", f"{stem}_share",
+         stretch=len({r.precision for r in results}) == 1)
+
+st.dataframe(aps.sweep_table(results), hide_index=True, width="stretch")
+downloads = st.container(horizontal=True)
+downloads.download_button("Sweep (JSON)", report.dumps([r.to_dict() for r in results]),
+                              file_name=f"{stem}.json", mime="application/json",
+                              icon=":material/download:", on_click="ignore")
+downloads.download_button("Sweep (CSV)", aps.results_csv(results), file_name=f"{stem}.csv",
+                             mime="text/csv", icon=":material/download:", on_click="ignore")

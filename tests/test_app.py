@@ -1,0 +1,227 @@
+"""Every page under Streamlit's AppTest: real runs at small shapes on the CPU, chart specs,
+headline figures, URL state and bad URL values."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # pages import the top-level ui module
+    sys.path.insert(0, str(ROOT))
+
+TIMEOUT = 60
+JAX_WAS_IMPORTED = "jax" in sys.modules
+
+
+@pytest.fixture(autouse=True)
+def fresh_caches():
+    import streamlit as st
+
+    st.cache_data.clear()
+    yield
+
+
+@pytest.fixture(scope="module", autouse=True)
+def app_runner():
+    """The app's shared Runner (st.cache_resource) lives for this module; close it after."""
+    yield
+    import ui
+
+    ui.get_runner.clear()  # on_release closes the Runner and its workers
+
+
+def page(name: str, **query: str) -> AppTest:
+    """Open ``name`` the way a browser does: app.py is the entry point, then the page, with
+    ``query`` as the URL's parameters."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
+    if name != "app.py":
+        at.switch_page(name)
+    for key, value in query.items():
+        at.query_params[key] = value
+    return at.run()
+
+
+def run_until(at: AppTest, done, timeout: float = 90.0) -> AppTest:
+    """Rerun the script (as the polling fragment would) until ``done(at)``."""
+    deadline = time.time() + timeout
+    while not done(at):
+        assert not at.exception, [e.value for e in at.exception]
+        if time.time() > deadline:
+            raise AssertionError("timed out waiting for the page")
+        time.sleep(0.25)
+        at.run()
+    return at
+
+
+def banner_ready(at: AppTest) -> bool:
+    return not any("Checking which device" in str(i.value) for i in at.info)
+
+
+def vega_specs(at: AppTest) -> list[dict]:
+    return [json.loads(chart.proto.spec) for chart in at.get("vega_lite_chart")]
+
+
+def chart_rows(at: AppTest, index: int) -> list[dict]:
+    """The rows a chart ships with: Streamlit moves shared data into Arrow and leaves
+    per-layer data inline in the spec."""
+    import pyarrow as pa
+
+    proto = at.get("vega_lite_chart")[index].proto
+    rows = []
+    for blob in [proto.data.data] + [d.data.data for d in proto.datasets]:
+        if blob:
+            rows += pa.ipc.open_stream(blob).read_all().to_pylist()
+    spec = json.loads(proto.spec)
+    for part in [spec, *spec.get("layer", [])]:
+        rows += (part.get("data") or {}).get("values", [])
+    return rows
+
+
+def layer_marks(spec: dict) -> list[str]:
+    return [(u["mark"]["type"] if isinstance(u["mark"], dict) else u["mark"]) for u in spec.get("layer", [])]
+
+
+def test_home_names_the_device_and_links_the_pages():
+    at = run_until(page("app.py"), banner_ready)
+    assert not at.exception
+    assert at.title[0].value == "jaxcompare"
+    links = {link.proto.label: link.proto.page for link in at.get("page_link")}
+    assert {"Home", "Compare", "Size sweep", "Environment"} <= set(links)
+    assert links["Compare"] == "Compare" and links["Size sweep"] == "Size_sweep"
+    banners = [w.value for w in at.warning] + [s.value for s in at.success]
+    assert any("CPU backend" in b or "Measuring on" in b for b in banners)
+
+
+def test_compare_runs_a_small_case_to_charts_and_figures():
+    at = page("pages/1_Compare.py", case="matmul", timing="quick")
+    assert not at.exception
+    assert at.selectbox(key="case").value == "matmul"
+    assert at.session_state["size"] == "small" and at.text_input(key="custom_shape").value == "10x10"
+    at.button(key="run_compare").click().run()
+    job = at.session_state["compare_job"]
+    assert job.spec.shape == (10, 10) and job.spec.timing.min_samples == 3
+    at = run_until(at, lambda a: len(a.metric) >= 6)
+    assert not at.exception
+    labels = [m.label for m in at.metric]
+    assert labels == ["NumPy runtime", "JAX runtime", "Speedup", "Compile", "Transfer", "Break-even"]
+    values = {m.label: m.value for m in at.metric}
+    assert values["Speedup"].endswith("x")
+    assert any(unit in values["Compile"] for unit in ("ms", "µs", " s"))
+    result = at.session_state["compare_result"]
+    assert result.case == "matmul" and result.shape == (10, 10) and result.dtype == "float32"
+
+    phases, samples = vega_specs(at)
+    assert layer_marks(phases) == ["rule", "rule", "circle", "text"]
+    assert phases["layer"][0]["encoding"]["x"]["scale"]["type"] == "log"
+    rows = {row["phase"]: row for row in chart_rows(at, 0)}
+    assert len(rows) == 8
+    assert rows["compile"]["median_s"] == pytest.approx(result.compile.median_s)
+    assert rows["numpy"]["median_s"] == pytest.approx(result.numpy_runtime.median_s)
+    assert layer_marks(samples) == ["bar", "tick", "tick"]
+    sample_count = sum(1 for row in chart_rows(at, 1) if "deviation" in row)
+    assert sample_count == result.numpy_runtime.n + result.runtime.n
+
+    code = "\n".join(c.value for c in at.code)
+    assert "%timeit" in code and "block_until_ready" in code
+    downloads = [d.proto.label for d in at.get("download_button")]
+    assert {"Result (JSON)", "Result (CSV)", "Phase chart (PNG)", "Samples chart (PNG)"} <= set(downloads)
+    assert dict(at.query_params) == {"case": "matmul", "timing": "quick"}  # the URL reproduces it
+
+
+def test_compare_second_click_while_running_starts_no_second_job():
+    at = page("pages/1_Compare.py", case="matmul", shape="large")  # careful timing: a few seconds
+    at.button(key="run_compare").click().run()
+    job = at.session_state["compare_job"]
+    button = at.button(key="run_compare")
+    assert button.disabled
+    # A fast double click can reach the server before the disabled state reaches the browser:
+    # the click callback itself must refuse to start a second job.
+    button.proto.disabled = False
+    button.click().run()
+    assert at.session_state["compare_job"] is job
+    assert at.get("progress"), "a running job shows its phase and progress"
+    at.button(key="stop_compare").click().run()
+    at = run_until(at, lambda a: "compare_job" not in a.session_state, timeout=30)
+    assert any("Stopped" in e.value for e in at.error)
+    assert not at.exception
+
+
+def test_compare_bad_url_values_warn_and_use_defaults():
+    at = page("pages/1_Compare.py", case="nope", shape="12x", precision="x16", device="abacus", timing="x")
+    assert not at.exception
+    warnings = [w.value for w in at.warning if "was ignored" in w.value]
+    assert len(warnings) == 5
+    assert at.selectbox(key="case").value == "matmul"
+    assert at.session_state["precision"] == "x32" and at.session_state["device"] == "auto"
+    assert at.session_state["size"] == "small"
+
+
+def test_compare_custom_shape_is_validated_as_typed():
+    at = page("pages/1_Compare.py", case="matmul", shape="64x64")
+    assert at.session_state["size"] == "custom" and at.text_input(key="custom_shape").value == "64x64"
+    at.text_input(key="custom_shape").input("10x20").run()
+    assert any("square" in e.value for e in at.sidebar.error)
+    assert at.button(key="run_compare").disabled
+    at.text_input(key="custom_shape").input("32x32").run()
+    assert not at.sidebar.error and not at.button(key="run_compare").disabled
+
+
+def test_size_sweep_overlays_precisions_and_marks_crossover_axes():
+    at = page("pages/2_Size_sweep.py", case="matmul", precision="x32,x64", steps="3", largest="40x40")
+    assert not at.exception
+    assert at.session_state["sweep_precisions"] == ["x32", "x64"]
+    at.button(key="run_sweep").click().run()
+    at = run_until(at, lambda a: a.session_state["sweep_run"].finished, timeout=120)
+    run = at.session_state["sweep_run"]
+    assert len(run.results) == 6 and not run.errors
+    runtime, speedup, share = vega_specs(at)
+    line = next(u for u in runtime["layer"] if u["mark"] == "line" or u["mark"].get("type") == "line")
+    assert line["encoding"]["x"]["scale"]["type"] == "log" and line["encoding"]["y"]["scale"]["type"] == "log"
+    one = next(u for u in speedup["layer"] if (u["mark"] == "rule" or u["mark"].get("type") == "rule"))
+    assert one["data"]["values"] == [{"y": 1.0}] or one["encoding"]["y"]["field"] == "y"
+    assert share["facet"]["column"]["field"] == "precision"
+    runtime_rows = {(r["series"], r["elements"]): r["median_s"] for r in chart_rows(at, 0) if "series" in r}
+    assert len(runtime_rows) == 12  # 3 sizes x 2 precisions x 2 sides
+    assert {elements for _, elements in runtime_rows} == {100, 400, 1600}
+    speedups = {(r["precision"], r["elements"]): r["speedup"] for r in chart_rows(at, 1) if "speedup" in r}
+    assert speedups == {(r.precision, r.shape[0] * r.shape[1]): pytest.approx(r.speedup) for r in run.results}
+    assert [m.label for m in at.metric][:2] == ["Crossover (x32)", "Crossover (x64)"]
+    assert len(at.dataframe[0].value) == 6
+    assert not at.exception
+
+
+def test_size_sweep_bad_url_values_warn():
+    at = page("pages/2_Size_sweep.py", case="matmul", precision="fp8", steps="99", largest="abc")
+    assert not at.exception
+    assert len([w for w in at.warning if "was ignored" in w.value]) == 3
+    assert at.session_state["sweep_precisions"] == ["x32"] and at.session_state["sweep_steps"] == 6
+
+
+def test_environment_reports_both_workers():
+    at = run_until(page("pages/3_Environment.py"),
+                   lambda a: not any("Asking the x32" in str(i.value) for i in a.info), timeout=60)
+    assert not at.exception
+    tables = [df.value for df in at.dataframe]
+    versions = tables[0]
+    assert {"python", "jax", "jaxlib", "numpy", "scipy", "streamlit", "altair"} <= set(versions["Package"])
+    workers = next(t for t in tables if "Worker" in t.columns)
+    assert list(workers["Worker"]) == ["x32", "x64"]
+    assert list(workers["jax_enable_x64"]) == ["off", "on"]
+    assert list(workers["Default float"]) == ["float32", "float64"]
+    texts = [w.value for w in at.warning]
+    if all(d == "cpu" for d in workers["Backend"]):
+        assert any("CPU fallback" in t for t in texts)
+
+
+def test_the_app_process_never_imports_jax():
+    if JAX_WAS_IMPORTED:
+        pytest.skip("another test imported jax into this process first")
+    assert "jax" not in sys.modules

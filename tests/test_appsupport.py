@@ -1,0 +1,84 @@
+"""What the pages show: figures, verdict, tables, CSV, banners and environment warnings."""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any
+
+import pytest
+
+from jaxcompare import appsupport as aps
+
+
+def test_calls_and_crossover_text():
+    assert aps.calls_text(None) == "never"
+    assert aps.calls_text(0.2) == "1 call"
+    assert aps.calls_text(1234.5) == "1,235 calls"
+    assert aps.crossover_short(250_000, 2) == "≈ 500x500"
+    assert aps.crossover_short(2_500_000, 1) == "≈ 2.5M elements"
+    assert aps.crossover_short(None, 2) == "none here"
+    assert "500x500" in aps.describe_crossover(250_000, 2)
+
+
+CPU_ENV: dict[str, Any] = {
+    "cpu_model": "Test CPU", "cpu_count_logical": 2, "cpu_count_physical": 2, "cpu_affinity": 2,
+    "memory_available_bytes": 8 * 1024**3, "env_vars": {"XLA_FLAGS": "--xla_foo"},
+    "jax": {"default_backend": "cpu", "x64_enabled": False, "compilation_cache": False,
+            "devices": [{"platform": "cpu", "id": 0, "kind": "cpu"}]},
+    "blas": [{"internal_api": "openblas", "num_threads": 8}],
+}
+
+
+def test_device_banner_says_cpu_fallback_plainly_or_names_the_gpu():
+    banner = aps.device_banner(CPU_ENV)
+    assert banner.level == "warning" and "CPU backend" in banner.text and "Test CPU" in banner.text
+    gpu_env = dict(CPU_ENV, jax={"devices": [
+        {"platform": "gpu", "id": 0, "kind": "NVIDIA H100", "memory_limit_bytes": 80 * 1024**3}]})
+    banner = aps.device_banner(gpu_env)
+    assert banner.level == "success" and "NVIDIA H100" in banner.text and "80 GiB" in banner.text
+    assert aps.device_banner(None).level == "info"
+
+
+def test_environment_warnings_name_what_spoils_numbers():
+    x64_env = dict(CPU_ENV, jax=dict(CPU_ENV["jax"], x64_enabled=False))  # wrong: x64 worker without x64
+    warnings = aps.environment_warnings({"x32": CPU_ENV, "x64": x64_env}, load=1.9)
+    text = "\n".join(warnings)
+    for needle in ("CPU fallback", "Shared cores", "Busy machine", "x64 worker", "XLA_FLAGS",
+                   "oversubscription"):
+        assert needle in text
+    assert aps.environment_warnings({}) == []
+
+
+def test_device_problem_only_for_missing_devices():
+    assert aps.device_problem("auto", CPU_ENV) is None
+    assert aps.device_problem("cpu", CPU_ENV) is None
+    assert "No GPU" in aps.device_problem("gpu", CPU_ENV)
+    assert aps.device_problem("gpu", None) is None
+
+
+def test_results_csv_has_one_row_per_phase(sample_result):
+    text = aps.results_csv([sample_result, sample_result])
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert len(rows) == 2 * len(aps.ALL_PHASES)
+    assert set(rows[0]) == set(aps.CSV_COLUMNS)
+    numpy_row = next(r for r in rows if r["phase"] == "numpy")
+    assert float(numpy_row["median_s"]) == pytest.approx(sample_result.numpy_runtime.median_s)
+    assert numpy_row["case"] == "matmul" and numpy_row["shape"] == "10x10"
+
+
+def test_headline_and_verdict(sample_result):
+    figures = aps.headline(sample_result)
+    assert [f.label for f in figures] == ["NumPy runtime", "JAX runtime", "Speedup", "Compile", "Transfer",
+                                         "Break-even"]
+    assert all(f.value and f.help for f in figures)
+    assert "faster" in aps.verdict(sample_result)
+    rows = aps.phase_table(sample_result)
+    assert len(rows) == len(aps.ALL_PHASES) and rows[0]["Phase"] == "NumPy runtime"
+
+
+@pytest.fixture
+def sample_result():
+    from _results import make_result
+
+    return make_result()

@@ -1,0 +1,195 @@
+"""Streamlit helpers shared by the pages: the one Runner, the worker environment, URL state,
+job progress, charts with PNG downloads. The engine (jaxcompare/) never imports Streamlit;
+this module is the only place pages share widget code.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+import altair as alt
+import streamlit as st
+
+from jaxcompare import Case, Job, Runner, all_cases, appstate
+from jaxcompare import appsupport as aps
+from jaxcompare.charts import chart_png_bytes
+
+POLL_S = 0.5
+BANNER_ICONS = {"success": ":material/memory:", "warning": ":material/warning:", "info": ":material/hourglass_top:"}
+
+
+
+
+# --- shared resources (one per server process, thread-safe) -----------------------------------
+@st.cache_resource(show_spinner=False, on_release=lambda runner: runner.close())
+def get_runner() -> Runner:
+    """The server's one Runner: every session's jobs share its device queue."""
+    return Runner()
+
+
+class _EnvironmentProbe:
+    """Asks each worker for its environment in a background thread, so no page waits on it."""
+
+    def __init__(self) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="jaxcompare-env")
+        self._futures: dict[str, Future] = {}
+        self._lock = threading.Lock()
+
+    def future(self, precision: str) -> Future:
+        with self._lock:
+            fut = self._futures.get(precision)
+            if fut is None or (fut.done() and fut.exception() is not None):
+                fut = self._pool.submit(get_runner().environment, precision)
+                self._futures[precision] = fut
+            return fut
+
+    def refresh(self) -> None:
+        with self._lock:
+            self._futures = {p: f for p, f in self._futures.items() if not f.done()}
+
+
+@st.cache_resource(show_spinner=False)
+def _probe() -> _EnvironmentProbe:
+    return _EnvironmentProbe()
+
+
+def worker_environment(precision: str = "x32") -> dict[str, Any] | None:
+    """The worker's environment if it has reported, else None (the request is in flight).
+    Raises the worker's error if it could not start."""
+    fut = _probe().future(precision)
+    if not fut.done():
+        return None
+    return fut.result()
+
+
+def known_environment(precision: str = "x32") -> dict[str, Any] | None:
+    """The worker's environment if it has already reported; never raises, never waits."""
+    try:
+        return worker_environment(precision)
+    except Exception:
+        return None
+
+
+def worker_environment_ready(precision: str) -> bool:
+    return _probe().future(precision).done()
+
+
+def refresh_environment() -> None:
+    _probe().refresh()
+
+
+def cases() -> list[Case]:
+    return appstate.ordered_cases(all_cases())
+
+
+def case_by_name(name: str) -> Case:
+    return next(c for c in cases() if c.name == name)
+
+
+def owner_id() -> str:
+    """A per-session id the runner records with each job."""
+    if "owner_id" not in st.session_state:
+        st.session_state["owner_id"] = uuid.uuid4().hex[:12]
+    return st.session_state["owner_id"]
+
+
+# --- navigation ---------------------------------------------------------------------------------
+PAGES = (
+    ("app.py", "Home", ":material/home:"),
+    ("pages/1_Compare.py", "Compare", ":material/compare_arrows:"),
+    ("pages/2_Size_sweep.py", "Size sweep", ":material/stacked_line_chart:"),
+    ("pages/3_Environment.py", "Environment", ":material/settings:"),
+)
+
+
+def sidebar_nav() -> None:
+    """Page links with readable names (the pages/ directory names the home page 'app')."""
+    with st.sidebar:
+        for path, label, icon in PAGES:
+            st.page_link(path, label=label, icon=icon)
+        st.divider()
+
+
+# --- device banner ---------------------------------------------------------------------------
+def device_banner() -> dict[str, Any] | None:
+    """Which device the measurements run on; polls (without blocking) until the worker reports."""
+    try:
+        env = worker_environment("x32")
+    except Exception as exc:  # the worker could not start: say so, the page still renders
+        st.error(f"The measurement worker could not start: {exc}", icon=":material/error:")
+        return None
+    if env is None:
+        _pending_banner()
+        return None
+    show_banner(aps.device_banner(env))
+    return env
+
+
+def show_banner(banner: aps.Banner) -> None:
+    show = {"success": st.success, "warning": st.warning}.get(banner.level, st.info)
+    show(banner.text, icon=BANNER_ICONS.get(banner.level))
+
+
+@st.fragment(run_every=1.0)
+def _pending_banner() -> None:
+    if _probe().future("x32").done():
+        st.rerun()  # the full rerun shows the final banner and stops this polling
+    show_banner(aps.device_banner(None))
+
+
+# --- URL state ----------------------------------------------------------------------------------
+def seed_from_url(page: str, read: Callable[[Mapping[str, Any]], tuple[Any, list[str]]],
+                  widgets: Callable[[Any], dict[str, Any]]) -> list[str]:
+    """Fill the page's widget keys from the URL when they are missing (a first visit, a shared
+    link, a return from another page); bad values become warnings and their defaults."""
+    config, warnings = read(st.query_params.to_dict())
+    values = widgets(config)
+    if any(key not in st.session_state for key in values):
+        for key, value in values.items():
+            if key not in st.session_state:
+                st.session_state[key] = value
+        st.session_state[f"{page}_url_warnings"] = warnings
+    return st.session_state.get(f"{page}_url_warnings", [])
+
+
+def sync_url(query: dict[str, str]) -> None:
+    """Write the page's configuration into the URL, so the link reproduces it."""
+    if st.query_params.to_dict() != query:
+        st.query_params.from_dict(query)
+
+
+def show_url_warnings(warnings: list[str]) -> None:
+    for text in warnings:
+        st.warning(text, icon=":material/link_off:")
+
+
+# --- jobs ---------------------------------------------------------------------------------------
+def job_progress(job: Job, label: str, *, overall: float | None = None) -> None:
+    """A progress bar that says which phase is being measured (or where the job is queued)."""
+    runner = get_runner()
+    position = runner.position(job)
+    if job.status == "queued" and position > 0:
+        ahead = position - 1
+        wait = runner.estimate_wait_s(job)
+        text = (f"{label}: queued behind {ahead} other measurement(s), about {wait:.0f} s. "
+                f"One measurement at a time, so they don't spoil each other's timings.")
+        st.progress(overall or 0.0, text=text)
+        return
+    elapsed = time.time() - (job.started_at or time.time())
+    text = f"{label}: {aps.job_phase_text(job.phase)} · {job.progress:.0%} · {elapsed:.0f} s"
+    st.progress(min(max(overall if overall is not None else job.progress, 0.0), 1.0), text=text)
+
+
+# --- charts ---------------------------------------------------------------------------------------
+def chart(chart_obj: alt.TopLevelMixin, name: str, file_stem: str, *, stretch: bool = False) -> None:
+    """An Altair chart and a button that downloads it as PNG (made only when clicked)."""
+    st.altair_chart(chart_obj, width="stretch" if stretch else "content")
+    st.download_button(
+        f"{name} (PNG)", data=lambda: chart_png_bytes(chart_obj), file_name=f"{file_stem}.png",
+        mime="image/png", icon=":material/download:", on_click="ignore", key=f"png_{file_stem}",
+    )
