@@ -20,7 +20,7 @@ st.markdown(
 ui.device_banner()
 
 st.subheader("Pages")
-compare, sweep, environment = st.columns(3, gap="medium")
+compare, sweep, pitfalls = st.columns(3, gap="medium")
 with compare.container(border=True, height="stretch"):
     st.page_link("pages/1_Compare.py", label="Compare", icon=":material/compare_arrows:")
     st.markdown("One case, one shape: NumPy runtime beside JAX's transfer, compile, runtime and dispatch; "
@@ -29,8 +29,17 @@ with sweep.container(border=True, height="stretch"):
     st.page_link("pages/2_Size_sweep.py", label="Size sweep", icon=":material/stacked_line_chart:")
     st.markdown("One case from tiny to large inputs: runtime and speedup against size on log-log axes, "
                 "the crossover where JAX starts to win, and how the share of one-off costs shrinks.")
+with pitfalls.container(border=True, height="stretch"):
+    st.page_link("pages/3_Pitfalls.py", label="Pitfalls", icon=":material/school:")
+    st.markdown("The classic benchmarking mistakes — compile in the first call, async dispatch, float64 "
+                "vs float32, transfers, tiny inputs, TF32 — each measured live beside the right way.")
+history, environment, _ = st.columns(3, gap="medium")
+with history.container(border=True, height="stretch"):
+    st.page_link("pages/4_History.py", label="History", icon=":material/history:")
+    st.markdown("Every saved result: filter, compare two runs (faster, slower or no significant "
+                "difference), import results from another machine, export JSON or CSV.")
 with environment.container(border=True, height="stretch"):
-    st.page_link("pages/3_Environment.py", label="Environment", icon=":material/settings:")
+    st.page_link("pages/5_Environment.py", label="Environment", icon=":material/settings:")
     st.markdown("Versions, devices, each worker's x64 state, CPU, BLAS threads and XLA flags, with "
                 "warnings when something makes the numbers less trustworthy.")
 

@@ -103,7 +103,9 @@ PAGES = (
     ("app.py", "Home", ":material/home:"),
     ("pages/1_Compare.py", "Compare", ":material/compare_arrows:"),
     ("pages/2_Size_sweep.py", "Size sweep", ":material/stacked_line_chart:"),
-    ("pages/3_Environment.py", "Environment", ":material/settings:"),
+    ("pages/3_Pitfalls.py", "Pitfalls", ":material/school:"),
+    ("pages/4_History.py", "History", ":material/history:"),
+    ("pages/5_Environment.py", "Environment", ":material/settings:"),
 )
 
 

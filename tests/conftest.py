@@ -9,6 +9,9 @@ import pytest
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
+# `server` and `browser` fixtures for the real-browser tests.
+pytest_plugins = ["browser_support"]
+
 
 class FakeClock:
     """A nanosecond clock that only moves when told to (inject as ``clock=``)."""

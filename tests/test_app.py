@@ -206,7 +206,7 @@ def test_size_sweep_bad_url_values_warn():
 
 
 def test_environment_reports_both_workers():
-    at = run_until(page("pages/3_Environment.py"),
+    at = run_until(page("pages/5_Environment.py"),
                    lambda a: not any("Asking the x32" in str(i.value) for i in a.info), timeout=60)
     assert not at.exception
     tables = [df.value for df in at.dataframe]
