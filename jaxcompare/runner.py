@@ -151,7 +151,7 @@ class Runner:
         self._cv = threading.Condition()
         self._current: Job | None = None
         self._closed = False
-        self._durations: dict[str, float] = {}
+        self._durations: dict[tuple[str, Any], float] = {}
         self.history: deque[Job] = deque(maxlen=200)
         self._threads = [
             threading.Thread(target=self._dispatch_loop, name="jaxcompare-dispatch", daemon=True),
@@ -223,11 +223,23 @@ class Runner:
         with self._cv:
             ahead = list(itertools.takewhile(lambda j: j is not job, self._queue))
             running = self._current
-        typical = self._durations.get("measure", 5.0)
-        wait = len(ahead) * typical
+        wait = sum(self._typical_s(j) for j in ahead)
         if running is not None and running.started_at is not None:
-            wait += max(typical - (time.time() - running.started_at), 0.0)
+            wait += max(self._typical_s(running) - (time.time() - running.started_at), 0.0)
         return wait
+
+    @staticmethod
+    def _duration_key(job: Job) -> tuple[str, Any]:
+        """Jobs of one kind and timing settings take alike long (quick vs careful differ 3x)."""
+        return (job.kind, job.spec.timing if job.spec is not None else None)
+
+    def _typical_s(self, job: Job) -> float:
+        """Last duration of a like job; else of any job of its kind; else a guess."""
+        key = self._duration_key(job)
+        if key in self._durations:
+            return self._durations[key]
+        same_kind = [d for (kind, _), d in self._durations.items() if kind == job.kind]
+        return same_kind[-1] if same_kind else 5.0
 
     def get(self, job_id: str) -> Job | None:
         return self._jobs_by_id.get(job_id)
@@ -350,7 +362,7 @@ class Runner:
         if error is None:
             job.progress = 1.0
             if job.started_at is not None:
-                self._durations[job.kind] = job.finished_at - job.started_at
+                self._durations[self._duration_key(job)] = job.finished_at - job.started_at
         self.history.append(job)
         self._jobs_by_id.pop(job.id, None)
         job._done.set()

@@ -145,3 +145,16 @@ def test_workers_never_rerun_the_parents_main_script(tmp_path):
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["page", "ran", "float32"]
+
+
+def test_queue_position_and_wait_estimate(runner):
+    done = runner.submit(_spec("x32"))
+    done.wait(240)
+    running = runner.submit(_spec("x32", shape=(48, 48)))
+    first = runner.submit(_spec("x32"))
+    second = runner.submit(_spec("x32"))
+    assert runner.position(second) > runner.position(first) >= 1
+    assert runner.estimate_wait_s(second) > runner.estimate_wait_s(first)
+    for job in (running, first, second):
+        job.wait(240)
+    assert runner.position(second) == -1
