@@ -26,7 +26,7 @@ from pebble import ProcessExpired, ProcessPool
 from . import worker
 from .errors import BadInput, JaxCompareError, JobFailed
 from .result import Result
-from .settings import Settings, preflight
+from .settings import RateLimiter, Settings, preflight
 from .spec import PRECISIONS, Spec
 
 log = logging.getLogger("jaxcompare.runner")
@@ -143,6 +143,8 @@ class Runner:
                  settings: Settings | None = None):
         self.settings = settings or Settings.from_env()
         self.timeout_s = timeout_s or self.settings.job_timeout_s
+        # Per owner (app session): a sweep counts once, its later points pass rate_limited=False.
+        self._rate = RateLimiter(self.settings.max_jobs_per_minute)
         self._worker_env = dict(worker_env or {})
         self._ctx = _WorkerContext()
         self._progress: Any = self._ctx.Queue()
@@ -162,12 +164,15 @@ class Runner:
             t.start()
 
     # --- public API ------------------------------------------------------------------------
-    def submit(self, spec: Spec, *, timeout_s: float | None = None, owner: str | None = None) -> Job:
+    def submit(self, spec: Spec, *, timeout_s: float | None = None, owner: str | None = None,
+               rate_limited: bool = True) -> Job:
         """Queue a measurement; returns at once with a Job to poll or wait on.
 
         Raises BadInput / TooLarge at once for a request that cannot run (unknown case,
         bad shape, over a limit, more memory than the host has)."""
         preflight(spec, self.settings)
+        if rate_limited and owner is not None:
+            self._rate.acquire(owner)
         job = Job("measure", (Step(spec.precision, "measure", (spec.to_dict(),)),),
                   timeout_s or self.timeout_s, spec=spec, owner=owner)
         return self._enqueue(job)
@@ -178,6 +183,8 @@ class Runner:
         from .pitfalls import SECTIONS
 
         preflight(spec, self.settings)
+        if owner is not None:
+            self._rate.acquire(owner)
         sections = tuple(sections or SECTIONS)
         unknown = set(sections) - set(SECTIONS)
         if unknown:

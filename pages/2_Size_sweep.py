@@ -39,19 +39,23 @@ def start_sweep() -> None:
     if active_run() is not None:
         return  # never two sweeps at once from one session
     config = current_config()
+    runner = ui.get_runner()
     try:
         run = config.plan(ui.case_by_name(config.case), ui.known_environment())
+        runner.settings.check_sweep(run.total)
+        # The whole sweep counts once against the per-session rate limit; its first point
+        # carries the check (a refused first point stops the sweep with the message).
+        run.advance(lambda spec: runner.submit(spec, owner=ui.owner_id()))
     except JaxCompareError as exc:
         st.session_state[ERROR] = str(exc)
         return
     st.session_state.pop(ERROR, None)
     st.session_state["sweep_url_warnings"] = []
-    run.advance(submit)
     st.session_state[RUN] = run
 
 
 def submit(spec):
-    return ui.get_runner().submit(spec, owner=ui.owner_id())
+    return ui.get_runner().submit(spec, owner=ui.owner_id(), rate_limited=False)
 
 
 def stop_sweep() -> None:

@@ -107,3 +107,18 @@ def test_rate_limiter_window():
     now[0] = 60.0
     limiter.acquire("alice")
     assert RateLimiter(None).acquire("anyone") is None
+
+
+def test_runner_rate_limits_each_session_not_the_cli():
+    import dataclasses
+
+    settings = dataclasses.replace(Settings(), max_jobs_per_minute=2)
+    with Runner(settings=settings) as runner:
+        jobs = [runner.submit(Spec("matmul", (8, 8), timing=QUICK), owner="alice") for _ in range(2)]
+        with pytest.raises(BadInput, match="rate limit"):
+            runner.submit(Spec("matmul", (8, 8), timing=QUICK), owner="alice")
+        jobs.append(runner.submit(Spec("matmul", (8, 8), timing=QUICK), owner="bob"))
+        jobs.append(runner.submit(Spec("matmul", (8, 8), timing=QUICK)))  # the CLI: no owner
+        jobs.append(runner.submit(Spec("matmul", (8, 8), timing=QUICK), owner="alice", rate_limited=False))
+        for job in jobs:
+            job.cancel()
