@@ -11,14 +11,13 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from . import cli_history
 from .catalog import all_cases, get_case
 from .checks import checklist, overall
 from .errors import JaxCompareError
-from .report import dumps, format_speedup, format_time, result_table
+from .report import format_speedup, format_time, result_table, write_json
 from .spec import DEVICES, PRECISIONS, Spec, TimingConfig, parse_shape
 from .sweep import crossover, ladder, parse_sizes
 
@@ -75,19 +74,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _write_json(target: str, data: Any) -> None:
-    text = dumps(data)
-    if target == "-":
-        sys.stdout.write(text + "\n")
-        sys.stdout.flush()
-        return
-    try:
-        Path(target).write_text(text + "\n", encoding="utf-8")
-    except OSError as exc:
-        raise JaxCompareError(f"cannot write {target!r}: {exc.strerror or exc}") from None
-    print(f"wrote {target}", file=sys.stderr)
-
-
 def _human(args: argparse.Namespace) -> Any:
     """Where readable output goes: stderr when stdout is reserved for JSON."""
     return sys.stderr if args.json == "-" else sys.stdout
@@ -96,7 +82,7 @@ def _human(args: argparse.Namespace) -> Any:
 def cmd_list(args: argparse.Namespace) -> int:
     cases = all_cases(args.cases_file)
     if args.json:
-        _write_json(args.json, [c.summary() for c in cases])
+        write_json(args.json, [c.summary() for c in cases])
         if args.json == "-":
             return 0
     width = max(len(c.name) for c in cases)
@@ -129,7 +115,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         result = runner.run(spec)
     checks = checklist(result)
     if args.json:
-        _write_json(args.json, result.to_dict() | {"checklist": [c.to_dict() for c in checks]})
+        write_json(args.json, result.to_dict() | {"checklist": [c.to_dict() for c in checks]})
     if args.json != "-":
         print(result_table(result), file=out)
         print(f"\n  credibility checklist: {overall(checks).upper()}", file=out)
@@ -169,7 +155,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         verdict = f"crossover at about {cross:,.0f} elements (~{'x'.join([str(side)] * len(shapes[0]))})"
     print(verdict, file=out)
     if args.json:
-        _write_json(args.json, {
+        write_json(args.json, {
             "case": case.name,
             "precision": args.precision,
             "crossover_elements": cross,
@@ -190,7 +176,7 @@ def cmd_pitfalls(args: argparse.Namespace) -> int:
     with Runner(timeout_s=args.timeout) as runner:
         report = runner.submit_pitfalls(_base_spec(args, shape)).wait()
     if args.json:
-        _write_json(args.json, report)
+        write_json(args.json, report)
     if args.json != "-":
         for pitfall in report["pitfalls"]:
             print(f"\n{pitfall['title']}", file=out)

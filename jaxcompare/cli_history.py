@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import BadInput
-from .report import dumps, format_time
+from .report import format_time, write_json
 from .result import Result
 from .spec import PRECISIONS
 from .store import Store, default_path
@@ -92,7 +92,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     store = open_store(args.db)
     rows = _selected(store, args, args.limit)
     if args.json:
-        _write_json(args.json, rows)
+        write_json(args.json, rows)
         if args.json == "-":
             return 0
     print(history_table(rows, store.path))
@@ -161,16 +161,3 @@ def _speedup(value: float | None) -> str:
 
 def _fit(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def _write_json(target: str, data: Any) -> None:
-    text = dumps(data)
-    if target == "-":
-        sys.stdout.write(text + "\n")
-        sys.stdout.flush()
-        return
-    try:
-        Path(target).write_text(text + "\n", encoding="utf-8")
-    except OSError as exc:
-        raise BadInput(f"cannot write {target!r}: {exc.strerror or exc}") from None
-    print(f"wrote {target}", file=sys.stderr)

@@ -66,6 +66,25 @@ def dumps(data: Any, indent: int | None = 2) -> str:
     return json.dumps(_json_safe(data), indent=indent, allow_nan=False)
 
 
+def write_json(target: str, data: Any) -> None:
+    """Strict JSON to a path, or to stdout for '-' (then nothing else goes to stdout)."""
+    import sys
+    from pathlib import Path
+
+    from .errors import BadInput
+
+    text = dumps(data)
+    if target == "-":
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+        return
+    try:
+        Path(target).write_text(text + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise BadInput(f"cannot write {target!r}: {exc.strerror or exc}") from None
+    print(f"wrote {target}", file=sys.stderr)
+
+
 def result_table(result: Result) -> str:
     """The readable table the CLI prints for one comparison."""
     spec = result.spec
