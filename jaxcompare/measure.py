@@ -22,7 +22,7 @@ from .errors import BadInput, DeviceUnavailable
 from .memory import check_fits, device_free, estimate, host_available
 from .result import Result
 from .spec import Spec, TimingConfig
-from .timing import NS, Clock, Stats, sample
+from .timing import NS, Clock, Stats, blocking_call, bound_call, sample
 
 Progress = Callable[[str, float], None]
 
@@ -167,7 +167,7 @@ def measure(spec: Spec, progress: Progress = _no_progress, clock: Clock = time.p
 
     # 2. NumPy runtime on host arrays, same timer.
     numpy_out = as_tuple(_user_call(case, "numpy_fn", case.numpy_fn, host_inputs))
-    numpy_stats = sample(lambda: case.numpy_fn(*host_inputs), cfg, clock=clock, on_sample=step("numpy"))
+    numpy_stats = sample(bound_call(case.numpy_fn, host_inputs), cfg, clock=clock, on_sample=step("numpy"))
     finish("numpy")
 
     # 3. Transfer host -> device, blocked; each sample frees its copy.
@@ -197,8 +197,7 @@ def measure(spec: Spec, progress: Progress = _no_progress, clock: Clock = time.p
     # 6. Steady state, blocked, device-resident inputs.
     f = jax.jit(case.jax_fn, static_argnums=statics)
     jax.block_until_ready(f(*dev_inputs))
-    runtime_stats = sample(lambda: jax.block_until_ready(f(*dev_inputs)), cfg, clock=clock,
-                           on_sample=step("runtime"))
+    runtime_stats = sample(blocking_call(f, dev_inputs), cfg, clock=clock, on_sample=step("runtime"))
     finish("runtime")
 
     # 7. Dispatch only: the call returns before the work is done; block outside the timer.

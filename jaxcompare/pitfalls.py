@@ -19,7 +19,7 @@ from .catalog import get_case
 from .measure import build_inputs, check_memory, check_precision, resolve_device
 from .report import format_time
 from .spec import Spec
-from .timing import Clock, sample
+from .timing import Clock, blocking_call, bound_call, sample
 
 DOCS = {
     "benchmarking": "https://docs.jax.dev/en/latest/benchmarking.html",
@@ -105,8 +105,8 @@ class Lab:
         self.dev = jax.block_until_ready(jax.device_put(self.host, self.device))
         self.f = jax.jit(self.case.jax_fn, static_argnums=self.case.static_argnums)
         self.jax.block_until_ready(self.f(*self.dev))
-        self.numpy_s = self.time(lambda: self.case.numpy_fn(*self.host))
-        self.blocked_s = self.time(lambda: jax.block_until_ready(self.f(*self.dev)))
+        self.numpy_s = self.time(bound_call(self.case.numpy_fn, self.host))
+        self.blocked_s = self.time(blocking_call(self.f, self.dev))
 
     def time(self, call: Callable[[], Any], **kw: Any) -> float:
         return sample(call, self.cfg, clock=self.clock, **kw).median_s
@@ -123,7 +123,7 @@ def pitfall_jit(lab: Lab) -> dict[str, Any]:
                                                    (*lab.dev)),
                      setup=jax.clear_caches, min_samples=lab.cfg.compile_samples, warmup=False,
                      budget_s=lab.cfg.phase_budget_s * 2)
-    op_by_op = lab.time(lambda: jax.block_until_ready(case.jax_fn(*lab.dev)))
+    op_by_op = lab.time(blocking_call(case.jax_fn, lab.dev))
     return _pitfall(
         "jit",
         _side("First call (%time f(x))", "%time f(x).block_until_ready()", first, lab.numpy_s),
@@ -153,13 +153,13 @@ def pitfall_dtype(lab: Lab) -> dict[str, Any]:
     if lab.spec.dtype == "float32":  # reuse the lab's numbers: same inputs, same calls
         jax32, numpy32 = lab.blocked_s, lab.numpy_s
         host64 = lab.inputs_for(shape, "float64")
-        numpy64 = lab.time(lambda: lab.case.numpy_fn(*host64))
+        numpy64 = lab.time(bound_call(lab.case.numpy_fn, host64))
     else:
         host32 = lab.inputs_for(shape, "float32")
         dev32 = jax.device_put(host32, lab.device)
         jax.block_until_ready(lab.f(*dev32))
-        jax32 = lab.time(lambda: jax.block_until_ready(lab.f(*dev32)))
-        numpy32 = lab.time(lambda: lab.case.numpy_fn(*host32))
+        jax32 = lab.time(blocking_call(lab.f, dev32))
+        numpy32 = lab.time(bound_call(lab.case.numpy_fn, host32))
         numpy64 = lab.numpy_s
     fair = [_side("Both float32", "np.float32 inputs on both sides", jax32, numpy32, dtype="float32")]
     if lab.spec.precision == "x64":
@@ -177,8 +177,8 @@ def pitfall_dtype(lab: Lab) -> dict[str, Any]:
 
 
 def pitfall_transfer(lab: Lab) -> dict[str, Any]:
-    jax, f = lab.jax, lab.f
-    from_host = lab.time(lambda: jax.block_until_ready(f(*lab.host)))
+    f = lab.f
+    from_host = lab.time(blocking_call(f, lab.host))
     return _pitfall(
         "transfer",
         _side("Host NumPy array in every call", "%timeit f(x_np).block_until_ready()", from_host, lab.numpy_s),
@@ -193,8 +193,8 @@ def pitfall_size(lab: Lab) -> dict[str, Any]:
     host = lab.inputs_for(small, lab.spec.dtype)
     dev = jax.device_put(host, lab.device)
     jax.block_until_ready(lab.f(*dev))
-    jax_small = lab.time(lambda: jax.block_until_ready(lab.f(*dev)))
-    numpy_small = lab.time(lambda: case.numpy_fn(*host))
+    jax_small = lab.time(blocking_call(lab.f, dev))
+    numpy_small = lab.time(bound_call(case.numpy_fn, host))
     tag = "x".join(map(str, small))
     big = "x".join(map(str, lab.spec.shape))
     return _pitfall(
@@ -218,7 +218,7 @@ def pitfall_tf32(lab: Lab) -> dict[str, Any]:
     with jax.default_matmul_precision("highest"):
         fh = jax.jit(case.jax_fn, static_argnums=case.static_argnums)
         highest_err = error(fh(*lab.dev))
-        highest = lab.time(lambda: jax.block_until_ready(fh(*lab.dev)))
+        highest = lab.time(blocking_call(fh, lab.dev))
     on_gpu = lab.device.platform == "gpu"
     note = "" if on_gpu else " (no TF32 on this backend: both should match)"
     return _pitfall(

@@ -8,7 +8,15 @@ import numpy as np
 import pytest
 
 from jaxcompare.spec import TimingConfig
-from jaxcompare.timing import Stats, calibrate_loops, median_ci, sample
+from jaxcompare.timing import (
+    BoundCall,
+    Stats,
+    blocking_call,
+    bound_call,
+    calibrate_loops,
+    median_ci,
+    sample,
+)
 
 CFG = TimingConfig(target_sample_s=0.01, min_samples=5, max_samples=50, phase_budget_s=1.0,
                    rel_ci=0.02, warmup_s=0.001)
@@ -92,3 +100,41 @@ def test_calls_longer_than_budget_still_report(fake_clock):
     assert not stats.stable and "long" in stats.unstable_reason
     assert stats.median_s == pytest.approx(10.0)
     assert math.isfinite(stats.rel_ci)
+
+
+def test_bound_call_times_its_own_loop_on_the_given_clock(fake_clock):
+    seen = []
+    call = bound_call(lambda a, b: seen.append((a, b)) or fake_clock.advance(1e-3), (1, 2))
+    assert call.time_loops(7, fake_clock) == 7_000_000
+    assert seen == [(1, 2)] * 7
+    stats = sample(call, CFG, clock=fake_clock)
+    assert stats.stable and stats.loops == 10 and stats.median_s == pytest.approx(1e-3)
+
+
+def test_bound_call_blocks_as_asked():
+    class Out:
+        blocked = 0
+
+        def block_until_ready(self):
+            Out.blocked += 1
+            return self
+
+    call = BoundCall(lambda: Out(), block="method")
+    assert isinstance(call(), Out) and Out.blocked == 1
+    call.time_loops(3, lambda: 0)
+    assert Out.blocked == 4
+    with pytest.raises(ValueError):
+        BoundCall(print, block="maybe")
+
+
+def test_blocking_call_picks_the_cheapest_block_for_the_output():
+    import jax
+    import jax.numpy as jnp
+
+    x = jnp.ones(3)
+    one = blocking_call(jax.jit(lambda x: x + 1), (x,))
+    two = blocking_call(jax.jit(lambda x: (x, x * 2)), (x,))
+    assert one.block == "method" and two.block == "tree"
+    assert float(one()[0]) == 2.0 and float(two()[1][0]) == 2.0
+    assert one.time_loops(3, lambda: 0) == 0
+
