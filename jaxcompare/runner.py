@@ -256,13 +256,19 @@ class Runner:
             return len(self._queue) + (1 if self._current is not None else 0)
 
     def close(self) -> None:
+        """Stop: queued jobs fail, a running job is cancelled, workers are shut down."""
         with self._cv:
             self._closed = True
             pending = list(self._queue)
             self._queue.clear()
+            running = self._current
             self._cv.notify_all()
         for job in pending:
-            self._finish(job, error=JobFailed("the runner was shut down before this job started"))
+            self._finish(job, error=Cancelled("the runner was shut down before this job started"),
+                         status="cancelled")
+        if running is not None:
+            running.cancel()  # the dispatcher stops its worker and finishes the job
+        self._threads[0].join(timeout=30)
         for pool in list(self._pools.values()):
             pool.stop()
             pool.join(timeout=10)

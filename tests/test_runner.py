@@ -158,3 +158,16 @@ def test_queue_position_and_wait_estimate(runner):
     for job in (running, first, second):
         job.wait(240)
     assert runner.position(second) == -1
+
+
+def test_close_while_a_job_runs_cancels_it_and_returns():
+    runner = Runner(timeout_s=120)
+    hung = runner.inject_fault("x32", "hang", timeout_s=120)
+    queued = runner.submit(_spec("x32"))
+    while hung.status != "running" and not hung.done:
+        hung._done.wait(0.05)  # wait for the dispatcher to pick it up (an event, not a sleep)
+    runner.close()
+    assert hung.done and hung.status == "cancelled"
+    assert queued.done and queued.status == "cancelled"
+    with pytest.raises(JobFailed, match="shut down"):
+        runner.submit(_spec("x32"))
