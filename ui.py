@@ -8,16 +8,17 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import altair as alt
 import streamlit as st
 
-from jaxcompare import Case, Job, Runner, all_cases, appstate
+from jaxcompare import Case, Job, Result, Runner, all_cases, appstate
 from jaxcompare import appsupport as aps
 from jaxcompare.charts import chart_png_bytes
+from jaxcompare.store import Store, default_path
 
 POLL_S = 0.5
 BANNER_ICONS = {"success": ":material/memory:", "warning": ":material/warning:", "info": ":material/hourglass_top:"}
@@ -51,6 +52,17 @@ class _EnvironmentProbe:
     def refresh(self) -> None:
         with self._lock:
             self._futures = {p: f for p, f in self._futures.items() if not f.done()}
+
+
+@st.cache_resource(show_spinner=False)
+def _store_at(path: str) -> Store:
+    return Store(path)
+
+
+def get_store() -> Store:
+    """The results database ($JAXCOMPARE_DB, else ~/.jaxcompare/results.sqlite3), one Store per
+    path per server: it opens a connection per operation, so every session's thread can share it."""
+    return _store_at(str(default_path()))
 
 
 @st.cache_resource(show_spinner=False)
@@ -195,3 +207,39 @@ def chart(chart_obj: alt.TopLevelMixin, name: str, file_stem: str, *, stretch: b
         f"{name} (PNG)", data=lambda: chart_png_bytes(chart_obj), file_name=f"{file_stem}.png",
         mime="image/png", icon=":material/download:", on_click="ignore", key=f"png_{file_stem}",
     )
+
+
+# --- results history --------------------------------------------------------------------------------
+HISTORY_PAGE = "pages/4_History.py"
+_SAVED = "history_saved"  # session state: result id -> None when saved, else why it was not
+
+
+def save_to_history(results: Sequence[Result]) -> None:
+    """Save finished results to the Store, each once per session. A failure is remembered for
+    history_note() and never raised: the result on screen must survive an unwritable database."""
+    status = st.session_state.setdefault(_SAVED, {})
+    for result in results:
+        if result.id in status:
+            continue
+        try:
+            get_store().save(result)
+        except Exception as exc:  # any failure to save must leave the page and its result intact
+            status[result.id] = str(exc) or type(exc).__name__
+        else:
+            status[result.id] = None
+
+
+def history_note(results: Sequence[Result]) -> None:
+    """A small 'saved to history' line with a link, or a warning saying what was not saved."""
+    status = st.session_state.get(_SAVED, {})
+    failed = [status[r.id] for r in results if status.get(r.id)]
+    saved = sum(1 for r in results if r.id in status and status[r.id] is None)
+    if failed:
+        what = "This result was" if len(results) == 1 else f"{len(failed)} of {len(results)} results were"
+        st.warning(f"{what} not saved to history: {failed[0]}. It stays on this page; download it as JSON "
+                   f"to keep it.", icon=":material/warning:")
+    elif saved:
+        text = "Saved to history." if len(results) == 1 else f"All {saved} measurements saved to history."
+        with st.container(horizontal=True, vertical_alignment="center", gap="small"):
+            st.caption(f":material/check_circle: {text}", width="content")
+            st.page_link(HISTORY_PAGE, label="Open History", icon=":material/history:")

@@ -153,11 +153,13 @@ if not run.results:
     st.stop()
 
 results = run.results
+ui.save_to_history(results)  # each point once, as it lands
 first = results[0]
 st.subheader(f"{first.case_info.get('title', first.case)}")
 st.caption(f"`{first.case_info.get('numpy_name', '')}` vs `{first.case_info.get('jax_name', '')}` · "
            f"{first.backend} device `{first.device}` · {len(results)} of {run.total} measurement(s)"
            + (" so far" if not run.finished else ""))
+ui.history_note(results)
 found = aps.crossovers(results)
 columns = st.columns(max(len(found), 1) + 1)
 for column, (precision, elements) in zip(columns, found.items(), strict=False):

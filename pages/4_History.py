@@ -1,10 +1,258 @@
-"""History page (being built)."""
+"""History: every saved result. Filter, compare two or more side by side (a verdict for two runs
+from their raw samples), import results from another machine, download or delete a selection."""
+
+from __future__ import annotations
 
 import streamlit as st
 
 import ui
+from jaxcompare import JaxCompareError, charts_history
+from jaxcompare import history_view as hv
+from jaxcompare.compare import compare_results
+from jaxcompare.exchange import export_csv, export_json
 
-st.set_page_config(page_title="History · jaxcompare", layout="wide")
+st.set_page_config(page_title="History · jaxcompare", page_icon=":material/history:", layout="wide")
 ui.sidebar_nav()
+
+TABLE, ROW_IDS = "history_table", "history_row_ids"
+CONFIRM, NOTICE, UPLOADS = "history_confirm_delete", "history_notice", "history_uploads"
+CASE, PRECISION, DEVICE, HOST, DATES = "history_case", "history_precision", "history_device", "history_host", \
+    "history_dates"
+FILTERS = (CASE, PRECISION, DEVICE, HOST, DATES)
+MAX_ROWS = 2000
+NOTICE_BOX = {"success": st.success, "error": st.error, "info": st.info, "warning": st.warning}
+NOTICE_ICON = {"success": ":material/check_circle:", "error": ":material/error:", "info": ":material/info:",
+               "warning": ":material/warning:"}
+IMPORT_HINT = ("On another machine (a GPU host, say): `python -m jaxcompare run --case svd --shape 500x500 "
+               "--save`, then `python -m jaxcompare export results.json`; import that file with the uploader in the "
+               "sidebar, or with `python -m jaxcompare import results.json` here.")
+
+
+def notify(level: str, text: str) -> None:
+    st.session_state[NOTICE] = (level, text)
+
+
+def select_rows(rows: list[int]) -> None:
+    st.session_state[TABLE] = {"selection": {"rows": rows, "columns": []}}
+
+
+# --- callbacks (run before the script) ----------------------------------------------------------
+def on_upload(key: str) -> None:
+    uploaded = st.session_state.get(key)
+    if uploaded is None:
+        return
+    try:
+        added, present = ui.get_store().import_json(uploaded.getvalue(), source=uploaded.name)
+    except JaxCompareError as exc:
+        notify("error", str(exc))
+        return
+    notify("success", hv.import_message(added, present, uploaded.name))
+    st.session_state[UPLOADS] = st.session_state.get(UPLOADS, 0) + 1  # a fresh, empty uploader
+
+
+def ask_delete(ids: list[str]) -> None:
+    st.session_state[CONFIRM] = list(ids)
+
+
+def cancel_delete() -> None:
+    st.session_state.pop(CONFIRM, None)
+
+
+def confirm_delete() -> None:
+    ids = st.session_state.pop(CONFIRM, [])
+    try:
+        deleted = ui.get_store().delete(ids)
+    except JaxCompareError as exc:
+        notify("error", f"Nothing was deleted: {exc}")
+        return
+    notify("success", f"Deleted {deleted} result{'s' if deleted != 1 else ''}.")
+    select_rows([])
+
+
+def clear_filters() -> None:
+    for key in FILTERS:
+        st.session_state.pop(key, None)
+
+
+# --- widgets ------------------------------------------------------------------------------------------
+def filter_widgets(facets: dict[str, list[str]]) -> dict[str, object]:
+    """The sidebar filters; returns Store.list keyword arguments."""
+    options = {CASE: facets["case"], DEVICE: hv.device_options(facets), HOST: facets["host"]}
+    for key, values in options.items():  # a value that vanished (deleted results) resets its filter
+        if st.session_state.get(key) is not None and st.session_state[key] not in values:
+            st.session_state[key] = None
+    st.header("Filters")
+    st.selectbox("Case", options[CASE], index=None, placeholder="All cases", key=CASE)
+    st.segmented_control("Precision", ("x32", "x64"), key=PRECISION,
+                         format_func=lambda p: f"{p} · {'float32' if p == 'x32' else 'float64'}")
+    st.selectbox("Device", options[DEVICE], index=None, placeholder="All devices", key=DEVICE)
+    st.selectbox("Host", options[HOST], index=None, placeholder="All hosts", key=HOST,
+                 format_func=lambda h: h or "(unknown host)")
+    st.date_input("Measured between (UTC)", value=(), key=DATES, format="YYYY-MM-DD",
+                  help="Pick a first and a last day (both included); one day alone means from that day on.")
+    since, until = hv.date_bounds(st.session_state.get(DATES))
+    active = any(st.session_state.get(k) for k in (CASE, PRECISION, DEVICE, HOST)) or since is not None
+    st.button("Clear filters", icon=":material/filter_alt_off:", on_click=clear_filters, disabled=not active,
+              key="history_clear_filters")
+    return {"case": st.session_state.get(CASE), "precision": st.session_state.get(PRECISION),
+            "device": st.session_state.get(DEVICE), "host": st.session_state.get(HOST),
+            "since": since, "until": until}
+
+
+def import_widget() -> None:
+    st.header("Import")
+    key = f"history_upload_{st.session_state.get(UPLOADS, 0)}"
+    st.file_uploader("Results from another machine (JSON)", type=["json"], key=key, on_change=on_upload,
+                     args=(key,), help="A file from `python -m jaxcompare export`, `run --json` or "
+                                       "`sweep --json`, or a download from this page. Results already "
+                                       "here are skipped.")
+
+
+def keep_selection(ids: list[str]) -> None:
+    """The table's selection is by row position: when the rows change (filters, a delete, another
+    session's new result), move it so the same results stay selected."""
+    before = st.session_state.get(ROW_IDS)
+    state = st.session_state.get(TABLE)
+    if before is not None and before != ids and state is not None:
+        chosen = {before[i] for i in state["selection"]["rows"] if i < len(before)}
+        select_rows([i for i, rid in enumerate(ids) if rid in chosen])
+    st.session_state[ROW_IDS] = ids
+
+
+def selection_actions(results: list, labels: list[str]) -> None:
+    n = len(results)
+    bar = st.container(horizontal=True, vertical_alignment="center")
+    bar.markdown(f"**{n} selected**", width="content")
+    bar.download_button("Selection (JSON)", data=lambda: export_json(results), file_name="jaxcompare_results.json",
+                        mime="application/json", icon=":material/download:", on_click="ignore",
+                        key="history_download_json")
+    bar.download_button("Selection (CSV)", data=lambda: export_csv(results), file_name="jaxcompare_results.csv",
+                        mime="text/csv", icon=":material/download:", on_click="ignore", key="history_download_csv")
+    bar.button(f"Delete {n} selected", icon=":material/delete:", on_click=ask_delete,
+               args=([r.id for r in results],), key="history_delete")
+    pending = st.session_state.get(CONFIRM)
+    if pending:
+        with st.container(border=True):
+            names = [label for r, label in zip(results, labels, strict=True) if r.id in set(pending)]
+            listing = "".join(f"\n- {name}" for name in names[:8]) + (
+                f"\n- … and {len(pending) - 8} more" if len(pending) > 8 else "")
+            st.warning(f"Delete {len(pending)} saved result{'s' if len(pending) != 1 else ''} for good? "
+                       f"This cannot be undone; download them first to keep a copy.{listing}",
+                       icon=":material/delete_forever:")
+            confirm = st.container(horizontal=True)
+            confirm.button("Yes, delete", type="primary", on_click=confirm_delete, key="history_confirm")
+            confirm.button("Cancel", on_click=cancel_delete, key="history_cancel")
+
+
+def verdict_block(a, b, labels: list[str]) -> None:
+    """Is B (the newer run) faster than A? From both runs' raw samples, JAX and NumPy side."""
+    cmp = compare_results(a, b)
+    st.subheader("Is B faster than A?")
+    st.markdown(f"**A** (older): {labels[0].split(' · ', 1)[-1]}  \n**B** (newer): {labels[1].split(' · ', 1)[-1]}")
+    if not cmp["comparable"]:
+        st.warning("These two runs are not the same measurement, so read the verdicts with care:"
+                   + "".join(f"\n- {w}" for w in cmp["warnings"]), icon=":material/warning:")
+    elif cmp["warnings"]:
+        st.warning("".join(f"\n- {w}" for w in cmp["warnings"]).strip(), icon=":material/warning:")
+    changes = hv.difference_lines(cmp["differences"])
+    if changes:
+        st.markdown("**What differs:** " + " · ".join(changes))
+    else:
+        st.markdown("**Same setup:** case, shape, precision, device, host and versions all match.")
+    st.caption(hv.speedup_line(cmp["speedup"]))
+    for column, key, title in zip(st.columns(2, gap="medium"), ("jax_runtime", "numpy_runtime"),
+                                  ("JAX runtime (blocked)", "NumPy runtime"), strict=True):
+        v = cmp[key]
+        level, headline = hv.verdict_headline(v)
+        with column.container(border=True):
+            st.markdown(f"**{title}**")
+            NOTICE_BOX[level](headline, icon=NOTICE_ICON[level])
+            st.markdown(v["explanation"])
+            st.caption(hv.verdict_stats(v))
+    st.caption("B against A from every raw sample: a Mann–Whitney U rank test and a bootstrap CI of the ratio "
+               "of medians must both agree, and the shift must be at least 2%, before a run is called faster "
+               "or slower.")
+
+
+# --- page ---------------------------------------------------------------------------------------------
 st.title("History")
-st.info("Saved results: filter, compare runs, import and export. This page is being built.")
+try:
+    store = ui.get_store()
+    total = store.count()
+    facets = store.facets()
+except JaxCompareError as exc:
+    st.error(f"The results database cannot be opened: {exc}", icon=":material/error:")
+    st.caption("Set JAXCOMPARE_DB to a writable file path and restart the app.")
+    st.stop()
+
+with st.sidebar:
+    filters = filter_widgets(facets) if total else {}
+    import_widget()
+
+st.caption(f"Every Compare result and every Size-sweep point is saved here automatically · {total} saved "
+           f"in `{store.path}`")
+if NOTICE in st.session_state:
+    level, text = st.session_state.pop(NOTICE)
+    NOTICE_BOX[level](text, icon=NOTICE_ICON[level])
+
+if total == 0:
+    st.info("No saved results yet. Run a comparison on **Compare** or a **Size sweep**: every result is saved "
+            "here automatically. " + IMPORT_HINT, icon=":material/history:")
+    links = st.container(horizontal=True)
+    links.page_link("pages/1_Compare.py", label="Compare", icon=":material/compare_arrows:")
+    links.page_link("pages/2_Size_sweep.py", label="Size sweep", icon=":material/stacked_line_chart:")
+    st.stop()
+
+try:
+    rows = store.list(**filters, limit=MAX_ROWS)
+except JaxCompareError as exc:
+    st.error(str(exc), icon=":material/error:")
+    st.stop()
+if not rows:
+    st.info("No saved results match these filters.", icon=":material/filter_alt:")
+    st.button("Clear filters", on_click=clear_filters, key="history_clear_filters_main")
+    st.stop()
+
+ids = [row["id"] for row in rows]
+keep_selection(ids)
+shown = f"{len(rows)} of {total} results" if len(rows) < total else "1 result" if total == 1 else f"all {total} results"
+st.caption(f"Showing {shown}, newest first. Tick rows (the boxes on the left) to compare two or more "
+           f"side by side, download or delete them." + (f" Only the newest {MAX_ROWS} are listed; filter to "
+                                                        f"see older ones." if len(rows) == MAX_ROWS else ""))
+event = st.dataframe(
+    hv.table_rows(rows), key=TABLE, on_select="rerun", selection_mode="multi-row", hide_index=True,
+    width="stretch", height=min(38 + 35 * len(rows), 420),
+    column_config={"Speedup": st.column_config.NumberColumn(format="%.2fx", help="NumPy runtime / JAX runtime; "
+                                                                                 "above 1x JAX is faster"),
+                   "ID": st.column_config.TextColumn(help="Short id; the CLI accepts it (export --ids)")},
+)
+selected = [ids[i] for i in event.selection.rows if i < len(ids)]
+if not selected:
+    st.info("Select two runs of the same case (say, before and after a JAX upgrade, or CPU against GPU) for a "
+            "verdict — faster, slower or no significant difference — or more to see their phases side by side.",
+            icon=":material/checklist:")
+    st.stop()
+
+try:
+    results = hv.oldest_first(store.load(selected))
+except JaxCompareError as exc:  # deleted by another session since this table was drawn
+    st.warning(f"{exc}; refresh the page.", icon=":material/warning:")
+    st.stop()
+labels = hv.lettered_labels(results)
+selection_actions(results, labels)
+if len(results) < 2:
+    st.caption("Select one more run to compare them side by side.")
+    st.stop()
+
+shown_results = results[:hv.MAX_COMPARE]
+if len(results) > hv.MAX_COMPARE:
+    st.info(f"Comparing the {hv.MAX_COMPARE} oldest of the {len(results)} selected runs.", icon=":material/info:")
+shown_labels = labels[:hv.MAX_COMPARE]
+if len(results) == 2:
+    verdict_block(results[0], results[1], labels)
+st.subheader(f"{len(shown_results)} runs side by side")
+if len(results) > 2:
+    st.caption("Select exactly two runs for a faster / slower / no significant difference verdict.")
+ui.chart(charts_history.phase_chart(shown_results, shown_labels), "Phase chart", "history_phases", stretch=True)
+ui.chart(charts_history.speedup_chart(shown_results, shown_labels), "Speedup chart", "history_speedups",
+         stretch=True)

@@ -31,11 +31,18 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+class Server(str):
+    """The server's base URL (a plain str to f-strings) with ``db``: its results database file."""
+
+    db: Path
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """`streamlit run app.py` on a free loopback port; always stopped (with its workers)."""
     port = free_port()
     log_path = tmp_path_factory.mktemp("server") / "streamlit.log"
+    db_path = log_path.parent / "results.sqlite3"
     log = log_path.open("w")
     streamlit = Path(sys.executable).with_name("streamlit")
     proc = subprocess.Popen(
@@ -43,9 +50,10 @@ def server(tmp_path_factory):
          "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
         cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         env={**os.environ, "JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS", "cpu"),
-             "JAXCOMPARE_DB": str(log_path.parent / "results.sqlite3")},
+             "JAXCOMPARE_DB": str(db_path)},
     )
-    url = f"http://127.0.0.1:{port}"
+    url = Server(f"http://127.0.0.1:{port}")
+    url.db = db_path
     try:
         deadline = time.time() + 60
         while True:

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 
 import numpy as np
 import pytest
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+# The app saves every result: tests must never write the user's ~/.jaxcompare database.
+_TEST_DB_DIR = tempfile.mkdtemp(prefix="jaxcompare-test-db-")
+atexit.register(shutil.rmtree, _TEST_DB_DIR, ignore_errors=True)
+os.environ["JAXCOMPARE_DB"] = os.path.join(_TEST_DB_DIR, "results.sqlite3")
 
 # `server` and `browser` fixtures for the real-browser tests.
 pytest_plugins = ["browser_support"]

@@ -1,0 +1,62 @@
+"""A real browser on the History page: seeded results in the server's database, tick two rows,
+see the verdict and both comparison charts drawn."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from _results import make_result
+from browser_support import IDLE, assert_no_error, jax_marks
+
+from jaxcompare.store import Store
+
+pytestmark = pytest.mark.browser
+
+ROW_PX = 35  # st.dataframe's default row (and header) height
+
+
+def seed(db) -> list:
+    """A (older) and B (2x faster JAX, newer JAX version) of one case, and C: another case."""
+    a = dataclasses.replace(make_result(jax_s=2e-4), id="browser-a", created="2026-01-01T10:00:00+00:00")
+    b = dataclasses.replace(make_result(jax_s=1e-4), id="browser-b", created="2026-01-02T10:00:00+00:00",
+                            env={**a.env, "versions": {"jax": "0.11.0"}})
+    c = dataclasses.replace(make_result("cumsum", (1000,), "x64"), id="browser-c",
+                            created="2026-01-03T10:00:00+00:00")
+    Store(db).import_docs([r.to_dict() for r in (a, b, c)])
+    return [a, b, c]
+
+
+def tick(page, row: int) -> None:
+    """Click a row's selection box: the grid is a canvas, so by position."""
+    box = page.locator("[data-testid='stDataFrame']").first.bounding_box()
+    page.mouse.click(box["x"] + 18, box["y"] + ROW_PX * (row + 1) + ROW_PX / 2)
+    page.wait_for_timeout(300)
+    page.wait_for_selector(IDLE, timeout=30_000)
+
+
+def test_history_select_two_runs_shows_verdict_and_charts(server, browser, tmp_path):
+    seed(server.db)
+    page = browser.new_page(viewport={"width": 1400, "height": 2400})
+    page.goto(f"{server}/History")
+    page.wait_for_selector("[data-testid='stDataFrame']", timeout=60_000)
+    page.wait_for_selector(IDLE, timeout=60_000)
+    assert_no_error(page)
+    assert "3 saved" in page.locator("[data-testid='stApp']").inner_text()
+
+    tick(page, 1)  # newest first: C, B, A
+    tick(page, 2)
+    page.get_by_text("B is 2.00x faster than A").wait_for(timeout=30_000)
+    page.wait_for_selector("[data-testid='stVegaLiteChart'] canvas, [data-testid='stVegaLiteChart'] svg",
+                           timeout=30_000)
+    page.wait_for_timeout(800)  # let Vega finish drawing
+    text = page.locator("[data-testid='stApp']").inner_text()
+    assert "2 selected" in text and "Is B faster than A?" in text and "jax — → 0.11.0" in text
+    assert page.locator("[data-testid='stVegaLiteChart']").count() == 2
+    for index in range(2):  # run B is drawn in #E4572E in both charts
+        assert jax_marks(page, index) > 0, f"chart {index} drew no marks (a blank chart)"
+    assert_no_error(page)
+    shot = tmp_path / "history.png"
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 20_000
+    page.close()

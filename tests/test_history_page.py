@@ -1,0 +1,264 @@
+"""The History page under AppTest, on a temporary database seeded with real measurements; and
+Compare and Size sweep saving every finished result to the store."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("streamlit")
+from _results import make_result  # noqa: E402
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from jaxcompare import Spec, TimingConfig  # noqa: E402
+from jaxcompare.compare import compare_results  # noqa: E402
+from jaxcompare.exchange import export_json  # noqa: E402
+from jaxcompare.store import Store  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # pages import the top-level ui module
+    sys.path.insert(0, str(ROOT))
+
+TIMEOUT = 60
+VERDICTS = {"B is", "No significant difference", "Too few samples to judge"}
+
+
+@pytest.fixture(scope="module")
+def measured(runner):
+    """Three real results at tiny shapes: matmul 10x10 twice (a verdict pair), 16x16 once."""
+    return [runner.run(Spec("matmul", shape, timing=TimingConfig.quick())) for shape in ((10, 10), (10, 10), (16, 16))]
+
+
+@pytest.fixture
+def db(tmp_path, monkeypatch, runner):
+    """JAXCOMPARE_DB at a fresh file; the app shares the test session's Runner (no new workers)."""
+    import streamlit as st
+
+    import ui
+
+    path = tmp_path / "results.sqlite3"
+    monkeypatch.setenv("JAXCOMPARE_DB", str(path))
+    monkeypatch.setattr(ui, "get_runner", lambda: runner)
+    st.cache_data.clear()
+    ui._store_at.clear()
+    yield path
+    ui._store_at.clear()
+
+
+@pytest.fixture
+def store(db, measured) -> Store:
+    store = Store(db)
+    for result in measured:
+        store.save(result)
+    return store
+
+
+def page(name: str, **query: str) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
+    at.switch_page(name)
+    for key, value in query.items():
+        at.query_params[key] = value
+    return at.run()
+
+
+def history() -> AppTest:
+    at = page("pages/4_History.py")
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def select(at: AppTest, ids: list[str]) -> AppTest:
+    """Tick the table rows of these results (row selection is widget state AppTest can set)."""
+    shown = list(at.dataframe[0].value["ID"])
+    at.session_state["history_table"] = {"selection": {"rows": [shown.index(i[:8]) for i in ids], "columns": []}}
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def specs(at: AppTest) -> list[dict]:
+    return [json.loads(chart.proto.spec) for chart in at.get("vega_lite_chart")]
+
+
+def marks(spec: dict) -> list[str]:
+    return [u["mark"]["type"] if isinstance(u["mark"], dict) else u["mark"] for u in spec["layer"]]
+
+
+def texts(at: AppTest) -> str:
+    return "\n".join(str(e.value) for kind in ("markdown", "caption", "info", "success", "error", "warning")
+                     for e in getattr(at, kind))
+
+
+def run_until(at: AppTest, done, timeout: float = 90.0) -> AppTest:
+    deadline = time.time() + timeout
+    while not done(at):
+        assert not at.exception, [e.value for e in at.exception]
+        assert time.time() < deadline, "timed out waiting for the page"
+        time.sleep(0.25)
+        at.run()
+    return at
+
+
+# --- the History page -------------------------------------------------------------------------------
+def test_empty_history_points_to_compare_and_the_cli(db):
+    at = history()
+    info = " ".join(i.value for i in at.info)
+    assert "No saved results yet" in info and "python -m jaxcompare import" in info
+    links = {link.proto.label for link in at.get("page_link")}
+    assert {"Compare", "Size sweep"} <= links
+    assert not at.dataframe and len(at.file_uploader) == 1
+
+
+def test_table_lists_saved_results_and_filters_narrow_it(store, measured):
+    at = history()
+    table = at.dataframe[0].value
+    assert list(table["ID"]) == [row["id"][:8] for row in store.list()]  # newest first
+    assert sorted(table["Shape"]) == ["10x10", "10x10", "16x16"] and set(table["Precision"]) == {"x32"}
+    assert all(t.endswith(("µs", "ms", "ns")) for t in table["JAX runtime"])
+    assert "3 saved" in texts(at)
+
+    at.segmented_control(key="history_precision").set_value("x64").run()
+    assert not at.dataframe and any("No saved results match" in i.value for i in at.info)
+    at.button(key="history_clear_filters_main").click().run()
+    assert len(at.dataframe[0].value) == 3
+
+    host = measured[0].env["hostname"]
+    at.selectbox(key="history_host").set_value(host).run()
+    assert len(at.dataframe[0].value) == 3
+    created = measured[0].created[:10]
+    day = __import__("datetime").date.fromisoformat(created)
+    at.date_input(key="history_dates").set_value((day, day)).run()
+    assert len(at.dataframe[0].value) == 3
+    at.date_input(key="history_dates").set_value((day.replace(year=day.year - 1),
+                                                  day.replace(year=day.year - 1))).run()
+    assert not at.dataframe
+    assert not at.exception
+
+
+def test_two_runs_of_one_case_get_charts_and_a_verdict(store, measured):
+    a, b, _ = measured
+    at = select(history(), [a.id, b.id])
+    assert "2 selected" in texts(at)
+    downloads = {d.proto.label for d in at.get("download_button")}
+    assert {"Selection (JSON)", "Selection (CSV)", "Phase chart (PNG)", "Speedup chart (PNG)"} <= downloads
+
+    phases, speedups = specs(at)
+    assert marks(phases) == ["rule", "rule", "circle"]
+    dot = phases["layer"][2]["encoding"]
+    assert dot["x"]["scale"]["type"] == "log" and dot["yOffset"]["field"] == "run"
+    assert dot["color"]["field"] == "run" and len(dot["color"]["scale"]["domain"]) == 2
+    assert dot["color"]["scale"]["domain"][0].startswith("A · matmul 10x10 x32")
+    assert marks(speedups)[:3] == ["rule", "rule", "circle"]
+    assert speedups["layer"][0]["data"]["values"] == [{"x": 1.0}]
+    assert speedups["layer"][2]["encoding"]["x"]["scale"]["type"] == "log"
+
+    assert any(h.value == "Is B faster than A?" for h in at.subheader)
+    boxes = [e.value for kind in ("success", "error", "info", "warning") for e in getattr(at, kind)]
+    headlines = [t for t in boxes if any(t.startswith(v) for v in VERDICTS)]
+    assert len(headlines) == 2, boxes  # one for the JAX runtime, one for NumPy
+    body = texts(at)
+    expected = compare_results(a, b)  # A is the older run, B the newer
+    assert expected["jax_runtime"]["explanation"] in body and expected["numpy_runtime"]["explanation"] in body
+    assert "samples A" in body and ("p = " in body or "p < 0.001" in body or "Too few" in body)
+    assert "Same setup" in body and "not the same measurement" not in body
+
+
+def test_different_shapes_warn_and_three_runs_have_no_verdict(store, measured):
+    a, _, c = measured
+    at = select(history(), [a.id, c.id])
+    body = texts(at)
+    assert "not the same measurement" in body and "different shapes (10x10 vs 16x16)" in body
+    assert "shape 10x10 → 16x16" in body
+
+    at = select(at, [r.id for r in measured])
+    assert "3 selected" in texts(at) and "Select exactly two runs" in texts(at)
+    assert not any(h.value == "Is B faster than A?" for h in at.subheader)
+    phases, speedups = specs(at)
+    assert len(phases["layer"][2]["encoding"]["color"]["scale"]["domain"]) == 3
+    assert len(speedups["layer"][2]["encoding"]["y"]["scale"]["domain"]) == 3
+
+
+def test_import_a_valid_export_then_a_bad_file(store):
+    slow = make_result(jax_s=2e-4)
+    fast = dataclasses.replace(make_result(jax_s=1e-4), id="test-fast", created="2026-01-02T00:00:00+00:00")
+    at = history()
+    at.file_uploader[0].set_value(("gpu_box.json", export_json([slow, fast]).encode(), "application/json")).run()
+    assert not at.exception
+    assert [s.value for s in at.success] == ["Imported 2 results (0 already present) from gpu_box.json."]
+    assert store.count() == 5 and len(at.dataframe[0].value) == 5
+
+    at = select(at, [slow.id, fast.id])  # synthetic samples: 2x apart, so the verdict is certain
+    assert any(s.value == "B is 2.00x faster than A" for s in at.success)
+
+    at.file_uploader[0].set_value(("again.json", export_json([slow]).encode(), "application/json")).run()
+    assert "Imported 0 results (1 already present) from again.json." in [s.value for s in at.success]
+    at.file_uploader[0].set_value(("bad.json", b'{"results": [1, 2', "application/json")).run()
+    errors = [e.value for e in at.error]
+    assert errors == ["bad.json: JSON ends early (truncated file?): Expecting ',' delimiter at line 1 column 18"]
+    at.file_uploader[0].set_value(("other.json", b'{"hello": 1}', "application/json")).run()
+    assert any("other.json: not a jaxcompare export" in e.value for e in at.error)
+    assert store.count() == 5 and not at.exception
+
+
+def test_delete_asks_first_then_deletes_the_selection(store, measured):
+    at = select(history(), [measured[2].id])
+    at.button(key="history_delete").click().run()
+    assert any("Delete 1 saved result for good?" in w.value for w in at.warning)
+    at.button(key="history_cancel").click().run()
+    assert store.count() == 3 and not any("for good" in w.value for w in at.warning)
+
+    at.button(key="history_delete").click().run()
+    at.button(key="history_confirm").click().run()
+    assert [s.value for s in at.success] == ["Deleted 1 result."]
+    assert store.count() == 2 and measured[2].id[:8] not in list(at.dataframe[0].value["ID"])
+    assert at.session_state["history_table"]["selection"]["rows"] == []
+    assert not at.exception
+
+
+def test_unopenable_database_is_one_clear_error(tmp_path, monkeypatch, db):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("JAXCOMPARE_DB", str(blocker / "results.sqlite3"))
+    at = history()
+    assert any("results database cannot be opened" in e.value for e in at.error)
+
+
+# --- saving from Compare and Size sweep ------------------------------------------------------------
+def test_a_compare_run_is_saved_to_history(db):
+    at = page("pages/1_Compare.py", case="matmul", timing="quick")
+    at.button(key="run_compare").click().run()
+    at = run_until(at, lambda a: len(a.metric) >= 6)
+    result = at.session_state["compare_result"]
+    assert [row["id"] for row in Store(db).list()] == [result.id]
+    assert any("Saved to history" in c.value for c in at.caption)
+    assert "History" in {link.proto.page for link in at.get("page_link")}
+    at.run()  # a rerun does not save it twice
+    assert Store(db).count() == 1
+
+
+def test_an_unwritable_database_warns_and_keeps_the_result(db, tmp_path, monkeypatch):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("JAXCOMPARE_DB", str(blocker / "results.sqlite3"))
+    at = page("pages/1_Compare.py", case="matmul", timing="quick")
+    at.button(key="run_compare").click().run()
+    at = run_until(at, lambda a: len(a.metric) >= 6)
+    warnings = [w.value for w in at.warning if "not saved to history" in w.value]
+    assert len(warnings) == 1 and "cannot create the folder" in warnings[0]
+    assert at.session_state["compare_result"].case == "matmul" and len(at.get("vega_lite_chart")) == 2
+    assert not at.exception
+
+
+def test_every_size_sweep_point_is_saved(db):
+    at = page("pages/2_Size_sweep.py", case="matmul", steps="3", largest="12x12")
+    at.button(key="run_sweep").click().run()
+    at = run_until(at, lambda a: a.session_state["sweep_run"].finished, timeout=120)
+    run = at.session_state["sweep_run"]
+    assert len(run.results) == 3 and not run.errors
+    assert {row["id"] for row in Store(db).list()} == {r.id for r in run.results}
+    assert any("All 3 measurements saved to history" in c.value for c in at.caption)

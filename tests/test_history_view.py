@@ -1,0 +1,82 @@
+"""The History page's words and rows: labels, table rows, filters, verdict text."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+
+from _results import make_result
+
+from jaxcompare import compare
+from jaxcompare import history_view as hv
+from jaxcompare.exchange import summary
+
+
+def gpu_copy(result, **env):
+    return dataclasses.replace(result, id="gpu-run", backend="gpu", device="cuda:0", device_kind="NVIDIA H200",
+                               created="2026-11-29T21:58:31.5+00:00",
+                               env={**result.env, "hostname": "gpu-box", "versions": {"jax": "0.11.0"}, **env})
+
+
+def test_labels_name_case_shape_precision_device_host_and_utc_minute():
+    r = gpu_copy(make_result("svd", (500, 500), "x64"))
+    assert hv.run_label(r) == "svd 500x500 x64 · gpu · gpu-box · 2026-11-29 21:58"
+    assert hv.run_label(summary(r)) == hv.run_label(r)  # a summary row reads the same
+    assert hv.when_text("2026-11-29T23:58:00+02:00") == "2026-11-29 21:58"
+    no_host = make_result()
+    assert hv.run_label(no_host) == "matmul 10x10 x32 · cpu · 2026-01-01 00:00"
+
+
+def test_twins_in_the_same_minute_get_short_ids_and_letters():
+    a = make_result()
+    b = dataclasses.replace(a, id="abcdef123")
+    labels = hv.run_labels([a, b])
+    assert labels[0] != labels[1] and labels[1].endswith("· abcdef")
+    assert [s[:4] for s in hv.lettered_labels([a, b])] == ["A · ", "B · "]
+    assert hv.oldest_first([gpu_copy(a), a])[0] is a
+    early = dataclasses.replace(a, id="zzz", created="2026-01-01T00:00:00.100+00:00")
+    late = dataclasses.replace(a, id="aaa", created="2026-01-01T00:00:00.900+00:00")
+    assert hv.oldest_first([late, early]) == [early, late]  # sub-second order, not id order
+
+
+def test_table_rows_format_times_and_devices():
+    r = gpu_copy(make_result(numpy_s=1.5e-3, jax_s=2.5e-6))
+    (row,) = hv.table_rows([summary(r)])
+    assert row["Device"] == "gpu · NVIDIA H200" and row["Host"] == "gpu-box" and row["JAX"] == "0.11.0"
+    assert row["NumPy runtime"] == "1.5 ms" and row["JAX runtime"] == "2.5 µs"
+    assert row["Speedup"] == r.speedup and row["ID"] == "gpu-run"
+    assert hv.table_rows([summary(make_result())])[0]["Device"] == "cpu"
+
+
+def test_device_options_and_date_bounds():
+    facets = {"backend": ["cpu", "gpu"], "device_kind": ["cpu", "NVIDIA H200", ""]}
+    assert hv.device_options(facets) == ["cpu", "gpu", "NVIDIA H200"]
+    d1, d2 = dt.date(2026, 1, 1), dt.date(2026, 1, 31)
+    assert hv.date_bounds(()) == (None, None)
+    assert hv.date_bounds((d1,)) == (d1, None)
+    assert hv.date_bounds((d1, d2)) == (d1, d2)
+    assert hv.date_bounds(d1) == (d1, d1)
+
+
+def test_verdict_words():
+    slow, fast = make_result(jax_s=2e-4), make_result(jax_s=1e-4)
+    v = compare.verdict(slow.runtime, fast.runtime)
+    assert hv.verdict_headline(v) == ("success", "B is 2.00x faster than A")
+    assert hv.verdict_headline(compare.verdict(fast.runtime, slow.runtime)) == ("error", "B is 2.00x slower than A")
+    same = compare.verdict(slow.runtime, slow.runtime)
+    assert hv.verdict_headline(same) == ("info", "No significant difference")
+    stats = hv.verdict_stats(v)
+    assert "p < 0.001" in stats or "p = " in stats
+    assert "median B / A = 0.5" in stats and "95% CI" in stats and "samples A 7, B 7" in stats
+    few = compare.verdict(dataclasses.replace(slow.runtime, samples_s=(1e-4,)), slow.runtime)
+    assert hv.verdict_headline(few) == ("warning", "Too few samples to judge")
+
+
+def test_difference_lines_and_messages():
+    a = make_result()
+    b = gpu_copy(a)
+    a = dataclasses.replace(a, env={**a.env, "hostname": "laptop", "versions": {"jax": "0.10.2"}})
+    lines = hv.difference_lines(compare.differences(a, b))
+    assert "device cpu → gpu" in lines and "jax 0.10.2 → 0.11.0" in lines and "host laptop → gpu-box" in lines
+    assert hv.import_message(3, 1, "x.json") == "Imported 3 results (1 already present) from x.json."
+    assert hv.speedup_line({"a": 2.0, "b": None}) == "Speedup (NumPy / JAX): A 2.00x → B —"
