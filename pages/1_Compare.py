@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 import ui
-from jaxcompare import JaxCompareError, Result, appstate, charts, checks, report
+from jaxcompare import JaxCompareError, Result, appstate, charts, checks, pitfalls_view, report
 from jaxcompare import appsupport as aps
 
 st.set_page_config(page_title="Compare · jaxcompare", page_icon=":material/compare_arrows:", layout="wide")
@@ -75,6 +75,7 @@ def harvest() -> None:
                                    else f"The measurement failed: {job.error}")
     elif isinstance(job.value, Result):
         st.session_state[RESULT] = job.value
+        ui.save_to_history([job.value])
 
 
 @st.fragment(run_every=ui.POLL_S)
@@ -162,6 +163,7 @@ st.caption(f"`{info.get('numpy_name', '')}` vs `{info.get('jax_name', '')}` · s
            f"{appstate.shape_text(result.shape)} · {result.precision} ({result.dtype}) · {result.backend} "
            f"device `{result.device}` ({result.device_kind}) · measured {result.created}"
            + ("" if same else " · *the sidebar settings have changed since this run*"))
+ui.history_note([result])
 columns = st.columns(6)
 for column, figure in zip(columns, aps.headline(result), strict=True):
     column.metric(figure.label, figure.value, help=figure.help, border=True)
@@ -180,8 +182,12 @@ tab_checks, tab_phases, tab_agree, tab_ipython, tab_notes = st.tabs(
     [f"Checks: {STATUS_ICON[verdict].split()[1]}", "All phases", "Agreement", "Reproduce in IPython", "Notes"])
 with tab_checks:
     st.dataframe(
-        [{"Status": STATUS_ICON[c.status], "Check": c.title, "Why": c.reason} for c in checklist],
-        hide_index=True, width="stretch")
+        [{"Status": STATUS_ICON[c.status], "Check": c.title, "Why": c.reason,
+          "Pitfall": pitfalls_view.result_link(c.pitfall, result, CASES)} for c in checklist],
+        hide_index=True, width="stretch",
+        column_config={"Pitfall": st.column_config.LinkColumn(
+            "Explained in", display_text=r"#pitfall-(.+)$",
+            help="Opens the Pitfalls page section that measures this mistake, for this case (new tab).")})
 with tab_phases:
     st.dataframe(aps.phase_table(result), hide_index=True, width="stretch")
     st.caption("One-off: paid once per function, shape and dtype. Per call: paid every call. "

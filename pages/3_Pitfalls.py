@@ -1,10 +1,242 @@
-"""Pitfalls page (being built)."""
+"""The pitfalls lab: each classic benchmarking mistake measured live beside the right way."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
 
 import streamlit as st
 
 import ui
+from jaxcompare import Case, JaxCompareError, appstate
+from jaxcompare import appsupport as aps
+from jaxcompare import pitfalls_view as pv
+from jaxcompare.charts import chart_png_bytes
+from jaxcompare.charts_pitfalls import pitfall_chart
+from jaxcompare.pitfalls import PITFALLS, SECTIONS
 
-st.set_page_config(page_title="Pitfalls · jaxcompare", layout="wide")
+st.set_page_config(page_title="Pitfalls · jaxcompare", page_icon=":material/school:", layout="wide")
 ui.sidebar_nav()
+
+JOB, RESULTS, ERROR = "pitfalls_job", "pitfalls_results", "pitfalls_error"
+KEYS = ("case", "size", "custom_shape", "precision", "device", "timing")
+CASES = ui.cases()
+
+
+def key(name: str) -> str:
+    return f"pf_{name}"
+
+
+def widget_values(config: pv.PitfallsConfig) -> dict[str, object]:
+    return {key(name): getattr(config, name) for name in KEYS}
+
+
+def current_config() -> pv.PitfallsConfig:
+    return pv.PitfallsConfig(**{name: st.session_state[key(name)] for name in KEYS})
+
+
+def running_job():
+    job = st.session_state.get(JOB)
+    return job if job is not None and not job.done else None
+
+
+# --- callbacks (run before the script, so they never block it) ---------------------------------
+def on_case_change() -> None:
+    ss = st.session_state
+    if ss[key("size")] != "custom":
+        case = ui.case_by_name(ss[key("case")])
+        ss[key("custom_shape")] = appstate.shape_text(case.small_shape if ss[key("size")] == "small"
+                                                      else case.large_shape)
+
+
+def start_run(sections: tuple[str, ...] = SECTIONS) -> None:
+    if running_job() is not None:
+        return  # a second click while running never starts a second job
+    config = current_config()
+    try:
+        spec = config.spec(ui.case_by_name(config.case))
+        job = ui.get_runner().submit_pitfalls(spec, sections, owner=ui.owner_id())
+    except JaxCompareError as exc:
+        st.session_state[ERROR] = str(exc)
+        return
+    st.session_state[JOB] = job
+    st.session_state[f"{JOB}_meta"] = {"sections": sections, "timing": config.timing}
+    st.session_state.pop(ERROR, None)
+    st.session_state["pitfalls_url_warnings"] = []
+
+
+def stop_run() -> None:
+    job = st.session_state.get(JOB)
+    if job is not None:
+        job.cancel()
+
+
+def harvest() -> None:
+    """Move a finished job's sections (or its error) into the session."""
+    job = st.session_state.get(JOB)
+    if job is None or not job.done:
+        return
+    del st.session_state[JOB]
+    meta = st.session_state.pop(f"{JOB}_meta", {})
+    if job.error is not None:
+        st.session_state[ERROR] = (f"Stopped: {job.error}" if job.status == "cancelled"
+                                   else f"The measurement failed: {job.error}")
+        return
+    report = job.value
+    context = {k: v for k, v in report.items() if k != "pitfalls"}
+    caption = pv.measured_caption(report, meta.get("timing", "careful"))
+    results = dict(st.session_state.get(RESULTS, {}))
+    for pitfall in report["pitfalls"]:
+        results[pitfall["id"]] = {"pitfall": pitfall, "context": context, "caption": caption}
+    st.session_state[RESULTS] = results
+
+
+@st.fragment(run_every=ui.POLL_S)
+def poll_job() -> None:
+    job = st.session_state.get(JOB)
+    if job is None:
+        return
+    if job.done:
+        st.rerun()  # the full rerun shows the sections and re-enables the buttons
+    runner = ui.get_runner()
+    sections = st.session_state.get(f"{JOB}_meta", {}).get("sections", SECTIONS)
+    if job.status == "queued" and runner.position(job) > 0:
+        text = (f"Queued behind {runner.position(job) - 1} other measurement(s): one at a time, so "
+                "they don't spoil each other's timings.")
+    else:
+        elapsed = time.time() - (job.started_at or time.time())
+        text = f"{pv.phase_text(job.phase, sections)} · {job.progress:.0%} · {elapsed:.0f} s"
+    st.progress(min(max(job.progress, 0.0), 1.0), text=text)
+    st.button("Stop", icon=":material/stop_circle:", on_click=stop_run, key="stop_pitfalls")
+
+
+# --- sections -------------------------------------------------------------------------------------
+ROLE_MARKUP = {"naive": ":red[**✗ Naive**]", "correct": ":green[**✓ Correct**]", "also": "**Also measured**"}
+
+
+def side_column(role: str, side: Mapping[str, Any], measured: bool) -> None:
+    st.markdown(f"{ROLE_MARKUP[role]} · {side['label']}")
+    st.code(side["code"], language="python", wrap_lines=True)
+    if measured:
+        st.markdown(pv.side_figures(side))
+    else:
+        st.caption("Not measured yet.")
+
+
+def side_grid(rows: list[tuple[str, Mapping[str, Any], bool]]) -> None:
+    """Naive | correct side by side; extra measurements below, two to a row."""
+    for start in range(0, len(rows), 2):
+        pair = rows[start:start + 2]
+        for column, (role, side, measured) in zip(st.columns(2, gap="large"), pair, strict=False):
+            with column:
+                side_column(role, side, measured)
+
+
+def section(meta: Mapping[str, str], entry: Mapping[str, Any] | None, case: Case, config: pv.PitfallsConfig,
+            shape: tuple[int, ...] | None, backend: str | None, busy: bool) -> None:
+    pid = meta["id"]
+    st.subheader(meta["title"], anchor=pv.anchor(pid), divider="gray")
+    st.markdown(f"{meta['explanation']} JAX docs: [{pv.doc_title(meta['doc'])}]({meta['doc']}).")
+    pitfall = entry["pitfall"] if entry else None
+    section_backend = entry["context"]["backend"] if entry else backend
+    not_applicable = pv.not_applicable_text(pid, section_backend) if section_backend else None
+    if not_applicable:
+        st.info(not_applicable, icon=":material/info:")
+    if pid == "size" and shape is not None and shape == case.small_shape and not entry:
+        st.caption("Your shape is the case's small preset: pick a larger one to see the reversal.")
+    if pitfall is not None:
+        with st.container(border=True):
+            st.markdown(f"**{pv.verdict_text(pitfall, section_backend)}**")
+            st.markdown(pv.how_wrong(pitfall, section_backend))
+            if pid == "tf32" and pv.tf32_errors(pitfall):
+                st.markdown(pv.tf32_errors(pitfall))
+        side_grid([(role, side, True) for role, side in pv.sides(pitfall)])
+    else:  # the code each side will run, before anything is measured
+        preview = pv.preview(pid, case, shape or case.large_shape, config.precision)
+        side_grid([(role, side, False) for role in pv.ROLES for side in preview[role]])
+    if pitfall is not None:
+        context = entry["context"]
+        chart = pitfall_chart(pitfall)
+        st.altair_chart(chart, width="stretch")
+        same = (context["case"] == config.case and tuple(context["shape"]) == shape
+                and context["precision"] == config.precision)
+        st.caption(entry["caption"] + ("" if same else " · *the sidebar settings have changed since this run*"))
+    row = st.container(horizontal=True)
+    row.button("Measure this section" if pitfall is None else "Measure this section again",
+               icon=":material/play_arrow:", on_click=start_run, args=((pid,),), key=f"run_pitfall_{pid}",
+               disabled=busy or shape is None)
+    if busy and pid in st.session_state.get(f"{JOB}_meta", {}).get("sections", ()):
+        row.caption("Measuring… progress is at the top of the page.")
+    if pitfall is not None:
+        stem = f"pitfall_{pid}_{context['case']}_{appstate.shape_text(context['shape'])}_{context['precision']}"
+        row.download_button("Chart (PNG)", data=lambda chart=chart: chart_png_bytes(chart), file_name=f"{stem}.png",
+                            mime="image/png", icon=":material/download:", on_click="ignore", key=f"png_{pid}")
+
+
+# --- page -------------------------------------------------------------------------------------------
+url_warnings = ui.seed_from_url("pitfalls", lambda query: pv.config_from_query(query, CASES), widget_values)
+harvest()
+
+with st.sidebar:
+    st.header("Configuration")
+    labels = {c.name: appstate.case_label(c) for c in CASES}
+    st.selectbox("Case", [c.name for c in CASES], format_func=labels.__getitem__, key=key("case"),
+                 on_change=on_case_change,
+                 help="The JAX docs' benchmarking example, centered_gram, is the default.")
+    case = ui.case_by_name(st.session_state[key("case")])
+    presets = {"small": f"Small · {appstate.shape_text(case.small_shape)}",
+               "large": f"Large · {appstate.shape_text(case.large_shape)}", "custom": "Custom"}
+    st.segmented_control("Shape", appstate.SIZE_CHOICES, format_func=presets.__getitem__, key=key("size"),
+                         required=True, on_change=on_case_change)
+    st.text_input("Custom shape", key=key("custom_shape"), disabled=st.session_state[key("size")] != "custom",
+                  live=True, placeholder="e.g. 500x500",
+                  help="Sizes separated by x, like 500x500 (or 100000 for a vector).")
+    shape: tuple[int, ...] | None = None
+    try:
+        shape = current_config().shape(case)
+    except JaxCompareError as exc:
+        st.error(str(exc), icon=":material/error:")
+    st.segmented_control("Precision", ("x32", "x64"), key=key("precision"), required=True,
+                         format_func=lambda p: f"{p} · {'float32' if p == 'x32' else 'float64'}",
+                         help="The worker's mode. Pitfall 3 measures the other dtype too.")
+    st.selectbox("Device", ("auto", "cpu", "gpu", "tpu"), format_func=appstate.DEVICE_LABELS.__getitem__,
+                 key=key("device"))
+    device_problem = aps.device_problem(st.session_state[key("device")], ui.known_environment())
+    if device_problem:
+        st.warning(device_problem, icon=":material/warning:")
+    st.segmented_control("Timing", appstate.TIMING_MODES, key=key("timing"), required=True,
+                         format_func=appstate.TIMING_LABELS.__getitem__,
+                         help="Careful samples longer and stops when the median is known to ±3%; "
+                              "quick stops at ±10%. Six sections take several times one comparison.")
+    busy = running_job() is not None
+    st.button("Run all pitfalls", type="primary", icon=":material/play_arrow:", on_click=start_run,
+              disabled=busy or shape is None, width="stretch", key="run_all_pitfalls",
+              help="Measures every section in one job, one after another.")
+    if busy:
+        st.caption("Measuring… the page stays usable; change settings for the next run.")
+
+config = current_config()
+ui.sync_url(config.query())
+
 st.title("Pitfalls")
-st.info("Each benchmarking pitfall measured live: the naive code beside the correct code. This page is being built.")
+st.caption(f"Each classic JAX benchmarking mistake, measured live beside the right way, for "
+           f"`{case.name}` at {appstate.shape_text(shape) if shape else '—'} ({config.precision}). "
+           "The naive way is what a quick `%timeit` in a notebook shows; the gap to the correct way is "
+           "how wrong that conclusion is.")
+env = ui.device_banner()
+ui.show_url_warnings(url_warnings)
+if ERROR in st.session_state:
+    st.error(st.session_state[ERROR], icon=":material/error:")
+
+results: dict[str, Any] = st.session_state.get(RESULTS, {})
+backend = appstate.backend_for(config.device, env) if env or config.device != "auto" else None
+if busy:
+    poll_job()
+elif not results:
+    st.info("**Run all pitfalls** (sidebar) measures all six sections in one job; each section can also be "
+            "measured on its own.", icon=":material/play_arrow:")
+st.markdown(pv.markdown_table(pv.summary_rows(results)))
+
+for meta in PITFALLS:
+    section(meta, results.get(meta["id"]), case, config, shape, backend, busy)

@@ -1,0 +1,93 @@
+"""The Pitfalls page's chart: one row per measurement, JAX and NumPy dots on a log time axis."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from jaxcompare.charts import JAX_COLOR, NUMPY_COLOR, chart_png_bytes
+from jaxcompare.charts_pitfalls import SEP, dot_rows, pitfall_chart, pitfall_rows
+from jaxcompare.pitfalls import _pitfall, _side
+
+
+def jit_pitfall():
+    return _pitfall(
+        "jit",
+        _side("First call (%time f(x))", "%time f(x)", 0.174, 0.0519),
+        _side("Steady state after warm-up", "%timeit f(x)", 0.043, 0.0519),
+        [_side("No jit: op-by-op dispatch", "%timeit g(x)", 0.0407, 0.0519)],
+    )
+
+
+def size_pitfall():
+    return _pitfall("size", _side("Only a tiny input (10x10)", "x = rand(10x10)", 64e-6, 20e-6),
+                    _side("The workload you care about (1000x1000)", "x = rand(1000x1000)", 0.043, 0.0519))
+
+
+def layers(spec: dict) -> list[dict]:
+    return spec["layer"]
+
+
+def test_rows_carry_both_times_the_role_and_a_two_line_label():
+    rows = pitfall_rows(jit_pitfall())
+    assert [r["role"] for r in rows] == ["naive", "correct", "also"]
+    naive = rows[0]
+    assert naive["jax_s"] == pytest.approx(0.174) and naive["numpy_s"] == pytest.approx(0.0519)
+    assert naive["lo_s"] == pytest.approx(0.0519) and naive["hi_s"] == pytest.approx(0.174)
+    first, second = naive["row"].split(SEP)
+    assert first == "NAIVE · First call (%time f(x))"
+    assert second == "JAX 174 ms · 3.35x slower than NumPy"
+    assert rows[1]["row"].startswith("CORRECT · ") and "1.21x faster than NumPy" in rows[1]["row"]
+    assert rows[2]["row"].startswith("ALSO · ")
+
+
+def test_dots_are_one_jax_and_one_numpy_per_row():
+    dots = dot_rows(pitfall_rows(jit_pitfall()))
+    assert [d["side"] for d in dots] == ["JAX", "NumPy"] * 3
+    assert {d["seconds"] for d in dots if d["side"] == "NumPy"} == {0.0519}
+
+
+def test_chart_is_dots_and_gaps_on_a_log_axis_that_holds_every_value():
+    spec = pitfall_chart(size_pitfall()).to_dict()
+    gap, dots = layers(spec)
+    assert gap["mark"]["type"] == "rule" and dots["mark"]["type"] == "point"
+    x = gap["encoding"]["x"]
+    assert x["scale"]["type"] == "log" and gap["encoding"]["x2"]["field"] == "hi_s"
+    lo, hi = x["scale"]["domain"]
+    values = [d["seconds"] for d in dots["data"]["values"]]
+    assert lo < min(values) and hi > max(values)
+    assert math.log10(hi / lo) >= 1.5
+    ticks = x["axis"]["values"]
+    assert all(lo <= t <= hi for t in ticks) and len(ticks) >= 3
+    assert dots["encoding"]["color"]["scale"]["range"] == [JAX_COLOR, NUMPY_COLOR]
+    assert dots["encoding"]["shape"]["scale"]["range"] == ["circle", "diamond"]
+    y = gap["encoding"]["y"]
+    assert [label.split(SEP)[0] for label in y["scale"]["domain"]] == [
+        "NAIVE · Only a tiny input (10x10)", "CORRECT · The workload you care about (1000x1000)"]
+    assert "split(datum.value" in y["axis"]["labelExpr"]  # two lines: what and what it concludes
+    assert "NAIVE" in y["axis"]["labelColor"]["expr"] and "CORRECT" in y["axis"]["labelColor"]["expr"]
+    assert spec["height"] == 2 * 56
+
+
+def test_tf32_rows_show_the_error_and_a_missing_numpy_time_is_no_dot():
+    pitfall = _pitfall("tf32", _side("Default matmul precision", "f(x)", 0.04, 0.05, rel_error=3e-4,
+                                     conclusion="x"),
+                       _side("precision='highest'", "f(x)", 0.05, None, rel_error=3e-7, conclusion="y"),
+                       applicable=True)
+    rows = pitfall_rows(pitfall)
+    assert rows[0]["text"].endswith("error 0.0003") and rows[1]["numpy_s"] is None
+    assert [d["side"] for d in dot_rows(rows)] == ["JAX", "NumPy", "JAX"]
+    pitfall_chart(pitfall).to_dict()  # builds without a NumPy reference on one row
+
+
+def test_zero_times_stay_on_the_log_axis():
+    pitfall = _pitfall("async", _side("Unblocked", "f(x)", 0.0, 1e-3), _side("Blocked", "f(x)", 2e-3, 1e-3))
+    spec = pitfall_chart(pitfall).to_dict()
+    lo, _ = layers(spec)[0]["encoding"]["x"]["scale"]["domain"]
+    assert lo > 0
+
+
+def test_chart_renders_to_png():
+    png = chart_png_bytes(pitfall_chart(jit_pitfall()))
+    assert png.startswith(b"\x89PNG") and len(png) > 10_000

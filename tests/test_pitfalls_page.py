@@ -1,0 +1,224 @@
+"""The Pitfalls page under Streamlit's AppTest: the default configuration, a real run of all six
+sections at a small shape (CPU, quick timing), one job at a time, Stop, bad URL values, and the
+Compare checklist's links into the page."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from jaxcompare import pitfalls_view as pv  # noqa: E402
+from jaxcompare.pitfalls import SECTIONS  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # pages import the top-level ui module
+    sys.path.insert(0, str(ROOT))
+
+TIMEOUT = 60
+PAGE = "pages/3_Pitfalls.py"
+
+
+@pytest.fixture(autouse=True)
+def fresh_caches():
+    import streamlit as st
+
+    st.cache_data.clear()
+    yield
+
+
+@pytest.fixture(scope="module", autouse=True)
+def app_runner():
+    """The app's shared Runner lives for this module; close it once nothing is in flight."""
+    yield
+    import ui
+
+    deadline = time.time() + 120
+    while not ui.worker_environment_ready("x32") and time.time() < deadline:
+        time.sleep(0.25)
+    ui.get_runner.clear()  # on_release closes the Runner and its workers
+
+
+def page(name: str, **query: str) -> AppTest:
+    """Open ``name`` the way a browser does: app.py first, then the page with ``query`` in the URL."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
+    at.switch_page(name)
+    for key, value in query.items():
+        at.query_params[key] = value
+    return at.run()
+
+
+def run_until(at: AppTest, done, timeout: float = 120.0) -> AppTest:
+    deadline = time.time() + timeout
+    while not done(at):
+        assert not at.exception, [e.value for e in at.exception]
+        if time.time() > deadline:
+            raise AssertionError("timed out waiting for the page")
+        time.sleep(0.25)
+        at.run()
+    return at
+
+
+def chart_rows(at: AppTest, index: int) -> list[dict]:
+    spec = json.loads(at.get("vega_lite_chart")[index].proto.spec)
+    return [row for part in spec.get("layer", []) for row in (part.get("data") or {}).get("values", [])]
+
+
+def markdown(at: AppTest) -> list[str]:
+    return [m.value for m in at.markdown]
+
+
+def test_default_config_renders_every_section_with_its_code():
+    at = page(PAGE)
+    assert not at.exception
+    assert at.selectbox(key="pf_case").value == "centered_gram"
+    assert at.session_state["pf_size"] == "large" and at.text_input(key="pf_custom_shape").value == "1000x1000"
+    assert at.session_state["pf_timing"] == "careful" and at.session_state["pf_precision"] == "x32"
+    assert [h.proto.anchor for h in at.subheader] == [pv.anchor(p) for p in SECTIONS]
+    code = [c.value for c in at.code]
+    assert "%time f(x).block_until_ready()" in code and "x = rand(1000x1000)" in code  # shown before any run
+    assert not at.button(key="run_all_pitfalls").disabled
+    assert not at.get("vega_lite_chart")
+    assert any("not measured yet" in text for text in markdown(at))
+    assert dict(at.query_params) == {"case": "centered_gram"}
+
+
+def test_bad_url_values_warn_and_use_the_defaults():
+    at = page(PAGE, case="no_such_case", shape="12xbanana", precision="x128")
+    assert not at.exception
+    warnings = [w.value for w in at.warning]
+    assert any("`case=no_such_case` was ignored" in w for w in warnings)
+    assert any("`shape=12xbanana` was ignored" in w for w in warnings)
+    assert any("`precision=x128` was ignored" in w for w in warnings)
+    assert at.selectbox(key="pf_case").value == "centered_gram"
+    assert at.text_input(key="pf_custom_shape").value == "1000x1000"
+    assert at.session_state["pf_precision"] == "x32"
+    assert dict(at.query_params) == {"case": "centered_gram"}  # the URL is rewritten to what runs
+
+
+def test_run_all_measures_six_sections_in_one_job():
+    at = page(PAGE, case="centered_gram", shape="200x200", timing="quick")
+    at.button(key="run_all_pitfalls").click().run()
+    job = at.session_state["pitfalls_job"]
+    assert job.kind == "pitfalls" and job.spec.shape == (200, 200) and job.spec.timing.min_samples == 3
+    button = at.button(key="run_all_pitfalls")
+    assert button.disabled and at.button(key="run_pitfall_jit").disabled
+    button.proto.disabled = False  # a fast double click can beat the disabled state to the server
+    button.click().run()
+    assert at.session_state["pitfalls_job"] is job
+    assert at.get("progress"), "a running job shows its phase and progress"
+
+    at = run_until(at, lambda a: "pitfalls_job" not in a.session_state)
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    results = at.session_state["pitfalls_results"]
+    assert list(results) == list(SECTIONS)
+
+    specs = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
+    assert len(specs) == 6
+    for index, (pid, spec) in enumerate(zip(SECTIONS, specs, strict=True)):
+        pitfall = results[pid]["pitfall"]
+        assert [layer["mark"]["type"] for layer in spec["layer"]] == ["rule", "point"]
+        assert spec["layer"][0]["encoding"]["x"]["scale"]["type"] == "log"
+        assert spec["layer"][1]["encoding"]["color"]["field"] == "side"
+        rows = {row["label"]: row for row in chart_rows(at, index) if "jax_s" in row}
+        assert len(rows) == 2 + len(pitfall["extra"])
+        naive = next(r for r in rows.values() if r["role"] == "naive")
+        correct = next(r for r in rows.values() if r["role"] == "correct")
+        assert naive["jax_s"] == pytest.approx(max(pitfall["naive"]["seconds"], 1e-9))
+        assert correct["jax_s"] == pytest.approx(pitfall["correct"]["seconds"])
+        assert correct["numpy_s"] == pytest.approx(pitfall["correct"]["numpy_seconds"])
+        # The code each section shows before a run is the code the engine measured.
+        preview = pv.preview(pid, _case("centered_gram"), (200, 200), "x32")
+        for role, side in pv.sides(pitfall):
+            assert {"label": side["label"], "code": side["code"]} in preview[role], (pid, role)
+
+    texts = markdown(at)
+    verdicts = [t for t in texts if t.startswith("**naive: JAX ") and "; measured properly: JAX " in t]
+    assert len(verdicts) == 6
+    assert sum(t.startswith("How wrong:") for t in texts) == 6
+    assert verdicts[-1].endswith("(not applicable on CPU: no TF32 here)**")
+    assert any(i.value.startswith("Not applicable on CPU: no TF32 here") for i in at.info)
+    assert any("Agreement with float64" in t for t in texts)
+    assert any("Both float64 (jax_enable_x64)" in t for t in texts)  # the x64 worker's fair side
+    table = next(t for t in texts if t.startswith("| Pitfall |"))
+    assert "not measured yet" not in table and "[6. GPU float32" in table
+    downloads = [d.proto.label for d in at.get("download_button")]
+    assert downloads.count("Chart (PNG)") == 6
+    assert not at.button(key="run_all_pitfalls").disabled
+
+
+def test_one_section_in_x64_measures_the_fair_float64_side_as_correct():
+    at = page(PAGE, case="centered_gram", shape="100x100", precision="x64", timing="quick")
+    at.button(key="run_pitfall_dtype").click().run()
+    job = at.session_state["pitfalls_job"]
+    assert job.spec.precision == "x64" and len(job.steps) == 1  # no borrowed worker in x64
+    at = run_until(at, lambda a: "pitfalls_job" not in a.session_state)
+    results = at.session_state["pitfalls_results"]
+    assert list(results) == ["dtype"]
+    dtype = results["dtype"]["pitfall"]
+    assert dtype["correct"]["label"] == "Both float64 (jax_enable_x64)"
+    assert [s["label"] for s in dtype["extra"]] == ["Both float32"]
+    assert len(at.get("vega_lite_chart")) == 1
+    assert any(t.startswith("**naive: JAX ") for t in markdown(at))
+    assert any("x64 (float64)" in c.value for c in at.caption)
+
+
+def test_gpu_results_show_tf32_as_applicable():
+    from jaxcompare.pitfalls import _pitfall, _side
+
+    def side(label: str, seconds: float, error: float) -> dict:
+        return _side(label, "f(x)", seconds, 2e-3, rel_error=error, conclusion="…")
+
+    tf32 = _pitfall("tf32", side("Default matmul precision", 1e-4, 3e-4), side("precision='highest'", 3e-4, 2e-7),
+                    applicable=True)
+    context = {"case": "centered_gram", "shape": [1000, 1000], "precision": "x32", "dtype": "float32",
+               "backend": "gpu", "device": "cuda:0"}
+    at = page(PAGE)
+    at.session_state["pitfalls_results"] = {"tf32": {"pitfall": tf32, "context": context, "caption": "Measured: …"}}
+    at.run()
+    assert not at.exception
+    assert not any("Not applicable" in i.value for i in at.info)
+    texts = markdown(at)
+    assert "**naive: JAX 20x faster than NumPy; measured properly: JAX 6.67x faster than NumPy**" in texts
+    assert any("default precision error **0.0003**" in t and "1,500x larger" in t for t in texts)
+    assert any(t.startswith("How wrong: the naive way makes JAX look **3x better**") for t in texts)
+
+
+def _case(name: str):
+    from jaxcompare import all_cases
+
+    return next(c for c in all_cases() if c.name == name)
+
+
+def test_stop_cancels_the_running_job():
+    at = page(PAGE)  # the default: careful timing at 1000x1000 takes a while
+    at.button(key="run_all_pitfalls").click().run()
+    job = at.session_state["pitfalls_job"]
+    at = run_until(at, lambda a: job.status == "running", timeout=60)  # stop it mid-measurement
+    at.button(key="stop_pitfalls").click().run()
+    at = run_until(at, lambda a: "pitfalls_job" not in a.session_state, timeout=60)
+    assert job.status == "cancelled"
+    assert any(e.value.startswith("Stopped:") for e in at.error)
+    assert not at.button(key="run_all_pitfalls").disabled
+
+
+def test_compare_checklist_links_each_item_to_its_pitfall_section():
+    at = page("pages/1_Compare.py", case="matmul", timing="quick")
+    at.button(key="run_compare").click().run()
+    at = run_until(at, lambda a: len(a.metric) >= 6)
+    checks = at.dataframe[0]
+    frame = checks.value
+    links = {check: (link if isinstance(link, str) else None)  # pandas shows None as NaN
+             for check, link in zip(frame["Check"], frame["Pitfall"], strict=True)}
+    assert links["Workload large enough"] == "Pitfalls?case=matmul#pitfall-size"
+    assert links["Blocked timing"].endswith("#pitfall-async")
+    assert links["Samples stable"] is None
+    assert all(link is None or link.split("#")[1] in {pv.anchor(p) for p in SECTIONS} for link in links.values())
+    column = json.loads(checks.proto.columns)["Pitfall"]
+    assert column["type_config"]["type"] == "link" and column["label"] == "Explained in"

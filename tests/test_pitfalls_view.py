@@ -1,0 +1,119 @@
+"""The Pitfalls page's plain-data helpers: URL config, links, verdicts and "how wrong"."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from jaxcompare import all_cases
+from jaxcompare import pitfalls_view as pv
+from jaxcompare.pitfalls import SECTIONS, _pitfall, _side
+
+CASES = all_cases()
+
+
+def case(name: str):
+    return next(c for c in CASES if c.name == name)
+
+
+def pitfall(pid: str, naive: tuple[float, float], correct: tuple[float, float]):
+    return _pitfall(pid, _side("naive", "n()", *naive), _side("correct", "c()", *correct))
+
+
+def test_defaults_are_the_docs_example_at_its_large_preset():
+    config, warnings = pv.config_from_query({}, CASES)
+    assert warnings == []
+    assert config == pv.PitfallsConfig(case="centered_gram", size="large", custom_shape="1000x1000")
+    assert config.shape(case("centered_gram")) == (1000, 1000)
+    assert config.query() == {"case": "centered_gram"}
+    assert config.spec(case("centered_gram")).timing.min_samples == 5  # careful
+
+
+def test_url_round_trip():
+    query = {"case": "matmul", "shape": "300x300", "precision": "x64", "device": "cpu", "timing": "quick"}
+    config, warnings = pv.config_from_query(query, CASES)
+    assert warnings == [] and config.size == "custom" and config.query() == query
+    small, _ = pv.config_from_query({"case": "matmul", "shape": "small"}, CASES)
+    assert small.shape(case("matmul")) == case("matmul").small_shape and small.query()["shape"] == "small"
+
+
+def test_bad_url_values_warn_and_fall_back_to_the_defaults():
+    config, warnings = pv.config_from_query(
+        {"case": "centred_gram", "shape": "abc", "precision": "x128", "timing": "slow"}, CASES)
+    assert config.case == "centered_gram" and config.size == "large"
+    assert config.precision == "x32" and config.timing == "careful"
+    assert len(warnings) == 4
+    assert "did you mean centered_gram" in warnings[0]
+    assert "the large preset 1000x1000" in warnings[1]
+
+
+def test_links_point_at_the_section_anchor_with_a_canonical_query():
+    link = pv.pitfall_link("jit", case("matmul"), (10, 10), "x64")
+    path, _, fragment = link.partition("#")
+    assert fragment == pv.anchor("jit") == "pitfall-jit"
+    parts = urlsplit(path)
+    assert parts.path == "Pitfalls"  # relative: works under any base URL path
+    query = {k: v[0] for k, v in parse_qs(parts.query).items()}
+    assert query == {"case": "matmul", "precision": "x64"}  # a tiny shape links to the large preset
+    config, warnings = pv.config_from_query(query, CASES)
+    assert warnings == [] and config.query() == query  # the page will not rewrite (and drop the #)
+    custom = pv.pitfall_link("size", case("matmul"), (300, 300))
+    assert "shape=300x300" in custom
+
+
+def test_verdict_and_how_wrong():
+    first_call = pitfall("jit", naive=(0.174, 0.0519), correct=(0.043, 0.0519))
+    assert pv.verdict_text(first_call) == ("naive: JAX 3.35x slower than NumPy; "
+                                          "measured properly: JAX 1.21x faster than NumPy")
+    assert pv.wrong_factor(first_call) == pytest.approx((0.0519 / 0.174) / (0.0519 / 0.043))
+    assert "4.05x worse" in pv.how_wrong(first_call)
+    unblocked = pitfall("async", naive=(0.001, 0.05), correct=(0.04, 0.05))
+    assert "40x better" in pv.how_wrong(unblocked)
+    assert pv.how_wrong_short(unblocked) == "JAX looks 40x better"
+    close = pitfall("transfer", naive=(0.042, 0.05), correct=(0.043, 0.05))
+    text = pv.how_wrong(close, "cpu")
+    assert "about right here" in text and "CPU backend" in text
+    assert "GPU" not in pv.how_wrong(close, "gpu").split("—")[0]
+
+
+def test_tf32_is_marked_not_applicable_off_gpu():
+    tf32 = pitfall("tf32", naive=(0.04, 0.05), correct=(0.05, 0.05))
+    assert pv.not_applicable_text("tf32", "gpu") is None
+    assert pv.not_applicable_text("tf32", "cpu").startswith("Not applicable on CPU: no TF32 here")
+    assert "bfloat16" in pv.not_applicable_text("tf32", "tpu")
+    assert pv.not_applicable_text("jit", "cpu") is None
+    assert pv.verdict_text(tf32, "cpu").endswith("(not applicable on CPU: no TF32 here)")
+    assert "not applicable on CPU" in pv.how_wrong(tf32, "cpu")
+    assert pv.how_wrong_short(tf32, "cpu") == "n/a on CPU"
+    assert "not applicable" not in pv.verdict_text(tf32, "gpu")
+
+
+def test_summary_table_links_every_section():
+    results = {"jit": {"pitfall": pitfall("jit", (0.174, 0.0519), (0.043, 0.0519)), "context": {"backend": "cpu"}}}
+    rows = pv.summary_rows(results)
+    assert [r["Pitfall"].split("](")[1] for r in rows] == [f"#{pv.anchor(p)})" for p in SECTIONS]
+    assert rows[0]["How wrong"] == "JAX looks 4.05x worse" and rows[1]["How wrong"] == "not measured yet"
+    table = pv.markdown_table(rows)
+    assert table.count("\n") == len(SECTIONS) + 1 and "[1. JIT](#pitfall-jit)" in table
+
+
+def test_factors_read_without_exponents():
+    assert pv.times(3.349) == "3.35x" and pv.times(660.4) == "660x" and pv.times(1500.2) == "1,500x"
+
+
+def test_progress_text_names_the_section():
+    assert pv.phase_text("async") == "Measuring 2 of 6: Async dispatch"
+    assert pv.phase_text("size", ("size",)) == "Measuring 1 of 1: Workload size"
+    assert pv.phase_text("starting worker").startswith("Preparing")
+    assert pv.phase_text("something_else") == "Something else"
+
+
+def test_preview_has_naive_and_correct_code_for_every_section():
+    for pid in SECTIONS:
+        for precision in ("x32", "x64"):
+            preview = pv.preview(pid, case("centered_gram"), (1000, 1000), precision)
+            assert len(preview["naive"]) == len(preview["correct"]) == 1
+            assert all(side["code"] and side["label"] for role in pv.ROLES for side in preview[role])
+    dtype32 = pv.preview("dtype", case("centered_gram"), (1000, 1000), "x32")
+    assert dtype32["correct"][0]["label"] == "Both float32" and "float64" in dtype32["also"][0]["label"]
