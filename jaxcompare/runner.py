@@ -251,6 +251,11 @@ class Runner:
     def get(self, job_id: str) -> Job | None:
         return self._jobs_by_id.get(job_id)
 
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Block until nothing is queued or running (True), or ``timeout`` passes (False)."""
+        with self._cv:
+            return self._cv.wait_for(lambda: not self._queue and self._current is None, timeout)
+
     def queue_length(self) -> int:
         with self._cv:
             return len(self._queue) + (1 if self._current is not None else 0)
@@ -321,6 +326,7 @@ class Runner:
             finally:
                 with self._cv:
                     self._current = None
+                    self._cv.notify_all()
 
     def _execute(self, job: Job) -> None:
         job.status, job.phase, job.started_at = "running", "starting worker", time.time()

@@ -5,19 +5,13 @@ from __future__ import annotations
 
 import json
 import sys
-import time
-from pathlib import Path
 
 import pytest
 
 pytest.importorskip("streamlit")
+from apptest_support import page, run_until  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # pages import the top-level ui module
-    sys.path.insert(0, str(ROOT))
-
-TIMEOUT = 60
 JAX_WAS_IMPORTED = "jax" in sys.modules
 
 
@@ -36,29 +30,6 @@ def app_runner():
     import ui
 
     ui.get_runner.clear()  # on_release closes the Runner and its workers
-
-
-def page(name: str, **query: str) -> AppTest:
-    """Open ``name`` the way a browser does: app.py is the entry point, then the page, with
-    ``query`` as the URL's parameters."""
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
-    if name != "app.py":
-        at.switch_page(name)
-    for key, value in query.items():
-        at.query_params[key] = value
-    return at.run()
-
-
-def run_until(at: AppTest, done, timeout: float = 90.0) -> AppTest:
-    """Rerun the script (as the polling fragment would) until ``done(at)``."""
-    deadline = time.time() + timeout
-    while not done(at):
-        assert not at.exception, [e.value for e in at.exception]
-        if time.time() > deadline:
-            raise AssertionError("timed out waiting for the page")
-        time.sleep(0.25)
-        at.run()
-    return at
 
 
 def banner_ready(at: AppTest) -> bool:

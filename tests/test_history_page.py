@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
-import time
-from pathlib import Path
 
 import pytest
 
 pytest.importorskip("streamlit")
 from _results import make_result  # noqa: E402
+from apptest_support import page, run_until  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from jaxcompare import Spec, TimingConfig  # noqa: E402
@@ -20,11 +18,6 @@ from jaxcompare.compare import compare_results  # noqa: E402
 from jaxcompare.exchange import export_json  # noqa: E402
 from jaxcompare.store import Store  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # pages import the top-level ui module
-    sys.path.insert(0, str(ROOT))
-
-TIMEOUT = 60
 VERDICTS = {"B is", "No significant difference", "Too few samples to judge"}
 
 
@@ -58,14 +51,6 @@ def store(db, measured) -> Store:
     return store
 
 
-def page(name: str, **query: str) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
-    at.switch_page(name)
-    for key, value in query.items():
-        at.query_params[key] = value
-    return at.run()
-
-
 def history() -> AppTest:
     at = page("pages/4_History.py")
     assert not at.exception, [e.value for e in at.exception]
@@ -92,16 +77,6 @@ def marks(spec: dict) -> list[str]:
 def texts(at: AppTest) -> str:
     return "\n".join(str(e.value) for kind in ("markdown", "caption", "info", "success", "error", "warning")
                      for e in getattr(at, kind))
-
-
-def run_until(at: AppTest, done, timeout: float = 90.0) -> AppTest:
-    deadline = time.time() + timeout
-    while not done(at):
-        assert not at.exception, [e.value for e in at.exception]
-        assert time.time() < deadline, "timed out waiting for the page"
-        time.sleep(0.25)
-        at.run()
-    return at
 
 
 # --- the History page -------------------------------------------------------------------------------

@@ -5,23 +5,16 @@ Compare checklist's links into the page."""
 from __future__ import annotations
 
 import json
-import sys
-import time
-from pathlib import Path
 
 import pytest
 
 pytest.importorskip("streamlit")
+from apptest_support import page, run_until  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from jaxcompare import pitfalls_view as pv  # noqa: E402
 from jaxcompare.pitfalls import SECTIONS  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # pages import the top-level ui module
-    sys.path.insert(0, str(ROOT))
-
-TIMEOUT = 60
 PAGE = "pages/3_Pitfalls.py"
 
 
@@ -39,30 +32,7 @@ def app_runner():
     yield
     import ui
 
-    deadline = time.time() + 120
-    while not ui.worker_environment_ready("x32") and time.time() < deadline:
-        time.sleep(0.25)
-    ui.get_runner.clear()  # on_release closes the Runner and its workers
-
-
-def page(name: str, **query: str) -> AppTest:
-    """Open ``name`` the way a browser does: app.py first, then the page with ``query`` in the URL."""
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
-    at.switch_page(name)
-    for key, value in query.items():
-        at.query_params[key] = value
-    return at.run()
-
-
-def run_until(at: AppTest, done, timeout: float = 120.0) -> AppTest:
-    deadline = time.time() + timeout
-    while not done(at):
-        assert not at.exception, [e.value for e in at.exception]
-        if time.time() > deadline:
-            raise AssertionError("timed out waiting for the page")
-        time.sleep(0.25)
-        at.run()
-    return at
+    ui.get_runner.clear()  # closing cancels anything still in flight  # on_release closes the Runner and its workers
 
 
 def chart_rows(at: AppTest, index: int) -> list[dict]:
