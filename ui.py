@@ -5,6 +5,7 @@ this module is the only place pages share widget code.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import uuid
@@ -15,7 +16,7 @@ from typing import Any
 import altair as alt
 import streamlit as st
 
-from jaxcompare import Case, Job, Result, Runner, all_cases, appstate
+from jaxcompare import Case, JaxCompareError, Job, Result, Runner, Spec, all_cases, appstate
 from jaxcompare import appsupport as aps
 from jaxcompare.charts import chart_png_bytes
 from jaxcompare.store import Store, default_path
@@ -95,8 +96,63 @@ def refresh_environment() -> None:
     _probe().refresh()
 
 
+CASES_FILE = "cases_file"
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _cases_from(path: str | None, mtime_ns: int) -> list[Case]:
+    """Built-ins plus a user's file, loaded once per file version (it is code: run it once)."""
+    return appstate.ordered_cases(all_cases(path))
+
+
 def cases() -> list[Case]:
-    return appstate.ordered_cases(all_cases())
+    """The catalog, plus this session's own cases file when one is loaded (local mode)."""
+    path = st.session_state.get(CASES_FILE)
+    if path:
+        try:
+            return _cases_from(path, os.stat(path).st_mtime_ns)
+        except (OSError, JaxCompareError) as exc:
+            st.session_state[CASES_FILE] = None
+            st.session_state["cases_file_error"] = f"Your cases file was unloaded: {exc}"
+    return _cases_from(None, 0)
+
+
+def _load_cases_file() -> None:
+    path = (st.session_state.get("cases_file_input") or "").strip()
+    st.session_state.pop("cases_file_error", None)
+    if not path:
+        st.session_state[CASES_FILE] = None
+        return
+    path = os.path.abspath(os.path.expanduser(path))
+    try:
+        get_runner().settings.check_spec(Spec("probe", (1,), cases_file=path))
+        loaded = _cases_from(path, os.stat(path).st_mtime_ns)
+    except OSError as exc:
+        st.session_state["cases_file_error"] = f"Cannot read {path}: {exc.strerror or exc}"
+        return
+    except JaxCompareError as exc:
+        st.session_state["cases_file_error"] = str(exc)
+        return
+    st.session_state[CASES_FILE] = path
+    added = [c.name for c in loaded if c.cases_file == path]
+    st.session_state["cases_file_note"] = f"Loaded {len(added)} case(s): {', '.join(added)}"
+
+
+def cases_file_ui() -> None:
+    """Sidebar box for a user's own cases file (a Python file defining CASES); local mode only."""
+    with st.sidebar.expander("Your own cases", icon=":material/upload_file:",
+                             expanded=bool(st.session_state.get("cases_file_error"))):
+        if not get_runner().settings.allow_cases_file:
+            st.caption("Loading your own case files is disabled on this server (hosted mode).")
+            return
+        st.text_input("Path to a cases file", key="cases_file_input", on_change=_load_cases_file,
+                      placeholder="~/my_cases.py",
+                      help="A Python file defining CASES, a list of jaxcompare.Case (see the README). "
+                           "It runs on this machine, in the app and in the workers.")
+        if st.session_state.get("cases_file_error"):
+            st.error(st.session_state["cases_file_error"], icon=":material/error:")
+        elif st.session_state.get(CASES_FILE):
+            st.caption(st.session_state.get("cases_file_note", ""))
 
 
 def case_by_name(name: str) -> Case:

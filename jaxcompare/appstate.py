@@ -98,6 +98,7 @@ class CompareConfig:
 
     def spec(self, case: Case) -> Spec:
         return Spec(case.name, self.shape(case), precision=self.precision, device=self.device,
+                    cases_file=case.cases_file,
                     timing=timing_config(self.timing))
 
     def query(self) -> dict[str, str]:
@@ -178,6 +179,7 @@ class SweepConfig:
 
     def base_spec(self, case: Case) -> Spec:
         return Spec(case.name, case.small_shape, precision=self.precisions[0], device=self.device,
+                    cases_file=case.cases_file,
                     timing=timing_config(self.timing))
 
     def plan(self, case: Case, env: Mapping[str, Any] | None = None) -> SweepRun:

@@ -113,6 +113,11 @@ class Case:
         object.__setattr__(self, "small_shape", tuple(int(n) for n in self.small_shape))
         object.__setattr__(self, "large_shape", tuple(int(n) for n in self.large_shape))
 
+    @property
+    def cases_file(self) -> str | None:
+        """The user file this case came from (what a Spec must carry), None for built-ins."""
+        return None if self.source == "builtin" else self.source
+
     def check_shape(self, shape: Shape) -> None:
         """Raise BadInput with the case's own reason when it cannot take ``shape``."""
         problem = self.shape_rule(tuple(shape))

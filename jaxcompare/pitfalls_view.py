@@ -83,6 +83,7 @@ class PitfallsConfig:
 
     def spec(self, case: Case) -> Spec:
         return Spec(case.name, self.shape(case), precision=self.precision, device=self.device,
+                    cases_file=case.cases_file,
                     timing=timing_config(self.timing))
 
     def query(self) -> dict[str, str]:

@@ -133,6 +133,7 @@ with st.sidebar:
     if busy:
         st.caption("Measuring… the page stays usable; change settings for the next run.")
 
+ui.cases_file_ui()
 ui.sync_url(current_config().query())
 
 st.title("Compare")

@@ -125,6 +125,7 @@ with st.sidebar:
     st.button("Run sweep", type="primary", icon=":material/play_arrow:", on_click=start_sweep,
               disabled=busy or problem is not None, width="stretch", key="run_sweep")
 
+ui.cases_file_ui()
 ui.sync_url(config.query())
 
 st.title("Size sweep")

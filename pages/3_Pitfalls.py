@@ -216,6 +216,7 @@ with st.sidebar:
     if busy:
         st.caption("Measuring… the page stays usable; change settings for the next run.")
 
+ui.cases_file_ui()
 config = current_config()
 ui.sync_url(config.query())
 

@@ -196,3 +196,34 @@ def test_the_app_process_never_imports_jax():
     if JAX_WAS_IMPORTED:
         pytest.skip("another test imported jax into this process first")
     assert "jax" not in sys.modules
+
+
+def test_compare_runs_a_case_from_the_users_own_file(tmp_path):
+    path = tmp_path / "my_cases.py"
+    path.write_text(
+        "import numpy as np\nimport jax.numpy as jnp\nfrom jaxcompare import Case\n"
+        "CASES = [Case(name='softplus', numpy_fn=lambda x: np.logaddexp(0, x),\n"
+        "              jax_fn=lambda x: jnp.logaddexp(0, x),\n"
+        "              make_inputs=lambda s, d, r: (r.standard_normal(s).astype(d),),\n"
+        "              small_shape=(1000,), large_shape=(100000,))]\n")
+    at = page("pages/1_Compare.py", timing="quick")
+    at.text_input(key="cases_file_input").set_value(str(path)).run()
+    assert not at.exception
+    assert any("softplus" in option for option in at.selectbox(key="case").options)
+    at.selectbox(key="case").set_value("softplus").run()
+    assert at.text_input(key="custom_shape").value == "1000"
+    at.button(key="run_compare").click().run()
+    at = run_until(at, lambda a: "compare_result" in a.session_state)
+    result = at.session_state["compare_result"]
+    assert result.case == "softplus" and result.spec.cases_file == str(path)
+    assert result.agreement["ok"]
+
+
+def test_a_broken_cases_file_is_a_clear_message(tmp_path):
+    path = tmp_path / "broken.py"
+    path.write_text("CASES = 'not a list'\n")
+    at = page("pages/1_Compare.py")
+    at.text_input(key="cases_file_input").set_value(str(path)).run()
+    assert not at.exception
+    assert any("must define CASES" in e.value for e in at.error)
+    assert not any("softplus" in option for option in at.selectbox(key="case").options)
