@@ -113,3 +113,44 @@ def test_odd_small_shapes_run_or_fail_clearly_in_the_worker(runner, case, dims, 
         assert str(exc) and "Traceback" not in str(exc)
         return
     assert result.runtime.median_s > 0
+
+
+url_values = st.one_of(st.text(max_size=24), st.lists(st.text(max_size=8), max_size=3),
+                       st.sampled_from(["large", "small", "x64", "gpu", "quick", "10x10", "0x0", "-1", "1e9"]))
+url_keys = st.sampled_from(["case", "shape", "precision", "device", "timing", "sizes", "largest",
+                            "precisions", "steps", "section", "zzz"])
+
+
+@FUZZ
+@given(st.dictionaries(url_keys, url_values, max_size=8))
+def test_any_url_gives_a_valid_configuration_and_warnings(query):
+    from jaxcompare import appstate, pitfalls_view
+
+    cases = list(builtin_cases())
+    for parse in (appstate.compare_config_from_query, appstate.sweep_config_from_query,
+                  pitfalls_view.config_from_query):
+        config, warnings = parse(query, cases)
+        assert all(isinstance(w, str) and w for w in warnings)
+        case = get_case(config.case)  # whatever the URL said, the result is runnable
+        if hasattr(config, "plan"):
+            for point in config.plan(case).points:
+                case.check_shape(point[0])
+        else:
+            case.check_shape(config.spec(case).shape)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(st.one_of(st.binary(max_size=300), json_values.map(lambda v: json.dumps(v).encode()),
+                 st.sampled_from([b"", b"{", b'{"schema": "jaxcompare.export/1"}', b'{"results": []}',
+                                  b'{"schema": "jaxcompare.export/1", "results": [{}]}', b"\xff\xfe"])))
+def test_any_imported_file_is_refused_clearly_and_changes_nothing(tmp_path, data):
+    from jaxcompare.store import Store
+
+    store = Store(tmp_path / "fuzz.sqlite3")
+    before = store.count()
+    try:
+        store.import_json(data, source="fuzz.json")
+    except JaxCompareError as exc:
+        assert str(exc) and "\n" not in str(exc)
+    assert store.count() == before
