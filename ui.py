@@ -31,7 +31,11 @@ BANNER_ICONS = {"success": ":material/memory:", "warning": ":material/warning:",
 @st.cache_resource(show_spinner=False, on_release=lambda runner: runner.close())
 def get_runner() -> Runner:
     """The server's one Runner: every session's jobs share its device queue."""
-    return Runner()
+    runner = Runner()
+    if runner.settings.hosted_mode:
+        # A hosted demo shows a generic message for unexpected errors; details go to the log.
+        st.set_option("client.showErrorDetails", "none")
+    return runner
 
 
 class _EnvironmentProbe:
