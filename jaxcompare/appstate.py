@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 from .cases import Case, format_shape
 from .errors import BadInput, JaxCompareError
@@ -82,6 +82,9 @@ def _url_warning(key: str, raw: str, reason: str, default: str) -> str:
 class CompareConfig:
     """Everything the Compare page's controls hold; what its URL encodes."""
 
+    DEFAULT_CASE: ClassVar[str] = "matmul"
+    DEFAULT_SIZE: ClassVar[str] = "small"
+
     case: str
     size: str = "small"  # small | large | custom
     custom_shape: str = ""
@@ -106,8 +109,8 @@ class CompareConfig:
         out = {"case": self.case}
         if self.size == "custom":
             out["shape"] = self.custom_shape.replace(" ", "")
-        elif self.size == "large":
-            out["shape"] = "large"
+        elif self.size != self.DEFAULT_SIZE:
+            out["shape"] = self.size
         for key, default in (("precision", "x32"), ("device", "auto"), ("timing", "careful")):
             if getattr(self, key) != default:
                 out[key] = getattr(self, key)
@@ -125,12 +128,13 @@ def _choice(query: Mapping[str, Any], key: str, options: Sequence[str], default:
     return default
 
 
-def compare_config_from_query(query: Mapping[str, Any], cases: Sequence[Case]
-                              ) -> tuple[CompareConfig, list[str]]:
-    """Read the Compare page's URL; every bad value becomes a warning and its default."""
+def compare_config_from_query(query: Mapping[str, Any], cases: Sequence[Case],
+                              cls: type[CompareConfig] = CompareConfig) -> tuple[CompareConfig, list[str]]:
+    """Read a page's URL into ``cls`` (its defaults: case and preset); every bad value becomes
+    a warning and its default."""
     warnings: list[str] = []
     ordered = ordered_cases(cases)
-    default_case = next((c for c in ordered if c.name == "matmul"), ordered[0])
+    default_case = next((c for c in ordered if c.name == cls.DEFAULT_CASE), ordered[0])
     case = default_case
     raw_case = _first(query.get("case"))
     if raw_case is not None:
@@ -139,21 +143,23 @@ def compare_config_from_query(query: Mapping[str, Any], cases: Sequence[Case]
             warnings.append(_url_warning("case", raw_case, problem or "unknown case", default_case.name))
         else:
             case = found
-    size, custom = "small", shape_text(case.small_shape)
+    presets = {"small": case.small_shape, "large": case.large_shape}
+    size = cls.DEFAULT_SIZE
+    custom = shape_text(presets[size])
     raw_shape = _first(query.get("shape"))
     if raw_shape is not None:
-        if raw_shape in ("small", "large"):
+        if raw_shape in presets:
             size = raw_shape
         else:
             try:
                 shape = check_shape_text(case, raw_shape)
                 custom = shape_text(shape)
-                size = ("small" if shape == case.small_shape else "large" if shape == case.large_shape
-                        else "custom")
+                size = next((name for name in (cls.DEFAULT_SIZE, "small", "large") if presets[name] == shape),
+                            "custom")
             except JaxCompareError as exc:
                 warnings.append(_url_warning("shape", raw_shape, str(exc),
-                                             f"the small preset {shape_text(case.small_shape)}"))
-    config = CompareConfig(
+                                             f"the {size} preset {custom}"))
+    config = cls(
         case=case.name, size=size, custom_shape=custom,
         precision=_choice(query, "precision", PRECISIONS, "x32", warnings),
         device=_choice(query, "device", DEVICES, "auto", warnings),

@@ -7,26 +7,15 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlencode
 
-from .appstate import (
-    TIMING_MODES,
-    _case_from_url,
-    _choice,
-    _first,
-    _url_warning,
-    check_shape_text,
-    ordered_cases,
-    shape_text,
-    timing_config,
-)
+from .appstate import CompareConfig, compare_config_from_query, ordered_cases, shape_text
 from .cases import Case
-from .errors import JaxCompareError
 from .pitfalls import DOCS, PITFALLS, SECTIONS
 from .report import format_time
 from .result import Result
-from .spec import DEVICES, PRECISIONS, Spec
+from .spec import DEVICES
 
 DEFAULT_CASE = "centered_gram"  # the JAX docs' "Benchmarking JAX code" example
 PAGE_PATH = "Pitfalls"  # the page's URL path (pages/3_Pitfalls.py)
@@ -64,39 +53,14 @@ def doc_title(url: str) -> str:
 
 # --- configuration and URL --------------------------------------------------------------------
 @dataclass(frozen=True)
-class PitfallsConfig:
-    """The Pitfalls page's controls; what its URL encodes. Defaults: the JAX docs' example."""
+class PitfallsConfig(CompareConfig):
+    """The Pitfalls page's controls; defaults: the JAX docs' example at its large size."""
+
+    DEFAULT_CASE: ClassVar[str] = DEFAULT_CASE
+    DEFAULT_SIZE: ClassVar[str] = "large"
 
     case: str = DEFAULT_CASE
-    size: str = "large"  # small | large | custom
-    custom_shape: str = ""
-    precision: str = "x32"
-    device: str = "auto"
-    timing: str = "careful"
-
-    def shape(self, case: Case) -> tuple[int, ...]:
-        if self.size == "small":
-            return case.small_shape
-        if self.size == "large":
-            return case.large_shape
-        return check_shape_text(case, self.custom_shape)
-
-    def spec(self, case: Case) -> Spec:
-        return Spec(case.name, self.shape(case), precision=self.precision, device=self.device,
-                    cases_file=case.cases_file,
-                    timing=timing_config(self.timing))
-
-    def query(self) -> dict[str, str]:
-        """URL parameters: the case always, the rest only when not the default."""
-        out = {"case": self.case}
-        if self.size == "custom":
-            out["shape"] = self.custom_shape.replace(" ", "")
-        elif self.size == "small":
-            out["shape"] = "small"
-        for key, default in (("precision", "x32"), ("device", "auto"), ("timing", "careful")):
-            if getattr(self, key) != default:
-                out[key] = getattr(self, key)
-        return out
+    size: str = "large"
 
 
 def default_case(cases: Sequence[Case]) -> Case:
@@ -106,37 +70,7 @@ def default_case(cases: Sequence[Case]) -> Case:
 
 def config_from_query(query: Mapping[str, Any], cases: Sequence[Case]) -> tuple[PitfallsConfig, list[str]]:
     """Read the page's URL; every bad value becomes a warning and its default."""
-    warnings: list[str] = []
-    fallback = default_case(cases)
-    case = fallback
-    raw_case = _first(query.get("case"))
-    if raw_case is not None:
-        found, problem = _case_from_url(raw_case, ordered_cases(cases))
-        if found is None:
-            warnings.append(_url_warning("case", raw_case, problem or "unknown case", fallback.name))
-        else:
-            case = found
-    size, custom = "large", shape_text(case.large_shape)
-    raw_shape = _first(query.get("shape"))
-    if raw_shape is not None:
-        if raw_shape in ("small", "large"):
-            size = raw_shape
-        else:
-            try:
-                shape = check_shape_text(case, raw_shape)
-                custom = shape_text(shape)
-                size = ("large" if shape == case.large_shape else "small" if shape == case.small_shape
-                        else "custom")
-            except JaxCompareError as exc:
-                warnings.append(_url_warning("shape", raw_shape, str(exc),
-                                             f"the large preset {shape_text(case.large_shape)}"))
-    config = PitfallsConfig(
-        case=case.name, size=size, custom_shape=custom,
-        precision=_choice(query, "precision", PRECISIONS, "x32", warnings),
-        device=_choice(query, "device", DEVICES, "auto", warnings),
-        timing=_choice(query, "timing", TIMING_MODES, "careful", warnings),
-    )
-    return config, warnings
+    return compare_config_from_query(query, cases, PitfallsConfig)  # type: ignore[return-value]
 
 
 def pitfall_link(pitfall_id: str, case: Case, shape: Sequence[int], precision: str = "x32",
