@@ -170,6 +170,28 @@ def owner_id() -> str:
     return st.session_state["owner_id"]
 
 
+# --- jobs held in session state -------------------------------------------------------------------
+def cancel_job(job_key: str) -> None:
+    """on_click for a Stop button: cancel this session's job, queued or running."""
+    job = st.session_state.get(job_key)
+    if job is not None:
+        job.cancel()
+
+
+def take_finished(job_key: str, error_key: str) -> Job | None:
+    """Pop this session's job once it is done: a failed or stopped job leaves its message under
+    ``error_key`` and returns None; a successful one is returned for the page to keep."""
+    job = st.session_state.get(job_key)
+    if job is None or not job.done:
+        return None
+    del st.session_state[job_key]
+    if job.error is not None:
+        st.session_state[error_key] = (f"Stopped: {job.error}" if job.status == "cancelled"
+                                       else f"The measurement failed: {job.error}")
+        return None
+    return job
+
+
 # --- navigation ---------------------------------------------------------------------------------
 PAGES = (
     ("app.py", "Home", ":material/home:"),

@@ -58,22 +58,10 @@ def start_run() -> None:
     st.session_state["compare_url_warnings"] = []
 
 
-def stop_run() -> None:
-    job = st.session_state.get(JOB)
-    if job is not None:
-        job.cancel()
-
-
 def harvest() -> None:
     """Move a finished job's result (or error) into the session."""
-    job = st.session_state.get(JOB)
-    if job is None or not job.done:
-        return
-    del st.session_state[JOB]
-    if job.error is not None:
-        st.session_state[ERROR] = (f"Stopped: {job.error}" if job.status == "cancelled"
-                                   else f"The measurement failed: {job.error}")
-    elif isinstance(job.value, Result):
+    job = ui.take_finished(JOB, ERROR)
+    if job is not None and isinstance(job.value, Result):
         st.session_state[RESULT] = job.value
         ui.save_to_history([job.value])
 
@@ -87,7 +75,7 @@ def poll_job() -> None:
         st.rerun()  # the full rerun shows the result and re-enables Run
     spec = job.spec
     ui.job_progress(job, f"{spec.case} {appstate.shape_text(spec.shape)} {spec.precision}")
-    st.button("Stop", icon=":material/stop_circle:", on_click=stop_run, key="stop_compare")
+    st.button("Stop", icon=":material/stop_circle:", on_click=ui.cancel_job, args=(JOB,), key="stop_compare")
 
 
 # --- page ---------------------------------------------------------------------------------------

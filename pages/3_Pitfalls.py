@@ -66,22 +66,14 @@ def start_run(sections: tuple[str, ...] = SECTIONS) -> None:
     st.session_state["pitfalls_url_warnings"] = []
 
 
-def stop_run() -> None:
-    job = st.session_state.get(JOB)
-    if job is not None:
-        job.cancel()
-
-
 def harvest() -> None:
     """Move a finished job's sections (or its error) into the session."""
-    job = st.session_state.get(JOB)
-    if job is None or not job.done:
+    pending = st.session_state.get(JOB)
+    if pending is None or not pending.done:
         return
-    del st.session_state[JOB]
     meta = st.session_state.pop(f"{JOB}_meta", {})
-    if job.error is not None:
-        st.session_state[ERROR] = (f"Stopped: {job.error}" if job.status == "cancelled"
-                                   else f"The measurement failed: {job.error}")
+    job = ui.take_finished(JOB, ERROR)
+    if job is None:
         return
     report = job.value
     context = {k: v for k, v in report.items() if k != "pitfalls"}
@@ -108,7 +100,7 @@ def poll_job() -> None:
         elapsed = time.time() - (job.started_at or time.time())
         text = f"{pv.phase_text(job.phase, sections)} · {job.progress:.0%} · {elapsed:.0f} s"
     st.progress(min(max(job.progress, 0.0), 1.0), text=text)
-    st.button("Stop", icon=":material/stop_circle:", on_click=stop_run, key="stop_pitfalls")
+    st.button("Stop", icon=":material/stop_circle:", on_click=ui.cancel_job, args=(JOB,), key="stop_pitfalls")
 
 
 # --- sections -------------------------------------------------------------------------------------
