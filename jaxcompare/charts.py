@@ -92,6 +92,19 @@ ONE_OFF_HEADING = "ONE-OFF COSTS (paid once)"
 PER_CALL_HEADING = "PER-CALL COSTS (every call)"
 
 
+def headed_phase_axis(groups: Sequence[tuple[str, Sequence[str]]], padding: float) -> tuple[alt.Y, list[str]]:
+    """A y axis of phase rows under bold group headings (each heading an empty row), and the
+    row order, for charts whose data's ``label`` column holds PHASE_LABELS."""
+    order = [label for heading, phases in groups for label in (heading, *(PHASE_LABELS[p] for p in phases))]
+    names = ", ".join(f"'{heading}'" for heading, _ in groups)
+    headings = f"indexof([{names}], datum.value) >= 0"
+    y = alt.Y("label:N", title=None, scale=alt.Scale(domain=order, paddingInner=padding),
+              axis=alt.Axis(labelLimit=240, labelFontSize=12, ticks=False, domain=False,
+                            labelFontWeight=alt.ExprRef(f"{headings} ? 'bold' : 'normal'"),
+                            labelColor=alt.ExprRef(f"{headings} ? '#1F2430' : '#444'")))
+    return y, order
+
+
 def phase_breakdown_chart(result: Result) -> alt.LayerChart:
     """One-off costs above per-call costs on one log time axis, as lollipops, so a compile 1000x
     the runtime and a sub-microsecond dispatch are both readable. One layered chart (not a
@@ -101,13 +114,7 @@ def phase_breakdown_chart(result: Result) -> alt.LayerChart:
     for row in rows:
         row["base"] = lo
     scale = alt.Scale(type="log", domain=[lo, hi], nice=False, clamp=True)
-    order = ([ONE_OFF_HEADING] + [PHASE_LABELS[p] for p in ONE_OFF_PHASES]
-             + [PER_CALL_HEADING] + [PHASE_LABELS[p] for p in PER_CALL_PHASES])
-    headings = f"indexof(['{ONE_OFF_HEADING}', '{PER_CALL_HEADING}'], datum.value) >= 0"
-    y = alt.Y("label:N", title=None, scale=alt.Scale(domain=order, paddingInner=0.25),
-              axis=alt.Axis(labelLimit=240, labelFontSize=12, ticks=False, domain=False,
-                            labelFontWeight=alt.ExprRef(f"{headings} ? 'bold' : 'normal'"),
-                            labelColor=alt.ExprRef(f"{headings} ? '#1F2430' : '#444'")))
+    y, order = headed_phase_axis(((ONE_OFF_HEADING, ONE_OFF_PHASES), (PER_CALL_HEADING, PER_CALL_PHASES)), 0.25)
     tooltip = [
         alt.Tooltip("label:N", title="phase"), alt.Tooltip("text:N", title="median"),
         alt.Tooltip("min_s:Q", title="min (s)", format=".3g"),

@@ -13,15 +13,13 @@ from typing import Any
 
 import altair as alt
 
-from .charts import FIT_WIDTH, TINY_S, _log_domain, _time_axis
+from .charts import FIT_WIDTH, ONE_OFF_HEADING, PER_CALL_HEADING, TINY_S, _log_domain, _time_axis, headed_phase_axis
 from .history_view import lettered_labels
 from .report import ONE_OFF_PHASES, PHASE_LABELS, format_time
 from .result import Result
 
 PER_CALL = ("runtime", "numpy", "dispatch", "fetch")
 ONE_OFF = (*ONE_OFF_PHASES, "first_call")
-PER_CALL_HEADING = "PER-CALL COSTS (every call)"
-ONE_OFF_HEADING = "ONE-OFF COSTS (paid once)"
 RUN_COLORS = ["#1F77B4", "#E4572E", "#54A24B", "#B279A2", "#F2A541", "#17BECF", "#8C564B", "#E377C2",
               "#7F7F7F", "#BCBD22"]
 
@@ -70,13 +68,7 @@ def phase_chart(results: Sequence[Result], labels: Sequence[str] | None = None) 
     for row in rows:
         row["base"] = lo
     scale = alt.Scale(type="log", domain=[lo, hi], nice=False, clamp=True)
-    order = ([PER_CALL_HEADING] + [PHASE_LABELS[p] for p in PER_CALL]
-             + [ONE_OFF_HEADING] + [PHASE_LABELS[p] for p in ONE_OFF])
-    headings = f"indexof(['{PER_CALL_HEADING}', '{ONE_OFF_HEADING}'], datum.value) >= 0"
-    y = alt.Y("label:N", title=None, scale=alt.Scale(domain=order, paddingInner=0.2),
-              axis=alt.Axis(labelLimit=240, labelFontSize=12, ticks=False, domain=False,
-                            labelFontWeight=alt.ExprRef(f"{headings} ? 'bold' : 'normal'"),
-                            labelColor=alt.ExprRef(f"{headings} ? '#1F2430' : '#444'")))
+    y, order = headed_phase_axis(((PER_CALL_HEADING, PER_CALL), (ONE_OFF_HEADING, ONE_OFF)), 0.2)
     offset = alt.YOffset("run:N", scale=alt.Scale(domain=labels, paddingInner=0.15))
     color = alt.Color("run:N", scale=run_scale(labels),
                       legend=alt.Legend(title=None, orient="bottom", direction="vertical", labelLimit=900,
