@@ -16,14 +16,14 @@ from .spec import DEVICES, PRECISIONS, Spec, TimingConfig, parse_shape
 from .sweep import ladder
 
 GROUP_LABELS = {"numpy": "NumPy", "scipy": "SciPy"}
-TIMING_MODES = ("careful", "quick")
-TIMING_LABELS = {"careful": "Careful (≈3–5 s)", "quick": "Quick (≈1–2 s)"}
+TIMING_MODES = ("quick", "careful", "thorough")
+TIMING_LABELS = {"careful": "Careful (≈3–5 s)", "quick": "Quick (≈1–2 s)", "thorough": "Thorough (≈6–10 s)"}
 SIZE_CHOICES = ("small", "large", "custom")
 DEVICE_LABELS = {"auto": "auto (GPU, else TPU, else CPU)", "cpu": "CPU", "gpu": "GPU", "tpu": "TPU"}
 
 
 def timing_config(mode: str) -> TimingConfig:
-    return TimingConfig.quick() if mode == "quick" else TimingConfig()
+    return TimingConfig.preset(mode)
 
 
 
@@ -84,6 +84,7 @@ class CompareConfig:
 
     DEFAULT_CASE: ClassVar[str] = "matmul"
     DEFAULT_SIZE: ClassVar[str] = "small"
+    TIMING_MODES: ClassVar[tuple[str, ...]] = TIMING_MODES
 
     case: str
     size: str = "small"  # small | large | custom
@@ -163,7 +164,7 @@ def compare_config_from_query(query: Mapping[str, Any], cases: Sequence[Case],
         case=case.name, size=size, custom_shape=custom,
         precision=_choice(query, "precision", PRECISIONS, "x32", warnings),
         device=_choice(query, "device", DEVICES, "auto", warnings),
-        timing=_choice(query, "timing", TIMING_MODES, "careful", warnings),
+        timing=_choice(query, "timing", cls.TIMING_MODES, "careful", warnings),
     )
     return config, warnings
 

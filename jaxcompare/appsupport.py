@@ -53,6 +53,14 @@ def one_off_s(result: Result) -> float:
     return result.transfer.median_s + result.compile_total_s
 
 
+def _speedup_range_text(result: Result) -> str:
+    low, high = result.speedup_range
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return ""
+    return (f" With 95% confidence between {low:.2f}x and {high:.2f}x (from the two medians' confidence "
+            f"intervals; {result.spec.timing.preset_name} timing). Thorough timing narrows it.")
+
+
 def headline(result: Result) -> list[Figure]:
     """The six numbers the Compare page leads with."""
     s = result.speedup
@@ -64,7 +72,8 @@ def headline(result: Result) -> list[Figure]:
         Figure("JAX runtime", format_time(result.runtime.median_s),
                "Median time per call of the jitted JAX function, inputs already on the device, "
                "each call blocked with block_until_ready()."),
-        Figure("Speedup", speed, format_speedup(s) + ": NumPy runtime / JAX runtime; above 1x JAX is faster."),
+        Figure("Speedup", speed, format_speedup(s) + ": NumPy runtime / JAX runtime; above 1x JAX is faster."
+               + _speedup_range_text(result)),
         Figure("Compile", format_time(result.compile_total_s),
                "Cold trace + lower + XLA compile, paid once per function, shape and dtype."),
         Figure("Transfer", format_time(result.transfer.median_s),

@@ -16,9 +16,9 @@ from typing import Any
 from . import cli_history
 from .catalog import all_cases, get_case
 from .checks import checklist, overall
-from .errors import JaxCompareError
+from .errors import BadInput, JaxCompareError
 from .report import format_speedup, format_time, result_table, write_json
-from .spec import DEVICES, PRECISIONS, Spec, TimingConfig, parse_shape
+from .spec import DEVICES, PRECISIONS, TIMING_PRESETS, Spec, TimingConfig, parse_shape
 from .sweep import crossover, ladder, parse_sizes
 
 EXIT_USAGE = 2
@@ -47,7 +47,11 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--device", default="auto", choices=DEVICES)
         p.add_argument("--cases-file", help="Python file defining CASES, a list of jaxcompare.Case")
         p.add_argument("--seed", type=int, default=0)
-        p.add_argument("--quick", action="store_true", help="fewer, shorter samples")
+        p.add_argument("--timing", choices=TIMING_PRESETS, default=None,
+                       help="careful (default): each median to ±3%%, ≤0.6 s a phase; quick: ±10%%, for "
+                       "a first look; thorough: the NumPy and JAX runtimes to ±1%% (≤2.5 s each), for a "
+                       "speedup that repeats to within a few percent")
+        p.add_argument("--quick", action="store_true", help="same as --timing quick")
         p.add_argument("--timeout", type=float, default=None, help="deadline per job, seconds (default 600)")
         p.add_argument("--json", metavar="PATH|-", help="write the result as JSON ('-' = stdout)")
         cli_history.add_save_arguments(p)
@@ -93,7 +97,10 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def _timing(args: argparse.Namespace) -> TimingConfig:
-    return TimingConfig.quick() if args.quick else TimingConfig()
+    name = getattr(args, "timing", None)
+    if args.quick and name not in (None, "quick"):
+        raise BadInput(f"--quick and --timing {name} contradict each other: give one")
+    return TimingConfig.preset("quick" if args.quick else name or "careful")
 
 
 def _base_spec(args: argparse.Namespace, shape: tuple[int, ...]) -> Spec:

@@ -165,9 +165,10 @@ def measure(spec: Spec, progress: Progress = _no_progress, clock: Clock = time.p
     host_inputs = build_inputs(case, spec)
     finish("inputs")
 
-    # 2. NumPy runtime on host arrays, same timer.
+    # 2. NumPy runtime on host arrays, same timer (with the JAX runtime, the speedup's phases).
     numpy_out = as_tuple(_user_call(case, "numpy_fn", case.numpy_fn, host_inputs))
-    numpy_stats = sample(bound_call(case.numpy_fn, host_inputs), cfg, clock=clock, on_sample=step("numpy"))
+    numpy_stats = sample(bound_call(case.numpy_fn, host_inputs), cfg.for_runtime(), clock=clock,
+                         on_sample=step("numpy"))
     finish("numpy")
 
     # 3. Transfer host -> device, blocked; each sample frees its copy.
@@ -197,7 +198,8 @@ def measure(spec: Spec, progress: Progress = _no_progress, clock: Clock = time.p
     # 6. Steady state, blocked, device-resident inputs.
     f = jax.jit(case.jax_fn, static_argnums=statics)
     jax.block_until_ready(f(*dev_inputs))
-    runtime_stats = sample(blocking_call(f, dev_inputs), cfg, clock=clock, on_sample=step("runtime"))
+    runtime_stats = sample(blocking_call(f, dev_inputs), cfg.for_runtime(), clock=clock,
+                           on_sample=step("runtime"))
     finish("runtime")
 
     # 7. Dispatch only: the call returns before the work is done; block outside the timer.

@@ -105,11 +105,12 @@ class Lab:
         self.dev = jax.block_until_ready(jax.device_put(self.host, self.device))
         self.f = jax.jit(self.case.jax_fn, static_argnums=self.case.static_argnums)
         self.jax.block_until_ready(self.f(*self.dev))
-        self.numpy_s = self.time(bound_call(self.case.numpy_fn, self.host))
-        self.blocked_s = self.time(blocking_call(self.f, self.dev))
+        self.numpy_s = self.time(bound_call(self.case.numpy_fn, self.host), runtime=True)
+        self.blocked_s = self.time(blocking_call(self.f, self.dev), runtime=True)
 
-    def time(self, call: Callable[[], Any], **kw: Any) -> float:
-        return sample(call, self.cfg, clock=self.clock, **kw).median_s
+    def time(self, call: Callable[[], Any], *, runtime: bool = False, **kw: Any) -> float:
+        """Median seconds per call; ``runtime``: a speedup's phase (TimingConfig.for_runtime)."""
+        return sample(call, self.cfg.for_runtime() if runtime else self.cfg, clock=self.clock, **kw).median_s
 
     def inputs_for(self, shape: tuple[int, ...], dtype: str) -> tuple[np.ndarray, ...]:
         return build_inputs(self.case, Spec(self.spec.case, shape, cases_file=self.spec.cases_file,
@@ -153,13 +154,13 @@ def pitfall_dtype(lab: Lab) -> dict[str, Any]:
     if lab.spec.dtype == "float32":  # reuse the lab's numbers: same inputs, same calls
         jax32, numpy32 = lab.blocked_s, lab.numpy_s
         host64 = lab.inputs_for(shape, "float64")
-        numpy64 = lab.time(bound_call(lab.case.numpy_fn, host64))
+        numpy64 = lab.time(bound_call(lab.case.numpy_fn, host64), runtime=True)
     else:
         host32 = lab.inputs_for(shape, "float32")
         dev32 = jax.device_put(host32, lab.device)
         jax.block_until_ready(lab.f(*dev32))
-        jax32 = lab.time(blocking_call(lab.f, dev32))
-        numpy32 = lab.time(bound_call(lab.case.numpy_fn, host32))
+        jax32 = lab.time(blocking_call(lab.f, dev32), runtime=True)
+        numpy32 = lab.time(bound_call(lab.case.numpy_fn, host32), runtime=True)
         numpy64 = lab.numpy_s
     fair = [_side("Both float32", "np.float32 inputs on both sides", jax32, numpy32, dtype="float32")]
     if lab.spec.precision == "x64":
@@ -193,8 +194,8 @@ def pitfall_size(lab: Lab) -> dict[str, Any]:
     host = lab.inputs_for(small, lab.spec.dtype)
     dev = jax.device_put(host, lab.device)
     jax.block_until_ready(lab.f(*dev))
-    jax_small = lab.time(blocking_call(lab.f, dev))
-    numpy_small = lab.time(bound_call(case.numpy_fn, host))
+    jax_small = lab.time(blocking_call(lab.f, dev), runtime=True)
+    numpy_small = lab.time(bound_call(case.numpy_fn, host), runtime=True)
     tag = "x".join(map(str, small))
     big = "x".join(map(str, lab.spec.shape))
     return _pitfall(

@@ -58,6 +58,8 @@ class PitfallsConfig(CompareConfig):
 
     DEFAULT_CASE: ClassVar[str] = DEFAULT_CASE
     DEFAULT_SIZE: ClassVar[str] = "large"
+    # Every section is a ratio of several runtimes; thorough would make the lab take minutes.
+    TIMING_MODES: ClassVar[tuple[str, ...]] = ("quick", "careful")
 
     case: str = DEFAULT_CASE
     size: str = "large"

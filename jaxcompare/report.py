@@ -92,7 +92,7 @@ def result_table(result: Result) -> str:
         f"{result.case_info.get('title', spec.case)}  [{spec.case}]",
         f"  {result.case_info.get('numpy_name', '')}  vs  {result.case_info.get('jax_name', '')}",
         f"  shape {'x'.join(map(str, spec.shape))}, {spec.precision} ({result.dtype}), "
-        f"device {result.device} ({result.backend})",
+        f"device {result.device} ({result.backend}), {spec.timing.preset_name} timing",
         "",
         f"  {'phase':<28}{'median':>11}{'min':>11}{'IQR':>11}{'n':>5}{'loops':>7}  stable",
     ]
@@ -107,7 +107,7 @@ def result_table(result: Result) -> str:
     agreement = result.agreement
     lines += [
         "",
-        f"  speedup (NumPy / JAX runtime): {format_speedup(result.speedup)}",
+        f"  speedup (NumPy / JAX runtime): {format_speedup(result.speedup)}{_range(result.speedup_range)}",
         f"  compile total: {format_time(result.compile_total_s)};  "
         f"break-even: {format_break_even(result.break_even_calls)}",
         f"  agreement: {'OK' if agreement['ok'] else 'MISMATCH'}  max abs err "
@@ -119,6 +119,13 @@ def result_table(result: Result) -> str:
                      f"JAX {result.gflops('jax'):.3g} GFLOP/s")
     lines += [f"  note: {note}" for note in result.notes]
     return "\n".join(lines)
+
+
+def _range(low_high: tuple[float, float]) -> str:
+    low, high = low_high
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return ""
+    return f"  (95% range {low:.3g}x to {high:.3g}x, from the two medians' CIs)"
 
 
 def ipython_lines(result: Result) -> str:

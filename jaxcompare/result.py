@@ -61,6 +61,15 @@ class Result:
         return self.numpy_runtime.median_s / self.runtime.median_s
 
     @property
+    def speedup_range(self) -> tuple[float, float]:
+        """A conservative 95% range of the speedup from the two medians' confidence intervals
+        (NumPy's low end over JAX's high end, and the reverse); nan where a CI is unknown."""
+        n, j = self.numpy_runtime, self.runtime
+        if not (j.ci_high_s > 0 and j.ci_low_s > 0):
+            return math.nan, math.nan
+        return n.ci_low_s / j.ci_high_s, n.ci_high_s / j.ci_low_s
+
+    @property
     def break_even_calls(self) -> float | None:
         """Calls before JAX's one-off costs (transfer + compile) are paid back; None: never."""
         saving = self.numpy_runtime.median_s - self.runtime.median_s
@@ -117,6 +126,7 @@ class Result:
                 "fetch_zero_copy": self.fetch_zero_copy,
             },
             "speedup": _finite_or_none(self.speedup),
+            "speedup_range": [_finite_or_none(x) for x in self.speedup_range],
             "break_even_calls": be,
             "flops": self.flops,
             "gflops": {"numpy": self.gflops("numpy"), "jax": self.gflops("jax")},

@@ -57,9 +57,16 @@ def parse_shape(text: str | list[int] | tuple[int, ...]) -> tuple[int, ...]:
     return tuple(dims)
 
 
+TIMING_PRESETS = ("quick", "careful", "thorough")
+
+
 @dataclass(frozen=True)
 class TimingConfig:
-    """How long and how carefully to sample each phase (see timing.py)."""
+    """How long and how carefully to sample each phase (see timing.py).
+
+    ``runtime_budget_s`` and ``runtime_rel_ci`` apply to the two phases the speedup is made
+    of (the NumPy runtime and the blocked JAX runtime); None means the same as every phase.
+    """
 
     target_sample_s: float = 0.02
     min_samples: int = 5
@@ -68,11 +75,16 @@ class TimingConfig:
     rel_ci: float = 0.03
     compile_samples: int = 3
     warmup_s: float = 0.01
+    runtime_budget_s: float | None = None
+    runtime_rel_ci: float | None = None
 
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
-            if not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+            if value is None and f.name.startswith("runtime_"):
+                continue
+            if (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
+                    or value <= 0):
                 raise BadInput(f"timing setting {f.name} must be a positive number, got {value!r}")
         if self.max_samples < self.min_samples:
             raise BadInput("timing setting max_samples must be at least min_samples")
@@ -82,6 +94,31 @@ class TimingConfig:
         """For tests and sweeps: fewer, shorter samples."""
         return cls(target_sample_s=0.005, min_samples=3, max_samples=30, phase_budget_s=0.15,
                    rel_ci=0.1, compile_samples=2, warmup_s=0.002)
+
+    @classmethod
+    def thorough(cls) -> TimingConfig:
+        """For a speedup that repeats to within a few percent: the NumPy and JAX runtimes are
+        sampled in longer samples until their medians are known to ±1% (at most 2.5 s each);
+        the other phases as in the default."""
+        return cls(target_sample_s=0.05, min_samples=10, max_samples=400, warmup_s=0.05,
+                   runtime_budget_s=2.5, runtime_rel_ci=0.01)
+
+    @classmethod
+    def preset(cls, name: str) -> TimingConfig:
+        """'quick', 'careful' (the default) or 'thorough'."""
+        if name not in TIMING_PRESETS:
+            raise BadInput(f"timing must be one of {', '.join(TIMING_PRESETS)}, got {name!r}")
+        return {"quick": cls.quick, "careful": cls, "thorough": cls.thorough}[name]()
+
+    @property
+    def preset_name(self) -> str:
+        """'quick', 'careful' or 'thorough' when these are a preset's settings, else 'custom'."""
+        return next((name for name in TIMING_PRESETS if self == TimingConfig.preset(name)), "custom")
+
+    def for_runtime(self) -> TimingConfig:
+        """The settings for the NumPy and JAX runtime phases."""
+        return replace(self, phase_budget_s=self.runtime_budget_s or self.phase_budget_s,
+                       rel_ci=self.runtime_rel_ci or self.rel_ci, runtime_budget_s=None, runtime_rel_ci=None)
 
 
 @dataclass(frozen=True)

@@ -197,7 +197,7 @@ with st.sidebar:
     device_problem = aps.device_problem(st.session_state[key("device")], ui.known_environment())
     if device_problem:
         st.warning(device_problem, icon=":material/warning:")
-    st.segmented_control("Timing", appstate.TIMING_MODES, key=key("timing"), required=True,
+    st.segmented_control("Timing", pv.PitfallsConfig.TIMING_MODES, key=key("timing"), required=True,
                          format_func=appstate.TIMING_LABELS.__getitem__,
                          help="Careful samples longer and stops when the median is known to ±3%; "
                               "quick stops at ±10%. Six sections take several times one comparison.")

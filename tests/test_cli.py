@@ -71,8 +71,22 @@ def test_run_prints_a_table():
     proc = cli("run", "--case", "matmul", "--shape", "32x32", "--quick")
     assert proc.returncode == 0, proc.stderr
     for words in ("NumPy runtime", "JAX runtime (blocked)", "Compile: XLA compile", "speedup",
-                  "break-even", "agreement: OK"):
+                  "break-even", "agreement: OK", "quick timing", "95% range"):
         assert words in proc.stdout
+
+
+def test_thorough_timing_samples_the_speedup_phases_longer():
+    proc = cli("run", "--case", "elementwise", "--shape", "1000", "--timing", "thorough", "--json", "-")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["spec"]["timing"]["runtime_rel_ci"] == 0.01
+    # At least thorough's 10 samples, each of at least 0.05 s worth of loops, on both sides.
+    for side in ("numpy", "jax"):
+        stats = doc[side]["runtime"]
+        assert stats["n"] >= 10, side
+        assert stats["median_s"] * stats["loops"] > 0.01, side
+    low, high = doc["speedup_range"]
+    assert low <= doc["speedup"] <= high
 
 
 def test_sweep_reports_each_size_and_a_verdict():
@@ -99,6 +113,8 @@ def _bad_inputs(tmp_path) -> list[tuple[list[str], str]]:
         (["run", "--case", "x", "--cases-file", str(syntax)], "could not be loaded"),
         (["list", "--cases-file", str(no_cases)], "must define CASES"),
         (["sweep", "--case", "matmul", "--sizes", "0"], "positive"),
+        (["run", "--case", "matmul", "--timing", "thorough"], "contradict"),  # with --quick, below
+        (["run", "--case", "matmul", "--timing", "slow"], "invalid choice"),
         (["frobnicate"], "invalid choice"),
     ]
 

@@ -86,3 +86,20 @@ def test_progress_reports_every_phase_in_order():
     assert seen == ["inputs", "numpy", "transfer", "compile", "first_call", "runtime", "dispatch",
                     "fetch", "agreement", "done"]
     assert fractions == sorted(fractions) and fractions[-1] == 1.0
+
+
+def test_runtime_settings_govern_only_the_speedup_phases():
+    # An easy stopping rule for the NumPy and JAX runtimes, an unreachable one elsewhere: the
+    # two speedup phases stop at min_samples, a looped phase that is not one of them runs on
+    # to its budget.
+    cfg = TimingConfig(target_sample_s=0.002, min_samples=4, max_samples=40, phase_budget_s=0.05,
+                       rel_ci=1e-9, compile_samples=2, warmup_s=0.001, runtime_rel_ci=10.0)
+    r = measure(Spec("elementwise", (1000,), timing=cfg))
+    assert r.numpy_runtime.n == r.runtime.n == 4
+    assert r.numpy_runtime.stable and r.runtime.stable
+    assert r.transfer.n > 4 and not r.transfer.stable
+
+
+def test_speedup_range_brackets_the_speedup(big_result):
+    low, high = big_result.speedup_range
+    assert 0 < low <= big_result.speedup <= high

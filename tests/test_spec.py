@@ -61,3 +61,38 @@ def test_format_time_picks_the_unit_after_rounding(seconds, text):
     from jaxcompare.report import format_time
 
     assert format_time(seconds) == text
+
+
+def test_timing_presets_round_trip_and_name_themselves():
+    for name in ("quick", "careful", "thorough"):
+        config = TimingConfig.preset(name)
+        assert config.preset_name == name
+        spec = Spec("matmul", (8, 8), timing=config)
+        assert Spec.from_dict(spec.to_dict()).timing.preset_name == name
+    assert TimingConfig() == TimingConfig.preset("careful")
+    assert TimingConfig(rel_ci=0.05).preset_name == "custom"
+    with pytest.raises(BadInput, match="timing must be one of"):
+        TimingConfig.preset("slow")
+
+
+def test_runtime_settings_apply_only_to_the_speedup_phases():
+    careful = TimingConfig()
+    assert careful.for_runtime() == careful  # no runtime settings: every phase alike
+    thorough = TimingConfig.thorough()
+    runtime = thorough.for_runtime()
+    assert (runtime.rel_ci, runtime.phase_budget_s) == (0.01, 2.5)
+    assert (thorough.rel_ci, thorough.phase_budget_s) == (careful.rel_ci, careful.phase_budget_s)
+
+
+def test_older_saved_specs_without_runtime_settings_still_load():
+    data = Spec("matmul", (8, 8)).to_dict()
+    for key in ("runtime_budget_s", "runtime_rel_ci"):
+        del data["timing"][key]
+    assert Spec.from_dict(data).timing == TimingConfig()
+
+
+@pytest.mark.parametrize("kwargs", [{"runtime_rel_ci": 0}, {"runtime_budget_s": -1.0},
+                                    {"runtime_budget_s": float("nan")}, {"min_samples": True}])
+def test_timing_config_rejects_bad_runtime_settings(kwargs):
+    with pytest.raises(BadInput, match="positive number"):
+        TimingConfig(**kwargs)
