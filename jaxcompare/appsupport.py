@@ -30,6 +30,7 @@ JOB_PHASE_TEXT = {
     "runtime": "Timing the JAX runtime (blocked)",
     "dispatch": "Timing dispatch only (unblocked)",
     "fetch": "Timing the device→host fetch",
+    "recheck": "Timing NumPy and JAX again (drift check)",
     "agreement": "Checking that the outputs agree",
     "done": "Done",
     "failed": "Failed",

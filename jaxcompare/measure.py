@@ -22,7 +22,7 @@ from .errors import BadInput, DeviceUnavailable
 from .memory import check_fits, device_free, estimate, host_available
 from .result import Result
 from .spec import Spec, TimingConfig
-from .timing import NS, Clock, Stats, blocking_call, bound_call, sample
+from .timing import BLAS_SETTLE_S, NS, Clock, Stats, blocking_call, bound_call, combine_blocks, sample
 
 Progress = Callable[[str, float], None]
 
@@ -36,6 +36,7 @@ PHASES = (
     ("runtime", 0.14),
     ("dispatch", 0.08),
     ("fetch", 0.06),
+    ("recheck", 0.0),  # only with TimingConfig.runtime_blocks > 1 (weights rescaled)
     ("agreement", 0.06),
 )
 
@@ -149,6 +150,9 @@ def measure(spec: Spec, progress: Progress = _no_progress, clock: Clock = time.p
     cfg = spec.timing
     done = 0.0
     weights = dict(PHASES)
+    if cfg.runtime_blocks > 1:  # the later blocks take about as long as the first ones
+        weights["recheck"] = (weights["numpy"] + weights["runtime"]) * (cfg.runtime_blocks - 1)
+        weights = {k: v / sum(weights.values()) for k, v in weights.items()}
     statics = case.static_argnums
 
     def step(phase: str) -> Callable[[int], None]:
@@ -167,14 +171,15 @@ def measure(spec: Spec, progress: Progress = _no_progress, clock: Clock = time.p
 
     # 2. NumPy runtime on host arrays, same timer (with the JAX runtime, the speedup's phases).
     numpy_out = as_tuple(_user_call(case, "numpy_fn", case.numpy_fn, host_inputs))
-    numpy_stats = sample(bound_call(case.numpy_fn, host_inputs), cfg.for_runtime(), clock=clock,
-                         on_sample=step("numpy"))
+    numpy_call = bound_call(case.numpy_fn, host_inputs)
+    block_cfg = cfg.for_runtime_block()
+    numpy_blocks = [sample(numpy_call, block_cfg, clock=clock, on_sample=step("numpy"))]
     finish("numpy")
 
     # 3. Transfer host -> device, blocked; each sample frees its copy.
     transfer_stats = sample(
         lambda: jax.block_until_ready(jax.device_put(host_inputs, device)),
-        cfg, clock=clock, teardown=_delete, on_sample=step("transfer"),
+        cfg, clock=clock, teardown=_delete, settle_s=BLAS_SETTLE_S, on_sample=step("transfer"),
     )
     dev_inputs = jax.block_until_ready(jax.device_put(host_inputs, device))
     zero_copy = _aliases(host_inputs, dev_inputs)
@@ -198,8 +203,8 @@ def measure(spec: Spec, progress: Progress = _no_progress, clock: Clock = time.p
     # 6. Steady state, blocked, device-resident inputs.
     f = jax.jit(case.jax_fn, static_argnums=statics)
     jax.block_until_ready(f(*dev_inputs))
-    runtime_stats = sample(blocking_call(f, dev_inputs), cfg.for_runtime(), clock=clock,
-                           on_sample=step("runtime"))
+    jax_call = blocking_call(f, dev_inputs)
+    runtime_blocks = [sample(jax_call, block_cfg, clock=clock, on_sample=step("runtime"))]
     finish("runtime")
 
     # 7. Dispatch only: the call returns before the work is done; block outside the timer.
@@ -220,6 +225,18 @@ def measure(spec: Spec, progress: Progress = _no_progress, clock: Clock = time.p
     jax_out = as_tuple(jax.tree_util.tree_leaves(jax_result))
     fetch_zero_copy = _aliases_out(jax_result)
     finish("fetch")
+
+    # 8b. More blocks of the two runtimes, JAX then NumPy (A B ... B A): a drift of the
+    # machine's speed during the run shows up as blocks that disagree.
+    if cfg.runtime_blocks > 1:
+        on_sample = step("recheck")
+        for _ in range(cfg.runtime_blocks - 1):
+            jax.block_until_ready(f(*dev_inputs))
+            runtime_blocks.append(sample(jax_call, block_cfg, clock=clock, on_sample=on_sample))
+            numpy_blocks.append(sample(numpy_call, block_cfg, clock=clock, on_sample=on_sample))
+    finish("recheck")
+    numpy_stats = combine_blocks(numpy_blocks, cfg.drift_tolerance, "the NumPy median")
+    runtime_stats = combine_blocks(runtime_blocks, cfg.drift_tolerance, "the JAX median")
 
     # 9. Agreement at the same precision, and both against a float64 reference.
     progress("agreement", done)

@@ -19,7 +19,7 @@ from .catalog import get_case
 from .measure import build_inputs, check_memory, check_precision, resolve_device
 from .report import format_time
 from .spec import Spec
-from .timing import Clock, blocking_call, bound_call, sample
+from .timing import BLAS_SETTLE_S, Clock, blocking_call, bound_call, sample
 
 DOCS = {
     "benchmarking": "https://docs.jax.dev/en/latest/benchmarking.html",
@@ -109,8 +109,10 @@ class Lab:
         self.blocked_s = self.time(blocking_call(self.f, self.dev), runtime=True)
 
     def time(self, call: Callable[[], Any], *, runtime: bool = False, **kw: Any) -> float:
-        """Median seconds per call; ``runtime``: a speedup's phase (TimingConfig.for_runtime)."""
-        return sample(call, self.cfg.for_runtime() if runtime else self.cfg, clock=self.clock, **kw).median_s
+        """Median seconds per call; ``runtime``: a speedup's phase (TimingConfig.for_runtime).
+        NumPy and JAX timings alternate here, so each warms up past BLAS's spinning threads."""
+        return sample(call, self.cfg.for_runtime() if runtime else self.cfg, clock=self.clock,
+                      settle_s=BLAS_SETTLE_S, **kw).median_s
 
     def inputs_for(self, shape: tuple[int, ...], dtype: str) -> tuple[np.ndarray, ...]:
         return build_inputs(self.case, Spec(self.spec.case, shape, cases_file=self.spec.cases_file,

@@ -66,6 +66,10 @@ class TimingConfig:
 
     ``runtime_budget_s`` and ``runtime_rel_ci`` apply to the two phases the speedup is made
     of (the NumPy runtime and the blocked JAX runtime); None means the same as every phase.
+    ``runtime_blocks`` > 1 samples each of those two in that many blocks spread over the run
+    (NumPy first and last, JAX in between and again at the end), sharing the budget, and
+    flags them unstable when the blocks' medians disagree: a machine whose speed drifts for
+    seconds at a time can otherwise put one whole phase in a slow stretch, with a tight CI.
     """
 
     target_sample_s: float = 0.02
@@ -77,6 +81,7 @@ class TimingConfig:
     warmup_s: float = 0.01
     runtime_budget_s: float | None = None
     runtime_rel_ci: float | None = None
+    runtime_blocks: int = 1
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -88,6 +93,9 @@ class TimingConfig:
                 raise BadInput(f"timing setting {f.name} must be a positive number, got {value!r}")
         if self.max_samples < self.min_samples:
             raise BadInput("timing setting max_samples must be at least min_samples")
+        if not isinstance(self.runtime_blocks, int) or not 1 <= self.runtime_blocks <= 4:
+            raise BadInput(f"timing setting runtime_blocks must be a whole number from 1 to 4, "
+                           f"got {self.runtime_blocks!r}")
 
     @classmethod
     def quick(cls) -> TimingConfig:
@@ -97,11 +105,11 @@ class TimingConfig:
 
     @classmethod
     def thorough(cls) -> TimingConfig:
-        """For a speedup that repeats to within a few percent: the NumPy and JAX runtimes are
-        sampled in longer samples until their medians are known to ±1% (at most 2.5 s each);
-        the other phases as in the default."""
+        """For a speedup you want to quote: the NumPy and JAX runtimes are sampled in longer
+        samples until their medians are known to ±1% (at most 2.5 s each), in two blocks, at
+        the start and at the end of the run, that must agree; the other phases as in the default."""
         return cls(target_sample_s=0.05, min_samples=10, max_samples=400, warmup_s=0.05,
-                   runtime_budget_s=2.5, runtime_rel_ci=0.01)
+                   runtime_budget_s=2.5, runtime_rel_ci=0.01, runtime_blocks=2)
 
     @classmethod
     def preset(cls, name: str) -> TimingConfig:
@@ -116,9 +124,25 @@ class TimingConfig:
         return next((name for name in TIMING_PRESETS if self == TimingConfig.preset(name)), "custom")
 
     def for_runtime(self) -> TimingConfig:
-        """The settings for the NumPy and JAX runtime phases."""
+        """The settings for the NumPy and JAX runtime phases, sampled in one go."""
         return replace(self, phase_budget_s=self.runtime_budget_s or self.phase_budget_s,
-                       rel_ci=self.runtime_rel_ci or self.rel_ci, runtime_budget_s=None, runtime_rel_ci=None)
+                       rel_ci=self.runtime_rel_ci or self.rel_ci, runtime_budget_s=None, runtime_rel_ci=None,
+                       runtime_blocks=1)
+
+    def for_runtime_block(self) -> TimingConfig:
+        """The settings for one of ``runtime_blocks`` blocks of a runtime phase: a share of
+        its budget and of its minimum samples (at least 3)."""
+        whole = self.for_runtime()
+        if self.runtime_blocks == 1:
+            return whole
+        min_n = max(3, -(-whole.min_samples // self.runtime_blocks))
+        return replace(whole, phase_budget_s=whole.phase_budget_s / self.runtime_blocks, min_samples=min_n,
+                       max_samples=max(min_n, whole.max_samples // self.runtime_blocks))
+
+    @property
+    def drift_tolerance(self) -> float:
+        """How far the runtime blocks' medians may differ before the phase counts as unstable."""
+        return max(3 * (self.runtime_rel_ci or self.rel_ci), 0.03)
 
 
 @dataclass(frozen=True)

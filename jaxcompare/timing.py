@@ -19,6 +19,11 @@ from .spec import TimingConfig
 
 Clock = Callable[[], int]
 NS = 1e-9
+# After multithreaded NumPy (BLAS) work, OpenBLAS's idle threads spin for ~0.1 s (2**28
+# cycles) before they sleep; on a 2-core machine a JAX call in that window ran 1.8x slower
+# (centered_gram 1000x1000: 12.1 ms vs 6.9 ms, back to normal after 100-150 ms). A JAX timing
+# that follows NumPy work warms up at least this long.
+BLAS_SETTLE_S = 0.15
 
 
 def median_ci(samples: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
@@ -191,13 +196,15 @@ def sample(
     budget_s: float | None = None,
     min_samples: int | None = None,
     warmup: bool = True,
+    settle_s: float = 0.0,
     on_sample: Callable[[int], None] | None = None,
 ) -> Stats:
     """Sample ``call`` until the median is stable or the budget is spent.
 
     With ``setup`` or ``teardown`` each sample is one call (untimed setup before it,
     untimed ``teardown(result)`` after it): needed when every call must start from fresh
-    state (cold compile, unblocked dispatch, fetch of a fresh result).
+    state (cold compile, unblocked dispatch, fetch of a fresh result). ``settle_s``: warm up
+    at least this long (BLAS_SETTLE_S when the call follows NumPy work).
     """
     budget_ns = (config.phase_budget_s if budget_s is None else budget_s) / NS
     min_n = config.min_samples if min_samples is None else min_samples
@@ -215,14 +222,14 @@ def sample(
             teardown(result)
         return elapsed * NS
 
-    started = clock()
     if warmup:
         # First calls pay for caches, page faults and lazy initialisation.
-        warm_until = started + config.warmup_s / NS
+        warm_until = clock() + max(config.warmup_s, settle_s) / NS
         while True:
             one_sample(1)
             if clock() >= warm_until:
                 break
+    started = clock()  # the budget is for sampling; the warm-up comes on top
     loops = 1 if single else calibrate_loops(call, config.target_sample_s, clock)
     samples: list[float] = []
     reason: str | None = None
@@ -250,3 +257,25 @@ def sample(
             reason = f"only {n} sample(s): each call is long compared with the time budget"
             break
     return Stats.from_samples(samples, loops=loops, stable=stable, unstable_reason=reason)
+
+
+def combine_blocks(blocks: Sequence[Stats], tolerance: float, what: str = "the median") -> Stats:
+    """One phase sampled in several blocks spread over a run: their samples pooled, and
+    unstable when a block was, or when the blocks' medians differ by more than ``tolerance``
+    (relative): the machine's speed drifted between them, so no single number is right."""
+    if not blocks:
+        raise ValueError("no blocks")
+    if len(blocks) == 1:
+        return blocks[0]
+    samples = [x for b in blocks for x in b.samples_s]
+    medians = [b.median_s for b in blocks]
+    low, high = min(medians), max(medians)
+    reason = next((b.unstable_reason for b in blocks if not b.stable), None)
+    if low > 0 and high / low - 1 > tolerance:
+        from .report import format_time  # report imports this module
+
+        steps = " → ".join(format_time(m) for m in medians)
+        reason = (f"{what} moved by {high / low - 1:.0%} between blocks timed at the start and the end of the run "
+                  f"({steps}): the machine's speed drifted; rerun when it is quieter")
+    return Stats.from_samples(samples, loops=blocks[0].loops, stable=reason is None, unstable_reason=reason)
+

@@ -103,3 +103,19 @@ def test_runtime_settings_govern_only_the_speedup_phases():
 def test_speedup_range_brackets_the_speedup(big_result):
     low, high = big_result.speedup_range
     assert 0 < low <= big_result.speedup <= high
+
+
+def test_runtime_blocks_time_both_runtimes_again_at_the_end():
+    seen: list[str] = []
+
+    def progress(phase: str, fraction: float) -> None:
+        if not seen or seen[-1] != phase:
+            seen.append(phase)
+
+    cfg = TimingConfig(target_sample_s=0.002, min_samples=6, max_samples=40, phase_budget_s=0.05,
+                       rel_ci=10.0, compile_samples=2, warmup_s=0.001, runtime_blocks=2)
+    r = measure(Spec("elementwise", (1000,), timing=cfg), progress=progress)
+    assert seen[-4:] == ["fetch", "recheck", "agreement", "done"]
+    # Two blocks of at least 3 samples each (min_samples shared between them), pooled.
+    assert r.numpy_runtime.n == r.runtime.n == 6
+    assert len(r.runtime.samples_s) == 6

@@ -14,6 +14,7 @@ from jaxcompare.timing import (
     blocking_call,
     bound_call,
     calibrate_loops,
+    combine_blocks,
     median_ci,
     sample,
 )
@@ -138,3 +139,44 @@ def test_blocking_call_picks_the_cheapest_block_for_the_output():
     assert float(one()[0]) == 2.0 and float(two()[1][0]) == 2.0
     assert one.time_loops(3, lambda: 0) == 0
 
+
+
+def test_settle_extends_the_warm_up_and_not_the_budget(fake_clock):
+    calls = []
+
+    def call():
+        calls.append(fake_clock())
+        fake_clock.advance(1e-3)
+
+    plain = sample(call, CFG, clock=fake_clock)
+    plain_calls = len(calls)
+    calls.clear()
+    settled = sample(call, CFG, clock=fake_clock, settle_s=0.15)
+    # 150 calls of 1 ms of warm-up on top, then the same sampling as without a settle.
+    assert len(calls) - plain_calls == pytest.approx(150, abs=2)
+    assert (settled.n, settled.loops, settled.stable) == (plain.n, plain.loops, plain.stable)
+
+
+def test_blocks_that_agree_pool_their_samples():
+    a = Stats.from_samples([1.00, 1.01, 0.99, 1.00], loops=3)
+    b = Stats.from_samples([1.01, 1.00, 1.02], loops=4)
+    both = combine_blocks([a, b], tolerance=0.03)
+    assert both.stable and both.n == 7 and both.loops == 3
+    assert sorted(both.samples_s) == sorted(a.samples_s + b.samples_s)
+    assert combine_blocks([a], tolerance=0.03) is a
+
+
+def test_blocks_that_disagree_flag_drift_with_both_medians():
+    fast = Stats.from_samples([6.6e-3, 6.7e-3, 6.5e-3], loops=1)
+    slow = Stats.from_samples([12.1e-3, 12.0e-3, 12.2e-3], loops=1)  # a tight CI, in a slow stretch
+    both = combine_blocks([fast, slow], tolerance=0.03, what="the NumPy median")
+    assert not both.stable
+    assert "the NumPy median moved by 83%"  # 12.1 / 6.6 - 1 in both.unstable_reason
+    assert "6.6 ms → 12.1 ms" in both.unstable_reason and "drifted" in both.unstable_reason
+
+
+def test_an_unstable_block_makes_the_phase_unstable():
+    a = Stats.from_samples([1.0, 1.0, 1.0])
+    b = Stats.from_samples([1.0, 1.01, 0.99], stable=False, unstable_reason="budget ran out")
+    both = combine_blocks([a, b], tolerance=0.03)
+    assert not both.stable and both.unstable_reason == "budget ran out"
