@@ -40,6 +40,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--cases", nargs="+", help=f"catalog cases (default: {' '.join(DEFAULT_CASES)})")
     p.add_argument("--sizes", nargs="+", choices=("small", "large"), help="default: both (quick: large)")
     p.add_argument("--precisions", nargs="+", choices=("x32", "x64"), default=["x32", "x64"])
+    p.add_argument("--timing", choices=("quick", "careful", "thorough"), default="careful",
+                   help="jaxcompare's timing preset for the runtime rows (default careful, the app's default)")
     p.add_argument("--rounds", type=int, help="interleaved rounds per case and size (default 1)")
     p.add_argument("--overhead-rounds", type=int, help="rounds of the trivial-function overhead test "
                    "(default 5, quick 2)")
@@ -48,6 +50,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--pyperf-all", action="store_true", help="pyperf for every case")
     p.add_argument("--showcase-repeats", type=int, help="full centered_gram comparisons, jaxcompare vs "
                    "the JAX docs' IPython protocol (default 5, quick 2; 0 skips)")
+    p.add_argument("--showcase-timings", nargs="+", choices=("quick", "careful", "thorough"),
+                   default=["careful", "thorough"], help="jaxcompare's timing presets in the showcase "
+                   "(default: careful thorough)")
     p.add_argument("--showcase-shape", default="1000x1000")
     p.add_argument("--showcase-precision", choices=("x32", "x64"), default="x32")
     p.add_argument("--reference-repeats", type=int, help="for smoke tests only: timeit/%%timeit repeats "
@@ -74,6 +79,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     from jaxcompare.spec import parse_shape
 
     args.showcase_shape = parse_shape(args.showcase_shape)
+    args.showcase_timings = list(dict.fromkeys(args.showcase_timings))
     for name in ("rounds", "overhead_rounds", "reference_repeats", "reference_loops"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be at least 1")
@@ -82,10 +88,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def child_argv(args: argparse.Namespace, precision: str, out: str) -> list[str]:
     argv = [sys.executable, os.path.abspath(__file__), "--child", "--precision", precision, "--out", out,
-            "--cases", *args.cases, "--sizes", *args.sizes, "--rounds", str(args.rounds),
+            "--cases", *args.cases, "--sizes", *args.sizes, "--rounds", str(args.rounds), "--timing", args.timing,
             "--overhead-rounds", str(args.overhead_rounds), "--showcase-repeats", str(args.showcase_repeats),
             "--showcase-shape", "x".join(map(str, args.showcase_shape)),
-            "--showcase-precision", args.showcase_precision, "--pyperf", *args.pyperf]
+            "--showcase-precision", args.showcase_precision, "--showcase-timings", *args.showcase_timings,
+            "--pyperf", *args.pyperf]
     for name in ("reference_repeats", "reference_loops"):
         if getattr(args, name):
             argv += [f"--{name.replace('_', '-')}", str(getattr(args, name))]

@@ -23,7 +23,7 @@ ROOT = os.path.dirname(HERE)
 TOOLS = ("jaxcompare", "timeit", "ipython", "pyperf")
 # Only --reference-repeats / --reference-loops (smoke tests) change these from the tools' defaults.
 REFERENCE_SETTINGS: dict[str, int | None] = {"repeats": None, "loops": None}
-OVERHEAD_TODAY = "lambda: jax.block_until_ready(f(x))  (measure.py today)"
+OVERHEAD_TODAY = "lambda: jax.block_until_ready(f(x))  (measure.py before this benchmark)"
 OVERHEAD_ENGINE = "timing.blocking_call(f, (x,))"
 _UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
 
@@ -187,6 +187,7 @@ def measure_case(case: Any, size: str, precision: str, rounds: int, cfg: Any, py
             references["pyperf"] = lambda phase=phase: time_pyperf(case.name, format_shape(shape), phase)
         runs: dict[str, list[dict[str, Any]]] = {tool: [] for tool in TOOLS}
         order = list(references)
+        settle(info["engine_call"])  # NumPy ran last: wait out BLAS's spinning threads, for every tool
         for r in range(rounds):
             shift = (r + index) % len(order)  # rotate which reference comes first
             runs["jaxcompare"].append(time_jaxcompare(info["engine_call"], cfg))
@@ -203,6 +204,16 @@ def measure_case(case: Any, size: str, precision: str, rounds: int, cfg: Any, py
         meds = "  ".join(f"{t} {statistics.median(x['median_s'] for x in v):.3g}" for t, v in row["runs"].items())
         log(f"{precision} {case.name} {format_shape(shape)} {phase}: {meds}")
     return rows
+
+
+def settle(call: Callable[[], Any]) -> None:
+    """Run ``call`` for BLAS_SETTLE_S: after NumPy work, JAX timings start once OpenBLAS's
+    idle threads have stopped spinning (see jaxcompare.timing.BLAS_SETTLE_S)."""
+    from jaxcompare.timing import BLAS_SETTLE_S
+
+    end = time.perf_counter() + BLAS_SETTLE_S
+    while time.perf_counter() < end:
+        call()
 
 
 # ---------------------------------------------------------------- harness overhead
@@ -254,24 +265,30 @@ def measure_overhead(precision: str, rounds: int, cfg: Any) -> list[dict[str, An
 # ---------------------------------------------------------------- the JAX docs' protocol vs measure()
 
 
-def measure_showcase(precision: str, shape: tuple[int, ...], repeats: int, log: Callable[[str], None]) -> dict:
-    """A full centered_gram comparison, `repeats` times: jaxcompare's measure() against the JAX
-    docs' IPython protocol (%timeit NumPy, %time the first JAX call, %timeit JAX blocked)."""
+def measure_showcase(precision: str, shape: tuple[int, ...], repeats: int, log: Callable[[str], None],
+                     timings: tuple[str, ...] = ("careful", "thorough")) -> dict:
+    """A full centered_gram comparison, `repeats` times: jaxcompare's measure() in each timing
+    preset against the JAX docs' IPython protocol (%timeit NumPy, %time the first JAX call,
+    %timeit JAX blocked). The order of the tools alternates from one repeat to the next."""
     import jax
 
-    from jaxcompare import Spec, get_case
+    from jaxcompare import Spec, TimingConfig, get_case
     from jaxcompare.measure import measure
 
     case = get_case("centered_gram")
     setup = _setup(case, shape, precision)
-    jc_runs, ipy_runs = [], []
+    runs: dict[str, list[dict[str, Any]]] = {showcase_tool(t): [] for t in timings} | {"ipython": []}
 
-    def run_jaxcompare() -> None:
+    def run_jaxcompare(timing: str) -> None:
         start = time.perf_counter()
-        result = measure(Spec(case.name, shape, precision=precision, device="cpu"))
-        jc_runs.append({"wall_s": time.perf_counter() - start, "speedup": result.speedup,
-                        "numpy_s": result.numpy_runtime.median_s, "jax_s": result.runtime.median_s,
-                        "first_call_s": result.first_call.median_s})
+        result = measure(Spec(case.name, shape, precision=precision, device="cpu",
+                              timing=TimingConfig.preset(timing)))
+        runs[showcase_tool(timing)].append({
+            "wall_s": time.perf_counter() - start, "speedup": result.speedup,
+            "numpy_s": result.numpy_runtime.median_s, "jax_s": result.runtime.median_s,
+            "first_call_s": result.first_call.median_s, "speedup_range": list(result.speedup_range),
+            "stable": result.numpy_runtime.stable and result.runtime.stable,
+            "unstable_reasons": [s.unstable_reason for s in (result.numpy_runtime, result.runtime) if not s.stable]})
 
     def run_ipython() -> None:
         ns = dict(setup["numpy"]["namespace"])
@@ -281,18 +298,22 @@ def measure_showcase(precision: str, shape: tuple[int, ...], repeats: int, log: 
         ns_dev = dict(setup["jax"]["namespace"], f=jax.jit(case.jax_fn))
         first = ipython_time(setup["jax"]["stmt"], ns_dev)
         runtime = time_ipython(setup["jax"]["stmt"], ns_dev, **REFERENCE_SETTINGS)
-        ipy_runs.append({"wall_s": time.perf_counter() - start, "speedup": numpy["mean_s"] / runtime["mean_s"],
-                         "speedup_median": numpy["median_s"] / runtime["median_s"],
-                         "numpy_s": numpy["mean_s"], "jax_s": runtime["mean_s"], "first_call_s": first})
+        runs["ipython"].append({"wall_s": time.perf_counter() - start, "speedup": numpy["mean_s"] / runtime["mean_s"],
+                                "speedup_median": numpy["median_s"] / runtime["median_s"],
+                                "numpy_s": numpy["mean_s"], "jax_s": runtime["mean_s"], "first_call_s": first})
 
+    actions = [lambda t=t: run_jaxcompare(t) for t in timings] + [run_ipython]
     for r in range(repeats):
-        for action in ((run_jaxcompare, run_ipython) if r % 2 == 0 else (run_ipython, run_jaxcompare)):
+        for action in (actions if r % 2 == 0 else actions[::-1]):
             action()
-        jc, ipy = jc_runs[-1], ipy_runs[-1]
-        log(f"{precision} showcase {r + 1}/{repeats}: jaxcompare {jc['speedup']:.2f}x in {jc['wall_s']:.1f} s, "
-            f"IPython {ipy['speedup']:.2f}x in {ipy['wall_s']:.1f} s")
-    return {"precision": precision, "case": case.name, "shape": list(shape), "jaxcompare": jc_runs,
-            "ipython": ipy_runs}
+        log(f"{precision} showcase {r + 1}/{repeats}: " + ", ".join(
+            f"{tool} {v[-1]['speedup']:.2f}x in {v[-1]['wall_s']:.1f} s" for tool, v in runs.items()))
+    return {"precision": precision, "case": case.name, "shape": list(shape)} | runs
+
+
+def showcase_tool(timing: str) -> str:
+    """The showcase's key for jaxcompare in one timing preset ('jaxcompare' is the default one)."""
+    return "jaxcompare" if timing == "careful" else f"jaxcompare_{timing}"
 
 
 # ---------------------------------------------------------------- the whole child run
@@ -311,7 +332,8 @@ def run(args: Any) -> dict[str, Any]:
     def log(text: str) -> None:
         print(f"[accuracy] {text}", file=sys.stderr, flush=True)
 
-    cfg = TimingConfig()
+    cfg = TimingConfig()  # the harness-overhead check: the default preset
+    rows_cfg = TimingConfig.preset(args.timing).for_runtime()  # as measure() times the two runtimes
     REFERENCE_SETTINGS.update(repeats=args.reference_repeats, loops=args.reference_loops)
     start = cpu_snapshot()
     overhead = measure_overhead(args.precision, args.overhead_rounds, cfg)
@@ -321,11 +343,12 @@ def run(args: Any) -> dict[str, Any]:
     for name in args.cases:
         case = get_case(name)
         for size in args.sizes:
-            rows.extend(measure_case(case, size, args.precision, args.rounds, cfg,
+            rows.extend(measure_case(case, size, args.precision, args.rounds, rows_cfg,
                                      pyperf=args.pyperf_all or f"{args.precision}:{name}:{size}" in args.pyperf,
                                      log=log))
     showcase = None
     if args.showcase_repeats > 0 and args.precision == args.showcase_precision:
-        showcase = measure_showcase(args.precision, tuple(args.showcase_shape), args.showcase_repeats, log)
-    return {"precision": args.precision, "timing_config": cfg.__dict__, "overhead": overhead, "rows": rows,
-            "showcase": showcase, "load": load_between(start, cpu_snapshot())}
+        showcase = measure_showcase(args.precision, tuple(args.showcase_shape), args.showcase_repeats, log,
+                                    tuple(args.showcase_timings))
+    return {"precision": args.precision, "timing": args.timing, "timing_config": rows_cfg.__dict__,
+            "overhead": overhead, "rows": rows, "showcase": showcase, "load": load_between(start, cpu_snapshot())}

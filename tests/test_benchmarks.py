@@ -65,9 +65,12 @@ def test_overhead_and_showcase(run):
         assert _positive(o["engine_s"]) and _positive(o["bare_s"]) and _positive(o["ratio"])
     show = report["showcase"]
     assert show["precision"] == "x32" and show["shape"] == [64, 64]
-    for tool in ("jaxcompare", "ipython"):
+    assert show["tools"] == ["jaxcompare", "jaxcompare_thorough", "ipython"]  # careful, thorough, IPython
+    for tool in show["tools"]:
         assert len(show[tool]["speedups"]) == 2 and all(_positive(s) for s in show[tool]["speedups"])
         assert _positive(show[tool]["wall_median_s"]) and _positive(show[tool]["first_call_s"])
+        # jaxcompare says which of its runs it would not trust; the IPython protocol cannot.
+        assert ("flagged" in show[tool]) == (tool != "ipython")
 
 
 def test_targets_and_table(run):
@@ -76,7 +79,7 @@ def test_targets_and_table(run):
                                                     "full_comparison"]
     assert all(isinstance(t["met"], bool) == (t["id"] != "context") and t["reached"] for t in report["targets"])
     assert "| x32  | matmul | 10x10 | numpy |" in table
-    assert "Targets" in table and "IPython protocol" in table
+    assert "Targets" in table and "IPython protocol" in table and "thorough timing" in table
 
 
 def test_a_saved_result_can_be_summarized_again(run, tmp_path):
