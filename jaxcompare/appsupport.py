@@ -106,11 +106,22 @@ def verdict(result: Result) -> str:
         calls = "the first call" if be is not None and be <= 1 else calls_text(be)
         return (f"JAX is **{s:.2f}x faster** per call ({format_time(result.numpy_runtime.median_s)} → "
                 f"{format_time(result.runtime.median_s)}); its one-off costs ({one_off}) are paid back "
-                f"after **{calls}**.")
+                f"after **{calls}**." + _range_sentence(result))
     return (f"NumPy is **{1 / s:.2f}x faster** per call at this size "
             f"({format_time(result.numpy_runtime.median_s)} vs {format_time(result.runtime.median_s)}), "
-            f"so JAX never pays back its {one_off} of one-off costs. The Size sweep page shows "
-            f"whether larger inputs change that.")
+            f"so JAX never pays back its {one_off} of one-off costs." + _range_sentence(result)
+            + " The Size sweep page shows whether larger inputs change that.")
+
+
+def _range_sentence(result: Result) -> str:
+    """How sure: the speedup's 95% range, and whether it still allows 'no difference'."""
+    low, high = result.speedup_range
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return ""
+    text = f" With 95% confidence the speedup is between {low:.2f}x and {high:.2f}x"
+    if low <= 1 <= high:
+        return text + ", so this run cannot tell the two apart."
+    return text + "."
 
 
 def phase_kind(phase: str) -> str:

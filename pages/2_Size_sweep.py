@@ -110,7 +110,8 @@ with st.sidebar:
         st.warning(device_problem, icon=":material/warning:")
     st.segmented_control("Timing", appstate.TIMING_MODES, key="sweep_timing", required=True,
                          format_func=appstate.TIMING_LABELS.__getitem__,
-                         help="Quick is the default for sweeps; careful samples longer at every size.")
+                         help="Quick is the default for sweeps; careful samples longer at every size; thorough "
+                              "samples the NumPy and JAX runtimes to ±1% at every size (times are per size).")
     config = current_config()
     problem = None
     try:

@@ -82,3 +82,15 @@ def sample_result():
     from _results import make_result
 
     return make_result()
+
+
+def test_verdict_says_when_the_range_cannot_tell_the_two_apart():
+    from _results import make_result
+
+    clear = make_result(numpy_s=1e-3, jax_s=2e-4)  # samples within ±1% of each median
+    low, high = clear.speedup_range
+    assert 1 < low < clear.speedup < high
+    assert f"between {low:.2f}x and {high:.2f}x." in aps.verdict(clear)
+    close = make_result(numpy_s=1e-3, jax_s=0.99e-3)
+    assert "cannot tell the two apart" in aps.verdict(close)
+    assert "cannot tell" not in aps.verdict(clear)
