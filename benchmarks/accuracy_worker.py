@@ -333,7 +333,7 @@ def run(args: Any) -> dict[str, Any]:
         print(f"[accuracy] {text}", file=sys.stderr, flush=True)
 
     cfg = TimingConfig()  # the harness-overhead check: the default preset
-    rows_cfg = TimingConfig.preset(args.timing).for_runtime()  # as measure() times the two runtimes
+    rows_cfg = TimingConfig.preset(args.timing).for_runtime()  # the runtimes' settings, in one block
     REFERENCE_SETTINGS.update(repeats=args.reference_repeats, loops=args.reference_loops)
     start = cpu_snapshot()
     overhead = measure_overhead(args.precision, args.overhead_rounds, cfg)

@@ -58,8 +58,9 @@ def _speedup_range_text(result: Result) -> str:
     low, high = result.speedup_range
     if not (math.isfinite(low) and math.isfinite(high)):
         return ""
+    preset = result.spec.timing.preset_name
     return (f" With 95% confidence between {low:.2f}x and {high:.2f}x (from the two medians' confidence "
-            f"intervals; {result.spec.timing.preset_name} timing). Thorough timing narrows it.")
+            f"intervals; {preset} timing)." + ("" if preset == "thorough" else " Thorough timing narrows it."))
 
 
 def headline(result: Result) -> list[Figure]:
@@ -120,8 +121,12 @@ def _range_sentence(result: Result) -> str:
         return ""
     text = f" With 95% confidence the speedup is between {low:.2f}x and {high:.2f}x"
     if low <= 1 <= high:
-        return text + ", so this run cannot tell the two apart."
-    return text + "."
+        text += ", so this run cannot tell the two apart."
+    else:
+        text += "."
+    if not (result.numpy_runtime.stable and result.runtime.stable):
+        text += " That range assumes the machine held still, and it did not: see *Samples stable* below."
+    return text
 
 
 def phase_kind(phase: str) -> str:

@@ -229,14 +229,24 @@ def measure(spec: Spec, progress: Progress = _no_progress, clock: Clock = time.p
     # 8b. More blocks of the two runtimes, JAX then NumPy (A B ... B A): a drift of the
     # machine's speed during the run shows up as blocks that disagree.
     if cfg.runtime_blocks > 1:
-        on_sample = step("recheck")
-        for _ in range(cfg.runtime_blocks - 1):
+        progress("recheck", done)
+        slices = 2 * (cfg.runtime_blocks - 1)  # one slice of the progress bar per block
+
+        def in_slice(k: int) -> Callable[[int], None]:
+            expected = max(block_cfg.min_samples, 1)
+            return lambda n: progress("recheck", done + weights["recheck"] * (k + min(n / expected, 1.0))
+                                      / slices * 0.95)
+
+        for k in range(cfg.runtime_blocks - 1):
             jax.block_until_ready(f(*dev_inputs))
-            runtime_blocks.append(sample(jax_call, block_cfg, clock=clock, on_sample=on_sample))
-            numpy_blocks.append(sample(numpy_call, block_cfg, clock=clock, on_sample=on_sample))
+            # The first of these follows fetch (JAX); later ones follow a NumPy block.
+            runtime_blocks.append(sample(jax_call, block_cfg, clock=clock, on_sample=in_slice(2 * k),
+                                         settle_s=BLAS_SETTLE_S if k else 0.0))
+            numpy_blocks.append(sample(numpy_call, block_cfg, clock=clock, on_sample=in_slice(2 * k + 1)))
     finish("recheck")
-    numpy_stats = combine_blocks(numpy_blocks, cfg.drift_tolerance, "the NumPy median")
-    runtime_stats = combine_blocks(runtime_blocks, cfg.drift_tolerance, "the JAX median")
+    runtime_cfg = cfg.for_runtime()
+    numpy_stats = combine_blocks(numpy_blocks, runtime_cfg.rel_ci, cfg.drift_tolerance, "the NumPy median")
+    runtime_stats = combine_blocks(runtime_blocks, runtime_cfg.rel_ci, cfg.drift_tolerance, "the JAX median")
 
     # 9. Agreement at the same precision, and both against a float64 reference.
     progress("agreement", done)

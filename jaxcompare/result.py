@@ -11,6 +11,8 @@ from .spec import Spec
 from .timing import Stats
 
 SCHEMA = "jaxcompare.result/1"
+# The smallest n whose median CI (order statistics) reaches 95% coverage.
+MIN_SAMPLES_FOR_RANGE = 6
 
 JAX_PHASES = ("transfer", "trace", "lower", "compile", "first_call", "runtime", "dispatch", "fetch")
 COMPILE_PHASES = ("trace", "lower", "compile")
@@ -63,9 +65,12 @@ class Result:
     @property
     def speedup_range(self) -> tuple[float, float]:
         """A conservative 95% range of the speedup from the two medians' confidence intervals
-        (NumPy's low end over JAX's high end, and the reverse); nan where a CI is unknown."""
+        (NumPy's low end over JAX's high end, and the reverse). nan where a CI is unknown, or
+        where a side has fewer than 6 samples: their order-statistics interval is then the
+        whole sample range, which covers the median less than 95% of the time (n=5: 94%)."""
         n, j = self.numpy_runtime, self.runtime
-        if not (j.ci_high_s > 0 and j.ci_low_s > 0):
+        bounds = (n.ci_low_s, n.ci_high_s, j.ci_low_s, j.ci_high_s)
+        if min(n.n, j.n) < MIN_SAMPLES_FOR_RANGE or not all(math.isfinite(b) and b > 0 for b in bounds):
             return math.nan, math.nan
         return n.ci_low_s / j.ci_high_s, n.ci_high_s / j.ci_low_s
 

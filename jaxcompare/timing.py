@@ -10,7 +10,7 @@ import itertools
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -259,23 +259,28 @@ def sample(
     return Stats.from_samples(samples, loops=loops, stable=stable, unstable_reason=reason)
 
 
-def combine_blocks(blocks: Sequence[Stats], tolerance: float, what: str = "the median") -> Stats:
-    """One phase sampled in several blocks spread over a run: their samples pooled, and
-    unstable when a block was, or when the blocks' medians differ by more than ``tolerance``
-    (relative): the machine's speed drifted between them, so no single number is right."""
+def combine_blocks(blocks: Sequence[Stats], rel_ci: float, tolerance: float, what: str = "the median") -> Stats:
+    """One phase sampled in several blocks spread over a run, their samples pooled. Stable
+    when the pooled median is known to ``rel_ci`` (each block aimed at a looser target) and
+    the blocks' medians differ by at most ``tolerance`` (relative); otherwise the machine's
+    speed drifted between them, and no single number is right."""
     if not blocks:
         raise ValueError("no blocks")
     if len(blocks) == 1:
         return blocks[0]
     samples = [x for b in blocks for x in b.samples_s]
+    pooled = Stats.from_samples(samples, loops=blocks[0].loops)
     medians = [b.median_s for b in blocks]
     low, high = min(medians), max(medians)
-    reason = next((b.unstable_reason for b in blocks if not b.stable), None)
-    if low > 0 and high / low - 1 > tolerance:
+    reason = None
+    if high > 0 and (low <= 0 or high / low - 1 > tolerance):
         from .report import format_time  # report imports this module
 
+        moved = "from nothing" if low <= 0 else f"by {high / low - 1:.0%}"
         steps = " → ".join(format_time(m) for m in medians)
-        reason = (f"{what} moved by {high / low - 1:.0%} between blocks timed at the start and the end of the run "
+        reason = (f"{what} moved {moved} between blocks timed at the start and the end of the run "
                   f"({steps}): the machine's speed drifted; rerun when it is quieter")
-    return Stats.from_samples(samples, loops=blocks[0].loops, stable=reason is None, unstable_reason=reason)
-
+    elif pooled.rel_ci > rel_ci:
+        reason = (f"median still varies by ±{pooled.rel_ci:.0%} over {pooled.n} samples in {len(blocks)} blocks "
+                  f"when the time budget ran out")
+    return replace(pooled, stable=reason is None, unstable_reason=reason)

@@ -3,6 +3,9 @@ differs from the right one in the direction the JAX docs describe."""
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -100,22 +103,33 @@ def test_runtime_settings_govern_only_the_speedup_phases():
     assert r.transfer.n > 4 and not r.transfer.stable
 
 
-def test_speedup_range_brackets_the_speedup(big_result):
-    low, high = big_result.speedup_range
-    assert 0 < low <= big_result.speedup <= high
+def test_speedup_range_comes_from_the_two_cis_and_only_with_enough_samples():
+    from _results import make_result, stats
+
+    r = make_result(numpy_s=1e-3, jax_s=2e-4)  # 7 samples a side
+    low, high = r.speedup_range
+    assert low == pytest.approx(r.numpy_runtime.ci_low_s / r.runtime.ci_high_s)
+    assert high == pytest.approx(r.numpy_runtime.ci_high_s / r.runtime.ci_low_s)
+    assert low < r.speedup < high
+    few = replace(r, runtime=stats(2e-4, n=5))
+    assert all(math.isnan(x) for x in few.speedup_range)  # [min, max] of 5 covers only 94%
 
 
 def test_runtime_blocks_time_both_runtimes_again_at_the_end():
     seen: list[str] = []
 
+    fractions: list[float] = []
+
     def progress(phase: str, fraction: float) -> None:
         if not seen or seen[-1] != phase:
             seen.append(phase)
+        fractions.append(fraction)
 
     cfg = TimingConfig(target_sample_s=0.002, min_samples=6, max_samples=40, phase_budget_s=0.05,
                        rel_ci=10.0, compile_samples=2, warmup_s=0.001, runtime_blocks=2)
     r = measure(Spec("elementwise", (1000,), timing=cfg), progress=progress)
     assert seen[-4:] == ["fetch", "recheck", "agreement", "done"]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0  # the bar never goes back
     # Two blocks of at least 3 samples each (min_samples shared between them), pooled.
     assert r.numpy_runtime.n == r.runtime.n == 6
     assert len(r.runtime.samples_s) == 6

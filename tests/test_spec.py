@@ -86,9 +86,11 @@ def test_runtime_settings_apply_only_to_the_speedup_phases():
 
 def test_older_saved_specs_without_runtime_settings_still_load():
     data = Spec("matmul", (8, 8)).to_dict()
-    for key in ("runtime_budget_s", "runtime_rel_ci"):
+    for key in ("runtime_budget_s", "runtime_rel_ci", "runtime_blocks"):
         del data["timing"][key]
     assert Spec.from_dict(data).timing == TimingConfig()
+    data["timing"]["runtime_blocks"] = 2.0  # a whole number written by another JSON tool
+    assert Spec.from_dict(data).timing.runtime_blocks == 2
 
 
 @pytest.mark.parametrize("kwargs", [{"runtime_rel_ci": 0}, {"runtime_budget_s": -1.0},

@@ -160,23 +160,33 @@ def test_settle_extends_the_warm_up_and_not_the_budget(fake_clock):
 def test_blocks_that_agree_pool_their_samples():
     a = Stats.from_samples([1.00, 1.01, 0.99, 1.00], loops=3)
     b = Stats.from_samples([1.01, 1.00, 1.02], loops=4)
-    both = combine_blocks([a, b], tolerance=0.03)
+    both = combine_blocks([a, b], rel_ci=0.03, tolerance=0.03)
     assert both.stable and both.n == 7 and both.loops == 3
     assert sorted(both.samples_s) == sorted(a.samples_s + b.samples_s)
-    assert combine_blocks([a], tolerance=0.03) is a
+    assert combine_blocks([a], rel_ci=0.03, tolerance=0.03) is a
 
 
 def test_blocks_that_disagree_flag_drift_with_both_medians():
     fast = Stats.from_samples([6.6e-3, 6.7e-3, 6.5e-3], loops=1)
     slow = Stats.from_samples([12.1e-3, 12.0e-3, 12.2e-3], loops=1)  # a tight CI, in a slow stretch
-    both = combine_blocks([fast, slow], tolerance=0.03, what="the NumPy median")
+    both = combine_blocks([fast, slow], rel_ci=0.03, tolerance=0.03, what="the NumPy median")
     assert not both.stable
-    assert "the NumPy median moved by 83%"  # 12.1 / 6.6 - 1 in both.unstable_reason
+    assert "the NumPy median moved by 83%" in both.unstable_reason  # 12.1 / 6.6 - 1
     assert "6.6 ms → 12.1 ms" in both.unstable_reason and "drifted" in both.unstable_reason
 
 
-def test_an_unstable_block_makes_the_phase_unstable():
-    a = Stats.from_samples([1.0, 1.0, 1.0])
-    b = Stats.from_samples([1.0, 1.01, 0.99], stable=False, unstable_reason="budget ran out")
-    both = combine_blocks([a, b], tolerance=0.03)
-    assert not both.stable and both.unstable_reason == "budget ran out"
+def test_blocks_are_judged_on_their_pooled_median():
+    # Neither block alone reached its target, but pooled the median is known well enough...
+    a = Stats.from_samples([1.0, 1.01, 0.99, 1.0, 1.02, 0.98], stable=False, unstable_reason="budget ran out")
+    b = Stats.from_samples([1.0, 1.01, 0.99, 1.0, 1.02, 0.98], stable=False, unstable_reason="budget ran out")
+    assert combine_blocks([a, b], rel_ci=0.02, tolerance=0.03).stable
+    # ... and two blocks that each look fine can still leave the pooled median too loose.
+    wide = combine_blocks([a, b], rel_ci=0.001, tolerance=0.03)
+    assert not wide.stable and "over 12 samples in 2 blocks" in wide.unstable_reason
+
+
+def test_a_zero_median_against_a_real_one_is_drift():
+    zero = Stats.from_samples([0.0, 0.0, 0.0])
+    real = Stats.from_samples([1e-3, 1e-3, 1e-3])
+    both = combine_blocks([zero, real], rel_ci=0.03, tolerance=0.03)
+    assert not both.stable and "moved from nothing" in both.unstable_reason
