@@ -190,3 +190,28 @@ def test_a_zero_median_against_a_real_one_is_drift():
     real = Stats.from_samples([1e-3, 1e-3, 1e-3])
     both = combine_blocks([zero, real], rel_ci=0.03, tolerance=0.03)
     assert not both.stable and "moved from nothing" in both.unstable_reason
+
+
+def test_median_ci_ranks_match_scipys_binomial_quantile():
+    from scipy.stats import binom
+
+    from jaxcompare.timing import _ci_rank
+
+    for confidence in (0.9, 0.95, 0.99):
+        for n in range(1, 1001):
+            assert _ci_rank(n, confidence) == int(binom.ppf((1 - confidence) / 2, n, 0.5)), (n, confidence)
+    assert abs(_ci_rank(20_000, 0.95) - int(binom.ppf(0.025, 20_000, 0.5))) <= 1
+
+
+def test_median_ci_does_not_import_scipy_stats():
+    # Importing scipy.stats takes ~0.6 s; inside a fresh worker's first phase it used to eat
+    # that phase's whole time budget (NumPy runtime: 5 samples, "budget ran out").
+    import subprocess
+    import sys
+
+    code = ("import sys; from jaxcompare.timing import sample, median_ci; from jaxcompare.spec import TimingConfig; "
+            "median_ci([3.0, 1.0, 2.0, 5.0, 4.0, 6.0]); sample(lambda: None, TimingConfig.quick()); "
+            "print('scipy.stats' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
