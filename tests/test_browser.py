@@ -13,6 +13,8 @@ def test_compare_runs_and_renders_charts(server, browser, tmp_path):
     page.goto(f"{server}/Compare?case=matmul&shape=large&timing=quick")
     page.wait_for_selector(IDLE, timeout=60_000)
     assert_no_error(page)
+    for label in ("Quick (≈1–2 s)", "Careful (≈3–5 s)", "Thorough (≈6–10 s)"):  # the timing presets
+        page.get_by_role("radio", name=label).wait_for(timeout=30_000)  # the sidebar may still be drawing
     page.get_by_role("radio", name="Small · 10x10").click()  # pick the small shape
     page.wait_for_function("() => !location.search.includes('shape=')", timeout=30_000)
     page.wait_for_selector(IDLE, timeout=30_000)

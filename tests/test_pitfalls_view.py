@@ -6,7 +6,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from jaxcompare import all_cases
+from jaxcompare import all_cases, appstate
 from jaxcompare import pitfalls_view as pv
 from jaxcompare.pitfalls import SECTIONS, _pitfall, _side
 
@@ -117,3 +117,11 @@ def test_preview_has_naive_and_correct_code_for_every_section():
             assert all(side["code"] and side["label"] for role in pv.ROLES for side in preview[role])
     dtype32 = pv.preview("dtype", case("centered_gram"), (1000, 1000), "x32")
     assert dtype32["correct"][0]["label"] == "Both float32" and "float64" in dtype32["also"][0]["label"]
+
+
+def test_thorough_timing_is_for_compare_not_for_the_lab():
+    compare, warnings = appstate.compare_config_from_query({"case": "matmul", "timing": "thorough"}, CASES)
+    assert warnings == [] and compare.timing == "thorough"
+    assert compare.spec(case("matmul")).timing.preset_name == "thorough"
+    lab, warnings = pv.config_from_query({"timing": "thorough"}, CASES)
+    assert lab.timing == "careful" and len(warnings) == 1 and "quick, careful" in warnings[0]
