@@ -155,9 +155,11 @@ st.caption(f"`{info.get('numpy_name', '')}` vs `{info.get('jax_name', '')}` · s
            f"measured {result.created}"
            + ("" if same else " · *the sidebar settings have changed since this run*"))
 ui.history_note([result])
-columns = st.columns(6)
-for column, figure in zip(columns, aps.headline(result), strict=True):
-    column.metric(figure.label, figure.value, help=figure.help, border=True)
+# Two rows of three: one row of six cut the values short ("14.1 …") in a 1400-px-wide window.
+figures = aps.headline(result)
+for row in (figures[:3], figures[3:]):
+    for column, figure in zip(st.columns(3), row, strict=True):
+        column.metric(figure.label, figure.value, help=figure.help, border=True)
 st.markdown(aps.verdict(result))
 
 stem = f"{result.case}_{appstate.shape_text(result.shape)}_{result.precision}"
