@@ -76,19 +76,28 @@ def test_inputs_are_seeded_and_typed():
     assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
 
 
+class ProgressLog:
+    """A progress callback that keeps each new phase name and every fraction."""
+
+    def __init__(self) -> None:
+        self.phases: list[str] = []
+        self.fractions: list[float] = []
+
+    def __call__(self, phase: str, fraction: float) -> None:
+        if not self.phases or self.phases[-1] != phase:
+            self.phases.append(phase)
+        self.fractions.append(fraction)
+
+    def only_grows(self) -> bool:
+        return self.fractions == sorted(self.fractions) and self.fractions[-1] == 1.0
+
+
 def test_progress_reports_every_phase_in_order():
-    seen: list[str] = []
-    fractions: list[float] = []
-
-    def progress(phase: str, fraction: float) -> None:
-        if not seen or seen[-1] != phase:
-            seen.append(phase)
-        fractions.append(fraction)
-
-    measure(Spec("matmul", (16, 16), timing=QUICK), progress=progress)
-    assert seen == ["inputs", "numpy", "transfer", "compile", "first_call", "runtime", "dispatch",
-                    "fetch", "agreement", "done"]
-    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    log = ProgressLog()
+    measure(Spec("matmul", (16, 16), timing=QUICK), progress=log)
+    assert log.phases == ["inputs", "numpy", "transfer", "compile", "first_call", "runtime", "dispatch",
+                          "fetch", "agreement", "done"]
+    assert log.only_grows()
 
 
 def test_runtime_settings_govern_only_the_speedup_phases():
@@ -116,20 +125,12 @@ def test_speedup_range_comes_from_the_two_cis_and_only_with_enough_samples():
 
 
 def test_runtime_blocks_time_both_runtimes_again_at_the_end():
-    seen: list[str] = []
-
-    fractions: list[float] = []
-
-    def progress(phase: str, fraction: float) -> None:
-        if not seen or seen[-1] != phase:
-            seen.append(phase)
-        fractions.append(fraction)
-
+    log = ProgressLog()
     cfg = TimingConfig(target_sample_s=0.002, min_samples=6, max_samples=40, phase_budget_s=0.05,
                        rel_ci=10.0, compile_samples=2, warmup_s=0.001, runtime_blocks=2)
-    r = measure(Spec("elementwise", (1000,), timing=cfg), progress=progress)
-    assert seen[-4:] == ["fetch", "recheck", "agreement", "done"]
-    assert fractions == sorted(fractions) and fractions[-1] == 1.0  # the bar never goes back
+    r = measure(Spec("elementwise", (1000,), timing=cfg), progress=log)
+    assert log.phases[-4:] == ["fetch", "recheck", "agreement", "done"]
+    assert log.only_grows()  # the bar never goes back between blocks
     # Two blocks of at least 3 samples each (min_samples shared between them), pooled.
     assert r.numpy_runtime.n == r.runtime.n == 6
     assert len(r.runtime.samples_s) == 6
