@@ -6,6 +6,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -13,6 +14,26 @@ if str(ROOT) not in sys.path:  # pages import the top-level ui module
     sys.path.insert(0, str(ROOT))
 
 TIMEOUT = 60
+
+
+# Page-test modules import these two (`from apptest_support import app_runner, fresh_caches`):
+# autouse fixtures take effect in every module that imports them.
+@pytest.fixture(autouse=True)
+def fresh_caches():
+    import streamlit as st
+
+    st.cache_data.clear()
+    yield
+
+
+@pytest.fixture(scope="module", autouse=True)
+def app_runner():
+    """The app's shared Runner (st.cache_resource) lives for one test module; clearing it
+    runs on_release, which closes the Runner, cancels anything in flight, and stops its workers."""
+    yield
+    import ui
+
+    ui.get_runner.clear()
 
 
 def page(name: str, **query: str) -> AppTest:

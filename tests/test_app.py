@@ -9,27 +9,10 @@ import sys
 import pytest
 
 pytest.importorskip("streamlit")
-from apptest_support import page, run_until  # noqa: E402
+from apptest_support import app_runner, fresh_caches, page, run_until  # noqa: E402,F401
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 JAX_WAS_IMPORTED = "jax" in sys.modules
-
-
-@pytest.fixture(autouse=True)
-def fresh_caches():
-    import streamlit as st
-
-    st.cache_data.clear()
-    yield
-
-
-@pytest.fixture(scope="module", autouse=True)
-def app_runner():
-    """The app's shared Runner (st.cache_resource) lives for this module; close it after."""
-    yield
-    import ui
-
-    ui.get_runner.clear()  # on_release closes the Runner and its workers
 
 
 def banner_ready(at: AppTest) -> bool:

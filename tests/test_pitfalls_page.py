@@ -9,30 +9,13 @@ import json
 import pytest
 
 pytest.importorskip("streamlit")
-from apptest_support import page, run_until  # noqa: E402
+from apptest_support import app_runner, fresh_caches, page, run_until  # noqa: E402,F401
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from jaxcompare import pitfalls_view as pv  # noqa: E402
 from jaxcompare.pitfalls import SECTIONS  # noqa: E402
 
 PAGE = "pages/3_Pitfalls.py"
-
-
-@pytest.fixture(autouse=True)
-def fresh_caches():
-    import streamlit as st
-
-    st.cache_data.clear()
-    yield
-
-
-@pytest.fixture(scope="module", autouse=True)
-def app_runner():
-    """The app's shared Runner lives for this module; close it once nothing is in flight."""
-    yield
-    import ui
-
-    ui.get_runner.clear()  # closing cancels anything still in flight  # on_release closes the Runner and its workers
 
 
 def chart_rows(at: AppTest, index: int) -> list[dict]:
