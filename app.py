@@ -20,28 +20,25 @@ st.markdown(
 ui.device_banner()
 
 st.subheader("Pages")
-compare, sweep, pitfalls = st.columns(3, gap="medium")
-with compare.container(border=True, height="stretch"):
-    st.page_link("pages/1_Compare.py", label="Compare", icon=":material/compare_arrows:")
-    st.markdown("One case, one shape: NumPy runtime beside JAX's transfer, compile, runtime and dispatch; "
-                "break-even calls; sample noise; agreement; the IPython lines to check it by hand.")
-with sweep.container(border=True, height="stretch"):
-    st.page_link("pages/2_Size_sweep.py", label="Size sweep", icon=":material/stacked_line_chart:")
-    st.markdown("One case from tiny to large inputs: runtime and speedup against size on log-log axes, "
-                "the crossover where JAX starts to win, and how the share of one-off costs shrinks.")
-with pitfalls.container(border=True, height="stretch"):
-    st.page_link("pages/3_Pitfalls.py", label="Pitfalls", icon=":material/school:")
-    st.markdown("The classic benchmarking mistakes — compile in the first call, async dispatch, float64 "
-                "vs float32, transfers, tiny inputs, TF32 — each measured live beside the right way.")
-history, environment, _ = st.columns(3, gap="medium")
-with history.container(border=True, height="stretch"):
-    st.page_link("pages/4_History.py", label="History", icon=":material/history:")
-    st.markdown("Every saved result: filter, compare two runs (faster, slower or no significant "
-                "difference), import results from another machine, export JSON or CSV.")
-with environment.container(border=True, height="stretch"):
-    st.page_link("pages/5_Environment.py", label="Environment", icon=":material/settings:")
-    st.markdown("Versions, devices, each worker's x64 state, CPU, BLAS threads and XLA flags, with "
-                "warnings when something makes the numbers less trustworthy.")
+BLURBS = {
+    "Compare": "One case, one shape: NumPy runtime beside JAX's transfer, compile, runtime and dispatch; "
+               "break-even calls; sample noise; agreement; the IPython lines to check it by hand.",
+    "Size sweep": "One case from tiny to large inputs: runtime and speedup against size on log-log axes, "
+                  "the crossover where JAX starts to win, and how the share of one-off costs shrinks.",
+    "Pitfalls": "The classic benchmarking mistakes — compile in the first call, async dispatch, float64 "
+                "vs float32, transfers, tiny inputs, TF32 — each measured live beside the right way.",
+    "History": "Every saved result: filter, compare two runs (faster, slower or no significant "
+               "difference), import results from another machine, export JSON or CSV.",
+    "Environment": "Versions, devices, each worker's x64 state, CPU, BLAS threads and XLA flags, with "
+                   "warnings when something makes the numbers less trustworthy.",
+}
+cards = [page for page in ui.PAGES if page[1] in BLURBS]  # every page but Home, in the sidebar's order
+for first in range(0, len(cards), 3):
+    # The last row may hold fewer than three cards; its spare column stays empty.
+    for column, (path, label, icon) in zip(st.columns(3, gap="medium"), cards[first:first + 3], strict=False):
+        with column.container(border=True, height="stretch"):
+            st.page_link(path, label=label, icon=icon)
+            st.markdown(BLURBS[label])
 
 st.subheader("How to read the numbers")
 st.markdown(
