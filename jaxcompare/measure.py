@@ -29,13 +29,13 @@ Progress = Callable[[str, float], None]
 # Phase name -> share of the progress bar (roughly how long each takes).
 PHASES = (
     ("inputs", 0.02),
-    ("numpy", 0.16),
     ("transfer", 0.08),
     ("compile", 0.28),
     ("first_call", 0.12),
-    ("runtime", 0.14),
     ("dispatch", 0.08),
     ("fetch", 0.06),
+    ("numpy", 0.16),
+    ("runtime", 0.14),
     ("recheck", 0.0),  # only with TimingConfig.runtime_blocks > 1 (weights rescaled)
     ("agreement", 0.06),
 )
@@ -43,6 +43,14 @@ PHASES = (
 
 def _no_progress(phase: str, fraction: float) -> None:
     return None
+
+
+def runtime_block_order(blocks: int) -> list[str]:
+    """The order of the NumPy ("numpy") and JAX ("runtime") runtime blocks: side by side, in
+    pairs that alternate which goes first (N J, J N, N J, ...), so a steady drift of the
+    machine's speed weighs on both alike."""
+    pairs = [("numpy", "runtime") if k % 2 == 0 else ("runtime", "numpy") for k in range(blocks)]
+    return [phase for pair in pairs for phase in pair]
 
 
 def present_platforms() -> dict[str, list[Any]]:
@@ -165,16 +173,12 @@ def measure(spec: Spec, progress: Progress = _no_progress, clock: Clock = time.p
         nonlocal done
         done += weights[phase]
 
+    # 1-2. Inputs, and NumPy's output for the agreement check (a broken reference fails here,
+    # first). NumPy's runtime is timed at the end, side by side with JAX's (step 8).
     step("inputs")
     host_inputs = build_inputs(case, spec)
-    finish("inputs")
-
-    # 2. NumPy runtime on host arrays, same timer (with the JAX runtime, the speedup's phases).
     numpy_out = as_tuple(_user_call(case, "numpy_fn", case.numpy_fn, host_inputs))
-    numpy_call = bound_call(case.numpy_fn, host_inputs)
-    block_cfg = cfg.for_runtime_block()
-    numpy_blocks = [sample(numpy_call, block_cfg, clock=clock, on_sample=step("numpy"))]
-    finish("numpy")
+    finish("inputs")
 
     # 3. Transfer host -> device, blocked; each sample frees its copy.
     transfer_stats = sample(
@@ -200,19 +204,14 @@ def measure(spec: Spec, progress: Progress = _no_progress, clock: Clock = time.p
     )
     finish("first_call")
 
-    # 6. Steady state, blocked, device-resident inputs.
+    # 6. Dispatch only: the call returns before the work is done; block outside the timer.
     f = jax.jit(case.jax_fn, static_argnums=statics)
     jax.block_until_ready(f(*dev_inputs))
-    jax_call = blocking_call(f, dev_inputs)
-    runtime_blocks = [sample(jax_call, block_cfg, clock=clock, on_sample=step("runtime"))]
-    finish("runtime")
-
-    # 7. Dispatch only: the call returns before the work is done; block outside the timer.
     dispatch_stats = sample(lambda: f(*dev_inputs), cfg, clock=clock, teardown=jax.block_until_ready,
                             on_sample=step("dispatch"))
     finish("dispatch")
 
-    # 8. Fetch device -> host of a fresh, ready result (np.asarray caches its copy).
+    # 7. Fetch device -> host of a fresh, ready result (np.asarray caches its copy).
     fresh: list[Any] = []
 
     def fresh_result() -> None:
@@ -226,23 +225,35 @@ def measure(spec: Spec, progress: Progress = _no_progress, clock: Clock = time.p
     fetch_zero_copy = _aliases_out(jax_result)
     finish("fetch")
 
-    # 8b. More blocks of the two runtimes, JAX then NumPy (A B ... B A): a drift of the
-    # machine's speed during the run shows up as blocks that disagree.
-    if cfg.runtime_blocks > 1:
-        progress("recheck", done)
-        slices = 2 * (cfg.runtime_blocks - 1)  # one slice of the progress bar per block
+    # 8. The two runtimes the speedup is made of, NumPy on host arrays and JAX steady state
+    # (device-resident inputs, each call blocked), timed side by side in alternating blocks:
+    # NumPy, JAX, then JAX, NumPy, ... A shared machine drifts between speed regimes for
+    # seconds at a time and the drift hits both alike, so adjacent blocks keep it out of the
+    # ratio; timed a few seconds apart (compile in between), the speedup's spread over
+    # repeats was twice as wide. Each switch of library settles first (BLAS_SETTLE_S).
+    numpy_call = bound_call(case.numpy_fn, host_inputs)
+    jax_call = blocking_call(f, dev_inputs)
+    block_cfg = cfg.for_runtime_block()
+    numpy_blocks: list[Stats] = []
+    runtime_blocks: list[Stats] = []
+    slices = 2 * (cfg.runtime_blocks - 1)  # one slice of the recheck's progress per later block
 
-        def in_slice(k: int) -> Callable[[int], None]:
-            expected = max(block_cfg.min_samples, 1)
-            return lambda n: progress("recheck", done + weights["recheck"] * (k + min(n / expected, 1.0))
-                                      / slices * 0.95)
+    def in_slice(k: int) -> Callable[[int], None]:
+        expected = max(block_cfg.min_samples, 1)
+        return lambda n: progress("recheck", done + weights["recheck"] * (k + min(n / expected, 1.0))
+                                  / slices * 0.95)
 
-        for k in range(cfg.runtime_blocks - 1):
-            jax.block_until_ready(f(*dev_inputs))
-            # The first of these follows fetch (JAX); later ones follow a NumPy block.
-            runtime_blocks.append(sample(jax_call, block_cfg, clock=clock, on_sample=in_slice(2 * k),
-                                         settle_s=BLAS_SETTLE_S if k else 0.0))
-            numpy_blocks.append(sample(numpy_call, block_cfg, clock=clock, on_sample=in_slice(2 * k + 1)))
+    sides = {"numpy": (numpy_call, numpy_blocks), "runtime": (jax_call, runtime_blocks)}
+    last = "runtime"  # fetch ran JAX
+    for i, phase in enumerate(runtime_block_order(cfg.runtime_blocks)):
+        call, blocks = sides[phase]
+        on_sample = step(phase) if i < 2 else in_slice(i - 2)
+        on_sample(0)
+        blocks.append(sample(call, block_cfg, clock=clock, on_sample=on_sample,
+                             settle_s=BLAS_SETTLE_S if phase != last else 0.0))
+        last = phase
+        if i < 2:
+            finish(phase)
     finish("recheck")
     runtime_cfg = cfg.for_runtime()
     numpy_stats = combine_blocks(numpy_blocks, runtime_cfg.rel_ci, cfg.drift_tolerance, "the NumPy median")

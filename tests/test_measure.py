@@ -11,7 +11,7 @@ import pytest
 
 from jaxcompare import Spec, TimingConfig
 from jaxcompare.catalog import get_case
-from jaxcompare.measure import build_inputs, measure, measure_compile
+from jaxcompare.measure import build_inputs, measure, measure_compile, runtime_block_order
 
 QUICK = TimingConfig.quick()
 
@@ -95,9 +95,16 @@ class ProgressLog:
 def test_progress_reports_every_phase_in_order():
     log = ProgressLog()
     measure(Spec("matmul", (16, 16), timing=QUICK), progress=log)
-    assert log.phases == ["inputs", "numpy", "transfer", "compile", "first_call", "runtime", "dispatch",
-                          "fetch", "agreement", "done"]
+    # The two runtimes the speedup is made of come last, side by side.
+    assert log.phases == ["inputs", "transfer", "compile", "first_call", "dispatch", "fetch", "numpy",
+                          "runtime", "agreement", "done"]
     assert log.only_grows()
+
+
+def test_runtime_blocks_alternate_which_library_goes_first():
+    assert runtime_block_order(1) == ["numpy", "runtime"]
+    assert runtime_block_order(2) == ["numpy", "runtime", "runtime", "numpy"]
+    assert runtime_block_order(4) == ["numpy", "runtime", "runtime", "numpy"] * 2
 
 
 def test_runtime_settings_govern_only_the_speedup_phases():
@@ -129,7 +136,7 @@ def test_runtime_blocks_time_both_runtimes_again_at_the_end():
     cfg = TimingConfig(target_sample_s=0.002, min_samples=6, max_samples=40, phase_budget_s=0.05,
                        rel_ci=10.0, compile_samples=2, warmup_s=0.001, runtime_blocks=2)
     r = measure(Spec("elementwise", (1000,), timing=cfg), progress=log)
-    assert log.phases[-4:] == ["fetch", "recheck", "agreement", "done"]
+    assert log.phases[-6:] == ["fetch", "numpy", "runtime", "recheck", "agreement", "done"]
     assert log.only_grows()  # the bar never goes back between blocks
     # Two blocks of at least 3 samples each (min_samples shared between them), pooled.
     assert r.numpy_runtime.n == r.runtime.n == 6
