@@ -124,8 +124,18 @@ def _range_sentence(result: Result) -> str:
         text += ", so this run cannot tell the two apart."
     else:
         text += "."
-    if not (result.numpy_runtime.stable and result.runtime.stable):
-        text += " That range assumes the machine held still, and it did not: see *Samples stable* below."
+    pairs = result.speedup_pairs
+    if result.speedup_steady is False:
+        text += (f" But the speedup moved from one pair of blocks to the next ({min(pairs):.2f}x to "
+                 f"{max(pairs):.2f}x): see *Speedup steady* below.")
+    elif not (result.numpy_runtime.stable and result.runtime.stable):
+        if result.speedup_steady:
+            every = "both" if len(pairs) == 2 else f"all {len(pairs)}"
+            text += (f" The machine's speed drifted during the run (see *Samples stable* below), but the "
+                     f"speedup held in {every} pairs of blocks timed side by side "
+                     f"({min(pairs):.2f}x to {max(pairs):.2f}x).")
+        else:
+            text += " That range assumes the machine held still, and it did not: see *Samples stable* below."
     return text
 
 

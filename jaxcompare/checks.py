@@ -129,6 +129,26 @@ def check_stability(r: Result) -> Check:
                  f"median known to ±{max(r.numpy_runtime.rel_ci, r.runtime.rel_ci):.1%} (95% CI)", None)
 
 
+def check_speedup_steady(r: Result) -> Check:
+    """With the runtimes timed in pairs of blocks side by side: did the speedup hold from
+    pair to pair? A drift of the machine's speed moves both medians, but not their ratio."""
+    pairs = r.speedup_pairs
+    title = "Speedup steady"
+    if not pairs:
+        return Check("steady", title, PASS,
+                     "not checked: one block a side (the thorough timing times four pairs of blocks)", None)
+    each = ", ".join(f"{p:.2f}x" for p in pairs)
+    spread = max(pairs) / min(pairs) - 1
+    tolerance = r.spec.timing.drift_tolerance
+    if not r.speedup_steady:
+        return Check("steady", title, WARN,
+                     f"the speedup moved by {spread:.0%} between the {len(pairs)} pairs of blocks ({each}), "
+                     f"more than {tolerance:.0%}: rerun when the machine is quieter", None)
+    return Check("steady", title, PASS,
+                 f"{len(pairs)} pairs of NumPy and JAX blocks timed side by side agree within {spread:.1%} "
+                 f"({each})", None)
+
+
 def check_sample_count(r: Result) -> Check:
     n = min(r.numpy_runtime.n, r.runtime.n)
     if n < 3:
@@ -169,7 +189,8 @@ def check_tf32(r: Result) -> Check:
 
 
 CHECKS = (check_workload, check_precision, check_blocked, check_compile_excluded, check_on_device,
-          check_agreement, check_stability, check_sample_count, check_threads, check_tf32)
+          check_agreement, check_stability, check_speedup_steady, check_sample_count, check_threads,
+          check_tf32)
 
 
 def checklist(result: Result) -> list[Check]:

@@ -108,6 +108,7 @@ def result_table(result: Result) -> str:
     lines += [
         "",
         f"  speedup (NumPy / JAX runtime): {format_speedup(result.speedup)}{_range(result.speedup_range)}",
+        *_pairs(result),
         f"  compile total: {format_time(result.compile_total_s)};  "
         f"break-even: {format_break_even(result.break_even_calls)}",
         f"  agreement: {'OK' if agreement['ok'] else 'MISMATCH'}  max abs err "
@@ -119,6 +120,18 @@ def result_table(result: Result) -> str:
                      f"JAX {result.gflops('jax'):.3g} GFLOP/s")
     lines += [f"  note: {note}" for note in result.notes]
     return "\n".join(lines)
+
+
+def _pairs(result: Result) -> list[str]:
+    """The speedup of each pair of runtime blocks, when they were timed in pairs."""
+    pairs = result.speedup_pairs
+    if not pairs:
+        return []
+    moved = max(pairs) / min(pairs) - 1
+    tolerance = result.spec.timing.drift_tolerance
+    verdict = f"steady within {tolerance:.0%}" if result.speedup_steady else f"NOT steady: more than {tolerance:.0%}"
+    return [f"  speedup per pair of blocks timed side by side: {' '.join(f'{p:.3g}x' for p in pairs)}"
+            f"  (moved {moved:.1%}, {verdict})"]
 
 
 def _range(low_high: tuple[float, float]) -> str:

@@ -75,6 +75,25 @@ class Result:
         return n.ci_low_s / j.ci_high_s, n.ci_high_s / j.ci_low_s
 
     @property
+    def speedup_pairs(self) -> tuple[float, ...]:
+        """The speedup of each pair of runtime blocks timed side by side (NumPy block k over
+        JAX block k; TimingConfig.runtime_blocks > 1), in the order timed; () otherwise."""
+        n, j = self.numpy_runtime.block_medians_s, self.runtime.block_medians_s
+        if len(n) < 2 or len(n) != len(j) or not all(x > 0 for x in j):
+            return ()
+        return tuple(a / b for a, b in zip(n, j, strict=True))
+
+    @property
+    def speedup_steady(self) -> bool | None:
+        """Whether the block pairs' speedups agree within the drift tolerance: then the
+        speedup held even if the machine's speed (and both medians) drifted during the run.
+        None without block pairs."""
+        pairs = self.speedup_pairs
+        if not pairs:
+            return None
+        return max(pairs) / min(pairs) - 1 <= self.spec.timing.drift_tolerance
+
+    @property
     def break_even_calls(self) -> float | None:
         """Calls before JAX's one-off costs (transfer + compile) are paid back; None: never."""
         saving = self.numpy_runtime.median_s - self.runtime.median_s
@@ -132,6 +151,8 @@ class Result:
             },
             "speedup": _finite_or_none(self.speedup),
             "speedup_range": [_finite_or_none(x) for x in self.speedup_range],
+            "speedup_pairs": list(self.speedup_pairs),
+            "speedup_steady": self.speedup_steady,
             "break_even_calls": be,
             "flops": self.flops,
             "gflops": {"numpy": self.gflops("numpy"), "jax": self.gflops("jax")},

@@ -24,8 +24,9 @@ Clock = Callable[[], int]
 NS = 1e-9
 # After multithreaded NumPy (BLAS) work, OpenBLAS's idle threads spin for ~0.1 s (2**28
 # cycles) before they sleep; on a 2-core machine a JAX call in that window ran 1.8x slower
-# (centered_gram 1000x1000: 12.1 ms vs 6.9 ms, back to normal after 100-150 ms). A JAX timing
-# that follows NumPy work warms up at least this long.
+# (centered_gram 1000x1000: 12.1 ms vs 6.9 ms, back to normal after 100-150 ms). XLA's
+# threads do the same on a smaller scale: NumPy's first 50 ms after JAX work ran ~8% slow.
+# A timing that follows the other library's work warms up at least this long.
 BLAS_SETTLE_S = 0.15
 
 
@@ -73,6 +74,8 @@ class Stats:
     unstable_reason: str | None = None
     ci_low_s: float = math.nan
     ci_high_s: float = math.nan
+    # Sampled in several blocks (combine_blocks): each block's median, in the order timed.
+    block_medians_s: tuple[float, ...] = ()
 
     @classmethod
     def from_samples(
@@ -112,12 +115,14 @@ class Stats:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["samples_s"] = list(self.samples_s)
+        data["block_medians_s"] = list(self.block_medians_s)
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Stats:
         data = dict(data)
         data["samples_s"] = tuple(float(x) for x in data.get("samples_s", ()))
+        data["block_medians_s"] = tuple(float(x) for x in data.get("block_medians_s") or ())
         for key in ("ci_low_s", "ci_high_s"):
             if data.get(key) is None:
                 data[key] = math.nan
@@ -297,9 +302,9 @@ def combine_blocks(blocks: Sequence[Stats], rel_ci: float, tolerance: float, wha
 
         moved = "from nothing" if low <= 0 else f"by {high / low - 1:.0%}"
         steps = " → ".join(format_time(m) for m in medians)
-        reason = (f"{what} moved {moved} between blocks timed at the start and the end of the run "
-                  f"({steps}): the machine's speed drifted; rerun when it is quieter")
+        reason = (f"{what} moved {moved} between blocks ({steps}): the machine's speed drifted "
+                  f"during the run")
     elif pooled.rel_ci > rel_ci:
         reason = (f"median still varies by ±{pooled.rel_ci:.0%} over {pooled.n} samples in {len(blocks)} blocks "
                   f"when the time budget ran out")
-    return replace(pooled, stable=reason is None, unstable_reason=reason)
+    return replace(pooled, stable=reason is None, unstable_reason=reason, block_medians_s=tuple(medians))

@@ -94,3 +94,24 @@ def test_verdict_says_when_the_range_cannot_tell_the_two_apart():
     close = make_result(numpy_s=1e-3, jax_s=0.99e-3)
     assert "cannot tell the two apart" in aps.verdict(close)
     assert "cannot tell" not in aps.verdict(clear)
+
+
+def test_verdict_says_whether_the_speedup_held_through_a_drift():
+    import dataclasses
+
+    from _results import make_result
+
+    r = make_result(numpy_s=1e-3, jax_s=2e-4)
+    drifted = dataclasses.replace(r.numpy_runtime, stable=False, unstable_reason="moved by 20% between blocks")
+
+    def timed_in_pairs(numpy_blocks, jax_blocks):
+        return dataclasses.replace(
+            r, numpy_runtime=dataclasses.replace(drifted, block_medians_s=numpy_blocks),
+            runtime=dataclasses.replace(r.runtime, block_medians_s=jax_blocks))
+
+    one_block = dataclasses.replace(r, numpy_runtime=drifted)
+    assert "assumes the machine held still" in aps.verdict(one_block)
+    held = aps.verdict(timed_in_pairs((1e-3, 1.2e-3), (2e-4, 2.4e-4)))
+    assert "speedup held in both pairs" in held and "5.00x to 5.00x" in held and "held still" not in held
+    moved = aps.verdict(timed_in_pairs((1e-3, 1e-3), (2e-4, 2.5e-4)))
+    assert "moved from one pair of blocks to the next (4.00x to 5.00x)" in moved and "held in all" not in moved

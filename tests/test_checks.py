@@ -79,3 +79,35 @@ def test_numpy_linalg_float32_is_flagged_as_double_work(fair_result):
     info = fair_result.case_info | {"numpy_computes_in": "float64"}
     check = by_id(dataclasses.replace(fair_result, case_info=info))["precision"]
     assert check.status == WARN and "float64" in check.reason
+
+
+def _in_pairs(result, numpy_blocks, jax_blocks, timing="thorough"):
+    """``result`` as if its runtimes had been timed in pairs of blocks with these medians."""
+    from jaxcompare import TimingConfig
+
+    numpy_stats = dataclasses.replace(result.numpy_runtime, block_medians_s=tuple(numpy_blocks), stable=False,
+                                      unstable_reason="the NumPy median moved by 30% between blocks")
+    jax_stats = dataclasses.replace(result.runtime, block_medians_s=tuple(jax_blocks))
+    spec = dataclasses.replace(result.spec, timing=TimingConfig.preset(timing))
+    return dataclasses.replace(result, spec=spec, numpy_runtime=numpy_stats, runtime=jax_stats)
+
+
+def test_a_speedup_that_held_through_a_drift_passes_while_the_drift_warns(fair_result):
+    assert by_id(fair_result)["steady"].status == PASS and "not checked" in by_id(fair_result)["steady"].reason
+    # The machine slowed by 30% during the run; each pair of blocks slowed alike.
+    held = _in_pairs(fair_result, [10e-3, 11e-3, 12e-3, 13e-3], [5e-3, 5.5e-3, 6e-3, 6.5e-3])
+    assert held.speedup_pairs == pytest.approx((2.0, 2.0, 2.0, 2.0))
+    checks = by_id(held)
+    assert checks["stable"].status == WARN and "30%" in checks["stable"].reason
+    assert checks["steady"].status == PASS and "4 pairs" in checks["steady"].reason
+
+
+def test_a_speedup_that_moved_between_pairs_warns(fair_result):
+    moved = _in_pairs(fair_result, [10e-3, 10e-3, 10e-3, 10e-3], [5e-3, 5e-3, 5e-3, 6.5e-3])
+    assert not moved.speedup_steady
+    check = by_id(moved)["steady"]
+    assert check.status == WARN and "moved by 30%" in check.reason and "1.54x" in check.reason
+    # Within the preset's tolerance (thorough: 4%) it holds; a looser preset allows more.
+    assert _in_pairs(fair_result, [10e-3] * 2, [5e-3, 5.15e-3]).speedup_steady
+    assert not _in_pairs(fair_result, [10e-3] * 2, [5e-3, 5.25e-3]).speedup_steady
+    assert _in_pairs(fair_result, [10e-3] * 2, [5e-3, 5.25e-3], timing="careful").speedup_steady

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -163,6 +164,8 @@ def test_blocks_that_agree_pool_their_samples():
     both = combine_blocks([a, b], rel_ci=0.03, tolerance=0.03)
     assert both.stable and both.n == 7 and both.loops == 3
     assert sorted(both.samples_s) == sorted(a.samples_s + b.samples_s)
+    assert both.block_medians_s == (a.median_s, b.median_s)  # in the order timed
+    assert Stats.from_dict(json.loads(json.dumps(both.to_dict()))) == both
     assert combine_blocks([a], rel_ci=0.03, tolerance=0.03) is a
 
 
