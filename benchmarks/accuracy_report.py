@@ -73,8 +73,15 @@ def summarize_showcase(show: dict[str, Any]) -> dict[str, Any]:
                      "jax_s": statistics.median(r["jax_s"] for r in runs),
                      "first_call_s": statistics.median(r["first_call_s"] for r in runs)}
         if all("stable" in r for r in runs):  # jaxcompare says which of its runs to trust
-            trusted = [r["speedup"] for r in runs if r["stable"]]
-            out[tool].update(flagged=len(runs) - len(trusted), trusted_spread=spread(trusted))
+            # Timed in pairs of blocks, a run is judged by whether its speedup held from pair to
+            # pair (Speedup steady); otherwise by whether both samples were stable.
+            unsteady = [r for r in runs if r.get("steady") is False]
+            trusted = [r["speedup"] for r in runs
+                       if (r["steady"] if r.get("steady") is not None else r["stable"])]
+            out[tool].update(flagged=sum(not r["stable"] for r in runs), trusted_spread=spread(trusted),
+                             trusted=len(trusted))
+            if any(r.get("steady") is not None for r in runs):
+                out[tool]["unsteady"] = len(unsteady)
     return out
 
 
@@ -207,21 +214,27 @@ def render(report: dict[str, Any]) -> str:
                      "(%timeit NumPy, %time first call, %timeit JAX)")
         lines.append("")
         table = [["tool", "speedup (median)", "speedups per repeat", "spread", "flagged unstable",
-                  "spread of the rest", "wall per comparison", "NumPy", "JAX", "first call"]]
+                  "speedup not steady", "spread of the trusted", "wall per comparison", "NumPy", "JAX",
+                  "first call"]]
         for tool in s["tools"]:
             x = s[tool]
             table.append([SHOWCASE_LABELS[tool], f"{x['speedup_median']:.2f}x",
                           " ".join(f"{v:.2f}" for v in x["speedups"]),
                           "—" if x["speedup_spread"] is None else f"{x['speedup_spread']:.1%}",
                           f"{x['flagged']} of {len(x['speedups'])}" if "flagged" in x else "—",
-                          "—" if x.get("trusted_spread") is None else f"{x['trusted_spread']:.1%}",
+                          f"{x['unsteady']} of {len(x['speedups'])}" if "unsteady" in x else "—",
+                          "—" if x.get("trusted_spread") is None
+                          else f"{x['trusted_spread']:.1%} ({x['trusted']} runs)",
                           f"{x['wall_median_s']:.2f} s", format_time(x["numpy_s"]), format_time(x["jax_s"]),
                           format_time(x["first_call_s"])])
         lines.extend(_markdown(table))
         lines.append("")
         lines.append("spread = (max - min) / median of the speedups over the repeats; flagged unstable = runs whose "
                      "NumPy or JAX runtime jaxcompare itself marked unstable (the checklist's \"Samples stable\" "
-                     "warns); spread of the rest = the spread over the runs it did not flag")
+                     "warns); speedup not steady = runs timed in pairs of blocks whose speedup moved from pair to "
+                     "pair (\"Speedup steady\" warns); spread of the trusted = the spread over the runs "
+                     "jaxcompare would have you trust: a steady speedup where it was timed in pairs, else "
+                     "stable samples")
     lines.append("")
     lines.append("Targets")
     lines.append("")

@@ -288,6 +288,7 @@ def measure_showcase(precision: str, shape: tuple[int, ...], repeats: int, log: 
             "numpy_s": result.numpy_runtime.median_s, "jax_s": result.runtime.median_s,
             "first_call_s": result.first_call.median_s, "speedup_range": list(result.speedup_range),
             "stable": result.numpy_runtime.stable and result.runtime.stable,
+            "steady": result.speedup_steady, "speedup_pairs": list(result.speedup_pairs),
             "unstable_reasons": [s.unstable_reason for s in (result.numpy_runtime, result.runtime) if not s.stable]})
 
     def run_ipython() -> None:
