@@ -177,7 +177,7 @@ with tab_checks:
     st.dataframe(
         [{"Status": STATUS_ICON[c.status], "Check": c.title, "Why": c.reason,
           "Pitfall": pitfalls_view.result_link(c.pitfall, result, CASES)} for c in checklist],
-        hide_index=True, width="stretch",
+        hide_index=True, width="stretch", height=38 + 35 * len(checklist),  # every check, no inner scroll
         column_config={"Pitfall": st.column_config.LinkColumn(
             "Explained in", display_text=r"#pitfall-(.+)$",
             help="Opens the Pitfalls page section that measures this mistake, for this case (new tab).")})
