@@ -49,8 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--seed", type=int, default=0)
         p.add_argument("--timing", choices=TIMING_PRESETS, default=None,
                        help="careful (default): each median to ±3%%, about 0.6 s a phase; quick: ±10%%, for "
-                       "a first look; thorough: the NumPy and JAX runtimes to ±1%% (about 2.5 s each, in two "
-                       "blocks that must agree), for a speedup you want to quote")
+                       "a first look; thorough: the NumPy and JAX runtimes to ±1%% (about 2.5 s each, in four "
+                       "pairs of blocks side by side, checked for a steady speedup), for a speedup you want "
+                       "to quote")
         p.add_argument("--quick", action="store_true", help="same as --timing quick")
         p.add_argument("--timeout", type=float, default=None, help="deadline per job, seconds (default 600)")
         p.add_argument("--json", metavar="PATH|-", help="write the result as JSON ('-' = stdout)")

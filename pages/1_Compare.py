@@ -115,7 +115,8 @@ with st.sidebar:
                          format_func=appstate.TIMING_LABELS.__getitem__,
                          help="Careful stops when each median is known to ±3%; quick stops at ±10%. "
                               "Thorough samples the NumPy and JAX runtimes until each is known to ±1% "
-                              "(up to 2.5 s each), so the speedup repeats to within a few percent.")
+                              "(up to 2.5 s each) in four pairs of blocks side by side, and checks that "
+                              "the speedup held from pair to pair (*Speedup steady*).")
     busy = running_job() is not None
     st.button("Run comparison", type="primary", icon=":material/play_arrow:", on_click=start_run,
               disabled=busy or shape_problem is not None, width="stretch", key="run_compare")
