@@ -128,8 +128,8 @@ def _pairs(result: Result) -> list[str]:
     if not pairs:
         return []
     moved = max(pairs) / min(pairs) - 1
-    tolerance = result.spec.timing.drift_tolerance
-    verdict = f"steady within {tolerance:.0%}" if result.speedup_steady else f"NOT steady: more than {tolerance:.0%}"
+    tolerance = result.spec.timing.pair_tolerance
+    verdict = f"steady: within {tolerance:.1%}" if result.speedup_steady else f"NOT steady: more than {tolerance:.1%}"
     return [f"  speedup per pair of blocks timed side by side: {' '.join(f'{p:.3g}x' for p in pairs)}"
             f"  (moved {moved:.1%}, {verdict})"]
 

@@ -79,19 +79,19 @@ class Result:
         """The speedup of each pair of runtime blocks timed side by side (NumPy block k over
         JAX block k; TimingConfig.runtime_blocks > 1), in the order timed; () otherwise."""
         n, j = self.numpy_runtime.block_medians_s, self.runtime.block_medians_s
-        if len(n) < 2 or len(n) != len(j) or not all(x > 0 for x in j):
+        if len(n) < 2 or len(n) != len(j) or not all(math.isfinite(x) and x > 0 for x in n + j):
             return ()
         return tuple(a / b for a, b in zip(n, j, strict=True))
 
     @property
     def speedup_steady(self) -> bool | None:
-        """Whether the block pairs' speedups agree within the drift tolerance: then the
-        speedup held even if the machine's speed (and both medians) drifted during the run.
-        None without block pairs."""
+        """Whether the block pairs' speedups agree within what the blocks' own precision
+        allows (TimingConfig.pair_tolerance): then the speedup held even if the machine's
+        speed (and both medians) drifted during the run. None without block pairs."""
         pairs = self.speedup_pairs
         if not pairs:
             return None
-        return max(pairs) / min(pairs) - 1 <= self.spec.timing.drift_tolerance
+        return max(pairs) / min(pairs) - 1 <= self.spec.timing.pair_tolerance
 
     @property
     def break_even_calls(self) -> float | None:

@@ -58,6 +58,9 @@ def parse_shape(text: str | list[int] | tuple[int, ...]) -> tuple[int, ...]:
 
 
 TIMING_PRESETS = ("quick", "careful", "thorough")
+# The 95th percentile of the range of k standard normal draws, for k = 2..4 runtime blocks
+# (scipy.stats.studentized_range.ppf(0.95, k, inf); tests/test_spec.py checks them).
+_RANGE_Q95 = {2: 2.7718, 3: 3.3145, 4: 3.6332}
 
 
 @dataclass(frozen=True)
@@ -111,9 +114,10 @@ class TimingConfig:
     def thorough(cls) -> TimingConfig:
         """For a speedup you want to quote: the NumPy and JAX runtimes are sampled until their
         medians are known to ±1% (at most 2.5 s each), in four pairs of blocks side by side.
-        Over 10 repeats on a noisy 2-core VM the speedup's spread was 16-25% with four pairs,
-        33-44% with two, 45-55% with one block a side timed seconds apart. Every phase takes
-        50 ms samples, at least 10 of them; the others stop at the default ±3% within 0.6 s."""
+        Over 10 repeats on a noisy 2-core VM the speedup's spread (max - min over median) was
+        16-29% with four pairs, 33-44% with two, 55% with two blocks timed at the start and
+        the end of the run. Every phase takes 50 ms samples, at least 10 of them; the others
+        stop at the default ±3% within 0.6 s."""
         return cls(target_sample_s=0.05, min_samples=10, max_samples=400, warmup_s=0.05,
                    runtime_budget_s=2.5, runtime_rel_ci=0.01, runtime_blocks=4)
 
@@ -146,6 +150,16 @@ class TimingConfig:
         return replace(whole, phase_budget_s=whole.phase_budget_s / self.runtime_blocks, min_samples=min_n,
                        max_samples=max(min_n, whole.max_samples // self.runtime_blocks),
                        rel_ci=whole.rel_ci * math.sqrt(self.runtime_blocks))
+
+    @property
+    def pair_tolerance(self) -> float:
+        """How far the speedups of the runtime block pairs may spread (max / min - 1) before
+        the speedup counts as moved. A pair's ratio carries both blocks' noise: for a block CI
+        target of ±h (95%) its sd is about sqrt(2) * h / 1.96, and k such ratios span up to
+        q_k of those sds by chance alone (q_k: 95th percentile of the range of k normal draws).
+        At least 3%. Thorough (four pairs at ±2% a block): 5.2%."""
+        q = _RANGE_Q95[min(max(self.runtime_blocks, 2), max(_RANGE_Q95))]
+        return max(q * math.sqrt(2) * self.for_runtime_block().rel_ci / 1.96, 0.03)
 
     @property
     def drift_tolerance(self) -> float:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from jaxcompare import BadInput, Spec, TimingConfig, parse_shape
@@ -98,3 +99,12 @@ def test_older_saved_specs_without_runtime_settings_still_load():
 def test_timing_config_rejects_bad_runtime_settings(kwargs):
     with pytest.raises(BadInput, match="positive number"):
         TimingConfig(**kwargs)
+
+
+def test_the_pairs_range_quantiles_are_scipys():
+    from scipy.stats import studentized_range
+
+    from jaxcompare.spec import _RANGE_Q95
+
+    for k, q in _RANGE_Q95.items():
+        assert q == pytest.approx(studentized_range.ppf(0.95, k, np.inf), abs=1e-4)
