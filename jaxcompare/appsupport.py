@@ -30,7 +30,7 @@ JOB_PHASE_TEXT = {
     "runtime": "Timing the JAX runtime (blocked)",
     "dispatch": "Timing dispatch only (unblocked)",
     "fetch": "Timing the device→host fetch",
-    "recheck": "Timing NumPy and JAX again (drift check)",
+    "recheck": "Timing more pairs of NumPy and JAX blocks (drift check)",
     "agreement": "Checking that the outputs agree",
     "done": "Done",
     "failed": "Failed",
@@ -115,26 +115,25 @@ def verdict(result: Result) -> str:
 
 
 def _range_sentence(result: Result) -> str:
-    """How sure: the speedup's 95% range, and whether it still allows 'no difference'."""
+    """How sure: the speedup's 95% range, whether it still allows 'no difference', and
+    whether the speedup held from one pair of runtime blocks to the next."""
     low, high = result.speedup_range
-    if not (math.isfinite(low) and math.isfinite(high)):
-        return ""
-    text = f" With 95% confidence the speedup is between {low:.2f}x and {high:.2f}x"
-    if low <= 1 <= high:
-        text += ", so this run cannot tell the two apart."
-    else:
-        text += "."
+    text = ""
+    ranged = math.isfinite(low) and math.isfinite(high)
+    if ranged:
+        text = f" With 95% confidence the speedup is between {low:.2f}x and {high:.2f}x"
+        text += ", so this run cannot tell the two apart." if low <= 1 <= high else "."
     pairs = result.speedup_pairs
     if result.speedup_steady is False:
-        text += (f" But the speedup moved from one pair of blocks to the next ({min(pairs):.2f}x to "
-                 f"{max(pairs):.2f}x): see *Speedup steady* below.")
+        text += (f" {'But the' if ranged else 'The'} speedup moved from one pair of blocks to the next "
+                 f"({min(pairs):.2f}x to {max(pairs):.2f}x): see *Speedup steady* below.")
     elif not (result.numpy_runtime.stable and result.runtime.stable):
         if result.speedup_steady:
             every = "both" if len(pairs) == 2 else f"all {len(pairs)}"
             text += (f" The machine's speed drifted during the run (see *Samples stable* below), but the "
                      f"speedup held in {every} pairs of blocks timed side by side "
                      f"({min(pairs):.2f}x to {max(pairs):.2f}x).")
-        else:
+        elif ranged:
             text += " That range assumes the machine held still, and it did not: see *Samples stable* below."
     return text
 

@@ -126,6 +126,10 @@ def compare_results(a: Result, b: Result, alpha: float = 0.05, min_effect: float
             if not stats.stable:
                 warnings.append(f"{label}'s {'JAX' if phase == 'runtime' else 'NumPy'} runtime was "
                                 f"unstable: {stats.unstable_reason}")
+        if r.speedup_steady is False:
+            pairs = r.speedup_pairs
+            warnings.append(f"{label}'s speedup moved between its pairs of blocks ({min(pairs):.2f}x to "
+                            f"{max(pairs):.2f}x)")
     return {
         "a": a.id,
         "b": b.id,

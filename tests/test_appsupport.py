@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from typing import Any
 
 import pytest
@@ -115,3 +116,16 @@ def test_verdict_says_whether_the_speedup_held_through_a_drift():
     assert "speedup held in both pairs" in held and "5.00x to 5.00x" in held and "held still" not in held
     moved = aps.verdict(timed_in_pairs((1e-3, 1e-3), (2e-4, 2.5e-4)))
     assert "moved from one pair of blocks to the next (4.00x to 5.00x)" in moved and "held in all" not in moved
+
+
+def test_verdict_mentions_a_moved_speedup_even_without_a_range():
+    import dataclasses
+
+    from _results import make_result, stats
+
+    r = make_result(numpy_s=1e-3, jax_s=2e-4)
+    few = dataclasses.replace(r, numpy_runtime=dataclasses.replace(stats(1e-3, n=5), block_medians_s=(1e-3, 1e-3)),
+                              runtime=dataclasses.replace(r.runtime, block_medians_s=(2e-4, 2.5e-4)))
+    assert all(math.isnan(x) for x in few.speedup_range)
+    text = aps.verdict(few)
+    assert "95% confidence" not in text and " The speedup moved from one pair of blocks to the next" in text

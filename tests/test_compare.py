@@ -101,3 +101,18 @@ def test_compare_results_warns_when_runs_are_not_comparable():
     text = " ".join(out["warnings"])
     assert "precisions" in text and "shapes" in text
     assert {"field": "precision", "a": "x32", "b": "x64"} in out["differences"]
+
+
+def test_compare_results_warns_when_a_runs_speedup_moved_between_its_pairs():
+    import dataclasses
+
+    from jaxcompare import TimingConfig
+
+    a = make_result(2e-3, 1e-3, seed=1, id="a")
+    paired = dataclasses.replace(a, spec=dataclasses.replace(a.spec, timing=TimingConfig.preset("thorough")),
+                                 numpy_runtime=dataclasses.replace(a.numpy_runtime, block_medians_s=(2e-3, 2e-3)),
+                                 runtime=dataclasses.replace(a.runtime, block_medians_s=(1e-3, 1.25e-3)))
+    text = " ".join(compare_results(paired, a)["warnings"])
+    assert "A's speedup moved between its pairs of blocks (1.60x to 2.00x)" in text
+    held = dataclasses.replace(paired, runtime=dataclasses.replace(a.runtime, block_medians_s=(1e-3, 1e-3)))
+    assert compare_results(held, a)["warnings"] == []
