@@ -229,8 +229,9 @@ def measure(spec: Spec, progress: Progress = _no_progress, clock: Clock = time.p
     # (device-resident inputs, each call blocked), timed side by side in alternating blocks:
     # NumPy, JAX, then JAX, NumPy, ... A shared machine drifts between speed regimes for
     # seconds at a time and the drift hits both alike, so adjacent blocks keep it out of the
-    # ratio; timed a few seconds apart (compile in between), the speedup's spread over
-    # repeats was twice as wide. Each switch of library settles first (BLAS_SETTLE_S).
+    # ratio; timed a few seconds apart (compile in between), the speedup's spread over 10
+    # repeats was wider: careful 80% vs 57%, thorough 55% vs 29% with four pairs
+    # (benchmarks/RESULTS.md). Each switch of library settles first (BLAS_SETTLE_S).
     numpy_call = bound_call(case.numpy_fn, host_inputs)
     jax_call = blocking_call(f, dev_inputs)
     block_cfg = cfg.for_runtime_block()

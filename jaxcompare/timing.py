@@ -284,10 +284,11 @@ def sample(
 
 
 def combine_blocks(blocks: Sequence[Stats], rel_ci: float, tolerance: float, what: str = "the median") -> Stats:
-    """One phase sampled in several blocks spread over a run, their samples pooled. Stable
-    when the pooled median is known to ``rel_ci`` (each block aimed at a looser target) and
-    the blocks' medians differ by at most ``tolerance`` (relative); otherwise the machine's
-    speed drifted between them, and no single number is right."""
+    """One phase sampled in several blocks (in measure(), in pairs of NumPy and JAX blocks
+    side by side), their samples pooled. Stable when the pooled median is known to
+    ``rel_ci`` (each block aimed at a looser target) and the blocks' medians differ by at
+    most ``tolerance`` (relative); otherwise the machine's speed drifted between them, and
+    no single number is right."""
     if not blocks:
         raise ValueError("no blocks")
     if len(blocks) == 1:

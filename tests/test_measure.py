@@ -131,13 +131,31 @@ def test_speedup_range_comes_from_the_two_cis_and_only_with_enough_samples():
     assert all(math.isnan(x) for x in few.speedup_range)  # [min, max] of 5 covers only 94%
 
 
-def test_runtime_blocks_time_both_runtimes_again_at_the_end():
+def test_runtime_blocks_are_timed_in_pairs_side_by_side(monkeypatch):
+    import jaxcompare.measure as measure_module
+    from jaxcompare.timing import BLAS_SETTLE_S, BoundCall
+
+    real_sample = measure_module.sample
+    runtime_blocks = []
+
+    def recording_sample(call, config, **kwargs):  # the real sampler, with a note of each runtime block
+        if isinstance(call, BoundCall):
+            runtime_blocks.append(("numpy" if call.block is None else "jax", kwargs.get("settle_s", 0.0)))
+        return real_sample(call, config, **kwargs)
+
+    monkeypatch.setattr(measure_module, "sample", recording_sample)
     log = ProgressLog()
-    cfg = TimingConfig(target_sample_s=0.002, min_samples=6, max_samples=40, phase_budget_s=0.05,
-                       rel_ci=10.0, compile_samples=2, warmup_s=0.001, runtime_blocks=2)
+    cfg = TimingConfig(target_sample_s=0.002, min_samples=12, max_samples=40, phase_budget_s=0.05,
+                       rel_ci=10.0, compile_samples=2, warmup_s=0.001, runtime_blocks=4)
     r = measure(Spec("elementwise", (1000,), timing=cfg), progress=log)
     assert log.phases[-6:] == ["fetch", "numpy", "runtime", "recheck", "agreement", "done"]
     assert log.only_grows()  # the bar never goes back between blocks
-    # Two blocks of at least 3 samples each (min_samples shared between them), pooled.
-    assert r.numpy_runtime.n == r.runtime.n == 6
-    assert len(r.runtime.samples_s) == 6
+    # Pairs side by side, alternating which goes first; a switch of library settles first
+    # (the first NumPy block follows fetch, JAX work).
+    s = BLAS_SETTLE_S
+    assert runtime_blocks == [("numpy", s), ("jax", s), ("jax", 0.0), ("numpy", s),
+                              ("numpy", 0.0), ("jax", s), ("jax", 0.0), ("numpy", s)]
+    # Four blocks of at least 3 samples each (min_samples shared between them), pooled.
+    assert r.numpy_runtime.n == r.runtime.n == 12
+    assert len(r.numpy_runtime.block_medians_s) == len(r.runtime.block_medians_s) == 4
+    assert len(r.speedup_pairs) == 4 and r.speedup_steady is not None

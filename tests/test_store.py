@@ -25,9 +25,10 @@ QUICK = TimingConfig.quick()
 
 @pytest.fixture(scope="module")
 def results(runner) -> list[Result]:
-    """Three small real measurements: matmul x32 twice and matmul x64."""
+    """Three small real measurements: matmul x32 twice (the second with its runtimes in two
+    pairs of blocks) and matmul x64."""
     specs = [Spec("matmul", (16, 16), timing=QUICK), Spec("matmul", (16, 16), precision="x64", timing=QUICK),
-             Spec("matmul", (24, 24), timing=QUICK)]
+             Spec("matmul", (24, 24), timing=dataclasses.replace(QUICK, runtime_blocks=2))]
     return [runner.run(s) for s in specs]
 
 
@@ -83,6 +84,8 @@ def test_round_trip_save_list_export_import_is_identical(results, store, tmp_pat
     for r in results:
         assert normal(fresh.get(r.id)) == normal(r)
     assert [row["id"] for row in fresh.list()] == [row["id"] for row in rows]
+    paired = fresh.get(results[2].id)  # the block pairs survive the round trip
+    assert len(paired.speedup_pairs) == 2 and paired.speedup_pairs == results[2].speedup_pairs
 
 
 def test_save_is_idempotent_for_the_same_id(results, store):

@@ -166,6 +166,10 @@ def test_blocks_that_agree_pool_their_samples():
     assert sorted(both.samples_s) == sorted(a.samples_s + b.samples_s)
     assert both.block_medians_s == (a.median_s, b.median_s)  # in the order timed
     assert Stats.from_dict(json.loads(json.dumps(both.to_dict()))) == both
+    # Saved before block medians were kept (no key), or by a tool that wrote null: none.
+    for old in ({k: v for k, v in both.to_dict().items() if k != "block_medians_s"},
+                both.to_dict() | {"block_medians_s": None}):
+        assert Stats.from_dict(old).block_medians_s == ()
     assert combine_blocks([a], rel_ci=0.03, tolerance=0.03) is a
 
 
