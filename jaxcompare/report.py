@@ -127,7 +127,7 @@ def _pairs(result: Result) -> list[str]:
     pairs = result.speedup_pairs
     if not pairs:
         return []
-    moved = max(pairs) / min(pairs) - 1
+    moved = result.speedup_moved
     tolerance = result.spec.timing.pair_tolerance
     verdict = f"steady: within {tolerance:.1%}" if result.speedup_steady else f"NOT steady: more than {tolerance:.1%}"
     return [f"  speedup per pair of blocks timed side by side: {' '.join(f'{p:.3g}x' for p in pairs)}"

@@ -84,14 +84,18 @@ class Result:
         return tuple(a / b for a, b in zip(n, j, strict=True))
 
     @property
+    def speedup_moved(self) -> float | None:
+        """How far the block pairs' speedups spread (max / min - 1); None without pairs."""
+        pairs = self.speedup_pairs
+        return max(pairs) / min(pairs) - 1 if pairs else None
+
+    @property
     def speedup_steady(self) -> bool | None:
         """Whether the block pairs' speedups agree within what the blocks' own precision
         allows (TimingConfig.pair_tolerance): then the speedup held even if the machine's
         speed (and both medians) drifted during the run. None without block pairs."""
-        pairs = self.speedup_pairs
-        if not pairs:
-            return None
-        return max(pairs) / min(pairs) - 1 <= self.spec.timing.pair_tolerance
+        moved = self.speedup_moved
+        return None if moved is None else moved <= self.spec.timing.pair_tolerance
 
     @property
     def break_even_calls(self) -> float | None:
