@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -117,22 +116,12 @@ def run_precisions(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def machine() -> dict[str, Any]:
-    from jaxcompare.environment import cpu_model, versions
+    from jaxcompare.environment import host_info, versions
 
-    try:
-        affinity = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        affinity = os.cpu_count()
-    found = versions()
-    for name in ("ipython", "pyperf"):
-        try:
-            from importlib import metadata
-
-            found[name] = metadata.version(name)
-        except Exception:
-            found[name] = None
-    return {"cpu_model": cpu_model(), "cpu_count": os.cpu_count(), "cpu_affinity": affinity,
-            "platform": platform.platform(), "versions": found}
+    host = host_info()
+    return {"cpu_model": host["cpu_model"], "cpu_count": host["cpu_count_logical"],
+            "cpu_affinity": host["cpu_affinity"], "platform": host["platform"],
+            "versions": versions("ipython", "pyperf")}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -30,9 +30,10 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def versions() -> dict[str, str | None]:
+def versions(*extra: str) -> dict[str, str | None]:
+    """Python's and each package's version (PACKAGES, then ``extra``); None if not installed."""
     found: dict[str, str | None] = {"python": platform.python_version()}
-    for name in PACKAGES:
+    for name in PACKAGES + extra:
         try:
             found[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
