@@ -178,6 +178,15 @@ def cancel_job(job_key: str) -> None:
         job.cancel()
 
 
+def polled_job(job_key: str) -> Job | None:
+    """For a polling fragment: this session's job while it runs. When it is done, a full
+    rerun (which shows the outcome and re-enables the page's buttons); None without one."""
+    job = st.session_state.get(job_key)
+    if job is not None and job.done:
+        st.rerun()
+    return job
+
+
 def take_finished(job_key: str, error_key: str) -> Job | None:
     """Pop this session's job once it is done: a failed or stopped job leaves its message under
     ``error_key`` and returns None; a successful one is returned for the page to keep."""

@@ -68,11 +68,9 @@ def harvest() -> None:
 
 @st.fragment(run_every=ui.POLL_S)
 def poll_job() -> None:
-    job = st.session_state.get(JOB)
+    job = ui.polled_job(JOB)
     if job is None:
         return
-    if job.done:
-        st.rerun()  # the full rerun shows the result and re-enables Run
     spec = job.spec
     ui.job_progress(job, f"{spec.case} {appstate.shape_text(spec.shape)} {spec.precision}")
     st.button("Stop", icon=":material/stop_circle:", on_click=ui.cancel_job, args=(JOB,), key="stop_compare")

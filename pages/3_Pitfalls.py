@@ -86,11 +86,9 @@ def harvest() -> None:
 
 @st.fragment(run_every=ui.POLL_S)
 def poll_job() -> None:
-    job = st.session_state.get(JOB)
+    job = ui.polled_job(JOB)
     if job is None:
         return
-    if job.done:
-        st.rerun()  # the full rerun shows the sections and re-enables the buttons
     runner = ui.get_runner()
     sections = st.session_state.get(f"{JOB}_meta", {}).get("sections", SECTIONS)
     if job.status == "queued" and runner.position(job) > 0:
