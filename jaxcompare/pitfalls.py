@@ -7,8 +7,10 @@ draw from them, so the size of the mistake is a measured number, not a quote.
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -114,6 +116,19 @@ class Lab:
         return sample(call, self.cfg.for_runtime() if runtime else self.cfg, clock=self.clock,
                       settle_s=BLAS_SETTLE_S, **kw).median_s
 
+    def side_by_side(self, calls: dict[str, Callable[[], Any]]) -> dict[str, float]:
+        """Median seconds per call of each of ``calls``, timed side by side: in order, then in
+        reverse (A B C C B A), each block half a runtime phase's budget, a settle at every
+        switch. A shared machine drifts for seconds at a time; timed next to each other, and
+        the drift's trend cancelled by the mirrored order, the ratios between these numbers
+        hold where numbers timed seconds apart (other pitfalls in between) do not."""
+        cfg = replace(self.cfg, runtime_blocks=2).for_runtime_block()
+        names = list(calls)
+        samples: dict[str, list[float]] = {name: [] for name in names}
+        for name in names + names[::-1]:
+            samples[name] += sample(calls[name], cfg, clock=self.clock, settle_s=BLAS_SETTLE_S).samples_s
+        return {name: statistics.median(samples[name]) for name in names}
+
     def inputs_for(self, shape: tuple[int, ...], dtype: str) -> tuple[np.ndarray, ...]:
         return build_inputs(self.case, Spec(self.spec.case, shape, cases_file=self.spec.cases_file,
                                             precision="x64" if dtype == "float64" else "x32",
@@ -150,24 +165,28 @@ def pitfall_async(lab: Lab) -> dict[str, Any]:
 
 
 def pitfall_dtype(lab: Lab) -> dict[str, Any]:
-    """Naive: NumPy float64 vs JAX float32. Fair in this worker: both at the worker's dtype."""
-    jax = lab.jax
-    shape = lab.spec.shape
-    if lab.spec.dtype == "float32":  # reuse the lab's numbers: same inputs, same calls
-        jax32, numpy32 = lab.blocked_s, lab.numpy_s
+    """Naive: NumPy float64 vs JAX float32. Fair in this worker: both at the worker's dtype.
+    The runtimes it compares are timed side by side here, so the naive and the fair
+    speedups differ by the dtypes, not by the machine's drift between two timings."""
+    jax, case, shape = lab.jax, lab.case, lab.spec.shape
+    if lab.spec.dtype == "float32":
+        host32, dev32 = lab.host, lab.dev
         host64 = lab.inputs_for(shape, "float64")
-        numpy64 = lab.time(bound_call(lab.case.numpy_fn, host64), runtime=True)
     else:
+        host64 = lab.host
         host32 = lab.inputs_for(shape, "float32")
-        dev32 = jax.device_put(host32, lab.device)
-        jax.block_until_ready(lab.f(*dev32))
-        jax32 = lab.time(blocking_call(lab.f, dev32), runtime=True)
-        numpy32 = lab.time(bound_call(lab.case.numpy_fn, host32), runtime=True)
-        numpy64 = lab.numpy_s
+        dev32 = jax.block_until_ready(jax.device_put(host32, lab.device))
+        jax.block_until_ready(lab.f(*dev32))  # compiles the float32 variant
+    calls = {"jax32": blocking_call(lab.f, dev32), "numpy32": bound_call(case.numpy_fn, host32),
+             "numpy64": bound_call(case.numpy_fn, host64)}
+    if lab.spec.dtype == "float64":
+        calls["jax64"] = blocking_call(lab.f, lab.dev)
+    t = lab.side_by_side(calls)
+    jax32, numpy32, numpy64 = t["jax32"], t["numpy32"], t["numpy64"]
     fair = [_side("Both float32", "np.float32 inputs on both sides", jax32, numpy32, dtype="float32")]
     if lab.spec.precision == "x64":
         fair.append(_side("Both float64 (jax_enable_x64)", "jax.config.update('jax_enable_x64', True)",
-                          lab.blocked_s, lab.numpy_s, dtype="float64"))
+                          t["jax64"], numpy64, dtype="float64"))
     correct = fair[-1] if lab.spec.precision == "x64" else fair[0]
     return _pitfall(
         "dtype",
