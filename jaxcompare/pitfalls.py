@@ -21,7 +21,7 @@ from .catalog import get_case
 from .measure import build_inputs, check_memory, check_precision, resolve_device
 from .report import format_time
 from .spec import Spec
-from .timing import BLAS_SETTLE_S, Clock, blocking_call, bound_call, sample
+from .timing import BLAS_SETTLE_S, Clock, blocking_call, bound_call, sample, sample_round_robin
 
 DOCS = {
     "benchmarking": "https://docs.jax.dev/en/latest/benchmarking.html",
@@ -116,18 +116,23 @@ class Lab:
         return sample(call, self.cfg.for_runtime() if runtime else self.cfg, clock=self.clock,
                       settle_s=BLAS_SETTLE_S, **kw).median_s
 
-    def side_by_side(self, calls: dict[str, Callable[[], Any]]) -> dict[str, float]:
-        """Median seconds per call of each of ``calls``, timed side by side: in order, then in
-        reverse (A B C C B A), each block half a runtime phase's budget, a settle at every
-        switch. A shared machine drifts for seconds at a time; timed next to each other, and
-        the drift's trend cancelled by the mirrored order, the ratios between these numbers
-        hold where numbers timed seconds apart (other pitfalls in between) do not."""
-        cfg = replace(self.cfg, runtime_blocks=2).for_runtime_block()
-        names = list(calls)
-        samples: dict[str, list[float]] = {name: [] for name in names}
-        for name in names + names[::-1]:
-            samples[name] += sample(calls[name], cfg, clock=self.clock, settle_s=BLAS_SETTLE_S).samples_s
-        return {name: statistics.median(samples[name]) for name in names}
+    def side_by_side(self, jax_calls: dict[str, Callable[[], Any]],
+                     numpy_calls: dict[str, Callable[[], Any]]) -> dict[str, float]:
+        """Median seconds per call of each JAX and NumPy call, timed side by side: the JAX
+        calls in turns for half a runtime budget, the NumPy calls in turns for a whole one,
+        the JAX calls again (a settle at each switch of library). Calls taken in turns see
+        the same slow stretches, and the JAX blocks either side of NumPy's cancel a steady
+        drift, so the ratios between these numbers hold where numbers timed seconds apart
+        (other pitfalls in between) do not."""
+        whole = self.cfg.for_runtime()
+        half = replace(self.cfg, runtime_blocks=2).for_runtime_block()
+        jax, numpy = list(jax_calls.values()), list(numpy_calls.values())
+        blocks = [sample_round_robin(jax, half, clock=self.clock, settle_s=BLAS_SETTLE_S),
+                  sample_round_robin(numpy, whole, clock=self.clock, settle_s=BLAS_SETTLE_S),
+                  sample_round_robin(jax, half, clock=self.clock, settle_s=BLAS_SETTLE_S)]
+        pooled_jax = [statistics.median(a.samples_s + b.samples_s) for a, b in zip(blocks[0], blocks[2], strict=True)]
+        return {**dict(zip(jax_calls, pooled_jax, strict=True)),
+                **{name: st.median_s for name, st in zip(numpy_calls, blocks[1], strict=True)}}
 
     def inputs_for(self, shape: tuple[int, ...], dtype: str) -> tuple[np.ndarray, ...]:
         return build_inputs(self.case, Spec(self.spec.case, shape, cases_file=self.spec.cases_file,
@@ -177,11 +182,11 @@ def pitfall_dtype(lab: Lab) -> dict[str, Any]:
         host32 = lab.inputs_for(shape, "float32")
         dev32 = jax.block_until_ready(jax.device_put(host32, lab.device))
         jax.block_until_ready(lab.f(*dev32))  # compiles the float32 variant
-    calls = {"jax32": blocking_call(lab.f, dev32), "numpy32": bound_call(case.numpy_fn, host32),
-             "numpy64": bound_call(case.numpy_fn, host64)}
+    jax_calls = {"jax32": blocking_call(lab.f, dev32)}
     if lab.spec.dtype == "float64":
-        calls["jax64"] = blocking_call(lab.f, lab.dev)
-    t = lab.side_by_side(calls)
+        jax_calls["jax64"] = blocking_call(lab.f, lab.dev)
+    t = lab.side_by_side(jax_calls, {"numpy32": bound_call(case.numpy_fn, host32),
+                                     "numpy64": bound_call(case.numpy_fn, host64)})
     jax32, numpy32, numpy64 = t["jax32"], t["numpy32"], t["numpy64"]
     fair = [_side("Both float32", "np.float32 inputs on both sides", jax32, numpy32, dtype="float32")]
     if lab.spec.precision == "x64":

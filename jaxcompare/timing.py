@@ -256,31 +256,67 @@ def sample(
     started = clock()  # the budget is for sampling; the warm-up comes on top
     loops = 1 if single else calibrate_loops(call, config.target_sample_s, clock)
     samples: list[float] = []
-    reason: str | None = None
-    stable = False
     while True:
         samples.append(one_sample(loops))
         if on_sample is not None:
             on_sample(len(samples))
-        n = len(samples)
-        if n >= min_n:
-            lo, hi = median_ci(samples)
-            med = float(np.median(samples))
-            rel = (hi - lo) / 2 / med if med > 0 else 0.0
-            if rel <= config.rel_ci:
-                stable = True
-                break
-            if n >= config.max_samples:
-                reason = f"median still varies by ±{rel:.0%} after the maximum of {n} samples"
-                break
-            if clock() - started >= budget_ns:
-                reason = f"median still varies by ±{rel:.0%} when the time budget ran out ({n} samples)"
-                break
-        elif clock() - started >= 20 * budget_ns:
-            # Each call is far longer than the budget: report what we have.
-            reason = f"only {n} sample(s): each call is long compared with the time budget"
+        done, reason = _stop(samples, config, min_n, clock() - started, budget_ns)
+        if done:
             break
-    return Stats.from_samples(samples, loops=loops, stable=stable, unstable_reason=reason)
+    return Stats.from_samples(samples, loops=loops, stable=reason is None, unstable_reason=reason)
+
+
+def _stop(samples: Sequence[float], config: TimingConfig, min_n: int, elapsed_ns: float,
+          budget_ns: float) -> tuple[bool, str | None]:
+    """Whether sampling is done, and if so why the median is not stable (None: it is)."""
+    n = len(samples)
+    if n >= min_n:
+        lo, hi = median_ci(samples)
+        med = float(np.median(samples))
+        rel = (hi - lo) / 2 / med if med > 0 else 0.0
+        if rel <= config.rel_ci:
+            return True, None
+        if n >= config.max_samples:
+            return True, f"median still varies by ±{rel:.0%} after the maximum of {n} samples"
+        if elapsed_ns >= budget_ns:
+            return True, f"median still varies by ±{rel:.0%} when the time budget ran out ({n} samples)"
+    elif elapsed_ns >= 20 * budget_ns:
+        # Each call is far longer than the budget: report what we have.
+        return True, f"only {n} sample(s): each call is long compared with the time budget"
+    return False, None
+
+
+def sample_round_robin(calls: Sequence[Callable[[], Any]], config: TimingConfig, *,
+                       clock: Clock = time.perf_counter_ns, settle_s: float = 0.0) -> list[Stats]:
+    """Sample several calls of one library in turns, one sample of each per round, until
+    every median is stable or the budget (``config.phase_budget_s`` per call) is spent.
+
+    Two calls timed in turns see the same machine: a slow stretch, however short, lands on
+    both alike, so their ratio holds where two calls sampled one after the other do not.
+    Calls of one library only: NumPy right after XLA work runs slow for ~50 ms, which turns
+    would charge to the NumPy call alone (time NumPy and JAX in blocks, with a settle)."""
+    if not calls:
+        return []
+    warm_until = clock() + max(config.warmup_s, settle_s) / NS
+    while True:
+        for call in calls:
+            time_loops(call, 1, clock)
+        if clock() >= warm_until:
+            break
+    loops = [calibrate_loops(call, config.target_sample_s, clock) for call in calls]
+    samples: list[list[float]] = [[] for _ in calls]
+    reasons: list[str | None] = [None] * len(calls)
+    budget_ns = config.phase_budget_s * len(calls) / NS
+    started = clock()
+    while True:
+        for call, n_loops, xs in zip(calls, loops, samples, strict=True):
+            xs.append(time_loops(call, n_loops, clock) * NS / n_loops)
+        verdicts = [_stop(xs, config, config.min_samples, clock() - started, budget_ns) for xs in samples]
+        if all(done for done, _ in verdicts):
+            reasons = [why for _, why in verdicts]
+            break
+    return [Stats.from_samples(xs, loops=n, stable=why is None, unstable_reason=why)
+            for xs, n, why in zip(samples, loops, reasons, strict=True)]
 
 
 def combine_blocks(blocks: Sequence[Stats], rel_ci: float, tolerance: float, what: str = "the median") -> Stats:

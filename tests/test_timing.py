@@ -18,6 +18,7 @@ from jaxcompare.timing import (
     combine_blocks,
     median_ci,
     sample,
+    sample_round_robin,
 )
 
 CFG = TimingConfig(target_sample_s=0.01, min_samples=5, max_samples=50, phase_budget_s=1.0,
@@ -222,3 +223,51 @@ def test_median_ci_does_not_import_scipy_stats():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+def drifting_calls(fake_clock, costs_s):
+    """Calls costing ``costs_s`` each on a machine that slows down steadily: 1x at the start,
+    3x one second in (a slow stretch, as on a shared host)."""
+    start = fake_clock()
+
+    def make(cost_s):
+        return lambda: fake_clock.advance(cost_s * (1 + 2 * min((fake_clock() - start) / 1e9, 1.0)))
+
+    return [make(c) for c in costs_s]
+
+
+def test_round_robin_keeps_the_ratio_through_a_drift_that_sequential_sampling_does_not(fake_clock):
+    cfg = TimingConfig(target_sample_s=0.01, min_samples=20, max_samples=20, phase_budget_s=1.0,
+                       rel_ci=1e-9, warmup_s=0.001)
+    fast, slow = drifting_calls(fake_clock, [1e-3, 2e-3])
+    in_turns = sample_round_robin([fast, slow], cfg, clock=fake_clock)
+    assert [s.n for s in in_turns] == [20, 20]
+    assert in_turns[1].median_s / in_turns[0].median_s == pytest.approx(2.0, rel=0.05)
+
+    fake_clock.now = 0
+    fast, slow = drifting_calls(fake_clock, [1e-3, 2e-3])
+    one_then_other = [sample(fast, cfg, clock=fake_clock), sample(slow, cfg, clock=fake_clock)]
+    assert one_then_other[1].median_s / one_then_other[0].median_s > 2.5
+
+
+def test_round_robin_stops_when_every_median_is_stable(fake_clock):
+    quiet, noisy = 1e-3, iter(np.random.default_rng(0).uniform(1e-3, 3e-3, 10_000))
+    calls = [lambda: fake_clock.advance(quiet), lambda: fake_clock.advance(next(noisy))]
+    quiet_stats, noisy_stats = sample_round_robin(calls, CFG, clock=fake_clock)
+    assert quiet_stats.n == noisy_stats.n > CFG.min_samples  # the quiet one waited for the noisy one
+    assert quiet_stats.stable and quiet_stats.median_s == pytest.approx(quiet)
+    assert quiet_stats.loops == 10  # each call calibrated on its own
+
+
+def test_round_robin_reports_a_median_still_noisy_when_the_budget_runs_out(fake_clock):
+    noisy = iter(np.random.default_rng(1).uniform(1e-3, 9e-3, 100_000))
+    cfg = TimingConfig(target_sample_s=0.01, min_samples=5, max_samples=10_000, phase_budget_s=0.5,
+                       rel_ci=1e-6, warmup_s=0.001)
+    started = fake_clock()
+    quiet_stats, noisy_stats = sample_round_robin(
+        [lambda: fake_clock.advance(1e-3), lambda: fake_clock.advance(next(noisy))], cfg, clock=fake_clock)
+    assert quiet_stats.stable and not noisy_stats.stable
+    assert "time budget ran out" in noisy_stats.unstable_reason
+    # The budget is per call: two calls, about a second of sampling (plus warm-up and calibration).
+    assert 1.0 <= (fake_clock() - started) / 1e9 < 1.2
+    assert sample_round_robin([], cfg, clock=fake_clock) == []
