@@ -293,8 +293,11 @@ def sample_round_robin(calls: Sequence[Callable[[], Any]], config: TimingConfig,
 
     Two calls timed in turns see the same machine: a slow stretch, however short, lands on
     both alike, so their ratio holds where two calls sampled one after the other do not.
-    Calls of one library only: NumPy right after XLA work runs slow for ~50 ms, which turns
-    would charge to the NumPy call alone (time NumPy and JAX in blocks, with a settle)."""
+    Each turn starts with one untimed call: the first call after the other one pays for
+    the switch (caches, the allocator's state), which put NumPy's float32 centered_gram 25%
+    above its time sampled alone when taken in turns with float64; after one call, within
+    the host's noise (±3%). Calls of one library only: NumPy after XLA work runs slow for
+    ~50 ms, longer than a turn (time NumPy and JAX in blocks, with a settle)."""
     if not calls:
         return []
     warm_until = clock() + max(config.warmup_s, settle_s) / NS
@@ -310,6 +313,7 @@ def sample_round_robin(calls: Sequence[Callable[[], Any]], config: TimingConfig,
     started = clock()
     while True:
         for call, n_loops, xs in zip(calls, loops, samples, strict=True):
+            time_loops(call, 1, clock)  # untimed: the switch from the other call's state
             xs.append(time_loops(call, n_loops, clock) * NS / n_loops)
         verdicts = [_stop(xs, config, config.min_samples, clock() - started, budget_ns) for xs in samples]
         if all(done for done, _ in verdicts):

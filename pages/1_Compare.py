@@ -175,7 +175,7 @@ tab_checks, tab_phases, tab_agree, tab_ipython, tab_notes = st.tabs(
 with tab_checks:
     st.dataframe(
         [{"Status": STATUS_ICON[c.status], "Check": c.title, "Why": c.reason,
-          "Pitfall": pitfalls_view.result_link(c.pitfall, result, CASES)} for c in checklist],
+          "Pitfall": pitfalls_view.result_link(c.pitfall, result, CASES) or ""} for c in checklist],  # "" not a grey "None"
         hide_index=True, width="stretch", height=38 + 35 * len(checklist),  # every check, no inner scroll
         column_config={"Pitfall": st.column_config.LinkColumn(
             "Explained in", display_text=r"#pitfall-(.+)$",

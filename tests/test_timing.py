@@ -271,3 +271,17 @@ def test_round_robin_reports_a_median_still_noisy_when_the_budget_runs_out(fake_
     # The budget is per call: two calls, about a second of sampling (plus warm-up and calibration).
     assert 1.0 <= (fake_clock() - started) / 1e9 < 1.2
     assert sample_round_robin([], cfg, clock=fake_clock) == []
+
+
+def test_round_robin_reports_each_call_at_its_own_pace_not_the_switch(fake_clock):
+    # The first call after the other one pays for the switch (cold caches): 5 ms on top.
+    last = [None]
+
+    def make(name, cost_s):
+        def call():
+            fake_clock.advance(cost_s + (5e-3 if last[0] != name else 0.0))
+            last[0] = name
+        return call
+
+    a, b = sample_round_robin([make("a", 1e-3), make("b", 2e-3)], CFG, clock=fake_clock)
+    assert a.median_s == pytest.approx(1e-3) and b.median_s == pytest.approx(2e-3)
