@@ -92,7 +92,7 @@ def _pitfall(pid: str, naive: dict[str, Any], correct: dict[str, Any],
 class Lab:
     """Shared state for one pitfalls run: the case, inputs, jitted function, timers."""
 
-    def __init__(self, spec: Spec, clock: Clock) -> None:
+    def __init__(self, spec: Spec, clock: Clock, sections: tuple[str, ...] = ()) -> None:
         import jax
 
         self.jax = jax
@@ -107,8 +107,20 @@ class Lab:
         self.dev = jax.block_until_ready(jax.device_put(self.host, self.device))
         self.f = jax.jit(self.case.jax_fn, static_argnums=self.case.static_argnums)
         self.jax.block_until_ready(self.f(*self.dev))
-        self.numpy_s = self.time(bound_call(self.case.numpy_fn, self.host), runtime=True)
-        self.blocked_s = self.time(blocking_call(self.f, self.dev), runtime=True)
+        # The steady-state numbers every pitfall's right side reuses, timed side by side; with
+        # pitfall 3, the other dtype's runtimes join them (so its fair side is everyone's).
+        jax_calls = {"jax": blocking_call(self.f, self.dev)}
+        numpy_calls = {"numpy": bound_call(self.case.numpy_fn, self.host)}
+        if "dtype" in sections:
+            other = "float64" if spec.dtype == "float32" else "float32"
+            host = self.inputs_for(spec.shape, other)
+            numpy_calls["numpy_other"] = bound_call(self.case.numpy_fn, host)
+            if other == "float32":  # float64 JAX exists only in the x64 worker
+                dev = jax.block_until_ready(jax.device_put(host, self.device))
+                jax.block_until_ready(self.f(*dev))  # compiles the float32 variant
+                jax_calls["jax_other"] = blocking_call(self.f, dev)
+        self.steady = self.side_by_side(jax_calls, numpy_calls)
+        self.numpy_s, self.blocked_s = self.steady["numpy"], self.steady["jax"]
 
     def time(self, call: Callable[[], Any], *, runtime: bool = False, **kw: Any) -> float:
         """Median seconds per call; ``runtime``: a speedup's phase (TimingConfig.for_runtime).
@@ -171,27 +183,17 @@ def pitfall_async(lab: Lab) -> dict[str, Any]:
 
 def pitfall_dtype(lab: Lab) -> dict[str, Any]:
     """Naive: NumPy float64 vs JAX float32. Fair in this worker: both at the worker's dtype.
-    The runtimes it compares are timed side by side here, so the naive and the fair
-    speedups differ by the dtypes, not by the machine's drift between two timings."""
-    jax, case, shape = lab.jax, lab.case, lab.spec.shape
+    The lab timed both dtypes' runtimes side by side (Lab.side_by_side), so the naive and
+    the fair speedups differ by the dtypes, not by the machine's drift between two timings."""
+    t = lab.steady
     if lab.spec.dtype == "float32":
-        host32, dev32 = lab.host, lab.dev
-        host64 = lab.inputs_for(shape, "float64")
+        jax32, numpy32, numpy64 = t["jax"], t["numpy"], t["numpy_other"]
     else:
-        host64 = lab.host
-        host32 = lab.inputs_for(shape, "float32")
-        dev32 = jax.block_until_ready(jax.device_put(host32, lab.device))
-        jax.block_until_ready(lab.f(*dev32))  # compiles the float32 variant
-    jax_calls = {"jax32": blocking_call(lab.f, dev32)}
-    if lab.spec.dtype == "float64":
-        jax_calls["jax64"] = blocking_call(lab.f, lab.dev)
-    t = lab.side_by_side(jax_calls, {"numpy32": bound_call(case.numpy_fn, host32),
-                                     "numpy64": bound_call(case.numpy_fn, host64)})
-    jax32, numpy32, numpy64 = t["jax32"], t["numpy32"], t["numpy64"]
+        jax32, numpy32, numpy64 = t["jax_other"], t["numpy_other"], t["numpy"]
     fair = [_side("Both float32", "np.float32 inputs on both sides", jax32, numpy32, dtype="float32")]
     if lab.spec.precision == "x64":
         fair.append(_side("Both float64 (jax_enable_x64)", "jax.config.update('jax_enable_x64', True)",
-                          t["jax64"], numpy64, dtype="float64"))
+                          t["jax"], numpy64, dtype="float64"))
     correct = fair[-1] if lab.spec.precision == "x64" else fair[0]
     return _pitfall(
         "dtype",
@@ -269,7 +271,7 @@ def measure_pitfalls(spec: Spec, sections: tuple[str, ...] = SECTIONS,
                      clock: Clock = time.perf_counter_ns) -> dict[str, Any]:
     """Measure the chosen pitfall sections for ``spec`` (in a worker of matching precision)."""
     check_precision(spec.precision)
-    lab = Lab(spec, clock)
+    lab = Lab(spec, clock, sections)
     out = []
     for i, pid in enumerate(sections):
         if progress is not None:

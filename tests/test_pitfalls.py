@@ -64,6 +64,14 @@ def test_in_an_x64_run_the_fair_side_is_float64_on_both(runner):
     assert speedup(p["naive"]) > 1.2 * speedup(p["correct"])
 
 
+def test_every_right_side_shows_the_same_steady_state_numbers(lab):
+    # One pair of steady-state numbers for the whole lab, so "measured properly" reads alike
+    # in every row the right way is plain steady state (pitfall 3's float32 side included).
+    steady = {(lab[pid]["correct"]["seconds"], lab[pid]["correct"]["numpy_seconds"])
+              for pid in ("jit", "async", "dtype", "transfer")}
+    assert len(steady) == 1
+
+
 def test_the_x64_worker_adds_the_fair_float64_side(lab):
     fair64 = [s for s in lab["dtype"]["extra"] if s.get("dtype") == "float64"]
     assert fair64, "the x64 worker's fair float64 side is missing"
