@@ -186,6 +186,8 @@ def pitfall_dtype(lab: Lab) -> dict[str, Any]:
     The lab timed both dtypes' runtimes side by side (Lab.side_by_side), so the naive and
     the fair speedups differ by the dtypes, not by the machine's drift between two timings."""
     t = lab.steady
+    if "numpy_other" not in t:
+        raise ValueError("pitfall 3 needs a Lab built with 'dtype' in its sections")
     if lab.spec.dtype == "float32":
         jax32, numpy32, numpy64 = t["jax"], t["numpy"], t["numpy_other"]
     else:

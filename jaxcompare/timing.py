@@ -306,14 +306,16 @@ def sample_round_robin(calls: Sequence[Callable[[], Any]], config: TimingConfig,
             time_loops(call, 1, clock)
         if clock() >= warm_until:
             break
+    started = clock()  # as in sample(): the budget is for sampling, calibration included
     loops = [calibrate_loops(call, config.target_sample_s, clock) for call in calls]
     samples: list[list[float]] = [[] for _ in calls]
     reasons: list[str | None] = [None] * len(calls)
     budget_ns = config.phase_budget_s * len(calls) / NS
-    started = clock()
+    switching = len(calls) > 1
     while True:
         for call, n_loops, xs in zip(calls, loops, samples, strict=True):
-            time_loops(call, 1, clock)  # untimed: the switch from the other call's state
+            if switching:
+                time_loops(call, 1, clock)  # untimed: the switch from the other call's state
             xs.append(time_loops(call, n_loops, clock) * NS / n_loops)
         verdicts = [_stop(xs, config, config.min_samples, clock() - started, budget_ns) for xs in samples]
         if all(done for done, _ in verdicts):

@@ -72,7 +72,7 @@ def test_every_right_side_shows_the_same_steady_state_numbers(lab):
     assert len(steady) == 1
 
 
-def test_the_x64_worker_adds_the_fair_float64_side(lab):
+def test_an_x32_lab_borrows_the_x64_worker_for_the_fair_float64_side(lab):
     fair64 = [s for s in lab["dtype"]["extra"] if s.get("dtype") == "float64"]
     assert fair64, "the x64 worker's fair float64 side is missing"
     assert fair64[0]["seconds"] > 0 and fair64[0]["numpy_seconds"] > 0

@@ -251,12 +251,27 @@ def test_round_robin_keeps_the_ratio_through_a_drift_that_sequential_sampling_do
 
 
 def test_round_robin_stops_when_every_median_is_stable(fake_clock):
-    quiet, noisy = 1e-3, iter(np.random.default_rng(0).uniform(1e-3, 3e-3, 10_000))
+    quiet, noisy = 1e-3, iter(np.random.default_rng(0).uniform(1e-3, 3e-3, 100_000))
     calls = [lambda: fake_clock.advance(quiet), lambda: fake_clock.advance(next(noisy))]
-    quiet_stats, noisy_stats = sample_round_robin(calls, CFG, clock=fake_clock)
-    assert quiet_stats.n == noisy_stats.n > CFG.min_samples  # the quiet one waited for the noisy one
-    assert quiet_stats.stable and quiet_stats.median_s == pytest.approx(quiet)
+    cfg = TimingConfig(target_sample_s=0.01, min_samples=5, max_samples=10_000, phase_budget_s=100.0,
+                       rel_ci=0.05, warmup_s=0.001)
+    quiet_stats, noisy_stats = sample_round_robin(calls, cfg, clock=fake_clock)
+    assert quiet_stats.stable and noisy_stats.stable
+    # The quiet one waited for the noisy one, which stopped once stable, long before the caps.
+    assert cfg.min_samples < quiet_stats.n == noisy_stats.n < 200
+    assert fake_clock() / 1e9 < 0.1 * cfg.phase_budget_s
+    assert quiet_stats.median_s == pytest.approx(quiet)
     assert quiet_stats.loops == 10  # each call calibrated on its own
+
+
+def test_round_robin_of_one_call_samples_like_sample(fake_clock):
+    # Nothing switches between turns: no untimed calls, the same samples as sample() takes.
+    durations = np.random.default_rng(2).uniform(1e-3, 2e-3, 10_000)
+    it = iter(durations)
+    alone = sample(lambda: fake_clock.advance(next(it)), CFG, clock=fake_clock)
+    fake_clock.now, it = 0, iter(durations)
+    [in_turns] = sample_round_robin([lambda: fake_clock.advance(next(it))], CFG, clock=fake_clock)
+    assert (in_turns.n, in_turns.loops, in_turns.samples_s) == (alone.n, alone.loops, alone.samples_s)
 
 
 def test_round_robin_reports_a_median_still_noisy_when_the_budget_runs_out(fake_clock):
