@@ -173,9 +173,9 @@ verdict = checks.overall(checklist)
 tab_checks, tab_phases, tab_agree, tab_ipython, tab_notes = st.tabs(
     [f"Checks: {STATUS_ICON[verdict].split()[1]}", "All phases", "Agreement", "Reproduce in IPython", "Notes"])
 with tab_checks:
-    st.dataframe(
+    st.dataframe(  # "" for a check without a pitfall page: a blank cell, not a grey "None"
         [{"Status": STATUS_ICON[c.status], "Check": c.title, "Why": c.reason,
-          "Pitfall": pitfalls_view.result_link(c.pitfall, result, CASES) or ""} for c in checklist],  # "" not a grey "None"
+          "Pitfall": pitfalls_view.result_link(c.pitfall, result, CASES) or ""} for c in checklist],
         hide_index=True, width="stretch", height=38 + 35 * len(checklist),  # every check, no inner scroll
         column_config={"Pitfall": st.column_config.LinkColumn(
             "Explained in", display_text=r"#pitfall-(.+)$",
