@@ -309,7 +309,6 @@ def sample_round_robin(calls: Sequence[Callable[[], Any]], config: TimingConfig,
     started = clock()  # as in sample(): the budget is for sampling, calibration included
     loops = [calibrate_loops(call, config.target_sample_s, clock) for call in calls]
     samples: list[list[float]] = [[] for _ in calls]
-    reasons: list[str | None] = [None] * len(calls)
     budget_ns = config.phase_budget_s * len(calls) / NS
     switching = len(calls) > 1
     while True:
@@ -319,10 +318,9 @@ def sample_round_robin(calls: Sequence[Callable[[], Any]], config: TimingConfig,
             xs.append(time_loops(call, n_loops, clock) * NS / n_loops)
         verdicts = [_stop(xs, config, config.min_samples, clock() - started, budget_ns) for xs in samples]
         if all(done for done, _ in verdicts):
-            reasons = [why for _, why in verdicts]
             break
     return [Stats.from_samples(xs, loops=n, stable=why is None, unstable_reason=why)
-            for xs, n, why in zip(samples, loops, reasons, strict=True)]
+            for xs, n, (_, why) in zip(samples, loops, verdicts, strict=True)]
 
 
 def combine_blocks(blocks: Sequence[Stats], rel_ci: float, tolerance: float, what: str = "the median") -> Stats:
