@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-import ui
+from jaxcompare.app import ui
 
 st.set_page_config(page_title="jaxcompare", page_icon=":material/balance:", layout="wide")
 ui.sidebar_nav()

@@ -75,7 +75,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.pyperf = [] if args.quick else ["x32:centered_gram:large"]
     if args.showcase_repeats is None:
         args.showcase_repeats = 2 if args.quick else 5
-    from jaxcompare.spec import parse_shape
+    from jaxcompare.model.spec import parse_shape
 
     args.showcase_shape = parse_shape(args.showcase_shape)
     args.showcase_timings = list(dict.fromkeys(args.showcase_timings))
@@ -116,7 +116,7 @@ def run_precisions(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def machine() -> dict[str, Any]:
-    from jaxcompare.environment import host_info, versions
+    from jaxcompare.engine.environment import host_info, versions
 
     host = host_info()
     return {"cpu_model": host["cpu_model"], "cpu_count": host["cpu_count_logical"],

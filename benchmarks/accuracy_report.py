@@ -8,7 +8,7 @@ from typing import Any
 
 from accuracy_worker import OVERHEAD_ENGINE
 
-from jaxcompare.report import format_time
+from jaxcompare.model.formatting import format_time
 
 REFERENCES = ("timeit", "ipython", "pyperf")
 LABELS = {"jaxcompare": "jaxcompare", "timeit": "timeit", "ipython": "%timeit", "pyperf": "pyperf"}

@@ -4,13 +4,13 @@ Small public API: describe a comparison with :class:`Spec`, run it with a :class
 (worker processes per precision, one device queue), read the :class:`Result`.
 """
 
-from .cases import Case
 from .catalog import all_cases, builtin_cases, get_case
-from .errors import BadInput, DeviceUnavailable, JaxCompareError, JobFailed, TooLarge
-from .result import Result
-from .runner import Job, Runner
-from .spec import Spec, TimingConfig, parse_shape
-from .timing import Stats
+from .engine.runner import Job, Runner
+from .model.cases import Case
+from .model.errors import BadInput, DeviceUnavailable, JaxCompareError, JobFailed, TooLarge
+from .model.result import Result
+from .model.spec import Spec, TimingConfig, parse_shape
+from .model.stats import Stats
 
 __all__ = [
     "BadInput", "Case", "DeviceUnavailable", "Job", "JaxCompareError", "JobFailed", "Result",

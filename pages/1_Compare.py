@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-import ui
-from jaxcompare import JaxCompareError, Result, appstate, charts, checks, pitfalls_view, report
-from jaxcompare import appsupport as aps
+from jaxcompare import JaxCompareError, Result
+from jaxcompare.analysis import checks
+from jaxcompare.app import charts, controls, pitfalls_view, ui, views
+from jaxcompare.model import formatting
 
 st.set_page_config(page_title="Compare · jaxcompare", page_icon=":material/compare_arrows:", layout="wide")
 ui.sidebar_nav()
@@ -16,14 +17,14 @@ CASES = ui.cases()
 STATUS_ICON = {checks.PASS: "✓ pass", checks.WARN: "⚠ warn", checks.FAIL: "✗ fail"}
 
 
-def widget_values(config: appstate.CompareConfig) -> dict[str, object]:
+def widget_values(config: controls.CompareConfig) -> dict[str, object]:
     return {"case": config.case, "size": config.size, "custom_shape": config.custom_shape,
             "precision": config.precision, "device": config.device, "timing": config.timing}
 
 
-def current_config() -> appstate.CompareConfig:
+def current_config() -> controls.CompareConfig:
     ss = st.session_state
-    return appstate.CompareConfig(case=ss["case"], size=ss["size"], custom_shape=ss["custom_shape"],
+    return controls.CompareConfig(case=ss["case"], size=ss["size"], custom_shape=ss["custom_shape"],
                              precision=ss["precision"], device=ss["device"], timing=ss["timing"])
 
 
@@ -37,7 +38,7 @@ def on_case_change() -> None:
     ss = st.session_state
     if ss["size"] != "custom":
         case = ui.case_by_name(ss["case"])
-        ss["custom_shape"] = appstate.shape_text(case.small_shape if ss["size"] == "small" else case.large_shape)
+        ss["custom_shape"] = controls.shape_text(case.small_shape if ss["size"] == "small" else case.large_shape)
 
 
 def on_size_change() -> None:
@@ -72,25 +73,25 @@ def poll_job() -> None:
     if job is None:
         return
     spec = job.spec
-    ui.job_progress(job, f"{spec.case} {appstate.shape_text(spec.shape)} {spec.precision}")
+    ui.job_progress(job, f"{spec.case} {controls.shape_text(spec.shape)} {spec.precision}")
     st.button("Stop", icon=":material/stop_circle:", on_click=ui.cancel_job, args=(JOB,), key="stop_compare")
 
 
 # --- page ---------------------------------------------------------------------------------------
 url_warnings = ui.seed_from_url(
-    "compare", lambda query: appstate.compare_config_from_query(query, CASES), widget_values)
+    "compare", lambda query: controls.compare_config_from_query(query, CASES), widget_values)
 harvest()
 
 with st.sidebar:
     st.header("Configuration")
     case_options = [c.name for c in CASES]
-    labels = {c.name: appstate.case_label(c) for c in CASES}
+    labels = {c.name: controls.case_label(c) for c in CASES}
     st.selectbox("Case", case_options, format_func=labels.__getitem__, key="case", on_change=on_case_change,
                  help="NumPy cases first, then SciPy. Type to search by name, library or title.")
     case = ui.case_by_name(st.session_state["case"])
-    presets = {"small": f"Small · {appstate.shape_text(case.small_shape)}",
-               "large": f"Large · {appstate.shape_text(case.large_shape)}", "custom": "Custom"}
-    st.segmented_control("Shape", appstate.SIZE_CHOICES, format_func=presets.__getitem__, key="size",
+    presets = {"small": f"Small · {controls.shape_text(case.small_shape)}",
+               "large": f"Large · {controls.shape_text(case.large_shape)}", "custom": "Custom"}
+    st.segmented_control("Shape", controls.SIZE_CHOICES, format_func=presets.__getitem__, key="size",
                          required=True, on_change=on_size_change)
     st.text_input("Custom shape", key="custom_shape", disabled=st.session_state["size"] != "custom",
                   live=True, placeholder="e.g. 500x500",
@@ -104,13 +105,13 @@ with st.sidebar:
     st.segmented_control("Precision", ("x32", "x64"), key="precision", required=True,
                          format_func=lambda p: f"{p} · {'float32' if p == 'x32' else 'float64'}",
                          help="x32 compares float32 on both sides, x64 float64; each runs in its own worker.")
-    st.selectbox("Device", ("auto", "cpu", "gpu", "tpu"), format_func=appstate.DEVICE_LABELS.__getitem__,
+    st.selectbox("Device", ("auto", "cpu", "gpu", "tpu"), format_func=controls.DEVICE_LABELS.__getitem__,
                  key="device")
-    device_problem = aps.device_problem(st.session_state["device"], ui.known_environment())
+    device_problem = views.device_problem(st.session_state["device"], ui.known_environment())
     if device_problem:
         st.warning(device_problem, icon=":material/warning:")
-    st.segmented_control("Timing", appstate.TIMING_MODES, key="timing", required=True,
-                         format_func=appstate.TIMING_LABELS.__getitem__,
+    st.segmented_control("Timing", controls.TIMING_MODES, key="timing", required=True,
+                         format_func=controls.TIMING_LABELS.__getitem__,
                          help="Careful stops when each median is known to ±3%; quick stops at ±10%. "
                               "Thorough samples the NumPy and JAX runtimes until each is known to ±1% "
                               "(up to 2.5 s each) in four pairs of blocks side by side, and checks that "
@@ -125,7 +126,7 @@ ui.cases_file_ui()
 ui.sync_url(current_config().query())
 
 st.title("Compare")
-st.caption(f"{appstate.case_label(case)}: `{case.numpy_name}` vs `{case.jax_name}`. "
+st.caption(f"{controls.case_label(case)}: `{case.numpy_name}` vs `{case.jax_name}`. "
            + (case.description or ""))
 env = ui.device_banner()
 ui.show_url_warnings(url_warnings)
@@ -149,19 +150,19 @@ config_now = current_config()
 same = (config_now.case == result.case and shape_problem is None and shape == result.shape
         and config_now.precision == result.precision)
 st.caption(f"`{info.get('numpy_name', '')}` vs `{info.get('jax_name', '')}` · shape "
-           f"{appstate.shape_text(result.shape)} · {result.precision} ({result.dtype}) · {result.backend} "
+           f"{controls.shape_text(result.shape)} · {result.precision} ({result.dtype}) · {result.backend} "
            f"device `{result.device}` ({result.device_kind}) · {result.spec.timing.preset_name} timing · "
            f"measured {result.created}"
            + ("" if same else " · *the sidebar settings have changed since this run*"))
 ui.history_note([result])
 # Two rows of three: one row of six cut the values short ("14.1 …") in a 1400-px-wide window.
-figures = aps.headline(result)
+figures = views.headline(result)
 for row in (figures[:3], figures[3:]):
     for column, figure in zip(st.columns(3), row, strict=True):
         column.metric(figure.label, figure.value, help=figure.help, border=True)
-st.markdown(aps.verdict(result))
+st.markdown(views.verdict(result))
 
-stem = f"{result.case}_{appstate.shape_text(result.shape)}_{result.precision}"
+stem = f"{result.case}_{controls.shape_text(result.shape)}_{result.precision}"
 left, right = st.columns([6, 5], gap="large")
 with left:
     ui.chart(charts.phase_breakdown_chart(result), "Phase chart", f"{stem}_phases", stretch=True)
@@ -181,7 +182,7 @@ with tab_checks:
             "Explained in", display_text=r"#pitfall-(.+)$",
             help="Opens the Pitfalls page section that measures this mistake, for this case (new tab).")})
 with tab_phases:
-    st.dataframe(aps.phase_table(result), hide_index=True, width="stretch")
+    st.dataframe(views.phase_table(result), hide_index=True, width="stretch")
     st.caption("One-off: paid once per function, shape and dtype. Per call: paid every call. "
                "The naive first call (compile + one run) is what a plain `%time f(x)` shows.")
 with tab_agree:
@@ -205,17 +206,17 @@ with tab_agree:
         ], hide_index=True)
         st.caption("Both sides against a float64 NumPy reference: what the precision costs.")
 with tab_ipython:
-    st.code(report.ipython_lines(result), language="python")
+    st.code(formatting.ipython_lines(result), language="python")
     st.caption("Paste into IPython or Jupyter to reproduce this measurement by hand.")
 with tab_notes:
     notes = list(result.notes) or ["No notes for this run."]
     st.markdown("\n".join(f"- {note}" for note in notes))
     first = result.first_call.median_s
-    st.markdown(f"- A naive first call took **{report.format_time(first)}** — that is what `%time f(x)` "
-                f"reports, mostly compile, not the {report.format_time(result.runtime.median_s)} runtime.")
+    st.markdown(f"- A naive first call took **{formatting.format_time(first)}** — that is what `%time f(x)` "
+                f"reports, mostly compile, not the {formatting.format_time(result.runtime.median_s)} runtime.")
 
 downloads = st.container(horizontal=True)
-downloads.download_button("Result (JSON)", report.dumps(result.to_dict()), file_name=f"{stem}.json",
+downloads.download_button("Result (JSON)", formatting.dumps(result.to_dict()), file_name=f"{stem}.json",
                               mime="application/json", icon=":material/download:", on_click="ignore")
-downloads.download_button("Result (CSV)", aps.results_csv([result]), file_name=f"{stem}.csv",
+downloads.download_button("Result (CSV)", views.results_csv([result]), file_name=f"{stem}.csv",
                              mime="text/csv", icon=":material/download:", on_click="ignore")

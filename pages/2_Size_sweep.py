@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-import ui
-from jaxcompare import JaxCompareError, appstate, charts, report
-from jaxcompare import appsupport as aps
+from jaxcompare import JaxCompareError
+from jaxcompare.app import charts, controls, ui, views
+from jaxcompare.model import formatting
 
 st.set_page_config(page_title="Size sweep · jaxcompare", page_icon=":material/stacked_line_chart:",
                    layout="wide")
@@ -16,21 +16,21 @@ RUN, ERROR = "sweep_run", "sweep_error"
 CASES = ui.cases()
 
 
-def widget_values(config: appstate.SweepConfig) -> dict[str, object]:
+def widget_values(config: controls.SweepConfig) -> dict[str, object]:
     return {"sweep_case": config.case, "sweep_precisions": list(config.precisions),
             "sweep_steps": config.steps, "sweep_largest": config.largest,
             "sweep_device": config.device, "sweep_timing": config.timing}
 
 
-def current_config() -> appstate.SweepConfig:
+def current_config() -> controls.SweepConfig:
     ss = st.session_state
     precisions = tuple(p for p in ("x32", "x64") if p in (ss["sweep_precisions"] or []))
-    return appstate.SweepConfig(case=ss["sweep_case"], precisions=precisions, steps=int(ss["sweep_steps"]),
+    return controls.SweepConfig(case=ss["sweep_case"], precisions=precisions, steps=int(ss["sweep_steps"]),
                            largest=(ss["sweep_largest"] or "").strip(), device=ss["sweep_device"],
                            timing=ss["sweep_timing"])
 
 
-def active_run() -> appstate.SweepRun | None:
+def active_run() -> controls.SweepRun | None:
     run = st.session_state.get(RUN)
     return run if run is not None and not run.finished else None
 
@@ -74,7 +74,7 @@ def poll_sweep() -> None:
     if landed or run.finished:
         st.rerun()
     shape, precision = run.current or ((), "")
-    label = f"Size {min(run.completed + 1, run.total)} of {run.total}: {appstate.shape_text(shape)} {precision}"
+    label = f"Size {min(run.completed + 1, run.total)} of {run.total}: {controls.shape_text(shape)} {precision}"
     if run.job is not None:
         ui.job_progress(run.job, label, overall=run.fraction())
     st.button("Stop the sweep", icon=":material/stop_circle:", on_click=stop_sweep, key="stop_sweep")
@@ -82,34 +82,34 @@ def poll_sweep() -> None:
 
 # --- page ---------------------------------------------------------------------------------------
 url_warnings = ui.seed_from_url(
-    "sweep", lambda query: appstate.sweep_config_from_query(query, CASES), widget_values)
+    "sweep", lambda query: controls.sweep_config_from_query(query, CASES), widget_values)
 
 with st.sidebar:
     st.header("Sweep")
-    labels = {c.name: appstate.case_label(c) for c in CASES}
+    labels = {c.name: controls.case_label(c) for c in CASES}
     st.selectbox("Case", [c.name for c in CASES], format_func=labels.__getitem__, key="sweep_case",
                  help="NumPy cases first, then SciPy. Type to search.")
     case = ui.case_by_name(st.session_state["sweep_case"])
     st.pills("Precision", ("x32", "x64"), selection_mode="multi", key="sweep_precisions",
              format_func=lambda p: f"{p} · {'float32' if p == 'x32' else 'float64'}",
              help="Pick both to overlay float32 and float64 on the same charts.")
-    lo, hi = appstate.STEPS_RANGE
+    lo, hi = controls.STEPS_RANGE
     st.slider("Sizes", min_value=lo, max_value=hi, key="sweep_steps",
               help="How many sizes, spaced geometrically from the smallest to the largest.")
     env = ui.known_environment()
     config = current_config()
-    default_top = appstate.default_largest(case, appstate.backend_for(config.device, env))
+    default_top = controls.default_largest(case, controls.backend_for(config.device, env))
     st.text_input("Largest shape", key="sweep_largest", live=True,
-                  placeholder=f"{appstate.shape_text(default_top)} (default)",
+                  placeholder=f"{controls.shape_text(default_top)} (default)",
                   help="Leave empty for the default: the case's large preset on CPU, twice that per "
                        "dimension on a GPU or TPU.")
-    st.selectbox("Device", ("auto", "cpu", "gpu", "tpu"), format_func=appstate.DEVICE_LABELS.__getitem__,
+    st.selectbox("Device", ("auto", "cpu", "gpu", "tpu"), format_func=controls.DEVICE_LABELS.__getitem__,
                  key="sweep_device")
-    device_problem = aps.device_problem(st.session_state["sweep_device"], env)
+    device_problem = views.device_problem(st.session_state["sweep_device"], env)
     if device_problem:
         st.warning(device_problem, icon=":material/warning:")
-    st.segmented_control("Timing", appstate.TIMING_MODES, key="sweep_timing", required=True,
-                         format_func=appstate.TIMING_LABELS.__getitem__,
+    st.segmented_control("Timing", controls.TIMING_MODES, key="sweep_timing", required=True,
+                         format_func=controls.TIMING_LABELS.__getitem__,
                          help="Quick is the default for sweeps; careful samples longer at every size; thorough "
                               "samples the NumPy and JAX runtimes to ±1% at every size (times are per size).")
     config = current_config()
@@ -121,7 +121,7 @@ with st.sidebar:
         st.error(problem, icon=":material/error:")
     else:
         sizes = list(dict.fromkeys(shape for shape, _ in planned.points))
-        st.caption(f"{' → '.join(appstate.shape_text(s) for s in sizes)}: {planned.total} measurement(s).")
+        st.caption(f"{' → '.join(controls.shape_text(s) for s in sizes)}: {planned.total} measurement(s).")
     busy = active_run() is not None
     st.button("Run sweep", type="primary", icon=":material/play_arrow:", on_click=start_sweep,
               disabled=busy or problem is not None, width="stretch", key="run_sweep")
@@ -137,7 +137,7 @@ ui.show_url_warnings(url_warnings)
 if ERROR in st.session_state:
     st.error(st.session_state[ERROR], icon=":material/error:")
 
-run: appstate.SweepRun | None = st.session_state.get(RUN)
+run: controls.SweepRun | None = st.session_state.get(RUN)
 if run is not None and not run.finished:
     poll_sweep()
     st.caption("The sweep advances while this page is open, one size at a time, so other users' "
@@ -162,16 +162,16 @@ st.caption(f"`{first.case_info.get('numpy_name', '')}` vs `{first.case_info.get(
            f"{first.backend} device `{first.device}` · {len(results)} of {run.total} measurement(s)"
            + (" so far" if not run.finished else ""))
 ui.history_note(results)
-found = aps.crossovers(results)
+found = views.crossovers(results)
 columns = st.columns(max(len(found), 1) + 1)
 for column, (precision, elements) in zip(columns, found.items(), strict=False):
-    value = "not yet" if elements is None and not run.finished else aps.crossover_short(elements, len(first.shape))
+    value = "not yet" if elements is None and not run.finished else views.crossover_short(elements, len(first.shape))
     column.metric(f"Crossover ({precision})", value,
                   help="Where the speedup first crosses 1x, interpolated on log-log axes: "
-                       + aps.describe_crossover(elements, len(first.shape)) + ".", border=True)
+                       + views.describe_crossover(elements, len(first.shape)) + ".", border=True)
 best = max(results, key=lambda r: r.speedup)
 columns[-1].metric("Best speedup", f"{best.speedup:.2f}x",
-                   help=f"At {appstate.shape_text(best.shape)} {best.precision}.", border=True)
+                   help=f"At {controls.shape_text(best.shape)} {best.precision}.", border=True)
 
 stem = f"sweep_{first.case}"
 ui.chart(charts.sweep_runtime_chart(results, run.extent()), "Runtime chart", f"{stem}_runtime", stretch=True)
@@ -179,10 +179,10 @@ ui.chart(charts.sweep_speedup_chart(results, run.extent()), "Speedup chart", f"{
 ui.chart(charts.sweep_share_chart(results), "One-off share chart", f"{stem}_share",
          stretch=len({r.precision for r in results}) == 1)
 
-st.dataframe(aps.sweep_table(results), hide_index=True, width="stretch")
+st.dataframe(views.sweep_table(results), hide_index=True, width="stretch")
 downloads = st.container(horizontal=True)
-downloads.download_button("Sweep (JSON)", report.dumps([r.to_dict() for r in results]),
+downloads.download_button("Sweep (JSON)", formatting.dumps([r.to_dict() for r in results]),
                               file_name=f"{stem}.json", mime="application/json",
                               icon=":material/download:", on_click="ignore")
-downloads.download_button("Sweep (CSV)", aps.results_csv(results), file_name=f"{stem}.csv",
+downloads.download_button("Sweep (CSV)", views.results_csv(results), file_name=f"{stem}.csv",
                              mime="text/csv", icon=":material/download:", on_click="ignore")

@@ -8,13 +8,12 @@ from typing import Any
 
 import streamlit as st
 
-import ui
-from jaxcompare import Case, JaxCompareError, appstate
-from jaxcompare import appsupport as aps
-from jaxcompare import pitfalls_view as pv
-from jaxcompare.charts import chart_png_bytes
-from jaxcompare.charts_pitfalls import pitfall_chart
-from jaxcompare.pitfalls import PITFALLS, SECTIONS
+from jaxcompare import Case, JaxCompareError
+from jaxcompare.app import controls, ui, views
+from jaxcompare.app import pitfalls_view as pv
+from jaxcompare.app.charts import chart_png_bytes
+from jaxcompare.app.charts_pitfalls import pitfall_chart
+from jaxcompare.engine.pitfalls import PITFALLS, SECTIONS
 
 st.set_page_config(page_title="Pitfalls · jaxcompare", page_icon=":material/school:", layout="wide")
 ui.sidebar_nav()
@@ -46,7 +45,7 @@ def on_case_change() -> None:
     ss = st.session_state
     if ss[key("size")] != "custom":
         case = ui.case_by_name(ss[key("case")])
-        ss[key("custom_shape")] = appstate.shape_text(case.small_shape if ss[key("size")] == "small"
+        ss[key("custom_shape")] = controls.shape_text(case.small_shape if ss[key("size")] == "small"
                                                       else case.large_shape)
 
 
@@ -159,7 +158,7 @@ def section(meta: Mapping[str, str], entry: Mapping[str, Any] | None, case: Case
     if busy and pid in st.session_state.get(f"{JOB}_meta", {}).get("sections", ()):
         row.caption("Measuring… progress is at the top of the page.")
     if pitfall is not None:
-        stem = f"pitfall_{pid}_{context['case']}_{appstate.shape_text(context['shape'])}_{context['precision']}"
+        stem = f"pitfall_{pid}_{context['case']}_{controls.shape_text(context['shape'])}_{context['precision']}"
         row.download_button("Chart (PNG)", data=lambda chart=chart: chart_png_bytes(chart), file_name=f"{stem}.png",
                             mime="image/png", icon=":material/download:", on_click="ignore", key=f"png_{pid}")
 
@@ -170,14 +169,14 @@ harvest()
 
 with st.sidebar:
     st.header("Configuration")
-    labels = {c.name: appstate.case_label(c) for c in CASES}
+    labels = {c.name: controls.case_label(c) for c in CASES}
     st.selectbox("Case", [c.name for c in CASES], format_func=labels.__getitem__, key=key("case"),
                  on_change=on_case_change,
                  help="The JAX docs' benchmarking example, centered_gram, is the default.")
     case = ui.case_by_name(st.session_state[key("case")])
-    presets = {"small": f"Small · {appstate.shape_text(case.small_shape)}",
-               "large": f"Large · {appstate.shape_text(case.large_shape)}", "custom": "Custom"}
-    st.segmented_control("Shape", appstate.SIZE_CHOICES, format_func=presets.__getitem__, key=key("size"),
+    presets = {"small": f"Small · {controls.shape_text(case.small_shape)}",
+               "large": f"Large · {controls.shape_text(case.large_shape)}", "custom": "Custom"}
+    st.segmented_control("Shape", controls.SIZE_CHOICES, format_func=presets.__getitem__, key=key("size"),
                          required=True, on_change=on_case_change)
     st.text_input("Custom shape", key=key("custom_shape"), disabled=st.session_state[key("size")] != "custom",
                   live=True, placeholder="e.g. 500x500",
@@ -190,13 +189,13 @@ with st.sidebar:
     st.segmented_control("Precision", ("x32", "x64"), key=key("precision"), required=True,
                          format_func=lambda p: f"{p} · {'float32' if p == 'x32' else 'float64'}",
                          help="The worker's mode. Pitfall 3 measures the other dtype too.")
-    st.selectbox("Device", ("auto", "cpu", "gpu", "tpu"), format_func=appstate.DEVICE_LABELS.__getitem__,
+    st.selectbox("Device", ("auto", "cpu", "gpu", "tpu"), format_func=controls.DEVICE_LABELS.__getitem__,
                  key=key("device"))
-    device_problem = aps.device_problem(st.session_state[key("device")], ui.known_environment())
+    device_problem = views.device_problem(st.session_state[key("device")], ui.known_environment())
     if device_problem:
         st.warning(device_problem, icon=":material/warning:")
     st.segmented_control("Timing", pv.PitfallsConfig.TIMING_MODES, key=key("timing"), required=True,
-                         format_func=appstate.TIMING_LABELS.__getitem__,
+                         format_func=controls.TIMING_LABELS.__getitem__,
                          help="Careful samples longer and stops when the median is known to ±3%; "
                               "quick stops at ±10%. Six sections take several times one comparison.")
     busy = running_job() is not None
@@ -212,7 +211,7 @@ ui.sync_url(config.query())
 
 st.title("Pitfalls")
 st.caption(f"Each classic JAX benchmarking mistake, measured live beside the right way, for "
-           f"`{case.name}` at {appstate.shape_text(shape) if shape else '—'} ({config.precision}). "
+           f"`{case.name}` at {controls.shape_text(shape) if shape else '—'} ({config.precision}). "
            "The naive way is what a quick `%timeit` in a notebook shows; the gap to the correct way is "
            "how wrong that conclusion is.")
 env = ui.device_banner()
@@ -221,7 +220,7 @@ if ERROR in st.session_state:
     st.error(st.session_state[ERROR], icon=":material/error:")
 
 results: dict[str, Any] = st.session_state.get(RESULTS, {})
-backend = appstate.backend_for(config.device, env) if env or config.device != "auto" else None
+backend = controls.backend_for(config.device, env) if env or config.device != "auto" else None
 if busy:
     poll_job()
 elif not results:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-import ui
-from jaxcompare import JaxCompareError, charts_history
-from jaxcompare import history_view as hv
-from jaxcompare.compare import compare_results
-from jaxcompare.exchange import export_csv, export_json
+from jaxcompare import JaxCompareError
+from jaxcompare.analysis.compare import compare_results
+from jaxcompare.app import charts_history, ui
+from jaxcompare.app import history_view as hv
+from jaxcompare.history.exchange import export_csv, export_json
 
 st.set_page_config(page_title="History · jaxcompare", page_icon=":material/history:", layout="wide")
 ui.sidebar_nav()

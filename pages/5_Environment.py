@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-import ui
-from jaxcompare import appsupport as aps
-from jaxcompare import report
-from jaxcompare.environment import ENV_VARS, host_info
+from jaxcompare.app import ui, views
+from jaxcompare.engine.environment import ENV_VARS, host_info
+from jaxcompare.model import formatting
 
 st.set_page_config(page_title="Environment · jaxcompare", page_icon=":material/settings:", layout="wide")
 ui.sidebar_nav()
@@ -50,8 +49,8 @@ if len(workers) + len(problems) < 2:
 
 main_env = workers.get("x32") or workers.get("x64")
 if main_env is not None:
-    ui.show_banner(aps.device_banner(main_env))
-warnings = aps.environment_warnings(workers, load=aps.load_average()) if workers else []
+    ui.show_banner(views.device_banner(main_env))
+warnings = views.environment_warnings(workers, load=views.load_average()) if workers else []
 for text in warnings:
     st.warning(text, icon=":material/warning:")
 
@@ -64,15 +63,15 @@ with col_versions:
                   for name, version in versions.items()], hide_index=True, width="stretch")
 with col_cpu:
     st.subheader("CPU and memory")
-    load = aps.load_average()
+    load = views.load_average()
     st.dataframe([
         {"Item": "CPU model", "Value": env.get("cpu_model")},
         {"Item": "Logical CPUs", "Value": str(env.get("cpu_count_logical"))},
         {"Item": "Physical cores", "Value": str(env.get("cpu_count_physical"))},
         {"Item": "Cores this process may use (affinity)", "Value": str(env.get("cpu_affinity"))},
         {"Item": "Load average (1 min)", "Value": "—" if load is None else f"{load:.2f}"},
-        {"Item": "Memory total", "Value": aps.format_bytes(env.get("memory_total_bytes"))},
-        {"Item": "Memory available", "Value": aps.format_bytes(host.get("memory_available_bytes"))},
+        {"Item": "Memory total", "Value": views.format_bytes(env.get("memory_total_bytes"))},
+        {"Item": "Memory available", "Value": views.format_bytes(host.get("memory_available_bytes"))},
         {"Item": "Platform", "Value": env.get("platform")},
         {"Item": "Python", "Value": env.get("python_executable")},
     ], hide_index=True, width="stretch")
@@ -89,8 +88,8 @@ if workers:
     ], hide_index=True, width="stretch")
     st.dataframe([
         {"Platform": d.get("platform"), "Id": d.get("id"), "Kind": d.get("kind"), "Name": d.get("name"),
-         "Memory limit": aps.format_bytes(d.get("memory_limit_bytes")),
-         "Memory in use": aps.format_bytes(d.get("memory_in_use_bytes"))}
+         "Memory limit": views.format_bytes(d.get("memory_limit_bytes")),
+         "Memory in use": views.format_bytes(d.get("memory_in_use_bytes"))}
         for d in (main_env.get("jax") or {}).get("devices", [])
     ], hide_index=True, width="stretch")
 else:
@@ -126,6 +125,6 @@ with col_vars:
 
 actions = st.container(horizontal=True)
 actions.button("Ask the workers again", icon=":material/refresh:", on_click=refresh)
-actions.download_button("Environment (JSON)", report.dumps({"app": host, "workers": workers}),
+actions.download_button("Environment (JSON)", formatting.dumps({"app": host, "workers": workers}),
                       file_name="jaxcompare_environment.json", mime="application/json",
                       icon=":material/download:", on_click="ignore")

@@ -31,7 +31,7 @@ def app_runner():
     """The app's shared Runner (st.cache_resource) lives for one test module; clearing it
     runs on_release, which closes the Runner, cancels anything in flight, and stops its workers."""
     yield
-    import ui
+    from jaxcompare.app import ui
 
     ui.get_runner.clear()
 
@@ -50,7 +50,7 @@ def page(name: str, **query: str) -> AppTest:
 def run_until(at: AppTest, done, timeout: float = 120.0) -> AppTest:
     """Rerun the script (as the polling fragment would) until ``done(at)``. Between reruns it
     waits for the app's runner to go idle — on the work itself, not on a sleep."""
-    import ui
+    from jaxcompare.app import ui
 
     deadline = time.monotonic() + timeout
     while not done(at):

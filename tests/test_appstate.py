@@ -7,29 +7,30 @@ from typing import Any
 
 import pytest
 
-from jaxcompare import Spec, TimingConfig, all_cases, appstate, get_case
-from jaxcompare.errors import JobFailed
+from jaxcompare import Spec, TimingConfig, all_cases, get_case
+from jaxcompare.app import controls
+from jaxcompare.model.errors import JobFailed
 
 CASES = all_cases()
 
 
 def test_cases_are_grouped_numpy_first_and_labelled_by_library():
-    ordered = appstate.ordered_cases(CASES)
+    ordered = controls.ordered_cases(CASES)
     groups = [c.group for c in ordered]
     assert groups == sorted(groups, key=lambda g: {"numpy": 0, "scipy": 1}.get(g, 2))
-    label = appstate.case_label(get_case("matmul"))
+    label = controls.case_label(get_case("matmul"))
     assert label.startswith("NumPy · matmul")
 
 
 def test_compare_url_defaults_and_round_trip():
-    config, warnings = appstate.compare_config_from_query({}, CASES)
+    config, warnings = controls.compare_config_from_query({}, CASES)
     assert warnings == []
     assert (config.case, config.size, config.precision, config.device, config.timing) == (
         "matmul", "small", "x32", "auto", "careful")
     assert config.query() == {"case": "matmul"}
-    custom = appstate.CompareConfig("matmul", size="custom", custom_shape="200 x 200", precision="x64",
+    custom = controls.CompareConfig("matmul", size="custom", custom_shape="200 x 200", precision="x64",
                                timing="quick")
-    again, warnings = appstate.compare_config_from_query(custom.query(), CASES)
+    again, warnings = controls.compare_config_from_query(custom.query(), CASES)
     assert warnings == []
     assert again.size == "custom" and again.custom_shape == "200x200"
     assert again.precision == "x64" and again.timing == "quick"
@@ -38,38 +39,38 @@ def test_compare_url_defaults_and_round_trip():
 
 def test_compare_url_bad_values_warn_and_fall_back():
     query = {"case": "matmull", "shape": "12x", "precision": "x16", "device": "fpga", "timing": "slow"}
-    config, warnings = appstate.compare_config_from_query(query, CASES)
-    assert config == appstate.CompareConfig("matmul", custom_shape="10x10")
+    config, warnings = controls.compare_config_from_query(query, CASES)
+    assert config == controls.CompareConfig("matmul", custom_shape="10x10")
     assert len(warnings) == 5
     assert "did you mean matmul" in warnings[0]
     assert all("was ignored" in w and "Using the default" in w for w in warnings)
 
 
 def test_compare_url_shape_checked_against_the_case():
-    config, warnings = appstate.compare_config_from_query({"case": "fft", "shape": "64x64"}, CASES)
+    config, warnings = controls.compare_config_from_query({"case": "fft", "shape": "64x64"}, CASES)
     assert config.case == "fft" and config.size == "small"
     assert "1-D" in warnings[0]
-    config, warnings = appstate.compare_config_from_query({"case": "fft", "shape": "large"}, CASES)
+    config, warnings = controls.compare_config_from_query({"case": "fft", "shape": "large"}, CASES)
     assert warnings == [] and config.shape(get_case("fft")) == get_case("fft").large_shape
-    config, _ = appstate.compare_config_from_query({"case": "matmul", "shape": "1000x1000"}, CASES)
+    config, _ = controls.compare_config_from_query({"case": "matmul", "shape": "1000x1000"}, CASES)
     assert config.size == "large"  # a typed preset is the preset
 
 
 def test_sweep_url_round_trip_and_bad_values():
-    config = appstate.SweepConfig("matmul", precisions=("x32", "x64"), steps=4, largest="300x300")
-    again, warnings = appstate.sweep_config_from_query(config.query(), CASES)
+    config = controls.SweepConfig("matmul", precisions=("x32", "x64"), steps=4, largest="300x300")
+    again, warnings = controls.sweep_config_from_query(config.query(), CASES)
     assert warnings == [] and again == config
     assert again.shapes(get_case("matmul"))[-1] == (300, 300)
-    bad, warnings = appstate.sweep_config_from_query(
+    bad, warnings = controls.sweep_config_from_query(
         {"case": "matmul", "precision": "x99", "steps": "40", "largest": "5x5"}, CASES)
-    assert bad == appstate.SweepConfig("matmul")
+    assert bad == controls.SweepConfig("matmul")
     assert len(warnings) == 3
 
 
 def test_default_largest_grows_on_accelerators():
     case = get_case("matmul")
-    assert appstate.default_largest(case, "cpu") == case.large_shape
-    assert appstate.default_largest(case, "gpu") == tuple(2 * n for n in case.large_shape)
+    assert controls.default_largest(case, "cpu") == case.large_shape
+    assert controls.default_largest(case, "gpu") == tuple(2 * n for n in case.large_shape)
 
 
 @dataclass
@@ -87,7 +88,7 @@ class FakeJob:
 
 def test_sweep_run_submits_one_job_at_a_time_and_keeps_partial_results():
     base = Spec("matmul", (10, 10), timing=TimingConfig.quick())
-    run = appstate.SweepRun.plan(base, [(10, 10), (20, 20), (40, 40)], ["x32", "x64"])
+    run = controls.SweepRun.plan(base, [(10, 10), (20, 20), (40, 40)], ["x32", "x64"])
     assert run.total == 6 and run.points[:2] == [((10, 10), "x32"), ((10, 10), "x64")]
     assert run.extent() == (100.0, 1600.0)
     submitted: list[FakeJob] = []
@@ -113,7 +114,7 @@ def test_sweep_run_submits_one_job_at_a_time_and_keeps_partial_results():
 
 def test_sweep_run_stops_at_the_first_failure():
     base = Spec("matmul", (10, 10), timing=TimingConfig.quick())
-    run = appstate.SweepRun.plan(base, [(10, 10), (20, 20)], ["x32"])
+    run = controls.SweepRun.plan(base, [(10, 10), (20, 20)], ["x32"])
     jobs: list[FakeJob] = []
     run.advance(lambda spec: jobs.append(FakeJob(spec)) or jobs[-1])
     jobs[0].done, jobs[0].error = True, JobFailed("out of memory")

@@ -9,17 +9,17 @@ from typing import Any
 
 import pytest
 
-from jaxcompare import appsupport as aps
+from jaxcompare.app import views
 
 
 def test_calls_and_crossover_text():
-    assert aps.calls_text(None) == "never"
-    assert aps.calls_text(0.2) == "1 call"
-    assert aps.calls_text(1234.5) == "1,235 calls"
-    assert aps.crossover_short(250_000, 2) == "≈ 500x500"
-    assert aps.crossover_short(2_500_000, 1) == "≈ 2.5M elements"
-    assert aps.crossover_short(None, 2) == "none here"
-    assert "500x500" in aps.describe_crossover(250_000, 2)
+    assert views.calls_text(None) == "never"
+    assert views.calls_text(0.2) == "1 call"
+    assert views.calls_text(1234.5) == "1,235 calls"
+    assert views.crossover_short(250_000, 2) == "≈ 500x500"
+    assert views.crossover_short(2_500_000, 1) == "≈ 2.5M elements"
+    assert views.crossover_short(None, 2) == "none here"
+    assert "500x500" in views.describe_crossover(250_000, 2)
 
 
 CPU_ENV: dict[str, Any] = {
@@ -32,50 +32,50 @@ CPU_ENV: dict[str, Any] = {
 
 
 def test_device_banner_says_cpu_fallback_plainly_or_names_the_gpu():
-    banner = aps.device_banner(CPU_ENV)
+    banner = views.device_banner(CPU_ENV)
     assert banner.level == "warning" and "CPU backend" in banner.text and "Test CPU" in banner.text
     gpu_env = dict(CPU_ENV, jax={"devices": [
         {"platform": "gpu", "id": 0, "kind": "NVIDIA H100", "memory_limit_bytes": 80 * 1024**3}]})
-    banner = aps.device_banner(gpu_env)
+    banner = views.device_banner(gpu_env)
     assert banner.level == "success" and "NVIDIA H100" in banner.text and "80 GiB" in banner.text
-    assert aps.device_banner(None).level == "info"
+    assert views.device_banner(None).level == "info"
 
 
 def test_environment_warnings_name_what_spoils_numbers():
     x64_env = dict(CPU_ENV, jax=dict(CPU_ENV["jax"], x64_enabled=False))  # wrong: x64 worker without x64
-    warnings = aps.environment_warnings({"x32": CPU_ENV, "x64": x64_env}, load=1.9)
+    warnings = views.environment_warnings({"x32": CPU_ENV, "x64": x64_env}, load=1.9)
     text = "\n".join(warnings)
     for needle in ("CPU fallback", "Shared cores", "Busy machine", "x64 worker", "XLA_FLAGS",
                    "oversubscription"):
         assert needle in text
-    assert aps.environment_warnings({}) == []
+    assert views.environment_warnings({}) == []
 
 
 def test_device_problem_only_for_missing_devices():
-    assert aps.device_problem("auto", CPU_ENV) is None
-    assert aps.device_problem("cpu", CPU_ENV) is None
-    assert "No GPU" in aps.device_problem("gpu", CPU_ENV)
-    assert aps.device_problem("gpu", None) is None
+    assert views.device_problem("auto", CPU_ENV) is None
+    assert views.device_problem("cpu", CPU_ENV) is None
+    assert "No GPU" in views.device_problem("gpu", CPU_ENV)
+    assert views.device_problem("gpu", None) is None
 
 
 def test_results_csv_has_one_row_per_phase(sample_result):
-    text = aps.results_csv([sample_result, sample_result])
+    text = views.results_csv([sample_result, sample_result])
     rows = list(csv.DictReader(io.StringIO(text)))
-    assert len(rows) == 2 * len(aps.ALL_PHASES)
-    assert set(rows[0]) == set(aps.CSV_COLUMNS)
+    assert len(rows) == 2 * len(views.ALL_PHASES)
+    assert set(rows[0]) == set(views.CSV_COLUMNS)
     numpy_row = next(r for r in rows if r["phase"] == "numpy")
     assert float(numpy_row["median_s"]) == pytest.approx(sample_result.numpy_runtime.median_s)
     assert numpy_row["case"] == "matmul" and numpy_row["shape"] == "10x10"
 
 
 def test_headline_and_verdict(sample_result):
-    figures = aps.headline(sample_result)
+    figures = views.headline(sample_result)
     assert [f.label for f in figures] == ["NumPy runtime", "JAX runtime", "Speedup", "Compile", "Transfer",
                                          "Break-even"]
     assert all(f.value and f.help for f in figures)
-    assert "faster" in aps.verdict(sample_result)
-    rows = aps.phase_table(sample_result)
-    assert len(rows) == len(aps.ALL_PHASES) and rows[0]["Phase"] == "NumPy runtime"
+    assert "faster" in views.verdict(sample_result)
+    rows = views.phase_table(sample_result)
+    assert len(rows) == len(views.ALL_PHASES) and rows[0]["Phase"] == "NumPy runtime"
 
 
 @pytest.fixture
@@ -91,10 +91,10 @@ def test_verdict_says_when_the_range_cannot_tell_the_two_apart():
     clear = make_result(numpy_s=1e-3, jax_s=2e-4)  # samples within ±1% of each median
     low, high = clear.speedup_range
     assert 1 < low < clear.speedup < high
-    assert f"between {low:.2f}x and {high:.2f}x." in aps.verdict(clear)
+    assert f"between {low:.2f}x and {high:.2f}x." in views.verdict(clear)
     close = make_result(numpy_s=1e-3, jax_s=0.99e-3)
-    assert "cannot tell the two apart" in aps.verdict(close)
-    assert "cannot tell" not in aps.verdict(clear)
+    assert "cannot tell the two apart" in views.verdict(close)
+    assert "cannot tell" not in views.verdict(clear)
 
 
 def test_verdict_says_whether_the_speedup_held_through_a_drift():
@@ -111,10 +111,10 @@ def test_verdict_says_whether_the_speedup_held_through_a_drift():
             runtime=dataclasses.replace(r.runtime, block_medians_s=jax_blocks))
 
     one_block = dataclasses.replace(r, numpy_runtime=drifted)
-    assert "assumes the machine held still" in aps.verdict(one_block)
-    held = aps.verdict(timed_in_pairs((1e-3, 1.2e-3), (2e-4, 2.4e-4)))
+    assert "assumes the machine held still" in views.verdict(one_block)
+    held = views.verdict(timed_in_pairs((1e-3, 1.2e-3), (2e-4, 2.4e-4)))
     assert "speedup held in both pairs" in held and "5.00x to 5.00x" in held and "held still" not in held
-    moved = aps.verdict(timed_in_pairs((1e-3, 1e-3), (2e-4, 2.5e-4)))
+    moved = views.verdict(timed_in_pairs((1e-3, 1e-3), (2e-4, 2.5e-4)))
     assert "moved from one pair of blocks to the next (4.00x to 5.00x)" in moved and "held in all" not in moved
 
 
@@ -127,5 +127,5 @@ def test_verdict_mentions_a_moved_speedup_even_without_a_range():
     few = dataclasses.replace(r, numpy_runtime=dataclasses.replace(stats(1e-3, n=5), block_medians_s=(1e-3, 1e-3)),
                               runtime=dataclasses.replace(r.runtime, block_medians_s=(2e-4, 2.5e-4)))
     assert all(math.isnan(x) for x in few.speedup_range)
-    text = aps.verdict(few)
+    text = views.verdict(few)
     assert "95% confidence" not in text and " The speedup moved from one pair of blocks to the next" in text

@@ -9,7 +9,7 @@ import pytest
 from _results import make_result
 from browser_support import IDLE, assert_no_error, jax_marks
 
-from jaxcompare.store import Store
+from jaxcompare.history.store import Store
 
 pytestmark = pytest.mark.browser
 

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from _results import make_result
 
-from jaxcompare import charts_history
-from jaxcompare.history_view import lettered_labels
-from jaxcompare.report import PHASE_LABELS
+from jaxcompare.app import charts_history
+from jaxcompare.app.history_view import lettered_labels
+from jaxcompare.model.formatting import PHASE_LABELS
 
 
 def mark_type(unit: dict) -> str:
@@ -99,7 +99,7 @@ def test_charts_draw_every_run_in_png(runs):
     pytest.importorskip("vl_convert")
     from PIL import Image
 
-    from jaxcompare.charts import chart_png_bytes
+    from jaxcompare.app.charts import chart_png_bytes
 
     for chart in (charts_history.phase_chart(runs), charts_history.speedup_chart(runs)):
         pixels = np.asarray(Image.open(io.BytesIO(chart_png_bytes(chart, scale=1.0))).convert("RGB"), dtype=int)

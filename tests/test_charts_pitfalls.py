@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from jaxcompare.charts import JAX_COLOR, NUMPY_COLOR, chart_png_bytes
-from jaxcompare.charts_pitfalls import SEP, dot_rows, pitfall_chart, pitfall_rows
-from jaxcompare.pitfalls import _pitfall, _side
+from jaxcompare.app.charts import JAX_COLOR, NUMPY_COLOR, chart_png_bytes
+from jaxcompare.app.charts_pitfalls import SEP, dot_rows, pitfall_chart, pitfall_rows
+from jaxcompare.engine.pitfalls import _pitfall, _side
 
 
 def jit_pitfall():

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from jaxcompare.compare import FASTER, SAME, SLOWER, TOO_FEW, compare_results, verdict
-from jaxcompare.result import Result
-from jaxcompare.spec import Spec
-from jaxcompare.timing import Stats
+from jaxcompare.analysis.compare import FASTER, SAME, SLOWER, TOO_FEW, compare_results, verdict
+from jaxcompare.model.result import Result
+from jaxcompare.model.spec import Spec
+from jaxcompare.model.stats import Stats
 
 
 def noisy(median: float, n: int = 30, noise: float = 0.05, seed: int = 0) -> Stats:

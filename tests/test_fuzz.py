@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from jaxcompare import JaxCompareError, Spec, TimingConfig, parse_shape
 from jaxcompare.catalog import builtin_cases, get_case
-from jaxcompare.result import Result
-from jaxcompare.settings import Settings, preflight
+from jaxcompare.engine.settings import Settings, preflight
+from jaxcompare.model.result import Result
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 CASE_NAMES = [c.name for c in builtin_cases()]
@@ -124,10 +124,10 @@ url_keys = st.sampled_from(["case", "shape", "precision", "device", "timing", "s
 @FUZZ
 @given(st.dictionaries(url_keys, url_values, max_size=8))
 def test_any_url_gives_a_valid_configuration_and_warnings(query):
-    from jaxcompare import appstate, pitfalls_view
+    from jaxcompare.app import controls, pitfalls_view
 
     cases = list(builtin_cases())
-    for parse in (appstate.compare_config_from_query, appstate.sweep_config_from_query,
+    for parse in (controls.compare_config_from_query, controls.sweep_config_from_query,
                   pitfalls_view.config_from_query):
         config, warnings = parse(query, cases)
         assert all(isinstance(w, str) and w for w in warnings)
@@ -145,7 +145,7 @@ def test_any_url_gives_a_valid_configuration_and_warnings(query):
                  st.sampled_from([b"", b"{", b'{"schema": "jaxcompare.export/1"}', b'{"results": []}',
                                   b'{"schema": "jaxcompare.export/1", "results": [{}]}', b"\xff\xfe"])))
 def test_any_imported_file_is_refused_clearly_and_changes_nothing(tmp_path, data):
-    from jaxcompare.store import Store
+    from jaxcompare.history.store import Store
 
     store = Store(tmp_path / "fuzz.sqlite3")
     before = store.count()

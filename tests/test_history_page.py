@@ -14,9 +14,9 @@ from apptest_support import page, run_until  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from jaxcompare import Spec, TimingConfig  # noqa: E402
-from jaxcompare.compare import compare_results  # noqa: E402
-from jaxcompare.exchange import export_json  # noqa: E402
-from jaxcompare.store import Store  # noqa: E402
+from jaxcompare.analysis.compare import compare_results  # noqa: E402
+from jaxcompare.history.exchange import export_json  # noqa: E402
+from jaxcompare.history.store import Store  # noqa: E402
 
 VERDICTS = {"B is", "No significant difference", "Too few samples to judge"}
 
@@ -32,7 +32,7 @@ def db(tmp_path, monkeypatch, runner):
     """JAXCOMPARE_DB at a fresh file; the app shares the test session's Runner (no new workers)."""
     import streamlit as st
 
-    import ui
+    from jaxcompare.app import ui
 
     path = tmp_path / "results.sqlite3"
     monkeypatch.setenv("JAXCOMPARE_DB", str(path))

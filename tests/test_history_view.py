@@ -7,9 +7,9 @@ import datetime as dt
 
 from _results import make_result
 
-from jaxcompare import compare
-from jaxcompare import history_view as hv
-from jaxcompare.exchange import summary
+from jaxcompare.analysis import compare
+from jaxcompare.app import history_view as hv
+from jaxcompare.history.exchange import summary
 
 
 def gpu_copy(result, **env):

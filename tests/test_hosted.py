@@ -16,7 +16,7 @@ if str(ROOT) not in sys.path:
 
 @pytest.fixture
 def shared_runner():
-    import ui
+    from jaxcompare.app import ui
 
     ui.get_runner.clear()
     yield

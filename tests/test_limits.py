@@ -8,8 +8,8 @@ import pytest
 
 from jaxcompare import BadInput, Runner, Spec, TimingConfig, TooLarge
 from jaxcompare.catalog import get_case
-from jaxcompare.memory import estimate, input_shapes
-from jaxcompare.settings import RateLimiter, Settings
+from jaxcompare.engine.memory import estimate, input_shapes
+from jaxcompare.engine.settings import RateLimiter, Settings
 
 QUICK = TimingConfig.quick()
 

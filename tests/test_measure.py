@@ -11,7 +11,7 @@ import pytest
 
 from jaxcompare import Spec, TimingConfig
 from jaxcompare.catalog import get_case
-from jaxcompare.measure import build_inputs, measure, measure_compile, runtime_block_order
+from jaxcompare.engine.measure import build_inputs, measure, measure_compile, runtime_block_order
 
 QUICK = TimingConfig.quick()
 
@@ -132,8 +132,8 @@ def test_speedup_range_comes_from_the_two_cis_and_only_with_enough_samples():
 
 
 def test_runtime_blocks_are_timed_in_pairs_side_by_side(monkeypatch):
-    import jaxcompare.measure as measure_module
-    from jaxcompare.timing import BLAS_SETTLE_S, BoundCall
+    import jaxcompare.engine.measure as measure_module
+    from jaxcompare.engine.timing import BLAS_SETTLE_S, BoundCall
 
     real_sample = measure_module.sample
     runtime_blocks = []

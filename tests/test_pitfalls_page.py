@@ -12,8 +12,8 @@ pytest.importorskip("streamlit")
 from apptest_support import app_runner, fresh_caches, page, run_until  # noqa: E402,F401
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from jaxcompare import pitfalls_view as pv  # noqa: E402
-from jaxcompare.pitfalls import SECTIONS  # noqa: E402
+from jaxcompare.app import pitfalls_view as pv  # noqa: E402
+from jaxcompare.engine.pitfalls import SECTIONS  # noqa: E402
 
 PAGE = "pages/3_Pitfalls.py"
 
@@ -123,7 +123,7 @@ def test_one_section_in_x64_measures_the_fair_float64_side_as_correct():
 
 
 def test_gpu_results_show_tf32_as_applicable():
-    from jaxcompare.pitfalls import _pitfall, _side
+    from jaxcompare.engine.pitfalls import _pitfall, _side
 
     def side(label: str, seconds: float, error: float) -> dict:
         return _side(label, "f(x)", seconds, 2e-3, rel_error=error, conclusion="…")

@@ -6,9 +6,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from jaxcompare import all_cases, appstate
-from jaxcompare import pitfalls_view as pv
-from jaxcompare.pitfalls import SECTIONS, _pitfall, _side
+from jaxcompare import all_cases
+from jaxcompare.app import controls
+from jaxcompare.app import pitfalls_view as pv
+from jaxcompare.engine.pitfalls import SECTIONS, _pitfall, _side
 
 CASES = all_cases()
 
@@ -120,7 +121,7 @@ def test_preview_has_naive_and_correct_code_for_every_section():
 
 
 def test_thorough_timing_is_for_compare_not_for_the_lab():
-    compare, warnings = appstate.compare_config_from_query({"case": "matmul", "timing": "thorough"}, CASES)
+    compare, warnings = controls.compare_config_from_query({"case": "matmul", "timing": "thorough"}, CASES)
     assert warnings == [] and compare.timing == "thorough"
     assert compare.spec(case("matmul")).timing.preset_name == "thorough"
     lab, warnings = pv.config_from_query({"timing": "thorough"}, CASES)

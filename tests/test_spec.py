@@ -59,7 +59,7 @@ def test_timing_config_rejects_nonsense():
     (0.0, "0 s"), (None, "—"), (float("inf"), "—"),
 ])
 def test_format_time_picks_the_unit_after_rounding(seconds, text):
-    from jaxcompare.report import format_time
+    from jaxcompare.model.formatting import format_time
 
     assert format_time(seconds) == text
 
@@ -104,7 +104,7 @@ def test_timing_config_rejects_bad_runtime_settings(kwargs):
 def test_the_pairs_range_quantiles_are_scipys():
     from scipy.stats import studentized_range
 
-    from jaxcompare.spec import _RANGE_Q95
+    from jaxcompare.model.spec import _RANGE_Q95
 
     for k, q in _RANGE_Q95.items():
         assert q == pytest.approx(studentized_range.ppf(0.95, k, np.inf), abs=1e-4)

@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from jaxcompare import BadInput, Result, Spec, TimingConfig, cli_history
-from jaxcompare.report import dumps
-from jaxcompare.store import EXPORT_SCHEMA, SUMMARY_COLUMNS, Store, default_path
+from jaxcompare import BadInput, Result, Spec, TimingConfig
+from jaxcompare.cli import history as cli_history
+from jaxcompare.history.store import EXPORT_SCHEMA, SUMMARY_COLUMNS, Store, default_path
+from jaxcompare.model.formatting import dumps
 
 QUICK = TimingConfig.quick()
 
@@ -247,8 +248,8 @@ def test_concurrent_processes_leave_a_consistent_database(results, store):
 
 CRASH = """
 import os, sys
-from jaxcompare.result import Result
-from jaxcompare.store import Store, _insert, _row
+from jaxcompare.model.result import Result
+from jaxcompare.history.store import Store, _insert, _row
 import dataclasses, json, uuid
 store = Store(sys.argv[1])
 base = Result.from_dict(json.loads(sys.stdin.read()))

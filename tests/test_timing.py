@@ -8,18 +8,17 @@ import math
 import numpy as np
 import pytest
 
-from jaxcompare.spec import TimingConfig
-from jaxcompare.timing import (
+from jaxcompare.engine.timing import (
     BoundCall,
-    Stats,
     blocking_call,
     bound_call,
     calibrate_loops,
     combine_blocks,
-    median_ci,
     sample,
     sample_round_robin,
 )
+from jaxcompare.model.spec import TimingConfig
+from jaxcompare.model.stats import Stats, median_ci
 
 CFG = TimingConfig(target_sample_s=0.01, min_samples=5, max_samples=50, phase_budget_s=1.0,
                    rel_ci=0.02, warmup_s=0.001)
@@ -203,7 +202,7 @@ def test_a_zero_median_against_a_real_one_is_drift():
 def test_median_ci_ranks_match_scipys_binomial_quantile():
     from scipy.stats import binom
 
-    from jaxcompare.timing import _ci_rank
+    from jaxcompare.model.stats import _ci_rank
 
     for confidence in (0.9, 0.95, 0.99):
         for n in range(1, 1001):
@@ -217,7 +216,8 @@ def test_median_ci_does_not_import_scipy_stats():
     import subprocess
     import sys
 
-    code = ("import sys; from jaxcompare.timing import sample, median_ci; from jaxcompare.spec import TimingConfig; "
+    code = ("import sys; from jaxcompare.engine.timing import sample; from jaxcompare.model.stats import median_ci; "
+            "from jaxcompare.model.spec import TimingConfig; "
             "median_ci([3.0, 1.0, 2.0, 5.0, 4.0, 6.0]); sample(lambda: None, TimingConfig.quick()); "
             "print('scipy.stats' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

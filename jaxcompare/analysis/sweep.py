@@ -1,0 +1,74 @@
+"""Size sweeps: a ladder of shapes from small to large, and where JAX starts to win."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+from ..model.cases import Case
+from ..model.errors import BadInput
+from ..model.result import Result
+from ..model.spec import Spec, parse_shape
+
+
+def ladder(case: Case, steps: int = 5, largest: Sequence[int] | None = None) -> list[tuple[int, ...]]:
+    """Shapes spaced geometrically from the case's small to its large preset (inclusive)."""
+    small = case.small_shape
+    large = tuple(largest) if largest is not None else case.large_shape
+    if len(small) != len(large):
+        return [small, large]
+    steps = max(2, min(int(steps), 12))
+    shapes: list[tuple[int, ...]] = []
+    for i in range(steps):
+        t = i / (steps - 1)
+        shape = tuple(max(1, round(a * (b / a) ** t)) for a, b in zip(small, large, strict=True))
+        if shape not in shapes:
+            shapes.append(shape)
+    return shapes
+
+
+def parse_sizes(case: Case, sizes: Sequence[str]) -> list[tuple[int, ...]]:
+    """'--sizes 10 100 1000' (a plain n fills every dimension of the large preset's rank)
+    or '--sizes 10x10 100x100'; each checked against the case's shape rule."""
+    shapes = []
+    for text in sizes:
+        text = str(text).strip()
+        if text.isdigit() or (text.replace("_", "").isdigit()):
+            shape = (int(text.replace("_", "")),) * len(case.large_shape)
+            shape = parse_shape(list(shape))
+        else:
+            shape = parse_shape(text)
+        case.check_shape(shape)
+        shapes.append(shape)
+    if not shapes:
+        raise BadInput("--sizes needs at least one size")
+    return sorted(set(shapes), key=math.prod)
+
+
+def crossover(results: Sequence[Result]) -> float | None:
+    """Element count where speedup crosses 1 (log-log interpolation); None if it never does."""
+    points = sorted((math.prod(r.shape), r.speedup) for r in results if r.speedup > 0)
+    for (n0, s0), (n1, s1) in zip(points, points[1:], strict=False):
+        if s0 < 1 <= s1 or s0 >= 1 > s1:
+            l0, l1 = math.log(s0), math.log(s1)
+            if l1 == l0:
+                return float(n0)
+            t = (0 - l0) / (l1 - l0)
+            return float(math.exp(math.log(n0) + t * (math.log(n1) - math.log(n0))))
+    return None
+
+
+def run_sweep(
+    submit: Callable[[Spec], Result],
+    base: Spec,
+    shapes: Sequence[tuple[int, ...]],
+    on_result: Callable[[Result], None] | None = None,
+) -> list[Result]:
+    """Measure ``base`` at each shape in order, reporting each result as it lands."""
+    results = []
+    for shape in shapes:
+        result = submit(base.with_shape(shape))
+        results.append(result)
+        if on_result is not None:
+            on_result(result)
+    return results

@@ -1,0 +1,370 @@
+"""Altair charts of results: pure functions ``Result(s) -> chart``, no Streamlit.
+
+Times span six decades (a 1 µs call beside a 100 ms compile), so time axes are log scales
+with power-of-ten ticks labelled in s/ms/µs/ns. Bars on a log axis have no honest baseline,
+so the charts use lollipops (a rule from a baseline well below the smallest value, then a
+dot) and lines; shares of a whole use linear, normalised bars.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import altair as alt
+
+from ..model.formatting import ONE_OFF_PHASES, PER_CALL_PHASES, PHASE_LABELS, format_time
+from ..model.result import Result
+from .controls import shape_text
+from .views import crossover_short, crossovers, describe_crossover, one_off_s
+
+NUMPY_COLOR = "#4C78A8"
+JAX_COLOR = "#E4572E"
+SIDE_SCALE = alt.Scale(domain=["NumPy", "JAX"], range=[NUMPY_COLOR, JAX_COLOR])
+PRECISION_DASH = alt.Scale(domain=["x32", "x64"], range=[[1, 0], [6, 3]])
+PRECISION_SHAPE = alt.Scale(domain=["x32", "x64"], range=["circle", "square"])
+ONE_OFF_TITLE = "One-off costs: paid once per function, shape and dtype"
+PER_CALL_TITLE = "Per-call costs: paid on every call"
+COMPONENT_COLORS = {
+    "Transfer host→device": "#9D755D",
+    "Compile: trace": "#B279A2",
+    "Compile: lower": "#FF9DA6",
+    "Compile: XLA compile": "#E4572E",
+    "One JAX call (runtime)": "#54A24B",
+}
+TINY_S = 1e-9
+# Stretch to the container's width, keep the height asked for (Streamlit's default "fit" would
+# squeeze titles, axes and plot into the given height).
+FIT_WIDTH = alt.AutoSizeParams(type="fit-x", contains="padding")
+
+# Vega expression: a seconds value with a readable unit (power-of-ten ticks: 1 µs, 10 ms, 1 s).
+TIME_LABEL = (
+    "datum.value >= 1 ? format(datum.value, '~g') + ' s'"
+    " : datum.value >= 1e-3 ? format(datum.value * 1e3, '~r') + ' ms'"
+    " : datum.value >= 1e-6 ? format(datum.value * 1e6, '~r') + ' µs'"
+    " : format(datum.value * 1e9, '~r') + ' ns'"
+)
+
+
+def _log_domain(lo: float, hi: float, pad: float = 1.0) -> tuple[float, float, list[float]]:
+    """A log domain from ``lo / pad`` to ``hi * pad`` (at least one decade wide), and the
+    powers of ten inside it as ticks."""
+    lo = max(lo, TINY_S) / pad
+    hi = max(hi * pad, lo * 10)
+    ticks = [10.0**e for e in range(math.ceil(math.log10(lo) - 1e-9), math.floor(math.log10(hi) + 1e-9) + 1)]
+    return lo, hi, ticks
+
+
+def _time_axis(title: str, ticks: list[float], **kwargs: Any) -> alt.Axis:
+    return alt.Axis(title=title, values=ticks, labelExpr=TIME_LABEL, grid=True, **kwargs)
+
+
+def _side(phase: str) -> str:
+    return "NumPy" if phase == "numpy" else "JAX"
+
+
+def _subtitle(result: Result) -> str:
+    return (f"{result.case} · {shape_text(result.shape)} · {result.dtype} · {result.backend} "
+            f"({result.device_kind})")
+
+
+# --- Compare page ------------------------------------------------------------------------------
+def phase_rows(result: Result) -> list[dict[str, Any]]:
+    rows = []
+    for group, phases in ((ONE_OFF_TITLE, ONE_OFF_PHASES), (PER_CALL_TITLE, PER_CALL_PHASES)):
+        for order, name in enumerate(phases):
+            s = result.phase(name)
+            value = max(s.median_s, TINY_S)
+            rows.append({
+                "phase": name, "label": PHASE_LABELS[name], "group": group, "order": order,
+                "side": _side(name), "median_s": value,
+                "ci_low_s": max(s.ci_low_s if math.isfinite(s.ci_low_s) else value, TINY_S),
+                "ci_high_s": max(s.ci_high_s if math.isfinite(s.ci_high_s) else value, TINY_S),
+                "min_s": s.min_s, "n": s.n, "loops": s.loops,
+                "text": format_time(s.median_s) if s.median_s > 0 else "≈ 0",
+                "stable": "yes" if s.stable else f"no: {s.unstable_reason}",
+            })
+    return rows
+
+
+ONE_OFF_HEADING = "ONE-OFF COSTS (paid once)"
+PER_CALL_HEADING = "PER-CALL COSTS (every call)"
+
+
+def headed_phase_axis(groups: Sequence[tuple[str, Sequence[str]]], padding: float) -> tuple[alt.Y, list[str]]:
+    """A y axis of phase rows under bold group headings (each heading an empty row), and the
+    row order, for charts whose data's ``label`` column holds PHASE_LABELS."""
+    order = [label for heading, phases in groups for label in (heading, *(PHASE_LABELS[p] for p in phases))]
+    names = ", ".join(f"'{heading}'" for heading, _ in groups)
+    headings = f"indexof([{names}], datum.value) >= 0"
+    y = alt.Y("label:N", title=None, scale=alt.Scale(domain=order, paddingInner=padding),
+              axis=alt.Axis(labelLimit=240, labelFontSize=12, ticks=False, domain=False,
+                            labelFontWeight=alt.ExprRef(f"{headings} ? 'bold' : 'normal'"),
+                            labelColor=alt.ExprRef(f"{headings} ? '#1F2430' : '#444'")))
+    return y, order
+
+
+def phase_breakdown_chart(result: Result) -> alt.LayerChart:
+    """One-off costs above per-call costs on one log time axis, as lollipops, so a compile 1000x
+    the runtime and a sub-microsecond dispatch are both readable. One layered chart (not a
+    concat), so it can stretch to its container; headings are empty rows of the y axis."""
+    rows = phase_rows(result)
+    lo, hi, ticks = _log_domain(min(r["median_s"] for r in rows) / 4, max(r["ci_high_s"] for r in rows) * 6)
+    for row in rows:
+        row["base"] = lo
+    scale = alt.Scale(type="log", domain=[lo, hi], nice=False, clamp=True)
+    y, order = headed_phase_axis(((ONE_OFF_HEADING, ONE_OFF_PHASES), (PER_CALL_HEADING, PER_CALL_PHASES)), 0.25)
+    tooltip = [
+        alt.Tooltip("label:N", title="phase"), alt.Tooltip("text:N", title="median"),
+        alt.Tooltip("min_s:Q", title="min (s)", format=".3g"),
+        alt.Tooltip("ci_low_s:Q", title="95% CI low (s)", format=".3g"),
+        alt.Tooltip("ci_high_s:Q", title="95% CI high (s)", format=".3g"),
+        alt.Tooltip("n:Q", title="samples"), alt.Tooltip("loops:Q", title="loops/sample"),
+        alt.Tooltip("stable:N"),
+    ]
+    color = alt.Color("side:N", scale=SIDE_SCALE, legend=None)
+    base = alt.Chart(alt.Data(values=rows)).encode(y=y, tooltip=tooltip)
+    stem = base.mark_rule(strokeWidth=2.5, opacity=0.55).encode(
+        x=alt.X("base:Q", scale=scale, axis=_time_axis("median time (log scale)", ticks)), x2="median_s:Q",
+        color=color)
+    ci = base.mark_rule(strokeWidth=7, opacity=0.3).encode(
+        x=alt.X("ci_low_s:Q", scale=scale), x2="ci_high_s:Q", color=color)
+    dot = base.mark_circle(size=110, opacity=1).encode(x=alt.X("median_s:Q", scale=scale), color=color)
+    text = base.mark_text(align="left", dx=9, fontSize=12, fontWeight="bold").encode(
+        x=alt.X("ci_high_s:Q", scale=scale), text="text:N")
+    return alt.layer(stem, ci, dot, text).properties(
+        autosize=FIT_WIDTH, width="container", height=30 * len(order),
+        title=alt.TitleParams("Where the time goes", subtitle=_subtitle(result), anchor="start"))
+
+
+def sample_rows(result: Result) -> list[dict[str, Any]]:
+    rows = []
+    for name in ("numpy", "runtime"):
+        s = result.phase(name)
+        label = f"{_side(name)} · {format_time(s.median_s)} · n={s.n}"
+        for i, value in enumerate(s.samples_s):
+            rows.append({"phase": name, "side": _side(name), "label": label, "sample": i, "time_s": value,
+                         "text": format_time(value),
+                         "deviation": (value / s.median_s - 1) if s.median_s > 0 else 0.0})
+    return rows
+
+
+def samples_chart(result: Result) -> alt.LayerChart:
+    """Every sample of both sides as its deviation from that side's median: the noise of both
+    sides on one axis, at a glance. Grey band: the 95% CI of the median."""
+    rows = sample_rows(result)
+    labels = list(dict.fromkeys(r["label"] for r in rows))
+    summary = []
+    for name, label in zip(("numpy", "runtime"), labels, strict=True):
+        s = result.phase(name)
+        m = s.median_s if s.median_s > 0 else 1.0
+        lo_ci = s.ci_low_s if math.isfinite(s.ci_low_s) else m
+        hi_ci = s.ci_high_s if math.isfinite(s.ci_high_s) else m
+        summary.append({"label": label, "ci_low": lo_ci / m - 1, "ci_high": hi_ci / m - 1, "zero": 0.0,
+                        "n": s.n, "loops": s.loops, "iqr": s.iqr_s / m,
+                        "stable": "yes" if s.stable else f"no: {s.unstable_reason}"})
+    y = alt.Y("label:N", title=None, scale=alt.Scale(domain=labels),
+              axis=alt.Axis(labelLimit=200, labelFontSize=12, labelFontWeight="bold", ticks=False))
+    x = alt.X("deviation:Q", title="each sample vs its side's median",
+              axis=alt.Axis(format="+~%", grid=True))
+    summary_tip = [alt.Tooltip("label:N", title="side"), alt.Tooltip("n:Q", title="samples"),
+                   alt.Tooltip("loops:Q", title="loops/sample"), alt.Tooltip("iqr:Q", title="IQR", format=".1%"),
+                   alt.Tooltip("stable:N")]
+    band = alt.Chart(alt.Data(values=summary)).mark_bar(opacity=0.18, color="#333", height={"band": 0.8}).encode(
+        x=alt.X("ci_low:Q"), x2="ci_high:Q", y=y, tooltip=summary_tip)
+    ticks = alt.Chart(alt.Data(values=rows)).mark_tick(thickness=2, opacity=0.75, bandSize=0.7).encode(
+        x=x, y=y, color=alt.Color("side:N", scale=SIDE_SCALE, legend=None),
+        tooltip=[alt.Tooltip("label:N", title="side"), alt.Tooltip("sample:Q"),
+                 alt.Tooltip("text:N", title="time per call"), alt.Tooltip("deviation:Q", format="+.1%")])
+    median = alt.Chart(alt.Data(values=summary)).mark_tick(color="#111", thickness=2.5).encode(
+        x=alt.X("zero:Q"), y=y, tooltip=summary_tip)
+    return alt.layer(band, ticks, median).properties(
+        autosize=FIT_WIDTH, width="container", height=120,
+        title=alt.TitleParams("Samples: how noisy is each side?",
+                              subtitle="ticks: samples · black: median · grey: 95% CI of the median",
+                              anchor="start"))
+
+
+# --- Size sweep page --------------------------------------------------------------------------------
+def sweep_rows(results: Sequence[Result]) -> list[dict[str, Any]]:
+    rows = []
+    for r in results:
+        elements = math.prod(r.shape)
+        for side, s in (("NumPy", r.numpy_runtime), ("JAX", r.runtime)):
+            rows.append({
+                "elements": elements, "shape": shape_text(r.shape), "precision": r.precision,
+                "series": f"{side} {r.precision}", "side": side, "median_s": max(s.median_s, TINY_S),
+                "ci_low_s": max(s.ci_low_s if math.isfinite(s.ci_low_s) else s.median_s, TINY_S),
+                "ci_high_s": max(s.ci_high_s if math.isfinite(s.ci_high_s) else s.median_s, TINY_S),
+                "text": format_time(s.median_s),
+            })
+    return sorted(rows, key=lambda row: (row["series"], row["elements"]))
+
+
+Extent = tuple[float, float] | None
+
+
+def _elements_axis(values: Sequence[float], extent: Extent = None) -> tuple[alt.Scale, alt.Axis]:
+    """Log x axis over the data, or over the planned sizes (``extent``) so a running sweep's
+    axis does not jump as sizes land."""
+    values = list(values) + (list(extent) if extent else [])
+    lo, hi, ticks = _log_domain(min(values), max(values), pad=1.5)
+    return (alt.Scale(type="log", domain=[lo, hi], nice=False),
+            alt.Axis(title="elements per input (log scale)", values=ticks, format="~s", grid=True))
+
+
+def sweep_runtime_chart(results: Sequence[Result], extent: Extent = None) -> alt.LayerChart:
+    """Runtime of both sides against size on log-log axes; x32 solid, x64 dashed."""
+    rows = sweep_rows(results)
+    x_scale, x_axis = _elements_axis([r["elements"] for r in rows], extent)
+    lo, hi, ticks = _log_domain(min(r["ci_low_s"] for r in rows), max(r["ci_high_s"] for r in rows), pad=1.6)
+    y_scale = alt.Scale(type="log", domain=[lo, hi], nice=False)
+    base = alt.Chart(alt.Data(values=rows)).encode(
+        x=alt.X("elements:Q", scale=x_scale, axis=x_axis),
+        color=alt.Color("side:N", scale=SIDE_SCALE, legend=alt.Legend(title="side", orient="right")),
+        detail="series:N",
+        tooltip=[alt.Tooltip("side:N"), alt.Tooltip("precision:N"), alt.Tooltip("shape:N"),
+                 alt.Tooltip("text:N", title="median")],
+    )
+    y = alt.Y("median_s:Q", scale=y_scale, axis=_time_axis("median time per call (log scale)", ticks))
+    line = base.mark_line(strokeWidth=2.2).encode(
+        y=y, strokeDash=alt.StrokeDash("precision:N", scale=PRECISION_DASH,
+                                       legend=alt.Legend(title="precision", orient="right")))
+    points = base.mark_point(filled=True, size=60, opacity=1).encode(
+        y=y, shape=alt.Shape("precision:N", scale=PRECISION_SHAPE, legend=None))
+    bars = base.mark_rule(strokeWidth=1.5, opacity=0.6).encode(
+        y=alt.Y("ci_low_s:Q", scale=y_scale), y2="ci_high_s:Q")
+    return alt.layer(bars, line, points).properties(
+        autosize=FIT_WIDTH, width="container", height=330,
+        title=alt.TitleParams("Runtime vs size", subtitle=f"{results[0].case}: NumPy and JAX (blocked) "
+                              "median per call; whiskers: 95% CI", anchor="start"))
+
+
+def speedup_rows(results: Sequence[Result]) -> list[dict[str, Any]]:
+    rows = []
+    for r in results:
+        if math.isfinite(r.speedup) and r.speedup > 0:
+            rows.append({"elements": math.prod(r.shape), "shape": shape_text(r.shape),
+                         "precision": r.precision, "speedup": r.speedup, "text": f"{r.speedup:.2f}x"})
+    return sorted(rows, key=lambda row: (row["precision"], row["elements"]))
+
+
+def sweep_speedup_chart(results: Sequence[Result], extent: Extent = None) -> alt.LayerChart:
+    """Speedup (NumPy / JAX) against size with the 1x line and each precision's crossover."""
+    rows = speedup_rows(results)
+    ndim = len(results[0].shape)
+    x_scale, x_axis = _elements_axis([r["elements"] for r in rows], extent)
+    values = [r["speedup"] for r in rows] + [1.0]
+    lo, hi, ticks = _log_domain(min(values), max(values), pad=2.0)
+    y_scale = alt.Scale(type="log", domain=[lo, hi], nice=False)
+    y_axis = alt.Axis(title="speedup, NumPy time / JAX time (log scale)", values=ticks, format="~g",
+                      labelExpr="datum.label + 'x'")
+    x_lo = x_scale.domain[0]
+    base = alt.Chart(alt.Data(values=rows)).encode(
+        x=alt.X("elements:Q", scale=x_scale, axis=x_axis),
+        y=alt.Y("speedup:Q", scale=y_scale, axis=y_axis),
+        color=alt.Color("precision:N", scale=alt.Scale(domain=["x32", "x64"], range=[JAX_COLOR, "#72439A"]),
+                        legend=alt.Legend(title="precision", orient="right")),
+        tooltip=[alt.Tooltip("precision:N"), alt.Tooltip("shape:N"), alt.Tooltip("text:N", title="speedup")],
+    )
+    line = base.mark_line(strokeWidth=2.2).encode(
+        strokeDash=alt.StrokeDash("precision:N", scale=PRECISION_DASH, legend=None))
+    points = base.mark_point(filled=True, size=60, opacity=1).encode(
+        shape=alt.Shape("precision:N", scale=PRECISION_SHAPE, legend=None))
+    one = alt.Chart(alt.Data(values=[{"y": 1.0}])).mark_rule(color="#333", strokeDash=[4, 3]).encode(
+        y=alt.Y("y:Q", scale=y_scale))
+    zone_text = alt.Chart(alt.Data(values=[{"x": x_lo, "y": hi, "text": "↑ JAX faster"}])).mark_text(
+        align="left", baseline="top", dx=6, dy=4, fontSize=12, color="#555").encode(
+        x=alt.X("x:Q", scale=x_scale), y=alt.Y("y:Q", scale=y_scale), text="text:N")
+    zone_text_low = alt.Chart(alt.Data(values=[{"x": x_lo, "y": lo, "text": "↓ NumPy faster"}])).mark_text(
+        align="left", baseline="bottom", dx=6, dy=-4, fontSize=12, color="#555").encode(
+        x=alt.X("x:Q", scale=x_scale), y=alt.Y("y:Q", scale=y_scale), text="text:N")
+    layers: list[Any] = [one, zone_text, zone_text_low, line, points]
+    cross = [{"precision": p, "elements": e, "text": f"{p} crossover {crossover_short(e, ndim)}",
+              "detail": describe_crossover(e, ndim)}
+             for p, e in crossovers(results).items() if e is not None]
+    if cross:
+        layers.append(alt.Chart(alt.Data(values=cross)).mark_rule(strokeDash=[2, 2], strokeWidth=1.5).encode(
+            x=alt.X("elements:Q", scale=x_scale),
+            color=alt.Color("precision:N", legend=None), tooltip=[alt.Tooltip("precision:N"),
+                                                                 alt.Tooltip("detail:N", title="crossover")]))
+        x_lo, x_hi = x_scale.domain
+        for align, dx in (("left", 5), ("right", -5)):
+            # Labels right of their line, unless the line is in the right third of the plot.
+            labels = [dict(c, ypix=34 + 16 * i) for i, c in enumerate(cross)
+                      if (math.log(c["elements"] / x_lo) / math.log(x_hi / x_lo) > 0.62) == (align == "right")]
+            if labels:
+                layers.append(alt.Chart(alt.Data(values=labels)).mark_text(
+                    align=align, dx=dx, fontSize=11, fontWeight="bold").encode(
+                    x=alt.X("elements:Q", scale=x_scale), y=alt.Y("ypix:Q", scale=None, axis=None),
+                    text="text:N", color=alt.Color("precision:N", legend=None)))
+    return alt.layer(*layers).properties(
+        autosize=FIT_WIDTH, width="container", height=330,
+        title=alt.TitleParams("Speedup vs size", subtitle="above the dashed 1x line JAX is faster per call; "
+                              "dotted verticals: where the speedup crosses 1x", anchor="start"))
+
+
+def share_rows(results: Sequence[Result]) -> list[dict[str, Any]]:
+    rows = []
+    for r in results:
+        parts = [("Transfer host→device", r.transfer.median_s), ("Compile: trace", r.trace.median_s),
+                 ("Compile: lower", r.lower.median_s), ("Compile: XLA compile", r.compile.median_s),
+                 ("One JAX call (runtime)", r.runtime.median_s)]
+        total = sum(max(v, 0.0) for _, v in parts) or 1.0
+        one_off_share = one_off_s(r) / total
+        for order, (component, seconds) in enumerate(parts):
+            rows.append({"shape": shape_text(r.shape), "elements": math.prod(r.shape),
+                         "precision": r.precision, "component": component, "order": order,
+                         "seconds": max(seconds, 0.0), "share": max(seconds, 0.0) / total,
+                         "text": format_time(seconds), "one_off_share": one_off_share})
+    return sorted(rows, key=lambda row: (row["precision"], row["elements"], row["order"]))
+
+
+def sweep_share_chart(results: Sequence[Result]) -> alt.Chart | alt.FacetChart:
+    """How much of a first JAX call is one-off cost (transfer + compile) at each size: normalised
+    bars (linear 0–100%, so no log-scale bar pitfalls); one panel per precision."""
+    rows = share_rows(results)
+    shapes = [row["shape"] for row in sorted(rows, key=lambda row: row["elements"])]
+    order = list(dict.fromkeys(shapes))
+    components = list(COMPONENT_COLORS)
+    chart = alt.Chart(alt.Data(values=rows)).mark_bar().encode(
+        x=alt.X("shape:N", sort=order, title="input shape", axis=alt.Axis(labelAngle=-40, labelOverlap=False)),
+        y=alt.Y("share:Q", stack="normalize", title="share of one-off costs + one call",
+                axis=alt.Axis(format="%")),
+        color=alt.Color("component:N", scale=alt.Scale(domain=components, range=list(COMPONENT_COLORS.values())),
+                        sort=components, legend=alt.Legend(title=None, orient="bottom", columns=3)),
+        order=alt.Order("order:Q", sort="ascending"),
+        tooltip=[alt.Tooltip("shape:N"), alt.Tooltip("precision:N"), alt.Tooltip("component:N"),
+                 alt.Tooltip("text:N", title="time"), alt.Tooltip("share:Q", format=".1%"),
+                 alt.Tooltip("one_off_share:Q", title="one-off share", format=".1%")],
+    )
+    precisions = sorted({r.precision for r in results})
+    title = alt.TitleParams("One-off costs vs size", subtitle="transfer + compile against one blocked JAX call: "
+                            "the one-off share falls as the work grows", anchor="start")
+    if len(precisions) > 1:
+        return chart.properties(width=300, height=260).facet(
+            column=alt.Column("precision:N", title=None, header=alt.Header(labelFontSize=13)),
+        ).properties(title=title)
+    return chart.properties(autosize=FIT_WIDTH, width="container", height=300, title=title)
+
+
+# --- export -------------------------------------------------------------------------------------------
+def chart_png_bytes(chart: alt.TopLevelMixin, scale: float = 2.0) -> bytes:
+    """PNG of a chart without a browser (vl-convert). Container widths become fixed."""
+    import vl_convert
+
+    spec = chart.to_dict()
+    _fix_container_width(spec)
+    return vl_convert.vegalite_to_png(spec, scale=scale)
+
+
+def _fix_container_width(spec: Any, width: int = 640) -> None:
+    if isinstance(spec, dict):
+        if spec.get("width") == "container":
+            spec["width"] = width
+        for value in spec.values():
+            _fix_container_width(value, width)
+    elif isinstance(spec, list):
+        for value in spec:
+            _fix_container_width(value, width)

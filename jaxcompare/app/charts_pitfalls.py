@@ -1,0 +1,116 @@
+"""Altair charts for the Pitfalls page: pure functions ``pitfall dict -> chart``, no Streamlit.
+
+Each measurement (naive, correct, extras) is one row: a JAX dot and the NumPy reference dot
+for the same input, joined by a line whose length on the log time axis *is* the speedup. Rows
+are labelled NAIVE / CORRECT / ALSO in red, green and grey. Dots, not bars: a log axis has no
+honest bar baseline (see charts.py).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import altair as alt
+
+from ..model.formatting import format_time
+from .charts import FIT_WIDTH, JAX_COLOR, NUMPY_COLOR, TINY_S, _time_axis
+from .pitfalls_view import sides, speed_text
+
+ROLE_WORDS = {"naive": "NAIVE", "correct": "CORRECT", "also": "ALSO"}
+ROLE_COLORS = {"naive": "#B3261E", "correct": "#1E7B34", "also": "#555555"}
+SIDE_DOTS = alt.Scale(domain=["JAX", "NumPy"], range=[JAX_COLOR, NUMPY_COLOR])
+SIDE_SHAPES = alt.Scale(domain=["JAX", "NumPy"], range=["circle", "diamond"])
+ROW_PX = 56
+MIN_DECADES = 1.5
+SEP = "|"  # splits a row's label into its two lines
+
+
+def _speed(jax_s: float, numpy_s: float | None) -> str:
+    """'3.35x slower than NumPy' ('' without a NumPy time)."""
+    return speed_text(numpy_s, jax_s).removeprefix("JAX ") if numpy_s else ""
+
+
+def pitfall_rows(pitfall: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One row per measurement: its role, label, JAX and NumPy seconds and the row's text."""
+    rows = []
+    for order, (role, side) in enumerate(sides(pitfall)):
+        jax_s = max(float(side["seconds"]), TINY_S)
+        numpy_s = side.get("numpy_seconds")
+        numpy_s = max(float(numpy_s), TINY_S) if numpy_s else None
+        text = f"JAX {format_time(side['seconds'])}"
+        speed = _speed(jax_s, numpy_s)
+        if speed:
+            text += f" · {speed}"
+        if side.get("rel_error") is not None:
+            text += f" · error {side['rel_error']:.2g}"
+        rows.append({
+            "order": order, "role": role, "label": f"{ROLE_WORDS[role]} · {side['label']}",
+            "row": f"{ROLE_WORDS[role]} · {side['label']}{SEP}{text}",
+            "jax_s": jax_s, "numpy_s": numpy_s, "lo_s": min(jax_s, numpy_s or jax_s),
+            "hi_s": max(jax_s, numpy_s or jax_s), "text": text, "speed": speed or "—",
+            "jax_text": format_time(side["seconds"]), "numpy_text": format_time(numpy_s),
+        })
+    return rows
+
+
+def dot_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The dots in long form: a JAX dot per row, a NumPy dot where the row has a reference."""
+    dots = []
+    for row in rows:
+        common = {"row": row["row"], "label": row["label"], "role": row["role"], "speed": row["speed"]}
+        dots.append({**common, "side": "JAX", "seconds": row["jax_s"], "time": row["jax_text"]})
+        if row["numpy_s"] is not None:
+            dots.append({**common, "side": "NumPy", "seconds": row["numpy_s"], "time": row["numpy_text"]})
+    return dots
+
+
+def _ticks(lo: float, hi: float) -> list[float]:
+    """Powers of ten inside [lo, hi]; with 1-2-5 steps when that gives fewer than three."""
+    ticks = [10.0**e * m for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
+             for m in (1, 2, 5)]
+    decades = [t for t in ticks if lo <= t <= hi and f"{t:.0e}".startswith("1")]
+    return decades if len(decades) >= 3 else [t for t in ticks if lo <= t <= hi]
+
+
+def _domain(rows: list[dict[str, Any]]) -> tuple[float, float, list[float]]:
+    """A log domain over the data, at least a decade and a half wide, centred on it."""
+    lo = min(r["lo_s"] for r in rows)
+    hi = max(r["hi_s"] for r in rows)
+    pad = max(10 ** ((MIN_DECADES - math.log10(hi / lo)) / 2), 2.5)
+    lo, hi = lo / pad, hi * pad
+    return lo, hi, _ticks(lo, hi)
+
+
+def pitfall_chart(pitfall: Mapping[str, Any]) -> alt.LayerChart:
+    """Naive vs correct (and extra) JAX times beside NumPy's, on one log time axis. Each row's
+    label says what it measured and what it would conclude (two lines)."""
+    rows = pitfall_rows(pitfall)
+    lo, hi, ticks = _domain(rows)
+    scale = alt.Scale(type="log", domain=[lo, hi], nice=False, clamp=True)
+    order = [r["row"] for r in rows]
+    label_color = " : ".join(f"test(/^{ROLE_WORDS[role]}/, datum.value) ? '{color}'"
+                             for role, color in ROLE_COLORS.items() if role != "also")
+    y = alt.Y("row:N", title=None, sort=order, scale=alt.Scale(domain=order, paddingInner=0.3),
+              axis=alt.Axis(labelLimit=440, labelFontSize=13, ticks=False, domain=False, labelPadding=10,
+                            labelExpr=f"split(datum.value, '{SEP}')", labelLineHeight=17, labelOffset=-8,
+                            labelColor=alt.ExprRef(f"{label_color} : '{ROLE_COLORS['also']}'"),
+                            labelFontWeight=alt.ExprRef("test(/^ALSO/, datum.value) ? 'normal' : 'bold'")))
+    tooltip = [alt.Tooltip("label:N", title="measurement"), alt.Tooltip("jax_text:N", title="JAX"),
+               alt.Tooltip("numpy_text:N", title="NumPy"), alt.Tooltip("speed:N", title="JAX is")]
+    gap = alt.Chart(alt.Data(values=rows)).mark_rule(strokeWidth=3, color="#9AA0A6", opacity=0.7).encode(
+        x=alt.X("lo_s:Q", scale=scale, axis=_time_axis("time per call (log scale)", ticks)), x2="hi_s:Q",
+        y=y, tooltip=tooltip)
+    dots = alt.Chart(alt.Data(values=dot_rows(rows))).mark_point(filled=True, size=150, opacity=1).encode(
+        x=alt.X("seconds:Q", scale=scale), y=y,
+        color=alt.Color("side:N", scale=SIDE_DOTS, legend=alt.Legend(title=None, orient="top", direction="horizontal",
+                                                                     symbolSize=120, labelFontSize=12)),
+        shape=alt.Shape("side:N", scale=SIDE_SHAPES, legend=None),
+        tooltip=[alt.Tooltip("label:N", title="measurement"), alt.Tooltip("side:N"),
+                 alt.Tooltip("time:N", title="time per call"), alt.Tooltip("speed:N", title="JAX is")])
+    return alt.layer(gap, dots).properties(
+        autosize=FIT_WIDTH, width="container", height=ROW_PX * len(rows),
+        title=alt.TitleParams("Naive vs correct: time per call", anchor="start",
+                              subtitle="each row: JAX and NumPy on the same input; the gap between them is "
+                                       "the speedup that row reports"))

@@ -1,0 +1,366 @@
+"""What the app's controls hold and how a URL encodes them (no Streamlit here): case labels,
+the Compare and Size sweep configurations with their URL parsing (a bad value becomes a warning
+and the default), and the size sweep a page advances one job at a time."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar
+
+from ..analysis.sweep import ladder
+from ..model.cases import Case, format_shape
+from ..model.errors import BadInput, JaxCompareError
+from ..model.result import Result
+from ..model.spec import DEVICES, PRECISIONS, Spec, TimingConfig, parse_shape
+
+GROUP_LABELS = {"numpy": "NumPy", "scipy": "SciPy"}
+TIMING_MODES = ("quick", "careful", "thorough")
+TIMING_LABELS = {"careful": "Careful (≈3–5 s)", "quick": "Quick (≈1–2 s)", "thorough": "Thorough (≈6–10 s)"}
+SIZE_CHOICES = ("small", "large", "custom")
+DEVICE_LABELS = {"auto": "auto (GPU, else TPU, else CPU)", "cpu": "CPU", "gpu": "GPU", "tpu": "TPU"}
+
+
+def timing_config(mode: str) -> TimingConfig:
+    return TimingConfig.preset(mode)
+
+
+
+# --- cases ---------------------------------------------------------------------------------
+def group_label(group: str) -> str:
+    return GROUP_LABELS.get(group, group.capitalize() or "Custom")
+
+
+def ordered_cases(cases: Sequence[Case]) -> list[Case]:
+    """NumPy cases, then SciPy, then anything else; catalog order inside a group."""
+    rank = {"numpy": 0, "scipy": 1}
+    return sorted(cases, key=lambda c: rank.get(c.group, 2))
+
+
+def case_label(case: Case) -> str:
+    """'NumPy · matmul — Matrix product A @ B': the group prefix keeps the list grouped and
+    searchable by library."""
+    title = f" — {case.title}" if case.title and case.title != case.name else ""
+    return f"{group_label(case.group)} · {case.name}{title}"
+
+
+def shape_text(shape: Sequence[int]) -> str:
+    return format_shape(shape)
+
+
+def check_shape_text(case: Case, text: str) -> tuple[int, ...]:
+    """Parse a typed shape and check it against the case; BadInput says what is wrong."""
+    shape = parse_shape(text)
+    case.check_shape(shape)
+    return shape
+
+
+# --- URL state -----------------------------------------------------------------------------
+def _first(value: Any) -> str | None:
+    if isinstance(value, list | tuple):
+        value = value[-1] if value else None
+    return None if value is None else str(value)
+
+
+def _case_from_url(raw: str, cases: Sequence[Case]) -> tuple[Case | None, str | None]:
+    for case in cases:
+        if case.name == raw:
+            return case, None
+    import difflib
+
+    close = difflib.get_close_matches(raw, [c.name for c in cases], n=3)
+    hint = f" (did you mean {', '.join(close)}?)" if close else ""
+    return None, f"there is no case called {raw!r}{hint}"
+
+
+def _url_warning(key: str, raw: str, reason: str, default: str) -> str:
+    return f"The link's `{key}={raw}` was ignored: {reason}. Using the default, {default}."
+
+
+@dataclass(frozen=True)
+class CompareConfig:
+    """Everything the Compare page's controls hold; what its URL encodes."""
+
+    DEFAULT_CASE: ClassVar[str] = "matmul"
+    DEFAULT_SIZE: ClassVar[str] = "small"
+    TIMING_MODES: ClassVar[tuple[str, ...]] = TIMING_MODES
+
+    case: str
+    size: str = "small"  # small | large | custom
+    custom_shape: str = ""
+    precision: str = "x32"
+    device: str = "auto"
+    timing: str = "careful"
+
+    def shape(self, case: Case) -> tuple[int, ...]:
+        if self.size == "small":
+            return case.small_shape
+        if self.size == "large":
+            return case.large_shape
+        return check_shape_text(case, self.custom_shape)
+
+    def spec(self, case: Case) -> Spec:
+        return Spec(case.name, self.shape(case), precision=self.precision, device=self.device,
+                    cases_file=case.cases_file,
+                    timing=timing_config(self.timing))
+
+    def query(self) -> dict[str, str]:
+        """URL parameters: the case always, the rest only when not the default."""
+        out = {"case": self.case}
+        if self.size == "custom":
+            out["shape"] = self.custom_shape.replace(" ", "")
+        elif self.size != self.DEFAULT_SIZE:
+            out["shape"] = self.size
+        for key, default in (("precision", "x32"), ("device", "auto"), ("timing", "careful")):
+            if getattr(self, key) != default:
+                out[key] = getattr(self, key)
+        return out
+
+
+def _choice(query: Mapping[str, Any], key: str, options: Sequence[str], default: str,
+            warnings: list[str]) -> str:
+    raw = _first(query.get(key))
+    if raw is None:
+        return default
+    if raw in options:
+        return raw
+    warnings.append(_url_warning(key, raw, f"it must be one of {', '.join(options)}", default))
+    return default
+
+
+def compare_config_from_query(query: Mapping[str, Any], cases: Sequence[Case],
+                              cls: type[CompareConfig] = CompareConfig) -> tuple[CompareConfig, list[str]]:
+    """Read a page's URL into ``cls`` (its defaults: case and preset); every bad value becomes
+    a warning and its default."""
+    warnings: list[str] = []
+    ordered = ordered_cases(cases)
+    default_case = next((c for c in ordered if c.name == cls.DEFAULT_CASE), ordered[0])
+    case = default_case
+    raw_case = _first(query.get("case"))
+    if raw_case is not None:
+        found, problem = _case_from_url(raw_case, ordered)
+        if found is None:
+            warnings.append(_url_warning("case", raw_case, problem or "unknown case", default_case.name))
+        else:
+            case = found
+    presets = {"small": case.small_shape, "large": case.large_shape}
+    size = cls.DEFAULT_SIZE
+    custom = shape_text(presets[size])
+    raw_shape = _first(query.get("shape"))
+    if raw_shape is not None:
+        if raw_shape in presets:
+            size = raw_shape
+        else:
+            try:
+                shape = check_shape_text(case, raw_shape)
+                custom = shape_text(shape)
+                size = next((name for name in (cls.DEFAULT_SIZE, "small", "large") if presets[name] == shape),
+                            "custom")
+            except JaxCompareError as exc:
+                warnings.append(_url_warning("shape", raw_shape, str(exc),
+                                             f"the {size} preset {custom}"))
+    config = cls(
+        case=case.name, size=size, custom_shape=custom,
+        precision=_choice(query, "precision", PRECISIONS, "x32", warnings),
+        device=_choice(query, "device", DEVICES, "auto", warnings),
+        timing=_choice(query, "timing", cls.TIMING_MODES, "careful", warnings),
+    )
+    return config, warnings
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    """The Size sweep page's controls; what its URL encodes."""
+
+    case: str
+    precisions: tuple[str, ...] = ("x32",)
+    steps: int = 6
+    largest: str = ""  # "" = the default for the device (see default_largest)
+    device: str = "auto"
+    timing: str = "quick"
+
+    def shapes(self, case: Case, backend: str = "cpu") -> list[tuple[int, ...]]:
+        largest = check_largest(case, self.largest) if self.largest else default_largest(case, backend)
+        return ladder(case, self.steps, largest)
+
+    def base_spec(self, case: Case) -> Spec:
+        return Spec(case.name, case.small_shape, precision=self.precisions[0], device=self.device,
+                    cases_file=case.cases_file,
+                    timing=timing_config(self.timing))
+
+    def plan(self, case: Case, env: Mapping[str, Any] | None = None) -> SweepRun:
+        """The sweep these settings describe; BadInput says what is wrong with them."""
+        if not self.precisions:
+            raise BadInput("pick at least one precision")
+        shapes = self.shapes(case, backend_for(self.device, env))
+        return SweepRun.plan(self.base_spec(case), shapes, self.precisions)
+
+    def query(self) -> dict[str, str]:
+        out = {"case": self.case}
+        if self.precisions != ("x32",):
+            out["precision"] = ",".join(self.precisions)
+        if self.steps != 6:
+            out["steps"] = str(self.steps)
+        if self.largest:
+            out["largest"] = self.largest.replace(" ", "")
+        if self.device != "auto":
+            out["device"] = self.device
+        if self.timing != "quick":
+            out["timing"] = self.timing
+        return out
+
+
+STEPS_RANGE = (3, 10)
+
+
+def backend_for(device: str, env: Mapping[str, Any] | None) -> str:
+    """The backend a run on ``device`` lands on ('auto' means the worker's default)."""
+    if device != "auto":
+        return device
+    return ((env or {}).get("jax") or {}).get("default_backend", "cpu")
+
+
+def default_largest(case: Case, backend: str = "cpu") -> tuple[int, ...]:
+    """The case's large preset on CPU; on an accelerator, 2x per dimension (capped) to
+    reach sizes where it shines."""
+    if backend in ("gpu", "tpu"):
+        scaled = tuple(n * 2 for n in case.large_shape)
+        try:
+            case.check_shape(parse_shape(list(scaled)))
+            return scaled
+        except JaxCompareError:
+            pass
+    return case.large_shape
+
+
+def check_largest(case: Case, text: str) -> tuple[int, ...]:
+    """The sweep's top size: a shape the case accepts, with the small preset's rank, larger
+    than the small preset."""
+    shape = check_shape_text(case, text)
+    if len(shape) != len(case.small_shape):
+        raise BadInput(f"the largest size needs {len(case.small_shape)} dimension(s) like "
+                       f"{shape_text(case.large_shape)}")
+    if math.prod(shape) <= math.prod(case.small_shape):
+        raise BadInput(f"the largest size must be bigger than the smallest, {shape_text(case.small_shape)}")
+    return shape
+
+
+def sweep_config_from_query(query: Mapping[str, Any], cases: Sequence[Case]
+                            ) -> tuple[SweepConfig, list[str]]:
+    warnings: list[str] = []
+    compare, case_warnings = compare_config_from_query({"case": query.get("case")} if "case" in query
+                                                        else {}, cases)
+    warnings += case_warnings
+    case = next(c for c in cases if c.name == compare.case)
+    precisions: tuple[str, ...] = ("x32",)
+    raw = _first(query.get("precision"))
+    if raw is not None:
+        parts = tuple(p.strip() for p in raw.split(",") if p.strip())
+        bad = [p for p in parts if p not in PRECISIONS]
+        if bad or not parts:
+            warnings.append(_url_warning("precision", raw, "give x32, x64 or x32,x64", "x32"))
+        else:
+            precisions = tuple(p for p in PRECISIONS if p in parts)
+    steps = 6
+    raw = _first(query.get("steps"))
+    if raw is not None:
+        lo, hi = STEPS_RANGE
+        if raw.isdigit() and lo <= int(raw) <= hi:
+            steps = int(raw)
+        else:
+            warnings.append(_url_warning("steps", raw, f"it must be a whole number from {lo} to {hi}", "6"))
+    largest = ""
+    raw = _first(query.get("largest"))
+    if raw is not None:
+        try:
+            largest = shape_text(check_largest(case, raw))
+        except JaxCompareError as exc:
+            warnings.append(_url_warning("largest", raw, str(exc), "the case's large preset"))
+    config = SweepConfig(
+        case=case.name, precisions=precisions, steps=steps, largest=largest,
+        device=_choice(query, "device", DEVICES, "auto", warnings),
+        timing=_choice(query, "timing", TIMING_MODES, "quick", warnings),
+    )
+    return config, warnings
+
+
+# --- size sweep, driven step by step ---------------------------------------------------------------
+@dataclass
+class SweepRun:
+    """A sweep the page advances on each poll: at most one job in the device queue at a time,
+    so other users' measurements interleave with it. Not thread-safe; one session owns it."""
+
+    base: Spec
+    points: list[tuple[tuple[int, ...], str]]  # (shape, precision), in run order
+    results: list[Result] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    next_index: int = 0
+    job: Any = None
+    current: tuple[tuple[int, ...], str] | None = None
+    stopped: bool = False
+
+    @classmethod
+    def plan(cls, base: Spec, shapes: Sequence[tuple[int, ...]], precisions: Sequence[str]) -> SweepRun:
+        """Small to large; both precisions at each size, so a stopped sweep still overlays."""
+        points = [(tuple(shape), p) for shape in shapes for p in precisions]
+        return cls(base=base, points=points)
+
+    @property
+    def total(self) -> int:
+        return len(self.points)
+
+    @property
+    def finished(self) -> bool:
+        return self.job is None and (self.stopped or self.next_index >= len(self.points))
+
+    @property
+    def completed(self) -> int:
+        return len(self.results) + len(self.errors)
+
+    def extent(self) -> tuple[float, float] | None:
+        """Smallest and largest planned element counts (a stable x axis while running)."""
+        if not self.points:
+            return None
+        sizes = [math.prod(shape) for shape, _ in self.points]
+        return float(min(sizes)), float(max(sizes))
+
+    def fraction(self) -> float:
+        if not self.points:
+            return 1.0
+        running = float(getattr(self.job, "progress", 0.0) or 0.0) if self.job is not None else 0.0
+        return min((self.completed + running) / len(self.points), 1.0)
+
+    def advance(self, submit: Callable[[Spec], Any]) -> bool:
+        """Collect a finished job and submit the next point; True when a result or error landed.
+        The first failure stops the sweep (a size that times out or runs out of memory is
+        followed by larger ones); what landed before it is kept."""
+        landed = False
+        if self.job is not None and self.job.done:
+            shape, precision = self.current or ((), "")
+            if self.job.error is not None:
+                if not self.stopped:
+                    self.errors.append(f"{shape_text(shape)} {precision}: {self.job.error}")
+                    self.stopped = True
+            elif self.job.value is not None:
+                self.results.append(self.job.value)
+            self.job, self.current = None, None
+            landed = True
+        if self.job is None and not self.stopped and self.next_index < len(self.points):
+            shape, precision = self.points[self.next_index]
+            self.next_index += 1
+            spec = replace(self.base, shape=shape, precision=precision)
+            self.current = (shape, precision)
+            try:
+                self.job = submit(spec)
+            except JaxCompareError as exc:
+                self.errors.append(f"{shape_text(shape)} {precision}: {exc}")
+                self.job, self.current, self.stopped = None, None, True
+                landed = True
+        return landed
+
+    def stop(self) -> None:
+        """Stop after keeping what has landed; a running job is cancelled."""
+        self.stopped = True
+        if self.job is not None:
+            self.job.cancel()

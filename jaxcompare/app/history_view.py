@@ -1,0 +1,177 @@
+"""What the History page shows, as plain data (no Streamlit here): run labels, table rows,
+filter options, and the words for a two-run verdict."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..analysis import compare
+from ..history.exchange import summary
+from ..model.formatting import format_time
+from ..model.result import Result
+
+MAX_COMPARE = 10  # runs drawn side by side; one letter each
+LETTERS = "ABCDEFGHIJ"
+FIELD_NAMES = {
+    "case": "case", "shape": "shape", "precision": "precision", "dtype": "dtype", "backend": "device",
+    "device_kind": "device kind", "host": "host", "cpu_model": "CPU", "jax": "jax", "jaxlib": "jaxlib",
+    "numpy": "numpy", "scipy": "scipy",
+}
+VERDICT_LEVEL = {compare.FASTER: "success", compare.SLOWER: "error", compare.SAME: "info",
+                 compare.TOO_FEW: "warning"}
+
+
+# --- labels ------------------------------------------------------------------------------------
+def when_text(created: str) -> str:
+    """'2026-11-29 21:58' in UTC (saved times are UTC ISO 8601)."""
+    try:
+        when = dt.datetime.fromisoformat(created)
+    except (TypeError, ValueError):
+        return str(created)
+    if when.tzinfo is not None:
+        when = when.astimezone(dt.UTC)
+    return when.strftime("%Y-%m-%d %H:%M")
+
+
+def device_text(backend: str, device_kind: str) -> str:
+    """'cpu', or 'gpu · NVIDIA H200' when the kind says more than the backend."""
+    kind = (device_kind or "").strip()
+    return backend if not kind or kind.lower() == backend.lower() else f"{backend} · {kind}"
+
+
+def _row(item: Result | Mapping[str, Any]) -> Mapping[str, Any]:
+    # Duck-typed: Streamlit may reload jaxcompare.model.result while the server runs (two Result classes).
+    return item if isinstance(item, Mapping) else summary(item)
+
+
+def run_label(item: Result | Mapping[str, Any]) -> str:
+    """'svd 500x500 x64 · gpu · host · 2026-11-29 21:58' from a Result or a summary row."""
+    row = _row(item)
+    parts = [f"{row['case']} {row['shape']} {row['precision']}", row["backend"]]
+    if row.get("host"):
+        parts.append(str(row["host"]))
+    parts.append(when_text(row["created"]))
+    return " · ".join(parts)
+
+
+def run_labels(items: Sequence[Result | Mapping[str, Any]]) -> list[str]:
+    """Labels that tell the runs apart: two alike (same minute) get their short ids."""
+    labels = [run_label(i) for i in items]
+    counts = {label: labels.count(label) for label in labels}
+    return [f"{label} · {_row(i)['id'][:6]}" if counts[label] > 1 else label
+            for label, i in zip(labels, items, strict=True)]
+
+
+def lettered_labels(items: Sequence[Result | Mapping[str, Any]]) -> list[str]:
+    """'A · matmul 10x10 x32 · cpu · ...': letters tie the charts to the verdict."""
+    return [f"{LETTERS[i]} · {label}" if i < len(LETTERS) else label
+            for i, label in enumerate(run_labels(items))]
+
+
+def oldest_first(results: Sequence[Result]) -> list[Result]:
+    """Comparison order: the older run is A (the baseline), the newer B. By the full creation
+    time (the store's summary keeps whole seconds, and runs at tiny shapes finish faster)."""
+    def when(r: Result) -> dt.datetime:
+        try:
+            t = dt.datetime.fromisoformat(r.created)
+        except (TypeError, ValueError):
+            return dt.datetime.min.replace(tzinfo=dt.UTC)
+        return t if t.tzinfo is not None else t.replace(tzinfo=dt.UTC)
+
+    return sorted(results, key=lambda r: (when(r), r.id))
+
+
+# --- table and filters ---------------------------------------------------------------------------
+def table_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One table row per saved result (times as text: they span six decades)."""
+    out = []
+    for row in rows:
+        speedup = row.get("speedup")
+        out.append({
+            "Measured (UTC)": when_text(row["created"]),
+            "Case": row["case"],
+            "Shape": row["shape"],
+            "Precision": row["precision"],
+            "Device": device_text(row["backend"], row["device_kind"]),
+            "Host": row["host"] or "—",
+            "JAX": row["jax_version"] or "—",
+            "NumPy runtime": format_time(row["numpy_median_s"]),
+            "JAX runtime": format_time(row["jax_median_s"]),
+            "Speedup": speedup if isinstance(speedup, int | float) and math.isfinite(speedup) else None,
+            "ID": row["id"][:8],
+        })
+    return out
+
+
+def device_options(facets: Mapping[str, Sequence[str]]) -> list[str]:
+    """Backends first (cpu, gpu), then device kinds that say more (NVIDIA H200)."""
+    backends = list(facets.get("backend", []))
+    known = {b.lower() for b in backends}
+    kinds = [k for k in facets.get("device_kind", []) if k and k.lower() not in known]
+    return backends + sorted(set(kinds))
+
+
+def date_bounds(value: Any) -> tuple[dt.date | None, dt.date | None]:
+    """A date_input range (empty, one end picked, or both) as inclusive since/until."""
+    if isinstance(value, dt.date):
+        return value, value
+    dates = [d for d in (value or ()) if isinstance(d, dt.date)]
+    if not dates:
+        return None, None
+    return dates[0], dates[1] if len(dates) > 1 else None
+
+
+# --- messages ------------------------------------------------------------------------------------
+def import_message(added: int, present: int, source: str) -> str:
+    noun = "result" if added == 1 else "results"
+    return f"Imported {added} {noun} ({present} already present) from {source}."
+
+
+def difference_lines(differences: Sequence[Mapping[str, Any]]) -> list[str]:
+    """'jax 0.10.2 → 0.11.0', 'device cpu → gpu' from compare.differences()."""
+    return [f"{FIELD_NAMES.get(d['field'], d['field'])} {_text(d['a'])} → {_text(d['b'])}"
+            for d in differences]
+
+
+def verdict_headline(v: Mapping[str, Any]) -> tuple[str, str]:
+    """(level, text) for a verdict about B against A: level picks the colour of the box."""
+    kind = v["verdict"]
+    level = VERDICT_LEVEL.get(kind, "info")
+    ratio = v.get("ratio")
+    if kind in (compare.FASTER, compare.SLOWER) and ratio:
+        factor = 1 / ratio if ratio < 1 else ratio
+        return level, f"B is {factor:.2f}x {kind} than A"
+    if kind == compare.SAME:
+        return level, "No significant difference"
+    return level, "Too few samples to judge"
+
+
+def verdict_stats(v: Mapping[str, Any]) -> str:
+    """The numbers behind a verdict: p-value, ratio of medians with its CI, sample counts."""
+    parts = []
+    if v.get("p_value") is not None:
+        p = v["p_value"]
+        parts.append("p < 0.001" if p < 0.001 else f"p = {p:.3f}")
+    if v.get("ratio") is not None:
+        text = f"median B / A = {v['ratio']:.3g}"
+        if v.get("ci_low") is not None and v.get("ci_high") is not None:
+            level = 1 - float(v.get("alpha", 0.05))
+            text += f" ({level:.0%} CI {v['ci_low']:.3g}–{v['ci_high']:.3g})"
+        parts.append(text)
+    parts.append(f"medians A {format_time(v.get('median_a_s'))}, B {format_time(v.get('median_b_s'))}")
+    parts.append(f"samples A {v.get('n_a', 0)}, B {v.get('n_b', 0)}")
+    return " · ".join(parts)
+
+
+def speedup_line(speedups: Mapping[str, float | None]) -> str:
+    def fmt(value: float | None) -> str:
+        return "—" if value is None else f"{value:.2f}x"
+
+    return f"Speedup (NumPy / JAX): A {fmt(speedups.get('a'))} → B {fmt(speedups.get('b'))}"
+
+
+def _text(value: Any) -> str:
+    return "—" if value is None or value == "" else str(value)

@@ -1,0 +1,300 @@
+"""What the Pitfalls page shows, as plain data (no Streamlit here): its configuration and URL,
+section anchors and links, the code each side runs before anything is measured, and the
+verdict and "how wrong" sentences for a measured pitfall (see pitfalls.py)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+from urllib.parse import urlencode
+
+from ..engine.pitfalls import DOCS, PITFALLS, SECTIONS
+from ..model.cases import Case
+from ..model.formatting import format_time
+from ..model.result import Result
+from ..model.spec import DEVICES
+from .controls import CompareConfig, compare_config_from_query, ordered_cases, shape_text
+
+DEFAULT_CASE = "centered_gram"  # the JAX docs' "Benchmarking JAX code" example
+PAGE_PATH = "Pitfalls"  # the page's URL path (pages/3_Pitfalls.py)
+ROLES = ("naive", "correct", "also")
+ROLE_HEADINGS = {"naive": "✗ Naive", "correct": "✓ Correct", "also": "Also measured"}
+DOC_TITLES = {
+    DOCS["benchmarking"]: "Benchmarking JAX code",
+    DOCS["async"]: "Asynchronous dispatch",
+    DOCS["jit"]: "Just-in-time compilation",
+    DOCS["x64"]: "Default dtypes and the X64 flag",
+    DOCS["faq_transfer"]: "FAQ: benchmarking JAX code",
+    DOCS["precision"]: "jax.default_matmul_precision",
+}
+CLOSE_ENOUGH = 1.15  # naive and correct speedups within 15%: "about right here"
+BACKEND_NAMES = {"cpu": "CPU", "gpu": "GPU", "tpu": "TPU"}
+
+
+def anchor(pitfall_id: str) -> str:
+    """The HTML id of a pitfall's section heading: /Pitfalls#pitfall-jit."""
+    return f"pitfall-{pitfall_id}"
+
+
+def meta(pitfall_id: str) -> dict[str, str]:
+    return next(p for p in PITFALLS if p["id"] == pitfall_id)
+
+
+def short_title(pitfall_id: str) -> str:
+    """'1. JIT' from '1. JIT: the first call includes compilation'."""
+    return meta(pitfall_id)["title"].split(":")[0]
+
+
+def doc_title(url: str) -> str:
+    return DOC_TITLES.get(url, url)
+
+
+# --- configuration and URL --------------------------------------------------------------------
+@dataclass(frozen=True)
+class PitfallsConfig(CompareConfig):
+    """The Pitfalls page's controls; defaults: the JAX docs' example at its large size."""
+
+    DEFAULT_CASE: ClassVar[str] = DEFAULT_CASE
+    DEFAULT_SIZE: ClassVar[str] = "large"
+    # Every section is a ratio of several runtimes; thorough would make the lab take minutes.
+    TIMING_MODES: ClassVar[tuple[str, ...]] = ("quick", "careful")
+
+    case: str = DEFAULT_CASE
+    size: str = "large"
+
+
+def default_case(cases: Sequence[Case]) -> Case:
+    ordered = ordered_cases(cases)
+    return next((c for c in ordered if c.name == DEFAULT_CASE), ordered[0])
+
+
+def config_from_query(query: Mapping[str, Any], cases: Sequence[Case]) -> tuple[PitfallsConfig, list[str]]:
+    """Read the page's URL; every bad value becomes a warning and its default."""
+    return compare_config_from_query(query, cases, PitfallsConfig)  # type: ignore[return-value]
+
+
+def pitfall_link(pitfall_id: str, case: Case, shape: Sequence[int], precision: str = "x32",
+                 device: str = "auto") -> str:
+    """A relative link (works under any base URL path) to a pitfall's section, measured for
+    ``case``; a shape at or below the small preset links to the large preset instead, where
+    the pitfalls show (the size pitfall compares against the small preset)."""
+    shape = tuple(shape)
+    if shape == case.large_shape or math.prod(shape) <= math.prod(case.small_shape):
+        size, custom = "large", shape_text(case.large_shape)
+    else:
+        size, custom = "custom", shape_text(shape)
+    config = PitfallsConfig(case=case.name, size=size, custom_shape=custom, precision=precision,
+                            device=device if device in DEVICES else "auto")
+    return f"{PAGE_PATH}?{urlencode(config.query())}#{anchor(pitfall_id)}"
+
+
+def result_link(pitfall_id: str | None, result: Result, cases: Sequence[Case]) -> str | None:
+    """The link from a Compare result's checklist item to the pitfall that explains it, measured
+    for the result's case and precision (None when the item has no pitfall)."""
+    case = next((c for c in cases if c.name == result.case), None)
+    if pitfall_id not in SECTIONS or case is None:
+        return None
+    return pitfall_link(pitfall_id, case, result.shape, result.precision, result.spec.device)
+
+
+# --- before a run: what each side will run ---------------------------------------------------------
+def preview(pitfall_id: str, case: Case, shape: Sequence[int], precision: str) -> dict[str, list[dict[str, str]]]:
+    """The labels and code of each side, as the engine will measure them (tests keep the two in
+    step), so a section shows its code before anything has run."""
+    big, small = shape_text(shape), shape_text(case.small_shape)
+    f64 = {"label": "Both float64 (jax_enable_x64)", "code": "jax.config.update('jax_enable_x64', True)"}
+    f32 = {"label": "Both float32", "code": "np.float32 inputs on both sides"}
+    sides: dict[str, tuple[dict[str, str], dict[str, str], list[dict[str, str]]]] = {
+        "jit": ({"label": "First call (%time f(x))", "code": "%time f(x).block_until_ready()"},
+                {"label": "Steady state after warm-up",
+                 "code": "f(x).block_until_ready()  # warm-up\n%timeit f(x).block_until_ready()"},
+                [{"label": "No jit: op-by-op dispatch", "code": "%timeit g(x).block_until_ready()  # g not jitted"}]),
+        "async": ({"label": "Unblocked (dispatch only)", "code": "%timeit f(x)"},
+                  {"label": "Blocked", "code": "%timeit f(x).block_until_ready()"},
+                  [{"label": "np.asarray(f(x)): blocked + copy back", "code": "%timeit np.asarray(f(x))"}]),
+        "dtype": ({"label": "NumPy float64 vs JAX float32",
+                   "code": "x = np.random.rand(n, n)  # float64\n"
+                           "%timeit f_np(x); %timeit f(jnp.asarray(x))  # float32 in JAX"},
+                  f64 if precision == "x64" else f32, [f32] if precision == "x64" else [f64]),
+        "transfer": ({"label": "Host NumPy array in every call", "code": "%timeit f(x_np).block_until_ready()"},
+                     {"label": "device_put once", "code": "x = jax.device_put(x_np)\n%timeit f(x).block_until_ready()"},
+                     []),
+        "size": ({"label": f"Only a tiny input ({small})", "code": f"x = rand({small})"},
+                 {"label": f"The workload you care about ({big})", "code": f"x = rand({big})"}, []),
+        "tf32": ({"label": "Default matmul precision", "code": "f(x)"},
+                 {"label": "precision='highest'", "code": "with jax.default_matmul_precision('highest'):\n    f(x)"},
+                 []),
+    }
+    naive, correct, extra = sides[pitfall_id]
+    return {"naive": [naive], "correct": [correct], "also": extra}
+
+
+def sides(pitfall: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """(role, side) pairs in display order: naive, correct, then the extra measurements."""
+    return [("naive", pitfall["naive"]), ("correct", pitfall["correct"])] + [("also", s) for s in pitfall["extra"]]
+
+
+# --- after a run: numbers and sentences --------------------------------------------------------------
+def times(factor: float) -> str:
+    """'3.35x', '660x', '1,500x': three significant figures without exponents."""
+    return f"{factor:.3g}x" if factor < 1000 else f"{factor:,.0f}x"
+
+
+def speedup(side: Mapping[str, Any]) -> float | None:
+    """NumPy time / JAX time for one side (above 1: JAX faster)."""
+    jax_s, numpy_s = side.get("seconds"), side.get("numpy_seconds")
+    if not jax_s or not numpy_s or jax_s <= 0 or numpy_s <= 0:
+        return None
+    return numpy_s / jax_s
+
+
+def speed_text(numpy_s: float | None, jax_s: float | None) -> str:
+    """'JAX 37x faster than NumPy' / 'JAX 3.2x slower than NumPy' / 'no comparison'."""
+    if not numpy_s or not jax_s or numpy_s <= 0 or jax_s <= 0:
+        return "no comparison"
+    ratio = numpy_s / jax_s
+    return f"JAX {times(ratio)} faster than NumPy" if ratio >= 1 else f"JAX {times(1 / ratio)} slower than NumPy"
+
+
+def short_speed(side: Mapping[str, Any]) -> str:
+    """'JAX 37x faster than NumPy' (no times)."""
+    return speed_text(side.get("numpy_seconds"), side.get("seconds"))
+
+
+def side_figures(side: Mapping[str, Any]) -> str:
+    """'JAX **43 ms** · NumPy 51.9 ms → JAX 1.21x faster than NumPy' (markdown)."""
+    text = f"JAX **{format_time(side.get('seconds'))}**"
+    if side.get("numpy_seconds"):
+        text += f" · NumPy {format_time(side['numpy_seconds'])} → {short_speed(side)}"
+    if side.get("rel_error") is not None:
+        text += f" · error vs float64 {side['rel_error']:.2g}"
+    return text
+
+
+def verdict_text(pitfall: Mapping[str, Any], backend: str | None = None) -> str:
+    """'naive: JAX 123x faster than NumPy; measured properly: JAX 1.25x faster than NumPy'."""
+    text = f"naive: {short_speed(pitfall['naive'])}; measured properly: {short_speed(pitfall['correct'])}"
+    if backend is not None and not_applicable_text(pitfall["id"], backend):
+        text += f" (not applicable on {BACKEND_NAMES.get(backend, backend)}: no TF32 here)"
+    return text
+
+
+def wrong_factor(pitfall: Mapping[str, Any]) -> float | None:
+    """Naive speedup / proper speedup: above 1 the naive way flatters JAX, below 1 it undersells it."""
+    naive, correct = speedup(pitfall["naive"]), speedup(pitfall["correct"])
+    if naive is None or correct is None:
+        return None
+    return naive / correct
+
+
+CLOSE_HINTS = {
+    ("transfer", "cpu"): "On the CPU backend JAX can use a suitably aligned NumPy buffer in place instead of "
+                         "copying it, so passing host arrays costs little here; on a GPU or TPU every call "
+                         "pays a host→device copy.",
+    ("async", "cpu"): "Here the unblocked call took about as long as the work itself (little work, or the CPU "
+                      "backend running it before returning); on a GPU or TPU it returns in microseconds "
+                      "whatever the work.",
+}
+
+
+def how_wrong(pitfall: Mapping[str, Any], backend: str = "cpu") -> str:
+    """One sentence: how far the naive conclusion is from the proper one (markdown)."""
+    factor = wrong_factor(pitfall)
+    if factor is None:
+        return "How wrong: no comparison (a time was zero)."
+    if not_applicable_text(pitfall["id"], backend):
+        gap = max(factor, 1 / factor)
+        return (f"How wrong: not applicable on {BACKEND_NAMES.get(backend, backend)} — both runs do the same "
+                f"float32 work, so the {times(gap)} gap between them is run-to-run noise, not TF32.")
+    if 1 / CLOSE_ENOUGH <= factor <= CLOSE_ENOUGH:
+        hint = CLOSE_HINTS.get((pitfall["id"], backend), "")
+        return (f"How wrong: **about right here** — the naive speedup is within {abs(factor - 1):.0%} of the "
+                f"proper one." + (f" {hint}" if hint else ""))
+    if factor > 1:
+        return f"How wrong: the naive way makes JAX look **{times(factor)} better** than it is."
+    return f"How wrong: the naive way makes JAX look **{times(1 / factor)} worse** than it is."
+
+
+def how_wrong_short(pitfall: Mapping[str, Any], backend: str = "cpu") -> str:
+    """The summary table's cell: '609x worse', '2x better', 'about right', 'n/a on CPU'."""
+    factor = wrong_factor(pitfall)
+    if not_applicable_text(pitfall["id"], backend):
+        return f"n/a on {BACKEND_NAMES.get(backend, backend)}"
+    if factor is None:
+        return "—"
+    if 1 / CLOSE_ENOUGH <= factor <= CLOSE_ENOUGH:
+        return "about right here"
+    return f"JAX looks {times(factor)} better" if factor > 1 else f"JAX looks {times(1 / factor)} worse"
+
+
+def summary_rows(results: Mapping[str, Mapping[str, Any]]) -> list[dict[str, str]]:
+    """One row per pitfall for the page's overview table; ``results``: id -> {pitfall, context}."""
+    rows = []
+    for p in PITFALLS:
+        entry = results.get(p["id"])
+        row = {"Pitfall": f"[{short_title(p['id'])}](#{anchor(p['id'])})", "Naive says": "—",
+               "Measured properly": "—", "How wrong": "not measured yet"}
+        if entry:
+            pitfall, backend = entry["pitfall"], entry["context"]["backend"]
+            row.update({"Naive says": short_speed(pitfall["naive"]),
+                        "Measured properly": short_speed(pitfall["correct"]),
+                        "How wrong": how_wrong_short(pitfall, backend)})
+        rows.append(row)
+    return rows
+
+
+def markdown_table(rows: Sequence[Mapping[str, str]]) -> str:
+    """A small markdown table (keeps in-page #anchor links clickable, unlike a data grid)."""
+    head = list(rows[0])
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(str(r[h]).replace("|", "\\|") for h in head) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def not_applicable_text(pitfall_id: str, backend: str) -> str | None:
+    """Why a section does not apply on ``backend`` (None when it does)."""
+    if pitfall_id != "tf32" or backend == "gpu":
+        return None
+    if backend == "tpu":
+        return ("Not applicable on TPU: no TF32 here. (TPUs have their own default: float32 matmuls use "
+                "bfloat16 passes, so compare the two errors below.)")
+    name = BACKEND_NAMES.get(backend, backend)
+    return (f"Not applicable on {name}: no TF32 here. Both sides compute in full float32, so the errors "
+            f"match and the times differ only by noise; the numbers are shown for reference.")
+
+
+def tf32_errors(pitfall: Mapping[str, Any]) -> str | None:
+    """'Error vs float64: default 3.1e-07, 'highest' 3.1e-07 (1x)' for the TF32 section."""
+    a, b = pitfall["naive"].get("rel_error"), pitfall["correct"].get("rel_error")
+    if a is None or b is None:
+        return None
+    ratio = f" ({times(a / b)} larger at default precision)" if b > 0 and a / b >= 1.5 else ""
+    return f"Agreement with float64: default precision error **{a:.2g}**, precision='highest' **{b:.2g}**{ratio}."
+
+
+def measured_caption(report: Mapping[str, Any], timing: str) -> str:
+    return (f"Measured: {report['case']} · {shape_text(report['shape'])} · {report['precision']} "
+            f"({report['dtype']}) · {BACKEND_NAMES.get(report['backend'], report['backend'])} device "
+            f"`{report['device']}` · {timing} timing")
+
+
+PHASES = {
+    "queued": "Waiting in the device queue",
+    "starting worker": "Preparing: worker, inputs, NumPy and jitted-JAX baselines",
+    "dtype (float64 worker)": "Measuring the fair float64 side in the x64 worker",
+    "done": "Done",
+    "cancelled": "Stopped",
+    "failed": "Failed",
+}
+
+
+def phase_text(phase: str, sections: Sequence[str] = SECTIONS) -> str:
+    """The progress bar's text for a pitfalls job's phase (the phases are pitfall ids)."""
+    if phase in PHASES:
+        return PHASES[phase]
+    if phase in sections:
+        name = short_title(phase).split(". ", 1)[-1]
+        return f"Measuring {list(sections).index(phase) + 1} of {len(sections)}: {name}"
+    return phase.replace("_", " ").capitalize()

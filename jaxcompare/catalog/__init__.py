@@ -1,0 +1,54 @@
+"""The catalog: built-in cases plus a user's cases file, looked up by name."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+from ..model.cases import Case
+from ..model.errors import BadInput
+from .files import load_cases_file
+
+
+@cache
+def builtin_cases() -> tuple[Case, ...]:
+    """Every built-in case, NumPy first then SciPy (imported lazily: they are many)."""
+    from .numpy_cases import CASES as numpy_cases
+    from .scipy_cases import CASES as scipy_cases
+
+    cases = tuple(numpy_cases) + tuple(scipy_cases)
+    names = [c.name for c in cases]
+    dupes = {n for n in names if names.count(n) > 1}
+    assert not dupes, f"duplicate built-in case names: {sorted(dupes)}"
+    return cases
+
+
+def all_cases(cases_file: str | Path | None = None) -> list[Case]:
+    """Built-in cases, then the user's; a user case may not shadow a built-in name."""
+    cases = list(builtin_cases())
+    if cases_file:
+        known = {c.name for c in cases}
+        for case in load_cases_file(cases_file):
+            if case.name in known:
+                raise BadInput(
+                    f"cases file {str(cases_file)!r}: case name {case.name!r} is already taken"
+                )
+            known.add(case.name)
+            cases.append(case)
+    return cases
+
+
+def get_case(name: str, cases_file: str | Path | None = None) -> Case:
+    """The case called ``name``; BadInput lists close matches when there is none."""
+    cases = all_cases(cases_file)
+    for case in cases:
+        if case.name == name:
+            return case
+    import difflib
+
+    names = [c.name for c in cases]
+    close = difflib.get_close_matches(str(name), names, n=3)
+    hint = f" (did you mean {', '.join(close)}?)" if close else ""
+    raise BadInput(
+        f"unknown case {name!r}{hint}; `python -m jaxcompare list` shows all {len(names)}"
+    )

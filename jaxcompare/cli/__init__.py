@@ -1,0 +1,221 @@
+"""Command line: ``python -m jaxcompare list | run | sweep | history | export | import``.
+
+User errors print one line on stderr and exit with status 2, never a traceback. With
+``--json -`` stdout carries exactly one JSON document and nothing else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from ..analysis.checks import checklist, overall
+from ..analysis.sweep import crossover, ladder, parse_sizes
+from ..catalog import all_cases, get_case
+from ..model.errors import BadInput, JaxCompareError
+from ..model.formatting import format_speedup, format_time
+from ..model.spec import DEVICES, PRECISIONS, TIMING_PRESETS, Spec, TimingConfig, parse_shape
+from . import history as cli_history
+from .report import result_table, write_json
+
+EXIT_USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports bad usage as one line (no usage dump) with exit status 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        sys.stderr.write(f"jaxcompare: error: {message}\n")
+        raise SystemExit(EXIT_USAGE)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m jaxcompare", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p_list = sub.add_parser("list", help="the catalog, one line per case")
+    p_list.add_argument("--cases-file", help="also list the cases in this Python file")
+    p_list.add_argument("--json", metavar="PATH|-", help="write the catalog as JSON")
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--case", required=True, help="case name (see `list`)")
+        p.add_argument("--precision", default="x32", choices=PRECISIONS,
+                       help="x32: float32 everywhere; x64: float64 with jax_enable_x64")
+        p.add_argument("--device", default="auto", choices=DEVICES)
+        p.add_argument("--cases-file", help="Python file defining CASES, a list of jaxcompare.Case")
+        p.add_argument("--seed", type=int, default=0)
+        p.add_argument("--timing", choices=TIMING_PRESETS, default=None,
+                       help="careful (default): each median to ±3%%, about 0.6 s a phase; quick: ±10%%, for "
+                       "a first look; thorough: the NumPy and JAX runtimes to ±1%% (about 2.5 s each, in four "
+                       "pairs of blocks side by side, checked for a steady speedup), for a speedup you want "
+                       "to quote")
+        p.add_argument("--quick", action="store_true", help="same as --timing quick")
+        p.add_argument("--timeout", type=float, default=None, help="deadline per job, seconds (default 600)")
+        p.add_argument("--json", metavar="PATH|-", help="write the result as JSON ('-' = stdout)")
+        cli_history.add_save_arguments(p)
+
+    p_run = sub.add_parser("run", help="measure one case at one shape")
+    common(p_run)
+    p_run.add_argument("--shape", help="e.g. 1000x1000 (default: the case's large preset)")
+
+    p_sweep = sub.add_parser("sweep", help="measure one case over a ladder of sizes")
+    common(p_sweep)
+    p_sweep.add_argument("--sizes", nargs="+", help="shapes (10x10 100x100) or plain sizes (10 100)")
+    p_sweep.add_argument("--steps", type=int, default=5, help="ladder length when --sizes is absent")
+    p_pit = sub.add_parser("pitfalls", help="measure each benchmarking pitfall: naive vs correct")
+    p_pit.add_argument("--case", default="centered_gram")
+    p_pit.add_argument("--shape", help="default: the case's large preset (1000x1000 for centered_gram)")
+    p_pit.add_argument("--precision", default="x32", choices=PRECISIONS)
+    p_pit.add_argument("--device", default="auto", choices=DEVICES)
+    p_pit.add_argument("--cases-file")
+    p_pit.add_argument("--seed", type=int, default=0)
+    p_pit.add_argument("--quick", action="store_true")
+    p_pit.add_argument("--timeout", type=float, default=None)
+    p_pit.add_argument("--json", metavar="PATH|-")
+    cli_history.add_commands(sub)
+    return parser
+
+
+def _human(args: argparse.Namespace) -> Any:
+    """Where readable output goes: stderr when stdout is reserved for JSON."""
+    return sys.stderr if args.json == "-" else sys.stdout
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    cases = all_cases(args.cases_file)
+    if args.json:
+        write_json(args.json, [c.summary() for c in cases])
+        if args.json == "-":
+            return 0
+    width = max(len(c.name) for c in cases)
+    for c in cases:
+        shapes = f"{'x'.join(map(str, c.small_shape))} .. {'x'.join(map(str, c.large_shape))}"
+        print(f"{c.name:<{width}}  {c.group:<6}  {shapes:<22}  {c.numpy_name}  ->  {c.jax_name}")
+    return 0
+
+
+def _timing(args: argparse.Namespace) -> TimingConfig:
+    name = getattr(args, "timing", None)
+    if args.quick and name not in (None, "quick"):
+        raise BadInput(f"--quick and --timing {name} contradict each other: give one")
+    return TimingConfig.preset("quick" if args.quick else name or "careful")
+
+
+def _base_spec(args: argparse.Namespace, shape: tuple[int, ...]) -> Spec:
+    return Spec(case=args.case, shape=shape, precision=args.precision, device=args.device,
+                cases_file=args.cases_file, seed=args.seed, timing=_timing(args))
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from ..engine.runner import Runner
+
+    case = get_case(args.case, args.cases_file)
+    shape = parse_shape(args.shape) if args.shape else case.large_shape
+    case.check_shape(shape)
+    spec = _base_spec(args, shape)
+    store = cli_history.open_store(args.db) if args.save else None  # a bad --db fails before measuring
+    out = _human(args)
+    print(f"measuring {case.name} at {'x'.join(map(str, shape))} ({args.precision}) ...", file=sys.stderr)
+    with Runner(timeout_s=args.timeout) as runner:
+        result = runner.run(spec)
+    checks = checklist(result)
+    if args.json:
+        write_json(args.json, result.to_dict() | {"checklist": [c.to_dict() for c in checks]})
+    if args.json != "-":
+        print(result_table(result), file=out)
+        print(f"\n  credibility checklist: {overall(checks).upper()}", file=out)
+        for c in checks:
+            print(f"  [{c.status:^4}] {c.title:<32}{c.reason}", file=out)
+    if store is not None:
+        cli_history.save_result(result, store)
+    return 0
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from ..engine.runner import Runner
+
+    case = get_case(args.case, args.cases_file)
+    shapes = parse_sizes(case, args.sizes) if args.sizes else ladder(case, args.steps)
+    for shape in shapes:
+        case.check_shape(shape)
+    store = cli_history.open_store(args.db) if args.save else None
+    out = _human(args)
+    results = []
+    print(f"{'shape':>14}{'NumPy':>11}{'JAX':>11}{'compile':>11}  speedup", file=out)
+    with Runner(timeout_s=args.timeout) as runner:
+        for shape in shapes:
+            result = runner.run(_base_spec(args, shape))
+            results.append(result)
+            if store is not None:  # saved as measured: an interrupted sweep keeps what it did
+                cli_history.save_result(result, store)
+            print(f"{'x'.join(map(str, shape)):>14}{format_time(result.numpy_runtime.median_s):>11}"
+                  f"{format_time(result.runtime.median_s):>11}{format_time(result.compile_total_s):>11}"
+                  f"  {format_speedup(result.speedup)}", file=out, flush=True)
+    cross = crossover(results)
+    if cross is None:
+        faster = all(r.speedup >= 1 for r in results)
+        verdict = "no crossover: JAX is " + ("faster at every size" if faster else "not faster at any size")
+    else:
+        side = round(cross ** (1 / len(shapes[0])))
+        verdict = f"crossover at about {cross:,.0f} elements (~{'x'.join([str(side)] * len(shapes[0]))})"
+    print(verdict, file=out)
+    if args.json:
+        write_json(args.json, {
+            "case": case.name,
+            "precision": args.precision,
+            "crossover_elements": cross,
+            "results": [r.to_dict() for r in results],
+        })
+    return 0
+
+
+def cmd_pitfalls(args: argparse.Namespace) -> int:
+    from ..engine.runner import Runner
+
+    case = get_case(args.case, args.cases_file)
+    shape = parse_shape(args.shape) if args.shape else case.large_shape
+    case.check_shape(shape)
+    out = _human(args)
+    print(f"measuring the pitfalls for {case.name} at {'x'.join(map(str, shape))} ({args.precision}) ...",
+          file=sys.stderr)
+    with Runner(timeout_s=args.timeout) as runner:
+        report = runner.submit_pitfalls(_base_spec(args, shape)).wait()
+    if args.json:
+        write_json(args.json, report)
+    if args.json != "-":
+        for pitfall in report["pitfalls"]:
+            print(f"\n{pitfall['title']}", file=out)
+            if not pitfall["applicable"]:
+                print(f"  (not applicable on {report['backend']}: shown for reference)", file=out)
+            for tag, side in [("naive", pitfall["naive"]), ("correct", pitfall["correct"])] + [
+                    ("also", s) for s in pitfall["extra"]]:
+                print(f"  {tag:<8}{side['label']:<40}{format_time(side['seconds']):>10}   {side['conclusion']}",
+                      file=out)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    # Worker tracebacks are for operators; a CLI user gets the one-line message.
+    if not os.environ.get("JAXCOMPARE_DEBUG"):
+        logging.getLogger("jaxcompare").setLevel(logging.CRITICAL)
+    handlers = {"list": cmd_list, "run": cmd_run, "sweep": cmd_sweep, "pitfalls": cmd_pitfalls,
+                **dict.fromkeys(cli_history.COMMANDS, cli_history.handle)}
+    try:
+        return handlers[args.command](args)
+    except JaxCompareError as exc:
+        print(f"jaxcompare: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("jaxcompare: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+

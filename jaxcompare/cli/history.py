@@ -1,0 +1,164 @@
+"""CLI commands for saved results: ``history``, ``export``, ``import``, and ``run --save``.
+
+cli.py registers these with ``add_commands`` and dispatches with ``handle``. Errors are
+BadInput (one line, exit status 2 from cli.main). With ``--json -`` stdout carries one
+JSON document and nothing else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..history.store import Store, default_path
+from ..model.errors import BadInput
+from ..model.formatting import format_time
+from ..model.result import Result
+from ..model.spec import PRECISIONS
+from .report import write_json
+
+COMMANDS = ("history", "export", "import")
+DB_HELP = "results database (default: $JAXCOMPARE_DB or ~/.jaxcompare/results.sqlite3)"
+
+
+def add_save_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--save`` and ``--db`` for commands that measure (run, sweep)."""
+    parser.add_argument("--save", action="store_true", help="save the result(s) in the results database")
+    parser.add_argument("--db", metavar="PATH", help=DB_HELP)
+
+
+def _filters(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--case", help="only this case")
+    p.add_argument("--precision", choices=PRECISIONS, help="only this precision")
+    p.add_argument("--device", help="only this backend (cpu, gpu), device (cuda:0) or device kind")
+    p.add_argument("--host", help="only results measured on this host name")
+    p.add_argument("--since", metavar="DATE", help="only results created on or after, e.g. 2025-01-31")
+    p.add_argument("--until", metavar="DATE", help="only results created on or before")
+
+
+def add_commands(subparsers: Any) -> None:
+    """Register history, export and import on cli.py's subparsers."""
+    p_hist = subparsers.add_parser("history", help="saved results, newest first")
+    _filters(p_hist)
+    p_hist.add_argument("--limit", type=int, help="show at most this many")
+    p_hist.add_argument("--json", metavar="PATH|-", help="write the rows as one JSON list ('-' = stdout)")
+    p_hist.add_argument("--db", metavar="PATH", help=DB_HELP)
+
+    p_exp = subparsers.add_parser("export", help="write saved results to PATH (.json or .csv)")
+    p_exp.add_argument("path", metavar="PATH", help="output file; .json (re-importable) or .csv")
+    _filters(p_exp)
+    p_exp.add_argument("--ids", nargs="+", metavar="ID", help="only these results (ids or unique prefixes)")
+    p_exp.add_argument("--db", metavar="PATH", help=DB_HELP)
+
+    p_imp = subparsers.add_parser("import", help="add results from a JSON file (export, run/sweep --json)")
+    p_imp.add_argument("path", metavar="PATH", help="JSON from `export`, `run --json` or `sweep --json`")
+    p_imp.add_argument("--db", metavar="PATH", help=DB_HELP)
+
+
+def handle(args: argparse.Namespace) -> int | None:
+    """Run one of this module's commands; None when ``args.command`` is not one of them."""
+    handlers = {"history": cmd_history, "export": cmd_export, "import": cmd_import}
+    handler = handlers.get(getattr(args, "command", None) or "")
+    return None if handler is None else handler(args)
+
+
+def open_store(db: str | Store | None = None) -> Store:
+    """The Store at ``db`` (a path or an open Store), else the default one."""
+    if isinstance(db, Store):
+        return db
+    return Store(db) if db else Store()
+
+
+def save_result(result: Result, db: str | Store | None = None) -> str:
+    """Save a measured result (``run --save``); prints where on stderr, returns the id.
+    Open the store before measuring (``open_store``) so a bad --db fails before the wait."""
+    store = open_store(db)
+    store.save(result)
+    print(f"saved {result.id[:8]} to {store.path}", file=sys.stderr)
+    return result.id
+
+
+# --- commands ------------------------------------------------------------------------------
+def _selected(store: Store, args: argparse.Namespace, limit: int | None = None) -> list[dict[str, Any]]:
+    return store.list(case=args.case, precision=args.precision, device=args.device, host=args.host,
+                      since=args.since, until=args.until, limit=limit)
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    if args.limit is not None and args.limit <= 0:
+        raise BadInput(f"--limit must be a positive whole number, got {args.limit}")
+    store = open_store(args.db)
+    rows = _selected(store, args, args.limit)
+    if args.json:
+        write_json(args.json, rows)
+        if args.json == "-":
+            return 0
+    print(history_table(rows, store.path))
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    store = open_store(args.db)
+    if args.ids:
+        ids = [store.resolve(i) for i in args.ids]
+        filtered = {r["id"] for r in _selected(store, args)}
+        ids = [i for i in ids if i in filtered]
+    else:
+        ids = [r["id"] for r in _selected(store, args)]
+    if not ids:
+        raise BadInput(f"no saved results match in {store.path}; nothing was exported")
+    n = store.export(args.path, ids)
+    print(f"exported {n} result{'s' if n != 1 else ''} to {args.path}")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    store = open_store(args.db)
+    added, skipped = store.import_file(args.path)
+    print(f"imported {added} result{'s' if added != 1 else ''} ({skipped} already present) "
+          f"into {store.path}")
+    return 0
+
+
+# --- rendering -----------------------------------------------------------------------------
+HISTORY_COLUMNS = (
+    ("id", 8), ("created", 16), ("case", 18), ("shape", 11), ("prec", 4), ("device", 14),
+    ("host", 14), ("NumPy", 9), ("JAX", 9), ("speedup", 8),
+)
+
+
+def history_table(rows: list[dict[str, Any]], path: Path | str | None = None) -> str:
+    """The readable table ``history`` prints, newest first."""
+    where = path if path is not None else default_path()
+    if not rows:
+        return f"no saved results match in {where}"
+    header = "  ".join(f"{name:<{w}}" if name not in ("NumPy", "JAX", "speedup") else f"{name:>{w}}"
+                       for name, w in HISTORY_COLUMNS)
+    lines = [header.rstrip()]
+    for r in rows:
+        device = r["backend"] if r["device"] in ("", r["backend"]) else f"{r['backend']}/{r['device']}"
+        cells = [
+            r["id"][:8], r["created"][:16].replace("T", " "), r["case"], r["shape"], r["precision"],
+            device, r["host"], format_time(r["numpy_median_s"]), format_time(r["jax_median_s"]),
+            _speedup(r["speedup"]),
+        ]
+        parts = []
+        for (name, w), cell in zip(HISTORY_COLUMNS, cells, strict=True):
+            text = _fit(str(cell), w)
+            parts.append(f"{text:>{w}}" if name in ("NumPy", "JAX", "speedup") else f"{text:<{w}}")
+        lines.append("  ".join(parts).rstrip())
+    lines.append(f"{len(rows)} result{'s' if len(rows) != 1 else ''} in {where}")
+    return "\n".join(lines)
+
+
+def _speedup(value: float | None) -> str:
+    if value is None or not math.isfinite(value):
+        return "—"
+    return f"{value:.2f}x"
+
+
+def _fit(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"

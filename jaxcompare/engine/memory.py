@@ -1,0 +1,134 @@
+"""How much memory a job will need, known before anything big is allocated.
+
+Input shapes are found by probing ``make_inputs`` at a tiny shape whose sizes are distinct
+primes, then mapping each probe size back to the requested size; output shapes come from
+``jax.eval_shape`` on those input shapes (in the worker, no allocation).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from ..model.cases import Case
+from ..model.errors import TooLarge
+
+PROBE_SIZES = (13, 17, 19, 23)
+# Leave room for the interpreter, XLA's workspace and the other worker.
+HOST_FRACTION = 0.7
+DEVICE_FRACTION = 0.8
+
+
+def format_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.3g} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1024
+    return f"{n:.3g} TiB"
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    input_shapes: tuple[tuple[int, ...], ...]
+    input_bytes: int
+    output_bytes: int | None
+    host_bytes: int
+    device_bytes: int
+    method: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _probe(case: Case, probe: tuple[int, ...], dtype: np.dtype) -> list[tuple[int, ...]] | None:
+    if case.shape_rule(probe):
+        return None
+    try:
+        arrays = case.make_inputs(probe, dtype, np.random.default_rng(0))
+    except Exception:
+        return None
+    arrays = arrays if isinstance(arrays, tuple | list) else (arrays,)
+    return [tuple(np.shape(a)) for a in arrays]
+
+
+def input_shapes(case: Case, shape: tuple[int, ...], dtype: str) -> tuple[tuple[tuple[int, ...], ...], str]:
+    """The input shapes ``make_inputs`` would build for ``shape``, without building them."""
+    dt = np.dtype(dtype)
+    # One distinct prime per distinct size, so equal sizes (square matrices) stay equal and
+    # every probe size maps back to exactly one requested size.
+    distinct = list(dict.fromkeys(shape))
+    if len(distinct) <= len(PROBE_SIZES):
+        size_map = dict(zip(PROBE_SIZES, distinct, strict=False))
+        probe = tuple(PROBE_SIZES[distinct.index(n)] for n in shape)
+        probed = _probe(case, probe, dt)
+        if probed is not None:
+            mapped = tuple(tuple(size_map.get(d, d) for d in arr_shape) for arr_shape in probed)
+            return mapped, "probe"
+    # Unknown layout: assume one input of the requested shape.
+    return (tuple(shape),), "assumed"
+
+
+def output_bytes(case: Case, shapes: tuple[tuple[int, ...], ...], dtype: str) -> int | None:
+    """Exact output size from ``jax.eval_shape`` (worker only: imports JAX)."""
+    try:
+        import jax
+
+        structs = [jax.ShapeDtypeStruct(s, np.dtype(dtype)) for s in shapes]
+        out = jax.eval_shape(case.jax_fn, *structs)
+        return int(sum(math.prod(x.shape) * np.dtype(x.dtype).itemsize for x in jax.tree_util.tree_leaves(out)))
+    except Exception:
+        return None
+
+
+def estimate(case: Case, shape: tuple[int, ...], dtype: str, backend: str = "cpu",
+             with_outputs: bool = True) -> MemoryEstimate:
+    """Peak host and device bytes for one comparison (inputs, outputs, float64 reference)."""
+    shapes, method = input_shapes(case, shape, dtype)
+    itemsize = np.dtype(dtype).itemsize
+    inputs = sum(math.prod(s) for s in shapes) * itemsize
+    outputs = output_bytes(case, shapes, dtype) if with_outputs else None
+    out = outputs if outputs is not None else inputs
+    widen = 8 / itemsize  # the float64 reference copies
+    host = inputs + out + (inputs + out) * widen
+    device = 2 * (inputs + out)
+    if backend == "cpu":  # the CPU "device" is host memory
+        host += device
+    return MemoryEstimate(shapes, int(inputs), outputs, int(host), int(device), method)
+
+
+def host_available() -> int | None:
+    try:
+        import psutil
+
+        return int(psutil.virtual_memory().available)
+    except Exception:
+        return None
+
+
+def device_free(device: Any) -> int | None:
+    """Free bytes on an accelerator, if it says (CPU devices do not)."""
+    try:
+        stats = device.memory_stats() or {}
+    except Exception:
+        return None
+    limit = stats.get("bytes_limit")
+    if limit is None:
+        return None
+    return int(limit - stats.get("bytes_in_use", 0))
+
+
+def check_fits(est: MemoryEstimate, case_name: str, shape: tuple[int, ...], *,
+               host_free: int | None, device_free_bytes: int | None) -> None:
+    """Refuse, naming the limit, when the estimate does not fit; allocate nothing."""
+    tag = f"{case_name} at {'x'.join(map(str, shape))}"
+    if host_free is not None and est.host_bytes > HOST_FRACTION * host_free:
+        raise TooLarge(f"{tag} needs about {format_bytes(est.host_bytes)} of host memory; "
+                       f"the limit here is {format_bytes(HOST_FRACTION * host_free)} "
+                       f"({HOST_FRACTION:.0%} of {format_bytes(host_free)} available)")
+    if device_free_bytes is not None and est.device_bytes > DEVICE_FRACTION * device_free_bytes:
+        raise TooLarge(f"{tag} needs about {format_bytes(est.device_bytes)} of device memory; "
+                       f"the limit here is {format_bytes(DEVICE_FRACTION * device_free_bytes)} "
+                       f"({DEVICE_FRACTION:.0%} of {format_bytes(device_free_bytes)} free)")

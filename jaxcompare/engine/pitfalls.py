@@ -1,0 +1,295 @@
+"""The pitfalls lab: each classic benchmarking mistake measured live beside the right way.
+
+``measure_pitfalls`` runs inside a worker. Every pitfall returns a ``naive`` and a
+``correct`` measurement, each with the seconds measured and the conclusion a reader would
+draw from them, so the size of the mistake is a measured number, not a quote.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from ..catalog import get_case
+from ..model.cases import Case, as_tuple
+from ..model.formatting import format_time
+from ..model.spec import Spec
+from .agreement import normwise_errors
+from .environment import resolve_device
+from .measure import build_inputs, check_memory, check_precision
+from .timing import BLAS_SETTLE_S, Clock, blocking_call, bound_call, sample, sample_round_robin
+
+DOCS = {
+    "benchmarking": "https://docs.jax.dev/en/latest/benchmarking.html",
+    "async": "https://docs.jax.dev/en/latest/async_dispatch.html",
+    "jit": "https://docs.jax.dev/en/latest/jit-compilation.html",
+    "x64": "https://docs.jax.dev/en/latest/default_dtypes.html",
+    "faq_transfer": "https://docs.jax.dev/en/latest/faq.html#benchmarking-jax-code",
+    "precision": "https://docs.jax.dev/en/latest/_autosummary/jax.default_matmul_precision.html",
+}
+
+PITFALLS: tuple[dict[str, str], ...] = (
+    {"id": "jit", "title": "1. JIT: the first call includes compilation",
+     "explanation": "jax.jit traces and compiles on the first call with new shapes and dtypes; "
+                    "later calls reuse the executable. Time the first call apart, warm up, and "
+                    "jit the outermost function so XLA sees the whole computation.",
+     "doc": DOCS["benchmarking"]},
+    {"id": "async", "title": "2. Async dispatch: the call returns before the work is done",
+     "explanation": "JAX returns a future-like array as soon as the work is queued. Without "
+                    "block_until_ready() the timer stops before the computation does.",
+     "doc": DOCS["async"]},
+    {"id": "dtype", "title": "3. Dtypes: NumPy defaults to float64, JAX to float32",
+     "explanation": "A float64 NumPy run against a float32 JAX run compares different amounts of "
+                    "work. Compare both in float32, or both in float64 with jax_enable_x64.",
+     "doc": DOCS["x64"]},
+    {"id": "transfer", "title": "4. Transfer: host arrays are copied on every call",
+     "explanation": "Passing a NumPy array into a jitted function copies it to the device on "
+                    "every call. device_put once and time the computation on device arrays; "
+                    "report the transfer as a one-off cost.",
+     "doc": DOCS["faq_transfer"]},
+    {"id": "size", "title": "5. Workload size: tiny inputs measure overhead",
+     "explanation": "At 10x10 the JAX call is mostly dispatch overhead and NumPy wins; at "
+                    "1000x1000 the computation dominates. One size is not a verdict.",
+     "doc": DOCS["benchmarking"]},
+    {"id": "tf32", "title": "6. GPU float32 matmuls default to TF32-class precision",
+     "explanation": "On recent NVIDIA GPUs float32 matmuls and convolutions run in TF32 by "
+                    "default: faster, with about 10 mantissa bits. "
+                    "jax.default_matmul_precision('highest') gives the fair float32 comparison.",
+     "doc": DOCS["precision"]},
+)
+SECTIONS = tuple(p["id"] for p in PITFALLS)
+
+
+def speed_words(numpy_s: float, jax_s: float) -> str:
+    """'JAX 37x faster than NumPy' / 'JAX 3.2x slower than NumPy'."""
+    if jax_s <= 0 or numpy_s <= 0:
+        return "no comparison"
+    ratio = numpy_s / jax_s
+    if ratio >= 1:
+        return f"JAX {ratio:.3g}x faster than NumPy"
+    return f"JAX {1 / ratio:.3g}x slower than NumPy"
+
+
+def _side(label: str, code: str, seconds: float, numpy_s: float | None, conclusion: str | None = None,
+          **extra: Any) -> dict[str, Any]:
+    if conclusion is None and numpy_s is not None:
+        conclusion = f"{speed_words(numpy_s, seconds)} ({format_time(seconds)} vs {format_time(numpy_s)})"
+    return {"label": label, "code": code, "seconds": seconds, "numpy_seconds": numpy_s,
+            "conclusion": conclusion, **extra}
+
+
+def _pitfall(pid: str, naive: dict[str, Any], correct: dict[str, Any],
+             extra: list[dict[str, Any]] | None = None, applicable: bool = True) -> dict[str, Any]:
+    meta = next(p for p in PITFALLS if p["id"] == pid)
+    return {**meta, "naive": naive, "correct": correct, "extra": extra or [], "applicable": applicable,
+            "verdict": f"naive: {naive['conclusion']}; measured properly: {correct['conclusion']}"}
+
+
+class Lab:
+    """Shared state for one pitfalls run: the case, inputs, jitted function, timers."""
+
+    def __init__(self, spec: Spec, clock: Clock, sections: tuple[str, ...] = ()) -> None:
+        import jax
+
+        self.jax = jax
+        self.spec = spec
+        self.cfg = spec.timing
+        self.clock = clock
+        self.case: Case = get_case(spec.case, spec.cases_file)
+        self.case.check_shape(spec.shape)
+        self.device = resolve_device(spec.device)
+        check_memory(self.case, spec, self.device)
+        self.host = build_inputs(self.case, spec)
+        self.dev = jax.block_until_ready(jax.device_put(self.host, self.device))
+        self.f = jax.jit(self.case.jax_fn, static_argnums=self.case.static_argnums)
+        self.jax.block_until_ready(self.f(*self.dev))
+        # The steady-state numbers every pitfall's right side reuses, timed side by side; with
+        # pitfall 3, the other dtype's runtimes join them (so its fair side is everyone's).
+        jax_calls = {"jax": blocking_call(self.f, self.dev)}
+        numpy_calls = {"numpy": bound_call(self.case.numpy_fn, self.host)}
+        if "dtype" in sections:
+            other = "float64" if spec.dtype == "float32" else "float32"
+            host = self.inputs_for(spec.shape, other)
+            numpy_calls["numpy_other"] = bound_call(self.case.numpy_fn, host)
+            if other == "float32":  # float64 JAX exists only in the x64 worker
+                dev = jax.block_until_ready(jax.device_put(host, self.device))
+                jax.block_until_ready(self.f(*dev))  # compiles the float32 variant
+                jax_calls["jax_other"] = blocking_call(self.f, dev)
+        self.steady = self.side_by_side(jax_calls, numpy_calls)
+        self.numpy_s, self.blocked_s = self.steady["numpy"], self.steady["jax"]
+
+    def time(self, call: Callable[[], Any], *, runtime: bool = False, **kw: Any) -> float:
+        """Median seconds per call; ``runtime``: a speedup's phase (TimingConfig.for_runtime).
+        NumPy and JAX timings alternate here, so each warms up past BLAS's spinning threads."""
+        return sample(call, self.cfg.for_runtime() if runtime else self.cfg, clock=self.clock,
+                      settle_s=BLAS_SETTLE_S, **kw).median_s
+
+    def side_by_side(self, jax_calls: dict[str, Callable[[], Any]],
+                     numpy_calls: dict[str, Callable[[], Any]]) -> dict[str, float]:
+        """Median seconds per call of each JAX and NumPy call, timed side by side: the JAX
+        calls in turns for half a runtime budget, the NumPy calls in turns for a whole one,
+        the JAX calls again (a settle at each switch of library). Calls taken in turns see
+        the same slow stretches, and the JAX blocks either side of NumPy's cancel a steady
+        drift, so the ratios between these numbers hold where numbers timed seconds apart
+        (other pitfalls in between) do not."""
+        whole = self.cfg.for_runtime()
+        half = replace(self.cfg, runtime_blocks=2).for_runtime_block()
+        jax, numpy = list(jax_calls.values()), list(numpy_calls.values())
+        blocks = [sample_round_robin(jax, half, clock=self.clock, settle_s=BLAS_SETTLE_S),
+                  sample_round_robin(numpy, whole, clock=self.clock, settle_s=BLAS_SETTLE_S),
+                  sample_round_robin(jax, half, clock=self.clock, settle_s=BLAS_SETTLE_S)]
+        pooled_jax = [statistics.median(a.samples_s + b.samples_s) for a, b in zip(blocks[0], blocks[2], strict=True)]
+        return {**dict(zip(jax_calls, pooled_jax, strict=True)),
+                **{name: st.median_s for name, st in zip(numpy_calls, blocks[1], strict=True)}}
+
+    def inputs_for(self, shape: tuple[int, ...], dtype: str) -> tuple[np.ndarray, ...]:
+        return build_inputs(self.case, Spec(self.spec.case, shape, cases_file=self.spec.cases_file,
+                                            precision="x64" if dtype == "float64" else "x32",
+                                            seed=self.spec.seed, timing=self.cfg))
+
+
+def pitfall_jit(lab: Lab) -> dict[str, Any]:
+    jax, case = lab.jax, lab.case
+    first = lab.time(lambda: jax.block_until_ready(jax.jit(case.jax_fn, static_argnums=case.static_argnums)
+                                                   (*lab.dev)),
+                     setup=jax.clear_caches, min_samples=lab.cfg.compile_samples, warmup=False,
+                     budget_s=lab.cfg.phase_budget_s * 2)
+    op_by_op = lab.time(blocking_call(case.jax_fn, lab.dev))
+    return _pitfall(
+        "jit",
+        _side("First call (%time f(x))", "%time f(x).block_until_ready()", first, lab.numpy_s),
+        _side("Steady state after warm-up", "f(x).block_until_ready()  # warm-up\n"
+              "%timeit f(x).block_until_ready()", lab.blocked_s, lab.numpy_s),
+        [_side("No jit: op-by-op dispatch", "%timeit g(x).block_until_ready()  # g not jitted",
+               op_by_op, lab.numpy_s)],
+    )
+
+
+def pitfall_async(lab: Lab) -> dict[str, Any]:
+    jax, f, dev = lab.jax, lab.f, lab.dev
+    dispatch = lab.time(lambda: f(*dev), teardown=jax.block_until_ready)
+    fetched = lab.time(lambda: jax.tree_util.tree_map(np.asarray, f(*dev)))
+    return _pitfall(
+        "async",
+        _side("Unblocked (dispatch only)", "%timeit f(x)", dispatch, lab.numpy_s),
+        _side("Blocked", "%timeit f(x).block_until_ready()", lab.blocked_s, lab.numpy_s),
+        [_side("np.asarray(f(x)): blocked + copy back", "%timeit np.asarray(f(x))", fetched, lab.numpy_s)],
+    )
+
+
+def pitfall_dtype(lab: Lab) -> dict[str, Any]:
+    """Naive: NumPy float64 vs JAX float32. Fair in this worker: both at the worker's dtype.
+    The lab timed both dtypes' runtimes side by side (Lab.side_by_side), so the naive and
+    the fair speedups differ by the dtypes, not by the machine's drift between two timings."""
+    t = lab.steady
+    if "numpy_other" not in t:
+        raise ValueError("pitfall 3 needs a Lab built with 'dtype' in its sections")
+    if lab.spec.dtype == "float32":
+        jax32, numpy32, numpy64 = t["jax"], t["numpy"], t["numpy_other"]
+    else:
+        jax32, numpy32, numpy64 = t["jax_other"], t["numpy_other"], t["numpy"]
+    fair = [_side("Both float32", "np.float32 inputs on both sides", jax32, numpy32, dtype="float32")]
+    if lab.spec.precision == "x64":
+        fair.append(_side("Both float64 (jax_enable_x64)", "jax.config.update('jax_enable_x64', True)",
+                          t["jax"], numpy64, dtype="float64"))
+    correct = fair[-1] if lab.spec.precision == "x64" else fair[0]
+    return _pitfall(
+        "dtype",
+        _side("NumPy float64 vs JAX float32", "x = np.random.rand(n, n)  # float64\n"
+              "%timeit f_np(x); %timeit f(jnp.asarray(x))  # float32 in JAX", jax32, numpy64,
+              dtype="mixed"),
+        correct,
+        [s for s in fair if s is not correct],
+    )
+
+
+def pitfall_transfer(lab: Lab) -> dict[str, Any]:
+    f = lab.f
+    from_host = lab.time(blocking_call(f, lab.host))
+    return _pitfall(
+        "transfer",
+        _side("Host NumPy array in every call", "%timeit f(x_np).block_until_ready()", from_host, lab.numpy_s),
+        _side("device_put once", "x = jax.device_put(x_np)\n%timeit f(x).block_until_ready()",
+              lab.blocked_s, lab.numpy_s),
+    )
+
+
+def pitfall_size(lab: Lab) -> dict[str, Any]:
+    jax, case = lab.jax, lab.case
+    small = case.small_shape
+    host = lab.inputs_for(small, lab.spec.dtype)
+    dev = jax.device_put(host, lab.device)
+    jax.block_until_ready(lab.f(*dev))
+    jax_small = lab.time(blocking_call(lab.f, dev), runtime=True)
+    numpy_small = lab.time(bound_call(case.numpy_fn, host), runtime=True)
+    tag = "x".join(map(str, small))
+    big = "x".join(map(str, lab.spec.shape))
+    return _pitfall(
+        "size",
+        _side(f"Only a tiny input ({tag})", f"x = rand({tag})", jax_small, numpy_small, shape=list(small)),
+        _side(f"The workload you care about ({big})", f"x = rand({big})", lab.blocked_s, lab.numpy_s,
+              shape=list(lab.spec.shape)),
+    )
+
+
+def pitfall_tf32(lab: Lab) -> dict[str, Any]:
+    jax, case = lab.jax, lab.case
+    inputs64 = tuple(a.astype(np.float64) for a in lab.host)
+    reference = case.canonical(as_tuple(case.numpy_fn(*inputs64)), inputs64)
+
+    def error(out: Any) -> float:
+        got = case.canonical(as_tuple(jax.tree_util.tree_leaves(out)), lab.host)
+        return normwise_errors(reference, got)[1]
+
+    default_err = error(lab.f(*lab.dev))
+    with jax.default_matmul_precision("highest"):
+        fh = jax.jit(case.jax_fn, static_argnums=case.static_argnums)
+        highest_err = error(fh(*lab.dev))
+        highest = lab.time(blocking_call(fh, lab.dev))
+    on_gpu = lab.device.platform == "gpu"
+    note = "" if on_gpu else " (no TF32 on this backend: both should match)"
+    return _pitfall(
+        "tf32",
+        _side("Default matmul precision", "f(x)", lab.blocked_s, lab.numpy_s,
+              rel_error=default_err,
+              conclusion=f"{speed_words(lab.numpy_s, lab.blocked_s)}, error vs float64 {default_err:.2g}{note}"),
+        _side("precision='highest'", "with jax.default_matmul_precision('highest'):\n    f(x)",
+              highest, lab.numpy_s, rel_error=highest_err,
+              conclusion=f"{speed_words(lab.numpy_s, highest)}, error vs float64 {highest_err:.2g}"),
+        applicable=on_gpu,
+    )
+
+
+MEASURE = {"jit": pitfall_jit, "async": pitfall_async, "dtype": pitfall_dtype,
+           "transfer": pitfall_transfer, "size": pitfall_size, "tf32": pitfall_tf32}
+
+
+def measure_pitfalls(spec: Spec, sections: tuple[str, ...] = SECTIONS,
+                     progress: Callable[[str, float], None] | None = None,
+                     clock: Clock = time.perf_counter_ns) -> dict[str, Any]:
+    """Measure the chosen pitfall sections for ``spec`` (in a worker of matching precision)."""
+    check_precision(spec.precision)
+    lab = Lab(spec, clock, sections)
+    out = []
+    for i, pid in enumerate(sections):
+        if progress is not None:
+            progress(pid, i / len(sections))
+        out.append(MEASURE[pid](lab))
+    if progress is not None:
+        progress("done", 1.0)
+    return {"case": spec.case, "shape": list(spec.shape), "precision": spec.precision,
+            "dtype": spec.dtype, "backend": lab.device.platform, "device": str(lab.device),
+            "pitfalls": out}
+
+
+def fair_float64(spec: Spec, clock: Clock = time.perf_counter_ns) -> dict[str, Any]:
+    """Pitfall 3's float64 fair side, measured in the x64 worker for an x32 run."""
+    check_precision("x64")
+    lab = Lab(spec, clock)
+    return _side("Both float64 (jax_enable_x64)", "jax.config.update('jax_enable_x64', True)",
+                 lab.blocked_s, lab.numpy_s, dtype="float64")

@@ -1,0 +1,128 @@
+"""Does every case's JAX port agree with its NumPy/SciPy original? Checked in one process.
+
+Run as ``python -m jaxcompare.engine.selfcheck --precision x32|x64 [--cases a,b] [--size large]``;
+it prints one JSON list of agreement records. JAX is imported inside functions only, and
+``main`` sets ``JAX_ENABLE_X64`` from ``--precision`` unless the environment already says.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..model.cases import Case, Shape, as_tuple
+from ..model.errors import JaxCompareError
+from .agreement import compare_outputs
+
+PRECISION_DTYPES = {"x32": np.dtype(np.float32), "x64": np.dtype(np.float64)}
+
+
+def _require_precision(precision: str) -> np.dtype:
+    """The x64 flag is process-wide, so a mismatch is a setup error, not a case failure."""
+    import jax.numpy as jnp
+
+    if precision not in PRECISION_DTYPES:
+        raise ValueError(f"precision must be one of {sorted(PRECISION_DTYPES)}, got {precision!r}")
+    dtype = PRECISION_DTYPES[precision]
+    default = np.dtype(jnp.zeros(1, dtype=float).dtype)
+    if default != dtype:
+        raise RuntimeError(
+            f"precision {precision} needs JAX's default float to be {dtype}, but this process "
+            f"has {default}; set JAX_ENABLE_X64={'1' if precision == 'x64' else '0'} before "
+            "importing jax"
+        )
+    return dtype
+
+
+def _upcast(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple(
+        np.asarray(a, dtype=np.float64) if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a
+        for a in inputs
+    )
+
+
+def check_case(case: Case, shape: Shape | None = None, precision: str = "x32") -> dict[str, Any]:
+    """Agreement record for one case: JAX vs NumPy at ``precision``, both vs float64 NumPy."""
+    import jax
+
+    dtype = _require_precision(precision)
+    shape = tuple(int(n) for n in (shape or case.small_shape))
+    case.check_shape(shape)
+    inputs = tuple(case.make_inputs(shape, dtype, np.random.default_rng(0)))
+    numpy_out = as_tuple(case.numpy_fn(*inputs))
+
+    static = set(case.static_argnums)
+    args = tuple(a if i in static else jax.device_put(a) for i, a in enumerate(inputs))
+    jitted = jax.jit(case.jax_fn, static_argnums=case.static_argnums)
+    jax_out = as_tuple(jax.block_until_ready(jitted(*args)))
+
+    reference = as_tuple(case.numpy_fn(*_upcast(inputs)))
+    record = compare_outputs(case, dtype.name, inputs, numpy_out, jax_out, reference)
+    return {"case": case.name, "shape": list(shape), "precision": precision, **record}
+
+
+def json_safe(value: Any) -> Any:
+    """Strict JSON has no inf/nan: write them as strings, and NumPy scalars as Python ones."""
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
+def run_checks(names: Sequence[str] | None, precision: str, size: str = "small") -> list[dict[str, Any]]:
+    """Check the named built-in cases (all when ``names`` is empty); errors become records."""
+    from ..catalog import builtin_cases, get_case
+
+    _require_precision(precision)
+    cases = [get_case(n) for n in names] if names else list(builtin_cases())
+    records = []
+    for case in cases:
+        shape = case.large_shape if size == "large" else case.small_shape
+        try:
+            records.append(check_case(case, shape, precision))
+        except Exception as exc:  # one broken case must not hide the others' results
+            records.append(
+                {
+                    "case": case.name,
+                    "shape": list(shape),
+                    "precision": precision,
+                    "ok": False,
+                    "error": f"{type(exc).__name__}: {exc}",
+                }
+            )
+    return records
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """CLI entry: print the records as one JSON list; exit 1 when any case disagrees."""
+    parser = argparse.ArgumentParser(prog="python -m jaxcompare.engine.selfcheck", description=__doc__)
+    parser.add_argument("--precision", choices=sorted(PRECISION_DTYPES), default="x32")
+    parser.add_argument("--cases", default="", help="comma-separated case names (default: all)")
+    parser.add_argument("--size", choices=("small", "large"), default="small")
+    args = parser.parse_args(argv)
+    if "jax" not in sys.modules:
+        os.environ.setdefault("JAX_ENABLE_X64", "1" if args.precision == "x64" else "0")
+    names = [n.strip() for n in args.cases.split(",") if n.strip()]
+    try:
+        records = run_checks(names, args.precision, args.size)
+    except JaxCompareError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(json_safe(records), allow_nan=False))
+    return 0 if all(r.get("ok") for r in records) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,248 @@
+"""Timing statistics and the sampling loop: calibrated loops, noise-based stopping.
+
+The clock is injectable (``clock`` returns nanoseconds) so calibration and stopping can
+be tested deterministically with a fake clock.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from ..model.formatting import format_time
+from ..model.spec import TimingConfig
+from ..model.stats import Stats, median_ci
+
+Clock = Callable[[], int]
+NS = 1e-9
+# After multithreaded NumPy (BLAS) work, OpenBLAS's idle threads spin for ~0.1 s (2**28
+# cycles) before they sleep; on a 2-core machine a JAX call in that window ran 1.8x slower
+# (centered_gram 1000x1000: 12.1 ms vs 6.9 ms, back to normal after 100-150 ms). XLA's
+# threads do the same on a smaller scale: NumPy's first 50 ms after JAX work ran ~8% slow.
+# A timing that follows the other library's work warms up at least this long.
+BLAS_SETTLE_S = 0.15
+
+
+def time_loops(call: Callable[[], Any], loops: int, clock: Clock) -> int:
+    """Nanoseconds for ``loops`` back-to-back calls (a BoundCall times them in its own loop)."""
+    own_loop = getattr(call, "time_loops", None)
+    if own_loop is not None:
+        return own_loop(loops, clock)
+    start = clock()
+    for _ in range(loops):
+        call()
+    return clock() - start
+
+
+class BoundCall:
+    """``fn(*args)``, optionally blocked until ready, with a timing loop compiled the way
+    timeit compiles its statement: the harness adds no Python call per iteration (a lambda
+    costs ~0.15 µs, ``jax.block_until_ready`` ~1.2 µs: 3% and 25% of a 5 µs JAX call)."""
+
+    def __init__(self, fn: Callable[..., Any], args: Sequence[Any] = (), *, block: str | None = None):
+        if block not in (None, "method", "tree"):
+            raise ValueError(f"block must be None, 'method' or 'tree', got {block!r}")
+        self.fn, self.args, self.block = fn, tuple(args), block
+        names = "".join(f"a{i}, " for i in range(len(self.args)))
+        stmt = f"fn({names})"
+        stmt = {None: stmt, "method": f"{stmt}.block_until_ready()", "tree": f"block({stmt})"}[block]
+        source = (
+            f"def loop(loops, clock, fn, block, {names}):\n"
+            f"    start = clock()\n"
+            f"    for _ in repeat(None, loops):\n"
+            f"        {stmt}\n"
+            f"    return clock() - start\n"
+        )
+        namespace: dict[str, Any] = {"repeat": itertools.repeat}
+        exec(compile(source, f"<jaxcompare.timing {getattr(fn, '__name__', 'call')}>", "exec"), namespace)
+        self._loop = namespace["loop"]
+        self._block = _tree_blocker() if block == "tree" else None
+
+    def __call__(self) -> Any:
+        out = self.fn(*self.args)
+        if self.block == "method":
+            return out.block_until_ready()
+        if self.block == "tree":
+            return self._block(out)
+        return out
+
+    def time_loops(self, loops: int, clock: Clock) -> int:
+        return self._loop(loops, clock, self.fn, self._block, *self.args)
+
+
+def _tree_blocker() -> Callable[[Any], Any]:
+    import jax
+
+    return jax.block_until_ready
+
+
+def bound_call(fn: Callable[..., Any], args: Sequence[Any] = ()) -> BoundCall:
+    """``fn(*args)`` for sample(): a host (NumPy) call without per-call harness cost."""
+    return BoundCall(fn, args)
+
+
+def blocking_call(fn: Callable[..., Any], args: Sequence[Any] = ()) -> BoundCall:
+    """``fn(*args)`` blocked until its result is ready, the cheapest way its output allows:
+    ``out.block_until_ready()`` for one array, ``jax.block_until_ready(out)`` for a tuple or
+    pytree. Calls ``fn`` once (blocked) to see which; call it after warming up ``fn``."""
+    probe = BoundCall(fn, args, block="tree")
+    out = probe()
+    return BoundCall(fn, args, block="method" if hasattr(out, "block_until_ready") else "tree")
+
+
+def calibrate_loops(call: Callable[[], Any], target_s: float, clock: Clock) -> int:
+    """Loops per sample so one sample lasts about ``target_s`` (timeit's autorange, then
+    extrapolated, so fast calls are not measured one timer tick at a time)."""
+    loops = 1
+    while True:
+        elapsed_s = time_loops(call, loops, clock) * NS
+        if elapsed_s >= target_s / 5 or loops >= 10**8:
+            break
+        loops *= 10
+    if elapsed_s <= 0:
+        return loops
+    return max(1, min(10**8, round(loops * target_s / elapsed_s)))
+
+
+def sample(
+    call: Callable[[], Any],
+    config: TimingConfig,
+    *,
+    clock: Clock = time.perf_counter_ns,
+    setup: Callable[[], Any] | None = None,
+    teardown: Callable[[Any], Any] | None = None,
+    budget_s: float | None = None,
+    min_samples: int | None = None,
+    warmup: bool = True,
+    settle_s: float = 0.0,
+    on_sample: Callable[[int], None] | None = None,
+) -> Stats:
+    """Sample ``call`` until the median is stable or the budget is spent.
+
+    With ``setup`` or ``teardown`` each sample is one call (untimed setup before it,
+    untimed ``teardown(result)`` after it): needed when every call must start from fresh
+    state (cold compile, unblocked dispatch, fetch of a fresh result). ``settle_s``: warm up
+    at least this long (BLAS_SETTLE_S when the call follows NumPy work).
+    """
+    budget_ns = (config.phase_budget_s if budget_s is None else budget_s) / NS
+    min_n = config.min_samples if min_samples is None else min_samples
+    single = setup is not None or teardown is not None
+
+    def one_sample(loops: int) -> float:
+        if not single:
+            return time_loops(call, loops, clock) * NS / loops
+        if setup is not None:
+            setup()
+        start = clock()
+        result = call()
+        elapsed = clock() - start
+        if teardown is not None:
+            teardown(result)
+        return elapsed * NS
+
+    if warmup:
+        # First calls pay for caches, page faults and lazy initialisation.
+        warm_until = clock() + max(config.warmup_s, settle_s) / NS
+        while True:
+            one_sample(1)
+            if clock() >= warm_until:
+                break
+    started = clock()  # the budget is for sampling; the warm-up comes on top
+    loops = 1 if single else calibrate_loops(call, config.target_sample_s, clock)
+    samples: list[float] = []
+    while True:
+        samples.append(one_sample(loops))
+        if on_sample is not None:
+            on_sample(len(samples))
+        done, reason = _stop(samples, config, min_n, clock() - started, budget_ns)
+        if done:
+            break
+    return Stats.from_samples(samples, loops=loops, stable=reason is None, unstable_reason=reason)
+
+
+def _stop(samples: Sequence[float], config: TimingConfig, min_n: int, elapsed_ns: float,
+          budget_ns: float) -> tuple[bool, str | None]:
+    """Whether sampling is done, and if so why the median is not stable (None: it is)."""
+    n = len(samples)
+    if n >= min_n:
+        lo, hi = median_ci(samples)
+        med = float(np.median(samples))
+        rel = (hi - lo) / 2 / med if med > 0 else 0.0
+        if rel <= config.rel_ci:
+            return True, None
+        if n >= config.max_samples:
+            return True, f"median still varies by ±{rel:.0%} after the maximum of {n} samples"
+        if elapsed_ns >= budget_ns:
+            return True, f"median still varies by ±{rel:.0%} when the time budget ran out ({n} samples)"
+    elif elapsed_ns >= 20 * budget_ns:
+        # Each call is far longer than the budget: report what we have.
+        return True, f"only {n} sample(s): each call is long compared with the time budget"
+    return False, None
+
+
+def sample_round_robin(calls: Sequence[Callable[[], Any]], config: TimingConfig, *,
+                       clock: Clock = time.perf_counter_ns, settle_s: float = 0.0) -> list[Stats]:
+    """Sample several calls of one library in turns, one sample of each per round, until
+    every median is stable or the budget (``config.phase_budget_s`` per call) is spent.
+
+    Two calls timed in turns see the same machine: a slow stretch, however short, lands on
+    both alike, so their ratio holds where two calls sampled one after the other do not.
+    Each turn starts with one untimed call: the first call after the other one pays for
+    the switch (caches, the allocator's state), which put NumPy's float32 centered_gram 25%
+    above its time sampled alone when taken in turns with float64; after one call, within
+    the host's noise (±3%). Calls of one library only: NumPy after XLA work runs slow for
+    ~50 ms, longer than a turn (time NumPy and JAX in blocks, with a settle)."""
+    if not calls:
+        return []
+    warm_until = clock() + max(config.warmup_s, settle_s) / NS
+    while True:
+        for call in calls:
+            time_loops(call, 1, clock)
+        if clock() >= warm_until:
+            break
+    started = clock()  # as in sample(): the budget is for sampling, calibration included
+    loops = [calibrate_loops(call, config.target_sample_s, clock) for call in calls]
+    samples: list[list[float]] = [[] for _ in calls]
+    budget_ns = config.phase_budget_s * len(calls) / NS
+    switching = len(calls) > 1
+    while True:
+        for call, n_loops, xs in zip(calls, loops, samples, strict=True):
+            if switching:
+                time_loops(call, 1, clock)  # untimed: the switch from the other call's state
+            xs.append(time_loops(call, n_loops, clock) * NS / n_loops)
+        verdicts = [_stop(xs, config, config.min_samples, clock() - started, budget_ns) for xs in samples]
+        if all(done for done, _ in verdicts):
+            break
+    return [Stats.from_samples(xs, loops=n, stable=why is None, unstable_reason=why)
+            for xs, n, (_, why) in zip(samples, loops, verdicts, strict=True)]
+
+
+def combine_blocks(blocks: Sequence[Stats], rel_ci: float, tolerance: float, what: str = "the median") -> Stats:
+    """One phase sampled in several blocks (in measure(), in pairs of NumPy and JAX blocks
+    side by side), their samples pooled. Stable when the pooled median is known to
+    ``rel_ci`` (each block aimed at a looser target) and the blocks' medians differ by at
+    most ``tolerance`` (relative); otherwise the machine's speed drifted between them, and
+    no single number is right."""
+    if not blocks:
+        raise ValueError("no blocks")
+    if len(blocks) == 1:
+        return blocks[0]
+    samples = [x for b in blocks for x in b.samples_s]
+    pooled = Stats.from_samples(samples, loops=blocks[0].loops)
+    medians = [b.median_s for b in blocks]
+    low, high = min(medians), max(medians)
+    reason = None
+    if high > 0 and (low <= 0 or high / low - 1 > tolerance):
+        moved = "from nothing" if low <= 0 else f"by {high / low - 1:.0%}"
+        steps = " → ".join(format_time(m) for m in medians)
+        reason = (f"{what} moved {moved} between blocks ({steps}): the machine's speed drifted "
+                  f"during the run")
+    elif pooled.rel_ci > rel_ci:
+        reason = (f"median still varies by ±{pooled.rel_ci:.0%} over {pooled.n} samples in {len(blocks)} blocks "
+                  f"when the time budget ran out")
+    return replace(pooled, stable=reason is None, unstable_reason=reason, block_medians_s=tuple(medians))

@@ -1,0 +1,215 @@
+"""Results in and out of files: the JSON export, CSV, and validating what is imported.
+
+No database here (see store.py): the app's download button and the CLI share these.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import datetime as dt
+import io
+import json
+import math
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..model.errors import BadInput
+from ..model.formatting import dumps
+from ..model.result import SCHEMA as RESULT_SCHEMA
+from ..model.result import Result
+
+EXPORT_SCHEMA = "jaxcompare.export/1"
+SUMMARY_FIELDS = (
+    "id", "created", "case", "shape", "precision", "dtype", "backend", "device", "device_kind",
+    "host", "jax_version", "speedup", "numpy_median_s", "jax_median_s",
+)
+PHASES = ("numpy", "transfer", "trace", "lower", "compile", "first_call", "runtime", "dispatch", "fetch")
+CSV_STATS = ("median_s", "min_s", "iqr_s", "n")
+CSV_PREFIX = {"numpy": "numpy_runtime", "runtime": "jax_runtime"}  # column name prefix per phase
+
+
+def summary(result: Result) -> dict[str, Any]:
+    """The summary columns of one result (what ``list`` returns), computed from the Result."""
+    return {
+        "id": result.id,
+        "created": normalise_created(result.created),
+        "case": result.case,
+        "shape": "x".join(map(str, result.shape)),
+        "precision": result.precision,
+        "dtype": result.dtype,
+        "backend": result.backend,
+        "device": result.device,
+        "device_kind": result.device_kind,
+        "host": str(result.env.get("hostname") or ""),
+        "jax_version": str((result.env.get("versions") or {}).get("jax") or ""),
+        "speedup": finite(result.speedup),
+        "numpy_median_s": result.numpy_runtime.median_s,
+        "jax_median_s": result.runtime.median_s,
+    }
+
+
+def check(result: Result) -> tuple[dict[str, Any], str]:
+    """Validate a Result beyond from_dict (numbers are numbers, the time parses, strict
+    JSON); returns its summary and its JSON text."""
+    if not isinstance(result, Result):
+        raise BadInput(f"expected a Result, got {type(result).__name__}")
+    if not result.id or len(result.id) > 200 or not result.id.isprintable():
+        raise BadInput(f"result id {result.id!r} must be 1–200 printable characters")
+    for name in PHASES:
+        stats = result.phase(name)
+        for field in ("median_s", "min_s", "mean_s", "std_s", "iqr_s"):
+            value = getattr(stats, field)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise BadInput(f"phase {name}: {field} must be a number, got {value!r}")
+        if isinstance(stats.n, bool) or not isinstance(stats.n, int) or stats.n < 0:
+            raise BadInput(f"phase {name}: n must be a whole number, got {stats.n!r}")
+    try:
+        row = summary(result)
+        doc = dumps(result.to_dict(), indent=None)
+    except (TypeError, ValueError, AttributeError, ZeroDivisionError) as exc:
+        raise BadInput(f"malformed result: {type(exc).__name__}: {exc}") from None
+    return row, doc
+
+
+def read_results(doc: Any, source: str = "upload") -> list[Result]:
+    """Every result in a parsed document, all validated; BadInput names the first bad one."""
+    items = _extract_results(doc, source)
+    out = []
+    for i, item in enumerate(items, start=1):
+        try:
+            result = Result.from_dict(item)
+            check(result)
+        except BadInput as exc:
+            where = f"{source}: result {i} of {len(items)}"
+            if isinstance(item, dict) and isinstance(item.get("id"), str):
+                where += f" (id {item['id'][:12]})"
+            raise BadInput(f"{where} is not valid: {exc}; nothing was imported") from None
+        out.append(result)
+    return out
+
+
+def parse_json(data: bytes | str, source: str = "upload") -> Any:
+    """Parse a file's text; not JSON, empty or truncated is one BadInput line naming ``source``."""
+    if isinstance(data, bytes):
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise BadInput(f"{source}: not a JSON file (not UTF-8 text)") from None
+    else:
+        text = data
+    if not text.strip():
+        raise BadInput(f"{source}: the file is empty")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        if exc.pos >= len(text.rstrip()):
+            raise BadInput(f"{source}: JSON ends early (truncated file?): {exc.msg} at line "
+                           f"{exc.lineno} column {exc.colno}") from None
+        raise BadInput(f"{source}: not valid JSON: {exc.msg} at line {exc.lineno} column "
+                       f"{exc.colno}") from None
+    except RecursionError:
+        raise BadInput(f"{source}: not valid JSON: nested too deeply") from None
+
+
+def _extract_results(doc: Any, source: str) -> list[Any]:
+    """The list of result dicts inside an export, a sweep, a single result, or a bare list."""
+    if isinstance(doc, list):
+        items = doc
+    elif isinstance(doc, dict):
+        schema = doc.get("schema")
+        if schema == RESULT_SCHEMA:
+            items = [doc]
+        elif schema == EXPORT_SCHEMA or (schema is None and "results" in doc):
+            items = doc.get("results")
+            if not isinstance(items, list):
+                raise BadInput(f"{source}: 'results' must be a list of results")
+        elif isinstance(schema, str) and schema.startswith("jaxcompare."):
+            raise BadInput(f"{source}: unsupported format {schema!r} (this jaxcompare reads "
+                           f"{EXPORT_SCHEMA!r} and {RESULT_SCHEMA!r}); is it from a newer version?")
+        else:
+            raise BadInput(f"{source}: not a jaxcompare export or result (no jaxcompare 'schema' "
+                           f"and no 'results' list)")
+    else:
+        raise BadInput(f"{source}: not a jaxcompare export or result (a JSON "
+                       f"{type(doc).__name__}, expected an object)")
+    if not items:
+        raise BadInput(f"{source}: contains no results; nothing was imported")
+    return items
+
+
+def export_json(results: Sequence[Result]) -> str:
+    """The JSON export document (also what the app offers for download)."""
+    return dumps({
+        "schema": EXPORT_SCHEMA,
+        "exported": now(),
+        "count": len(results),
+        "results": [r.to_dict() for r in results],
+    }) + "\n"
+
+
+def export_csv(results: Sequence[Result]) -> str:
+    """One flat row per result: the summary columns, then each phase's median/min/IQR/n."""
+    header = list(SUMMARY_FIELDS)
+    header += ["compile_total_s", "break_even_calls", "agreement_ok"]
+    header += [f"{CSV_PREFIX.get(p, p)}_{s}" for p in PHASES for s in CSV_STATS]
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(header)
+    for r in results:
+        row = summary(r)
+        row["compile_total_s"] = r.compile_total_s
+        row["break_even_calls"] = r.break_even_calls
+        row["agreement_ok"] = r.agreement.get("ok")
+        for p in PHASES:
+            stats = r.phase(p)
+            for s in CSV_STATS:
+                row[f"{CSV_PREFIX.get(p, p)}_{s}"] = getattr(stats, s)
+        writer.writerow(["" if row[h] is None else _csv_value(row[h]) for h in header])
+    return buf.getvalue()
+
+
+def _csv_value(value: Any) -> Any:
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else ""
+    return value
+
+
+# --- helpers -------------------------------------------------------------------------------
+def now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="microseconds")
+
+
+def finite(value: float) -> float | None:
+    return value if isinstance(value, int | float) and math.isfinite(value) else None
+
+
+def normalise_created(created: str) -> str:
+    """ISO 8601 in UTC so text order is time order across machines; naive times are UTC."""
+    try:
+        when = dt.datetime.fromisoformat(created)
+    except (TypeError, ValueError):
+        raise BadInput(f"created {created!r} is not an ISO 8601 time") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    return when.astimezone(dt.UTC).isoformat(timespec="seconds")
+
+
+def write_atomically(target: Path, text: str) -> None:
+    """Write beside the target, then rename: readers never see half a file."""
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            with open(tmp, "x", encoding="utf-8", newline="") as fh:
+                fh.write(text)
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+    except OSError as exc:
+        raise BadInput(f"cannot write {target}: {exc.strerror or exc}") from None

@@ -1,0 +1,404 @@
+"""Saved results: an embedded SQLite database that many app sessions and CLIs share.
+
+Every write is one short transaction on a fresh connection (WAL journal, busy timeout), so
+concurrent writers queue instead of failing and a crash loses nothing already committed.
+The full Result JSON (``doc``) is the source of truth; the other columns are a summary
+for filtering and listing. A Result's id names one measurement, and a Result is immutable,
+so saving an id that is already present is a no-op (INSERT OR IGNORE): the first copy wins
+and imports report it as "already present".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..model.errors import BadInput
+from ..model.result import Result
+from .exchange import (
+    EXPORT_SCHEMA,
+    SUMMARY_FIELDS,
+    check,
+    export_csv,
+    export_json,
+    now,
+    parse_json,
+    read_results,
+    write_atomically,
+)
+
+__all__ = ["EXPORT_SCHEMA", "SUMMARY_COLUMNS", "Store", "default_path", "export_csv", "export_json"]
+
+SCHEMA_VERSION = 1
+APPLICATION_ID = 0x6A617863  # "jaxc": marks the file as ours
+BUSY_TIMEOUT_S = 10.0
+ENV_VAR = "JAXCOMPARE_DB"
+
+SUMMARY_COLUMNS = (*SUMMARY_FIELDS, "saved")  # what list() returns
+
+_DDL = """
+CREATE TABLE IF NOT EXISTS results (
+    id TEXT PRIMARY KEY,
+    created TEXT NOT NULL,
+    "case" TEXT NOT NULL,
+    shape TEXT NOT NULL,
+    precision TEXT NOT NULL,
+    dtype TEXT NOT NULL,
+    backend TEXT NOT NULL,
+    device TEXT NOT NULL,
+    device_kind TEXT NOT NULL,
+    host TEXT NOT NULL,
+    jax_version TEXT NOT NULL,
+    speedup REAL,
+    numpy_median_s REAL NOT NULL,
+    jax_median_s REAL NOT NULL,
+    saved TEXT NOT NULL,
+    doc TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS results_created ON results (created);
+CREATE INDEX IF NOT EXISTS results_case ON results ("case", precision);
+"""
+
+
+def default_path() -> Path:
+    """``$JAXCOMPARE_DB`` or ``~/.jaxcompare/results.sqlite3``."""
+    env = os.environ.get(ENV_VAR, "").strip()
+    return Path(env).expanduser() if env else Path.home() / ".jaxcompare" / "results.sqlite3"
+
+
+class Store:
+    """A results database; cheap to create, safe to share between threads and processes."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None):
+        self.path = Path(path).expanduser() if path is not None else default_path()
+        self._init_lock = threading.Lock()
+        self._ready = False
+        self._open()
+
+    def __repr__(self) -> str:
+        return f"Store({str(self.path)!r})"
+
+    # --- writing -----------------------------------------------------------------------------
+    def save(self, result: Result) -> str:
+        """Save one result (a no-op when its id is already saved); returns its id."""
+        row = _row(result)
+        with self._transaction() as conn:
+            _insert(conn, row)
+        return result.id
+
+    def import_docs(self, docs: Any, source: str = "upload") -> tuple[int, int]:
+        """Import result dicts (a list, an export, a sweep or a single result document).
+
+        Everything is validated before anything is written, then all rows go in one
+        transaction: a bad document changes nothing. Returns (added, already present).
+        """
+        rows = [_row(r) for r in read_results(docs, source)]
+        added = 0
+        with self._transaction() as conn:
+            for row in rows:
+                added += _insert(conn, row)
+        return added, len(rows) - added
+
+    def import_json(self, data: bytes | str, source: str = "upload") -> tuple[int, int]:
+        """Import the text of a JSON file (the app's uploader hands over bytes)."""
+        return self.import_docs(parse_json(data, source), source)
+
+    def import_file(self, path: str | os.PathLike[str]) -> tuple[int, int]:
+        """Import a JSON file from ``export``, ``run --json`` or ``sweep --json``."""
+        name = str(path)
+        try:
+            data = Path(path).read_bytes()
+        except IsADirectoryError:
+            raise BadInput(f"cannot import {name}: it is a directory, not a JSON file") from None
+        except FileNotFoundError:
+            raise BadInput(f"cannot import {name}: no such file") from None
+        except OSError as exc:
+            raise BadInput(f"cannot import {name}: {exc.strerror or exc}") from None
+        return self.import_json(data, name)
+
+    def delete(self, ids: Iterable[str]) -> int:
+        """Delete results by full id; returns how many were deleted (unknown ids are ignored)."""
+        ids = list(ids)
+        if not ids:
+            return 0
+        with self._transaction() as conn:
+            return sum(conn.execute("DELETE FROM results WHERE id = ?", (i,)).rowcount for i in ids)
+
+    # --- reading -----------------------------------------------------------------------------
+    def count(self) -> int:
+        with self._connection() as conn:
+            return int(conn.execute("SELECT count(*) FROM results").fetchone()[0])
+
+    def list(
+        self,
+        case: str | None = None,
+        precision: str | None = None,
+        device: str | None = None,
+        host: str | None = None,
+        since: str | dt.datetime | dt.date | None = None,
+        until: str | dt.datetime | dt.date | None = None,
+        limit: int | None = None,
+    ) -> list[dict[str, Any]]:
+        """Summary rows (SUMMARY_COLUMNS), newest first; ties by id, so every copy of the
+        database lists alike. ``device`` matches the backend ("cpu", "gpu"), the device
+        ("cuda:0") or the device kind, ignoring case; ``since`` and ``until`` are inclusive,
+        and a date-only ``until`` includes that whole day."""
+        where: list[str] = []
+        params: list[Any] = []
+        if case:
+            where.append('"case" = ?')
+            params.append(case)
+        if precision:
+            where.append("precision = ?")
+            params.append(precision)
+        if device:
+            where.append("(lower(backend) = ? OR lower(device) = ? OR lower(device_kind) = ?)")
+            params += [device.lower()] * 3
+        if host:
+            where.append("host = ?")
+            params.append(host)
+        if since is not None:
+            where.append("created >= ?")
+            params.append(_time_bound(since, "since", end_of_day=False))
+        if until is not None:
+            bound = _time_bound(until, "until", end_of_day=True)
+            where.append("created < ?" if _is_date_only(until) else "created <= ?")
+            params.append(bound)
+        sql = f"SELECT {', '.join(_q(c) for c in SUMMARY_COLUMNS)} FROM results"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY created DESC, id"
+        if limit is not None:
+            if not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0:
+                raise BadInput(f"limit must be a positive whole number, got {limit!r}")
+            sql += f" LIMIT {limit}"
+        with self._connection() as conn:
+            return [dict(zip(SUMMARY_COLUMNS, r, strict=True)) for r in conn.execute(sql, params)]
+
+    def facets(self) -> dict[str, list[str]]:
+        """Distinct values of the filterable columns, for the app's filter widgets."""
+        out: dict[str, list[str]] = {}
+        with self._connection() as conn:
+            for col in ("case", "precision", "backend", "device", "device_kind", "host", "jax_version"):
+                rows = conn.execute(f"SELECT DISTINCT {_q(col)} FROM results ORDER BY 1").fetchall()
+                out[col] = [r[0] for r in rows]
+        return out
+
+    def resolve(self, id_or_prefix: str) -> str:
+        """The full id of a saved result from its id or a unique prefix (the short ids shown)."""
+        key = str(id_or_prefix).strip()
+        with self._connection() as conn:
+            if conn.execute("SELECT 1 FROM results WHERE id = ?", (key,)).fetchone():
+                return key
+            if len(key) >= 4:
+                pattern = key.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+                found = [r[0] for r in conn.execute(
+                    "SELECT id FROM results WHERE id LIKE ? ESCAPE '\\' LIMIT 2", (pattern,))]
+                if len(found) == 1:
+                    return found[0]
+                if len(found) > 1:
+                    raise BadInput(f"id prefix {key!r} matches more than one saved result; give more of it")
+        raise BadInput(f"no saved result with id {key!r} in {self.path}")
+
+    def get(self, id: str) -> Result:
+        """One saved result by id (or unique id prefix)."""
+        return self.load([id])[0]
+
+    def load(self, ids: Iterable[str]) -> list[Result]:
+        """Saved results in the order asked for; an unknown id is BadInput."""
+        full = [self.resolve(i) for i in ids]
+        with self._connection() as conn:
+            docs = {}
+            for chunk in _chunks(full, 500):
+                marks = ", ".join("?" * len(chunk))
+                docs.update(conn.execute(f"SELECT id, doc FROM results WHERE id IN ({marks})", chunk))
+        out = []
+        for i in full:
+            if i not in docs:  # deleted by someone else between resolve and load
+                raise BadInput(f"no saved result with id {i!r} in {self.path}")
+            out.append(_from_doc(docs[i], i))
+        return out
+
+    def all_ids(self) -> list[str]:
+        """Every saved id, newest first."""
+        with self._connection() as conn:
+            return [r[0] for r in conn.execute("SELECT id FROM results ORDER BY created DESC, id")]
+
+    # --- export ------------------------------------------------------------------------------
+    def export(self, path: str | os.PathLike[str], ids: Sequence[str] | None = None) -> int:
+        """Write results (all, or ``ids``) as JSON or CSV by the file's extension; returns
+        how many. The file is written whole or not at all (temporary file, then rename)."""
+        target = Path(path)
+        kind = target.suffix.lower()
+        if kind not in (".json", ".csv"):
+            raise BadInput(f"cannot export to {str(path)!r}: the name must end in .json or .csv")
+        results = self.load(self.all_ids() if ids is None else ids)
+        write_atomically(target, export_json(results) if kind == ".json" else export_csv(results))
+        return len(results)
+
+    # --- connections -------------------------------------------------------------------------
+    def _open(self) -> None:
+        """Create the file and schema once per Store; a bad path is one clear BadInput line."""
+        with self._init_lock:
+            if self._ready:
+                return
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise BadInput(f"cannot create the folder for the results database {self.path}: "
+                               f"{exc.strerror or exc}") from None
+            if self.path.is_dir():
+                raise BadInput(f"cannot open the results database {self.path}: it is a directory")
+            with self._connection(init=True) as conn:
+                _set_wal(conn, self.path)
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    _check_and_create_schema(conn, self.path)
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+            self._ready = True
+
+    @contextlib.contextmanager
+    def _connection(self, init: bool = False) -> Iterator[sqlite3.Connection]:
+        """A fresh connection per operation: sqlite3 connections never cross threads."""
+        if not init and not self._ready:
+            self._open()
+        conn = None
+        try:
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            conn.execute("PRAGMA synchronous = FULL")
+            yield conn
+        except sqlite3.Error as exc:
+            raise BadInput(_db_message(self.path, exc)) from None
+        finally:
+            if conn is not None:
+                conn.close()
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction: BEGIN IMMEDIATE takes the write lock up front (waiting up
+        to the busy timeout), so concurrent writers queue instead of deadlocking."""
+        with self._connection() as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+
+# --- rows ---------------------------------------------------------------------------------------
+def _row(result: Result) -> dict[str, Any]:
+    summary, doc = check(result)
+    return {**summary, "saved": now(), "doc": doc}
+
+
+def _insert(conn: sqlite3.Connection, row: dict[str, Any]) -> int:
+    cols = ", ".join(_q(c) for c in row)
+    marks = ", ".join("?" * len(row))
+    return conn.execute(f"INSERT OR IGNORE INTO results ({cols}) VALUES ({marks})",
+                        list(row.values())).rowcount
+
+
+def _from_doc(doc: str, id: str) -> Result:
+    try:
+        return Result.from_dict(json.loads(doc))
+    except (ValueError, BadInput) as exc:
+        raise BadInput(f"saved result {id} is unreadable: {exc}") from None
+
+
+# --- helpers -------------------------------------------------------------------------------
+def _set_wal(conn: sqlite3.Connection, path: Path) -> None:
+    """WAL lets readers run beside one writer; switching can briefly meet a lock, so retry."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            break
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+    if str(mode).lower() != "wal":
+        raise BadInput(f"the results database {path} cannot use WAL journaling (got {mode!r}); "
+                       f"is it on a network or read-only file system?")
+
+
+def _check_and_create_schema(conn: sqlite3.Connection, path: Path) -> None:
+    app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if app_id not in (0, APPLICATION_ID) or (app_id == 0 and tables):
+        raise BadInput(f"{path} is an SQLite database of something else, not jaxcompare results")
+    if version > SCHEMA_VERSION:
+        raise BadInput(f"the results database {path} was written by a newer jaxcompare "
+                       f"(schema {version}, this one knows {SCHEMA_VERSION})")
+    if version == 0:
+        for statement in filter(str.strip, _DDL.split(";")):
+            conn.execute(statement)
+        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def _db_message(path: Path, exc: sqlite3.Error) -> str:
+    text = str(exc)
+    if "locked" in text or "busy" in text:
+        return (f"the results database {path} stayed locked by another writer for over "
+                f"{BUSY_TIMEOUT_S:g} s; try again")
+    if "not a database" in text:
+        return f"{path} is not a jaxcompare results database (not an SQLite file)"
+    if "unable to open" in text:
+        return f"cannot open the results database {path}: {text}"
+    if "readonly" in text:
+        return f"the results database {path} is read-only: {text}"
+    return f"results database {path}: {text}"
+
+
+def _q(column: str) -> str:
+    return f'"{column}"'
+
+
+def _is_date_only(value: Any) -> bool:
+    if isinstance(value, dt.datetime):
+        return False
+    if isinstance(value, dt.date):
+        return True
+    return isinstance(value, str) and len(value.strip()) == 10
+
+
+def _time_bound(value: Any, name: str, *, end_of_day: bool) -> str:
+    """A filter bound as normalised UTC text; a date-only ``until`` means the next midnight."""
+    if isinstance(value, dt.datetime):
+        when = value
+    elif isinstance(value, dt.date):
+        when = dt.datetime(value.year, value.month, value.day)
+    else:
+        try:
+            when = dt.datetime.fromisoformat(str(value).strip())
+        except ValueError:
+            raise BadInput(f"{name} {value!r} is not a date or time like 2025-01-31 or "
+                           f"2025-01-31T12:00") from None
+    if end_of_day and _is_date_only(value):
+        when = when + dt.timedelta(days=1)
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    return when.astimezone(dt.UTC).isoformat(timespec="seconds")
+
+
+def _chunks(items: Sequence[str], size: int) -> Iterator[list[str]]:
+    for start in range(0, len(items), size):
+        yield list(items[start:start + size])
+
+

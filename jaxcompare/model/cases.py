@@ -1,0 +1,153 @@
+"""What a benchmark case is: a NumPy/SciPy function, its JAX port, inputs and checks.
+
+A user adds cases without touching the package: a Python file defining ``CASES``, a list
+of :class:`Case`, loaded with ``--cases-file``. Only ``name``, ``numpy_fn``, ``jax_fn`` and
+``make_inputs`` are required.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .errors import BadInput
+
+Shape = tuple[int, ...]
+Arrays = tuple[np.ndarray, ...]
+
+
+def square(shape: Shape) -> str | None:
+    """Shape rule: one n x n matrix."""
+    if len(shape) != 2 or shape[0] != shape[1]:
+        return f"needs a square matrix shape like 100x100, got {format_shape(shape)}"
+    return None
+
+
+def matrix(shape: Shape) -> str | None:
+    """Shape rule: any 2-D shape."""
+    if len(shape) != 2:
+        return f"needs a 2-D shape like 100x50, got {format_shape(shape)}"
+    return None
+
+
+def vector(shape: Shape) -> str | None:
+    """Shape rule: a 1-D length."""
+    if len(shape) != 1:
+        return f"needs a 1-D shape like 100000, got {format_shape(shape)}"
+    return None
+
+
+def any_shape(shape: Shape) -> str | None:
+    """Shape rule: any shape of one or more dimensions."""
+    if len(shape) < 1:
+        return "needs at least one dimension"
+    return None
+
+
+def format_shape(shape: Sequence[int]) -> str:
+    return "x".join(str(int(n)) for n in shape)
+
+
+def as_tuple(out: Any) -> Arrays:
+    """Normalise a function's output (array, tuple, namedtuple) to a tuple of host arrays."""
+    if isinstance(out, tuple | list):
+        return tuple(np.asarray(o) for o in out)
+    return (np.asarray(out),)
+
+
+def default_canonical(outputs: Arrays, inputs: Arrays) -> Arrays:
+    """Most outputs are unique, so they are compared as they are."""
+    return outputs
+
+
+@dataclass(frozen=True)
+class Case:
+    """One NumPy/SciPy function and its JAX port.
+
+    ``make_inputs(shape, dtype, rng)`` returns a tuple of NumPy arrays of ``dtype``.
+    ``canonical(outputs, inputs)`` maps outputs that legitimately differ (signs, order,
+    pivots) to invariants that must agree. ``tolerance`` multiplies the default
+    tolerance for cases whose rounding grows with size (cumsum, inv, expm).
+    """
+
+    name: str
+    numpy_fn: Callable[..., Any]
+    jax_fn: Callable[..., Any]
+    make_inputs: Callable[[Shape, np.dtype, np.random.Generator], Arrays]
+    title: str = ""
+    group: str = "custom"
+    numpy_name: str = ""
+    jax_name: str = ""
+    description: str = ""
+    shape_rule: Callable[[Shape], str | None] = any_shape
+    small_shape: Shape = (10, 10)
+    large_shape: Shape = (1000, 1000)
+    flops: Callable[[Shape], float] | None = None
+    canonical: Callable[[Arrays, Arrays], Arrays] = default_canonical
+    tolerance: float = 1.0
+    static_argnums: tuple[int, ...] = ()
+    # The dtype NumPy really computes in when it differs from the inputs' (numpy.linalg
+    # computes float32 inputs in float64 and rounds the result back).
+    numpy_computes_in: str | None = None
+    source: str = field(default="builtin", compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise BadInput("a case needs a non-empty string name")
+        for attr in ("numpy_fn", "jax_fn", "make_inputs"):
+            if not callable(getattr(self, attr)):
+                raise BadInput(f"case {self.name!r}: {attr} must be callable")
+        if not self.title:
+            object.__setattr__(self, "title", self.name)
+        if not self.numpy_name:
+            object.__setattr__(self, "numpy_name", dotted_name(self.numpy_fn))
+        if not self.jax_name:
+            object.__setattr__(self, "jax_name", dotted_name(self.jax_fn))
+        object.__setattr__(self, "small_shape", tuple(int(n) for n in self.small_shape))
+        object.__setattr__(self, "large_shape", tuple(int(n) for n in self.large_shape))
+
+    @property
+    def cases_file(self) -> str | None:
+        """The user file this case came from (what a Spec must carry), None for built-ins."""
+        return None if self.source == "builtin" else self.source
+
+    def check_shape(self, shape: Shape) -> None:
+        """Raise BadInput with the case's own reason when it cannot take ``shape``."""
+        problem = self.shape_rule(tuple(shape))
+        if problem:
+            raise BadInput(f"case {self.name!r} {problem}")
+
+    def flop_count(self, shape: Shape) -> float | None:
+        if self.flops is None:
+            return None
+        try:
+            value = float(self.flops(tuple(shape)))
+        except Exception:  # a user's flop formula must not break a measurement
+            return None
+        return value if math.isfinite(value) and value > 0 else None
+
+    def summary(self) -> dict[str, Any]:
+        """Plain, JSON-ready description (for listings and results)."""
+        return {
+            "name": self.name,
+            "title": self.title,
+            "group": self.group,
+            "numpy_name": self.numpy_name,
+            "jax_name": self.jax_name,
+            "description": self.description,
+            "small_shape": list(self.small_shape),
+            "large_shape": list(self.large_shape),
+            "has_flops": self.flops is not None,
+            "numpy_computes_in": self.numpy_computes_in,
+            "source": self.source,
+        }
+
+
+def dotted_name(fn: Callable[..., Any]) -> str:
+    module = getattr(fn, "__module__", None) or ""
+    qual = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
+    return f"{module}.{qual}" if module else qual

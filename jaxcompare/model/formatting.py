@@ -1,0 +1,88 @@
+"""Words and numbers for people: phase labels, times, speedups, strict JSON; shared by every front end."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from .result import Result
+
+PHASE_LABELS = {
+    "numpy": "NumPy runtime",
+    "transfer": "Transfer host→device",
+    "trace": "Compile: trace",
+    "lower": "Compile: lower",
+    "compile": "Compile: XLA compile",
+    "first_call": "First call (cold, naive)",
+    "runtime": "JAX runtime (blocked)",
+    "dispatch": "Dispatch only (unblocked)",
+    "fetch": "Fetch device→host",
+}
+ONE_OFF_PHASES = ("transfer", "trace", "lower", "compile")
+PER_CALL_PHASES = ("runtime", "numpy", "dispatch", "fetch")
+
+
+def format_time(seconds: float | None) -> str:
+    """Seconds with an SI unit and three significant figures: 485 µs, 16.2 ms."""
+    if seconds is None or not math.isfinite(seconds):
+        return "—"
+    if seconds == 0:
+        return "0 s"
+    seconds = float(f"{seconds:.3g}")  # round first, so 0.9997 ms reads "1 ms", not "1e+03 µs"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
+        if abs(seconds) >= scale or unit == "ns":
+            value = seconds / scale
+            return f"{value:.3g} {unit}" if value < 1000 else f"{value:.0f} {unit}"
+    return f"{seconds:.3g} s"
+
+
+def format_speedup(speedup: float | None) -> str:
+    if speedup is None or not math.isfinite(speedup):
+        return "—"
+    if speedup >= 1:
+        return f"{speedup:.2f}x (JAX faster)"
+    return f"{speedup:.2f}x (JAX {1 / speedup:.1f}x slower)"
+
+
+def format_break_even(calls: float | None) -> str:
+    if calls is None:
+        return "never (JAX is not faster per call)"
+    return f"{math.ceil(calls):,} calls"
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def dumps(data: Any, indent: int | None = 2) -> str:
+    """Strict JSON: infinities and NaN become null."""
+    return json.dumps(_json_safe(data), indent=indent, allow_nan=False)
+
+
+def ipython_lines(result: Result) -> str:
+    """IPython lines that reproduce the measurement by hand (the JAX docs' protocol)."""
+    spec = result.spec
+    info = result.case_info
+    shape = tuple(spec.shape)
+    x64 = spec.precision == "x64"
+    return "\n".join([
+        "import numpy as np, jax",
+        f'jax.config.update("jax_enable_x64", {x64})  # before any JAX array is created',
+        "from jaxcompare.catalog import get_case",
+        f"case = get_case({spec.case!r})" + (f"  # from {spec.cases_file}" if spec.cases_file else ""),
+        f"x_np = case.make_inputs({shape}, np.dtype({result.dtype!r}), np.random.default_rng({spec.seed}))",
+        f"%timeit case.numpy_fn(*x_np)              # NumPy: {info.get('numpy_name', '')}",
+        f'dev = jax.devices("{result.backend}")[0]',
+        "%time x_jax = jax.block_until_ready(jax.device_put(x_np, dev))  # transfer",
+        "f = jax.jit(case.jax_fn)",
+        "%time jax.block_until_ready(f(*x_jax))    # first call: compile + run",
+        "%timeit jax.block_until_ready(f(*x_jax))  # steady state, blocked",
+        "%timeit f(*x_jax)                         # pitfall: dispatch only, not the work",
+    ])

@@ -1,0 +1,208 @@
+"""An immutable measurement record that explains itself: spec, numbers, environment."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import BadInput
+from .spec import Spec
+from .stats import Stats
+
+SCHEMA = "jaxcompare.result/1"
+# The smallest n whose median CI (order statistics) reaches 95% coverage.
+MIN_SAMPLES_FOR_RANGE = 6
+
+JAX_PHASES = ("transfer", "trace", "lower", "compile", "first_call", "runtime", "dispatch", "fetch")
+COMPILE_PHASES = ("trace", "lower", "compile")
+FAIR_PROTOCOL = {"blocked": True, "compile_excluded": True, "inputs_on_device": True}
+
+
+@dataclass(frozen=True)
+class Result:
+    """One comparison's numbers. Times are seconds per call (see Stats)."""
+
+    id: str
+    created: str
+    spec: Spec
+    case_info: dict[str, Any]
+    dtype: str
+    backend: str
+    device: str
+    device_kind: str
+    numpy_runtime: Stats
+    transfer: Stats
+    trace: Stats
+    lower: Stats
+    compile: Stats
+    first_call: Stats
+    runtime: Stats
+    dispatch: Stats
+    fetch: Stats
+    agreement: dict[str, Any]
+    env: dict[str, Any]
+    flops: float | None = None
+    transfer_zero_copy: bool = False
+    fetch_zero_copy: bool = False
+    notes: tuple[str, ...] = field(default=())
+    # How the JAX runtime was timed. The engine always times the fair way; the pitfalls lab
+    # builds naive results with these off, and the checklist reads them.
+    protocol: dict[str, Any] = field(default_factory=lambda: dict(FAIR_PROTOCOL))
+
+    # --- derived figures -------------------------------------------------------------
+    @property
+    def compile_total_s(self) -> float:
+        return self.trace.median_s + self.lower.median_s + self.compile.median_s
+
+    @property
+    def speedup(self) -> float:
+        """NumPy median over JAX blocked median: above 1 means JAX is faster."""
+        if self.runtime.median_s <= 0:
+            return math.inf
+        return self.numpy_runtime.median_s / self.runtime.median_s
+
+    @property
+    def speedup_range(self) -> tuple[float, float]:
+        """A conservative 95% range of the speedup from the two medians' confidence intervals
+        (NumPy's low end over JAX's high end, and the reverse). nan where a CI is unknown, or
+        where a side has fewer than 6 samples: their order-statistics interval is then the
+        whole sample range, which covers the median less than 95% of the time (n=5: 94%)."""
+        n, j = self.numpy_runtime, self.runtime
+        bounds = (n.ci_low_s, n.ci_high_s, j.ci_low_s, j.ci_high_s)
+        if min(n.n, j.n) < MIN_SAMPLES_FOR_RANGE or not all(math.isfinite(b) and b > 0 for b in bounds):
+            return math.nan, math.nan
+        return n.ci_low_s / j.ci_high_s, n.ci_high_s / j.ci_low_s
+
+    @property
+    def speedup_pairs(self) -> tuple[float, ...]:
+        """The speedup of each pair of runtime blocks timed side by side (NumPy block k over
+        JAX block k; TimingConfig.runtime_blocks > 1), in the order timed; () otherwise."""
+        n, j = self.numpy_runtime.block_medians_s, self.runtime.block_medians_s
+        if len(n) < 2 or len(n) != len(j) or not all(math.isfinite(x) and x > 0 for x in n + j):
+            return ()
+        return tuple(a / b for a, b in zip(n, j, strict=True))
+
+    @property
+    def speedup_moved(self) -> float | None:
+        """How far the block pairs' speedups spread (max / min - 1); None without pairs."""
+        pairs = self.speedup_pairs
+        return max(pairs) / min(pairs) - 1 if pairs else None
+
+    @property
+    def speedup_steady(self) -> bool | None:
+        """Whether the block pairs' speedups agree within what the blocks' own precision
+        allows (TimingConfig.pair_tolerance): then the speedup held even if the machine's
+        speed (and both medians) drifted during the run. None without block pairs."""
+        moved = self.speedup_moved
+        return None if moved is None else moved <= self.spec.timing.pair_tolerance
+
+    @property
+    def break_even_calls(self) -> float | None:
+        """Calls before JAX's one-off costs (transfer + compile) are paid back; None: never."""
+        saving = self.numpy_runtime.median_s - self.runtime.median_s
+        if saving <= 0:
+            return None
+        return (self.transfer.median_s + self.compile_total_s) / saving
+
+    def gflops(self, side: str) -> float | None:
+        stats = self.numpy_runtime if side == "numpy" else self.runtime
+        if self.flops is None or stats.median_s <= 0:
+            return None
+        return self.flops / stats.median_s / 1e9
+
+    @property
+    def case(self) -> str:
+        return self.spec.case
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.spec.shape
+
+    @property
+    def precision(self) -> str:
+        return self.spec.precision
+
+    def phase(self, name: str) -> Stats:
+        return self.numpy_runtime if name == "numpy" else getattr(self, name)
+
+    # --- JSON round trip ---------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        be = self.break_even_calls
+        return {
+            "schema": SCHEMA,
+            "id": self.id,
+            "created": self.created,
+            "case": self.spec.case,
+            "case_info": self.case_info,
+            "shape": list(self.spec.shape),
+            "precision": self.spec.precision,
+            "dtype": self.dtype,
+            "backend": self.backend,
+            "device": self.device,
+            "device_kind": self.device_kind,
+            "numpy": {"runtime": self.numpy_runtime.to_dict()},
+            "jax": {
+                "transfer": self.transfer.to_dict(),
+                "transfer_zero_copy": self.transfer_zero_copy,
+                "compile": {p: getattr(self, p).to_dict() for p in COMPILE_PHASES}
+                | {"total_s": self.compile_total_s},
+                "first_call": self.first_call.to_dict(),
+                "runtime": self.runtime.to_dict(),
+                "dispatch": self.dispatch.to_dict(),
+                "fetch": self.fetch.to_dict(),
+                "fetch_zero_copy": self.fetch_zero_copy,
+            },
+            "speedup": _finite_or_none(self.speedup),
+            "speedup_range": [_finite_or_none(x) for x in self.speedup_range],
+            "speedup_pairs": list(self.speedup_pairs),
+            "speedup_steady": self.speedup_steady,
+            "break_even_calls": be,
+            "flops": self.flops,
+            "gflops": {"numpy": self.gflops("numpy"), "jax": self.gflops("jax")},
+            "agreement": self.agreement,
+            "notes": list(self.notes),
+            "protocol": dict(self.protocol),
+            "spec": self.spec.to_dict(),
+            "env": self.env,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Result:
+        """Rebuild a Result from ``to_dict`` output; BadInput names what is wrong."""
+        if not isinstance(data, dict):
+            raise BadInput("a result must be a JSON object")
+        if data.get("schema") != SCHEMA:
+            raise BadInput(f"not a jaxcompare result (schema {data.get('schema')!r}, expected {SCHEMA!r})")
+        try:
+            jax = data["jax"]
+            stats = {p: Stats.from_dict(jax["compile"][p]) for p in COMPILE_PHASES}
+            for p in ("transfer", "first_call", "runtime", "dispatch", "fetch"):
+                stats[p] = Stats.from_dict(jax[p])
+            return cls(
+                id=str(data["id"]),
+                created=str(data["created"]),
+                spec=Spec.from_dict(data["spec"]),
+                case_info=dict(data.get("case_info") or {}),
+                dtype=str(data["dtype"]),
+                backend=str(data["backend"]),
+                device=str(data["device"]),
+                device_kind=str(data.get("device_kind", "")),
+                numpy_runtime=Stats.from_dict(data["numpy"]["runtime"]),
+                agreement=dict(data["agreement"]),
+                env=dict(data["env"]),
+                flops=data.get("flops"),
+                transfer_zero_copy=bool(jax.get("transfer_zero_copy", False)),
+                fetch_zero_copy=bool(jax.get("fetch_zero_copy", False)),
+                notes=tuple(data.get("notes") or ()),
+                protocol=dict(data.get("protocol") or FAIR_PROTOCOL),
+                **stats,
+            )
+        except BadInput:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise BadInput(f"malformed result: {type(exc).__name__}: {exc}") from None
+
+
+def _finite_or_none(value: float) -> float | None:
+    return value if math.isfinite(value) else None
