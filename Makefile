@@ -10,29 +10,40 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-# Installs are stamped so repeated runs are fast; editing requirements re-installs.
-$(VENV)/.installed: requirements.txt pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -r requirements.txt -e .
+# Installs are stamped so repeated runs are fast; editing pyproject.toml re-installs.
+# The dependency lists live in pyproject.toml: the engine's, then the extras `app` and `dev`.
+$(VENV)/.installed: pyproject.toml requirements.txt | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[app]'
 	touch $@
 
-$(VENV)/.installed-dev: requirements-dev.txt $(VENV)/.installed
-	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
+$(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed
+	$(BIN)/python -m pip install --quiet -e '.[app,dev]'
 	touch $@
 
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
 
 # Chromium for the browser tests: Debian's package (Playwright cannot download its own here).
+# As root, or with password-less sudo, it is installed; otherwise make stops and says how.
+CHROMIUM_HELP := Chromium is needed for the browser tests and could not be installed without a password. \
+Install it once with 'sudo apt-get install chromium' (Debian/Ubuntu), or point JAXCOMPARE_CHROMIUM \
+at a Chromium or Chrome binary, then run 'make test' again.
 browser:
-	@command -v chromium >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
-	  else sudo apt-get update -qq && sudo apt-get install -y -qq chromium >/dev/null; fi; }
+	@if [ -n "$$JAXCOMPARE_CHROMIUM" ] && [ -x "$$JAXCOMPARE_CHROMIUM" ]; then exit 0; fi; \
+	command -v chromium >/dev/null 2>&1 && exit 0; \
+	if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
+	elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then \
+	  sudo -n apt-get update -qq && sudo -n apt-get install -y -qq chromium >/dev/null; \
+	else echo "make: $(CHROMIUM_HELP)" >&2; exit 1; fi; \
+	command -v chromium >/dev/null 2>&1 || { echo "make: $(CHROMIUM_HELP)" >&2; exit 1; }
 
 run: install
 	$(BIN)/streamlit run app.py --server.port $(PORT)
 
+# Style, then the architecture contracts in pyproject.toml ([tool.importlinter]).
 lint: install-dev
-	$(BIN)/ruff check jaxcompare tests pages app.py ui.py benchmarks
+	$(BIN)/ruff check jaxcompare tests pages app.py benchmarks
+	$(BIN)/lint-imports
 
 test: install-dev browser lint
 	JAX_PLATFORMS=cpu $(BIN)/python -m pytest -q
