@@ -1,0 +1,120 @@
+"""The package's shape as users meet it: the engine and CLI without the app's libraries, the
+console script, results saved by earlier versions, and docs whose links resolve."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+from jaxcompare import Result
+from jaxcompare.history.store import Store
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(__file__).parent / "data"
+APP_ONLY = ("streamlit", "altair", "vl_convert")
+
+# Run before anything else imports: a finder that refuses the app's libraries, as if they
+# were not installed.
+_BLOCK_APP_LIBRARIES = f"""
+import sys
+class _NotInstalled:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in {APP_ONLY!r}:
+            raise ModuleNotFoundError(f"No module named {{name!r}}")
+sys.meta_path.insert(0, _NotInstalled())
+"""
+
+
+def _python_without_app(tmp_path: Path, code: str, *args: str) -> subprocess.CompletedProcess[str]:
+    site = tmp_path / "site"
+    site.mkdir(exist_ok=True)
+    (site / "sitecustomize.py").write_text(_BLOCK_APP_LIBRARIES)
+    env = {"PYTHONPATH": f"{site}:{ROOT}", "JAX_PLATFORMS": "cpu", "JAXCOMPARE_DB": str(tmp_path / "db.sqlite3"),
+           "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env,
+                          timeout=240, cwd=tmp_path)
+
+
+def test_the_blocker_really_blocks(tmp_path):
+    proc = _python_without_app(tmp_path, "import streamlit")
+    assert proc.returncode != 0 and "No module named 'streamlit'" in proc.stderr
+
+
+def test_engine_and_cli_run_without_the_app_libraries(tmp_path):
+    """`import jaxcompare` and a whole `run` work where only the engine's dependencies are."""
+    code = ("import sys, jaxcompare\n"
+            "from jaxcompare.cli import main\n"
+            "rc = main(sys.argv[1:])\n"
+            f"loaded = sorted(m for m in sys.modules if m.split('.')[0] in {APP_ONLY!r})\n"
+            "print('APP-LIBS', loaded, file=sys.stderr)\n"
+            "sys.exit(rc)\n")
+    proc = _python_without_app(tmp_path, code, "run", "--case", "matmul", "--shape", "32x32", "--timing", "quick",
+                               "--json", "-")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["case"] == "matmul"
+    assert "APP-LIBS []" in proc.stderr
+
+
+def test_app_libraries_are_an_extra():
+    """pyproject: Streamlit, Altair and vl-convert only under the `app` extra."""
+    requires = metadata.requires("jaxcompare") or []
+    core = [r for r in requires if "extra ==" not in r]
+    app = [r for r in requires if re.search(r"extra == .app.", r)]
+    names = {re.split(r"[<>=!~ ;\[]", r, maxsplit=1)[0].lower().replace("_", "-") for r in core}
+    assert {"jax", "numpy", "scipy"} <= names
+    assert not names & {"streamlit", "altair", "vl-convert-python"}
+    assert {re.split(r"[<>=!~ ;\[]", r, maxsplit=1)[0].lower() for r in app} >= {"streamlit", "altair"}
+
+
+def test_console_script_runs_the_cli():
+    script = shutil.which("jaxcompare", path=str(Path(sys.executable).parent))
+    assert script, "the `jaxcompare` console script is not installed next to this Python"
+    proc = subprocess.run([script, "list", "--json", "-"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "centered_gram" in {case["name"] for case in json.loads(proc.stdout)}
+
+
+def test_results_saved_before_the_layout_change_still_load(tmp_path):
+    """A database and an export written by jaxcompare 0.1 before the package was split."""
+    db = tmp_path / "old.sqlite3"
+    shutil.copy(DATA / "results-v0.1-before-layout.sqlite3", db)
+    old_ids = {row[0] for row in sqlite3.connect(db).execute("SELECT id FROM results")}
+    store = Store(db)
+    results = store.load(store.all_ids())
+    assert {r.id for r in results} == old_ids and len(old_ids) == 2
+    assert {r.spec.case for r in results} == {"centered_gram", "svd"}
+    assert all(r.runtime.median_s > 0 and r.numpy_runtime.n > 0 for r in results)
+
+    fresh = Store(tmp_path / "fresh.sqlite3")
+    added, _ = fresh.import_file(DATA / "export-v0.1-before-layout.json")
+    assert added == 2
+    doc = json.loads((DATA / "export-v0.1-before-layout.json").read_text())
+    again = Result.from_dict(doc["results"][0])
+    assert again.to_dict()["speedup"] == pytest.approx(doc["results"][0]["speedup"])
+
+
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+
+
+def _docs() -> list[Path]:
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md")), *sorted((ROOT / "benchmarks").glob("*.md"))]
+
+
+def test_every_relative_link_in_readme_and_docs_resolves_inside_the_repository():
+    broken = []
+    for doc in _docs():
+        for target in LINK.findall(doc.read_text(encoding="utf-8")):
+            if re.match(r"[a-z]+:", target):  # http(s), mailto: not a file
+                continue
+            path = (doc.parent / target).resolve()
+            if not path.exists() or ROOT not in path.parents:
+                broken.append(f"{doc.relative_to(ROOT)} -> {target}")
+    assert not broken, broken
