@@ -4,7 +4,12 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8501
 
-.PHONY: run test lint install install-dev browser clean
+.PHONY: run test lint install install-dev install-plan browser clean
+
+# JAX for this machine's accelerator: jax, jax[cuda12], jax[cuda13] or jax[tpu] (ACCEL= overrides).
+JAX_REQ := $(shell $(PYTHON) tools/accelerator.py choose 2>/dev/null)
+JAX_STAMP := $(subst ],,$(subst [,-,$(JAX_REQ)))
+PIP_INSTALL := $(BIN)/python -m pip install --quiet -e '.[app]' '$(JAX_REQ)'
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -12,16 +17,24 @@ $(BIN)/python:
 
 # Installs are stamped so repeated runs are fast; editing pyproject.toml re-installs.
 # The dependency lists live in pyproject.toml: the engine's, then the extras `app` and `dev`.
-$(VENV)/.installed: pyproject.toml requirements.txt | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[app]'
+# The stamp names the JAX build, so a machine that gains a GPU (or ACCEL=) installs again.
+$(VENV)/.installed-$(JAX_STAMP): pyproject.toml requirements.txt tools/accelerator.py | $(BIN)/python
+	@$(PYTHON) tools/accelerator.py choose >/dev/null
+	$(PIP_INSTALL)
+	$(BIN)/python tools/accelerator.py verify
 	touch $@
 
-$(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed
+$(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed-$(JAX_STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[app,dev]'
 	touch $@
 
-install: $(VENV)/.installed
+install: $(VENV)/.installed-$(JAX_STAMP)
 install-dev: $(VENV)/.installed-dev
+
+# What `make install` would run on this machine, without running it.
+install-plan:
+	@$(PYTHON) tools/accelerator.py choose >/dev/null
+	@echo "$(PIP_INSTALL)"
 
 # Chromium for the browser tests: Debian's package (Playwright cannot download its own here).
 # As root, or with password-less sudo, it is installed; otherwise make stops and says how.
