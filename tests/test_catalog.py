@@ -11,6 +11,8 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -113,6 +115,30 @@ def test_shape_rules(name: str) -> None:
         assert isinstance(message, str) and message, f"{name} accepted {wrong_rank}"
         with pytest.raises(BadInput, match=name):
             case.check_shape(wrong_rank)
+
+
+def _one_input(shape: tuple[int, ...], dtype: np.dtype, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
+    return (rng.random(shape).astype(dtype),)
+
+
+def test_static_argnums_is_refused_not_ignored(tmp_path: Path) -> None:
+    # Every input is a NumPy array traced by jax.jit, so a static argument could never work.
+    with pytest.raises(TypeError, match="static_argnums"):
+        Case(name="scaled", numpy_fn=np.sin, jax_fn=np.sin, make_inputs=_one_input,  # type: ignore[call-arg]
+             static_argnums=(0,))
+    path = tmp_path / "static_cases.py"
+    path.write_text(textwrap.dedent("""
+        import numpy as np
+        from jaxcompare import Case
+
+        CASES = [Case(name="scaled", numpy_fn=np.sin, jax_fn=np.sin,
+                      make_inputs=lambda s, d, r: (r.random(s).astype(d),), static_argnums=(0,))]
+    """))
+    with pytest.raises(BadInput) as refused:
+        get_case("scaled", str(path))
+    message = str(refused.value)
+    assert "\n" not in message and str(path) in message
+    assert "TypeError" in message and "unexpected keyword argument 'static_argnums'" in message, message
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -90,8 +90,7 @@ def build_inputs(case: Case, spec: Spec) -> tuple[np.ndarray, ...]:
 
 def measure_compile(
     fn: Callable[..., Any], args: tuple[Any, ...], cfg: TimingConfig, *, cold: bool = True,
-    static_argnums: tuple[int, ...] = (), clock: Clock = time.perf_counter_ns,
-    on_sample: Callable[[int], None] | None = None,
+    clock: Clock = time.perf_counter_ns, on_sample: Callable[[int], None] | None = None,
 ) -> tuple[Stats, Stats, Stats]:
     """Trace, lower and compile times. ``cold`` clears JAX's caches before each sample;
     without that a second ``jax.jit(f)`` hits the cache and "compiles" in microseconds."""
@@ -105,7 +104,7 @@ def measure_compile(
     ):
         if cold:
             jax.clear_caches()
-        jitted = jax.jit(fn, static_argnums=static_argnums)
+        jitted = jax.jit(fn)
         t0 = clock()
         traced = jitted.trace(*args)
         t1 = clock()
@@ -135,7 +134,6 @@ def measure(spec: Spec, progress: Progress = _no_progress, clock: Clock = time.p
     if cfg.runtime_blocks > 1:  # the later blocks take about as long as the first ones
         weights["recheck"] = (weights["numpy"] + weights["runtime"]) * (cfg.runtime_blocks - 1)
         weights = {k: v / sum(weights.values()) for k, v in weights.items()}
-    statics = case.static_argnums
 
     def step(phase: str) -> Callable[[int], None]:
         progress(phase, done)
@@ -164,22 +162,22 @@ def measure(spec: Spec, progress: Progress = _no_progress, clock: Clock = time.p
     finish("transfer")
 
     # 4. Cold compile, split into trace / lower / compile, caches cleared each sample.
-    f = jax.jit(case.jax_fn, static_argnums=statics)
+    f = jax.jit(case.jax_fn)
     _user_call(case, "jax_fn", f, dev_inputs)  # a broken port fails here with a clear message
     trace_stats, lower_stats, compile_stats = measure_compile(
-        case.jax_fn, dev_inputs, cfg, static_argnums=statics, clock=clock, on_sample=step("compile"))
+        case.jax_fn, dev_inputs, cfg, clock=clock, on_sample=step("compile"))
     finish("compile")
 
     # 5. First call with a cold cache: what a naive %time shows.
     first_stats = sample(
-        lambda: jax.block_until_ready(jax.jit(case.jax_fn, static_argnums=statics)(*dev_inputs)),
+        lambda: jax.block_until_ready(jax.jit(case.jax_fn)(*dev_inputs)),
         cfg, clock=clock, setup=jax.clear_caches, min_samples=cfg.compile_samples, warmup=False,
         budget_s=cfg.phase_budget_s * 2, on_sample=step("first_call"),
     )
     finish("first_call")
 
     # 6. Dispatch only: the call returns before the work is done; block outside the timer.
-    f = jax.jit(case.jax_fn, static_argnums=statics)
+    f = jax.jit(case.jax_fn)
     jax.block_until_ready(f(*dev_inputs))
     dispatch_stats = sample(lambda: f(*dev_inputs), cfg, clock=clock, teardown=jax.block_until_ready,
                             on_sample=step("dispatch"))

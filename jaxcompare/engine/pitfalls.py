@@ -106,7 +106,7 @@ class Lab:
         check_memory(self.case, spec, self.device)
         self.host = build_inputs(self.case, spec)
         self.dev = jax.block_until_ready(jax.device_put(self.host, self.device))
-        self.f = jax.jit(self.case.jax_fn, static_argnums=self.case.static_argnums)
+        self.f = jax.jit(self.case.jax_fn)
         self.jax.block_until_ready(self.f(*self.dev))
         # The steady-state numbers every pitfall's right side reuses, timed side by side; with
         # pitfall 3, the other dtype's runtimes join them (so its fair side is everyone's).
@@ -155,8 +155,7 @@ class Lab:
 
 def pitfall_jit(lab: Lab) -> dict[str, Any]:
     jax, case = lab.jax, lab.case
-    first = lab.time(lambda: jax.block_until_ready(jax.jit(case.jax_fn, static_argnums=case.static_argnums)
-                                                   (*lab.dev)),
+    first = lab.time(lambda: jax.block_until_ready(jax.jit(case.jax_fn)(*lab.dev)),
                      setup=jax.clear_caches, min_samples=lab.cfg.compile_samples, warmup=False,
                      budget_s=lab.cfg.phase_budget_s * 2)
     op_by_op = lab.time(blocking_call(case.jax_fn, lab.dev))
@@ -248,7 +247,7 @@ def pitfall_tf32(lab: Lab) -> dict[str, Any]:
 
     default_err = error(lab.f(*lab.dev))
     with jax.default_matmul_precision("highest"):
-        fh = jax.jit(case.jax_fn, static_argnums=case.static_argnums)
+        fh = jax.jit(case.jax_fn)
         highest_err = error(fh(*lab.dev))
         highest = lab.time(blocking_call(fh, lab.dev))
     on_gpu = lab.device.platform == "gpu"
