@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from jaxcompare.catalog import builtin_cases, get_case
+from jaxcompare.catalog import CatalogError, builtin_cases, get_case
 from jaxcompare.engine.agreement import compare_outputs
 from jaxcompare.model.cases import Case, any_shape, as_tuple
 from jaxcompare.model.errors import BadInput
@@ -69,6 +69,19 @@ def test_catalog_is_large_with_unique_names() -> None:
     assert len(NAMES) == len(set(NAMES))
     assert not set(REQUIRED) - set(NAMES), f"missing: {sorted(set(REQUIRED) - set(NAMES))}"
     assert NAMES[0] == "centered_gram"
+
+
+def test_duplicate_built_in_names_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from jaxcompare.catalog import scipy_cases
+
+    matmul = get_case("matmul")
+    builtin_cases.cache_clear()
+    monkeypatch.setattr(scipy_cases, "CASES", [*scipy_cases.CASES, matmul])
+    try:
+        with pytest.raises(CatalogError, match="duplicate built-in case names: matmul"):
+            builtin_cases()
+    finally:
+        builtin_cases.cache_clear()
 
 
 def test_catalog_import_does_not_import_jax() -> None:
