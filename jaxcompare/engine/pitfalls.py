@@ -1,6 +1,7 @@
 """The pitfalls lab: each classic benchmarking mistake measured live beside the right way.
+Runs in the worker (``fair_float64`` in the x64 one).
 
-``measure_pitfalls`` runs inside a worker. Every pitfall returns a ``naive`` and a
+Every pitfall returns a ``naive`` and a
 ``correct`` measurement, each with the seconds measured and the conclusion a reader would
 draw from them, so the size of the mistake is a measured number, not a quote.
 """

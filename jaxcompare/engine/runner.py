@@ -1,4 +1,5 @@
 """Runs jobs in worker processes: one worker per precision, one queue for the device.
+Runs in the server/CLI process and never imports JAX; the work itself is in worker.py.
 
 All jobs from all callers (app sessions, the CLI) go through one FIFO queue served by one
 dispatcher thread, so two measurements never overlap and spoil each other's timings.

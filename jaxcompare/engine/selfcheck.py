@@ -1,4 +1,5 @@
-"""Does every case's JAX port agree with its NumPy/SciPy original? Checked in one process.
+"""Does every case's JAX port agree with its NumPy/SciPy original? Runs in a worker (the
+app's and the CLI's selfcheck) or as its own process, one precision per process.
 
 Run as ``python -m jaxcompare.engine.selfcheck --precision x32|x64 [--cases a,b] [--size large]``;
 it prints one JSON list of agreement records. JAX is imported inside functions only, and

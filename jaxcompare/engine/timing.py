@@ -1,7 +1,6 @@
-"""Timing statistics and the sampling loop: calibrated loops, noise-based stopping.
-
-The clock is injectable (``clock`` returns nanoseconds) so calibration and stopping can
-be tested deterministically with a fake clock.
+"""The sampling loop: calibrated loops, noise-based stopping, blocks pooled into one Stats.
+Runs in the worker (and the benchmarks); the clock is injectable (nanoseconds) so tests
+drive calibration and stopping with a fake one.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Code that runs inside a worker process: one long-lived process per precision mode.
+"""The code that runs inside a worker process: one long-lived process per precision mode.
 
 ``jax_enable_x64`` is process-global in practice, so the mode is fixed when the worker
 starts (spawned, never forked after importing JAX) and never toggled afterwards.
