@@ -148,7 +148,7 @@ def _setup(case: Any, shape: tuple[int, ...], precision: str) -> dict[str, Any]:
     spec = Spec(case.name, shape, precision=precision, device="cpu")
     host = build_inputs(case, spec)
     dev = jax.block_until_ready(jax.device_put(host, jax.devices("cpu")[0]))
-    f = jax.jit(case.jax_fn, static_argnums=case.static_argnums)
+    f = jax.jit(case.jax_fn)
     single = isinstance(jax.block_until_ready(f(*dev)), jax.Array)
     names = ", ".join(f"x{i}" for i in range(len(host)))
     namespace: dict[str, Any] = {"jax": jax, "np_fn": case.numpy_fn, "f": f}

@@ -38,7 +38,7 @@ def main() -> None:
     spec = Spec(case.name, args.shape, precision=precision, device="cpu")
     host = build_inputs(case, spec)
     dev = jax.block_until_ready(jax.device_put(host))
-    f = jax.jit(case.jax_fn, static_argnums=case.static_argnums)
+    f = jax.jit(case.jax_fn)
     single = isinstance(jax.block_until_ready(f(*dev)), jax.Array)
     numpy_fn = case.numpy_fn
 

@@ -11,12 +11,14 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from jaxcompare.catalog import builtin_cases, get_case
+from jaxcompare.catalog import CatalogError, builtin_cases, get_case
 from jaxcompare.engine.agreement import compare_outputs
 from jaxcompare.model.cases import Case, any_shape, as_tuple
 from jaxcompare.model.errors import BadInput
@@ -69,6 +71,19 @@ def test_catalog_is_large_with_unique_names() -> None:
     assert NAMES[0] == "centered_gram"
 
 
+def test_duplicate_built_in_names_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from jaxcompare.catalog import scipy_cases
+
+    matmul = get_case("matmul")
+    builtin_cases.cache_clear()
+    monkeypatch.setattr(scipy_cases, "CASES", [*scipy_cases.CASES, matmul])
+    try:
+        with pytest.raises(CatalogError, match="duplicate built-in case names: matmul"):
+            builtin_cases()
+    finally:
+        builtin_cases.cache_clear()
+
+
 def test_catalog_import_does_not_import_jax() -> None:
     code = "import sys, jaxcompare.catalog as c; c.builtin_cases(); print('jax' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -113,6 +128,30 @@ def test_shape_rules(name: str) -> None:
         assert isinstance(message, str) and message, f"{name} accepted {wrong_rank}"
         with pytest.raises(BadInput, match=name):
             case.check_shape(wrong_rank)
+
+
+def _one_input(shape: tuple[int, ...], dtype: np.dtype, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
+    return (rng.random(shape).astype(dtype),)
+
+
+def test_static_argnums_is_refused_not_ignored(tmp_path: Path) -> None:
+    # Every input is a NumPy array traced by jax.jit, so a static argument could never work.
+    with pytest.raises(TypeError, match="static_argnums"):
+        Case(name="scaled", numpy_fn=np.sin, jax_fn=np.sin, make_inputs=_one_input,  # type: ignore[call-arg]
+             static_argnums=(0,))
+    path = tmp_path / "static_cases.py"
+    path.write_text(textwrap.dedent("""
+        import numpy as np
+        from jaxcompare import Case
+
+        CASES = [Case(name="scaled", numpy_fn=np.sin, jax_fn=np.sin,
+                      make_inputs=lambda s, d, r: (r.random(s).astype(d),), static_argnums=(0,))]
+    """))
+    with pytest.raises(BadInput) as refused:
+        get_case("scaled", str(path))
+    message = str(refused.value)
+    assert "\n" not in message and str(path) in message
+    assert "TypeError" in message and "unexpected keyword argument 'static_argnums'" in message, message
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -11,7 +11,15 @@ import pytest
 
 from jaxcompare import Spec, TimingConfig
 from jaxcompare.catalog import get_case
-from jaxcompare.engine.measure import build_inputs, measure, measure_compile, runtime_block_order
+from jaxcompare.engine.measure import (
+    PHASES,
+    Progress,
+    build_inputs,
+    measure,
+    measure_compile,
+    phase_weights,
+    runtime_block_order,
+)
 
 QUICK = TimingConfig.quick()
 
@@ -99,6 +107,32 @@ def test_progress_reports_every_phase_in_order():
     assert log.phases == ["inputs", "transfer", "compile", "first_call", "dispatch", "fetch", "numpy",
                           "runtime", "agreement", "done"]
     assert log.only_grows()
+
+
+def test_progress_starts_each_phase_where_the_ones_before_it_end():
+    reports: list[tuple[str, float]] = []
+    progress = Progress(lambda phase, fraction: reports.append((phase, fraction)),
+                        TimingConfig(min_samples=4, runtime_blocks=2))
+    weights = phase_weights(2)
+    assert sum(weights.values()) == pytest.approx(1.0) and weights["recheck"] > 0
+    for phase in ("inputs", "transfer", "compile", "first_call", "dispatch", "fetch"):
+        on_sample = progress.start(phase)
+        on_sample(2)  # half of min_samples
+        on_sample(50)  # sampling past min_samples stays short of the next phase
+    for index, library in enumerate(runtime_block_order(2)):
+        progress.runtime_block(index, library)(50)
+    progress.start("agreement")
+    progress.complete()
+    fractions = [f for _, f in reports]
+    assert fractions == sorted(fractions) and reports[-1] == ("done", 1.0)
+    names = [name for name, _ in PHASES]
+    starts = {}
+    for phase, fraction in reports:
+        starts.setdefault(phase, fraction)
+    for phase in starts.keys() - {"done"}:
+        before = sum(weights[n] for n in names[:names.index(phase)])
+        assert starts[phase] == pytest.approx(before), phase
+    assert ("transfer", pytest.approx(weights["inputs"] + weights["transfer"] / 2 * 0.95)) in reports
 
 
 def test_runtime_blocks_alternate_which_library_goes_first():

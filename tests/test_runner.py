@@ -8,6 +8,7 @@ import threading
 import pytest
 
 from jaxcompare import BadInput, DeviceUnavailable, JobFailed, Runner, Spec, TimingConfig
+from jaxcompare.engine.runner import Job
 
 QUICK = TimingConfig.quick()
 
@@ -75,21 +76,53 @@ def test_broken_custom_case_is_reported_not_crashed(runner, tmp_path):
     assert runner.run(_spec("x32")).agreement["ok"]
 
 
-def test_worker_killed_mid_job_is_restarted():
+@pytest.fixture
+def faulty_cases(tmp_path) -> str:
+    """A cases file whose NumPy functions fail the way a worker can: by dying or hanging.
+    numpy_fn first runs in the worker (the parent's preflight only calls make_inputs)."""
+    path = tmp_path / "faulty_cases.py"
+    path.write_text(textwrap.dedent("""
+        import os
+        import time
+
+        import numpy as np
+        from jaxcompare import Case
+
+        def die(x):
+            os._exit(13)
+
+        def hang(x):
+            while True:
+                time.sleep(0.05)
+
+        def make(shape, dtype, rng):
+            return (rng.random(shape).astype(dtype),)
+
+        CASES = [Case(name="dies", numpy_fn=die, jax_fn=np.sin, make_inputs=make),
+                 Case(name="hangs", numpy_fn=hang, jax_fn=np.sin, make_inputs=make)]
+    """))
+    return str(path)
+
+
+def _fault(runner: Runner, faulty_cases: str, how: str, timeout_s: float) -> Job:
+    return runner.submit(_spec("x32", case=how, shape=(4,), cases_file=faulty_cases), timeout_s=timeout_s)
+
+
+def test_worker_killed_mid_job_is_restarted(faulty_cases):
     with Runner(timeout_s=60) as runner:
         first = runner.submit(_spec("x32"))
         first.wait(120)
-        crash = runner.inject_fault("x32", "exit")
-        with pytest.raises(JobFailed, match="died"):
+        crash = _fault(runner, faulty_cases, "dies", timeout_s=30)
+        with pytest.raises(JobFailed, match=r"died \(exit code 13"):
             crash.wait(120)
         after = runner.submit(_spec("x32"))
         assert after.wait(120).agreement["ok"]
         assert after.worker_pid != first.worker_pid and after.status == "done"
 
 
-def test_job_past_its_deadline_is_stopped_and_next_runs():
+def test_job_past_its_deadline_is_stopped_and_next_runs(faulty_cases):
     with Runner(timeout_s=60) as runner:
-        hung = runner.inject_fault("x32", "hang", timeout_s=5)
+        hung = _fault(runner, faulty_cases, "hangs", timeout_s=5)
         nxt = runner.submit(_spec("x32"))
         with pytest.raises(JobFailed, match="deadline"):
             hung.wait(120)
@@ -160,9 +193,9 @@ def test_queue_position_and_wait_estimate(runner):
     assert runner.position(second) == -1
 
 
-def test_close_while_a_job_runs_cancels_it_and_returns():
+def test_close_while_a_job_runs_cancels_it_and_returns(faulty_cases):
     runner = Runner(timeout_s=120)
-    hung = runner.inject_fault("x32", "hang", timeout_s=120)
+    hung = _fault(runner, faulty_cases, "hangs", timeout_s=120)
     queued = runner.submit(_spec("x32"))
     while hung.status != "running" and not hung.done:
         hung._done.wait(0.05)  # wait for the dispatcher to pick it up (an event, not a sleep)

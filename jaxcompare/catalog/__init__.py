@@ -10,6 +10,10 @@ from ..model.errors import BadInput
 from .files import load_cases_file
 
 
+class CatalogError(RuntimeError):
+    """The built-in catalog contradicts itself: a bug in the package, not in a request."""
+
+
 @cache
 def builtin_cases() -> tuple[Case, ...]:
     """Every built-in case, NumPy first then SciPy (imported lazily: they are many)."""
@@ -19,7 +23,8 @@ def builtin_cases() -> tuple[Case, ...]:
     cases = tuple(numpy_cases) + tuple(scipy_cases)
     names = [c.name for c in cases]
     dupes = {n for n in names if names.count(n) > 1}
-    assert not dupes, f"duplicate built-in case names: {sorted(dupes)}"
+    if dupes:
+        raise CatalogError(f"duplicate built-in case names: {', '.join(sorted(dupes))}")
     return cases
 
 

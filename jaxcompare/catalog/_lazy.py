@@ -25,4 +25,3 @@ class LazyModule:
 
 jax = LazyModule("jax")
 jnp = LazyModule("jax.numpy")
-jsp = LazyModule("jax.scipy")

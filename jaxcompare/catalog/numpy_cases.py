@@ -1,4 +1,4 @@
-"""Built-in NumPy cases and their JAX ports (numpy.linalg lives in catalog_linalg)."""
+"""Built-in NumPy cases and their JAX ports (numpy.linalg lives in linalg_cases)."""
 
 from __future__ import annotations
 

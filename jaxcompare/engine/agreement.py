@@ -1,4 +1,6 @@
-"""Do NumPy and JAX compute the same thing? Normwise errors with a dtype-aware tolerance."""
+"""Do NumPy and JAX compute the same thing? Normwise errors with a dtype-aware tolerance.
+Runs in the worker (and the selfcheck process) on outputs already on the host; no JAX.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""The environment fingerprint saved with every result, so a number explains itself."""
+"""The environment fingerprint saved with every result, so a number explains itself.
+``host_info`` and ``versions`` run anywhere, the server/CLI process included; the JAX parts
+(``jax_info``, ``resolve_device``, ``collect``) run in the worker.
+"""
 
 from __future__ import annotations
 

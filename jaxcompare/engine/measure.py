@@ -1,7 +1,6 @@
-"""The measurement protocol (DESIGN.md), run inside a worker whose x64 mode matches.
-
-Each phase is measured on its own, so a naive number (first call, unblocked call) is
-never mixed into the steady-state runtime.
+"""The measurement protocol, one function per phase; runs in the worker process whose x64
+mode matches the Spec. Each phase is timed on its own, so a naive number (first call,
+unblocked call) never mixes into the steady-state runtime.
 """
 
 from __future__ import annotations
@@ -10,6 +9,7 @@ import datetime as dt
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -26,7 +26,8 @@ from .environment import resolve_device
 from .memory import check_fits, device_free, estimate, host_available
 from .timing import BLAS_SETTLE_S, NS, Clock, blocking_call, bound_call, combine_blocks, sample
 
-Progress = Callable[[str, float], None]
+ProgressCallback = Callable[[str, float], None]
+SampleCallback = Callable[[int], None]
 
 # Phase name -> share of the progress bar (roughly how long each takes).
 PHASES = (
@@ -41,10 +42,74 @@ PHASES = (
     ("recheck", 0.0),  # only with TimingConfig.runtime_blocks > 1 (weights rescaled)
     ("agreement", 0.06),
 )
+# A phase's samples move the bar through at most this much of its share: sampling may run
+# past min_samples, and the bar must not reach the next phase before that phase starts.
+SAMPLED_SHARE = 0.95
 
 
 def _no_progress(phase: str, fraction: float) -> None:
     return None
+
+
+def phase_weights(runtime_blocks: int) -> dict[str, float]:
+    """Each phase's share of the bar; the later runtime blocks ("recheck") take about as
+    long as the first pair, so with more than one pair the shares are rescaled."""
+    weights = dict(PHASES)
+    if runtime_blocks > 1:
+        weights["recheck"] = (weights["numpy"] + weights["runtime"]) * (runtime_blocks - 1)
+        total = sum(weights.values())
+        weights = {k: v / total for k, v in weights.items()}
+    return weights
+
+
+class Progress:
+    """Turns "phase X has taken k of its n samples" into the overall fraction done that the
+    worker reports; starting a phase counts the one before it as done."""
+
+    def __init__(self, report: ProgressCallback, timing: TimingConfig) -> None:
+        self._report = report
+        self._weights = phase_weights(timing.runtime_blocks)
+        self._expected = max(timing.min_samples, 1)
+        self._block_expected = max(timing.for_runtime_block().min_samples, 1)
+        self._later_blocks = 2 * (timing.runtime_blocks - 1)
+        self._current: str | None = None
+        self._done = 0.0
+
+    def start(self, phase: str) -> SampleCallback:
+        """Report that ``phase`` started; returns the callback for its samples."""
+        self._enter(phase)
+        self._report(phase, self._done)
+        return self._sampled(phase, self._expected)
+
+    def runtime_block(self, index: int, library: str) -> SampleCallback:
+        """Report that runtime block ``index`` started; returns the callback for its samples.
+        The first two blocks are the "numpy" and "runtime" phases; the later ones share the
+        "recheck" phase, one equal slice each."""
+        if index < 2:
+            on_sample = self.start(library)
+        else:
+            self._enter("recheck")
+            on_sample = self._sampled("recheck", self._block_expected, index - 2, self._later_blocks)
+        on_sample(0)
+        return on_sample
+
+    def complete(self) -> None:
+        """Report the measurement done: the bar at 1."""
+        self._report("done", 1.0)
+
+    def _enter(self, phase: str) -> None:
+        """Make ``phase`` the current one; the phase it follows counts as done."""
+        if phase == self._current:
+            return
+        if self._current is not None:
+            self._done += self._weights[self._current]
+        self._current = phase
+
+    def _sampled(self, phase: str, expected: int, part: int = 0, parts: int = 1) -> SampleCallback:
+        """The callback for ``part`` of ``parts`` of ``phase``: n samples of ``expected``."""
+        share = self._weights[phase]
+        return lambda n: self._report(
+            phase, self._done + share * (part + min(n / expected, 1.0)) / parts * SAMPLED_SHARE)
 
 
 def runtime_block_order(blocks: int) -> list[str]:
@@ -72,6 +137,7 @@ def check_memory(case: Case, spec: Spec, device: Any) -> None:
 
 
 def build_inputs(case: Case, spec: Spec) -> tuple[np.ndarray, ...]:
+    """The case's inputs for ``spec`` (seeded); a failing or wrong ``make_inputs`` is a BadInput."""
     rng = np.random.default_rng(spec.seed)
     try:
         inputs = case.make_inputs(spec.shape, np.dtype(spec.dtype), rng)
@@ -90,8 +156,7 @@ def build_inputs(case: Case, spec: Spec) -> tuple[np.ndarray, ...]:
 
 def measure_compile(
     fn: Callable[..., Any], args: tuple[Any, ...], cfg: TimingConfig, *, cold: bool = True,
-    static_argnums: tuple[int, ...] = (), clock: Clock = time.perf_counter_ns,
-    on_sample: Callable[[int], None] | None = None,
+    clock: Clock = time.perf_counter_ns, on_sample: SampleCallback | None = None,
 ) -> tuple[Stats, Stats, Stats]:
     """Trace, lower and compile times. ``cold`` clears JAX's caches before each sample;
     without that a second ``jax.jit(f)`` hits the cache and "compiles" in microseconds."""
@@ -105,7 +170,7 @@ def measure_compile(
     ):
         if cold:
             jax.clear_caches()
-        jitted = jax.jit(fn, static_argnums=static_argnums)
+        jitted = jax.jit(fn)
         t0 = clock()
         traced = jitted.trace(*args)
         t1 = clock()
@@ -120,141 +185,35 @@ def measure_compile(
     return tuple(Stats.from_samples(s) for s in samples)  # type: ignore[return-value]
 
 
-def measure(spec: Spec, progress: Progress = _no_progress, clock: Clock = time.perf_counter_ns) -> Result:
-    """Run every phase of the protocol for ``spec`` and return the Result."""
-    import jax
+@dataclass(frozen=True)
+class _Run:
+    """What every phase of one measurement needs."""
 
+    case: Case
+    timing: TimingConfig
+    clock: Clock
+    progress: Progress
+
+
+def measure(spec: Spec, progress: ProgressCallback = _no_progress, clock: Clock = time.perf_counter_ns) -> Result:
+    """Run every phase of the protocol for ``spec`` and return the Result: inputs, transfer,
+    cold compile, first call, dispatch, fetch, the two runtimes side by side, agreement."""
     check_precision(spec.precision)
     case = get_case(spec.case, spec.cases_file)
     case.check_shape(spec.shape)
     device = resolve_device(spec.device)
     check_memory(case, spec, device)
-    cfg = spec.timing
-    done = 0.0
-    weights = dict(PHASES)
-    if cfg.runtime_blocks > 1:  # the later blocks take about as long as the first ones
-        weights["recheck"] = (weights["numpy"] + weights["runtime"]) * (cfg.runtime_blocks - 1)
-        weights = {k: v / sum(weights.values()) for k, v in weights.items()}
-    statics = case.static_argnums
+    run = _Run(case, spec.timing, clock, Progress(progress, spec.timing))
 
-    def step(phase: str) -> Callable[[int], None]:
-        progress(phase, done)
-        share = weights[phase]
-        expected = max(cfg.min_samples, 1)
-        return lambda n: progress(phase, done + share * min(n / expected, 1.0) * 0.95)
-
-    def finish(phase: str) -> None:
-        nonlocal done
-        done += weights[phase]
-
-    # 1-2. Inputs, and NumPy's output for the agreement check (a broken reference fails here,
-    # first). NumPy's runtime is timed at the end, side by side with JAX's (step 8).
-    step("inputs")
-    host_inputs = build_inputs(case, spec)
-    numpy_out = as_tuple(_user_call(case, "numpy_fn", case.numpy_fn, host_inputs))
-    finish("inputs")
-
-    # 3. Transfer host -> device, blocked; each sample frees its copy.
-    transfer_stats = sample(
-        lambda: jax.block_until_ready(jax.device_put(host_inputs, device)),
-        cfg, clock=clock, teardown=_delete, settle_s=BLAS_SETTLE_S, on_sample=step("transfer"),
-    )
-    dev_inputs = jax.block_until_ready(jax.device_put(host_inputs, device))
-    zero_copy = _aliases(host_inputs, dev_inputs)
-    finish("transfer")
-
-    # 4. Cold compile, split into trace / lower / compile, caches cleared each sample.
-    f = jax.jit(case.jax_fn, static_argnums=statics)
-    _user_call(case, "jax_fn", f, dev_inputs)  # a broken port fails here with a clear message
-    trace_stats, lower_stats, compile_stats = measure_compile(
-        case.jax_fn, dev_inputs, cfg, static_argnums=statics, clock=clock, on_sample=step("compile"))
-    finish("compile")
-
-    # 5. First call with a cold cache: what a naive %time shows.
-    first_stats = sample(
-        lambda: jax.block_until_ready(jax.jit(case.jax_fn, static_argnums=statics)(*dev_inputs)),
-        cfg, clock=clock, setup=jax.clear_caches, min_samples=cfg.compile_samples, warmup=False,
-        budget_s=cfg.phase_budget_s * 2, on_sample=step("first_call"),
-    )
-    finish("first_call")
-
-    # 6. Dispatch only: the call returns before the work is done; block outside the timer.
-    f = jax.jit(case.jax_fn, static_argnums=statics)
-    jax.block_until_ready(f(*dev_inputs))
-    dispatch_stats = sample(lambda: f(*dev_inputs), cfg, clock=clock, teardown=jax.block_until_ready,
-                            on_sample=step("dispatch"))
-    finish("dispatch")
-
-    # 7. Fetch device -> host of a fresh, ready result (np.asarray caches its copy).
-    fresh: list[Any] = []
-
-    def fresh_result() -> None:
-        fresh.clear()
-        fresh.append(jax.block_until_ready(f(*dev_inputs)))
-
-    fetch_stats = sample(lambda: jax.tree_util.tree_map(np.asarray, fresh[0]), cfg, clock=clock,
-                         setup=fresh_result, on_sample=step("fetch"))
-    jax_result = jax.block_until_ready(f(*dev_inputs))
-    jax_out = as_tuple(jax.tree_util.tree_leaves(jax_result))
-    fetch_zero_copy = _aliases_out(jax_result)
-    finish("fetch")
-
-    # 8. The two runtimes the speedup is made of, NumPy on host arrays and JAX steady state
-    # (device-resident inputs, each call blocked), timed side by side in alternating blocks:
-    # NumPy, JAX, then JAX, NumPy, ... A shared machine drifts between speed regimes for
-    # seconds at a time and the drift hits both alike, so adjacent blocks keep it out of the
-    # ratio; timed a few seconds apart (compile in between), the speedup's spread over 10
-    # repeats was wider: careful 80% vs 57%, thorough 55% vs 29% with four pairs
-    # (benchmarks/RESULTS.md). Each switch of library settles first (BLAS_SETTLE_S).
-    numpy_call = bound_call(case.numpy_fn, host_inputs)
-    jax_call = blocking_call(f, dev_inputs)
-    block_cfg = cfg.for_runtime_block()
-    numpy_blocks: list[Stats] = []
-    runtime_blocks: list[Stats] = []
-    slices = 2 * (cfg.runtime_blocks - 1)  # one slice of the recheck's progress per later block
-
-    def in_slice(k: int) -> Callable[[int], None]:
-        expected = max(block_cfg.min_samples, 1)
-        return lambda n: progress("recheck", done + weights["recheck"] * (k + min(n / expected, 1.0))
-                                  / slices * 0.95)
-
-    sides = {"numpy": (numpy_call, numpy_blocks), "runtime": (jax_call, runtime_blocks)}
-    last = "runtime"  # fetch ran JAX
-    for i, phase in enumerate(runtime_block_order(cfg.runtime_blocks)):
-        call, blocks = sides[phase]
-        on_sample = step(phase) if i < 2 else in_slice(i - 2)
-        on_sample(0)
-        blocks.append(sample(call, block_cfg, clock=clock, on_sample=on_sample,
-                             settle_s=BLAS_SETTLE_S if phase != last else 0.0))
-        last = phase
-        if i < 2:
-            finish(phase)
-    finish("recheck")
-    runtime_cfg = cfg.for_runtime()
-    numpy_stats = combine_blocks(numpy_blocks, runtime_cfg.rel_ci, cfg.drift_tolerance, "the NumPy median")
-    runtime_stats = combine_blocks(runtime_blocks, runtime_cfg.rel_ci, cfg.drift_tolerance, "the JAX median")
-
-    # 9. Agreement at the same precision, and both against a float64 reference.
-    progress("agreement", done)
-    inputs64 = tuple(a.astype(np.float64) if a.dtype.kind == "f" else a for a in host_inputs)
-    try:
-        ref64 = as_tuple(case.numpy_fn(*inputs64))
-    except Exception:
-        ref64 = None
-    agreement = compare_outputs(case, spec.dtype, host_inputs, numpy_out, jax_out, ref64)
-    finish("agreement")
-
-    notes = []
-    if zero_copy:
-        notes.append(
-            "transfer is near zero because the CPU backend aliased the NumPy buffer (zero-copy): "
-            "no bytes were copied"
-        )
-    if agreement["numpy_dtype"] != spec.dtype:
-        notes.append(f"NumPy returned {agreement['numpy_dtype']} for {spec.dtype} inputs (it upcasts)")
-    if agreement["jax_dtype"] != spec.dtype:
-        notes.append(f"JAX returned {agreement['jax_dtype']} for {spec.dtype} inputs")
-    progress("done", 1.0)
+    host_inputs, numpy_out = _inputs(run, spec)
+    transfer_stats, dev_inputs, transfer_zero_copy = _transfer(run, host_inputs, device)
+    trace_stats, lower_stats, compile_stats = _cold_compile(run, dev_inputs)
+    first_call_stats = _first_call(run, dev_inputs)
+    jitted, dispatch_stats = _dispatch(run, dev_inputs)
+    fetch_stats, jax_out, fetch_zero_copy = _fetch(run, jitted, dev_inputs)
+    numpy_stats, runtime_stats = _runtimes(run, jitted, host_inputs, dev_inputs)
+    agreement = _agreement(run, spec, host_inputs, numpy_out, jax_out)
+    run.progress.complete()
     return Result(
         id=uuid.uuid4().hex,
         created=dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds"),
@@ -269,17 +228,140 @@ def measure(spec: Spec, progress: Progress = _no_progress, clock: Clock = time.p
         trace=trace_stats,
         lower=lower_stats,
         compile=compile_stats,
-        first_call=first_stats,
+        first_call=first_call_stats,
         runtime=runtime_stats,
         dispatch=dispatch_stats,
         fetch=fetch_stats,
         agreement=agreement,
         env=collect_env(),
         flops=case.flop_count(spec.shape),
-        transfer_zero_copy=zero_copy,
+        transfer_zero_copy=transfer_zero_copy,
         fetch_zero_copy=fetch_zero_copy,
-        notes=tuple(notes),
+        notes=_notes(spec, agreement, transfer_zero_copy),
     )
+
+
+def _inputs(run: _Run, spec: Spec) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
+    """The host inputs, and NumPy's output for the agreement check: a broken reference fails
+    here, first. NumPy's runtime is timed at the end, side by side with JAX's."""
+    run.progress.start("inputs")
+    host_inputs = build_inputs(run.case, spec)
+    numpy_out = as_tuple(_user_call(run.case, "numpy_fn", run.case.numpy_fn, host_inputs))
+    return host_inputs, numpy_out
+
+
+def _transfer(run: _Run, host_inputs: tuple[np.ndarray, ...], device: Any) -> tuple[Stats, Any, bool]:
+    """Host -> device, blocked; each sample frees its copy. Returns the stats, the inputs on
+    the device, and whether the device arrays alias the host buffers (CPU zero-copy)."""
+    import jax
+
+    stats = sample(
+        lambda: jax.block_until_ready(jax.device_put(host_inputs, device)),
+        run.timing, clock=run.clock, teardown=_delete, settle_s=BLAS_SETTLE_S,
+        on_sample=run.progress.start("transfer"),
+    )
+    dev_inputs = jax.block_until_ready(jax.device_put(host_inputs, device))
+    return stats, dev_inputs, _aliases(host_inputs, dev_inputs)
+
+
+def _cold_compile(run: _Run, dev_inputs: Any) -> tuple[Stats, Stats, Stats]:
+    """Trace, lower and compile, caches cleared before each sample."""
+    import jax
+
+    _user_call(run.case, "jax_fn", jax.jit(run.case.jax_fn), dev_inputs)  # a broken port fails here
+    return measure_compile(run.case.jax_fn, dev_inputs, run.timing, clock=run.clock,
+                           on_sample=run.progress.start("compile"))
+
+
+def _first_call(run: _Run, dev_inputs: Any) -> Stats:
+    """The first call with a cold cache: what a naive %time shows."""
+    import jax
+
+    cfg = run.timing
+    return sample(
+        lambda: jax.block_until_ready(jax.jit(run.case.jax_fn)(*dev_inputs)),
+        cfg, clock=run.clock, setup=jax.clear_caches, min_samples=cfg.compile_samples, warmup=False,
+        budget_s=cfg.phase_budget_s * 2, on_sample=run.progress.start("first_call"),
+    )
+
+
+def _dispatch(run: _Run, dev_inputs: Any) -> tuple[Any, Stats]:
+    """Dispatch only: the call returns before the work is done, so it is blocked outside
+    the timer. Returns the warm jitted function the later phases call, and the stats."""
+    import jax
+
+    jitted = jax.jit(run.case.jax_fn)
+    jax.block_until_ready(jitted(*dev_inputs))
+    stats = sample(lambda: jitted(*dev_inputs), run.timing, clock=run.clock, teardown=jax.block_until_ready,
+                   on_sample=run.progress.start("dispatch"))
+    return jitted, stats
+
+
+def _fetch(run: _Run, jitted: Any, dev_inputs: Any) -> tuple[Stats, tuple[np.ndarray, ...], bool]:
+    """Device -> host of a fresh, ready result (np.asarray caches its copy). Returns the
+    stats, JAX's output on the host, and whether that output aliases the device buffers."""
+    import jax
+
+    fresh: list[Any] = []
+
+    def fresh_result() -> None:
+        fresh.clear()
+        fresh.append(jax.block_until_ready(jitted(*dev_inputs)))
+
+    stats = sample(lambda: jax.tree_util.tree_map(np.asarray, fresh[0]), run.timing, clock=run.clock,
+                   setup=fresh_result, on_sample=run.progress.start("fetch"))
+    result = jax.block_until_ready(jitted(*dev_inputs))
+    return stats, as_tuple(jax.tree_util.tree_leaves(result)), _aliases_out(result)
+
+
+def _runtimes(run: _Run, jitted: Any, host_inputs: tuple[np.ndarray, ...], dev_inputs: Any) -> tuple[Stats, Stats]:
+    """The speedup's two numbers: NumPy on host arrays and JAX steady state (device-resident
+    inputs, each call blocked), timed side by side in pairs of blocks (runtime_block_order).
+    A shared machine drifts between speed regimes for seconds at a time and the drift hits
+    both alike, so adjacent blocks keep it out of the ratio (benchmarks/RESULTS.md, "Notes
+    behind the engine's constants"). Each switch of library settles first (BLAS_SETTLE_S)."""
+    cfg = run.timing
+    calls = {"numpy": bound_call(run.case.numpy_fn, host_inputs), "runtime": blocking_call(jitted, dev_inputs)}
+    blocks: dict[str, list[Stats]] = {"numpy": [], "runtime": []}
+    block_cfg = cfg.for_runtime_block()
+    previous = "runtime"  # fetch ran JAX
+    for index, library in enumerate(runtime_block_order(cfg.runtime_blocks)):
+        on_sample = run.progress.runtime_block(index, library)
+        settle_s = BLAS_SETTLE_S if library != previous else 0.0
+        blocks[library].append(sample(calls[library], block_cfg, clock=run.clock, on_sample=on_sample,
+                                      settle_s=settle_s))
+        previous = library
+    rel_ci = cfg.for_runtime().rel_ci
+    return (combine_blocks(blocks["numpy"], rel_ci, cfg.drift_tolerance, "the NumPy median"),
+            combine_blocks(blocks["runtime"], rel_ci, cfg.drift_tolerance, "the JAX median"))
+
+
+def _agreement(run: _Run, spec: Spec, host_inputs: tuple[np.ndarray, ...], numpy_out: tuple[np.ndarray, ...],
+               jax_out: tuple[np.ndarray, ...]) -> dict[str, Any]:
+    """JAX vs NumPy at the same precision, and both against a float64 reference (none when
+    NumPy cannot run in float64)."""
+    run.progress.start("agreement")
+    inputs64 = tuple(a.astype(np.float64) if a.dtype.kind == "f" else a for a in host_inputs)
+    try:
+        ref64 = as_tuple(run.case.numpy_fn(*inputs64))
+    except Exception:
+        ref64 = None
+    return compare_outputs(run.case, spec.dtype, host_inputs, numpy_out, jax_out, ref64)
+
+
+def _notes(spec: Spec, agreement: dict[str, Any], transfer_zero_copy: bool) -> tuple[str, ...]:
+    """What a reader of the Result must know to read its numbers right."""
+    notes = []
+    if transfer_zero_copy:
+        notes.append(
+            "transfer is near zero because the CPU backend aliased the NumPy buffer (zero-copy): "
+            "no bytes were copied"
+        )
+    if agreement["numpy_dtype"] != spec.dtype:
+        notes.append(f"NumPy returned {agreement['numpy_dtype']} for {spec.dtype} inputs (it upcasts)")
+    if agreement["jax_dtype"] != spec.dtype:
+        notes.append(f"JAX returned {agreement['jax_dtype']} for {spec.dtype} inputs")
+    return tuple(notes)
 
 
 def _user_call(case: Case, label: str, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:

@@ -1,4 +1,5 @@
-"""How much memory a job will need, known before anything big is allocated.
+"""How much memory a job will need, known before anything big is allocated: inputs only in
+the server/CLI process (preflight), inputs and outputs again in the worker.
 
 Input shapes are found by probing ``make_inputs`` at a tiny shape whose sizes are distinct
 primes, then mapping each probe size back to the requested size; output shapes come from

@@ -1,6 +1,7 @@
 """The pitfalls lab: each classic benchmarking mistake measured live beside the right way.
+Runs in the worker (``fair_float64`` in the x64 one).
 
-``measure_pitfalls`` runs inside a worker. Every pitfall returns a ``naive`` and a
+Every pitfall returns a ``naive`` and a
 ``correct`` measurement, each with the seconds measured and the conclusion a reader would
 draw from them, so the size of the mistake is a measured number, not a quote.
 """
@@ -106,7 +107,7 @@ class Lab:
         check_memory(self.case, spec, self.device)
         self.host = build_inputs(self.case, spec)
         self.dev = jax.block_until_ready(jax.device_put(self.host, self.device))
-        self.f = jax.jit(self.case.jax_fn, static_argnums=self.case.static_argnums)
+        self.f = jax.jit(self.case.jax_fn)
         self.jax.block_until_ready(self.f(*self.dev))
         # The steady-state numbers every pitfall's right side reuses, timed side by side; with
         # pitfall 3, the other dtype's runtimes join them (so its fair side is everyone's).
@@ -155,8 +156,7 @@ class Lab:
 
 def pitfall_jit(lab: Lab) -> dict[str, Any]:
     jax, case = lab.jax, lab.case
-    first = lab.time(lambda: jax.block_until_ready(jax.jit(case.jax_fn, static_argnums=case.static_argnums)
-                                                   (*lab.dev)),
+    first = lab.time(lambda: jax.block_until_ready(jax.jit(case.jax_fn)(*lab.dev)),
                      setup=jax.clear_caches, min_samples=lab.cfg.compile_samples, warmup=False,
                      budget_s=lab.cfg.phase_budget_s * 2)
     op_by_op = lab.time(blocking_call(case.jax_fn, lab.dev))
@@ -248,7 +248,7 @@ def pitfall_tf32(lab: Lab) -> dict[str, Any]:
 
     default_err = error(lab.f(*lab.dev))
     with jax.default_matmul_precision("highest"):
-        fh = jax.jit(case.jax_fn, static_argnums=case.static_argnums)
+        fh = jax.jit(case.jax_fn)
         highest_err = error(fh(*lab.dev))
         highest = lab.time(blocking_call(fh, lab.dev))
     on_gpu = lab.device.platform == "gpu"

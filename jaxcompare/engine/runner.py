@@ -1,4 +1,5 @@
 """Runs jobs in worker processes: one worker per precision, one queue for the device.
+Runs in the server/CLI process and never imports JAX; the work itself is in worker.py.
 
 All jobs from all callers (app sessions, the CLI) go through one FIFO queue served by one
 dispatcher thread, so two measurements never overlap and spoil each other's timings.
@@ -87,7 +88,6 @@ TARGETS: dict[str, Callable[..., Any]] = {
     "selfcheck": worker.run_selfcheck,
     "pitfalls": worker.run_pitfalls,
     "fair_float64": worker.run_fair_float64,
-    "crash": worker.crash_for_test,
 }
 
 
@@ -210,10 +210,6 @@ class Runner:
                   cases_file: str | None = None, *, timeout_s: float = 300.0) -> list[dict[str, Any]]:
         step = Step(precision, "selfcheck", (names, cases_file))
         return self._enqueue(Job("selfcheck", (step,), timeout_s)).wait()
-
-    def inject_fault(self, precision: str, how: str, *, timeout_s: float = 30.0) -> Job:
-        """Tests only: make the worker exit, hang, or raise."""
-        return self._enqueue(Job("crash", (Step(precision, "crash", (how,)),), timeout_s))
 
     def position(self, job: Job) -> int:
         """0 when running, 1.. when queued (1 = next), -1 when finished."""

@@ -1,4 +1,5 @@
-"""Does every case's JAX port agree with its NumPy/SciPy original? Checked in one process.
+"""Does every case's JAX port agree with its NumPy/SciPy original? Runs in a worker (the
+app's and the CLI's selfcheck) or as its own process, one precision per process.
 
 Run as ``python -m jaxcompare.engine.selfcheck --precision x32|x64 [--cases a,b] [--size large]``;
 it prints one JSON list of agreement records. JAX is imported inside functions only, and
@@ -58,10 +59,8 @@ def check_case(case: Case, shape: Shape | None = None, precision: str = "x32") -
     inputs = tuple(case.make_inputs(shape, dtype, np.random.default_rng(0)))
     numpy_out = as_tuple(case.numpy_fn(*inputs))
 
-    static = set(case.static_argnums)
-    args = tuple(a if i in static else jax.device_put(a) for i, a in enumerate(inputs))
-    jitted = jax.jit(case.jax_fn, static_argnums=case.static_argnums)
-    jax_out = as_tuple(jax.block_until_ready(jitted(*args)))
+    args = tuple(jax.device_put(a) for a in inputs)
+    jax_out = as_tuple(jax.block_until_ready(jax.jit(case.jax_fn)(*args)))
 
     reference = as_tuple(case.numpy_fn(*_upcast(inputs)))
     record = compare_outputs(case, dtype.name, inputs, numpy_out, jax_out, reference)

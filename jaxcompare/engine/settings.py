@@ -1,4 +1,5 @@
-"""Local vs hosted mode, operator limits, and the checks every request passes first.
+"""Local vs hosted mode, operator limits, and the checks every request passes first; runs
+in the server/CLI process, before a job is queued.
 
 Local mode keeps everything enabled. Hosted mode (``JAXCOMPARE_MODE=hosted`` or a
 settings file named by ``JAXCOMPARE_SETTINGS``) caps sizes, sweep length and per-session

@@ -1,7 +1,6 @@
-"""Timing statistics and the sampling loop: calibrated loops, noise-based stopping.
-
-The clock is injectable (``clock`` returns nanoseconds) so calibration and stopping can
-be tested deterministically with a fake clock.
+"""The sampling loop: calibrated loops, noise-based stopping, blocks pooled into one Stats.
+Runs in the worker (and the benchmarks); the clock is injectable (nanoseconds) so tests
+drive calibration and stopping with a fake one.
 """
 
 from __future__ import annotations
@@ -20,11 +19,9 @@ from ..model.stats import Stats, median_ci
 
 Clock = Callable[[], int]
 NS = 1e-9
-# After multithreaded NumPy (BLAS) work, OpenBLAS's idle threads spin for ~0.1 s (2**28
-# cycles) before they sleep; on a 2-core machine a JAX call in that window ran 1.8x slower
-# (centered_gram 1000x1000: 12.1 ms vs 6.9 ms, back to normal after 100-150 ms). XLA's
-# threads do the same on a smaller scale: NumPy's first 50 ms after JAX work ran ~8% slow.
-# A timing that follows the other library's work warms up at least this long.
+# After one library's multithreaded work its idle threads spin before they sleep and slow
+# the other library's calls, so a timing that follows the other library warms up this long.
+# Measured: a JAX call ran 1.8x slower for 100-150 ms after NumPy (benchmarks/RESULTS.md).
 BLAS_SETTLE_S = 0.15
 
 
@@ -41,8 +38,8 @@ def time_loops(call: Callable[[], Any], loops: int, clock: Clock) -> int:
 
 class BoundCall:
     """``fn(*args)``, optionally blocked until ready, with a timing loop compiled the way
-    timeit compiles its statement: the harness adds no Python call per iteration (a lambda
-    costs ~0.15 µs, ``jax.block_until_ready`` ~1.2 µs: 3% and 25% of a 5 µs JAX call)."""
+    timeit compiles its statement: the harness adds no Python call per iteration, which
+    would be a visible share of a microseconds-long JAX call."""
 
     def __init__(self, fn: Callable[..., Any], args: Sequence[Any] = (), *, block: str | None = None):
         if block not in (None, "method", "tree"):
@@ -192,11 +189,10 @@ def sample_round_robin(calls: Sequence[Callable[[], Any]], config: TimingConfig,
 
     Two calls timed in turns see the same machine: a slow stretch, however short, lands on
     both alike, so their ratio holds where two calls sampled one after the other do not.
-    Each turn starts with one untimed call: the first call after the other one pays for
-    the switch (caches, the allocator's state), which put NumPy's float32 centered_gram 25%
-    above its time sampled alone when taken in turns with float64; after one call, within
-    the host's noise (±3%). Calls of one library only: NumPy after XLA work runs slow for
-    ~50 ms, longer than a turn (time NumPy and JAX in blocks, with a settle)."""
+    Each turn starts with one untimed call, because the first call after the other one
+    pays for the switch (caches, the allocator's state). Calls of one library only: after
+    the other library's work a call runs slow for longer than a turn (time NumPy and JAX in
+    blocks, with a settle)."""
     if not calls:
         return []
     warm_until = clock() + max(config.warmup_s, settle_s) / NS

@@ -1,4 +1,4 @@
-"""Code that runs inside a worker process: one long-lived process per precision mode.
+"""The code that runs inside a worker process: one long-lived process per precision mode.
 
 ``jax_enable_x64`` is process-global in practice, so the mode is fixed when the worker
 starts (spawned, never forked after importing JAX) and never toggled afterwards.
@@ -97,12 +97,3 @@ def run_selfcheck(job_id: str, names: list[str] | None, cases_file: str | None) 
         out.append(check_case(case, precision=_precision or "x32"))
     return {"result": out, "window": (started, time.time()), "pid": os.getpid()}
 
-
-def crash_for_test(job_id: str, how: str) -> dict[str, Any]:
-    """Fault injection for tests: die the way a real worker can die."""
-    if how == "exit":
-        os._exit(13)
-    if how == "hang":
-        while True:
-            time.sleep(0.05)
-    raise RuntimeError("injected failure")

@@ -72,6 +72,8 @@ class Case:
     ``canonical(outputs, inputs)`` maps outputs that legitimately differ (signs, order,
     pivots) to invariants that must agree. ``tolerance`` multiplies the default
     tolerance for cases whose rounding grows with size (cumsum, inv, expm).
+    Every input is traced by ``jax.jit`` (no static arguments): fixed parameters such as an
+    axis or a mode belong inside ``numpy_fn`` and ``jax_fn``.
     """
 
     name: str
@@ -89,7 +91,6 @@ class Case:
     flops: Callable[[Shape], float] | None = None
     canonical: Callable[[Arrays, Arrays], Arrays] = default_canonical
     tolerance: float = 1.0
-    static_argnums: tuple[int, ...] = ()
     # The dtype NumPy really computes in when it differs from the inputs' (numpy.linalg
     # computes float32 inputs in float64 and rounds the result back).
     numpy_computes_in: str | None = None
