@@ -81,10 +81,18 @@ def check_precision(r: Result) -> Check:
     return Check("precision", "Matched precision", PASS, f"both sides in {a['jax_dtype']}", "dtype")
 
 
+def _not_recorded(check_id: str, title: str, pitfall: str) -> Check:
+    return Check(check_id, title, WARN, "not recorded: this result was saved by a version that did not check it",
+                 pitfall)
+
+
 def check_blocked(r: Result) -> Check:
-    if not r.protocol.get("blocked", True):
+    if "blocked" not in r.protocol:
+        return _not_recorded("blocked", "Blocked timing", "async")
+    if not r.protocol["blocked"]:
         return Check("blocked", "Blocked timing", FAIL,
-                     "JAX calls were not blocked: the time is dispatch, not the work", "async")
+                     "a timed JAX call's output was not ready when its clock stopped: the time is dispatch, "
+                     "not the work", "async")
     if r.runtime.median_s < r.dispatch.median_s:
         return Check("blocked", "Blocked timing", WARN,
                      "blocked runtime is below dispatch time: the numbers look inconsistent", "async")
@@ -92,9 +100,11 @@ def check_blocked(r: Result) -> Check:
 
 
 def check_compile_excluded(r: Result) -> Check:
-    if not r.protocol.get("compile_excluded", True):
+    if "compile_excluded" not in r.protocol:
+        return _not_recorded("compile", "Compile excluded from runtime", "jit")
+    if not r.protocol["compile_excluded"]:
         return Check("compile", "Compile excluded from runtime", FAIL,
-                     "the timed calls include a first call that compiles", "jit")
+                     "the function was not compiled before the timed calls, or compiled again during them", "jit")
     worst = max(r.runtime.samples_s) if r.runtime.samples_s else 0.0
     if r.compile_total_s > 0 and worst > 0.5 * r.compile_total_s and worst > 5 * r.runtime.median_s:
         return Check("compile", "Compile excluded from runtime", WARN,
@@ -104,7 +114,9 @@ def check_compile_excluded(r: Result) -> Check:
 
 
 def check_on_device(r: Result) -> Check:
-    if not r.protocol.get("inputs_on_device", True):
+    if "inputs_on_device" not in r.protocol:
+        return _not_recorded("transfer", "Inputs already on the device", "transfer")
+    if not r.protocol["inputs_on_device"]:
         return Check("transfer", "Inputs already on the device", FAIL,
                      "host arrays were passed in, so every call paid a transfer", "transfer")
     return Check("transfer", "Inputs already on the device", PASS,

@@ -211,7 +211,7 @@ def measure(spec: Spec, progress: ProgressCallback = _no_progress, clock: Clock 
     first_call_stats = _first_call(run, dev_inputs)
     jitted, dispatch_stats = _dispatch(run, dev_inputs)
     fetch_stats, jax_out, fetch_zero_copy = _fetch(run, jitted, dev_inputs)
-    numpy_stats, runtime_stats = _runtimes(run, jitted, host_inputs, dev_inputs)
+    numpy_stats, runtime_stats, protocol = _runtimes(run, jitted, host_inputs, dev_inputs, device)
     agreement = _agreement(run, spec, host_inputs, numpy_out, jax_out)
     run.progress.complete()
     return Result(
@@ -238,6 +238,7 @@ def measure(spec: Spec, progress: ProgressCallback = _no_progress, clock: Clock 
         transfer_zero_copy=transfer_zero_copy,
         fetch_zero_copy=fetch_zero_copy,
         notes=_notes(spec, agreement, transfer_zero_copy),
+        protocol=protocol,
     )
 
 
@@ -314,7 +315,8 @@ def _fetch(run: _Run, jitted: Any, dev_inputs: Any) -> tuple[Stats, tuple[np.nda
     return stats, as_tuple(jax.tree_util.tree_leaves(result)), _aliases_out(result)
 
 
-def _runtimes(run: _Run, jitted: Any, host_inputs: tuple[np.ndarray, ...], dev_inputs: Any) -> tuple[Stats, Stats]:
+def _runtimes(run: _Run, jitted: Any, host_inputs: tuple[np.ndarray, ...], dev_inputs: Any,
+              device: Any) -> tuple[Stats, Stats, dict[str, Any]]:
     """The speedup's two numbers: NumPy on host arrays and JAX steady state (device-resident
     inputs, each call blocked), timed side by side in pairs of blocks (runtime_block_order).
     A shared machine drifts between speed regimes for seconds at a time and the drift hits
@@ -322,6 +324,7 @@ def _runtimes(run: _Run, jitted: Any, host_inputs: tuple[np.ndarray, ...], dev_i
     behind the engine's constants"). Each switch of library settles first (BLAS_SETTLE_S)."""
     cfg = run.timing
     calls = {"numpy": bound_call(run.case.numpy_fn, host_inputs), "runtime": blocking_call(jitted, dev_inputs)}
+    compiled_before = _compiled_count(jitted)
     blocks: dict[str, list[Stats]] = {"numpy": [], "runtime": []}
     block_cfg = cfg.for_runtime_block()
     previous = "runtime"  # fetch ran JAX
@@ -332,8 +335,28 @@ def _runtimes(run: _Run, jitted: Any, host_inputs: tuple[np.ndarray, ...], dev_i
                                       settle_s=settle_s))
         previous = library
     rel_ci = cfg.for_runtime().rel_ci
+    protocol = {
+        "blocked": calls["runtime"].finished_when_timed,
+        "compile_excluded": compiled_before is not None and compiled_before == _compiled_count(jitted) > 0,
+        "inputs_on_device": _on_device(dev_inputs, device),
+    }
     return (combine_blocks(blocks["numpy"], rel_ci, cfg.drift_tolerance, "the NumPy median"),
-            combine_blocks(blocks["runtime"], rel_ci, cfg.drift_tolerance, "the JAX median"))
+            combine_blocks(blocks["runtime"], rel_ci, cfg.drift_tolerance, "the JAX median"), protocol)
+
+
+def _compiled_count(jitted: Any) -> int | None:
+    """How many executables the jitted function holds: one after warm-up, and still one after
+    the timed calls unless one of them compiled again (None where JAX does not say)."""
+    size = getattr(jitted, "_cache_size", None)
+    return size() if callable(size) else None
+
+
+def _on_device(dev_inputs: Any, device: Any) -> bool:
+    """Whether the JAX runtime's inputs are arrays on ``device``, not host arrays it copies."""
+    import jax
+
+    leaves = jax.tree_util.tree_leaves(dev_inputs)
+    return bool(leaves) and all(isinstance(a, jax.Array) and device in a.devices() for a in leaves)
 
 
 def _agreement(run: _Run, spec: Spec, host_inputs: tuple[np.ndarray, ...], numpy_out: tuple[np.ndarray, ...],

@@ -52,13 +52,16 @@ class BoundCall:
             f"def loop(loops, clock, fn, block, {names}):\n"
             f"    start = clock()\n"
             f"    for _ in repeat(None, loops):\n"
-            f"        {stmt}\n"
-            f"    return clock() - start\n"
+            f"        out = {stmt}\n"
+            f"    end = clock()\n"
+            f"    return end - start, out\n"
         )
         namespace: dict[str, Any] = {"repeat": itertools.repeat}
         exec(compile(source, f"<jaxcompare.timing {getattr(fn, '__name__', 'call')}>", "exec"), namespace)
         self._loop = namespace["loop"]
         self._block = _tree_blocker() if block == "tree" else None
+        self.timed_loops = 0
+        self.unready_loops = 0
 
     def __call__(self) -> Any:
         out = self.fn(*self.args)
@@ -69,7 +72,25 @@ class BoundCall:
         return out
 
     def time_loops(self, loops: int, clock: Clock) -> int:
-        return self._loop(loops, clock, self.fn, self._block, *self.args)
+        elapsed, out = self._loop(loops, clock, self.fn, self._block, *self.args)
+        if self.block is not None:
+            # Checked after the clock stopped, so it costs the sample nothing.
+            self.timed_loops += 1
+            self.unready_loops += not _ready(out)
+        return elapsed
+
+    @property
+    def finished_when_timed(self) -> bool:
+        """Whether every timed loop's last output was ready the moment its clock stopped: what
+        blocking promises, checked on the arrays rather than assumed."""
+        return self.timed_loops > 0 and self.unready_loops == 0
+
+
+def _ready(out: Any) -> bool:
+    """True when every array in ``out`` holds its value (``is_ready`` does not wait)."""
+    import jax
+
+    return all(leaf.is_ready() for leaf in jax.tree_util.tree_leaves(out) if hasattr(leaf, "is_ready"))
 
 
 def _tree_blocker() -> Callable[[Any], Any]:

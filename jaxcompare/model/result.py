@@ -16,7 +16,6 @@ MIN_SAMPLES_FOR_RANGE = 6
 
 JAX_PHASES = ("transfer", "trace", "lower", "compile", "first_call", "runtime", "dispatch", "fetch")
 COMPILE_PHASES = ("trace", "lower", "compile")
-FAIR_PROTOCOL = {"blocked": True, "compile_excluded": True, "inputs_on_device": True}
 
 
 @dataclass(frozen=True)
@@ -46,9 +45,9 @@ class Result:
     transfer_zero_copy: bool = False
     fetch_zero_copy: bool = False
     notes: tuple[str, ...] = field(default=())
-    # How the JAX runtime was timed. The engine always times the fair way; the pitfalls lab
-    # builds naive results with these off, and the checklist reads them.
-    protocol: dict[str, Any] = field(default_factory=lambda: dict(FAIR_PROTOCOL))
+    # How the JAX runtime was really timed, as measure() observed it on the arrays: blocked,
+    # compile_excluded, inputs_on_device (bools). Empty when not recorded; the checklist reads it.
+    protocol: dict[str, Any] = field(default_factory=dict)
 
     # --- derived figures -------------------------------------------------------------
     @property
@@ -195,7 +194,7 @@ class Result:
                 transfer_zero_copy=bool(jax.get("transfer_zero_copy", False)),
                 fetch_zero_copy=bool(jax.get("fetch_zero_copy", False)),
                 notes=tuple(data.get("notes") or ()),
-                protocol=dict(data.get("protocol") or FAIR_PROTOCOL),
+                protocol=dict(data.get("protocol") or {}),
                 **stats,
             )
         except BadInput:
