@@ -61,5 +61,10 @@ lint: install-dev
 test: install-dev browser lint
 	JAX_PLATFORMS=cpu $(BIN)/python -m pytest -q
 
+# Rewrites docs/compare.png (the README's screenshot) from a real comparison in Chromium.
+.PHONY: screenshots
+screenshots: install-dev browser
+	JAX_PLATFORMS=cpu JAXCOMPARE_SCREENSHOTS=1 $(BIN)/python -m pytest -q tests/test_screenshot.py
+
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -1,0 +1,81 @@
+"""The Compare screenshot in the README (docs/compare.png), taken in a real browser.
+
+`make screenshots` runs this test with JAXCOMPARE_SCREENSHOTS=1 and rewrites docs/compare.png.
+Without that variable (as in `make test`) the picture goes to pytest's tmp_path, so a test run
+never changes the repository."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from browser_support import CHART, IDLE, ROOT, assert_no_error
+
+pytestmark = pytest.mark.browser
+
+VIEWPORT = {"width": 1280, "height": 900}
+ERROR_BOX = "[data-testid='stAlertContentError']"
+# Both charts drawn: each has marks in the JAX colour (#E4572E), on a canvas or in an SVG.
+CHARTS_DRAWN = """() => {
+    const charts = [...document.querySelectorAll("[data-testid='stVegaLiteChart']")];
+    if (charts.length !== 2) return false;
+    return charts.every(chart => {
+        const canvas = chart.querySelector('canvas');
+        if (!canvas) return /#e4572e|rgb\\(228, ?87, ?46\\)/i.test(chart.innerHTML);
+        const d = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+        for (let i = 0; i < d.length; i += 4)
+            if (d[i + 3] > 0 && d[i] > 180 && d[i + 1] < 150 && d[i + 2] < 130) return true;
+        return false;
+    });
+}"""
+
+# How tall the page is: the main pane and the sidebar each scroll on their own.
+PAGE_HEIGHT = """() => Math.max(...["stMain", "stSidebarContent"].map(id => {
+    const pane = document.querySelector(`[data-testid='${id}']`);
+    return pane ? pane.scrollHeight : 0;
+}))"""
+
+
+def screenshot_path(tmp_path: Path) -> Path:
+    """docs/compare.png when JAXCOMPARE_SCREENSHOTS asks for it, else a file under tmp_path."""
+    if os.environ.get("JAXCOMPARE_SCREENSHOTS", "").strip() not in ("", "0"):
+        return ROOT / "docs" / "compare.png"
+    return tmp_path / "compare.png"
+
+
+def test_compare_screenshot(server, browser, tmp_path):
+    page = browser.new_page(viewport=VIEWPORT)
+    page.goto(f"{server}/Compare?case=centered_gram&shape=large")  # careful timing, the default
+    page.wait_for_selector(IDLE, timeout=60_000)
+    run = page.get_by_role("button", name="Run comparison")
+    run.wait_for(timeout=30_000)
+    page.wait_for_function(
+        "() => { const b = [...document.querySelectorAll('button')]"
+        ".find(b => b.innerText.includes('Run comparison')); return b && !b.disabled; }",
+        timeout=30_000)
+    run.click()
+    # Finished: the result's metrics and both charts are on the page, the marks drawn, the
+    # Stop button gone and the script idle.
+    page.wait_for_selector(CHART, timeout=180_000)
+    page.wait_for_function(CHARTS_DRAWN, timeout=60_000)
+    page.get_by_role("button", name="Stop").wait_for(state="detached", timeout=60_000)
+    page.wait_for_selector(IDLE, timeout=60_000)
+    assert page.locator("[data-testid='stMetric']").count() == 6
+    assert page.locator(ERROR_BOX).count() == 0
+    assert_no_error(page)
+
+    # Streamlit scrolls inside its main and sidebar panes, so a full-page screenshot would show
+    # one window's worth: make the window as tall as the page instead, then let it redraw.
+    height = page.evaluate(PAGE_HEIGHT)
+    page.set_viewport_size({"width": VIEWPORT["width"], "height": min(max(height, VIEWPORT["height"]), 4000)})
+    page.wait_for_function(f"() => ({PAGE_HEIGHT})() <= window.innerHeight + 2", timeout=30_000)
+    page.wait_for_function(CHARTS_DRAWN, timeout=30_000)
+    page.wait_for_selector(IDLE, timeout=60_000)
+
+    shot = screenshot_path(tmp_path)
+    shot.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(shot))
+    size = shot.stat().st_size
+    assert 20_000 < size < 600_000, f"{shot}: {size} bytes"
+    page.close()
