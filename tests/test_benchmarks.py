@@ -15,7 +15,6 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 TOOLS = {"jaxcompare", "timeit", "ipython"}
 
-pytest.importorskip("IPython")
 
 
 @pytest.fixture(scope="module")

@@ -102,6 +102,7 @@ def test_pitfalls_cli_json():
                            "--quick", "--json", "-"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
+    assert [p["id"] for p in doc["pitfalls"]] == ["jit", "async", "dtype", "transfer", "size", "tf32"]
     for pitfall in doc["pitfalls"]:
         assert {"id", "title", "naive", "correct"} <= set(pitfall)
         for side in ("naive", "correct"):
