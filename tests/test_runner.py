@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import textwrap
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -81,10 +83,13 @@ def faulty_cases(tmp_path) -> str:
     """A cases file whose NumPy functions fail the way a worker can: by dying or hanging.
     numpy_fn first runs in the worker (the parent's preflight only calls make_inputs)."""
     path = tmp_path / "faulty_cases.py"
-    path.write_text(textwrap.dedent("""
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    path.write_text(textwrap.dedent(f"""
         import os
         import time
 
+        import jax.numpy as jnp
         import numpy as np
         from jaxcompare import Case
 
@@ -95,13 +100,29 @@ def faulty_cases(tmp_path) -> str:
             while True:
                 time.sleep(0.05)
 
+        opened = []
+
+        def gated(x):  # the first call waits until the test opens the gate (a FIFO) for writing
+            if not opened:
+                with open({str(gate)!r}) as fifo:
+                    fifo.read()
+                opened.append(True)
+            return np.sin(x)
+
         def make(shape, dtype, rng):
             return (rng.random(shape).astype(dtype),)
 
         CASES = [Case(name="dies", numpy_fn=die, jax_fn=np.sin, make_inputs=make),
-                 Case(name="hangs", numpy_fn=hang, jax_fn=np.sin, make_inputs=make)]
+                 Case(name="hangs", numpy_fn=hang, jax_fn=np.sin, make_inputs=make),
+                 Case(name="gated", numpy_fn=gated, jax_fn=jnp.sin, make_inputs=make)]
     """))
     return str(path)
+
+
+def _open_gate(faulty_cases: str) -> None:
+    """Let the gated job go on (blocks until its worker waits at the gate)."""
+    with open(Path(faulty_cases).with_name("gate"), "w") as fifo:
+        fifo.write("go")
 
 
 def _fault(runner: Runner, faulty_cases: str, how: str, timeout_s: float) -> Job:
@@ -151,11 +172,12 @@ def test_concurrent_submitters_never_overlap(runner):
         assert end <= start, windows
 
 
-def test_cancel_a_queued_job(runner):
-    blocker = runner.submit(_spec("x32", shape=(64, 64)))
+def test_cancel_a_queued_job(runner, faulty_cases):
+    blocker = _fault(runner, faulty_cases, "gated", timeout_s=240)  # cannot finish before the gate opens
     queued = runner.submit(_spec("x32"))
     assert runner.position(queued) >= 1
     queued.cancel()
+    _open_gate(faulty_cases)
     blocker.wait(240)
     with pytest.raises(JobFailed, match="cancelled"):
         queued.wait(240)
@@ -180,15 +202,16 @@ def test_workers_never_rerun_the_parents_main_script(tmp_path):
     assert proc.stdout.split() == ["page", "ran", "float32"]
 
 
-def test_queue_position_and_wait_estimate(runner):
+def test_queue_position_and_wait_estimate(runner, faulty_cases):
     done = runner.submit(_spec("x32"))
     done.wait(240)
-    running = runner.submit(_spec("x32", shape=(48, 48)))
+    blocker = _fault(runner, faulty_cases, "gated", timeout_s=240)  # cannot finish before the gate opens
     first = runner.submit(_spec("x32"))
     second = runner.submit(_spec("x32"))
     assert runner.position(second) > runner.position(first) >= 1
     assert runner.estimate_wait_s(second) > runner.estimate_wait_s(first)
-    for job in (running, first, second):
+    _open_gate(faulty_cases)
+    for job in (blocker, first, second):
         job.wait(240)
     assert runner.position(second) == -1
 
