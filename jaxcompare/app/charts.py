@@ -14,7 +14,8 @@ from typing import Any
 
 import altair as alt
 
-from ..model.formatting import ONE_OFF_PHASES, PER_CALL_PHASES, PHASE_LABELS, format_time
+from ..model.formatting import format_time
+from ..model.phases import ONE_OFF_PHASES, PER_CALL_PHASES, PHASE_LABELS
 from ..model.result import Result
 from .controls import shape_text
 from .views import crossover_short, crossovers, describe_crossover, one_off_s

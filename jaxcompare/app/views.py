@@ -12,18 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..analysis.sweep import crossover
-from ..model.formatting import (
-    ONE_OFF_PHASES,
-    PER_CALL_PHASES,
-    PHASE_LABELS,
-    format_break_even,
-    format_speedup,
-    format_time,
-)
+from ..model.formatting import format_break_even, format_speedup, format_time
+from ..model.phases import PHASE_LABELS, PHASES, phase_kind
 from ..model.result import Result
 from .controls import shape_text
-
-ALL_PHASES = ("numpy", "transfer", "trace", "lower", "compile", "first_call", "runtime", "dispatch", "fetch")
 
 # What the worker reports while measuring -> what the page says.
 JOB_PHASE_TEXT = {
@@ -145,18 +137,10 @@ def _range_sentence(result: Result) -> str:
     return text
 
 
-def phase_kind(phase: str) -> str:
-    if phase in ONE_OFF_PHASES:
-        return "one-off"
-    if phase in PER_CALL_PHASES:
-        return "per call"
-    return "reference"
-
-
 def phase_table(result: Result) -> list[dict[str, Any]]:
     """Rows for the page's phase table: formatted times and the stability flag."""
     rows = []
-    for name in ALL_PHASES:
+    for name in PHASES:
         s = result.phase(name)
         rows.append({
             "Phase": PHASE_LABELS[name],
@@ -214,7 +198,7 @@ def result_rows(result: Result) -> list[dict[str, Any]]:
         "rtol": result.agreement.get("rtol"),
     }
     rows = []
-    for name in ALL_PHASES:
+    for name in PHASES:
         s = result.phase(name)
         rows.append(common | {
             "phase": name, "phase_label": PHASE_LABELS[name], "kind": phase_kind(name),

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from ..model.errors import BadInput
-from ..model.formatting import PHASE_LABELS, dumps, format_break_even, format_speedup, format_time
+from ..model.formatting import dumps, format_break_even, format_speedup, format_time
+from ..model.phases import PHASE_LABELS, PHASES
 from ..model.result import Result
 
 
@@ -37,8 +38,7 @@ def result_table(result: Result) -> str:
         "",
         f"  {'phase':<28}{'median':>11}{'min':>11}{'IQR':>11}{'n':>5}{'loops':>7}  stable",
     ]
-    for name in ("numpy", "transfer", "trace", "lower", "compile", "first_call", "runtime",
-                 "dispatch", "fetch"):
+    for name in PHASES:
         s = result.phase(name)
         flag = "yes" if s.stable else f"no: {s.unstable_reason}"
         lines.append(

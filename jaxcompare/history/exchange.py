@@ -19,6 +19,7 @@ from typing import Any
 
 from ..model.errors import BadInput
 from ..model.formatting import dumps
+from ..model.phases import PHASES
 from ..model.result import SCHEMA as RESULT_SCHEMA
 from ..model.result import Result
 
@@ -27,7 +28,6 @@ SUMMARY_FIELDS = (
     "id", "created", "case", "shape", "precision", "dtype", "backend", "device", "device_kind",
     "host", "jax_version", "speedup", "numpy_median_s", "jax_median_s",
 )
-PHASES = ("numpy", "transfer", "trace", "lower", "compile", "first_call", "runtime", "dispatch", "fetch")
 CSV_STATS = ("median_s", "min_s", "iqr_s", "n")
 CSV_PREFIX = {"numpy": "numpy_runtime", "runtime": "jax_runtime"}  # column name prefix per phase
 

@@ -1,4 +1,4 @@
-"""Words and numbers for people: phase labels, times, speedups, strict JSON; shared by every front end."""
+"""Words and numbers for people: times, speedups, bytes, strict JSON; shared by every front end."""
 
 from __future__ import annotations
 
@@ -7,20 +7,6 @@ import math
 from typing import Any
 
 from .result import Result
-
-PHASE_LABELS = {
-    "numpy": "NumPy runtime",
-    "transfer": "Transfer host→device",
-    "trace": "Compile: trace",
-    "lower": "Compile: lower",
-    "compile": "Compile: XLA compile",
-    "first_call": "First call (cold, naive)",
-    "runtime": "JAX runtime (blocked)",
-    "dispatch": "Dispatch only (unblocked)",
-    "fetch": "Fetch device→host",
-}
-ONE_OFF_PHASES = ("transfer", "trace", "lower", "compile")
-PER_CALL_PHASES = ("runtime", "numpy", "dispatch", "fetch")
 
 
 def format_time(seconds: float | None) -> str:

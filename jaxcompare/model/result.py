@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import BadInput
+from .phases import COMPILE_PHASES
 from .spec import Spec
 from .stats import Stats
 
@@ -14,8 +15,6 @@ SCHEMA = "jaxcompare.result/1"
 # The smallest n whose median CI (order statistics) reaches 95% coverage.
 MIN_SAMPLES_FOR_RANGE = 6
 
-JAX_PHASES = ("transfer", "trace", "lower", "compile", "first_call", "runtime", "dispatch", "fetch")
-COMPILE_PHASES = ("trace", "lower", "compile")
 FAIR_PROTOCOL = {"blocked": True, "compile_excluded": True, "inputs_on_device": True}
 
 
