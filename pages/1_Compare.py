@@ -8,6 +8,7 @@ from jaxcompare import JaxCompareError, Result
 from jaxcompare.analysis import checks
 from jaxcompare.app import charts, controls, pitfalls_view, ui, views
 from jaxcompare.model import formatting
+from jaxcompare.model.cases import format_shape
 
 st.set_page_config(page_title="Compare · jaxcompare", page_icon=":material/compare_arrows:", layout="wide")
 ui.sidebar_nav()
@@ -38,7 +39,7 @@ def on_case_change() -> None:
     ss = st.session_state
     if ss["size"] != "custom":
         case = ui.case_by_name(ss["case"])
-        ss["custom_shape"] = controls.shape_text(case.small_shape if ss["size"] == "small" else case.large_shape)
+        ss["custom_shape"] = format_shape(case.small_shape if ss["size"] == "small" else case.large_shape)
 
 
 def on_size_change() -> None:
@@ -73,7 +74,7 @@ def poll_job() -> None:
     if job is None:
         return
     spec = job.spec
-    ui.job_progress(job, f"{spec.case} {controls.shape_text(spec.shape)} {spec.precision}")
+    ui.job_progress(job, f"{spec.case} {format_shape(spec.shape)} {spec.precision}")
     st.button("Stop", icon=":material/stop_circle:", on_click=ui.cancel_job, args=(JOB,), key="stop_compare")
 
 
@@ -89,8 +90,8 @@ with st.sidebar:
     st.selectbox("Case", case_options, format_func=labels.__getitem__, key="case", on_change=on_case_change,
                  help="NumPy cases first, then SciPy. Type to search by name, library or title.")
     case = ui.case_by_name(st.session_state["case"])
-    presets = {"small": f"Small · {controls.shape_text(case.small_shape)}",
-               "large": f"Large · {controls.shape_text(case.large_shape)}", "custom": "Custom"}
+    presets = {"small": f"Small · {format_shape(case.small_shape)}",
+               "large": f"Large · {format_shape(case.large_shape)}", "custom": "Custom"}
     st.segmented_control("Shape", controls.SIZE_CHOICES, format_func=presets.__getitem__, key="size",
                          required=True, on_change=on_size_change)
     st.text_input("Custom shape", key="custom_shape", disabled=st.session_state["size"] != "custom",
@@ -150,7 +151,7 @@ config_now = current_config()
 same = (config_now.case == result.case and shape_problem is None and shape == result.shape
         and config_now.precision == result.precision)
 st.caption(f"`{info.get('numpy_name', '')}` vs `{info.get('jax_name', '')}` · shape "
-           f"{controls.shape_text(result.shape)} · {result.precision} ({result.dtype}) · {result.backend} "
+           f"{format_shape(result.shape)} · {result.precision} ({result.dtype}) · {result.backend} "
            f"device `{result.device}` ({result.device_kind}) · {result.spec.timing.preset_name} timing · "
            f"measured {result.created}"
            + ("" if same else " · *the sidebar settings have changed since this run*"))
@@ -162,7 +163,7 @@ for row in (figures[:3], figures[3:]):
         column.metric(figure.label, figure.value, help=figure.help, border=True)
 st.markdown(views.verdict(result))
 
-stem = f"{result.case}_{controls.shape_text(result.shape)}_{result.precision}"
+stem = f"{result.case}_{format_shape(result.shape)}_{result.precision}"
 left, right = st.columns([6, 5], gap="large")
 with left:
     ui.chart(charts.phase_breakdown_chart(result), "Phase chart", f"{stem}_phases", stretch=True)

@@ -7,6 +7,7 @@ import streamlit as st
 from jaxcompare import JaxCompareError
 from jaxcompare.app import charts, controls, ui, views
 from jaxcompare.model import formatting
+from jaxcompare.model.cases import format_shape
 
 st.set_page_config(page_title="Size sweep · jaxcompare", page_icon=":material/stacked_line_chart:",
                    layout="wide")
@@ -74,7 +75,7 @@ def poll_sweep() -> None:
     if landed or run.finished:
         st.rerun()
     shape, precision = run.current or ((), "")
-    label = f"Size {min(run.completed + 1, run.total)} of {run.total}: {controls.shape_text(shape)} {precision}"
+    label = f"Size {min(run.completed + 1, run.total)} of {run.total}: {format_shape(shape)} {precision}"
     if run.job is not None:
         ui.job_progress(run.job, label, overall=run.fraction())
     st.button("Stop the sweep", icon=":material/stop_circle:", on_click=stop_sweep, key="stop_sweep")
@@ -100,7 +101,7 @@ with st.sidebar:
     config = current_config()
     default_top = controls.default_largest(case, controls.backend_for(config.device, env))
     st.text_input("Largest shape", key="sweep_largest", live=True,
-                  placeholder=f"{controls.shape_text(default_top)} (default)",
+                  placeholder=f"{format_shape(default_top)} (default)",
                   help="Leave empty for the default: the case's large preset on CPU, twice that per "
                        "dimension on a GPU or TPU.")
     st.selectbox("Device", ("auto", "cpu", "gpu", "tpu"), format_func=controls.DEVICE_LABELS.__getitem__,
@@ -121,7 +122,7 @@ with st.sidebar:
         st.error(problem, icon=":material/error:")
     else:
         sizes = list(dict.fromkeys(shape for shape, _ in planned.points))
-        st.caption(f"{' → '.join(controls.shape_text(s) for s in sizes)}: {planned.total} measurement(s).")
+        st.caption(f"{' → '.join(format_shape(s) for s in sizes)}: {planned.total} measurement(s).")
     busy = active_run() is not None
     st.button("Run sweep", type="primary", icon=":material/play_arrow:", on_click=start_sweep,
               disabled=busy or problem is not None, width="stretch", key="run_sweep")
@@ -171,7 +172,7 @@ for column, (precision, elements) in zip(columns, found.items(), strict=False):
                        + views.describe_crossover(elements, len(first.shape)) + ".", border=True)
 best = max(results, key=lambda r: r.speedup)
 columns[-1].metric("Best speedup", f"{best.speedup:.2f}x",
-                   help=f"At {controls.shape_text(best.shape)} {best.precision}.", border=True)
+                   help=f"At {format_shape(best.shape)} {best.precision}.", border=True)
 
 stem = f"sweep_{first.case}"
 ui.chart(charts.sweep_runtime_chart(results, run.extent()), "Runtime chart", f"{stem}_runtime", stretch=True)

@@ -14,6 +14,7 @@ from jaxcompare.app import pitfalls_view as pv
 from jaxcompare.app.charts import chart_png_bytes
 from jaxcompare.app.charts_pitfalls import pitfall_chart
 from jaxcompare.engine.pitfalls import PITFALLS, SECTIONS
+from jaxcompare.model.cases import format_shape
 
 st.set_page_config(page_title="Pitfalls · jaxcompare", page_icon=":material/school:", layout="wide")
 ui.sidebar_nav()
@@ -45,7 +46,7 @@ def on_case_change() -> None:
     ss = st.session_state
     if ss[key("size")] != "custom":
         case = ui.case_by_name(ss[key("case")])
-        ss[key("custom_shape")] = controls.shape_text(case.small_shape if ss[key("size")] == "small"
+        ss[key("custom_shape")] = format_shape(case.small_shape if ss[key("size")] == "small"
                                                       else case.large_shape)
 
 
@@ -158,7 +159,7 @@ def section(meta: Mapping[str, str], entry: Mapping[str, Any] | None, case: Case
     if busy and pid in st.session_state.get(f"{JOB}_meta", {}).get("sections", ()):
         row.caption("Measuring… progress is at the top of the page.")
     if pitfall is not None:
-        stem = f"pitfall_{pid}_{context['case']}_{controls.shape_text(context['shape'])}_{context['precision']}"
+        stem = f"pitfall_{pid}_{context['case']}_{format_shape(context['shape'])}_{context['precision']}"
         row.download_button("Chart (PNG)", data=lambda chart=chart: chart_png_bytes(chart), file_name=f"{stem}.png",
                             mime="image/png", icon=":material/download:", on_click="ignore", key=f"png_{pid}")
 
@@ -174,8 +175,8 @@ with st.sidebar:
                  on_change=on_case_change,
                  help="The JAX docs' benchmarking example, centered_gram, is the default.")
     case = ui.case_by_name(st.session_state[key("case")])
-    presets = {"small": f"Small · {controls.shape_text(case.small_shape)}",
-               "large": f"Large · {controls.shape_text(case.large_shape)}", "custom": "Custom"}
+    presets = {"small": f"Small · {format_shape(case.small_shape)}",
+               "large": f"Large · {format_shape(case.large_shape)}", "custom": "Custom"}
     st.segmented_control("Shape", controls.SIZE_CHOICES, format_func=presets.__getitem__, key=key("size"),
                          required=True, on_change=on_case_change)
     st.text_input("Custom shape", key=key("custom_shape"), disabled=st.session_state[key("size")] != "custom",
@@ -211,7 +212,7 @@ ui.sync_url(config.query())
 
 st.title("Pitfalls")
 st.caption(f"Each classic JAX benchmarking mistake, measured live beside the right way, for "
-           f"`{case.name}` at {controls.shape_text(shape) if shape else '—'} ({config.precision}). "
+           f"`{case.name}` at {format_shape(shape) if shape else '—'} ({config.precision}). "
            "The naive way is what a quick `%timeit` in a notebook shows; the gap to the correct way is "
            "how wrong that conclusion is.")
 env = ui.device_banner()

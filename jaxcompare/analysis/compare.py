@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ..model.cases import format_shape
 from ..model.formatting import format_time
 from ..model.result import Result
 from ..model.stats import Stats
@@ -115,7 +116,7 @@ def compare_results(a: Result, b: Result, alpha: float = 0.05, min_effect: float
     if a.case != b.case:
         warnings.append(f"different cases ({a.case} vs {b.case}): the times measure different work")
     if tuple(a.shape) != tuple(b.shape):
-        warnings.append(f"different shapes ({_shape(a)} vs {_shape(b)}): the times measure "
+        warnings.append(f"different shapes ({format_shape(a.shape)} vs {format_shape(b.shape)}): the times measure "
                         f"different amounts of work")
     if a.precision != b.precision:
         warnings.append(f"different precisions ({a.precision} vs {b.precision}): part of any "
@@ -149,7 +150,7 @@ def differences(a: Result, b: Result) -> list[dict[str, Any]]:
     def facts(r: Result) -> dict[str, Any]:
         versions = r.env.get("versions") or {}
         return {
-            "case": r.case, "shape": _shape(r), "precision": r.precision, "dtype": r.dtype,
+            "case": r.case, "shape": format_shape(r.shape), "precision": r.precision, "dtype": r.dtype,
             "backend": r.backend, "device_kind": r.device_kind, "host": r.env.get("hostname"),
             "cpu_model": r.env.get("cpu_model"), "jax": versions.get("jax"),
             "jaxlib": versions.get("jaxlib"), "numpy": versions.get("numpy"),
@@ -185,10 +186,6 @@ def _min_two_sided_p(na: int, nb: int) -> float:
 
 def _finite(value: float) -> float | None:
     return value if isinstance(value, int | float) and math.isfinite(value) else None
-
-
-def _shape(r: Result) -> str:
-    return "x".join(map(str, r.shape))
 
 
 def _x(factor: float) -> str:

@@ -14,10 +14,10 @@ from typing import Any
 
 import altair as alt
 
+from ..model.cases import format_shape
 from ..model.formatting import format_time
 from ..model.phases import ONE_OFF_PHASES, PER_CALL_PHASES, PHASE_LABELS
 from ..model.result import Result
-from .controls import shape_text
 from .views import crossover_short, crossovers, describe_crossover, one_off_s
 
 NUMPY_COLOR = "#4C78A8"
@@ -66,7 +66,7 @@ def _side(phase: str) -> str:
 
 
 def _subtitle(result: Result) -> str:
-    return (f"{result.case} · {shape_text(result.shape)} · {result.dtype} · {result.backend} "
+    return (f"{result.case} · {format_shape(result.shape)} · {result.dtype} · {result.backend} "
             f"({result.device_kind})")
 
 
@@ -194,7 +194,7 @@ def sweep_rows(results: Sequence[Result]) -> list[dict[str, Any]]:
         elements = math.prod(r.shape)
         for side, s in (("NumPy", r.numpy_runtime), ("JAX", r.runtime)):
             rows.append({
-                "elements": elements, "shape": shape_text(r.shape), "precision": r.precision,
+                "elements": elements, "shape": format_shape(r.shape), "precision": r.precision,
                 "series": f"{side} {r.precision}", "side": side, "median_s": max(s.median_s, TINY_S),
                 "ci_low_s": max(s.ci_low_s if math.isfinite(s.ci_low_s) else s.median_s, TINY_S),
                 "ci_high_s": max(s.ci_high_s if math.isfinite(s.ci_high_s) else s.median_s, TINY_S),
@@ -246,7 +246,7 @@ def speedup_rows(results: Sequence[Result]) -> list[dict[str, Any]]:
     rows = []
     for r in results:
         if math.isfinite(r.speedup) and r.speedup > 0:
-            rows.append({"elements": math.prod(r.shape), "shape": shape_text(r.shape),
+            rows.append({"elements": math.prod(r.shape), "shape": format_shape(r.shape),
                          "precision": r.precision, "speedup": r.speedup, "text": f"{r.speedup:.2f}x"})
     return sorted(rows, key=lambda row: (row["precision"], row["elements"]))
 
@@ -315,7 +315,7 @@ def share_rows(results: Sequence[Result]) -> list[dict[str, Any]]:
         total = sum(max(v, 0.0) for _, v in parts) or 1.0
         one_off_share = one_off_s(r) / total
         for order, (component, seconds) in enumerate(parts):
-            rows.append({"shape": shape_text(r.shape), "elements": math.prod(r.shape),
+            rows.append({"shape": format_shape(r.shape), "elements": math.prod(r.shape),
                          "precision": r.precision, "component": component, "order": order,
                          "seconds": max(seconds, 0.0), "share": max(seconds, 0.0) / total,
                          "text": format_time(seconds), "one_off_share": one_off_share})

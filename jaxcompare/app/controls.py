@@ -45,11 +45,7 @@ def case_label(case: Case) -> str:
     return f"{group_label(case.group)} · {case.name}{title}"
 
 
-def shape_text(shape: Sequence[int]) -> str:
-    return format_shape(shape)
-
-
-def check_shape_text(case: Case, text: str) -> tuple[int, ...]:
+def check_format_shape(case: Case, text: str) -> tuple[int, ...]:
     """Parse a typed shape and check it against the case; BadInput says what is wrong."""
     shape = parse_shape(text)
     case.check_shape(shape)
@@ -98,7 +94,7 @@ class CompareConfig:
             return case.small_shape
         if self.size == "large":
             return case.large_shape
-        return check_shape_text(case, self.custom_shape)
+        return check_format_shape(case, self.custom_shape)
 
     def spec(self, case: Case) -> Spec:
         return Spec(case.name, self.shape(case), precision=self.precision, device=self.device,
@@ -146,15 +142,15 @@ def compare_config_from_query(query: Mapping[str, Any], cases: Sequence[Case],
             case = found
     presets = {"small": case.small_shape, "large": case.large_shape}
     size = cls.DEFAULT_SIZE
-    custom = shape_text(presets[size])
+    custom = format_shape(presets[size])
     raw_shape = _first(query.get("shape"))
     if raw_shape is not None:
         if raw_shape in presets:
             size = raw_shape
         else:
             try:
-                shape = check_shape_text(case, raw_shape)
-                custom = shape_text(shape)
+                shape = check_format_shape(case, raw_shape)
+                custom = format_shape(shape)
                 size = next((name for name in (cls.DEFAULT_SIZE, "small", "large") if presets[name] == shape),
                             "custom")
             except JaxCompareError as exc:
@@ -237,12 +233,12 @@ def default_largest(case: Case, backend: str = "cpu") -> tuple[int, ...]:
 def check_largest(case: Case, text: str) -> tuple[int, ...]:
     """The sweep's top size: a shape the case accepts, with the small preset's rank, larger
     than the small preset."""
-    shape = check_shape_text(case, text)
+    shape = check_format_shape(case, text)
     if len(shape) != len(case.small_shape):
         raise BadInput(f"the largest size needs {len(case.small_shape)} dimension(s) like "
-                       f"{shape_text(case.large_shape)}")
+                       f"{format_shape(case.large_shape)}")
     if math.prod(shape) <= math.prod(case.small_shape):
-        raise BadInput(f"the largest size must be bigger than the smallest, {shape_text(case.small_shape)}")
+        raise BadInput(f"the largest size must be bigger than the smallest, {format_shape(case.small_shape)}")
     return shape
 
 
@@ -274,7 +270,7 @@ def sweep_config_from_query(query: Mapping[str, Any], cases: Sequence[Case]
     raw = _first(query.get("largest"))
     if raw is not None:
         try:
-            largest = shape_text(check_largest(case, raw))
+            largest = format_shape(check_largest(case, raw))
         except JaxCompareError as exc:
             warnings.append(_url_warning("largest", raw, str(exc), "the case's large preset"))
     config = SweepConfig(
@@ -340,7 +336,7 @@ class SweepRun:
             shape, precision = self.current or ((), "")
             if self.job.error is not None:
                 if not self.stopped:
-                    self.errors.append(f"{shape_text(shape)} {precision}: {self.job.error}")
+                    self.errors.append(f"{format_shape(shape)} {precision}: {self.job.error}")
                     self.stopped = True
             elif self.job.value is not None:
                 self.results.append(self.job.value)
@@ -354,7 +350,7 @@ class SweepRun:
             try:
                 self.job = submit(spec)
             except JaxCompareError as exc:
-                self.errors.append(f"{shape_text(shape)} {precision}: {exc}")
+                self.errors.append(f"{format_shape(shape)} {precision}: {exc}")
                 self.job, self.current, self.stopped = None, None, True
                 landed = True
         return landed

@@ -11,11 +11,11 @@ from typing import Any, ClassVar
 from urllib.parse import urlencode
 
 from ..engine.pitfalls import DOCS, PITFALLS, SECTIONS
-from ..model.cases import Case
+from ..model.cases import Case, format_shape
 from ..model.formatting import format_time
 from ..model.result import Result
 from ..model.spec import DEVICES
-from .controls import CompareConfig, compare_config_from_query, ordered_cases, shape_text
+from .controls import CompareConfig, compare_config_from_query, ordered_cases
 
 DEFAULT_CASE = "centered_gram"  # the JAX docs' "Benchmarking JAX code" example
 PAGE_PATH = "Pitfalls"  # the page's URL path (pages/3_Pitfalls.py)
@@ -82,9 +82,9 @@ def pitfall_link(pitfall_id: str, case: Case, shape: Sequence[int], precision: s
     the pitfalls show (the size pitfall compares against the small preset)."""
     shape = tuple(shape)
     if shape == case.large_shape or math.prod(shape) <= math.prod(case.small_shape):
-        size, custom = "large", shape_text(case.large_shape)
+        size, custom = "large", format_shape(case.large_shape)
     else:
-        size, custom = "custom", shape_text(shape)
+        size, custom = "custom", format_shape(shape)
     config = PitfallsConfig(case=case.name, size=size, custom_shape=custom, precision=precision,
                             device=device if device in DEVICES else "auto")
     return f"{PAGE_PATH}?{urlencode(config.query())}#{anchor(pitfall_id)}"
@@ -103,7 +103,7 @@ def result_link(pitfall_id: str | None, result: Result, cases: Sequence[Case]) -
 def preview(pitfall_id: str, case: Case, shape: Sequence[int], precision: str) -> dict[str, list[dict[str, str]]]:
     """The labels and code of each side, as the engine will measure them (tests keep the two in
     step), so a section shows its code before anything has run."""
-    big, small = shape_text(shape), shape_text(case.small_shape)
+    big, small = format_shape(shape), format_shape(case.small_shape)
     f64 = {"label": "Both float64 (jax_enable_x64)", "code": "jax.config.update('jax_enable_x64', True)"}
     f32 = {"label": "Both float32", "code": "np.float32 inputs on both sides"}
     sides: dict[str, tuple[dict[str, str], dict[str, str], list[dict[str, str]]]] = {
@@ -275,7 +275,7 @@ def tf32_errors(pitfall: Mapping[str, Any]) -> str | None:
 
 
 def measured_caption(report: Mapping[str, Any], timing: str) -> str:
-    return (f"Measured: {report['case']} · {shape_text(report['shape'])} · {report['precision']} "
+    return (f"Measured: {report['case']} · {format_shape(report['shape'])} · {report['precision']} "
             f"({report['dtype']}) · {BACKEND_NAMES.get(report['backend'], report['backend'])} device "
             f"`{report['device']}` · {timing} timing")
 

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..analysis.sweep import crossover
+from ..model.cases import format_shape
 from ..model.formatting import format_break_even, format_speedup, format_time
 from ..model.phases import PHASE_LABELS, PHASES, phase_kind
 from ..model.result import Result
-from .controls import shape_text
 
 # What the worker reports while measuring -> what the page says.
 JOB_PHASE_TEXT = {
@@ -160,7 +160,7 @@ def sweep_table(results: Sequence[Result]) -> list[dict[str, Any]]:
     rows = []
     for r in sorted(results, key=lambda r: (r.precision, math.prod(r.shape))):
         rows.append({
-            "Shape": shape_text(r.shape),
+            "Shape": format_shape(r.shape),
             "Precision": f"{r.precision} ({r.dtype})",
             "NumPy": format_time(r.numpy_runtime.median_s),
             "JAX": format_time(r.runtime.median_s),
@@ -187,7 +187,7 @@ def result_rows(result: Result) -> list[dict[str, Any]]:
     """One flat row per phase: the shape a spreadsheet wants."""
     common = {
         "result_id": result.id, "created": result.created, "case": result.case,
-        "shape": shape_text(result.shape), "precision": result.precision, "dtype": result.dtype,
+        "shape": format_shape(result.shape), "precision": result.precision, "dtype": result.dtype,
         "backend": result.backend, "device": result.device, "device_kind": result.device_kind,
         "speedup": result.speedup if math.isfinite(result.speedup) else "",
         "break_even_calls": "" if result.break_even_calls is None else result.break_even_calls,

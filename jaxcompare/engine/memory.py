@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..model.cases import Case
+from ..model.cases import Case, format_shape
 from ..model.errors import TooLarge
 
 PROBE_SIZES = (13, 17, 19, 23)
@@ -123,7 +123,7 @@ def device_free(device: Any) -> int | None:
 def check_fits(est: MemoryEstimate, case_name: str, shape: tuple[int, ...], *,
                host_free: int | None, device_free_bytes: int | None) -> None:
     """Refuse, naming the limit, when the estimate does not fit; allocate nothing."""
-    tag = f"{case_name} at {'x'.join(map(str, shape))}"
+    tag = f"{case_name} at {format_shape(shape)}"
     if host_free is not None and est.host_bytes > HOST_FRACTION * host_free:
         raise TooLarge(f"{tag} needs about {format_bytes(est.host_bytes)} of host memory; "
                        f"the limit here is {format_bytes(HOST_FRACTION * host_free)} "

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..model.cases import format_shape
 from ..model.errors import BadInput
 from ..model.formatting import dumps
 from ..model.phases import PHASES
@@ -38,7 +39,7 @@ def summary(result: Result) -> dict[str, Any]:
         "id": result.id,
         "created": normalise_created(result.created),
         "case": result.case,
-        "shape": "x".join(map(str, result.shape)),
+        "shape": format_shape(result.shape),
         "precision": result.precision,
         "dtype": result.dtype,
         "backend": result.backend,
