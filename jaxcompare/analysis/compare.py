@@ -20,7 +20,7 @@ import numpy as np
 
 from ..model.cases import format_shape
 from ..model.formatting import format_time
-from ..model.result import Result
+from ..model.result import Result, finite_or_none
 from ..model.stats import Stats
 
 FASTER = "faster"
@@ -54,7 +54,7 @@ def verdict(
     med_b = float(np.median(xb)) if xb.size else b.median_s
     ratio = med_b / med_a if med_a > 0 else math.nan
     out: dict[str, Any] = {
-        "verdict": TOO_FEW, "ratio": _finite(ratio), "p_value": None, "ci_low": None,
+        "verdict": TOO_FEW, "ratio": finite_or_none(ratio), "p_value": None, "ci_low": None,
         "ci_high": None, "n_a": int(xa.size), "n_b": int(xb.size), "median_a_s": med_a,
         "median_b_s": med_b, "significant": False, "alpha": alpha, "min_effect": min_effect,
     }
@@ -141,7 +141,7 @@ def compare_results(a: Result, b: Result, alpha: float = 0.05, min_effect: float
                                names=("A's JAX runtime", "B's JAX runtime")),
         "numpy_runtime": verdict(a.numpy_runtime, b.numpy_runtime, alpha, min_effect,
                                  names=("A's NumPy runtime", "B's NumPy runtime")),
-        "speedup": {"a": _finite(a.speedup), "b": _finite(b.speedup)},
+        "speedup": {"a": finite_or_none(a.speedup), "b": finite_or_none(b.speedup)},
     }
 
 
@@ -182,10 +182,6 @@ def _bootstrap_ratio_ci(xa: np.ndarray, xb: np.ndarray, level: float, resamples:
 def _min_two_sided_p(na: int, nb: int) -> float:
     """The smallest two-sided p an exact rank test can give with these sample counts."""
     return min(1.0, 2 / math.comb(na + nb, na))
-
-
-def _finite(value: float) -> float | None:
-    return value if isinstance(value, int | float) and math.isfinite(value) else None
 
 
 def _x(factor: float) -> str:

@@ -61,6 +61,11 @@ def _time_axis(title: str, ticks: list[float], **kwargs: Any) -> alt.Axis:
     return alt.Axis(title=title, values=ticks, labelExpr=TIME_LABEL, grid=True, **kwargs)
 
 
+def finite_or(value: float, fallback: float) -> float:
+    """``value`` when finite, else ``fallback``: an unknown CI end is drawn at the median."""
+    return value if math.isfinite(value) else fallback
+
+
 def _side(phase: str) -> str:
     return "NumPy" if phase == "numpy" else "JAX"
 
@@ -80,8 +85,8 @@ def phase_rows(result: Result) -> list[dict[str, Any]]:
             rows.append({
                 "phase": name, "label": PHASE_LABELS[name], "group": group, "order": order,
                 "side": _side(name), "median_s": value,
-                "ci_low_s": max(s.ci_low_s if math.isfinite(s.ci_low_s) else value, TINY_S),
-                "ci_high_s": max(s.ci_high_s if math.isfinite(s.ci_high_s) else value, TINY_S),
+                "ci_low_s": max(finite_or(s.ci_low_s, value), TINY_S),
+                "ci_high_s": max(finite_or(s.ci_high_s, value), TINY_S),
                 "min_s": s.min_s, "n": s.n, "loops": s.loops,
                 "text": format_time(s.median_s) if s.median_s > 0 else "≈ 0",
                 "stable": "yes" if s.stable else f"no: {s.unstable_reason}",
@@ -160,8 +165,8 @@ def samples_chart(result: Result) -> alt.LayerChart:
     for name, label in zip(("numpy", "runtime"), labels, strict=True):
         s = result.phase(name)
         m = s.median_s if s.median_s > 0 else 1.0
-        lo_ci = s.ci_low_s if math.isfinite(s.ci_low_s) else m
-        hi_ci = s.ci_high_s if math.isfinite(s.ci_high_s) else m
+        lo_ci = finite_or(s.ci_low_s, m)
+        hi_ci = finite_or(s.ci_high_s, m)
         summary.append({"label": label, "ci_low": lo_ci / m - 1, "ci_high": hi_ci / m - 1, "zero": 0.0,
                         "n": s.n, "loops": s.loops, "iqr": s.iqr_s / m,
                         "stable": "yes" if s.stable else f"no: {s.unstable_reason}"})
@@ -196,8 +201,8 @@ def sweep_rows(results: Sequence[Result]) -> list[dict[str, Any]]:
             rows.append({
                 "elements": elements, "shape": format_shape(r.shape), "precision": r.precision,
                 "series": f"{side} {r.precision}", "side": side, "median_s": max(s.median_s, TINY_S),
-                "ci_low_s": max(s.ci_low_s if math.isfinite(s.ci_low_s) else s.median_s, TINY_S),
-                "ci_high_s": max(s.ci_high_s if math.isfinite(s.ci_high_s) else s.median_s, TINY_S),
+                "ci_low_s": max(finite_or(s.ci_low_s, s.median_s), TINY_S),
+                "ci_high_s": max(finite_or(s.ci_high_s, s.median_s), TINY_S),
                 "text": format_time(s.median_s),
             })
     return sorted(rows, key=lambda row: (row["series"], row["elements"]))

@@ -16,7 +16,16 @@ import altair as alt
 from ..model.formatting import format_time
 from ..model.phases import ONE_OFF_PHASES, PER_CALL_PHASES, PHASE_LABELS
 from ..model.result import Result
-from .charts import FIT_WIDTH, ONE_OFF_HEADING, PER_CALL_HEADING, TINY_S, _log_domain, _time_axis, headed_phase_axis
+from .charts import (
+    FIT_WIDTH,
+    ONE_OFF_HEADING,
+    PER_CALL_HEADING,
+    TINY_S,
+    _log_domain,
+    _time_axis,
+    finite_or,
+    headed_phase_axis,
+)
 from .history_view import lettered_labels
 
 # The naive first call sits with the one-off costs here: it is mostly compile.
@@ -37,10 +46,6 @@ def _labels(results: Sequence[Result], labels: Sequence[str] | None) -> list[str
     return labels
 
 
-def _finite(value: float, fallback: float) -> float:
-    return value if math.isfinite(value) else fallback
-
-
 # --- phases ------------------------------------------------------------------------------------
 def phase_rows(results: Sequence[Result], labels: Sequence[str] | None = None) -> list[dict[str, Any]]:
     rows = []
@@ -52,8 +57,8 @@ def phase_rows(results: Sequence[Result], labels: Sequence[str] | None = None) -
                 rows.append({
                     "run": label, "phase": name, "label": PHASE_LABELS[name], "group": group,
                     "median_s": median,
-                    "ci_low_s": max(_finite(s.ci_low_s, median), TINY_S),
-                    "ci_high_s": max(_finite(s.ci_high_s, median), TINY_S),
+                    "ci_low_s": max(finite_or(s.ci_low_s, median), TINY_S),
+                    "ci_high_s": max(finite_or(s.ci_high_s, median), TINY_S),
                     "text": format_time(s.median_s) if s.median_s > 0 else "≈ 0", "n": s.n,
                     "stable": "yes" if s.stable else f"no: {s.unstable_reason}",
                 })

@@ -4,14 +4,13 @@ filter options, and the words for a two-run verdict."""
 from __future__ import annotations
 
 import datetime as dt
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..analysis import compare
 from ..history.exchange import summary
 from ..model.formatting import format_time
-from ..model.result import Result
+from ..model.result import Result, finite_or_none
 
 MAX_COMPARE = 10  # runs drawn side by side; one letter each
 LETTERS = "ABCDEFGHIJ"
@@ -89,7 +88,6 @@ def table_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """One table row per saved result (times as text: they span six decades)."""
     out = []
     for row in rows:
-        speedup = row.get("speedup")
         out.append({
             "Measured (UTC)": when_text(row["created"]),
             "Case": row["case"],
@@ -100,7 +98,7 @@ def table_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             "JAX": row["jax_version"] or "—",
             "NumPy runtime": format_time(row["numpy_median_s"]),
             "JAX runtime": format_time(row["jax_median_s"]),
-            "Speedup": speedup if isinstance(speedup, int | float) and math.isfinite(speedup) else None,
+            "Speedup": finite_or_none(row.get("speedup")),
             "ID": row["id"][:8],
         })
     return out

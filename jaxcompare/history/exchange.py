@@ -22,7 +22,7 @@ from ..model.errors import BadInput
 from ..model.formatting import dumps
 from ..model.phases import PHASES
 from ..model.result import SCHEMA as RESULT_SCHEMA
-from ..model.result import Result
+from ..model.result import Result, finite_or_none
 
 EXPORT_SCHEMA = "jaxcompare.export/1"
 SUMMARY_FIELDS = (
@@ -47,7 +47,7 @@ def summary(result: Result) -> dict[str, Any]:
         "device_kind": result.device_kind,
         "host": str(result.env.get("hostname") or ""),
         "jax_version": str((result.env.get("versions") or {}).get("jax") or ""),
-        "speedup": finite(result.speedup),
+        "speedup": finite_or_none(result.speedup),
         "numpy_median_s": result.numpy_runtime.median_s,
         "jax_median_s": result.runtime.median_s,
     }
@@ -182,10 +182,6 @@ def _csv_value(value: Any) -> Any:
 # --- helpers -------------------------------------------------------------------------------
 def now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="microseconds")
-
-
-def finite(value: float) -> float | None:
-    return value if isinstance(value, int | float) and math.isfinite(value) else None
 
 
 def normalise_created(created: str) -> str:
