@@ -70,8 +70,8 @@ with col_cpu:
         {"Item": "Physical cores", "Value": str(env.get("cpu_count_physical"))},
         {"Item": "Cores this process may use (affinity)", "Value": str(env.get("cpu_affinity"))},
         {"Item": "Load average (1 min)", "Value": "—" if load is None else f"{load:.2f}"},
-        {"Item": "Memory total", "Value": views.format_bytes(env.get("memory_total_bytes"))},
-        {"Item": "Memory available", "Value": views.format_bytes(host.get("memory_available_bytes"))},
+        {"Item": "Memory total", "Value": formatting.format_bytes(env.get("memory_total_bytes"))},
+        {"Item": "Memory available", "Value": formatting.format_bytes(host.get("memory_available_bytes"))},
         {"Item": "Platform", "Value": env.get("platform")},
         {"Item": "Python", "Value": env.get("python_executable")},
     ], hide_index=True, width="stretch")
@@ -88,8 +88,8 @@ if workers:
     ], hide_index=True, width="stretch")
     st.dataframe([
         {"Platform": d.get("platform"), "Id": d.get("id"), "Kind": d.get("kind"), "Name": d.get("name"),
-         "Memory limit": views.format_bytes(d.get("memory_limit_bytes")),
-         "Memory in use": views.format_bytes(d.get("memory_in_use_bytes"))}
+         "Memory limit": formatting.format_bytes(d.get("memory_limit_bytes")),
+         "Memory in use": formatting.format_bytes(d.get("memory_in_use_bytes"))}
         for d in (main_env.get("jax") or {}).get("devices", [])
     ], hide_index=True, width="stretch")
 else:

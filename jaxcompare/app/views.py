@@ -13,7 +13,7 @@ from typing import Any
 
 from ..analysis.sweep import crossover
 from ..model.cases import format_shape
-from ..model.formatting import format_break_even, format_speedup, format_time
+from ..model.formatting import format_break_even, format_bytes, format_speedup, format_time
 from ..model.phases import PHASE_LABELS, PHASES, phase_kind
 from ..model.result import Result
 
@@ -229,16 +229,6 @@ class Banner:
 
 def accelerators(env: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [d for d in (env.get("jax") or {}).get("devices", []) if d.get("platform") in ("gpu", "tpu")]
-
-
-def format_bytes(n: float | None) -> str:
-    if not n:
-        return "—"
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{n:.3g} {unit}" if unit != "B" else f"{int(n)} B"
-        n /= 1024
-    return f"{n:.3g} TiB"
 
 
 def cores_text(env: Mapping[str, Any]) -> str:

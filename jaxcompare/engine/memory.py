@@ -15,19 +15,12 @@ import numpy as np
 
 from ..model.cases import Case, format_shape
 from ..model.errors import TooLarge
+from ..model.formatting import format_bytes
 
 PROBE_SIZES = (13, 17, 19, 23)
 # Leave room for the interpreter, XLA's workspace and the other worker.
 HOST_FRACTION = 0.7
 DEVICE_FRACTION = 0.8
-
-
-def format_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.3g} {unit}" if unit != "B" else f"{int(n)} B"
-        n /= 1024
-    return f"{n:.3g} TiB"
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,17 @@ def format_speedup(speedup: float | None) -> str:
     return f"{speedup:.2f}x (JAX {1 / speedup:.1f}x slower)"
 
 
+def format_bytes(n: float | None) -> str:
+    """Bytes in binary units, three significant figures: 80 GiB, 512 B; '—' when unknown."""
+    if n is None:
+        return "—"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.3g} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1024
+    return f"{n:.3g} TiB"
+
+
 def format_break_even(calls: float | None) -> str:
     if calls is None:
         return "never (JAX is not faster per call)"
