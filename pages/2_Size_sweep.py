@@ -171,7 +171,7 @@ for column, (precision, elements) in zip(columns, found.items(), strict=False):
                   help="Where the speedup first crosses 1x, interpolated on log-log axes: "
                        + views.describe_crossover(elements, len(first.shape)) + ".", border=True)
 best = max(results, key=lambda r: r.speedup)
-columns[-1].metric("Best speedup", f"{best.speedup:.2f}x",
+columns[-1].metric("Best speedup", formatting.format_factor(best.speedup),
                    help=f"At {format_shape(best.shape)} {best.precision}.", border=True)
 
 stem = f"sweep_{first.case}"

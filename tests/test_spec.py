@@ -64,6 +64,15 @@ def test_format_time_picks_the_unit_after_rounding(seconds, text):
     assert format_time(seconds) == text
 
 
+def test_speedup_words_come_from_one_place():
+    from jaxcompare.model.formatting import faster_or_slower, format_factor, format_speedup
+
+    assert format_factor(2.5) == "2.50x" and format_factor(None) == "—" and format_factor(float("inf")) == "—"
+    assert faster_or_slower(2.0) == ("faster", 2.0) and faster_or_slower(0.5) == ("slower", 2.0)
+    assert format_speedup(2.5) == "2.50x (JAX faster)" and format_speedup(0.5) == "0.50x (JAX 2.0x slower)"
+    assert format_speedup(float("nan")) == "—"
+
+
 @pytest.mark.parametrize("n, text", [
     (None, "—"), (0, "0 B"), (512, "512 B"), (80 * 1024**3, "80 GiB"), (1.5 * 1024**2, "1.5 MiB"),
 ])

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..model.cases import format_shape
-from ..model.formatting import format_time
+from ..model.formatting import format_factor, format_time
 from ..model.result import Result, finite_or_none
 from ..model.stats import Stats
 
@@ -80,19 +80,19 @@ def verdict(
     out["significant"] = significant
     level = f"{1 - alpha:.0%}"
     if word == FASTER:
-        ci_text = f"{level} CI of the speedup {_x(1 / hi)}–{_x(1 / lo)}"
+        ci_text = f"{level} CI of the speedup {format_factor(1 / hi)}–{format_factor(1 / lo)}"
     else:
-        ci_text = f"{level} CI of the slowdown {_x(lo)}–{_x(hi)}"
+        ci_text = f"{level} CI of the slowdown {format_factor(lo)}–{format_factor(hi)}"
     medians = f"median {_t(med_b)} vs {_t(med_a)}"
     stats_text = f"{medians}; {_p(p)}; {ci_text}"
 
     if significant and big_enough:
         out["verdict"] = word
-        out["explanation"] = f"{nb_} is {_x(factor)} {word} than {na_} ({stats_text})."
+        out["explanation"] = f"{nb_} is {format_factor(factor)} {word} than {na_} ({stats_text})."
         return out
     out["verdict"] = SAME
     if significant:
-        why = (f"{nb_} is {_x(factor)} {word} than {na_}, statistically significant but under "
+        why = (f"{nb_} is {format_factor(factor)} {word} than {na_}, statistically significant but under "
                f"the {min_effect:.0%} that counts as a real difference")
     elif p < alpha:
         why = (f"the rank test differs ({_p(p)}) but the {level} CI of the ratio of medians "
@@ -129,8 +129,8 @@ def compare_results(a: Result, b: Result, alpha: float = 0.05, min_effect: float
                                 f"unstable: {stats.unstable_reason}")
         if r.speedup_steady is False:
             pairs = r.speedup_pairs
-            warnings.append(f"{label}'s speedup moved between its pairs of blocks ({min(pairs):.2f}x to "
-                            f"{max(pairs):.2f}x)")
+            warnings.append(f"{label}'s speedup moved between its pairs of blocks ({format_factor(min(pairs))} "
+                            f"to {format_factor(max(pairs))})")
     return {
         "a": a.id,
         "b": b.id,
@@ -182,10 +182,6 @@ def _bootstrap_ratio_ci(xa: np.ndarray, xb: np.ndarray, level: float, resamples:
 def _min_two_sided_p(na: int, nb: int) -> float:
     """The smallest two-sided p an exact rank test can give with these sample counts."""
     return min(1.0, 2 / math.comb(na + nb, na))
-
-
-def _x(factor: float) -> str:
-    return f"{factor:.2f}x"
 
 
 def _p(p: float) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 import altair as alt
 
 from ..model.cases import format_shape
-from ..model.formatting import format_time
+from ..model.formatting import format_factor, format_time
 from ..model.phases import ONE_OFF_PHASES, PER_CALL_PHASES, PHASE_LABELS
 from ..model.result import Result
 from .views import crossover_short, crossovers, describe_crossover, one_off_s
@@ -252,7 +252,7 @@ def speedup_rows(results: Sequence[Result]) -> list[dict[str, Any]]:
     for r in results:
         if math.isfinite(r.speedup) and r.speedup > 0:
             rows.append({"elements": math.prod(r.shape), "shape": format_shape(r.shape),
-                         "precision": r.precision, "speedup": r.speedup, "text": f"{r.speedup:.2f}x"})
+                         "precision": r.precision, "speedup": r.speedup, "text": format_factor(r.speedup)})
     return sorted(rows, key=lambda row: (row["precision"], row["elements"]))
 
 

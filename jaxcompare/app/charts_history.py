@@ -13,7 +13,7 @@ from typing import Any
 
 import altair as alt
 
-from ..model.formatting import format_time
+from ..model.formatting import format_factor, format_time
 from ..model.phases import ONE_OFF_PHASES, PER_CALL_PHASES, PHASE_LABELS
 from ..model.result import Result
 from .charts import (
@@ -102,7 +102,7 @@ def speedup_rows(results: Sequence[Result], labels: Sequence[str] | None = None)
     for result, label in zip(results, _labels(results, labels), strict=True):
         s = result.speedup
         if math.isfinite(s) and s > 0:
-            rows.append({"run": label, "speedup": s, "one": 1.0, "text": f"{s:.2f}x",
+            rows.append({"run": label, "speedup": s, "one": 1.0, "text": format_factor(s),
                          "numpy": format_time(result.numpy_runtime.median_s),
                          "jax": format_time(result.runtime.median_s), "faster": s >= 1})
     return rows

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..analysis import compare
 from ..history.exchange import summary
-from ..model.formatting import format_time
+from ..model.formatting import format_factor, format_time
 from ..model.result import Result, finite_or_none
 
 MAX_COMPARE = 10  # runs drawn side by side; one letter each
@@ -165,10 +165,7 @@ def verdict_stats(v: Mapping[str, Any]) -> str:
 
 
 def speedup_line(speedups: Mapping[str, float | None]) -> str:
-    def fmt(value: float | None) -> str:
-        return "—" if value is None else f"{value:.2f}x"
-
-    return f"Speedup (NumPy / JAX): A {fmt(speedups.get('a'))} → B {fmt(speedups.get('b'))}"
+    return f"Speedup (NumPy / JAX): A {format_factor(speedups.get('a'))} → B {format_factor(speedups.get('b'))}"
 
 
 def _text(value: Any) -> str:

@@ -12,7 +12,7 @@ from urllib.parse import urlencode
 
 from ..engine.pitfalls import DOCS, PITFALLS, SECTIONS
 from ..model.cases import Case, format_shape
-from ..model.formatting import format_time
+from ..model.formatting import faster_or_slower, format_time
 from ..model.result import Result
 from ..model.spec import DEVICES
 from .controls import CompareConfig, compare_config_from_query, ordered_cases
@@ -154,8 +154,8 @@ def speed_text(numpy_s: float | None, jax_s: float | None) -> str:
     """'JAX 37x faster than NumPy' / 'JAX 3.2x slower than NumPy' / 'no comparison'."""
     if not numpy_s or not jax_s or numpy_s <= 0 or jax_s <= 0:
         return "no comparison"
-    ratio = numpy_s / jax_s
-    return f"JAX {times(ratio)} faster than NumPy" if ratio >= 1 else f"JAX {times(1 / ratio)} slower than NumPy"
+    word, factor = faster_or_slower(numpy_s / jax_s)
+    return f"JAX {times(factor)} {word} than NumPy"
 
 
 def short_speed(side: Mapping[str, Any]) -> str:

@@ -13,7 +13,14 @@ from typing import Any
 
 from ..analysis.sweep import crossover
 from ..model.cases import format_shape
-from ..model.formatting import format_break_even, format_bytes, format_speedup, format_time
+from ..model.formatting import (
+    faster_or_slower,
+    format_break_even,
+    format_bytes,
+    format_factor,
+    format_speedup,
+    format_time,
+)
 from ..model.phases import PHASE_LABELS, PHASES, phase_kind
 from ..model.result import Result
 
@@ -58,14 +65,14 @@ def _speedup_range_text(result: Result) -> str:
     if not (math.isfinite(low) and math.isfinite(high)):
         return ""
     preset = result.spec.timing.preset_name
-    return (f" With 95% confidence between {low:.2f}x and {high:.2f}x (from the two medians' confidence "
-            f"intervals; {preset} timing)." + ("" if preset == "thorough" else " Thorough timing narrows it."))
+    return (f" With 95% confidence between {format_factor(low)} and {format_factor(high)} (from the two "
+            f"medians' confidence intervals; {preset} timing)."
+            + ("" if preset == "thorough" else " Thorough timing narrows it."))
 
 
 def headline(result: Result) -> list[Figure]:
     """The six numbers the Compare page leads with."""
     s = result.speedup
-    speed = "—" if not math.isfinite(s) else f"{s:.2f}x" if s >= 1 else f"{s:.2f}x"
     be = result.break_even_calls
     return [
         Figure("NumPy runtime", format_time(result.numpy_runtime.median_s),
@@ -73,7 +80,7 @@ def headline(result: Result) -> list[Figure]:
         Figure("JAX runtime", format_time(result.runtime.median_s),
                "Median time per call of the jitted JAX function, inputs already on the device, "
                "each call blocked with block_until_ready()."),
-        Figure("Speedup", speed, format_speedup(s) + ": NumPy runtime / JAX runtime; above 1x JAX is faster."
+        Figure("Speedup", format_factor(s), format_speedup(s) + ": NumPy runtime / JAX runtime; above 1x JAX is faster."
                + _speedup_range_text(result)),
         Figure("Compile", format_time(result.compile_total_s),
                "Cold trace + lower + XLA compile, paid once per function, shape and dtype."),
@@ -101,13 +108,14 @@ def verdict(result: Result) -> str:
     one_off = format_time(one_off_s(result))
     if not math.isfinite(s):
         return "JAX's runtime was too small to measure reliably."
-    if s >= 1:
+    word, factor = faster_or_slower(s)
+    if word == "faster":
         be = result.break_even_calls
         calls = "the first call" if be is not None and be <= 1 else calls_text(be)
-        return (f"JAX is **{s:.2f}x faster** per call ({format_time(result.numpy_runtime.median_s)} → "
+        return (f"JAX is **{format_factor(factor)} faster** per call ({format_time(result.numpy_runtime.median_s)} → "
                 f"{format_time(result.runtime.median_s)}); its one-off costs ({one_off}) are paid back "
                 f"after **{calls}**." + _range_sentence(result))
-    return (f"NumPy is **{1 / s:.2f}x faster** per call at this size "
+    return (f"NumPy is **{format_factor(factor)} faster** per call at this size "
             f"({format_time(result.numpy_runtime.median_s)} vs {format_time(result.runtime.median_s)}), "
             f"so JAX never pays back its {one_off} of one-off costs." + _range_sentence(result)
             + " The Size sweep page shows whether larger inputs change that.")
@@ -120,18 +128,18 @@ def _range_sentence(result: Result) -> str:
     text = ""
     ranged = math.isfinite(low) and math.isfinite(high)
     if ranged:
-        text = f" With 95% confidence the speedup is between {low:.2f}x and {high:.2f}x"
+        text = f" With 95% confidence the speedup is between {format_factor(low)} and {format_factor(high)}"
         text += ", so this run cannot tell the two apart." if low <= 1 <= high else "."
     pairs = result.speedup_pairs
     if result.speedup_steady is False:
         text += (f" {'But the' if ranged else 'The'} speedup moved from one pair of blocks to the next "
-                 f"({min(pairs):.2f}x to {max(pairs):.2f}x): see *Speedup steady* below.")
+                 f"({format_factor(min(pairs))} to {format_factor(max(pairs))}): see *Speedup steady* below.")
     elif not (result.numpy_runtime.stable and result.runtime.stable):
         if result.speedup_steady:
             every = "both" if len(pairs) == 2 else f"all {len(pairs)}"
             text += (f" The machine's speed drifted during the run (see *Samples stable* below), but the "
                      f"speedup held in {every} pairs of blocks timed side by side "
-                     f"({min(pairs):.2f}x to {max(pairs):.2f}x).")
+                     f"({format_factor(min(pairs))} to {format_factor(max(pairs))}).")
         elif ranged:
             text += " That range assumes the machine held still, and it did not: see *Samples stable* below."
     return text
@@ -164,7 +172,7 @@ def sweep_table(results: Sequence[Result]) -> list[dict[str, Any]]:
             "Precision": f"{r.precision} ({r.dtype})",
             "NumPy": format_time(r.numpy_runtime.median_s),
             "JAX": format_time(r.runtime.median_s),
-            "Speedup": "—" if not math.isfinite(r.speedup) else f"{r.speedup:.2f}x",
+            "Speedup": format_factor(r.speedup),
             "Compile": format_time(r.compile_total_s),
             "Transfer": format_time(r.transfer.median_s),
             "Break-even": calls_text(r.break_even_calls),

@@ -23,12 +23,27 @@ def format_time(seconds: float | None) -> str:
     return f"{seconds:.3g} s"
 
 
+def format_factor(factor: float | None) -> str:
+    """A ratio as '1.23x' ('—' when unknown): speedups, slowdowns, how many times."""
+    if factor is None or not math.isfinite(factor):
+        return "—"
+    return f"{factor:.2f}x"
+
+
+def faster_or_slower(speedup: float) -> tuple[str, float]:
+    """('faster', 2.0) for a speedup of 2 and ('slower', 2.0) for 0.5: the factor is at least 1,
+    so no sentence says '0.5x faster'."""
+    if speedup >= 1:
+        return "faster", speedup
+    return "slower", 1 / speedup if speedup > 0 else math.inf
+
+
 def format_speedup(speedup: float | None) -> str:
+    """'2.50x (JAX faster)' or '0.50x (JAX 2.0x slower)': the number and which side wins."""
     if speedup is None or not math.isfinite(speedup):
         return "—"
-    if speedup >= 1:
-        return f"{speedup:.2f}x (JAX faster)"
-    return f"{speedup:.2f}x (JAX {1 / speedup:.1f}x slower)"
+    word, factor = faster_or_slower(speedup)
+    return f"{format_factor(speedup)} (JAX {'faster' if word == 'faster' else f'{factor:.1f}x slower'})"
 
 
 def format_bytes(n: float | None) -> str:
