@@ -149,25 +149,23 @@ def verdict_block(a, b, labels: list[str]) -> None:
     cmp = compare_results(a, b)
     st.subheader("Is B faster than A?")
     st.markdown(f"**A** (older): {labels[0].split(' · ', 1)[-1]}  \n**B** (newer): {labels[1].split(' · ', 1)[-1]}")
-    if not cmp["comparable"]:
+    if not cmp.comparable:
         st.warning("These two runs are not the same measurement, so read the verdicts with care:"
-                   + "".join(f"\n- {w}" for w in cmp["warnings"]), icon=":material/warning:")
-    elif cmp["warnings"]:
-        st.warning("".join(f"\n- {w}" for w in cmp["warnings"]).strip(), icon=":material/warning:")
-    changes = hv.difference_lines(cmp["differences"])
+                   + "".join(f"\n- {w}" for w in cmp.warnings), icon=":material/warning:")
+    elif cmp.warnings:
+        st.warning("".join(f"\n- {w}" for w in cmp.warnings).strip(), icon=":material/warning:")
+    changes = hv.difference_lines(cmp.differences)
     if changes:
         st.markdown("**What differs:** " + " · ".join(changes))
     else:
         st.markdown("**Same setup:** case, shape, precision, device, host and versions all match.")
-    st.caption(hv.speedup_line(cmp["speedup"]))
-    for column, key, title in zip(st.columns(2, gap="medium"), ("jax_runtime", "numpy_runtime"),
-                                  ("JAX runtime (blocked)", "NumPy runtime"), strict=True):
-        v = cmp[key]
+    st.caption(hv.speedup_line(cmp.speedup))
+    for column, (title, subject, v) in zip(st.columns(2, gap="medium"), hv.runtime_verdicts(cmp), strict=True):
         level, headline = hv.verdict_headline(v)
         with column.container(border=True):
             st.markdown(f"**{title}**")
             NOTICE_BOX[level](headline, icon=NOTICE_ICON[level])
-            st.markdown(v["explanation"])
+            st.markdown(hv.verdict_explanation(v, subject))
             st.caption(hv.verdict_stats(v))
     st.caption("B against A from every raw sample: a Mann–Whitney U rank test and a bootstrap CI of the ratio "
                "of medians must both agree, and the shift must be at least 2%, before a run is called faster "

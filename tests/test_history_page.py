@@ -15,6 +15,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from jaxcompare import Spec, TimingConfig  # noqa: E402
 from jaxcompare.analysis.compare import compare_results  # noqa: E402
+from jaxcompare.app import history_view as hv  # noqa: E402
 from jaxcompare.history.exchange import export_json  # noqa: E402
 from jaxcompare.history.store import Store  # noqa: E402
 
@@ -138,7 +139,8 @@ def test_two_runs_of_one_case_get_charts_and_a_verdict(store, measured):
     assert len(headlines) == 2, boxes  # one for the JAX runtime, one for NumPy
     body = texts(at)
     expected = compare_results(a, b)  # A is the older run, B the newer
-    assert expected["jax_runtime"]["explanation"] in body and expected["numpy_runtime"]["explanation"] in body
+    assert hv.verdict_explanation(expected.jax_runtime, "JAX runtime") in body
+    assert hv.verdict_explanation(expected.numpy_runtime, "NumPy runtime") in body
     assert "samples A" in body and ("p = " in body or "p < 0.001" in body or "Too few" in body)
     assert "Same setup" in body and "not the same measurement" not in body
 

@@ -72,6 +72,22 @@ def test_verdict_words():
     assert hv.verdict_headline(few) == ("warning", "Too few samples to judge")
 
 
+def test_verdict_explanations_are_the_pages_sentences():
+    """The verdict is data (analysis/compare.py); these are the sentences the History page shows."""
+    slow, fast = make_result(jax_s=2e-4), make_result(jax_s=1e-4)
+    assert hv.verdict_explanation(compare.verdict(slow.runtime, fast.runtime), "JAX runtime") == (
+        "B's JAX runtime is 2.00x faster than A's JAX runtime (median 100 µs vs 200 µs; p<0.001; 95% CI of the "
+        "speedup 1.98x–2.02x).")
+    assert hv.verdict_explanation(compare.verdict(slow.runtime, slow.runtime), "JAX runtime") == (
+        "No significant difference: the 0.0% difference in medians is within the noise (median 200 µs vs 200 µs; "
+        "p=1.000; 95% CI of the slowdown 0.99x–1.01x).")
+    few = compare.verdict(dataclasses.replace(slow.runtime, samples_s=(1e-4,)), slow.runtime)
+    assert hv.verdict_explanation(few, "JAX runtime") == (
+        "Too few samples to judge: A's JAX runtime has 1 and B's JAX runtime has 7; at least 3 positive samples "
+        "each are needed (medians 100 µs vs 200 µs).")
+    assert hv.verdict_explanation(few).startswith("Too few samples to judge: A has 1 and B has 7;")
+
+
 def test_difference_lines_and_messages():
     a = make_result()
     b = gpu_copy(a)
