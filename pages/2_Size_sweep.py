@@ -166,10 +166,11 @@ ui.history_note(results)
 found = views.crossovers(results)
 columns = st.columns(max(len(found), 1) + 1)
 for column, (precision, elements) in zip(columns, found.items(), strict=False):
-    value = "not yet" if elements is None and not run.finished else views.crossover_short(elements, len(first.shape))
+    value = ("not yet" if elements is None and not run.finished
+             else formatting.format_crossover(elements, len(first.shape), short=True))
     column.metric(f"Crossover ({precision})", value,
                   help="Where the speedup first crosses 1x, interpolated on log-log axes: "
-                       + views.describe_crossover(elements, len(first.shape)) + ".", border=True)
+                       + formatting.format_crossover(elements, len(first.shape)) + ".", border=True)
 best = max(results, key=lambda r: r.speedup)
 columns[-1].metric("Best speedup", formatting.format_factor(best.speedup),
                    help=f"At {format_shape(best.shape)} {best.precision}.", border=True)

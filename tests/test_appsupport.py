@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from jaxcompare.app import views
+from jaxcompare.model.formatting import format_crossover
 from jaxcompare.model.phases import PHASES
 
 
@@ -17,10 +18,12 @@ def test_calls_and_crossover_text():
     assert views.calls_text(None) == "never"
     assert views.calls_text(0.2) == "1 call"
     assert views.calls_text(1234.5) == "1,235 calls"
-    assert views.crossover_short(250_000, 2) == "≈ 500x500"
-    assert views.crossover_short(2_500_000, 1) == "≈ 2.5M elements"
-    assert views.crossover_short(None, 2) == "none here"
-    assert "500x500" in views.describe_crossover(250_000, 2)
+    assert format_crossover(250_000, 2, short=True) == "≈ 500x500"
+    assert format_crossover(2_500_000, 1, short=True) == "≈ 2.5M elements"
+    assert format_crossover(None, 2, short=True) == "none here"
+    assert "500x500" in format_crossover(250_000, 2)
+    assert format_crossover(250_000, 2) == "≈ 250,000 elements (≈ 500x500)"
+    assert format_crossover(311_000, 1) == "≈ 311,000 elements"
 
 
 CPU_ENV: dict[str, Any] = {

@@ -15,10 +15,10 @@ from typing import Any
 import altair as alt
 
 from ..model.cases import format_shape
-from ..model.formatting import format_factor, format_time
+from ..model.formatting import format_crossover, format_factor, format_time
 from ..model.phases import ONE_OFF_PHASES, PER_CALL_PHASES, PHASE_LABELS
 from ..model.result import Result
-from .views import crossover_short, crossovers, describe_crossover, one_off_s
+from .views import crossovers, one_off_s
 
 NUMPY_COLOR = "#4C78A8"
 JAX_COLOR = "#E4572E"
@@ -287,8 +287,8 @@ def sweep_speedup_chart(results: Sequence[Result], extent: Extent = None) -> alt
         align="left", baseline="bottom", dx=6, dy=-4, fontSize=12, color="#555").encode(
         x=alt.X("x:Q", scale=x_scale), y=alt.Y("y:Q", scale=y_scale), text="text:N")
     layers: list[Any] = [one, zone_text, zone_text_low, line, points]
-    cross = [{"precision": p, "elements": e, "text": f"{p} crossover {crossover_short(e, ndim)}",
-              "detail": describe_crossover(e, ndim)}
+    cross = [{"precision": p, "elements": e, "text": f"{p} crossover {format_crossover(e, ndim, short=True)}",
+              "detail": format_crossover(e, ndim)}
              for p, e in crossovers(results).items() if e is not None]
     if cross:
         layers.append(alt.Chart(alt.Data(values=cross)).mark_rule(strokeDash=[2, 2], strokeWidth=1.5).encode(

@@ -339,25 +339,3 @@ def crossovers(results: Sequence[Result]) -> dict[str, float | None]:
     for r in results:
         by_precision.setdefault(r.precision, []).append(r)
     return {p: crossover(rs) for p, rs in sorted(by_precision.items())}
-
-
-def crossover_short(elements: float | None, ndim: int) -> str:
-    """Crossover for a metric tile: '≈ 560x560' for matrices, '≈ 311k elements' for vectors."""
-    if elements is None:
-        return "none here"
-    if ndim >= 2:
-        side = elements ** (1 / ndim)
-        return "≈ " + "x".join([f"{side:.0f}"] * ndim)
-    for unit, scale in (("M", 1e6), ("k", 1e3)):
-        if elements >= scale:
-            return f"≈ {elements / scale:.3g}{unit} elements"
-    return f"≈ {elements:.0f} elements"
-
-
-def describe_crossover(elements: float | None, ndim: int) -> str:
-    if elements is None:
-        return "none in this range"
-    if ndim >= 2:
-        side = elements ** (1 / ndim)
-        return f"≈ {elements:,.0f} elements (≈ {'x'.join([f'{side:.0f}'] * ndim)})"
-    return f"≈ {elements:,.0f} elements"

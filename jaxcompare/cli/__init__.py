@@ -18,7 +18,7 @@ from ..analysis.sweep import crossover, ladder, parse_sizes
 from ..catalog import all_cases, get_case
 from ..model.cases import format_shape
 from ..model.errors import BadInput, JaxCompareError
-from ..model.formatting import format_speedup, format_time
+from ..model.formatting import format_crossover, format_speedup, format_time
 from ..model.spec import DEVICES, PRECISIONS, TIMING_PRESETS, Spec, TimingConfig, parse_shape
 from . import history as cli_history
 from .report import result_table, write_json
@@ -161,8 +161,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         faster = all(r.speedup >= 1 for r in results)
         verdict = "no crossover: JAX is " + ("faster at every size" if faster else "not faster at any size")
     else:
-        side = round(cross ** (1 / len(shapes[0])))
-        verdict = f"crossover at about {cross:,.0f} elements (~{'x'.join([str(side)] * len(shapes[0]))})"
+        verdict = f"crossover at {format_crossover(cross, len(shapes[0]))}"
     print(verdict, file=out)
     if args.json:
         write_json(args.json, {

@@ -6,6 +6,7 @@ import json
 import math
 from typing import Any
 
+from .cases import format_shape
 from .result import Result
 
 
@@ -55,6 +56,22 @@ def format_bytes(n: float | None) -> str:
             return f"{n:.3g} {unit}" if unit != "B" else f"{int(n)} B"
         n /= 1024
     return f"{n:.3g} TiB"
+
+
+def format_crossover(elements: float | None, ndim: int, *, short: bool = False) -> str:
+    """Where the speedup crosses 1x: '≈ 250,000 elements (≈ 500x500)', or for a metric tile
+    (``short``) '≈ 500x500' for matrices and '≈ 2.5M elements' for vectors."""
+    if elements is None:
+        return "none here" if short else "none in this range"
+    side = format_shape([round(elements ** (1 / ndim))] * ndim) if ndim >= 2 else None
+    if not short:
+        return f"≈ {elements:,.0f} elements" + (f" (≈ {side})" if side else "")
+    if side:
+        return f"≈ {side}"
+    for unit, scale in (("M", 1e6), ("k", 1e3)):
+        if elements >= scale:
+            return f"≈ {elements / scale:.3g}{unit} elements"
+    return f"≈ {elements:.0f} elements"
 
 
 def format_break_even(calls: float | None) -> str:
