@@ -7,6 +7,7 @@ import streamlit as st
 from jaxcompare import JaxCompareError, Result
 from jaxcompare.analysis import checks
 from jaxcompare.app import charts, controls, pitfalls_view, ui, views
+from jaxcompare.history.exchange import export_csv
 from jaxcompare.model import formatting
 from jaxcompare.model.cases import format_shape
 
@@ -219,5 +220,5 @@ with tab_notes:
 downloads = st.container(horizontal=True)
 downloads.download_button("Result (JSON)", formatting.dumps(result.to_dict()), file_name=f"{stem}.json",
                               mime="application/json", icon=":material/download:", on_click="ignore")
-downloads.download_button("Result (CSV)", views.results_csv([result]), file_name=f"{stem}.csv",
+downloads.download_button("Result (CSV)", export_csv([result]), file_name=f"{stem}.csv",
                              mime="text/csv", icon=":material/download:", on_click="ignore")

@@ -6,6 +6,7 @@ import streamlit as st
 
 from jaxcompare import JaxCompareError
 from jaxcompare.app import charts, controls, ui, views
+from jaxcompare.history.exchange import export_csv
 from jaxcompare.model import formatting
 from jaxcompare.model.cases import format_shape
 
@@ -186,5 +187,5 @@ downloads = st.container(horizontal=True)
 downloads.download_button("Sweep (JSON)", formatting.dumps([r.to_dict() for r in results]),
                               file_name=f"{stem}.json", mime="application/json",
                               icon=":material/download:", on_click="ignore")
-downloads.download_button("Sweep (CSV)", views.results_csv(results), file_name=f"{stem}.csv",
+downloads.download_button("Sweep (CSV)", export_csv(results), file_name=f"{stem}.csv",
                              mime="text/csv", icon=":material/download:", on_click="ignore")

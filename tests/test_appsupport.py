@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from typing import Any
 
@@ -60,16 +58,6 @@ def test_device_problem_only_for_missing_devices():
     assert views.device_problem("cpu", CPU_ENV) is None
     assert "No GPU" in views.device_problem("gpu", CPU_ENV)
     assert views.device_problem("gpu", None) is None
-
-
-def test_results_csv_has_one_row_per_phase(sample_result):
-    text = views.results_csv([sample_result, sample_result])
-    rows = list(csv.DictReader(io.StringIO(text)))
-    assert len(rows) == 2 * len(PHASES)
-    assert set(rows[0]) == set(views.CSV_COLUMNS)
-    numpy_row = next(r for r in rows if r["phase"] == "numpy")
-    assert float(numpy_row["median_s"]) == pytest.approx(sample_result.numpy_runtime.median_s)
-    assert numpy_row["case"] == "matmul" and numpy_row["shape"] == "10x10"
 
 
 def test_headline_and_verdict(sample_result):

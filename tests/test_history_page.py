@@ -239,3 +239,28 @@ def test_every_size_sweep_point_is_saved(db):
     assert len(run.results) == 3 and not run.errors
     assert {row["id"] for row in Store(db).list()} == {r.id for r in run.results}
     assert any("All 3 measurements saved to history" in c.value for c in at.caption)
+
+
+def test_the_compare_pages_csv_is_historys_export_of_the_same_result(db, monkeypatch):
+    """One CSV format: the Compare page's download and History's export of one result are the same file."""
+    from streamlit.delta_generator import DeltaGenerator
+
+    from jaxcompare.history.exchange import export_csv
+
+    csv_files: dict[str, str] = {}
+    original = DeltaGenerator.download_button
+
+    def recording(self, label, data, *args, **kwargs):
+        if "(CSV)" in label:
+            csv_files[label] = data() if callable(data) else data
+        return original(self, label, data, *args, **kwargs)
+
+    monkeypatch.setattr(DeltaGenerator, "download_button", recording)
+    result = make_result()
+    Store(db).save(result)
+    at = page("pages/1_Compare.py")
+    at.session_state["compare_result"] = result
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    select(history(), [result.id])
+    assert csv_files["Result (CSV)"] == csv_files["Selection (CSV)"] == export_csv([result])

@@ -1,10 +1,8 @@
 """What the app's pages show, as plain data (no Streamlit here): headline figures, the verdict,
-tables, CSV rows, progress text, crossover text, and the device banner and warnings."""
+tables, progress text, crossovers per precision, and the device banner and warnings."""
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -180,52 +178,6 @@ def sweep_table(results: Sequence[Result]) -> list[dict[str, Any]]:
             "Stable": "yes" if r.numpy_runtime.stable and r.runtime.stable else "no",
         })
     return rows
-
-
-# --- CSV -----------------------------------------------------------------------------------
-CSV_COLUMNS = (
-    "result_id", "created", "case", "shape", "precision", "dtype", "backend", "device", "device_kind",
-    "phase", "phase_label", "kind", "median_s", "min_s", "mean_s", "std_s", "iqr_s", "ci_low_s",
-    "ci_high_s", "n", "loops", "stable", "unstable_reason", "speedup", "break_even_calls",
-    "compile_total_s", "agreement_ok", "max_abs_err", "max_rel_err", "rtol",
-)
-
-
-def result_rows(result: Result) -> list[dict[str, Any]]:
-    """One flat row per phase: the shape a spreadsheet wants."""
-    common = {
-        "result_id": result.id, "created": result.created, "case": result.case,
-        "shape": format_shape(result.shape), "precision": result.precision, "dtype": result.dtype,
-        "backend": result.backend, "device": result.device, "device_kind": result.device_kind,
-        "speedup": result.speedup if math.isfinite(result.speedup) else "",
-        "break_even_calls": "" if result.break_even_calls is None else result.break_even_calls,
-        "compile_total_s": result.compile_total_s,
-        "agreement_ok": result.agreement.get("ok"),
-        "max_abs_err": result.agreement.get("max_abs_err"),
-        "max_rel_err": result.agreement.get("max_rel_err"),
-        "rtol": result.agreement.get("rtol"),
-    }
-    rows = []
-    for name in PHASES:
-        s = result.phase(name)
-        rows.append(common | {
-            "phase": name, "phase_label": PHASE_LABELS[name], "kind": phase_kind(name),
-            "median_s": s.median_s, "min_s": s.min_s, "mean_s": s.mean_s, "std_s": s.std_s,
-            "iqr_s": s.iqr_s, "ci_low_s": s.ci_low_s, "ci_high_s": s.ci_high_s, "n": s.n,
-            "loops": s.loops, "stable": s.stable, "unstable_reason": s.unstable_reason or "",
-        })
-    return rows
-
-
-def results_csv(results: Sequence[Result]) -> str:
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    for result in results:
-        for row in result_rows(result):
-            writer.writerow({k: ("" if isinstance(v, float) and not math.isfinite(v) else v)
-                             for k, v in row.items()})
-    return buffer.getvalue()
 
 
 # --- environment -------------------------------------------------------------------------------
