@@ -6,7 +6,7 @@ import streamlit as st
 
 from jaxcompare import JaxCompareError, Result
 from jaxcompare.analysis import checks
-from jaxcompare.app import charts, controls, pitfalls_view, ui, views
+from jaxcompare.app import charts, controls, environment_view, pitfalls_view, ui, views
 from jaxcompare.history.exchange import export_csv
 from jaxcompare.model import formatting
 from jaxcompare.model.cases import format_shape
@@ -109,7 +109,7 @@ with st.sidebar:
                          help="x32 compares float32 on both sides, x64 float64; each runs in its own worker.")
     st.selectbox("Device", ("auto", "cpu", "gpu", "tpu"), format_func=controls.DEVICE_LABELS.__getitem__,
                  key="device")
-    device_problem = views.device_problem(st.session_state["device"], ui.known_environment())
+    device_problem = environment_view.device_problem(st.session_state["device"], ui.known_environment())
     if device_problem:
         st.warning(device_problem, icon=":material/warning:")
     st.segmented_control("Timing", controls.TIMING_MODES, key="timing", required=True,

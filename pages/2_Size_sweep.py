@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from jaxcompare import JaxCompareError
-from jaxcompare.app import charts, controls, ui, views
+from jaxcompare.app import charts, controls, environment_view, ui, views
 from jaxcompare.history.exchange import export_csv
 from jaxcompare.model import formatting
 from jaxcompare.model.cases import format_shape
@@ -107,7 +107,7 @@ with st.sidebar:
                        "dimension on a GPU or TPU.")
     st.selectbox("Device", ("auto", "cpu", "gpu", "tpu"), format_func=controls.DEVICE_LABELS.__getitem__,
                  key="sweep_device")
-    device_problem = views.device_problem(st.session_state["sweep_device"], env)
+    device_problem = environment_view.device_problem(st.session_state["sweep_device"], env)
     if device_problem:
         st.warning(device_problem, icon=":material/warning:")
     st.segmented_control("Timing", controls.TIMING_MODES, key="sweep_timing", required=True,

@@ -9,7 +9,7 @@ from typing import Any
 import streamlit as st
 
 from jaxcompare import Case, JaxCompareError
-from jaxcompare.app import controls, ui, views
+from jaxcompare.app import controls, environment_view, ui
 from jaxcompare.app import pitfalls_view as pv
 from jaxcompare.app.charts import chart_png_bytes
 from jaxcompare.app.charts_pitfalls import pitfall_chart
@@ -192,7 +192,7 @@ with st.sidebar:
                          help="The worker's mode. Pitfall 3 measures the other dtype too.")
     st.selectbox("Device", ("auto", "cpu", "gpu", "tpu"), format_func=controls.DEVICE_LABELS.__getitem__,
                  key=key("device"))
-    device_problem = views.device_problem(st.session_state[key("device")], ui.known_environment())
+    device_problem = environment_view.device_problem(st.session_state[key("device")], ui.known_environment())
     if device_problem:
         st.warning(device_problem, icon=":material/warning:")
     st.segmented_control("Timing", pv.PitfallsConfig.TIMING_MODES, key=key("timing"), required=True,

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from jaxcompare.app import views
+from jaxcompare.app import environment_view, views
 from jaxcompare.model.formatting import format_crossover
 from jaxcompare.model.phases import PHASES
 
@@ -34,30 +34,58 @@ CPU_ENV: dict[str, Any] = {
 
 
 def test_device_banner_says_cpu_fallback_plainly_or_names_the_gpu():
-    banner = views.device_banner(CPU_ENV)
+    banner = environment_view.device_banner(CPU_ENV)
     assert banner.level == "warning" and "CPU backend" in banner.text and "Test CPU" in banner.text
     gpu_env = dict(CPU_ENV, jax={"devices": [
         {"platform": "gpu", "id": 0, "kind": "NVIDIA H100", "memory_limit_bytes": 80 * 1024**3}]})
-    banner = views.device_banner(gpu_env)
+    banner = environment_view.device_banner(gpu_env)
     assert banner.level == "success" and "NVIDIA H100" in banner.text and "80 GiB" in banner.text
-    assert views.device_banner(None).level == "info"
+    assert environment_view.device_banner(None).level == "info"
 
 
 def test_environment_warnings_name_what_spoils_numbers():
     x64_env = dict(CPU_ENV, jax=dict(CPU_ENV["jax"], x64_enabled=False))  # wrong: x64 worker without x64
-    warnings = views.environment_warnings({"x32": CPU_ENV, "x64": x64_env}, load=1.9)
+    warnings = environment_view.environment_warnings({"x32": CPU_ENV, "x64": x64_env}, load=1.9)
     text = "\n".join(warnings)
     for needle in ("CPU fallback", "Shared cores", "Busy machine", "x64 worker", "XLA_FLAGS",
                    "oversubscription"):
         assert needle in text
-    assert views.environment_warnings({}) == []
+    assert environment_view.environment_warnings({}) == []
+
+
+def test_environment_warnings_run_a_table_of_named_rules_in_order():
+    assert environment_view.cpu_fallback in environment_view.ENVIRONMENT_RULES
+    machine = environment_view.Machine(CPU_ENV, {"x32": CPU_ENV}, load=None)
+    assert list(environment_view.custom_xla_flags(machine)) == ["Custom XLA_FLAGS are active: `--xla_foo`."]
+    assert list(environment_view.busy_machine(machine)) == []
+    both = dict(CPU_ENV["jax"], x64_enabled=True, compilation_cache=True)
+    assert len(list(environment_view.x64_mismatch("x32", both))) == 1
+    assert len(list(environment_view.compilation_cache("x32", both))) == 1
+    warnings = environment_view.environment_warnings({"x32": CPU_ENV})
+    assert warnings[0].startswith("CPU fallback") and warnings[-1].startswith("Custom XLA_FLAGS")
+
+
+def test_environment_page_tables():
+    ev = environment_view
+    host = {"memory_available_bytes": 3 * 1024**3, "env_vars": {"XLA_FLAGS": "--app"}}
+    machine = {row["Item"]: row["Value"] for row in ev.machine_rows(CPU_ENV, host, load=1.25)}
+    assert machine["CPU model"] == "Test CPU" and machine["Load average (1 min)"] == "1.25"
+    assert machine["Memory available"] == "3 GiB" and machine["Memory total"] == "—"
+    assert ev.worker_rows({"x32": CPU_ENV})[0] == {
+        "Worker": "x32", "Backend": "cpu", "jax_enable_x64": "off", "Default float": None,
+        "Compilation cache": "off", "Devices": 1}
+    assert ev.device_rows(CPU_ENV)[0]["Memory limit"] == "—"
+    assert ev.blas_rows(CPU_ENV)[0]["Library"] == "openblas" and ev.blas_rows({}) == []
+    rows = ev.env_var_rows(("XLA_FLAGS", "OMP_NUM_THREADS"), host, {"x32": CPU_ENV})
+    assert rows == [{"Variable": "XLA_FLAGS", "App process": "--app", "x32 worker": "--xla_foo"}]
+    assert ev.version_rows({"jax": "0.11", "scipy": None})[1] == {"Package": "scipy", "Version": "not installed"}
 
 
 def test_device_problem_only_for_missing_devices():
-    assert views.device_problem("auto", CPU_ENV) is None
-    assert views.device_problem("cpu", CPU_ENV) is None
-    assert "No GPU" in views.device_problem("gpu", CPU_ENV)
-    assert views.device_problem("gpu", None) is None
+    assert environment_view.device_problem("auto", CPU_ENV) is None
+    assert environment_view.device_problem("cpu", CPU_ENV) is None
+    assert "No GPU" in environment_view.device_problem("gpu", CPU_ENV)
+    assert environment_view.device_problem("gpu", None) is None
 
 
 def test_headline_and_verdict(sample_result):

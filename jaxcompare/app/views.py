@@ -1,11 +1,10 @@
 """What the app's pages show, as plain data (no Streamlit here): headline figures, the verdict,
-tables, progress text, crossovers per precision, and the device banner and warnings."""
+tables, progress text and crossovers per precision (the machine's words: environment_view)."""
 
 from __future__ import annotations
 
 import math
-import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +13,6 @@ from ..model.cases import format_shape
 from ..model.formatting import (
     faster_or_slower,
     format_break_even,
-    format_bytes,
     format_factor,
     format_speedup,
     format_time,
@@ -178,111 +176,6 @@ def sweep_table(results: Sequence[Result]) -> list[dict[str, Any]]:
             "Stable": "yes" if r.numpy_runtime.stable and r.runtime.stable else "no",
         })
     return rows
-
-
-# --- environment -------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Banner:
-    level: str  # "success" | "warning" | "info"
-    text: str
-
-
-def accelerators(env: Mapping[str, Any]) -> list[dict[str, Any]]:
-    return [d for d in (env.get("jax") or {}).get("devices", []) if d.get("platform") in ("gpu", "tpu")]
-
-
-def cores_text(env: Mapping[str, Any]) -> str:
-    cores = env.get("cpu_affinity") or env.get("cpu_count_logical")
-    return f"{cores} core{'s' if cores != 1 else ''}" if cores else "unknown cores"
-
-
-def device_banner(env: Mapping[str, Any] | None) -> Banner:
-    """Which device the measurements run on, in one sentence."""
-    if not env:
-        return Banner("info", "Checking which device the measurements will run on…")
-    accel = accelerators(env)
-    if accel:
-        first = accel[0]
-        kinds = sorted({d.get("kind", d["platform"]) for d in accel})
-        memory = format_bytes(first.get("memory_limit_bytes"))
-        more = f" ({len(accel)} devices)" if len(accel) > 1 else ""
-        mem = f", {memory} of memory" if memory != "—" else ""
-        return Banner("success", f"Measuring on **{', '.join(kinds)}** ({first['platform'].upper()}"
-                                 f"{mem}){more}.")
-    return Banner("warning",
-                  f"**No GPU or TPU found: falling back to JAX's CPU backend** on this machine "
-                  f"({env.get('cpu_model', 'unknown CPU')}, {cores_text(env)}). Both sides run on the same "
-                  f"CPU, so a speedup here is XLA's CPU code against NumPy's, not an accelerator.")
-
-
-def device_problem(device: str, env: Mapping[str, Any] | None) -> str | None:
-    """Why a run on ``device`` would fail here (None when it can run, or while unknown)."""
-    if not env or device == "auto":
-        return None
-    platforms = {d.get("platform") for d in (env.get("jax") or {}).get("devices", [])}
-    if device in platforms:
-        return None
-    present = ", ".join(sorted(p for p in platforms if p)) or "none"
-    return f"No {device.upper()} is visible to JAX here (present: {present}); a run on it would fail."
-
-
-def load_average() -> float | None:
-    try:
-        return os.getloadavg()[0]
-    except (AttributeError, OSError):
-        return None
-
-
-def environment_warnings(workers: Mapping[str, Mapping[str, Any]], load: float | None = None) -> list[str]:
-    """What makes numbers from this machine less trustworthy. ``workers``: precision -> env."""
-    warnings: list[str] = []
-    envs = [e for e in workers.values() if e]
-    if not envs:
-        return warnings
-    env = envs[0]
-    if not accelerators(env):
-        warnings.append("CPU fallback: no GPU or TPU is visible to JAX, so every JAX number is for "
-                        "the CPU backend.")
-    cores = env.get("cpu_affinity") or env.get("cpu_count_logical") or 0
-    if cores and cores <= 4:
-        warnings.append(f"Shared cores: only {cores} core(s). NumPy's BLAS, XLA, the app server and "
-                        f"anything else on the machine compete for them, so expect noise.")
-    if load is not None and cores and load > 0.5 * cores:
-        warnings.append(f"Busy machine: the 1-minute load average is {load:.2f} on {cores} core(s); "
-                        f"other work will add noise to every timing.")
-    logical, physical = env.get("cpu_count_logical"), env.get("cpu_count_physical")
-    if logical and physical and logical > physical:
-        warnings.append(f"Hyper-threading: {logical} logical CPUs on {physical} physical cores; "
-                        f"two threads on one core slow each other down.")
-    for precision, wenv in workers.items():
-        jax_env = (wenv or {}).get("jax") or {}
-        if not jax_env:
-            continue
-        want = precision == "x64"
-        if bool(jax_env.get("x64_enabled")) != want:
-            warnings.append(f"The {precision} worker reports jax_enable_x64={jax_env.get('x64_enabled')}: "
-                            f"its dtypes do not match its precision mode.")
-        if jax_env.get("compilation_cache"):
-            warnings.append(f"The {precision} worker has the persistent compilation cache on: "
-                            f"'compile' times may be disk reads.")
-    for b in env.get("blas") or []:
-        threads = b.get("num_threads")
-        if threads and cores and threads > cores:
-            warnings.append(f"{b.get('internal_api', 'BLAS')} uses {threads} threads on {cores} core(s): "
-                            f"oversubscription makes NumPy slower and noisier.")
-    env_vars = env.get("env_vars") or {}
-    if "XLA_CLIENT_MEM_FRACTION" in env_vars and "XLA_PYTHON_CLIENT_MEM_FRACTION" in env_vars:
-        warnings.append("Both XLA_CLIENT_MEM_FRACTION and its older alias XLA_PYTHON_CLIENT_MEM_FRACTION "
-                        "are set; they conflict.")
-    if env_vars.get("XLA_FLAGS"):
-        warnings.append(f"Custom XLA_FLAGS are active: `{env_vars['XLA_FLAGS']}`.")
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        if var in env_vars:
-            warnings.append(f"{var}={env_vars[var]} limits NumPy's threads (XLA is not limited by it).")
-    available = env.get("memory_available_bytes")
-    if available and available < 2 * 1024**3:
-        warnings.append(f"Only {format_bytes(available)} of memory is free: large shapes may swap or fail.")
-    return warnings
 
 
 def crossovers(results: Sequence[Result]) -> dict[str, float | None]:
