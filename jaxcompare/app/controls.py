@@ -26,7 +26,6 @@ def timing_config(mode: str) -> TimingConfig:
     return TimingConfig.preset(mode)
 
 
-
 # --- cases ---------------------------------------------------------------------------------
 def group_label(group: str) -> str:
     return GROUP_LABELS.get(group, group.capitalize() or "Custom")

@@ -20,7 +20,6 @@ from .controls import CompareConfig, compare_config_from_query, ordered_cases
 DEFAULT_CASE = "centered_gram"  # the JAX docs' "Benchmarking JAX code" example
 PAGE_PATH = "Pitfalls"  # the page's URL path (pages/3_Pitfalls.py)
 ROLES = ("naive", "correct", "also")
-ROLE_HEADINGS = {"naive": "✗ Naive", "correct": "✓ Correct", "also": "Also measured"}
 DOC_TITLES = {
     DOCS["benchmarking"]: "Benchmarking JAX code",
     DOCS["async"]: "Asynchronous dispatch",

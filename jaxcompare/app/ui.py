@@ -30,8 +30,6 @@ POLL_S = 0.5
 BANNER_ICONS = {"success": ":material/memory:", "warning": ":material/warning:", "info": ":material/hourglass_top:"}
 
 
-
-
 # --- shared resources (one per server process, thread-safe) -----------------------------------
 @st.cache_resource(show_spinner=False, on_release=lambda runner: runner.close())
 def get_runner() -> Runner:
