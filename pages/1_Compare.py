@@ -157,7 +157,7 @@ st.caption(f"`{info.get('numpy_name', '')}` vs `{info.get('jax_name', '')}` · s
            f"measured {result.created}"
            + ("" if same else " · *the sidebar settings have changed since this run*"))
 ui.history_note([result])
-# Two rows of three: one row of six cut the values short ("14.1 …") in a 1400-px-wide window.
+# Two rows of three: six in one row truncate the values in a laptop-wide window.
 figures = views.headline(result)
 for row in (figures[:3], figures[3:]):
     for column, figure in zip(st.columns(3), row, strict=True):
