@@ -75,10 +75,8 @@ def poll_sweep() -> None:
     landed = run.advance(submit)
     if landed or run.finished:
         st.rerun()
-    shape, precision = run.current or ((), "")
-    label = f"Size {min(run.completed + 1, run.total)} of {run.total}: {format_shape(shape)} {precision}"
     if run.job is not None:
-        ui.job_progress(run.job, label, overall=run.fraction())
+        ui.job_progress(run.job, run.progress_label(), overall=run.fraction())
     st.button("Stop the sweep", icon=":material/stop_circle:", on_click=stop_sweep, key="stop_sweep")
 
 
@@ -93,7 +91,7 @@ with st.sidebar:
                  help="NumPy cases first, then SciPy. Type to search.")
     case = ui.case_by_name(st.session_state["sweep_case"])
     st.pills("Precision", ("x32", "x64"), selection_mode="multi", key="sweep_precisions",
-             format_func=lambda p: f"{p} · {'float32' if p == 'x32' else 'float64'}",
+             format_func=controls.precision_label,
              help="Pick both to overlay float32 and float64 on the same charts.")
     lo, hi = controls.STEPS_RANGE
     st.slider("Sizes", min_value=lo, max_value=hi, key="sweep_steps",
@@ -122,8 +120,7 @@ with st.sidebar:
         problem = str(exc)
         st.error(problem, icon=":material/error:")
     else:
-        sizes = list(dict.fromkeys(shape for shape, _ in planned.points))
-        st.caption(f"{' → '.join(format_shape(s) for s in sizes)}: {planned.total} measurement(s).")
+        st.caption(planned.plan_text())
     busy = active_run() is not None
     st.button("Run sweep", type="primary", icon=":material/play_arrow:", on_click=start_sweep,
               disabled=busy or problem is not None, width="stretch", key="run_sweep")
@@ -164,17 +161,10 @@ st.caption(f"`{first.case_info.get('numpy_name', '')}` vs `{first.case_info.get(
            f"{first.backend} device `{first.device}` · {len(results)} of {run.total} measurement(s)"
            + (" so far" if not run.finished else ""))
 ui.history_note(results)
-found = views.crossovers(results)
-columns = st.columns(max(len(found), 1) + 1)
-for column, (precision, elements) in zip(columns, found.items(), strict=False):
-    value = ("not yet" if elements is None and not run.finished
-             else formatting.format_crossover(elements, len(first.shape), short=True))
-    column.metric(f"Crossover ({precision})", value,
-                  help="Where the speedup first crosses 1x, interpolated on log-log axes: "
-                       + formatting.format_crossover(elements, len(first.shape)) + ".", border=True)
-best = max(results, key=lambda r: r.speedup)
-columns[-1].metric("Best speedup", formatting.format_factor(best.speedup),
-                   help=f"At {format_shape(best.shape)} {best.precision}.", border=True)
+figures = [views.crossover_figure(precision, elements, len(first.shape), run.finished)
+           for precision, elements in views.crossovers(results).items()]
+for column, figure in zip(st.columns(len(figures) + 1), [*figures, views.best_speedup_figure(results)], strict=True):
+    column.metric(figure.label, figure.value, help=figure.help, border=True)
 
 stem = f"sweep_{first.case}"
 ui.chart(charts.sweep_runtime_chart(results, run.extent()), "Runtime chart", f"{stem}_runtime", stretch=True)

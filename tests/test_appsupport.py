@@ -149,3 +149,36 @@ def test_verdict_mentions_a_moved_speedup_even_without_a_range():
     assert all(math.isnan(x) for x in few.speedup_range)
     text = views.verdict(few)
     assert "95% confidence" not in text and " The speedup moved from one pair of blocks to the next" in text
+
+
+def test_compare_page_words_come_from_views(sample_result):
+    from jaxcompare.analysis.checks import checklist
+
+    r = sample_result
+    assert views.file_stem(r) == "matmul_10x10_x32"
+    caption = views.result_caption(r, " · changed")
+    assert caption.startswith("`numpy.matmul` vs `jax.numpy.matmul` · shape 10x10 · x32 (float32) · cpu device")
+    assert caption.endswith("measured 2026-01-01T00:00:00+00:00 · changed")
+    checks = checklist(r)
+    assert views.checks_tab_label(checks) in ("Checks: pass", "Checks: warn", "Checks: fail")
+    rows = views.checklist_rows(checks, lambda pitfall: None if pitfall is None else f"Pitfalls#{pitfall}")
+    assert len(rows) == len(checks) and {"", "Pitfalls#size"} <= {row["Pitfall"] for row in rows}
+    assert rows[0]["Status"] in views.STATUS_ICON.values()
+    ok, text = views.agreement_text(r)
+    assert ok and text.startswith("JAX and NumPy agree: max abs error 1e-07") and text.endswith("compared directly).")
+    assert views.dtypes_text(r) == "Output dtypes: NumPy `float32`, JAX `float32`; inputs `float32`."
+    assert views.float64_rows(r.agreement) == []
+    ref = {"numpy_max_abs_err": 1e-6, "numpy_max_rel_err": 2e-7, "jax_max_abs_err": 3e-6, "jax_max_rel_err": 4e-7}
+    assert views.float64_rows({"vs_float64": ref})[1] == {
+        "Side": "JAX", "Max abs error vs float64": "3e-06", "Max rel error vs float64": "4e-07"}
+    notes, first_call = views.notes_markdown(r)
+    assert notes == "- a synthetic result" and first_call.startswith("- A naive first call took **20.2 ms**")
+
+
+def test_size_sweep_tiles(sample_result):
+    tile = views.crossover_figure("x32", 250_000, 2, finished=True)
+    assert (tile.label, tile.value) == ("Crossover (x32)", "≈ 500x500") and "250,000 elements" in tile.help
+    assert views.crossover_figure("x64", None, 2, finished=False).value == "not yet"
+    assert views.crossover_figure("x64", None, 2, finished=True).value == "none here"
+    best = views.best_speedup_figure([sample_result])
+    assert (best.value, best.help) == ("5.00x", "At 10x10 x32.")

@@ -13,7 +13,7 @@ from ..analysis.sweep import ladder
 from ..model.cases import Case, format_shape
 from ..model.errors import BadInput, JaxCompareError
 from ..model.result import Result
-from ..model.spec import DEVICES, PRECISIONS, Spec, TimingConfig, parse_shape
+from ..model.spec import DEVICES, DTYPES, PRECISIONS, Spec, TimingConfig, parse_shape
 
 GROUP_LABELS = {"numpy": "NumPy", "scipy": "SciPy"}
 TIMING_MODES = ("quick", "careful", "thorough")
@@ -44,7 +44,23 @@ def case_label(case: Case) -> str:
     return f"{group_label(case.group)} · {case.name}{title}"
 
 
-def check_format_shape(case: Case, text: str) -> tuple[int, ...]:
+def precision_label(precision: str) -> str:
+    """'x32 · float32': the mode and the dtype both sides compute in."""
+    return f"{precision} · {DTYPES[precision]}"
+
+
+def size_labels(case: Case) -> dict[str, str]:
+    """The shape control's choices for ``case``: 'Small · 10x10', 'Large · 1000x1000', 'Custom'."""
+    return {"small": f"Small · {format_shape(case.small_shape)}",
+            "large": f"Large · {format_shape(case.large_shape)}", "custom": "Custom"}
+
+
+def preset_shape_text(case: Case, size: str) -> str:
+    """The custom-shape box's text for a preset size (small or large)."""
+    return format_shape(case.small_shape if size == "small" else case.large_shape)
+
+
+def check_shape_text(case: Case, text: str) -> tuple[int, ...]:
     """Parse a typed shape and check it against the case; BadInput says what is wrong."""
     shape = parse_shape(text)
     case.check_shape(shape)
@@ -93,12 +109,18 @@ class CompareConfig:
             return case.small_shape
         if self.size == "large":
             return case.large_shape
-        return check_format_shape(case, self.custom_shape)
+        return check_shape_text(case, self.custom_shape)
 
     def spec(self, case: Case) -> Spec:
         return Spec(case.name, self.shape(case), precision=self.precision, device=self.device,
                     cases_file=case.cases_file,
                     timing=timing_config(self.timing))
+
+    def changed_note(self, shape: tuple[int, ...] | None, case: str, measured_shape: Sequence[int],
+                     precision: str) -> str:
+        """A caption's note when these settings would no longer measure what is shown ('' if they would)."""
+        same = self.case == case and shape == tuple(measured_shape) and self.precision == precision
+        return "" if same else " · *the sidebar settings have changed since this run*"
 
     def query(self) -> dict[str, str]:
         """URL parameters: the case always, the rest only when not the default."""
@@ -148,7 +170,7 @@ def compare_config_from_query(query: Mapping[str, Any], cases: Sequence[Case],
             size = raw_shape
         else:
             try:
-                shape = check_format_shape(case, raw_shape)
+                shape = check_shape_text(case, raw_shape)
                 custom = format_shape(shape)
                 size = next((name for name in (cls.DEFAULT_SIZE, "small", "large") if presets[name] == shape),
                             "custom")
@@ -216,6 +238,11 @@ def backend_for(device: str, env: Mapping[str, Any] | None) -> str:
     return ((env or {}).get("jax") or {}).get("default_backend", "cpu")
 
 
+def known_backend(device: str, env: Mapping[str, Any] | None) -> str | None:
+    """backend_for, or None while 'auto' waits for the worker to say what it has."""
+    return backend_for(device, env) if env or device != "auto" else None
+
+
 def default_largest(case: Case, backend: str = "cpu") -> tuple[int, ...]:
     """The case's large preset on CPU; on an accelerator, 2x per dimension (capped) to
     reach sizes where it shines."""
@@ -232,7 +259,7 @@ def default_largest(case: Case, backend: str = "cpu") -> tuple[int, ...]:
 def check_largest(case: Case, text: str) -> tuple[int, ...]:
     """The sweep's top size: a shape the case accepts, with the small preset's rank, larger
     than the small preset."""
-    shape = check_format_shape(case, text)
+    shape = check_shape_text(case, text)
     if len(shape) != len(case.small_shape):
         raise BadInput(f"the largest size needs {len(case.small_shape)} dimension(s) like "
                        f"{format_shape(case.large_shape)}")
@@ -319,6 +346,16 @@ class SweepRun:
             return None
         sizes = [math.prod(shape) for shape, _ in self.points]
         return float(min(sizes)), float(max(sizes))
+
+    def plan_text(self) -> str:
+        """'10x10 → 32x32 → 100x100: 6 measurement(s).' for the sidebar, before it runs."""
+        sizes = list(dict.fromkeys(shape for shape, _ in self.points))
+        return f"{' → '.join(format_shape(s) for s in sizes)}: {self.total} measurement(s)."
+
+    def progress_label(self) -> str:
+        """'Size 2 of 6: 32x32 x32': which point is being measured."""
+        shape, precision = self.current or ((), "")
+        return f"Size {min(self.completed + 1, self.total)} of {self.total}: {format_shape(shape)} {precision}"
 
     def fraction(self) -> float:
         if not self.points:

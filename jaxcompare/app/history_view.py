@@ -128,6 +128,42 @@ def import_message(added: int, present: int, source: str) -> str:
     return f"Imported {added} {noun} ({present} already present) from {source}."
 
 
+def showing_text(shown: int, total: int, most: int) -> str:
+    """The table's caption: how many of the saved results it lists, and how to use it."""
+    count = f"{shown} of {total} results" if shown < total else "1 result" if total == 1 else f"all {total} results"
+    return (f"Showing {count}, newest first. Tick rows (the boxes on the left) to compare two or more side by "
+            f"side, download or delete them." + (f" Only the newest {most} are listed; filter to see older ones."
+                                                 if shown == most else ""))
+
+
+def delete_question(names: Sequence[str], count: int) -> str:
+    """Asks before deleting ``count`` results, listing the first eight of ``names``."""
+    listing = "".join(f"\n- {name}" for name in names[:8]) + (f"\n- … and {count - 8} more" if count > 8 else "")
+    return (f"Delete {count} saved result{'s' if count != 1 else ''} for good? This cannot be undone; download "
+            f"them first to keep a copy.{listing}")
+
+
+def which_is_which(labels: Sequence[str]) -> str:
+    """'**A** (older): ...  **B** (newer): ...' from lettered labels (markdown, two lines)."""
+    return (f"**A** (older): {labels[0].split(' · ', 1)[-1]}  \n"
+            f"**B** (newer): {labels[1].split(' · ', 1)[-1]}")
+
+
+def comparison_warning(cmp: compare.Comparison) -> str | None:
+    """Why to read the two verdicts with care, as a markdown list; None when nothing is amiss."""
+    items = "".join(f"\n- {w}" for w in cmp.warnings)
+    if not cmp.comparable:
+        return "These two runs are not the same measurement, so read the verdicts with care:" + items
+    return items.strip() or None
+
+
+def setup_line(differences: Sequence[Mapping[str, Any]]) -> str:
+    changes = difference_lines(differences)
+    if changes:
+        return "**What differs:** " + " · ".join(changes)
+    return "**Same setup:** case, shape, precision, device, host and versions all match."
+
+
 def difference_lines(differences: Sequence[Mapping[str, Any]]) -> list[str]:
     """'jax 0.10.2 → 0.11.0', 'device cpu → gpu' from compare.differences()."""
     return [f"{FIELD_NAMES.get(d['field'], d['field'])} {_text(d['a'])} → {_text(d['b'])}"

@@ -279,6 +279,19 @@ def measured_caption(report: Mapping[str, Any], timing: str) -> str:
             f"`{report['device']}` · {timing} timing")
 
 
+def section_entries(report: Mapping[str, Any], timing: str) -> dict[str, dict[str, Any]]:
+    """A finished pitfalls job's sections, by pitfall id: each with the run's context (case,
+    shape, backend...) and its caption, so sections measured at different times keep theirs."""
+    context = {k: v for k, v in report.items() if k != "pitfalls"}
+    caption = measured_caption(report, timing)
+    return {p["id"]: {"pitfall": p, "context": context, "caption": caption} for p in report["pitfalls"]}
+
+
+def file_stem(pitfall_id: str, context: Mapping[str, Any]) -> str:
+    """'pitfall_jit_matmul_1000x1000_x32': a section's chart download name."""
+    return f"pitfall_{pitfall_id}_{context['case']}_{format_shape(context['shape'])}_{context['precision']}"
+
+
 PHASES = {
     "queued": "Waiting in the device queue",
     "starting worker": "Preparing: worker, inputs, NumPy and jitted-JAX baselines",
@@ -297,3 +310,12 @@ def phase_text(phase: str, sections: Sequence[str] = SECTIONS) -> str:
         name = short_title(phase).split(". ", 1)[-1]
         return f"Measuring {list(sections).index(phase) + 1} of {len(sections)}: {name}"
     return phase.replace("_", " ").capitalize()
+
+
+def progress_text(phase: str, progress: float, elapsed_s: float, sections: Sequence[str] = SECTIONS, *,
+                  queued_behind: int | None = None) -> str:
+    """The progress bar's text: the queue while waiting behind others, else phase, share and time."""
+    if queued_behind is not None:
+        return (f"Queued behind {queued_behind} other measurement(s): one at a time, so they don't spoil each "
+                f"other's timings.")
+    return f"{phase_text(phase, sections)} · {progress:.0%} · {elapsed_s:.0f} s"

@@ -1,18 +1,21 @@
-"""What the app's pages show, as plain data (no Streamlit here): headline figures, the verdict,
-tables, progress text and crossovers per precision (the machine's words: environment_view)."""
+"""What the Compare and Size sweep pages show, as plain data (no Streamlit here): headline
+figures, the verdict, captions, tables, progress text and crossovers (the machine's words are
+in environment_view)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..analysis.checks import FAIL, PASS, WARN, Check, overall
 from ..analysis.sweep import crossover
 from ..model.cases import format_shape
 from ..model.formatting import (
     faster_or_slower,
     format_break_even,
+    format_crossover,
     format_factor,
     format_speedup,
     format_time,
@@ -160,6 +163,68 @@ def phase_table(result: Result) -> list[dict[str, Any]]:
     return rows
 
 
+def result_caption(result: Result, changed: str = "") -> str:
+    """What was measured, where and how (markdown); ``changed``: a note that the settings moved on."""
+    info = result.case_info
+    return (f"`{info.get('numpy_name', '')}` vs `{info.get('jax_name', '')}` · shape "
+            f"{format_shape(result.shape)} · {result.precision} ({result.dtype}) · {result.backend} "
+            f"device `{result.device}` ({result.device_kind}) · {result.spec.timing.preset_name} timing · "
+            f"measured {result.created}" + changed)
+
+
+def file_stem(result: Result) -> str:
+    """'matmul_10x10_x32': the start of every file name a result is downloaded as."""
+    return f"{result.case}_{format_shape(result.shape)}_{result.precision}"
+
+
+STATUS_ICON = {PASS: "✓ pass", WARN: "⚠ warn", FAIL: "✗ fail"}
+
+
+def checks_tab_label(checklist: Sequence[Check]) -> str:
+    """'Checks: warn': the tab's title carries the checklist's overall status."""
+    return f"Checks: {STATUS_ICON[overall(list(checklist))].split()[1]}"
+
+
+def checklist_rows(checklist: Sequence[Check], link: Callable[[str | None], str | None]) -> list[dict[str, str]]:
+    """One row per check; ``link`` gives the Pitfalls page section explaining it ("" without one:
+    a blank cell, not a grey "None")."""
+    return [{"Status": STATUS_ICON[c.status], "Check": c.title, "Why": c.reason, "Pitfall": link(c.pitfall) or ""}
+            for c in checklist]
+
+
+def agreement_text(result: Result) -> tuple[bool, str]:
+    """(whether the outputs agree, the sentence that says so with the errors and tolerances)."""
+    a = result.agreement
+    text = (f"max abs error {a['max_abs_err']:.3g}, max rel error {a['max_rel_err']:.3g} "
+            f"(tolerance rtol {a['rtol']:.0e}, atol {a['atol']:.0e}; compared "
+            f"{'via invariants' if a.get('method') == 'invariants' else 'directly'})")
+    ok = bool(a.get("ok"))
+    return ok, f"JAX and NumPy {'agree' if ok else 'disagree'}: {text}."
+
+
+def dtypes_text(result: Result) -> str:
+    a = result.agreement
+    return f"Output dtypes: NumPy `{a.get('numpy_dtype')}`, JAX `{a.get('jax_dtype')}`; inputs `{result.dtype}`."
+
+
+def float64_rows(agreement: Mapping[str, Any]) -> list[dict[str, str]]:
+    """Both sides' errors against a float64 NumPy reference; [] when there is none."""
+    ref = agreement.get("vs_float64")
+    if not ref:
+        return []
+    return [{"Side": side, "Max abs error vs float64": f"{ref[f'{key}_max_abs_err']:.3g}",
+             "Max rel error vs float64": f"{ref[f'{key}_max_rel_err']:.3g}"}
+            for side, key in (("NumPy", "numpy"), ("JAX", "jax"))]
+
+
+def notes_markdown(result: Result) -> list[str]:
+    """The Notes tab: the run's notes as a list, then what a naive first call would have shown."""
+    notes = list(result.notes) or ["No notes for this run."]
+    return ["\n".join(f"- {note}" for note in notes),
+            f"- A naive first call took **{format_time(result.first_call.median_s)}** — that is what `%time f(x)` "
+            f"reports, mostly compile, not the {format_time(result.runtime.median_s)} runtime."]
+
+
 def sweep_table(results: Sequence[Result]) -> list[dict[str, Any]]:
     rows = []
     for r in sorted(results, key=lambda r: (r.precision, math.prod(r.shape))):
@@ -184,3 +249,16 @@ def crossovers(results: Sequence[Result]) -> dict[str, float | None]:
     for r in results:
         by_precision.setdefault(r.precision, []).append(r)
     return {p: crossover(rs) for p, rs in sorted(by_precision.items())}
+
+
+def crossover_figure(precision: str, elements: float | None, ndim: int, finished: bool) -> Figure:
+    """The Size sweep's crossover tile; 'not yet' while a running sweep has not crossed."""
+    value = "not yet" if elements is None and not finished else format_crossover(elements, ndim, short=True)
+    return Figure(f"Crossover ({precision})", value,
+                  "Where the speedup first crosses 1x, interpolated on log-log axes: "
+                  + format_crossover(elements, ndim) + ".")
+
+
+def best_speedup_figure(results: Sequence[Result]) -> Figure:
+    best = max(results, key=lambda r: r.speedup)
+    return Figure("Best speedup", format_factor(best.speedup), f"At {format_shape(best.shape)} {best.precision}.")
