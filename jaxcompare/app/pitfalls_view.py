@@ -292,7 +292,7 @@ def file_stem(pitfall_id: str, context: Mapping[str, Any]) -> str:
     return f"pitfall_{pitfall_id}_{context['case']}_{format_shape(context['shape'])}_{context['precision']}"
 
 
-PHASES = {
+JOB_PHASE_TEXT = {  # what a pitfalls job reports -> what the progress bar says
     "queued": "Waiting in the device queue",
     "starting worker": "Preparing: worker, inputs, NumPy and jitted-JAX baselines",
     "dtype (float64 worker)": "Measuring the fair float64 side in the x64 worker",
@@ -304,8 +304,8 @@ PHASES = {
 
 def phase_text(phase: str, sections: Sequence[str] = SECTIONS) -> str:
     """The progress bar's text for a pitfalls job's phase (the phases are pitfall ids)."""
-    if phase in PHASES:
-        return PHASES[phase]
+    if phase in JOB_PHASE_TEXT:
+        return JOB_PHASE_TEXT[phase]
     if phase in sections:
         name = short_title(phase).split(". ", 1)[-1]
         return f"Measuring {list(sections).index(phase) + 1} of {len(sections)}: {name}"

@@ -44,7 +44,8 @@ def format_speedup(speedup: float | None) -> str:
     if speedup is None or not math.isfinite(speedup):
         return "—"
     word, factor = faster_or_slower(speedup)
-    return f"{format_factor(speedup)} (JAX {'faster' if word == 'faster' else f'{factor:.1f}x slower'})"
+    side = "JAX faster" if word == "faster" else f"JAX {factor:.1f}x slower"
+    return f"{format_factor(speedup)} ({side})"
 
 
 def format_bytes(n: float | None) -> str:
