@@ -6,15 +6,16 @@ import streamlit as st
 
 from jaxcompare import JaxCompareError, Result
 from jaxcompare.analysis import checks
-from jaxcompare.app import charts, controls, pitfalls_view, ui, views
+from jaxcompare.app import charts, controls, environment_view, pitfalls_view, ui, views
+from jaxcompare.history.exchange import export_csv
 from jaxcompare.model import formatting
+from jaxcompare.model.cases import format_shape
 
 st.set_page_config(page_title="Compare · jaxcompare", page_icon=":material/compare_arrows:", layout="wide")
 ui.sidebar_nav()
 
 JOB, RESULT, ERROR = "compare_job", "compare_result", "compare_error"
 CASES = ui.cases()
-STATUS_ICON = {checks.PASS: "✓ pass", checks.WARN: "⚠ warn", checks.FAIL: "✗ fail"}
 
 
 def widget_values(config: controls.CompareConfig) -> dict[str, object]:
@@ -38,7 +39,7 @@ def on_case_change() -> None:
     ss = st.session_state
     if ss["size"] != "custom":
         case = ui.case_by_name(ss["case"])
-        ss["custom_shape"] = controls.shape_text(case.small_shape if ss["size"] == "small" else case.large_shape)
+        ss["custom_shape"] = controls.preset_shape_text(case, ss["size"])
 
 
 def on_size_change() -> None:
@@ -73,7 +74,7 @@ def poll_job() -> None:
     if job is None:
         return
     spec = job.spec
-    ui.job_progress(job, f"{spec.case} {controls.shape_text(spec.shape)} {spec.precision}")
+    ui.job_progress(job, f"{spec.case} {format_shape(spec.shape)} {spec.precision}")
     st.button("Stop", icon=":material/stop_circle:", on_click=ui.cancel_job, args=(JOB,), key="stop_compare")
 
 
@@ -89,25 +90,23 @@ with st.sidebar:
     st.selectbox("Case", case_options, format_func=labels.__getitem__, key="case", on_change=on_case_change,
                  help="NumPy cases first, then SciPy. Type to search by name, library or title.")
     case = ui.case_by_name(st.session_state["case"])
-    presets = {"small": f"Small · {controls.shape_text(case.small_shape)}",
-               "large": f"Large · {controls.shape_text(case.large_shape)}", "custom": "Custom"}
-    st.segmented_control("Shape", controls.SIZE_CHOICES, format_func=presets.__getitem__, key="size",
-                         required=True, on_change=on_size_change)
+    st.segmented_control("Shape", controls.SIZE_CHOICES, format_func=controls.size_labels(case).__getitem__,
+                         key="size", required=True, on_change=on_size_change)
     st.text_input("Custom shape", key="custom_shape", disabled=st.session_state["size"] != "custom",
                   live=True, placeholder="e.g. 500x500",
                   help="Sizes separated by x, like 500x500 (or 100000 for a vector).")
-    shape_problem = None
+    shape_problem, shape = None, None
     try:
         shape = current_config().shape(case)
     except JaxCompareError as exc:
         shape_problem = str(exc)
         st.error(shape_problem, icon=":material/error:")
     st.segmented_control("Precision", ("x32", "x64"), key="precision", required=True,
-                         format_func=lambda p: f"{p} · {'float32' if p == 'x32' else 'float64'}",
+                         format_func=controls.precision_label,
                          help="x32 compares float32 on both sides, x64 float64; each runs in its own worker.")
     st.selectbox("Device", ("auto", "cpu", "gpu", "tpu"), format_func=controls.DEVICE_LABELS.__getitem__,
                  key="device")
-    device_problem = views.device_problem(st.session_state["device"], ui.known_environment())
+    device_problem = environment_view.device_problem(st.session_state["device"], ui.known_environment())
     if device_problem:
         st.warning(device_problem, icon=":material/warning:")
     st.segmented_control("Timing", controls.TIMING_MODES, key="timing", required=True,
@@ -144,25 +143,18 @@ if result is None:
     st.stop()
 
 # --- result --------------------------------------------------------------------------------------
-info = result.case_info
-st.subheader(f"{info.get('title', result.case)}")
-config_now = current_config()
-same = (config_now.case == result.case and shape_problem is None and shape == result.shape
-        and config_now.precision == result.precision)
-st.caption(f"`{info.get('numpy_name', '')}` vs `{info.get('jax_name', '')}` · shape "
-           f"{controls.shape_text(result.shape)} · {result.precision} ({result.dtype}) · {result.backend} "
-           f"device `{result.device}` ({result.device_kind}) · {result.spec.timing.preset_name} timing · "
-           f"measured {result.created}"
-           + ("" if same else " · *the sidebar settings have changed since this run*"))
+st.subheader(f"{result.case_info.get('title', result.case)}")
+st.caption(views.result_caption(result, current_config().changed_note(shape, result.case, result.shape,
+                                                                      result.precision)))
 ui.history_note([result])
-# Two rows of three: one row of six cut the values short ("14.1 …") in a 1400-px-wide window.
+# Two rows of three: six in one row truncate the values in a laptop-wide window.
 figures = views.headline(result)
 for row in (figures[:3], figures[3:]):
     for column, figure in zip(st.columns(3), row, strict=True):
         column.metric(figure.label, figure.value, help=figure.help, border=True)
 st.markdown(views.verdict(result))
 
-stem = f"{result.case}_{controls.shape_text(result.shape)}_{result.precision}"
+stem = views.file_stem(result)
 left, right = st.columns([6, 5], gap="large")
 with left:
     ui.chart(charts.phase_breakdown_chart(result), "Phase chart", f"{stem}_phases", stretch=True)
@@ -170,13 +162,11 @@ with right:
     ui.chart(charts.samples_chart(result), "Samples chart", f"{stem}_samples", stretch=True)
 
 checklist = checks.checklist(result)
-verdict = checks.overall(checklist)
 tab_checks, tab_phases, tab_agree, tab_ipython, tab_notes = st.tabs(
-    [f"Checks: {STATUS_ICON[verdict].split()[1]}", "All phases", "Agreement", "Reproduce in IPython", "Notes"])
+    [views.checks_tab_label(checklist), "All phases", "Agreement", "Reproduce in IPython", "Notes"])
 with tab_checks:
-    st.dataframe(  # "" for a check without a pitfall page: a blank cell, not a grey "None"
-        [{"Status": STATUS_ICON[c.status], "Check": c.title, "Why": c.reason,
-          "Pitfall": pitfalls_view.result_link(c.pitfall, result, CASES) or ""} for c in checklist],
+    st.dataframe(
+        views.checklist_rows(checklist, lambda pitfall: pitfalls_view.result_link(pitfall, result, CASES)),
         hide_index=True, width="stretch", height=38 + 35 * len(checklist),  # every check, no inner scroll
         column_config={"Pitfall": st.column_config.LinkColumn(
             "Explained in", display_text=r"#pitfall-(.+)$",
@@ -186,37 +176,25 @@ with tab_phases:
     st.caption("One-off: paid once per function, shape and dtype. Per call: paid every call. "
                "The naive first call (compile + one run) is what a plain `%time f(x)` shows.")
 with tab_agree:
-    agreement = result.agreement
-    text = (f"max abs error {agreement['max_abs_err']:.3g}, max rel error {agreement['max_rel_err']:.3g} "
-            f"(tolerance rtol {agreement['rtol']:.0e}, atol {agreement['atol']:.0e}; compared "
-            f"{'via invariants' if agreement.get('method') == 'invariants' else 'directly'})")
-    if agreement.get("ok"):
-        st.success(f"JAX and NumPy agree: {text}.", icon=":material/check_circle:")
+    agree, text = views.agreement_text(result)
+    if agree:
+        st.success(text, icon=":material/check_circle:")
     else:
-        st.error(f"JAX and NumPy disagree: {text}.", icon=":material/error:")
-    st.markdown(f"Output dtypes: NumPy `{agreement.get('numpy_dtype')}`, JAX `{agreement.get('jax_dtype')}`; "
-                f"inputs `{result.dtype}`.")
-    ref = agreement.get("vs_float64")
-    if ref:
-        st.dataframe([
-            {"Side": "NumPy", "Max abs error vs float64": f"{ref['numpy_max_abs_err']:.3g}",
-             "Max rel error vs float64": f"{ref['numpy_max_rel_err']:.3g}"},
-            {"Side": "JAX", "Max abs error vs float64": f"{ref['jax_max_abs_err']:.3g}",
-             "Max rel error vs float64": f"{ref['jax_max_rel_err']:.3g}"},
-        ], hide_index=True)
+        st.error(text, icon=":material/error:")
+    st.markdown(views.dtypes_text(result))
+    float64_rows = views.float64_rows(result.agreement)
+    if float64_rows:
+        st.dataframe(float64_rows, hide_index=True)
         st.caption("Both sides against a float64 NumPy reference: what the precision costs.")
 with tab_ipython:
     st.code(formatting.ipython_lines(result), language="python")
     st.caption("Paste into IPython or Jupyter to reproduce this measurement by hand.")
 with tab_notes:
-    notes = list(result.notes) or ["No notes for this run."]
-    st.markdown("\n".join(f"- {note}" for note in notes))
-    first = result.first_call.median_s
-    st.markdown(f"- A naive first call took **{formatting.format_time(first)}** — that is what `%time f(x)` "
-                f"reports, mostly compile, not the {formatting.format_time(result.runtime.median_s)} runtime.")
+    for block in views.notes_markdown(result):
+        st.markdown(block)
 
 downloads = st.container(horizontal=True)
 downloads.download_button("Result (JSON)", formatting.dumps(result.to_dict()), file_name=f"{stem}.json",
                               mime="application/json", icon=":material/download:", on_click="ignore")
-downloads.download_button("Result (CSV)", views.results_csv([result]), file_name=f"{stem}.csv",
+downloads.download_button("Result (CSV)", export_csv([result]), file_name=f"{stem}.csv",
                              mime="text/csv", icon=":material/download:", on_click="ignore")

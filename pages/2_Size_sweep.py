@@ -5,8 +5,10 @@ from __future__ import annotations
 import streamlit as st
 
 from jaxcompare import JaxCompareError
-from jaxcompare.app import charts, controls, ui, views
+from jaxcompare.app import charts, controls, environment_view, ui, views
+from jaxcompare.history.exchange import export_csv
 from jaxcompare.model import formatting
+from jaxcompare.model.cases import format_shape
 
 st.set_page_config(page_title="Size sweep · jaxcompare", page_icon=":material/stacked_line_chart:",
                    layout="wide")
@@ -73,10 +75,8 @@ def poll_sweep() -> None:
     landed = run.advance(submit)
     if landed or run.finished:
         st.rerun()
-    shape, precision = run.current or ((), "")
-    label = f"Size {min(run.completed + 1, run.total)} of {run.total}: {controls.shape_text(shape)} {precision}"
     if run.job is not None:
-        ui.job_progress(run.job, label, overall=run.fraction())
+        ui.job_progress(run.job, run.progress_label(), overall=run.fraction())
     st.button("Stop the sweep", icon=":material/stop_circle:", on_click=stop_sweep, key="stop_sweep")
 
 
@@ -91,7 +91,7 @@ with st.sidebar:
                  help="NumPy cases first, then SciPy. Type to search.")
     case = ui.case_by_name(st.session_state["sweep_case"])
     st.pills("Precision", ("x32", "x64"), selection_mode="multi", key="sweep_precisions",
-             format_func=lambda p: f"{p} · {'float32' if p == 'x32' else 'float64'}",
+             format_func=controls.precision_label,
              help="Pick both to overlay float32 and float64 on the same charts.")
     lo, hi = controls.STEPS_RANGE
     st.slider("Sizes", min_value=lo, max_value=hi, key="sweep_steps",
@@ -100,12 +100,12 @@ with st.sidebar:
     config = current_config()
     default_top = controls.default_largest(case, controls.backend_for(config.device, env))
     st.text_input("Largest shape", key="sweep_largest", live=True,
-                  placeholder=f"{controls.shape_text(default_top)} (default)",
+                  placeholder=f"{format_shape(default_top)} (default)",
                   help="Leave empty for the default: the case's large preset on CPU, twice that per "
                        "dimension on a GPU or TPU.")
     st.selectbox("Device", ("auto", "cpu", "gpu", "tpu"), format_func=controls.DEVICE_LABELS.__getitem__,
                  key="sweep_device")
-    device_problem = views.device_problem(st.session_state["sweep_device"], env)
+    device_problem = environment_view.device_problem(st.session_state["sweep_device"], env)
     if device_problem:
         st.warning(device_problem, icon=":material/warning:")
     st.segmented_control("Timing", controls.TIMING_MODES, key="sweep_timing", required=True,
@@ -120,8 +120,7 @@ with st.sidebar:
         problem = str(exc)
         st.error(problem, icon=":material/error:")
     else:
-        sizes = list(dict.fromkeys(shape for shape, _ in planned.points))
-        st.caption(f"{' → '.join(controls.shape_text(s) for s in sizes)}: {planned.total} measurement(s).")
+        st.caption(planned.plan_text())
     busy = active_run() is not None
     st.button("Run sweep", type="primary", icon=":material/play_arrow:", on_click=start_sweep,
               disabled=busy or problem is not None, width="stretch", key="run_sweep")
@@ -162,16 +161,10 @@ st.caption(f"`{first.case_info.get('numpy_name', '')}` vs `{first.case_info.get(
            f"{first.backend} device `{first.device}` · {len(results)} of {run.total} measurement(s)"
            + (" so far" if not run.finished else ""))
 ui.history_note(results)
-found = views.crossovers(results)
-columns = st.columns(max(len(found), 1) + 1)
-for column, (precision, elements) in zip(columns, found.items(), strict=False):
-    value = "not yet" if elements is None and not run.finished else views.crossover_short(elements, len(first.shape))
-    column.metric(f"Crossover ({precision})", value,
-                  help="Where the speedup first crosses 1x, interpolated on log-log axes: "
-                       + views.describe_crossover(elements, len(first.shape)) + ".", border=True)
-best = max(results, key=lambda r: r.speedup)
-columns[-1].metric("Best speedup", f"{best.speedup:.2f}x",
-                   help=f"At {controls.shape_text(best.shape)} {best.precision}.", border=True)
+figures = [views.crossover_figure(precision, elements, len(first.shape), run.finished)
+           for precision, elements in views.crossovers(results).items()]
+for column, figure in zip(st.columns(len(figures) + 1), [*figures, views.best_speedup_figure(results)], strict=True):
+    column.metric(figure.label, figure.value, help=figure.help, border=True)
 
 stem = f"sweep_{first.case}"
 ui.chart(charts.sweep_runtime_chart(results, run.extent()), "Runtime chart", f"{stem}_runtime", stretch=True)
@@ -184,5 +177,5 @@ downloads = st.container(horizontal=True)
 downloads.download_button("Sweep (JSON)", formatting.dumps([r.to_dict() for r in results]),
                               file_name=f"{stem}.json", mime="application/json",
                               icon=":material/download:", on_click="ignore")
-downloads.download_button("Sweep (CSV)", views.results_csv(results), file_name=f"{stem}.csv",
+downloads.download_button("Sweep (CSV)", export_csv(results), file_name=f"{stem}.csv",
                              mime="text/csv", icon=":material/download:", on_click="ignore")

@@ -9,11 +9,12 @@ from typing import Any
 import streamlit as st
 
 from jaxcompare import Case, JaxCompareError
-from jaxcompare.app import controls, ui, views
+from jaxcompare.app import controls, environment_view, ui
 from jaxcompare.app import pitfalls_view as pv
 from jaxcompare.app.charts import chart_png_bytes
 from jaxcompare.app.charts_pitfalls import pitfall_chart
 from jaxcompare.engine.pitfalls import PITFALLS, SECTIONS
+from jaxcompare.model.cases import format_shape
 
 st.set_page_config(page_title="Pitfalls · jaxcompare", page_icon=":material/school:", layout="wide")
 ui.sidebar_nav()
@@ -45,8 +46,7 @@ def on_case_change() -> None:
     ss = st.session_state
     if ss[key("size")] != "custom":
         case = ui.case_by_name(ss[key("case")])
-        ss[key("custom_shape")] = controls.shape_text(case.small_shape if ss[key("size")] == "small"
-                                                      else case.large_shape)
+        ss[key("custom_shape")] = controls.preset_shape_text(case, ss[key("size")])
 
 
 def start_run(sections: tuple[str, ...] = SECTIONS) -> None:
@@ -74,13 +74,8 @@ def harvest() -> None:
     job = ui.take_finished(JOB, ERROR)
     if job is None:
         return
-    report = job.value
-    context = {k: v for k, v in report.items() if k != "pitfalls"}
-    caption = pv.measured_caption(report, meta.get("timing", "careful"))
-    results = dict(st.session_state.get(RESULTS, {}))
-    for pitfall in report["pitfalls"]:
-        results[pitfall["id"]] = {"pitfall": pitfall, "context": context, "caption": caption}
-    st.session_state[RESULTS] = results
+    entries = pv.section_entries(job.value, meta.get("timing", "careful"))
+    st.session_state[RESULTS] = {**st.session_state.get(RESULTS, {}), **entries}
 
 
 @st.fragment(run_every=ui.POLL_S)
@@ -90,13 +85,10 @@ def poll_job() -> None:
         return
     runner = ui.get_runner()
     sections = st.session_state.get(f"{JOB}_meta", {}).get("sections", SECTIONS)
-    if job.status == "queued" and runner.position(job) > 0:
-        text = (f"Queued behind {runner.position(job) - 1} other measurement(s): one at a time, so "
-                "they don't spoil each other's timings.")
-    else:
-        elapsed = time.time() - (job.started_at or time.time())
-        text = f"{pv.phase_text(job.phase, sections)} · {job.progress:.0%} · {elapsed:.0f} s"
-    st.progress(min(max(job.progress, 0.0), 1.0), text=text)
+    ahead = runner.position(job) - 1 if job.status == "queued" and runner.position(job) > 0 else None
+    elapsed = time.time() - (job.started_at or time.time())
+    st.progress(min(max(job.progress, 0.0), 1.0),
+                text=pv.progress_text(job.phase, job.progress, elapsed, sections, queued_behind=ahead))
     st.button("Stop", icon=":material/stop_circle:", on_click=ui.cancel_job, args=(JOB,), key="stop_pitfalls")
 
 
@@ -148,9 +140,8 @@ def section(meta: Mapping[str, str], entry: Mapping[str, Any] | None, case: Case
         context = entry["context"]
         chart = pitfall_chart(pitfall)
         st.altair_chart(chart, width="stretch")
-        same = (context["case"] == config.case and tuple(context["shape"]) == shape
-                and context["precision"] == config.precision)
-        st.caption(entry["caption"] + ("" if same else " · *the sidebar settings have changed since this run*"))
+        st.caption(entry["caption"] + config.changed_note(shape, context["case"], context["shape"],
+                                                          context["precision"]))
     row = st.container(horizontal=True)
     row.button("Measure this section" if pitfall is None else "Measure this section again",
                icon=":material/play_arrow:", on_click=start_run, args=((pid,),), key=f"run_pitfall_{pid}",
@@ -158,7 +149,7 @@ def section(meta: Mapping[str, str], entry: Mapping[str, Any] | None, case: Case
     if busy and pid in st.session_state.get(f"{JOB}_meta", {}).get("sections", ()):
         row.caption("Measuring… progress is at the top of the page.")
     if pitfall is not None:
-        stem = f"pitfall_{pid}_{context['case']}_{controls.shape_text(context['shape'])}_{context['precision']}"
+        stem = pv.file_stem(pid, context)
         row.download_button("Chart (PNG)", data=lambda chart=chart: chart_png_bytes(chart), file_name=f"{stem}.png",
                             mime="image/png", icon=":material/download:", on_click="ignore", key=f"png_{pid}")
 
@@ -174,9 +165,8 @@ with st.sidebar:
                  on_change=on_case_change,
                  help="The JAX docs' benchmarking example, centered_gram, is the default.")
     case = ui.case_by_name(st.session_state[key("case")])
-    presets = {"small": f"Small · {controls.shape_text(case.small_shape)}",
-               "large": f"Large · {controls.shape_text(case.large_shape)}", "custom": "Custom"}
-    st.segmented_control("Shape", controls.SIZE_CHOICES, format_func=presets.__getitem__, key=key("size"),
+    st.segmented_control("Shape", controls.SIZE_CHOICES, format_func=controls.size_labels(case).__getitem__,
+                         key=key("size"),
                          required=True, on_change=on_case_change)
     st.text_input("Custom shape", key=key("custom_shape"), disabled=st.session_state[key("size")] != "custom",
                   live=True, placeholder="e.g. 500x500",
@@ -187,11 +177,11 @@ with st.sidebar:
     except JaxCompareError as exc:
         st.error(str(exc), icon=":material/error:")
     st.segmented_control("Precision", ("x32", "x64"), key=key("precision"), required=True,
-                         format_func=lambda p: f"{p} · {'float32' if p == 'x32' else 'float64'}",
+                         format_func=controls.precision_label,
                          help="The worker's mode. Pitfall 3 measures the other dtype too.")
     st.selectbox("Device", ("auto", "cpu", "gpu", "tpu"), format_func=controls.DEVICE_LABELS.__getitem__,
                  key=key("device"))
-    device_problem = views.device_problem(st.session_state[key("device")], ui.known_environment())
+    device_problem = environment_view.device_problem(st.session_state[key("device")], ui.known_environment())
     if device_problem:
         st.warning(device_problem, icon=":material/warning:")
     st.segmented_control("Timing", pv.PitfallsConfig.TIMING_MODES, key=key("timing"), required=True,
@@ -211,7 +201,7 @@ ui.sync_url(config.query())
 
 st.title("Pitfalls")
 st.caption(f"Each classic JAX benchmarking mistake, measured live beside the right way, for "
-           f"`{case.name}` at {controls.shape_text(shape) if shape else '—'} ({config.precision}). "
+           f"`{case.name}` at {format_shape(shape) if shape else '—'} ({config.precision}). "
            "The naive way is what a quick `%timeit` in a notebook shows; the gap to the correct way is "
            "how wrong that conclusion is.")
 env = ui.device_banner()
@@ -220,7 +210,7 @@ if ERROR in st.session_state:
     st.error(st.session_state[ERROR], icon=":material/error:")
 
 results: dict[str, Any] = st.session_state.get(RESULTS, {})
-backend = controls.backend_for(config.device, env) if env or config.device != "auto" else None
+backend = controls.known_backend(config.device, env)
 if busy:
     poll_job()
 elif not results:

@@ -134,11 +134,7 @@ def selection_actions(results: list, labels: list[str]) -> None:
     if pending:
         with st.container(border=True):
             names = [label for r, label in zip(results, labels, strict=True) if r.id in set(pending)]
-            listing = "".join(f"\n- {name}" for name in names[:8]) + (
-                f"\n- … and {len(pending) - 8} more" if len(pending) > 8 else "")
-            st.warning(f"Delete {len(pending)} saved result{'s' if len(pending) != 1 else ''} for good? "
-                       f"This cannot be undone; download them first to keep a copy.{listing}",
-                       icon=":material/delete_forever:")
+            st.warning(hv.delete_question(names, len(pending)), icon=":material/delete_forever:")
             confirm = st.container(horizontal=True)
             confirm.button("Yes, delete", type="primary", on_click=confirm_delete, key="history_confirm")
             confirm.button("Cancel", on_click=cancel_delete, key="history_cancel")
@@ -148,26 +144,18 @@ def verdict_block(a, b, labels: list[str]) -> None:
     """Is B (the newer run) faster than A? From both runs' raw samples, JAX and NumPy side."""
     cmp = compare_results(a, b)
     st.subheader("Is B faster than A?")
-    st.markdown(f"**A** (older): {labels[0].split(' · ', 1)[-1]}  \n**B** (newer): {labels[1].split(' · ', 1)[-1]}")
-    if not cmp["comparable"]:
-        st.warning("These two runs are not the same measurement, so read the verdicts with care:"
-                   + "".join(f"\n- {w}" for w in cmp["warnings"]), icon=":material/warning:")
-    elif cmp["warnings"]:
-        st.warning("".join(f"\n- {w}" for w in cmp["warnings"]).strip(), icon=":material/warning:")
-    changes = hv.difference_lines(cmp["differences"])
-    if changes:
-        st.markdown("**What differs:** " + " · ".join(changes))
-    else:
-        st.markdown("**Same setup:** case, shape, precision, device, host and versions all match.")
-    st.caption(hv.speedup_line(cmp["speedup"]))
-    for column, key, title in zip(st.columns(2, gap="medium"), ("jax_runtime", "numpy_runtime"),
-                                  ("JAX runtime (blocked)", "NumPy runtime"), strict=True):
-        v = cmp[key]
+    st.markdown(hv.which_is_which(labels))
+    warning = hv.comparison_warning(cmp)
+    if warning:
+        st.warning(warning, icon=":material/warning:")
+    st.markdown(hv.setup_line(cmp.differences))
+    st.caption(hv.speedup_line(cmp.speedup))
+    for column, (title, subject, v) in zip(st.columns(2, gap="medium"), hv.runtime_verdicts(cmp), strict=True):
         level, headline = hv.verdict_headline(v)
         with column.container(border=True):
             st.markdown(f"**{title}**")
             NOTICE_BOX[level](headline, icon=NOTICE_ICON[level])
-            st.markdown(v["explanation"])
+            st.markdown(hv.verdict_explanation(v, subject))
             st.caption(hv.verdict_stats(v))
     st.caption("B against A from every raw sample: a Mann–Whitney U rank test and a bootstrap CI of the ratio "
                "of medians must both agree, and the shift must be at least 2%, before a run is called faster "
@@ -215,10 +203,7 @@ if not rows:
 
 ids = [row["id"] for row in rows]
 keep_selection(ids)
-shown = f"{len(rows)} of {total} results" if len(rows) < total else "1 result" if total == 1 else f"all {total} results"
-st.caption(f"Showing {shown}, newest first. Tick rows (the boxes on the left) to compare two or more "
-           f"side by side, download or delete them." + (f" Only the newest {MAX_ROWS} are listed; filter to "
-                                                        f"see older ones." if len(rows) == MAX_ROWS else ""))
+st.caption(hv.showing_text(len(rows), total, MAX_ROWS))
 event = st.dataframe(
     hv.table_rows(rows), key=TABLE, on_select="rerun", selection_mode="multi-row", hide_index=True,
     width="stretch", height=min(38 + 35 * len(rows), 420),

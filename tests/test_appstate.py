@@ -121,3 +121,25 @@ def test_sweep_run_stops_at_the_first_failure():
     assert run.advance(lambda spec: jobs.append(FakeJob(spec)) or jobs[-1]) is True
     assert run.finished and len(jobs) == 1
     assert run.errors == ["10x10 x32: out of memory"]
+
+
+def test_page_controls_words_come_from_controls():
+    matmul = get_case("matmul")
+    assert controls.precision_label("x32") == "x32 · float32" and controls.precision_label("x64") == "x64 · float64"
+    large = "x".join(map(str, matmul.large_shape))
+    assert controls.size_labels(matmul) == {"small": "Small · 10x10", "large": f"Large · {large}", "custom": "Custom"}
+    assert controls.preset_shape_text(matmul, "small") == "10x10"
+    config = controls.CompareConfig(case="matmul")
+    assert config.changed_note((10, 10), "matmul", [10, 10], "x32") == ""
+    assert "have changed" in config.changed_note(None, "matmul", (10, 10), "x32")
+    assert "have changed" in config.changed_note((10, 10), "matmul", (10, 10), "x64")
+    assert controls.known_backend("auto", None) is None and controls.known_backend("gpu", None) == "gpu"
+    assert controls.known_backend("auto", {"jax": {"default_backend": "tpu"}}) == "tpu"
+
+
+def test_sweep_run_says_its_plan_and_which_point_runs():
+    base = Spec("matmul", (10, 10), timing=TimingConfig.quick())
+    run = controls.SweepRun.plan(base, [(10, 10), (20, 20)], ["x32", "x64"])
+    assert run.plan_text() == "10x10 → 20x20: 4 measurement(s)."
+    run.advance(lambda spec: FakeJob(spec))
+    assert run.progress_label() == "Size 1 of 4: 10x10 x32"

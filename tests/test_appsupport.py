@@ -2,24 +2,26 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from typing import Any
 
 import pytest
 
-from jaxcompare.app import views
+from jaxcompare.app import environment_view, views
+from jaxcompare.model.formatting import format_crossover
+from jaxcompare.model.phases import PHASES
 
 
 def test_calls_and_crossover_text():
     assert views.calls_text(None) == "never"
     assert views.calls_text(0.2) == "1 call"
     assert views.calls_text(1234.5) == "1,235 calls"
-    assert views.crossover_short(250_000, 2) == "≈ 500x500"
-    assert views.crossover_short(2_500_000, 1) == "≈ 2.5M elements"
-    assert views.crossover_short(None, 2) == "none here"
-    assert "500x500" in views.describe_crossover(250_000, 2)
+    assert format_crossover(250_000, 2, short=True) == "≈ 500x500"
+    assert format_crossover(2_500_000, 1, short=True) == "≈ 2.5M elements"
+    assert format_crossover(None, 2, short=True) == "none here"
+    assert "500x500" in format_crossover(250_000, 2)
+    assert format_crossover(250_000, 2) == "≈ 250,000 elements (≈ 500x500)"
+    assert format_crossover(311_000, 1) == "≈ 311,000 elements"
 
 
 CPU_ENV: dict[str, Any] = {
@@ -32,40 +34,58 @@ CPU_ENV: dict[str, Any] = {
 
 
 def test_device_banner_says_cpu_fallback_plainly_or_names_the_gpu():
-    banner = views.device_banner(CPU_ENV)
+    banner = environment_view.device_banner(CPU_ENV)
     assert banner.level == "warning" and "CPU backend" in banner.text and "Test CPU" in banner.text
     gpu_env = dict(CPU_ENV, jax={"devices": [
         {"platform": "gpu", "id": 0, "kind": "NVIDIA H100", "memory_limit_bytes": 80 * 1024**3}]})
-    banner = views.device_banner(gpu_env)
+    banner = environment_view.device_banner(gpu_env)
     assert banner.level == "success" and "NVIDIA H100" in banner.text and "80 GiB" in banner.text
-    assert views.device_banner(None).level == "info"
+    assert environment_view.device_banner(None).level == "info"
 
 
 def test_environment_warnings_name_what_spoils_numbers():
     x64_env = dict(CPU_ENV, jax=dict(CPU_ENV["jax"], x64_enabled=False))  # wrong: x64 worker without x64
-    warnings = views.environment_warnings({"x32": CPU_ENV, "x64": x64_env}, load=1.9)
+    warnings = environment_view.environment_warnings({"x32": CPU_ENV, "x64": x64_env}, load=1.9)
     text = "\n".join(warnings)
     for needle in ("CPU fallback", "Shared cores", "Busy machine", "x64 worker", "XLA_FLAGS",
                    "oversubscription"):
         assert needle in text
-    assert views.environment_warnings({}) == []
+    assert environment_view.environment_warnings({}) == []
+
+
+def test_environment_warnings_run_a_table_of_named_rules_in_order():
+    assert environment_view.cpu_fallback in environment_view.ENVIRONMENT_RULES
+    machine = environment_view.Machine(CPU_ENV, {"x32": CPU_ENV}, load=None)
+    assert list(environment_view.custom_xla_flags(machine)) == ["Custom XLA_FLAGS are active: `--xla_foo`."]
+    assert list(environment_view.busy_machine(machine)) == []
+    both = dict(CPU_ENV["jax"], x64_enabled=True, compilation_cache=True)
+    assert len(list(environment_view.x64_mismatch("x32", both))) == 1
+    assert len(list(environment_view.compilation_cache("x32", both))) == 1
+    warnings = environment_view.environment_warnings({"x32": CPU_ENV})
+    assert warnings[0].startswith("CPU fallback") and warnings[-1].startswith("Custom XLA_FLAGS")
+
+
+def test_environment_page_tables():
+    ev = environment_view
+    host = {"memory_available_bytes": 3 * 1024**3, "env_vars": {"XLA_FLAGS": "--app"}}
+    machine = {row["Item"]: row["Value"] for row in ev.machine_rows(CPU_ENV, host, load=1.25)}
+    assert machine["CPU model"] == "Test CPU" and machine["Load average (1 min)"] == "1.25"
+    assert machine["Memory available"] == "3 GiB" and machine["Memory total"] == "—"
+    assert ev.worker_rows({"x32": CPU_ENV})[0] == {
+        "Worker": "x32", "Backend": "cpu", "jax_enable_x64": "off", "Default float": None,
+        "Compilation cache": "off", "Devices": 1}
+    assert ev.device_rows(CPU_ENV)[0]["Memory limit"] == "—"
+    assert ev.blas_rows(CPU_ENV)[0]["Library"] == "openblas" and ev.blas_rows({}) == []
+    rows = ev.env_var_rows(("XLA_FLAGS", "OMP_NUM_THREADS"), host, {"x32": CPU_ENV})
+    assert rows == [{"Variable": "XLA_FLAGS", "App process": "--app", "x32 worker": "--xla_foo"}]
+    assert ev.version_rows({"jax": "0.11", "scipy": None})[1] == {"Package": "scipy", "Version": "not installed"}
 
 
 def test_device_problem_only_for_missing_devices():
-    assert views.device_problem("auto", CPU_ENV) is None
-    assert views.device_problem("cpu", CPU_ENV) is None
-    assert "No GPU" in views.device_problem("gpu", CPU_ENV)
-    assert views.device_problem("gpu", None) is None
-
-
-def test_results_csv_has_one_row_per_phase(sample_result):
-    text = views.results_csv([sample_result, sample_result])
-    rows = list(csv.DictReader(io.StringIO(text)))
-    assert len(rows) == 2 * len(views.ALL_PHASES)
-    assert set(rows[0]) == set(views.CSV_COLUMNS)
-    numpy_row = next(r for r in rows if r["phase"] == "numpy")
-    assert float(numpy_row["median_s"]) == pytest.approx(sample_result.numpy_runtime.median_s)
-    assert numpy_row["case"] == "matmul" and numpy_row["shape"] == "10x10"
+    assert environment_view.device_problem("auto", CPU_ENV) is None
+    assert environment_view.device_problem("cpu", CPU_ENV) is None
+    assert "No GPU" in environment_view.device_problem("gpu", CPU_ENV)
+    assert environment_view.device_problem("gpu", None) is None
 
 
 def test_headline_and_verdict(sample_result):
@@ -75,7 +95,7 @@ def test_headline_and_verdict(sample_result):
     assert all(f.value and f.help for f in figures)
     assert "faster" in views.verdict(sample_result)
     rows = views.phase_table(sample_result)
-    assert len(rows) == len(views.ALL_PHASES) and rows[0]["Phase"] == "NumPy runtime"
+    assert len(rows) == len(PHASES) and rows[0]["Phase"] == "NumPy runtime"
 
 
 @pytest.fixture
@@ -129,3 +149,36 @@ def test_verdict_mentions_a_moved_speedup_even_without_a_range():
     assert all(math.isnan(x) for x in few.speedup_range)
     text = views.verdict(few)
     assert "95% confidence" not in text and " The speedup moved from one pair of blocks to the next" in text
+
+
+def test_compare_page_words_come_from_views(sample_result):
+    from jaxcompare.analysis.checks import checklist
+
+    r = sample_result
+    assert views.file_stem(r) == "matmul_10x10_x32"
+    caption = views.result_caption(r, " · changed")
+    assert caption.startswith("`numpy.matmul` vs `jax.numpy.matmul` · shape 10x10 · x32 (float32) · cpu device")
+    assert caption.endswith("measured 2026-01-01T00:00:00+00:00 · changed")
+    checks = checklist(r)
+    assert views.checks_tab_label(checks) in ("Checks: pass", "Checks: warn", "Checks: fail")
+    rows = views.checklist_rows(checks, lambda pitfall: None if pitfall is None else f"Pitfalls#{pitfall}")
+    assert len(rows) == len(checks) and {"", "Pitfalls#size"} <= {row["Pitfall"] for row in rows}
+    assert rows[0]["Status"] in views.STATUS_ICON.values()
+    ok, text = views.agreement_text(r)
+    assert ok and text.startswith("JAX and NumPy agree: max abs error 1e-07") and text.endswith("compared directly).")
+    assert views.dtypes_text(r) == "Output dtypes: NumPy `float32`, JAX `float32`; inputs `float32`."
+    assert views.float64_rows(r.agreement) == []
+    ref = {"numpy_max_abs_err": 1e-6, "numpy_max_rel_err": 2e-7, "jax_max_abs_err": 3e-6, "jax_max_rel_err": 4e-7}
+    assert views.float64_rows({"vs_float64": ref})[1] == {
+        "Side": "JAX", "Max abs error vs float64": "3e-06", "Max rel error vs float64": "4e-07"}
+    notes, first_call = views.notes_markdown(r)
+    assert notes == "- a synthetic result" and first_call.startswith("- A naive first call took **20.2 ms**")
+
+
+def test_size_sweep_tiles(sample_result):
+    tile = views.crossover_figure("x32", 250_000, 2, finished=True)
+    assert (tile.label, tile.value) == ("Crossover (x32)", "≈ 500x500") and "250,000 elements" in tile.help
+    assert views.crossover_figure("x64", None, 2, finished=False).value == "not yet"
+    assert views.crossover_figure("x64", None, 2, finished=True).value == "none here"
+    best = views.best_speedup_figure([sample_result])
+    assert (best.value, best.help) == ("5.00x", "At 10x10 x32.")

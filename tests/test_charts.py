@@ -10,7 +10,7 @@ import pytest
 
 from jaxcompare import Spec, TimingConfig
 from jaxcompare.app import charts
-from jaxcompare.model.formatting import ONE_OFF_PHASES, PER_CALL_PHASES, PHASE_LABELS
+from jaxcompare.model.phases import ONE_OFF_PHASES, PER_CALL_PHASES, PHASE_LABELS
 
 SHAPES = [(10, 10), (20, 20), (40, 40)]
 

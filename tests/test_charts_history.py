@@ -13,7 +13,7 @@ from _results import make_result
 
 from jaxcompare.app import charts_history
 from jaxcompare.app.history_view import lettered_labels
-from jaxcompare.model.formatting import PHASE_LABELS
+from jaxcompare.model.phases import PHASE_LABELS
 
 
 def mark_type(unit: dict) -> str:

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from jaxcompare.analysis.compare import FASTER, SAME, SLOWER, TOO_FEW, compare_results, verdict
+from jaxcompare.app.history_view import verdict_explanation
 from jaxcompare.model.result import Result
 from jaxcompare.model.spec import Spec
 from jaxcompare.model.stats import Stats
@@ -19,15 +20,15 @@ def noisy(median: float, n: int = 30, noise: float = 0.05, seed: int = 0) -> Sta
 def test_identical_sample_sets_are_no_significant_difference():
     a = noisy(1e-3)
     v = verdict(a, a)
-    assert v["verdict"] == SAME
-    assert v["ratio"] == 1.0 and v["p_value"] == pytest.approx(1.0)
-    assert v["ci_low"] <= 1 <= v["ci_high"]
-    assert v["n_a"] == v["n_b"] == 30
+    assert v.direction == SAME
+    assert v.ratio == 1.0 and v.p_value == pytest.approx(1.0)
+    assert v.ci_low <= 1 <= v.ci_high
+    assert v.n_a == v.n_b == 30
 
 
 def test_same_distribution_other_draws_is_no_significant_difference():
     v = verdict(noisy(1e-3, seed=1), noisy(1e-3, seed=2))
-    assert v["verdict"] == SAME, v["explanation"]
+    assert v.direction == SAME, verdict_explanation(v)
 
 
 @pytest.mark.parametrize("noise", [0.02, 0.1])
@@ -35,33 +36,33 @@ def test_a_30_percent_shift_is_faster_or_slower_in_the_right_direction(noise):
     a = noisy(1e-3, noise=noise, seed=1)
     b = noisy(0.7e-3, noise=noise, seed=2)  # B takes 30% less time: B is faster
     v = verdict(a, b)
-    assert v["verdict"] == FASTER, v["explanation"]
-    assert v["ratio"] == pytest.approx(0.7, rel=0.05)
-    assert v["ci_high"] < 1 and v["p_value"] < 0.001
-    assert v["explanation"].startswith("B is 1.4") and "faster than A" in v["explanation"]
+    assert v.direction == FASTER, verdict_explanation(v)
+    assert v.ratio == pytest.approx(0.7, rel=0.05)
+    assert v.ci_high < 1 and v.p_value < 0.001
+    assert verdict_explanation(v).startswith("B is 1.4") and "faster than A" in verdict_explanation(v)
     back = verdict(b, a)
-    assert back["verdict"] == SLOWER and back["ratio"] > 1 and back["ci_low"] > 1
-    assert "slower than A" in back["explanation"]
+    assert back.direction == SLOWER and back.ratio > 1 and back.ci_low > 1
+    assert "slower than A" in verdict_explanation(back)
 
 
 def test_a_tiny_but_significant_shift_is_not_called_a_difference():
     a = noisy(1e-3, n=500, noise=0.001, seed=1)
     b = noisy(1.005e-3, n=500, noise=0.001, seed=2)  # 0.5% slower, p tiny
     v = verdict(a, b)
-    assert v["p_value"] < 1e-6 and v["significant"]
-    assert v["verdict"] == SAME and "under the 2%" in v["explanation"]
-    assert verdict(a, b, min_effect=0.001)["verdict"] == SLOWER
+    assert v.p_value < 1e-6 and v.significant
+    assert v.direction == SAME and "under the 2%" in verdict_explanation(v)
+    assert verdict(a, b, min_effect=0.001).direction == SLOWER
 
 
 def test_too_few_samples():
     v = verdict(Stats.from_samples([1e-3, 1.1e-3]), noisy(1e-3))
-    assert v["verdict"] == TOO_FEW and v["p_value"] is None
-    assert "Too few samples" in v["explanation"] and v["n_a"] == 2
+    assert v.direction == TOO_FEW and v.p_value is None
+    assert "Too few samples" in verdict_explanation(v) and v.n_a == 2
 
 
 def test_three_samples_each_cannot_reach_significance_and_says_so():
     v = verdict(Stats.from_samples([1.0, 1.1, 1.2]), Stats.from_samples([2.0, 2.1, 2.2]))
-    assert v["verdict"] == SAME and "cannot reach" in v["explanation"]
+    assert v.direction == SAME and "cannot reach" in verdict_explanation(v)
 
 
 def test_verdict_is_deterministic():
@@ -87,20 +88,20 @@ def test_compare_results_gives_both_verdicts_and_speedups():
     a = make_result(2e-3, 1e-3, seed=1, id="a")
     b = make_result(2e-3, 0.5e-3, seed=2, id="b")  # same NumPy, JAX twice as fast
     out = compare_results(a, b)
-    assert out["comparable"] and out["warnings"] == []
-    assert out["jax_runtime"]["verdict"] == FASTER
-    assert out["numpy_runtime"]["verdict"] == SAME
-    assert out["speedup"]["a"] == pytest.approx(2, rel=0.1)
-    assert out["speedup"]["b"] == pytest.approx(4, rel=0.1)
-    assert {"field": "host", "a": "host1", "b": "host2"} in out["differences"]
+    assert out.comparable and out.warnings == []
+    assert out.jax_runtime.direction == FASTER
+    assert out.numpy_runtime.direction == SAME
+    assert out.speedup["a"] == pytest.approx(2, rel=0.1)
+    assert out.speedup["b"] == pytest.approx(4, rel=0.1)
+    assert {"field": "host", "a": "host1", "b": "host2"} in out.differences
 
 
 def test_compare_results_warns_when_runs_are_not_comparable():
     out = compare_results(make_result(1e-3, 1e-3), make_result(1e-3, 1e-3, precision="x64", shape=(32, 32)))
-    assert not out["comparable"]
-    text = " ".join(out["warnings"])
+    assert not out.comparable
+    text = " ".join(out.warnings)
     assert "precisions" in text and "shapes" in text
-    assert {"field": "precision", "a": "x32", "b": "x64"} in out["differences"]
+    assert {"field": "precision", "a": "x32", "b": "x64"} in out.differences
 
 
 def test_compare_results_warns_when_a_runs_speedup_moved_between_its_pairs():
@@ -112,7 +113,7 @@ def test_compare_results_warns_when_a_runs_speedup_moved_between_its_pairs():
     paired = dataclasses.replace(a, spec=dataclasses.replace(a.spec, timing=TimingConfig.preset("thorough")),
                                  numpy_runtime=dataclasses.replace(a.numpy_runtime, block_medians_s=(2e-3, 2e-3)),
                                  runtime=dataclasses.replace(a.runtime, block_medians_s=(1e-3, 1.25e-3)))
-    text = " ".join(compare_results(paired, a)["warnings"])
+    text = " ".join(compare_results(paired, a).warnings)
     assert "A's speedup moved between its pairs of blocks (1.60x to 2.00x)" in text
     held = dataclasses.replace(paired, runtime=dataclasses.replace(a.runtime, block_medians_s=(1e-3, 1e-3)))
-    assert compare_results(held, a)["warnings"] == []
+    assert compare_results(held, a).warnings == []

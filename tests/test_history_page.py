@@ -15,6 +15,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from jaxcompare import Spec, TimingConfig  # noqa: E402
 from jaxcompare.analysis.compare import compare_results  # noqa: E402
+from jaxcompare.app import history_view as hv  # noqa: E402
 from jaxcompare.history.exchange import export_json  # noqa: E402
 from jaxcompare.history.store import Store  # noqa: E402
 
@@ -138,7 +139,8 @@ def test_two_runs_of_one_case_get_charts_and_a_verdict(store, measured):
     assert len(headlines) == 2, boxes  # one for the JAX runtime, one for NumPy
     body = texts(at)
     expected = compare_results(a, b)  # A is the older run, B the newer
-    assert expected["jax_runtime"]["explanation"] in body and expected["numpy_runtime"]["explanation"] in body
+    assert hv.verdict_explanation(expected.jax_runtime, "JAX runtime") in body
+    assert hv.verdict_explanation(expected.numpy_runtime, "NumPy runtime") in body
     assert "samples A" in body and ("p = " in body or "p < 0.001" in body or "Too few" in body)
     assert "Same setup" in body and "not the same measurement" not in body
 
@@ -237,3 +239,28 @@ def test_every_size_sweep_point_is_saved(db):
     assert len(run.results) == 3 and not run.errors
     assert {row["id"] for row in Store(db).list()} == {r.id for r in run.results}
     assert any("All 3 measurements saved to history" in c.value for c in at.caption)
+
+
+def test_the_compare_pages_csv_is_historys_export_of_the_same_result(db, monkeypatch):
+    """One CSV format: the Compare page's download and History's export of one result are the same file."""
+    from streamlit.delta_generator import DeltaGenerator
+
+    from jaxcompare.history.exchange import export_csv
+
+    csv_files: dict[str, str] = {}
+    original = DeltaGenerator.download_button
+
+    def recording(self, label, data, *args, **kwargs):
+        if "(CSV)" in label:
+            csv_files[label] = data() if callable(data) else data
+        return original(self, label, data, *args, **kwargs)
+
+    monkeypatch.setattr(DeltaGenerator, "download_button", recording)
+    result = make_result()
+    Store(db).save(result)
+    at = page("pages/1_Compare.py")
+    at.session_state["compare_result"] = result
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    select(history(), [result.id])
+    assert csv_files["Result (CSV)"] == csv_files["Selection (CSV)"] == export_csv([result])

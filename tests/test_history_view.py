@@ -72,6 +72,22 @@ def test_verdict_words():
     assert hv.verdict_headline(few) == ("warning", "Too few samples to judge")
 
 
+def test_verdict_explanations_are_the_pages_sentences():
+    """The verdict is data (analysis/compare.py); these are the sentences the History page shows."""
+    slow, fast = make_result(jax_s=2e-4), make_result(jax_s=1e-4)
+    assert hv.verdict_explanation(compare.verdict(slow.runtime, fast.runtime), "JAX runtime") == (
+        "B's JAX runtime is 2.00x faster than A's JAX runtime (median 100 µs vs 200 µs; p<0.001; 95% CI of the "
+        "speedup 1.98x–2.02x).")
+    assert hv.verdict_explanation(compare.verdict(slow.runtime, slow.runtime), "JAX runtime") == (
+        "No significant difference: the 0.0% difference in medians is within the noise (median 200 µs vs 200 µs; "
+        "p=1.000; 95% CI of the slowdown 0.99x–1.01x).")
+    few = compare.verdict(dataclasses.replace(slow.runtime, samples_s=(1e-4,)), slow.runtime)
+    assert hv.verdict_explanation(few, "JAX runtime") == (
+        "Too few samples to judge: A's JAX runtime has 1 and B's JAX runtime has 7; at least 3 positive samples "
+        "each are needed (medians 100 µs vs 200 µs).")
+    assert hv.verdict_explanation(few).startswith("Too few samples to judge: A has 1 and B has 7;")
+
+
 def test_difference_lines_and_messages():
     a = make_result()
     b = gpu_copy(a)
@@ -80,3 +96,21 @@ def test_difference_lines_and_messages():
     assert "device cpu → gpu" in lines and "jax 0.10.2 → 0.11.0" in lines and "host laptop → gpu-box" in lines
     assert hv.import_message(3, 1, "x.json") == "Imported 3 results (1 already present) from x.json."
     assert hv.speedup_line({"a": 2.0, "b": None}) == "Speedup (NumPy / JAX): A 2.00x → B —"
+
+
+def test_history_page_captions_and_prompts():
+    assert hv.showing_text(3, 3, 2000).startswith("Showing all 3 results, newest first.")
+    assert hv.showing_text(1, 1, 2000).startswith("Showing 1 result,")
+    assert hv.showing_text(2000, 5000, 2000).endswith("Only the newest 2000 are listed; filter to see older ones.")
+    question = hv.delete_question([f"run {i}" for i in range(10)], 10)
+    assert question.startswith("Delete 10 saved results for good?") and question.endswith("\n- … and 2 more")
+    assert hv.delete_question(["run"], 1).startswith("Delete 1 saved result for good?")
+    assert hv.which_is_which(["A · matmul 10x10", "B · matmul 16x16"]) == (
+        "**A** (older): matmul 10x10  \n**B** (newer): matmul 16x16")
+    a, b = make_result(), make_result(shape=(16, 16))
+    same = compare.compare_results(a, a)
+    assert hv.comparison_warning(same) is None and hv.setup_line(same.differences).startswith("**Same setup:**")
+    other = compare.compare_results(a, b)
+    warning = hv.comparison_warning(other)
+    assert warning.startswith("These two runs are not the same measurement") and "\n- different shapes" in warning
+    assert hv.setup_line(other.differences) == "**What differs:** shape 10x10 → 16x16"

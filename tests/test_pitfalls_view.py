@@ -126,3 +126,14 @@ def test_thorough_timing_is_for_compare_not_for_the_lab():
     assert compare.spec(case("matmul")).timing.preset_name == "thorough"
     lab, warnings = pv.config_from_query({"timing": "thorough"}, CASES)
     assert lab.timing == "careful" and len(warnings) == 1 and "quick, careful" in warnings[0]
+
+
+def test_a_finished_job_becomes_section_entries_with_their_context():
+    report = {"case": "matmul", "shape": [64, 64], "precision": "x32", "dtype": "float32", "backend": "cpu",
+              "device": "cpu:0", "pitfalls": [pitfall("jit", (1.0, 2.0), (0.5, 2.0))]}
+    entries = pv.section_entries(report, "quick")
+    assert list(entries) == ["jit"] and "pitfalls" not in entries["jit"]["context"]
+    assert entries["jit"]["caption"] == pv.measured_caption(report, "quick")
+    assert pv.file_stem("jit", entries["jit"]["context"]) == "pitfall_jit_matmul_64x64_x32"
+    assert pv.progress_text("jit", 0.5, 3.2, queued_behind=2).startswith("Queued behind 2 other measurement(s)")
+    assert pv.progress_text("done", 1.0, 3.2) == "Done · 100% · 3 s"

@@ -64,6 +64,31 @@ def test_format_time_picks_the_unit_after_rounding(seconds, text):
     assert format_time(seconds) == text
 
 
+def test_speedup_words_come_from_one_place():
+    from jaxcompare.model.formatting import faster_or_slower, format_factor, format_speedup
+
+    assert format_factor(2.5) == "2.50x" and format_factor(None) == "—" and format_factor(float("inf")) == "—"
+    assert faster_or_slower(2.0) == ("faster", 2.0) and faster_or_slower(0.5) == ("slower", 2.0)
+    assert format_speedup(2.5) == "2.50x (JAX faster)" and format_speedup(0.5) == "0.50x (JAX 2.0x slower)"
+    assert format_speedup(float("nan")) == "—"
+
+
+@pytest.mark.parametrize("n, text", [
+    (None, "—"), (0, "0 B"), (512, "512 B"), (80 * 1024**3, "80 GiB"), (1.5 * 1024**2, "1.5 MiB"),
+])
+def test_format_bytes_one_function_for_the_app_and_the_memory_check(n, text):
+    from jaxcompare.model.formatting import format_bytes
+
+    assert format_bytes(n) == text
+
+
+@pytest.mark.parametrize("shape, text", [((1000, 1000), "1000x1000"), ([8, 100, 100], "8x100x100"), ((7,), "7")])
+def test_format_shape_writes_what_parse_shape_reads(shape, text):
+    from jaxcompare.model.cases import format_shape
+
+    assert format_shape(shape) == text and parse_shape(text) == tuple(shape)
+
+
 def test_timing_presets_round_trip_and_name_themselves():
     for name in ("quick", "careful", "thorough"):
         config = TimingConfig.preset(name)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
+import io
 import json
 import multiprocessing
 import sqlite3
@@ -142,6 +143,27 @@ def test_csv_export_has_a_header_and_one_row_per_result(results, store, tmp_path
     assert rows[0]["id"] == results[0].id
     assert float(rows[0]["jax_runtime_median_s"]) == results[0].runtime.median_s
     assert int(rows[1]["numpy_runtime_n"]) == results[1].numpy_runtime.n
+
+
+def test_csv_has_every_phase_statistic_the_pages_used_to_write_one_row_per_phase():
+    """The Compare page's CSV once had a row per phase; its columns live on as <phase>_<stat>."""
+    from _results import make_result
+
+    from jaxcompare.history.exchange import CSV_COLUMNS, CSV_PREFIX, export_csv
+    from jaxcompare.model.phases import PHASES
+
+    r = make_result()
+    rows = list(csv.DictReader(io.StringIO(export_csv([r, r]))))
+    assert len(rows) == 2 and list(rows[0]) == list(CSV_COLUMNS)
+    old_columns = ("created", "case", "shape", "precision", "dtype", "backend", "device", "device_kind", "speedup",
+                   "break_even_calls", "compile_total_s", "agreement_ok", "max_abs_err", "max_rel_err", "rtol")
+    old_stats = ("median_s", "min_s", "mean_s", "std_s", "iqr_s", "ci_low_s", "ci_high_s", "n", "loops", "stable",
+                 "unstable_reason")
+    assert set(old_columns) | {f"{CSV_PREFIX.get(p, p)}_{s}" for p in PHASES for s in old_stats} <= set(CSV_COLUMNS)
+    assert float(rows[0]["numpy_runtime_median_s"]) == r.numpy_runtime.median_s
+    assert rows[0]["id"] == r.id and rows[0]["case"] == "matmul" and rows[0]["shape"] == "10x10"
+    assert rows[0]["jax_runtime_stable"] == "True" and rows[0]["fetch_unstable_reason"] == ""
+    assert float(rows[0]["max_rel_err"]) == r.agreement["max_rel_err"]
 
 
 def test_export_to_an_unknown_extension_writes_nothing(results, store, tmp_path):

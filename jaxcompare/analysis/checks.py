@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..model.formatting import format_time
+from ..model.formatting import format_factor, format_time
 from ..model.result import Result
 
 PASS, WARN, FAIL = "pass", "warn", "fail"
@@ -150,7 +150,7 @@ def check_speedup_steady(r: Result) -> Check:
         why = ("no block medians recorded (measured before jaxcompare kept them)" if r.spec.timing.runtime_blocks > 1
                else "one block a side (the thorough timing times four pairs of blocks)")
         return Check("steady", title, PASS, f"not checked: {why}", None)
-    each = ", ".join(f"{p:.2f}x" for p in pairs)
+    each = ", ".join(format_factor(p) for p in pairs)
     spread = r.speedup_moved
     tolerance = r.spec.timing.pair_tolerance
     if not r.speedup_steady:

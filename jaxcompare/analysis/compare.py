@@ -14,20 +14,66 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from ..model.formatting import format_time
-from ..model.result import Result
+from ..model.cases import format_shape
+from ..model.formatting import format_factor
+from ..model.result import Result, finite_or_none
 from ..model.stats import Stats
 
+# What a verdict finds about B relative to A; the words for each live with the views.
 FASTER = "faster"
 SLOWER = "slower"
-SAME = "no significant difference"
-TOO_FEW = "too few samples to judge"
+SAME = "same"
+TOO_FEW = "too few"
 MIN_SAMPLES = 3
 BOOTSTRAP_RESAMPLES = 2000
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Is B faster than A: what the two tests found, as numbers a page or a CLI can phrase."""
+
+    direction: str  # FASTER / SLOWER / SAME / TOO_FEW, about B relative to A
+    ratio: float | None  # median B / median A of times: below 1, B is faster
+    p_value: float | None  # Mann-Whitney U, two-sided; None with too few samples
+    ci_low: float | None  # the 1 - alpha bootstrap CI of the ratio
+    ci_high: float | None
+    n_a: int
+    n_b: int
+    median_a_s: float
+    median_b_s: float
+    alpha: float
+    min_effect: float
+    significant: bool = False  # both tests agree, however small the shift
+
+    @property
+    def shift(self) -> str:
+        """Which way the medians moved, significant or not (FASTER or SLOWER)."""
+        return FASTER if self.ratio is not None and self.ratio < 1 else SLOWER
+
+    @property
+    def factor(self) -> float | None:
+        """How many times faster or slower B is (at least 1)."""
+        if not self.ratio:
+            return None
+        return 1 / self.ratio if self.ratio < 1 else self.ratio
+
+    @property
+    def rank_test_differs(self) -> bool:
+        return self.p_value is not None and self.p_value < self.alpha
+
+    @property
+    def ci_excludes_one(self) -> bool:
+        return self.ci_low is not None and self.ci_high is not None and (self.ci_high < 1 or self.ci_low > 1)
+
+    @property
+    def rank_test_can_decide(self) -> bool:
+        """False when these sample counts cannot reach p < alpha even if every B beats every A."""
+        return _min_two_sided_p(self.n_a, self.n_b) < self.alpha
 
 
 def verdict(
@@ -36,86 +82,55 @@ def verdict(
     alpha: float = 0.05,
     min_effect: float = 0.02,
     *,
-    names: tuple[str, str] = ("A", "B"),
     resamples: int = BOOTSTRAP_RESAMPLES,
     seed: int = 0,
-) -> dict[str, Any]:
-    """Compare B's per-call times with A's.
-
-    Returns verdict (FASTER / SLOWER / SAME / TOO_FEW, about B relative to A), ratio
-    (median B / median A), p_value, ci_low/ci_high (the 1-alpha bootstrap CI of the ratio),
-    n_a, n_b, significant (both tests agree), and a one-sentence explanation.
-    """
-    na_, nb_ = names
+) -> Verdict:
+    """Compare B's per-call times with A's (see the module docstring for the rules)."""
     xa = _clean(a.samples_s)
     xb = _clean(b.samples_s)
     med_a = float(np.median(xa)) if xa.size else a.median_s
     med_b = float(np.median(xb)) if xb.size else b.median_s
     ratio = med_b / med_a if med_a > 0 else math.nan
-    out: dict[str, Any] = {
-        "verdict": TOO_FEW, "ratio": _finite(ratio), "p_value": None, "ci_low": None,
-        "ci_high": None, "n_a": int(xa.size), "n_b": int(xb.size), "median_a_s": med_a,
-        "median_b_s": med_b, "significant": False, "alpha": alpha, "min_effect": min_effect,
-    }
+    found = Verdict(direction=TOO_FEW, ratio=finite_or_none(ratio), p_value=None, ci_low=None, ci_high=None,
+                    n_a=int(xa.size), n_b=int(xb.size), median_a_s=med_a, median_b_s=med_b, alpha=alpha,
+                    min_effect=min_effect)
     if xa.size < MIN_SAMPLES or xb.size < MIN_SAMPLES or not med_a > 0 or not med_b > 0:
-        out["explanation"] = (
-            f"Too few samples to judge: {na_} has {xa.size} and {nb_} has {xb.size}; "
-            f"at least {MIN_SAMPLES} positive samples each are needed (medians {_t(med_a)} "
-            f"vs {_t(med_b)})."
-        )
-        return out
+        return found
 
     from scipy.stats import mannwhitneyu
 
     p = float(mannwhitneyu(xb, xa, alternative="two-sided").pvalue)
     lo, hi = _bootstrap_ratio_ci(xa, xb, 1 - alpha, resamples, seed)
-    out.update(p_value=p, ci_low=lo, ci_high=hi)
-
-    ci_excludes_one = hi < 1 or lo > 1
-    significant = p < alpha and ci_excludes_one
-    factor = 1 / ratio if ratio < 1 else ratio  # how many times faster or slower, >= 1
-    word = FASTER if ratio < 1 else SLOWER
-    big_enough = factor - 1 >= min_effect
-    out["significant"] = significant
-    level = f"{1 - alpha:.0%}"
-    if word == FASTER:
-        ci_text = f"{level} CI of the speedup {_x(1 / hi)}–{_x(1 / lo)}"
-    else:
-        ci_text = f"{level} CI of the slowdown {_x(lo)}–{_x(hi)}"
-    medians = f"median {_t(med_b)} vs {_t(med_a)}"
-    stats_text = f"{medians}; {_p(p)}; {ci_text}"
-
-    if significant and big_enough:
-        out["verdict"] = word
-        out["explanation"] = f"{nb_} is {_x(factor)} {word} than {na_} ({stats_text})."
-        return out
-    out["verdict"] = SAME
-    if significant:
-        why = (f"{nb_} is {_x(factor)} {word} than {na_}, statistically significant but under "
-               f"the {min_effect:.0%} that counts as a real difference")
-    elif p < alpha:
-        why = (f"the rank test differs ({_p(p)}) but the {level} CI of the ratio of medians "
-               f"({lo:.3g}–{hi:.3g}) includes 1")
-    elif ci_excludes_one:
-        why = f"the medians differ by {abs(ratio - 1):.1%} but the rank test does not confirm it"
-    else:
-        why = f"the {abs(ratio - 1):.1%} difference in medians is within the noise"
-    floor = _min_two_sided_p(xa.size, xb.size)
-    if floor >= alpha:
-        why += (f"; with {xa.size} and {xb.size} samples a rank test cannot reach "
-                f"p<{alpha:g} at all — take more samples")
-    out["explanation"] = f"No significant difference: {why} ({stats_text})."
-    return out
+    found = replace(found, p_value=p, ci_low=lo, ci_high=hi)
+    significant = found.rank_test_differs and found.ci_excludes_one
+    big_enough = (found.factor or 1.0) - 1 >= min_effect
+    return replace(found, significant=significant,
+                   direction=found.shift if significant and big_enough else SAME)
 
 
-def compare_results(a: Result, b: Result, alpha: float = 0.05, min_effect: float = 0.02) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Comparison:
+    """Run B against run A: a verdict for each runtime, each run's speedup, and whether the
+    two measured the same thing at all."""
+
+    a: str  # the runs' ids
+    b: str
+    comparable: bool  # same case, shape and precision
+    warnings: list[str]
+    differences: list[dict[str, Any]]
+    jax_runtime: Verdict
+    numpy_runtime: Verdict
+    speedup: dict[str, float | None]  # {"a": ..., "b": ...}
+
+
+def compare_results(a: Result, b: Result, alpha: float = 0.05, min_effect: float = 0.02) -> Comparison:
     """Run B against run A: verdicts for the JAX and NumPy runtimes, each run's speedup,
     and whether the two are comparable at all (same case, shape and precision)."""
     warnings: list[str] = []
     if a.case != b.case:
         warnings.append(f"different cases ({a.case} vs {b.case}): the times measure different work")
     if tuple(a.shape) != tuple(b.shape):
-        warnings.append(f"different shapes ({_shape(a)} vs {_shape(b)}): the times measure "
+        warnings.append(f"different shapes ({format_shape(a.shape)} vs {format_shape(b.shape)}): the times measure "
                         f"different amounts of work")
     if a.precision != b.precision:
         warnings.append(f"different precisions ({a.precision} vs {b.precision}): part of any "
@@ -128,20 +143,17 @@ def compare_results(a: Result, b: Result, alpha: float = 0.05, min_effect: float
                                 f"unstable: {stats.unstable_reason}")
         if r.speedup_steady is False:
             pairs = r.speedup_pairs
-            warnings.append(f"{label}'s speedup moved between its pairs of blocks ({min(pairs):.2f}x to "
-                            f"{max(pairs):.2f}x)")
-    return {
-        "a": a.id,
-        "b": b.id,
-        "comparable": a.case == b.case and tuple(a.shape) == tuple(b.shape) and a.precision == b.precision,
-        "warnings": warnings,
-        "differences": differences(a, b),
-        "jax_runtime": verdict(a.runtime, b.runtime, alpha, min_effect,
-                               names=("A's JAX runtime", "B's JAX runtime")),
-        "numpy_runtime": verdict(a.numpy_runtime, b.numpy_runtime, alpha, min_effect,
-                                 names=("A's NumPy runtime", "B's NumPy runtime")),
-        "speedup": {"a": _finite(a.speedup), "b": _finite(b.speedup)},
-    }
+            warnings.append(f"{label}'s speedup moved between its pairs of blocks ({format_factor(min(pairs))} "
+                            f"to {format_factor(max(pairs))})")
+    return Comparison(
+        a=a.id, b=b.id,
+        comparable=a.case == b.case and tuple(a.shape) == tuple(b.shape) and a.precision == b.precision,
+        warnings=warnings,
+        differences=differences(a, b),
+        jax_runtime=verdict(a.runtime, b.runtime, alpha, min_effect),
+        numpy_runtime=verdict(a.numpy_runtime, b.numpy_runtime, alpha, min_effect),
+        speedup={"a": finite_or_none(a.speedup), "b": finite_or_none(b.speedup)},
+    )
 
 
 def differences(a: Result, b: Result) -> list[dict[str, Any]]:
@@ -149,7 +161,7 @@ def differences(a: Result, b: Result) -> list[dict[str, Any]]:
     def facts(r: Result) -> dict[str, Any]:
         versions = r.env.get("versions") or {}
         return {
-            "case": r.case, "shape": _shape(r), "precision": r.precision, "dtype": r.dtype,
+            "case": r.case, "shape": format_shape(r.shape), "precision": r.precision, "dtype": r.dtype,
             "backend": r.backend, "device_kind": r.device_kind, "host": r.env.get("hostname"),
             "cpu_model": r.env.get("cpu_model"), "jax": versions.get("jax"),
             "jaxlib": versions.get("jaxlib"), "numpy": versions.get("numpy"),
@@ -182,23 +194,3 @@ def _min_two_sided_p(na: int, nb: int) -> float:
     """The smallest two-sided p an exact rank test can give with these sample counts."""
     return min(1.0, 2 / math.comb(na + nb, na))
 
-
-def _finite(value: float) -> float | None:
-    return value if isinstance(value, int | float) and math.isfinite(value) else None
-
-
-def _shape(r: Result) -> str:
-    return "x".join(map(str, r.shape))
-
-
-def _x(factor: float) -> str:
-    return f"{factor:.2f}x"
-
-
-def _p(p: float) -> str:
-    return "p<0.001" if p < 0.001 else f"p={p:.3f}"
-
-
-def _t(seconds: float) -> str:
-    # Rounded first so 0.9997 ms reads "1 ms", not "1e+03 µs".
-    return format_time(float(f"{seconds:.3g}") if math.isfinite(seconds) else seconds)

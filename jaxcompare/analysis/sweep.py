@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from ..model.cases import Case
 from ..model.errors import BadInput
 from ..model.result import Result
-from ..model.spec import Spec, parse_shape
+from ..model.spec import parse_shape
 
 
 def ladder(case: Case, steps: int = 5, largest: Sequence[int] | None = None) -> list[tuple[int, ...]]:
@@ -57,18 +57,3 @@ def crossover(results: Sequence[Result]) -> float | None:
             return float(math.exp(math.log(n0) + t * (math.log(n1) - math.log(n0))))
     return None
 
-
-def run_sweep(
-    submit: Callable[[Spec], Result],
-    base: Spec,
-    shapes: Sequence[tuple[int, ...]],
-    on_result: Callable[[Result], None] | None = None,
-) -> list[Result]:
-    """Measure ``base`` at each shape in order, reporting each result as it lands."""
-    results = []
-    for shape in shapes:
-        result = submit(base.with_shape(shape))
-        results.append(result)
-        if on_result is not None:
-            on_result(result)
-    return results

@@ -14,10 +14,11 @@ from typing import Any
 
 import altair as alt
 
-from ..model.formatting import ONE_OFF_PHASES, PER_CALL_PHASES, PHASE_LABELS, format_time
+from ..model.cases import format_shape
+from ..model.formatting import format_crossover, format_factor, format_time
+from ..model.phases import ONE_OFF_PHASES, PER_CALL_PHASES, PHASE_LABELS
 from ..model.result import Result
-from .controls import shape_text
-from .views import crossover_short, crossovers, describe_crossover, one_off_s
+from .views import crossovers, one_off_s
 
 NUMPY_COLOR = "#4C78A8"
 JAX_COLOR = "#E4572E"
@@ -60,12 +61,17 @@ def _time_axis(title: str, ticks: list[float], **kwargs: Any) -> alt.Axis:
     return alt.Axis(title=title, values=ticks, labelExpr=TIME_LABEL, grid=True, **kwargs)
 
 
+def finite_or(value: float, fallback: float) -> float:
+    """``value`` when finite, else ``fallback``: an unknown CI end is drawn at the median."""
+    return value if math.isfinite(value) else fallback
+
+
 def _side(phase: str) -> str:
     return "NumPy" if phase == "numpy" else "JAX"
 
 
 def _subtitle(result: Result) -> str:
-    return (f"{result.case} · {shape_text(result.shape)} · {result.dtype} · {result.backend} "
+    return (f"{result.case} · {format_shape(result.shape)} · {result.dtype} · {result.backend} "
             f"({result.device_kind})")
 
 
@@ -79,8 +85,8 @@ def phase_rows(result: Result) -> list[dict[str, Any]]:
             rows.append({
                 "phase": name, "label": PHASE_LABELS[name], "group": group, "order": order,
                 "side": _side(name), "median_s": value,
-                "ci_low_s": max(s.ci_low_s if math.isfinite(s.ci_low_s) else value, TINY_S),
-                "ci_high_s": max(s.ci_high_s if math.isfinite(s.ci_high_s) else value, TINY_S),
+                "ci_low_s": max(finite_or(s.ci_low_s, value), TINY_S),
+                "ci_high_s": max(finite_or(s.ci_high_s, value), TINY_S),
                 "min_s": s.min_s, "n": s.n, "loops": s.loops,
                 "text": format_time(s.median_s) if s.median_s > 0 else "≈ 0",
                 "stable": "yes" if s.stable else f"no: {s.unstable_reason}",
@@ -159,8 +165,8 @@ def samples_chart(result: Result) -> alt.LayerChart:
     for name, label in zip(("numpy", "runtime"), labels, strict=True):
         s = result.phase(name)
         m = s.median_s if s.median_s > 0 else 1.0
-        lo_ci = s.ci_low_s if math.isfinite(s.ci_low_s) else m
-        hi_ci = s.ci_high_s if math.isfinite(s.ci_high_s) else m
+        lo_ci = finite_or(s.ci_low_s, m)
+        hi_ci = finite_or(s.ci_high_s, m)
         summary.append({"label": label, "ci_low": lo_ci / m - 1, "ci_high": hi_ci / m - 1, "zero": 0.0,
                         "n": s.n, "loops": s.loops, "iqr": s.iqr_s / m,
                         "stable": "yes" if s.stable else f"no: {s.unstable_reason}"})
@@ -193,10 +199,10 @@ def sweep_rows(results: Sequence[Result]) -> list[dict[str, Any]]:
         elements = math.prod(r.shape)
         for side, s in (("NumPy", r.numpy_runtime), ("JAX", r.runtime)):
             rows.append({
-                "elements": elements, "shape": shape_text(r.shape), "precision": r.precision,
+                "elements": elements, "shape": format_shape(r.shape), "precision": r.precision,
                 "series": f"{side} {r.precision}", "side": side, "median_s": max(s.median_s, TINY_S),
-                "ci_low_s": max(s.ci_low_s if math.isfinite(s.ci_low_s) else s.median_s, TINY_S),
-                "ci_high_s": max(s.ci_high_s if math.isfinite(s.ci_high_s) else s.median_s, TINY_S),
+                "ci_low_s": max(finite_or(s.ci_low_s, s.median_s), TINY_S),
+                "ci_high_s": max(finite_or(s.ci_high_s, s.median_s), TINY_S),
                 "text": format_time(s.median_s),
             })
     return sorted(rows, key=lambda row: (row["series"], row["elements"]))
@@ -245,8 +251,8 @@ def speedup_rows(results: Sequence[Result]) -> list[dict[str, Any]]:
     rows = []
     for r in results:
         if math.isfinite(r.speedup) and r.speedup > 0:
-            rows.append({"elements": math.prod(r.shape), "shape": shape_text(r.shape),
-                         "precision": r.precision, "speedup": r.speedup, "text": f"{r.speedup:.2f}x"})
+            rows.append({"elements": math.prod(r.shape), "shape": format_shape(r.shape),
+                         "precision": r.precision, "speedup": r.speedup, "text": format_factor(r.speedup)})
     return sorted(rows, key=lambda row: (row["precision"], row["elements"]))
 
 
@@ -281,8 +287,8 @@ def sweep_speedup_chart(results: Sequence[Result], extent: Extent = None) -> alt
         align="left", baseline="bottom", dx=6, dy=-4, fontSize=12, color="#555").encode(
         x=alt.X("x:Q", scale=x_scale), y=alt.Y("y:Q", scale=y_scale), text="text:N")
     layers: list[Any] = [one, zone_text, zone_text_low, line, points]
-    cross = [{"precision": p, "elements": e, "text": f"{p} crossover {crossover_short(e, ndim)}",
-              "detail": describe_crossover(e, ndim)}
+    cross = [{"precision": p, "elements": e, "text": f"{p} crossover {format_crossover(e, ndim, short=True)}",
+              "detail": format_crossover(e, ndim)}
              for p, e in crossovers(results).items() if e is not None]
     if cross:
         layers.append(alt.Chart(alt.Data(values=cross)).mark_rule(strokeDash=[2, 2], strokeWidth=1.5).encode(
@@ -314,7 +320,7 @@ def share_rows(results: Sequence[Result]) -> list[dict[str, Any]]:
         total = sum(max(v, 0.0) for _, v in parts) or 1.0
         one_off_share = one_off_s(r) / total
         for order, (component, seconds) in enumerate(parts):
-            rows.append({"shape": shape_text(r.shape), "elements": math.prod(r.shape),
+            rows.append({"shape": format_shape(r.shape), "elements": math.prod(r.shape),
                          "precision": r.precision, "component": component, "order": order,
                          "seconds": max(seconds, 0.0), "share": max(seconds, 0.0) / total,
                          "text": format_time(seconds), "one_off_share": one_off_share})

@@ -13,12 +13,22 @@ from typing import Any
 
 import altair as alt
 
-from ..model.formatting import ONE_OFF_PHASES, PHASE_LABELS, format_time
+from ..model.formatting import format_factor, format_time
+from ..model.phases import ONE_OFF_PHASES, PER_CALL_PHASES, PHASE_LABELS
 from ..model.result import Result
-from .charts import FIT_WIDTH, ONE_OFF_HEADING, PER_CALL_HEADING, TINY_S, _log_domain, _time_axis, headed_phase_axis
+from .charts import (
+    FIT_WIDTH,
+    ONE_OFF_HEADING,
+    PER_CALL_HEADING,
+    TINY_S,
+    _log_domain,
+    _time_axis,
+    finite_or,
+    headed_phase_axis,
+)
 from .history_view import lettered_labels
 
-PER_CALL = ("runtime", "numpy", "dispatch", "fetch")
+# The naive first call sits with the one-off costs here: it is mostly compile.
 ONE_OFF = (*ONE_OFF_PHASES, "first_call")
 RUN_COLORS = ["#1F77B4", "#E4572E", "#54A24B", "#B279A2", "#F2A541", "#17BECF", "#8C564B", "#E377C2",
               "#7F7F7F", "#BCBD22"]
@@ -36,23 +46,19 @@ def _labels(results: Sequence[Result], labels: Sequence[str] | None) -> list[str
     return labels
 
 
-def _finite(value: float, fallback: float) -> float:
-    return value if math.isfinite(value) else fallback
-
-
 # --- phases ------------------------------------------------------------------------------------
 def phase_rows(results: Sequence[Result], labels: Sequence[str] | None = None) -> list[dict[str, Any]]:
     rows = []
     for result, label in zip(results, _labels(results, labels), strict=True):
-        for group, phases in (("per call", PER_CALL), ("one-off", ONE_OFF)):
+        for group, phases in (("per call", PER_CALL_PHASES), ("one-off", ONE_OFF)):
             for name in phases:
                 s = result.phase(name)
                 median = max(s.median_s, TINY_S)
                 rows.append({
                     "run": label, "phase": name, "label": PHASE_LABELS[name], "group": group,
                     "median_s": median,
-                    "ci_low_s": max(_finite(s.ci_low_s, median), TINY_S),
-                    "ci_high_s": max(_finite(s.ci_high_s, median), TINY_S),
+                    "ci_low_s": max(finite_or(s.ci_low_s, median), TINY_S),
+                    "ci_high_s": max(finite_or(s.ci_high_s, median), TINY_S),
                     "text": format_time(s.median_s) if s.median_s > 0 else "≈ 0", "n": s.n,
                     "stable": "yes" if s.stable else f"no: {s.unstable_reason}",
                 })
@@ -68,7 +74,7 @@ def phase_chart(results: Sequence[Result], labels: Sequence[str] | None = None) 
     for row in rows:
         row["base"] = lo
     scale = alt.Scale(type="log", domain=[lo, hi], nice=False, clamp=True)
-    y, order = headed_phase_axis(((PER_CALL_HEADING, PER_CALL), (ONE_OFF_HEADING, ONE_OFF)), 0.2)
+    y, order = headed_phase_axis(((PER_CALL_HEADING, PER_CALL_PHASES), (ONE_OFF_HEADING, ONE_OFF)), 0.2)
     offset = alt.YOffset("run:N", scale=alt.Scale(domain=labels, paddingInner=0.15))
     color = alt.Color("run:N", scale=run_scale(labels),
                       legend=alt.Legend(title=None, orient="bottom", direction="vertical", labelLimit=900,
@@ -96,7 +102,7 @@ def speedup_rows(results: Sequence[Result], labels: Sequence[str] | None = None)
     for result, label in zip(results, _labels(results, labels), strict=True):
         s = result.speedup
         if math.isfinite(s) and s > 0:
-            rows.append({"run": label, "speedup": s, "one": 1.0, "text": f"{s:.2f}x",
+            rows.append({"run": label, "speedup": s, "one": 1.0, "text": format_factor(s),
                          "numpy": format_time(result.numpy_runtime.median_s),
                          "jax": format_time(result.runtime.median_s), "faster": s >= 1})
     return rows

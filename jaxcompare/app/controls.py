@@ -13,7 +13,7 @@ from ..analysis.sweep import ladder
 from ..model.cases import Case, format_shape
 from ..model.errors import BadInput, JaxCompareError
 from ..model.result import Result
-from ..model.spec import DEVICES, PRECISIONS, Spec, TimingConfig, parse_shape
+from ..model.spec import DEVICES, DTYPES, PRECISIONS, Spec, TimingConfig, parse_shape
 
 GROUP_LABELS = {"numpy": "NumPy", "scipy": "SciPy"}
 TIMING_MODES = ("quick", "careful", "thorough")
@@ -24,7 +24,6 @@ DEVICE_LABELS = {"auto": "auto (GPU, else TPU, else CPU)", "cpu": "CPU", "gpu": 
 
 def timing_config(mode: str) -> TimingConfig:
     return TimingConfig.preset(mode)
-
 
 
 # --- cases ---------------------------------------------------------------------------------
@@ -45,8 +44,20 @@ def case_label(case: Case) -> str:
     return f"{group_label(case.group)} · {case.name}{title}"
 
 
-def shape_text(shape: Sequence[int]) -> str:
-    return format_shape(shape)
+def precision_label(precision: str) -> str:
+    """'x32 · float32': the mode and the dtype both sides compute in."""
+    return f"{precision} · {DTYPES[precision]}"
+
+
+def size_labels(case: Case) -> dict[str, str]:
+    """The shape control's choices for ``case``: 'Small · 10x10', 'Large · 1000x1000', 'Custom'."""
+    return {"small": f"Small · {format_shape(case.small_shape)}",
+            "large": f"Large · {format_shape(case.large_shape)}", "custom": "Custom"}
+
+
+def preset_shape_text(case: Case, size: str) -> str:
+    """The custom-shape box's text for a preset size (small or large)."""
+    return format_shape(case.small_shape if size == "small" else case.large_shape)
 
 
 def check_shape_text(case: Case, text: str) -> tuple[int, ...]:
@@ -105,6 +116,12 @@ class CompareConfig:
                     cases_file=case.cases_file,
                     timing=timing_config(self.timing))
 
+    def changed_note(self, shape: tuple[int, ...] | None, case: str, measured_shape: Sequence[int],
+                     precision: str) -> str:
+        """A caption's note when these settings would no longer measure what is shown ('' if they would)."""
+        same = self.case == case and shape == tuple(measured_shape) and self.precision == precision
+        return "" if same else " · *the sidebar settings have changed since this run*"
+
     def query(self) -> dict[str, str]:
         """URL parameters: the case always, the rest only when not the default."""
         out = {"case": self.case}
@@ -146,7 +163,7 @@ def compare_config_from_query(query: Mapping[str, Any], cases: Sequence[Case],
             case = found
     presets = {"small": case.small_shape, "large": case.large_shape}
     size = cls.DEFAULT_SIZE
-    custom = shape_text(presets[size])
+    custom = format_shape(presets[size])
     raw_shape = _first(query.get("shape"))
     if raw_shape is not None:
         if raw_shape in presets:
@@ -154,7 +171,7 @@ def compare_config_from_query(query: Mapping[str, Any], cases: Sequence[Case],
         else:
             try:
                 shape = check_shape_text(case, raw_shape)
-                custom = shape_text(shape)
+                custom = format_shape(shape)
                 size = next((name for name in (cls.DEFAULT_SIZE, "small", "large") if presets[name] == shape),
                             "custom")
             except JaxCompareError as exc:
@@ -221,6 +238,11 @@ def backend_for(device: str, env: Mapping[str, Any] | None) -> str:
     return ((env or {}).get("jax") or {}).get("default_backend", "cpu")
 
 
+def known_backend(device: str, env: Mapping[str, Any] | None) -> str | None:
+    """backend_for, or None while 'auto' waits for the worker to say what it has."""
+    return backend_for(device, env) if env or device != "auto" else None
+
+
 def default_largest(case: Case, backend: str = "cpu") -> tuple[int, ...]:
     """The case's large preset on CPU; on an accelerator, 2x per dimension (capped) to
     reach sizes where it shines."""
@@ -240,9 +262,9 @@ def check_largest(case: Case, text: str) -> tuple[int, ...]:
     shape = check_shape_text(case, text)
     if len(shape) != len(case.small_shape):
         raise BadInput(f"the largest size needs {len(case.small_shape)} dimension(s) like "
-                       f"{shape_text(case.large_shape)}")
+                       f"{format_shape(case.large_shape)}")
     if math.prod(shape) <= math.prod(case.small_shape):
-        raise BadInput(f"the largest size must be bigger than the smallest, {shape_text(case.small_shape)}")
+        raise BadInput(f"the largest size must be bigger than the smallest, {format_shape(case.small_shape)}")
     return shape
 
 
@@ -274,7 +296,7 @@ def sweep_config_from_query(query: Mapping[str, Any], cases: Sequence[Case]
     raw = _first(query.get("largest"))
     if raw is not None:
         try:
-            largest = shape_text(check_largest(case, raw))
+            largest = format_shape(check_largest(case, raw))
         except JaxCompareError as exc:
             warnings.append(_url_warning("largest", raw, str(exc), "the case's large preset"))
     config = SweepConfig(
@@ -325,6 +347,16 @@ class SweepRun:
         sizes = [math.prod(shape) for shape, _ in self.points]
         return float(min(sizes)), float(max(sizes))
 
+    def plan_text(self) -> str:
+        """'10x10 → 32x32 → 100x100: 6 measurement(s).' for the sidebar, before it runs."""
+        sizes = list(dict.fromkeys(shape for shape, _ in self.points))
+        return f"{' → '.join(format_shape(s) for s in sizes)}: {self.total} measurement(s)."
+
+    def progress_label(self) -> str:
+        """'Size 2 of 6: 32x32 x32': which point is being measured."""
+        shape, precision = self.current or ((), "")
+        return f"Size {min(self.completed + 1, self.total)} of {self.total}: {format_shape(shape)} {precision}"
+
     def fraction(self) -> float:
         if not self.points:
             return 1.0
@@ -340,7 +372,7 @@ class SweepRun:
             shape, precision = self.current or ((), "")
             if self.job.error is not None:
                 if not self.stopped:
-                    self.errors.append(f"{shape_text(shape)} {precision}: {self.job.error}")
+                    self.errors.append(f"{format_shape(shape)} {precision}: {self.job.error}")
                     self.stopped = True
             elif self.job.value is not None:
                 self.results.append(self.job.value)
@@ -354,7 +386,7 @@ class SweepRun:
             try:
                 self.job = submit(spec)
             except JaxCompareError as exc:
-                self.errors.append(f"{shape_text(shape)} {precision}: {exc}")
+                self.errors.append(f"{format_shape(shape)} {precision}: {exc}")
                 self.job, self.current, self.stopped = None, None, True
                 landed = True
         return landed

@@ -11,16 +11,15 @@ from typing import Any, ClassVar
 from urllib.parse import urlencode
 
 from ..engine.pitfalls import DOCS, PITFALLS, SECTIONS
-from ..model.cases import Case
-from ..model.formatting import format_time
+from ..model.cases import Case, format_shape
+from ..model.formatting import faster_or_slower, format_time
 from ..model.result import Result
 from ..model.spec import DEVICES
-from .controls import CompareConfig, compare_config_from_query, ordered_cases, shape_text
+from .controls import CompareConfig, compare_config_from_query, ordered_cases
 
 DEFAULT_CASE = "centered_gram"  # the JAX docs' "Benchmarking JAX code" example
 PAGE_PATH = "Pitfalls"  # the page's URL path (pages/3_Pitfalls.py)
 ROLES = ("naive", "correct", "also")
-ROLE_HEADINGS = {"naive": "✗ Naive", "correct": "✓ Correct", "also": "Also measured"}
 DOC_TITLES = {
     DOCS["benchmarking"]: "Benchmarking JAX code",
     DOCS["async"]: "Asynchronous dispatch",
@@ -82,9 +81,9 @@ def pitfall_link(pitfall_id: str, case: Case, shape: Sequence[int], precision: s
     the pitfalls show (the size pitfall compares against the small preset)."""
     shape = tuple(shape)
     if shape == case.large_shape or math.prod(shape) <= math.prod(case.small_shape):
-        size, custom = "large", shape_text(case.large_shape)
+        size, custom = "large", format_shape(case.large_shape)
     else:
-        size, custom = "custom", shape_text(shape)
+        size, custom = "custom", format_shape(shape)
     config = PitfallsConfig(case=case.name, size=size, custom_shape=custom, precision=precision,
                             device=device if device in DEVICES else "auto")
     return f"{PAGE_PATH}?{urlencode(config.query())}#{anchor(pitfall_id)}"
@@ -103,7 +102,7 @@ def result_link(pitfall_id: str | None, result: Result, cases: Sequence[Case]) -
 def preview(pitfall_id: str, case: Case, shape: Sequence[int], precision: str) -> dict[str, list[dict[str, str]]]:
     """The labels and code of each side, as the engine will measure them (tests keep the two in
     step), so a section shows its code before anything has run."""
-    big, small = shape_text(shape), shape_text(case.small_shape)
+    big, small = format_shape(shape), format_shape(case.small_shape)
     f64 = {"label": "Both float64 (jax_enable_x64)", "code": "jax.config.update('jax_enable_x64', True)"}
     f32 = {"label": "Both float32", "code": "np.float32 inputs on both sides"}
     sides: dict[str, tuple[dict[str, str], dict[str, str], list[dict[str, str]]]] = {
@@ -154,8 +153,8 @@ def speed_text(numpy_s: float | None, jax_s: float | None) -> str:
     """'JAX 37x faster than NumPy' / 'JAX 3.2x slower than NumPy' / 'no comparison'."""
     if not numpy_s or not jax_s or numpy_s <= 0 or jax_s <= 0:
         return "no comparison"
-    ratio = numpy_s / jax_s
-    return f"JAX {times(ratio)} faster than NumPy" if ratio >= 1 else f"JAX {times(1 / ratio)} slower than NumPy"
+    word, factor = faster_or_slower(numpy_s / jax_s)
+    return f"JAX {times(factor)} {word} than NumPy"
 
 
 def short_speed(side: Mapping[str, Any]) -> str:
@@ -275,12 +274,25 @@ def tf32_errors(pitfall: Mapping[str, Any]) -> str | None:
 
 
 def measured_caption(report: Mapping[str, Any], timing: str) -> str:
-    return (f"Measured: {report['case']} · {shape_text(report['shape'])} · {report['precision']} "
+    return (f"Measured: {report['case']} · {format_shape(report['shape'])} · {report['precision']} "
             f"({report['dtype']}) · {BACKEND_NAMES.get(report['backend'], report['backend'])} device "
             f"`{report['device']}` · {timing} timing")
 
 
-PHASES = {
+def section_entries(report: Mapping[str, Any], timing: str) -> dict[str, dict[str, Any]]:
+    """A finished pitfalls job's sections, by pitfall id: each with the run's context (case,
+    shape, backend...) and its caption, so sections measured at different times keep theirs."""
+    context = {k: v for k, v in report.items() if k != "pitfalls"}
+    caption = measured_caption(report, timing)
+    return {p["id"]: {"pitfall": p, "context": context, "caption": caption} for p in report["pitfalls"]}
+
+
+def file_stem(pitfall_id: str, context: Mapping[str, Any]) -> str:
+    """'pitfall_jit_matmul_1000x1000_x32': a section's chart download name."""
+    return f"pitfall_{pitfall_id}_{context['case']}_{format_shape(context['shape'])}_{context['precision']}"
+
+
+JOB_PHASE_TEXT = {  # what a pitfalls job reports -> what the progress bar says
     "queued": "Waiting in the device queue",
     "starting worker": "Preparing: worker, inputs, NumPy and jitted-JAX baselines",
     "dtype (float64 worker)": "Measuring the fair float64 side in the x64 worker",
@@ -292,9 +304,18 @@ PHASES = {
 
 def phase_text(phase: str, sections: Sequence[str] = SECTIONS) -> str:
     """The progress bar's text for a pitfalls job's phase (the phases are pitfall ids)."""
-    if phase in PHASES:
-        return PHASES[phase]
+    if phase in JOB_PHASE_TEXT:
+        return JOB_PHASE_TEXT[phase]
     if phase in sections:
         name = short_title(phase).split(". ", 1)[-1]
         return f"Measuring {list(sections).index(phase) + 1} of {len(sections)}: {name}"
     return phase.replace("_", " ").capitalize()
+
+
+def progress_text(phase: str, progress: float, elapsed_s: float, sections: Sequence[str] = SECTIONS, *,
+                  queued_behind: int | None = None) -> str:
+    """The progress bar's text: the queue while waiting behind others, else phase, share and time."""
+    if queued_behind is not None:
+        return (f"Queued behind {queued_behind} other measurement(s): one at a time, so they don't spoil each "
+                f"other's timings.")
+    return f"{phase_text(phase, sections)} · {progress:.0%} · {elapsed_s:.0f} s"

@@ -23,13 +23,11 @@ from ..model.cases import Case
 from ..model.errors import JaxCompareError
 from ..model.result import Result
 from ..model.spec import Spec
-from . import controls, views
+from . import controls, environment_view, views
 from .charts import chart_png_bytes
 
 POLL_S = 0.5
 BANNER_ICONS = {"success": ":material/memory:", "warning": ":material/warning:", "info": ":material/hourglass_top:"}
-
-
 
 
 # --- shared resources (one per server process, thread-safe) -----------------------------------
@@ -236,11 +234,11 @@ def device_banner() -> dict[str, Any] | None:
     if env is None:
         _pending_banner()
         return None
-    show_banner(views.device_banner(env))
+    show_banner(environment_view.device_banner(env))
     return env
 
 
-def show_banner(banner: views.Banner) -> None:
+def show_banner(banner: environment_view.Banner) -> None:
     show = {"success": st.success, "warning": st.warning}.get(banner.level, st.info)
     show(banner.text, icon=BANNER_ICONS.get(banner.level))
 
@@ -249,7 +247,7 @@ def show_banner(banner: views.Banner) -> None:
 def _pending_banner() -> None:
     if _probe().future("x32").done():
         st.rerun()  # the full rerun shows the final banner and stops this polling
-    show_banner(views.device_banner(None))
+    show_banner(environment_view.device_banner(None))
 
 
 # --- URL state ----------------------------------------------------------------------------------

@@ -1,29 +1,27 @@
-"""What the app's pages show, as plain data (no Streamlit here): headline figures, the verdict,
-tables, CSV rows, progress text, crossover text, and the device banner and warnings."""
+"""What the Compare and Size sweep pages show, as plain data (no Streamlit here): headline
+figures, the verdict, captions, tables, progress text and crossovers (the machine's words are
+in environment_view)."""
 
 from __future__ import annotations
 
-import csv
-import io
 import math
-import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..analysis.checks import FAIL, PASS, WARN, Check, overall
 from ..analysis.sweep import crossover
+from ..model.cases import format_shape
 from ..model.formatting import (
-    ONE_OFF_PHASES,
-    PER_CALL_PHASES,
-    PHASE_LABELS,
+    faster_or_slower,
     format_break_even,
+    format_crossover,
+    format_factor,
     format_speedup,
     format_time,
 )
+from ..model.phases import PHASE_LABELS, PHASES, phase_kind
 from ..model.result import Result
-from .controls import shape_text
-
-ALL_PHASES = ("numpy", "transfer", "trace", "lower", "compile", "first_call", "runtime", "dispatch", "fetch")
 
 # What the worker reports while measuring -> what the page says.
 JOB_PHASE_TEXT = {
@@ -66,14 +64,14 @@ def _speedup_range_text(result: Result) -> str:
     if not (math.isfinite(low) and math.isfinite(high)):
         return ""
     preset = result.spec.timing.preset_name
-    return (f" With 95% confidence between {low:.2f}x and {high:.2f}x (from the two medians' confidence "
-            f"intervals; {preset} timing)." + ("" if preset == "thorough" else " Thorough timing narrows it."))
+    return (f" With 95% confidence between {format_factor(low)} and {format_factor(high)} (from the two "
+            f"medians' confidence intervals; {preset} timing)."
+            + ("" if preset == "thorough" else " Thorough timing narrows it."))
 
 
 def headline(result: Result) -> list[Figure]:
     """The six numbers the Compare page leads with."""
     s = result.speedup
-    speed = "—" if not math.isfinite(s) else f"{s:.2f}x" if s >= 1 else f"{s:.2f}x"
     be = result.break_even_calls
     return [
         Figure("NumPy runtime", format_time(result.numpy_runtime.median_s),
@@ -81,7 +79,7 @@ def headline(result: Result) -> list[Figure]:
         Figure("JAX runtime", format_time(result.runtime.median_s),
                "Median time per call of the jitted JAX function, inputs already on the device, "
                "each call blocked with block_until_ready()."),
-        Figure("Speedup", speed, format_speedup(s) + ": NumPy runtime / JAX runtime; above 1x JAX is faster."
+        Figure("Speedup", format_factor(s), format_speedup(s) + ": NumPy runtime / JAX runtime; above 1x JAX is faster."
                + _speedup_range_text(result)),
         Figure("Compile", format_time(result.compile_total_s),
                "Cold trace + lower + XLA compile, paid once per function, shape and dtype."),
@@ -109,13 +107,14 @@ def verdict(result: Result) -> str:
     one_off = format_time(one_off_s(result))
     if not math.isfinite(s):
         return "JAX's runtime was too small to measure reliably."
-    if s >= 1:
+    word, factor = faster_or_slower(s)
+    if word == "faster":
         be = result.break_even_calls
         calls = "the first call" if be is not None and be <= 1 else calls_text(be)
-        return (f"JAX is **{s:.2f}x faster** per call ({format_time(result.numpy_runtime.median_s)} → "
+        return (f"JAX is **{format_factor(factor)} faster** per call ({format_time(result.numpy_runtime.median_s)} → "
                 f"{format_time(result.runtime.median_s)}); its one-off costs ({one_off}) are paid back "
                 f"after **{calls}**." + _range_sentence(result))
-    return (f"NumPy is **{1 / s:.2f}x faster** per call at this size "
+    return (f"NumPy is **{format_factor(factor)} faster** per call at this size "
             f"({format_time(result.numpy_runtime.median_s)} vs {format_time(result.runtime.median_s)}), "
             f"so JAX never pays back its {one_off} of one-off costs." + _range_sentence(result)
             + " The Size sweep page shows whether larger inputs change that.")
@@ -128,35 +127,27 @@ def _range_sentence(result: Result) -> str:
     text = ""
     ranged = math.isfinite(low) and math.isfinite(high)
     if ranged:
-        text = f" With 95% confidence the speedup is between {low:.2f}x and {high:.2f}x"
+        text = f" With 95% confidence the speedup is between {format_factor(low)} and {format_factor(high)}"
         text += ", so this run cannot tell the two apart." if low <= 1 <= high else "."
     pairs = result.speedup_pairs
     if result.speedup_steady is False:
         text += (f" {'But the' if ranged else 'The'} speedup moved from one pair of blocks to the next "
-                 f"({min(pairs):.2f}x to {max(pairs):.2f}x): see *Speedup steady* below.")
+                 f"({format_factor(min(pairs))} to {format_factor(max(pairs))}): see *Speedup steady* below.")
     elif not (result.numpy_runtime.stable and result.runtime.stable):
         if result.speedup_steady:
             every = "both" if len(pairs) == 2 else f"all {len(pairs)}"
             text += (f" The machine's speed drifted during the run (see *Samples stable* below), but the "
                      f"speedup held in {every} pairs of blocks timed side by side "
-                     f"({min(pairs):.2f}x to {max(pairs):.2f}x).")
+                     f"({format_factor(min(pairs))} to {format_factor(max(pairs))}).")
         elif ranged:
             text += " That range assumes the machine held still, and it did not: see *Samples stable* below."
     return text
 
 
-def phase_kind(phase: str) -> str:
-    if phase in ONE_OFF_PHASES:
-        return "one-off"
-    if phase in PER_CALL_PHASES:
-        return "per call"
-    return "reference"
-
-
 def phase_table(result: Result) -> list[dict[str, Any]]:
     """Rows for the page's phase table: formatted times and the stability flag."""
     rows = []
-    for name in ALL_PHASES:
+    for name in PHASES:
         s = result.phase(name)
         rows.append({
             "Phase": PHASE_LABELS[name],
@@ -172,15 +163,77 @@ def phase_table(result: Result) -> list[dict[str, Any]]:
     return rows
 
 
+def result_caption(result: Result, changed: str = "") -> str:
+    """What was measured, where and how (markdown); ``changed``: a note that the settings moved on."""
+    info = result.case_info
+    return (f"`{info.get('numpy_name', '')}` vs `{info.get('jax_name', '')}` · shape "
+            f"{format_shape(result.shape)} · {result.precision} ({result.dtype}) · {result.backend} "
+            f"device `{result.device}` ({result.device_kind}) · {result.spec.timing.preset_name} timing · "
+            f"measured {result.created}" + changed)
+
+
+def file_stem(result: Result) -> str:
+    """'matmul_10x10_x32': the start of every file name a result is downloaded as."""
+    return f"{result.case}_{format_shape(result.shape)}_{result.precision}"
+
+
+STATUS_ICON = {PASS: "✓ pass", WARN: "⚠ warn", FAIL: "✗ fail"}
+
+
+def checks_tab_label(checklist: Sequence[Check]) -> str:
+    """'Checks: warn': the tab's title carries the checklist's overall status."""
+    return f"Checks: {STATUS_ICON[overall(list(checklist))].split()[1]}"
+
+
+def checklist_rows(checklist: Sequence[Check], link: Callable[[str | None], str | None]) -> list[dict[str, str]]:
+    """One row per check; ``link`` gives the Pitfalls page section explaining it ("" without one:
+    a blank cell, not a grey "None")."""
+    return [{"Status": STATUS_ICON[c.status], "Check": c.title, "Why": c.reason, "Pitfall": link(c.pitfall) or ""}
+            for c in checklist]
+
+
+def agreement_text(result: Result) -> tuple[bool, str]:
+    """(whether the outputs agree, the sentence that says so with the errors and tolerances)."""
+    a = result.agreement
+    text = (f"max abs error {a['max_abs_err']:.3g}, max rel error {a['max_rel_err']:.3g} "
+            f"(tolerance rtol {a['rtol']:.0e}, atol {a['atol']:.0e}; compared "
+            f"{'via invariants' if a.get('method') == 'invariants' else 'directly'})")
+    ok = bool(a.get("ok"))
+    return ok, f"JAX and NumPy {'agree' if ok else 'disagree'}: {text}."
+
+
+def dtypes_text(result: Result) -> str:
+    a = result.agreement
+    return f"Output dtypes: NumPy `{a.get('numpy_dtype')}`, JAX `{a.get('jax_dtype')}`; inputs `{result.dtype}`."
+
+
+def float64_rows(agreement: Mapping[str, Any]) -> list[dict[str, str]]:
+    """Both sides' errors against a float64 NumPy reference; [] when there is none."""
+    ref = agreement.get("vs_float64")
+    if not ref:
+        return []
+    return [{"Side": side, "Max abs error vs float64": f"{ref[f'{key}_max_abs_err']:.3g}",
+             "Max rel error vs float64": f"{ref[f'{key}_max_rel_err']:.3g}"}
+            for side, key in (("NumPy", "numpy"), ("JAX", "jax"))]
+
+
+def notes_markdown(result: Result) -> list[str]:
+    """The Notes tab: the run's notes as a list, then what a naive first call would have shown."""
+    notes = list(result.notes) or ["No notes for this run."]
+    return ["\n".join(f"- {note}" for note in notes),
+            f"- A naive first call took **{format_time(result.first_call.median_s)}** — that is what `%time f(x)` "
+            f"reports, mostly compile, not the {format_time(result.runtime.median_s)} runtime."]
+
+
 def sweep_table(results: Sequence[Result]) -> list[dict[str, Any]]:
     rows = []
     for r in sorted(results, key=lambda r: (r.precision, math.prod(r.shape))):
         rows.append({
-            "Shape": shape_text(r.shape),
+            "Shape": format_shape(r.shape),
             "Precision": f"{r.precision} ({r.dtype})",
             "NumPy": format_time(r.numpy_runtime.median_s),
             "JAX": format_time(r.runtime.median_s),
-            "Speedup": "—" if not math.isfinite(r.speedup) else f"{r.speedup:.2f}x",
+            "Speedup": format_factor(r.speedup),
             "Compile": format_time(r.compile_total_s),
             "Transfer": format_time(r.transfer.median_s),
             "Break-even": calls_text(r.break_even_calls),
@@ -188,167 +241,6 @@ def sweep_table(results: Sequence[Result]) -> list[dict[str, Any]]:
             "Stable": "yes" if r.numpy_runtime.stable and r.runtime.stable else "no",
         })
     return rows
-
-
-# --- CSV -----------------------------------------------------------------------------------
-CSV_COLUMNS = (
-    "result_id", "created", "case", "shape", "precision", "dtype", "backend", "device", "device_kind",
-    "phase", "phase_label", "kind", "median_s", "min_s", "mean_s", "std_s", "iqr_s", "ci_low_s",
-    "ci_high_s", "n", "loops", "stable", "unstable_reason", "speedup", "break_even_calls",
-    "compile_total_s", "agreement_ok", "max_abs_err", "max_rel_err", "rtol",
-)
-
-
-def result_rows(result: Result) -> list[dict[str, Any]]:
-    """One flat row per phase: the shape a spreadsheet wants."""
-    common = {
-        "result_id": result.id, "created": result.created, "case": result.case,
-        "shape": shape_text(result.shape), "precision": result.precision, "dtype": result.dtype,
-        "backend": result.backend, "device": result.device, "device_kind": result.device_kind,
-        "speedup": result.speedup if math.isfinite(result.speedup) else "",
-        "break_even_calls": "" if result.break_even_calls is None else result.break_even_calls,
-        "compile_total_s": result.compile_total_s,
-        "agreement_ok": result.agreement.get("ok"),
-        "max_abs_err": result.agreement.get("max_abs_err"),
-        "max_rel_err": result.agreement.get("max_rel_err"),
-        "rtol": result.agreement.get("rtol"),
-    }
-    rows = []
-    for name in ALL_PHASES:
-        s = result.phase(name)
-        rows.append(common | {
-            "phase": name, "phase_label": PHASE_LABELS[name], "kind": phase_kind(name),
-            "median_s": s.median_s, "min_s": s.min_s, "mean_s": s.mean_s, "std_s": s.std_s,
-            "iqr_s": s.iqr_s, "ci_low_s": s.ci_low_s, "ci_high_s": s.ci_high_s, "n": s.n,
-            "loops": s.loops, "stable": s.stable, "unstable_reason": s.unstable_reason or "",
-        })
-    return rows
-
-
-def results_csv(results: Sequence[Result]) -> str:
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    for result in results:
-        for row in result_rows(result):
-            writer.writerow({k: ("" if isinstance(v, float) and not math.isfinite(v) else v)
-                             for k, v in row.items()})
-    return buffer.getvalue()
-
-
-# --- environment -------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Banner:
-    level: str  # "success" | "warning" | "info"
-    text: str
-
-
-def accelerators(env: Mapping[str, Any]) -> list[dict[str, Any]]:
-    return [d for d in (env.get("jax") or {}).get("devices", []) if d.get("platform") in ("gpu", "tpu")]
-
-
-def format_bytes(n: float | None) -> str:
-    if not n:
-        return "—"
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{n:.3g} {unit}" if unit != "B" else f"{int(n)} B"
-        n /= 1024
-    return f"{n:.3g} TiB"
-
-
-def cores_text(env: Mapping[str, Any]) -> str:
-    cores = env.get("cpu_affinity") or env.get("cpu_count_logical")
-    return f"{cores} core{'s' if cores != 1 else ''}" if cores else "unknown cores"
-
-
-def device_banner(env: Mapping[str, Any] | None) -> Banner:
-    """Which device the measurements run on, in one sentence."""
-    if not env:
-        return Banner("info", "Checking which device the measurements will run on…")
-    accel = accelerators(env)
-    if accel:
-        first = accel[0]
-        kinds = sorted({d.get("kind", d["platform"]) for d in accel})
-        memory = format_bytes(first.get("memory_limit_bytes"))
-        more = f" ({len(accel)} devices)" if len(accel) > 1 else ""
-        mem = f", {memory} of memory" if memory != "—" else ""
-        return Banner("success", f"Measuring on **{', '.join(kinds)}** ({first['platform'].upper()}"
-                                 f"{mem}){more}.")
-    return Banner("warning",
-                  f"**No GPU or TPU found: falling back to JAX's CPU backend** on this machine "
-                  f"({env.get('cpu_model', 'unknown CPU')}, {cores_text(env)}). Both sides run on the same "
-                  f"CPU, so a speedup here is XLA's CPU code against NumPy's, not an accelerator.")
-
-
-def device_problem(device: str, env: Mapping[str, Any] | None) -> str | None:
-    """Why a run on ``device`` would fail here (None when it can run, or while unknown)."""
-    if not env or device == "auto":
-        return None
-    platforms = {d.get("platform") for d in (env.get("jax") or {}).get("devices", [])}
-    if device in platforms:
-        return None
-    present = ", ".join(sorted(p for p in platforms if p)) or "none"
-    return f"No {device.upper()} is visible to JAX here (present: {present}); a run on it would fail."
-
-
-def load_average() -> float | None:
-    try:
-        return os.getloadavg()[0]
-    except (AttributeError, OSError):
-        return None
-
-
-def environment_warnings(workers: Mapping[str, Mapping[str, Any]], load: float | None = None) -> list[str]:
-    """What makes numbers from this machine less trustworthy. ``workers``: precision -> env."""
-    warnings: list[str] = []
-    envs = [e for e in workers.values() if e]
-    if not envs:
-        return warnings
-    env = envs[0]
-    if not accelerators(env):
-        warnings.append("CPU fallback: no GPU or TPU is visible to JAX, so every JAX number is for "
-                        "the CPU backend.")
-    cores = env.get("cpu_affinity") or env.get("cpu_count_logical") or 0
-    if cores and cores <= 4:
-        warnings.append(f"Shared cores: only {cores} core(s). NumPy's BLAS, XLA, the app server and "
-                        f"anything else on the machine compete for them, so expect noise.")
-    if load is not None and cores and load > 0.5 * cores:
-        warnings.append(f"Busy machine: the 1-minute load average is {load:.2f} on {cores} core(s); "
-                        f"other work will add noise to every timing.")
-    logical, physical = env.get("cpu_count_logical"), env.get("cpu_count_physical")
-    if logical and physical and logical > physical:
-        warnings.append(f"Hyper-threading: {logical} logical CPUs on {physical} physical cores; "
-                        f"two threads on one core slow each other down.")
-    for precision, wenv in workers.items():
-        jax_env = (wenv or {}).get("jax") or {}
-        if not jax_env:
-            continue
-        want = precision == "x64"
-        if bool(jax_env.get("x64_enabled")) != want:
-            warnings.append(f"The {precision} worker reports jax_enable_x64={jax_env.get('x64_enabled')}: "
-                            f"its dtypes do not match its precision mode.")
-        if jax_env.get("compilation_cache"):
-            warnings.append(f"The {precision} worker has the persistent compilation cache on: "
-                            f"'compile' times may be disk reads.")
-    for b in env.get("blas") or []:
-        threads = b.get("num_threads")
-        if threads and cores and threads > cores:
-            warnings.append(f"{b.get('internal_api', 'BLAS')} uses {threads} threads on {cores} core(s): "
-                            f"oversubscription makes NumPy slower and noisier.")
-    env_vars = env.get("env_vars") or {}
-    if "XLA_CLIENT_MEM_FRACTION" in env_vars and "XLA_PYTHON_CLIENT_MEM_FRACTION" in env_vars:
-        warnings.append("Both XLA_CLIENT_MEM_FRACTION and its older alias XLA_PYTHON_CLIENT_MEM_FRACTION "
-                        "are set; they conflict.")
-    if env_vars.get("XLA_FLAGS"):
-        warnings.append(f"Custom XLA_FLAGS are active: `{env_vars['XLA_FLAGS']}`.")
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        if var in env_vars:
-            warnings.append(f"{var}={env_vars[var]} limits NumPy's threads (XLA is not limited by it).")
-    available = env.get("memory_available_bytes")
-    if available and available < 2 * 1024**3:
-        warnings.append(f"Only {format_bytes(available)} of memory is free: large shapes may swap or fail.")
-    return warnings
 
 
 def crossovers(results: Sequence[Result]) -> dict[str, float | None]:
@@ -359,23 +251,14 @@ def crossovers(results: Sequence[Result]) -> dict[str, float | None]:
     return {p: crossover(rs) for p, rs in sorted(by_precision.items())}
 
 
-def crossover_short(elements: float | None, ndim: int) -> str:
-    """Crossover for a metric tile: '≈ 560x560' for matrices, '≈ 311k elements' for vectors."""
-    if elements is None:
-        return "none here"
-    if ndim >= 2:
-        side = elements ** (1 / ndim)
-        return "≈ " + "x".join([f"{side:.0f}"] * ndim)
-    for unit, scale in (("M", 1e6), ("k", 1e3)):
-        if elements >= scale:
-            return f"≈ {elements / scale:.3g}{unit} elements"
-    return f"≈ {elements:.0f} elements"
+def crossover_figure(precision: str, elements: float | None, ndim: int, finished: bool) -> Figure:
+    """The Size sweep's crossover tile; 'not yet' while a running sweep has not crossed."""
+    value = "not yet" if elements is None and not finished else format_crossover(elements, ndim, short=True)
+    return Figure(f"Crossover ({precision})", value,
+                  "Where the speedup first crosses 1x, interpolated on log-log axes: "
+                  + format_crossover(elements, ndim) + ".")
 
 
-def describe_crossover(elements: float | None, ndim: int) -> str:
-    if elements is None:
-        return "none in this range"
-    if ndim >= 2:
-        side = elements ** (1 / ndim)
-        return f"≈ {elements:,.0f} elements (≈ {'x'.join([f'{side:.0f}'] * ndim)})"
-    return f"≈ {elements:,.0f} elements"
+def best_speedup_figure(results: Sequence[Result]) -> Figure:
+    best = max(results, key=lambda r: r.speedup)
+    return Figure("Best speedup", format_factor(best.speedup), f"At {format_shape(best.shape)} {best.precision}.")

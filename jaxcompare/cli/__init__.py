@@ -16,8 +16,9 @@ from typing import Any
 from ..analysis.checks import checklist, overall
 from ..analysis.sweep import crossover, ladder, parse_sizes
 from ..catalog import all_cases, get_case
+from ..model.cases import format_shape
 from ..model.errors import BadInput, JaxCompareError
-from ..model.formatting import format_speedup, format_time
+from ..model.formatting import format_crossover, format_speedup, format_time
 from ..model.spec import DEVICES, PRECISIONS, TIMING_PRESETS, Spec, TimingConfig, parse_shape
 from . import history as cli_history
 from .report import result_table, write_json
@@ -93,7 +94,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             return 0
     width = max(len(c.name) for c in cases)
     for c in cases:
-        shapes = f"{'x'.join(map(str, c.small_shape))} .. {'x'.join(map(str, c.large_shape))}"
+        shapes = f"{format_shape(c.small_shape)} .. {format_shape(c.large_shape)}"
         print(f"{c.name:<{width}}  {c.group:<6}  {shapes:<22}  {c.numpy_name}  ->  {c.jax_name}")
     return 0
 
@@ -119,7 +120,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     spec = _base_spec(args, shape)
     store = cli_history.open_store(args.db) if args.save else None  # a bad --db fails before measuring
     out = _human(args)
-    print(f"measuring {case.name} at {'x'.join(map(str, shape))} ({args.precision}) ...", file=sys.stderr)
+    print(f"measuring {case.name} at {format_shape(shape)} ({args.precision}) ...", file=sys.stderr)
     with Runner(timeout_s=args.timeout) as runner:
         result = runner.run(spec)
     checks = checklist(result)
@@ -152,7 +153,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             results.append(result)
             if store is not None:  # saved as measured: an interrupted sweep keeps what it did
                 cli_history.save_result(result, store)
-            print(f"{'x'.join(map(str, shape)):>14}{format_time(result.numpy_runtime.median_s):>11}"
+            print(f"{format_shape(shape):>14}{format_time(result.numpy_runtime.median_s):>11}"
                   f"{format_time(result.runtime.median_s):>11}{format_time(result.compile_total_s):>11}"
                   f"  {format_speedup(result.speedup)}", file=out, flush=True)
     cross = crossover(results)
@@ -160,8 +161,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         faster = all(r.speedup >= 1 for r in results)
         verdict = "no crossover: JAX is " + ("faster at every size" if faster else "not faster at any size")
     else:
-        side = round(cross ** (1 / len(shapes[0])))
-        verdict = f"crossover at about {cross:,.0f} elements (~{'x'.join([str(side)] * len(shapes[0]))})"
+        verdict = f"crossover at {format_crossover(cross, len(shapes[0]))}"
     print(verdict, file=out)
     if args.json:
         write_json(args.json, {
@@ -180,7 +180,7 @@ def cmd_pitfalls(args: argparse.Namespace) -> int:
     shape = parse_shape(args.shape) if args.shape else case.large_shape
     case.check_shape(shape)
     out = _human(args)
-    print(f"measuring the pitfalls for {case.name} at {'x'.join(map(str, shape))} ({args.precision}) ...",
+    print(f"measuring the pitfalls for {case.name} at {format_shape(shape)} ({args.precision}) ...",
           file=sys.stderr)
     with Runner(timeout_s=args.timeout) as runner:
         report = runner.submit_pitfalls(_base_spec(args, shape)).wait()

@@ -8,14 +8,13 @@ JSON document and nothing else.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 from typing import Any
 
 from ..history.store import Store, default_path
 from ..model.errors import BadInput
-from ..model.formatting import format_time
+from ..model.formatting import format_factor, format_time
 from ..model.result import Result
 from ..model.spec import PRECISIONS
 from .report import write_json
@@ -143,7 +142,7 @@ def history_table(rows: list[dict[str, Any]], path: Path | str | None = None) ->
         cells = [
             r["id"][:8], r["created"][:16].replace("T", " "), r["case"], r["shape"], r["precision"],
             device, r["host"], format_time(r["numpy_median_s"]), format_time(r["jax_median_s"]),
-            _speedup(r["speedup"]),
+            format_factor(r["speedup"]),
         ]
         parts = []
         for (name, w), cell in zip(HISTORY_COLUMNS, cells, strict=True):
@@ -152,12 +151,6 @@ def history_table(rows: list[dict[str, Any]], path: Path | str | None = None) ->
         lines.append("  ".join(parts).rstrip())
     lines.append(f"{len(rows)} result{'s' if len(rows) != 1 else ''} in {where}")
     return "\n".join(lines)
-
-
-def _speedup(value: float | None) -> str:
-    if value is None or not math.isfinite(value):
-        return "—"
-    return f"{value:.2f}x"
 
 
 def _fit(text: str, width: int) -> str:

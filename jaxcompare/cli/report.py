@@ -7,8 +7,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..model.cases import format_shape
 from ..model.errors import BadInput
-from ..model.formatting import PHASE_LABELS, dumps, format_break_even, format_speedup, format_time
+from ..model.formatting import dumps, format_break_even, format_speedup, format_time
+from ..model.phases import PHASE_LABELS, PHASES
 from ..model.result import Result
 
 
@@ -32,13 +34,12 @@ def result_table(result: Result) -> str:
     lines = [
         f"{result.case_info.get('title', spec.case)}  [{spec.case}]",
         f"  {result.case_info.get('numpy_name', '')}  vs  {result.case_info.get('jax_name', '')}",
-        f"  shape {'x'.join(map(str, spec.shape))}, {spec.precision} ({result.dtype}), "
+        f"  shape {format_shape(spec.shape)}, {spec.precision} ({result.dtype}), "
         f"device {result.device} ({result.backend}), {spec.timing.preset_name} timing",
         "",
         f"  {'phase':<28}{'median':>11}{'min':>11}{'IQR':>11}{'n':>5}{'loops':>7}  stable",
     ]
-    for name in ("numpy", "transfer", "trace", "lower", "compile", "first_call", "runtime",
-                 "dispatch", "fetch"):
+    for name in PHASES:
         s = result.phase(name)
         flag = "yes" if s.stable else f"no: {s.unstable_reason}"
         lines.append(

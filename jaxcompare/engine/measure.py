@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..catalog import get_case
-from ..model.cases import Case, as_tuple
+from ..model.cases import Case, as_tuple, format_shape
 from ..model.errors import BadInput
 from ..model.result import Result
 from ..model.spec import Spec, TimingConfig
@@ -145,7 +145,7 @@ def build_inputs(case: Case, spec: Spec) -> tuple[np.ndarray, ...]:
         raise
     except Exception as exc:
         raise BadInput(
-            f"case {case.name!r} could not build inputs of shape {'x'.join(map(str, spec.shape))}: "
+            f"case {case.name!r} could not build inputs of shape {format_shape(spec.shape)}: "
             f"{type(exc).__name__}: {exc}"
         ) from None
     inputs = tuple(inputs) if isinstance(inputs, tuple | list) else (inputs,)

@@ -14,21 +14,14 @@ from typing import Any
 
 import numpy as np
 
-from ..model.cases import Case
+from ..model.cases import Case, format_shape
 from ..model.errors import TooLarge
+from ..model.formatting import format_bytes
 
 PROBE_SIZES = (13, 17, 19, 23)
 # Leave room for the interpreter, XLA's workspace and the other worker.
 HOST_FRACTION = 0.7
 DEVICE_FRACTION = 0.8
-
-
-def format_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.3g} {unit}" if unit != "B" else f"{int(n)} B"
-        n /= 1024
-    return f"{n:.3g} TiB"
 
 
 @dataclass(frozen=True)
@@ -124,7 +117,7 @@ def device_free(device: Any) -> int | None:
 def check_fits(est: MemoryEstimate, case_name: str, shape: tuple[int, ...], *,
                host_free: int | None, device_free_bytes: int | None) -> None:
     """Refuse, naming the limit, when the estimate does not fit; allocate nothing."""
-    tag = f"{case_name} at {'x'.join(map(str, shape))}"
+    tag = f"{case_name} at {format_shape(shape)}"
     if host_free is not None and est.host_bytes > HOST_FRACTION * host_free:
         raise TooLarge(f"{tag} needs about {format_bytes(est.host_bytes)} of host memory; "
                        f"the limit here is {format_bytes(HOST_FRACTION * host_free)} "

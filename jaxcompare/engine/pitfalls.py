@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..catalog import get_case
-from ..model.cases import Case, as_tuple
+from ..model.cases import Case, as_tuple, format_shape
 from ..model.formatting import format_time
 from ..model.spec import Spec
 from .agreement import normwise_errors
@@ -227,8 +227,8 @@ def pitfall_size(lab: Lab) -> dict[str, Any]:
     jax.block_until_ready(lab.f(*dev))
     jax_small = lab.time(blocking_call(lab.f, dev), runtime=True)
     numpy_small = lab.time(bound_call(case.numpy_fn, host), runtime=True)
-    tag = "x".join(map(str, small))
-    big = "x".join(map(str, lab.spec.shape))
+    tag = format_shape(small)
+    big = format_shape(lab.spec.shape)
     return _pitfall(
         "size",
         _side(f"Only a tiny input ({tag})", f"x = rand({tag})", jax_small, numpy_small, shape=list(small)),

@@ -19,6 +19,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+from ..model.cases import format_shape
 from ..model.errors import BadInput, TooLarge
 from ..model.spec import Spec
 from .memory import check_fits, estimate, host_available
@@ -74,7 +75,7 @@ class Settings:
             raise BadInput("user case files are disabled on this server (hosted mode)")
         n = math.prod(spec.shape)
         if self.max_elements is not None and n > self.max_elements:
-            raise TooLarge(f"shape {'x'.join(map(str, spec.shape))} has {n:,} elements; this server "
+            raise TooLarge(f"shape {format_shape(spec.shape)} has {n:,} elements; this server "
                            f"allows at most {self.max_elements:,}")
 
     def check_sweep(self, points: int) -> None:

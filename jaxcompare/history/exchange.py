@@ -17,19 +17,26 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..model.cases import format_shape
 from ..model.errors import BadInput
 from ..model.formatting import dumps
+from ..model.phases import PHASES
 from ..model.result import SCHEMA as RESULT_SCHEMA
-from ..model.result import Result
+from ..model.result import Result, finite_or_none
 
 EXPORT_SCHEMA = "jaxcompare.export/1"
 SUMMARY_FIELDS = (
     "id", "created", "case", "shape", "precision", "dtype", "backend", "device", "device_kind",
     "host", "jax_version", "speedup", "numpy_median_s", "jax_median_s",
 )
-PHASES = ("numpy", "transfer", "trace", "lower", "compile", "first_call", "runtime", "dispatch", "fetch")
-CSV_STATS = ("median_s", "min_s", "iqr_s", "n")
+# The CSV: one row per result (a spreadsheet's natural unit, and a sweep's size per row), the
+# summary, then each phase's statistics as <phase>_<stat> columns.
+CSV_RESULT_FIELDS = (*SUMMARY_FIELDS, "compile_total_s", "break_even_calls", "agreement_ok", "max_abs_err",
+                     "max_rel_err", "rtol")
+CSV_STATS = ("median_s", "min_s", "mean_s", "std_s", "iqr_s", "ci_low_s", "ci_high_s", "n", "loops", "stable",
+             "unstable_reason")
 CSV_PREFIX = {"numpy": "numpy_runtime", "runtime": "jax_runtime"}  # column name prefix per phase
+CSV_COLUMNS = (*CSV_RESULT_FIELDS, *(f"{CSV_PREFIX.get(p, p)}_{s}" for p in PHASES for s in CSV_STATS))
 
 
 def summary(result: Result) -> dict[str, Any]:
@@ -38,7 +45,7 @@ def summary(result: Result) -> dict[str, Any]:
         "id": result.id,
         "created": normalise_created(result.created),
         "case": result.case,
-        "shape": "x".join(map(str, result.shape)),
+        "shape": format_shape(result.shape),
         "precision": result.precision,
         "dtype": result.dtype,
         "backend": result.backend,
@@ -46,7 +53,7 @@ def summary(result: Result) -> dict[str, Any]:
         "device_kind": result.device_kind,
         "host": str(result.env.get("hostname") or ""),
         "jax_version": str((result.env.get("versions") or {}).get("jax") or ""),
-        "speedup": finite(result.speedup),
+        "speedup": finite_or_none(result.speedup),
         "numpy_median_s": result.numpy_runtime.median_s,
         "jax_median_s": result.runtime.median_s,
     }
@@ -151,24 +158,29 @@ def export_json(results: Sequence[Result]) -> str:
     }) + "\n"
 
 
+def csv_row(result: Result) -> dict[str, Any]:
+    """One result as the CSV's row (CSV_COLUMNS), values as they are."""
+    agreement = result.agreement
+    row = summary(result) | {
+        "compile_total_s": result.compile_total_s, "break_even_calls": result.break_even_calls,
+        "agreement_ok": agreement.get("ok"), "max_abs_err": agreement.get("max_abs_err"),
+        "max_rel_err": agreement.get("max_rel_err"), "rtol": agreement.get("rtol"),
+    }
+    for p in PHASES:
+        stats = result.phase(p)
+        for s in CSV_STATS:
+            row[f"{CSV_PREFIX.get(p, p)}_{s}"] = getattr(stats, s)
+    return row
+
+
 def export_csv(results: Sequence[Result]) -> str:
-    """One flat row per result: the summary columns, then each phase's median/min/IQR/n."""
-    header = list(SUMMARY_FIELDS)
-    header += ["compile_total_s", "break_even_calls", "agreement_ok"]
-    header += [f"{CSV_PREFIX.get(p, p)}_{s}" for p in PHASES for s in CSV_STATS]
+    """The one CSV format: the Compare and Size sweep downloads, History's and the CLI's export."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(header)
-    for r in results:
-        row = summary(r)
-        row["compile_total_s"] = r.compile_total_s
-        row["break_even_calls"] = r.break_even_calls
-        row["agreement_ok"] = r.agreement.get("ok")
-        for p in PHASES:
-            stats = r.phase(p)
-            for s in CSV_STATS:
-                row[f"{CSV_PREFIX.get(p, p)}_{s}"] = getattr(stats, s)
-        writer.writerow(["" if row[h] is None else _csv_value(row[h]) for h in header])
+    writer.writerow(CSV_COLUMNS)
+    for result in results:
+        row = csv_row(result)
+        writer.writerow(["" if row[c] is None else _csv_value(row[c]) for c in CSV_COLUMNS])
     return buf.getvalue()
 
 
@@ -181,10 +193,6 @@ def _csv_value(value: Any) -> Any:
 # --- helpers -------------------------------------------------------------------------------
 def now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="microseconds")
-
-
-def finite(value: float) -> float | None:
-    return value if isinstance(value, int | float) and math.isfinite(value) else None
 
 
 def normalise_created(created: str) -> str:

@@ -49,6 +49,7 @@ def any_shape(shape: Shape) -> str | None:
 
 
 def format_shape(shape: Sequence[int]) -> str:
+    """(1000, 1000) -> '1000x1000': how every page, table, file name and message writes a shape."""
     return "x".join(str(int(n)) for n in shape)
 
 

@@ -1,4 +1,4 @@
-"""Words and numbers for people: phase labels, times, speedups, strict JSON; shared by every front end."""
+"""Words and numbers for people: times, speedups, bytes, strict JSON; shared by every front end."""
 
 from __future__ import annotations
 
@@ -6,21 +6,8 @@ import json
 import math
 from typing import Any
 
+from .cases import format_shape
 from .result import Result
-
-PHASE_LABELS = {
-    "numpy": "NumPy runtime",
-    "transfer": "Transfer host→device",
-    "trace": "Compile: trace",
-    "lower": "Compile: lower",
-    "compile": "Compile: XLA compile",
-    "first_call": "First call (cold, naive)",
-    "runtime": "JAX runtime (blocked)",
-    "dispatch": "Dispatch only (unblocked)",
-    "fetch": "Fetch device→host",
-}
-ONE_OFF_PHASES = ("transfer", "trace", "lower", "compile")
-PER_CALL_PHASES = ("runtime", "numpy", "dispatch", "fetch")
 
 
 def format_time(seconds: float | None) -> str:
@@ -37,12 +24,55 @@ def format_time(seconds: float | None) -> str:
     return f"{seconds:.3g} s"
 
 
+def format_factor(factor: float | None) -> str:
+    """A ratio as '1.23x' ('—' when unknown): speedups, slowdowns, how many times."""
+    if factor is None or not math.isfinite(factor):
+        return "—"
+    return f"{factor:.2f}x"
+
+
+def faster_or_slower(speedup: float) -> tuple[str, float]:
+    """('faster', 2.0) for a speedup of 2 and ('slower', 2.0) for 0.5: the factor is at least 1,
+    so no sentence says '0.5x faster'."""
+    if speedup >= 1:
+        return "faster", speedup
+    return "slower", 1 / speedup if speedup > 0 else math.inf
+
+
 def format_speedup(speedup: float | None) -> str:
+    """'2.50x (JAX faster)' or '0.50x (JAX 2.0x slower)': the number and which side wins."""
     if speedup is None or not math.isfinite(speedup):
         return "—"
-    if speedup >= 1:
-        return f"{speedup:.2f}x (JAX faster)"
-    return f"{speedup:.2f}x (JAX {1 / speedup:.1f}x slower)"
+    word, factor = faster_or_slower(speedup)
+    side = "JAX faster" if word == "faster" else f"JAX {factor:.1f}x slower"
+    return f"{format_factor(speedup)} ({side})"
+
+
+def format_bytes(n: float | None) -> str:
+    """Bytes in binary units, three significant figures: 80 GiB, 512 B; '—' when unknown."""
+    if n is None:
+        return "—"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.3g} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1024
+    return f"{n:.3g} TiB"
+
+
+def format_crossover(elements: float | None, ndim: int, *, short: bool = False) -> str:
+    """Where the speedup crosses 1x: '≈ 250,000 elements (≈ 500x500)', or for a metric tile
+    (``short``) '≈ 500x500' for matrices and '≈ 2.5M elements' for vectors."""
+    if elements is None:
+        return "none here" if short else "none in this range"
+    side = format_shape([round(elements ** (1 / ndim))] * ndim) if ndim >= 2 else None
+    if not short:
+        return f"≈ {elements:,.0f} elements" + (f" (≈ {side})" if side else "")
+    if side:
+        return f"≈ {side}"
+    for unit, scale in (("M", 1e6), ("k", 1e3)):
+        if elements >= scale:
+            return f"≈ {elements / scale:.3g}{unit} elements"
+    return f"≈ {elements:.0f} elements"
 
 
 def format_break_even(calls: float | None) -> str:

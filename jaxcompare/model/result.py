@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import BadInput
+from .phases import COMPILE_PHASES
 from .spec import Spec
 from .stats import Stats
 
@@ -14,8 +15,6 @@ SCHEMA = "jaxcompare.result/1"
 # The smallest n whose median CI (order statistics) reaches 95% coverage.
 MIN_SAMPLES_FOR_RANGE = 6
 
-JAX_PHASES = ("transfer", "trace", "lower", "compile", "first_call", "runtime", "dispatch", "fetch")
-COMPILE_PHASES = ("trace", "lower", "compile")
 
 
 @dataclass(frozen=True)
@@ -152,8 +151,8 @@ class Result:
                 "fetch": self.fetch.to_dict(),
                 "fetch_zero_copy": self.fetch_zero_copy,
             },
-            "speedup": _finite_or_none(self.speedup),
-            "speedup_range": [_finite_or_none(x) for x in self.speedup_range],
+            "speedup": finite_or_none(self.speedup),
+            "speedup_range": [finite_or_none(x) for x in self.speedup_range],
             "speedup_pairs": list(self.speedup_pairs),
             "speedup_steady": self.speedup_steady,
             "break_even_calls": be,
@@ -203,5 +202,8 @@ class Result:
             raise BadInput(f"malformed result: {type(exc).__name__}: {exc}") from None
 
 
-def _finite_or_none(value: float) -> float | None:
-    return value if math.isfinite(value) else None
+def finite_or_none(value: Any) -> float | None:
+    """A number JSON and tables can hold: infinities, NaN and non-numbers become None."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return value

@@ -113,11 +113,9 @@ class TimingConfig:
     @classmethod
     def thorough(cls) -> TimingConfig:
         """For a speedup you want to quote: the NumPy and JAX runtimes are sampled until their
-        medians are known to ±1% (at most 2.5 s each), in four pairs of blocks side by side.
-        Over 10 repeats on a noisy 2-core VM the speedup's spread (max - min over median) was
-        16-29% with four pairs, 33-44% with two, 55% with two blocks timed at the start and
-        the end of the run. Every phase takes 50 ms samples, at least 10 of them; the others
-        stop at the default ±3% within 0.6 s."""
+        medians are known to ±1% (at most 2.5 s each), in four pairs of blocks side by side,
+        because more pairs narrow the speedup's spread (benchmarks/RESULTS.md). Every phase
+        takes 50 ms samples, at least 10 of them; the others stop at the default ±3% within 0.6 s."""
         return cls(target_sample_s=0.05, min_samples=10, max_samples=400, warmup_s=0.05,
                    runtime_budget_s=2.5, runtime_rel_ci=0.01, runtime_blocks=4)
 

@@ -16,8 +16,7 @@ import numpy as np
 @functools.lru_cache(maxsize=4096)
 def _ci_rank(n: int, confidence: float) -> int:
     """The smallest k with P(Binomial(n, 1/2) <= k) >= (1 - confidence) / 2 (binom.ppf),
-    exactly, in integers. Not scipy.stats: importing it takes ~0.6 s, and the first
-    median_ci of a fresh worker ran inside the first phase's time budget and cut it short."""
+    exactly, in integers. Not scipy.stats: its slow import would land inside a timed phase."""
     q = (1 - confidence) / 2
     if n > 1000:  # the normal approximation is exact to a rank or so here, and O(1)
         z = statistics.NormalDist().inv_cdf(q)

@@ -1,0 +1,238 @@
+"""What the pages say about the machine, as plain data (no Streamlit here): the device banner,
+whether a device is present, the warnings about what spoils numbers, and the Environment
+page's tables."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..model.formatting import format_bytes
+
+Env = Mapping[str, Any]
+BLAS_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+@dataclass(frozen=True)
+class Banner:
+    level: str  # "success" | "warning" | "info"
+    text: str
+
+
+def accelerators(env: Env) -> list[dict[str, Any]]:
+    return [d for d in (env.get("jax") or {}).get("devices", []) if d.get("platform") in ("gpu", "tpu")]
+
+
+def cores_text(env: Env) -> str:
+    cores = env.get("cpu_affinity") or env.get("cpu_count_logical")
+    return f"{cores} core{'s' if cores != 1 else ''}" if cores else "unknown cores"
+
+
+def device_banner(env: Env | None) -> Banner:
+    """Which device the measurements run on, in one sentence."""
+    if not env:
+        return Banner("info", "Checking which device the measurements will run on…")
+    accel = accelerators(env)
+    if accel:
+        first = accel[0]
+        kinds = sorted({d.get("kind", d["platform"]) for d in accel})
+        memory = first.get("memory_limit_bytes")
+        more = f" ({len(accel)} devices)" if len(accel) > 1 else ""
+        mem = f", {format_bytes(memory)} of memory" if memory else ""
+        return Banner("success", f"Measuring on **{', '.join(kinds)}** ({first['platform'].upper()}"
+                                 f"{mem}){more}.")
+    return Banner("warning",
+                  f"**No GPU or TPU found: falling back to JAX's CPU backend** on this machine "
+                  f"({env.get('cpu_model', 'unknown CPU')}, {cores_text(env)}). Both sides run on the same "
+                  f"CPU, so a speedup here is XLA's CPU code against NumPy's, not an accelerator.")
+
+
+def device_problem(device: str, env: Env | None) -> str | None:
+    """Why a run on ``device`` would fail here (None when it can run, or while unknown)."""
+    if not env or device == "auto":
+        return None
+    platforms = {d.get("platform") for d in (env.get("jax") or {}).get("devices", [])}
+    if device in platforms:
+        return None
+    present = ", ".join(sorted(p for p in platforms if p)) or "none"
+    return f"No {device.upper()} is visible to JAX here (present: {present}); a run on it would fail."
+
+
+def load_average() -> float | None:
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
+
+
+# --- warnings: a table of small rules, like analysis/checks.py ----------------------------------
+@dataclass(frozen=True)
+class Machine:
+    """What the rules look at: the first worker's environment, every worker's, the load."""
+
+    env: Env
+    workers: Mapping[str, Env]
+    load: float | None
+
+    @property
+    def cores(self) -> int:
+        return self.env.get("cpu_affinity") or self.env.get("cpu_count_logical") or 0
+
+    @property
+    def env_vars(self) -> Env:
+        return self.env.get("env_vars") or {}
+
+
+def cpu_fallback(m: Machine) -> Iterator[str]:
+    if not accelerators(m.env):
+        yield "CPU fallback: no GPU or TPU is visible to JAX, so every JAX number is for the CPU backend."
+
+
+def shared_cores(m: Machine) -> Iterator[str]:
+    if m.cores and m.cores <= 4:
+        yield (f"Shared cores: only {m.cores} core(s). NumPy's BLAS, XLA, the app server and anything else on "
+               f"the machine compete for them, so expect noise.")
+
+
+def busy_machine(m: Machine) -> Iterator[str]:
+    if m.load is not None and m.cores and m.load > 0.5 * m.cores:
+        yield (f"Busy machine: the 1-minute load average is {m.load:.2f} on {m.cores} core(s); other work will "
+               f"add noise to every timing.")
+
+
+def hyper_threading(m: Machine) -> Iterator[str]:
+    logical, physical = m.env.get("cpu_count_logical"), m.env.get("cpu_count_physical")
+    if logical and physical and logical > physical:
+        yield (f"Hyper-threading: {logical} logical CPUs on {physical} physical cores; two threads on one core "
+               f"slow each other down.")
+
+
+def x64_mismatch(precision: str, jax_env: Env) -> Iterator[str]:
+    if bool(jax_env.get("x64_enabled")) != (precision == "x64"):
+        yield (f"The {precision} worker reports jax_enable_x64={jax_env.get('x64_enabled')}: its dtypes do not "
+               f"match its precision mode.")
+
+
+def compilation_cache(precision: str, jax_env: Env) -> Iterator[str]:
+    if jax_env.get("compilation_cache"):
+        yield (f"The {precision} worker has the persistent compilation cache on: 'compile' times may be disk "
+               f"reads.")
+
+
+WORKER_RULES: tuple[Callable[[str, Env], Iterator[str]], ...] = (x64_mismatch, compilation_cache)
+
+
+def each_worker(m: Machine) -> Iterator[str]:
+    """WORKER_RULES for every worker that reported its JAX state, worker by worker."""
+    for precision, worker_env in m.workers.items():
+        jax_env = (worker_env or {}).get("jax") or {}
+        if jax_env:
+            for rule in WORKER_RULES:
+                yield from rule(precision, jax_env)
+
+
+def blas_oversubscribed(m: Machine) -> Iterator[str]:
+    for b in m.env.get("blas") or []:
+        threads = b.get("num_threads")
+        if threads and m.cores and threads > m.cores:
+            yield (f"{b.get('internal_api', 'BLAS')} uses {threads} threads on {m.cores} core(s): "
+                   f"oversubscription makes NumPy slower and noisier.")
+
+
+def conflicting_memory_fraction(m: Machine) -> Iterator[str]:
+    if "XLA_CLIENT_MEM_FRACTION" in m.env_vars and "XLA_PYTHON_CLIENT_MEM_FRACTION" in m.env_vars:
+        yield ("Both XLA_CLIENT_MEM_FRACTION and its older alias XLA_PYTHON_CLIENT_MEM_FRACTION are set; "
+               "they conflict.")
+
+
+def custom_xla_flags(m: Machine) -> Iterator[str]:
+    if m.env_vars.get("XLA_FLAGS"):
+        yield f"Custom XLA_FLAGS are active: `{m.env_vars['XLA_FLAGS']}`."
+
+
+def blas_thread_limits(m: Machine) -> Iterator[str]:
+    for var in BLAS_THREAD_VARS:
+        if var in m.env_vars:
+            yield f"{var}={m.env_vars[var]} limits NumPy's threads (XLA is not limited by it)."
+
+
+def low_memory(m: Machine) -> Iterator[str]:
+    available = m.env.get("memory_available_bytes")
+    if available and available < 2 * 1024**3:
+        yield f"Only {format_bytes(available)} of memory is free: large shapes may swap or fail."
+
+
+ENVIRONMENT_RULES: tuple[Callable[[Machine], Iterator[str]], ...] = (
+    cpu_fallback, shared_cores, busy_machine, hyper_threading, each_worker, blas_oversubscribed,
+    conflicting_memory_fraction, custom_xla_flags, blas_thread_limits, low_memory,
+)
+
+
+def environment_warnings(workers: Mapping[str, Env], load: float | None = None) -> list[str]:
+    """What makes numbers from this machine less trustworthy, in ENVIRONMENT_RULES order.
+    ``workers``: precision -> that worker's environment."""
+    envs = [e for e in workers.values() if e]
+    if not envs:
+        return []
+    machine = Machine(envs[0], workers, load)
+    return [text for rule in ENVIRONMENT_RULES for text in rule(machine)]
+
+
+# --- the Environment page's tables ---------------------------------------------------------------
+def version_rows(versions: Mapping[str, str | None]) -> list[dict[str, str]]:
+    return [{"Package": name, "Version": version or "not installed"} for name, version in versions.items()]
+
+
+def machine_rows(env: Env, host: Env, load: float | None) -> list[dict[str, Any]]:
+    """CPU and memory; the memory available is the app process's own, measured now."""
+    return [
+        {"Item": "CPU model", "Value": env.get("cpu_model")},
+        {"Item": "Logical CPUs", "Value": str(env.get("cpu_count_logical"))},
+        {"Item": "Physical cores", "Value": str(env.get("cpu_count_physical"))},
+        {"Item": "Cores this process may use (affinity)", "Value": str(env.get("cpu_affinity"))},
+        {"Item": "Load average (1 min)", "Value": "—" if load is None else f"{load:.2f}"},
+        {"Item": "Memory total", "Value": format_bytes(env.get("memory_total_bytes"))},
+        {"Item": "Memory available", "Value": format_bytes(host.get("memory_available_bytes"))},
+        {"Item": "Platform", "Value": env.get("platform")},
+        {"Item": "Python", "Value": env.get("python_executable")},
+    ]
+
+
+def worker_rows(workers: Mapping[str, Env]) -> list[dict[str, Any]]:
+    rows = []
+    for precision, worker_env in workers.items():
+        jax_env = worker_env.get("jax") or {}
+        rows.append({"Worker": precision, "Backend": jax_env.get("default_backend"),
+                     "jax_enable_x64": "on" if jax_env.get("x64_enabled") else "off",
+                     "Default float": jax_env.get("default_float"),
+                     "Compilation cache": "on" if jax_env.get("compilation_cache") else "off",
+                     "Devices": len(jax_env.get("devices", []))})
+    return rows
+
+
+def device_rows(env: Env) -> list[dict[str, Any]]:
+    return [{"Platform": d.get("platform"), "Id": d.get("id"), "Kind": d.get("kind"), "Name": d.get("name"),
+             "Memory limit": format_bytes(d.get("memory_limit_bytes")),
+             "Memory in use": format_bytes(d.get("memory_in_use_bytes"))}
+            for d in (env.get("jax") or {}).get("devices", [])]
+
+
+def blas_rows(env: Env) -> list[dict[str, Any]]:
+    return [{"Library": b.get("internal_api"), "API": b.get("user_api"), "Threads": b.get("num_threads"),
+             "Threading": b.get("threading_layer"), "Version": b.get("version"),
+             "Architecture": b.get("architecture")} for b in env.get("blas") or []]
+
+
+def env_var_rows(names: Sequence[str], host: Env, workers: Mapping[str, Env]) -> list[dict[str, str]]:
+    """The watched variables set in the app process or any worker, one column per process."""
+    rows = []
+    for name in names:
+        values = {p: (w.get("env_vars") or {}).get(name) for p, w in workers.items()}
+        app_value = host["env_vars"].get(name)
+        if app_value is None and not any(values.values()):
+            continue
+        rows.append({"Variable": name, "App process": app_value or "—",
+                     **{f"{p} worker": v or "—" for p, v in values.items()}})
+    return rows
