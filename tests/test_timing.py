@@ -56,6 +56,13 @@ def test_calibration_hits_target_sample_time(fake_clock, per_call_s, expected):
     assert loops == expected
 
 
+def test_calibration_is_not_fooled_by_one_disturbed_probe(fake_clock):
+    """The first call lands in a 25 ms stall of the machine; the call itself takes 20 µs."""
+    durations = iter([0.025] + [2e-5] * 10_000)
+    loops = calibrate_loops(lambda: fake_clock.advance(next(durations)), 0.01, fake_clock)
+    assert loops == 500  # 500 x 20 µs = the 10 ms target, not the 1 loop the stalled probe suggests
+
+
 def test_constant_calls_stop_at_min_samples_and_are_exact(fake_clock):
     stats = sample(lambda: fake_clock.advance(2e-4), CFG, clock=fake_clock)
     assert stats.stable and stats.unstable_reason is None
