@@ -7,17 +7,15 @@ import dataclasses
 import json
 
 import pytest
+from _results import make_result
+from apptest_support import page, run_until
+from streamlit.testing.v1 import AppTest
 
-pytest.importorskip("streamlit")
-from _results import make_result  # noqa: E402
-from apptest_support import page, run_until  # noqa: E402
-from streamlit.testing.v1 import AppTest  # noqa: E402
-
-from jaxcompare import Spec, TimingConfig  # noqa: E402
-from jaxcompare.analysis.compare import compare_results  # noqa: E402
-from jaxcompare.app import history_view as hv  # noqa: E402
-from jaxcompare.history.exchange import export_json  # noqa: E402
-from jaxcompare.history.store import Store  # noqa: E402
+from jaxcompare import Spec, TimingConfig
+from jaxcompare.analysis.compare import compare_results
+from jaxcompare.app import history_view as hv
+from jaxcompare.history.exchange import export_json
+from jaxcompare.history.store import Store
 
 VERDICTS = {"B is", "No significant difference", "Too few samples to judge"}
 

@@ -7,13 +7,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from apptest_support import app_runner, fresh_caches, page, run_until  # noqa: F401
+from streamlit.testing.v1 import AppTest
 
-pytest.importorskip("streamlit")
-from apptest_support import app_runner, fresh_caches, page, run_until  # noqa: E402,F401
-from streamlit.testing.v1 import AppTest  # noqa: E402
-
-from jaxcompare.app import pitfalls_view as pv  # noqa: E402
-from jaxcompare.engine.pitfalls import SECTIONS  # noqa: E402
+from jaxcompare.app import pitfalls_view as pv
+from jaxcompare.engine.pitfalls import SECTIONS
 
 PAGE = "pages/3_Pitfalls.py"
 

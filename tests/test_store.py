@@ -409,13 +409,6 @@ def test_cli_history_export_import(results, tmp_path, capsys, monkeypatch):
     assert _cli("other") is None
 
 
-def _cli_wired() -> bool:
-    from jaxcompare.cli import build_parser
-
-    return "history" in build_parser().format_help()
-
-
-@pytest.mark.skipif(not _cli_wired(), reason="cli.py does not register history/export/import yet")
 def test_python_m_jaxcompare_import_of_a_bad_file_exits_2(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
