@@ -178,18 +178,13 @@ def test_the_app_process_never_imports_jax():
     """A whole comparison on the Compare page, in a fresh process: JAX stays in the workers
     (the app process serves every session; importing JAX there would fix its x64 mode)."""
     code = textwrap.dedent("""
-        import sys, time
-        from streamlit.testing.v1 import AppTest
-        at = AppTest.from_file("pages/1_Compare.py", default_timeout=120)
-        at.query_params.update(case="matmul", shape="small", timing="quick")
-        at.run()
+        import sys
+        sys.path.insert(0, "tests")
+        from apptest_support import page, run_until
+        at = page("pages/1_Compare.py", case="matmul", shape="small", timing="quick")
         at.button(key="run_compare").click().run()
-        from jaxcompare.app import ui
-        deadline = time.time() + 180
-        while "compare_result" not in at.session_state and time.time() < deadline:
-            ui.get_runner().wait_idle(timeout=30)  # on the work, not a sleep
-            at.run()
-        print("result" if "compare_result" in at.session_state else "no result", "jax" in sys.modules)
+        at = run_until(at, lambda a: "compare_result" in a.session_state, timeout=180)
+        print("result", "jax" in sys.modules)
     """)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                           cwd=Path(__file__).resolve().parents[1])
