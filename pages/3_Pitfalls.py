@@ -147,7 +147,7 @@ def section(meta: Mapping[str, str], entry: Mapping[str, Any] | None, case: Case
     if pitfall is not None:
         context = entry["context"]
         chart = pitfall_chart(pitfall)
-        st.altair_chart(chart, width="stretch")
+        st.altair_chart(ui.svg_rendered(chart), width="stretch")
         same = (context["case"] == config.case and tuple(context["shape"]) == shape
                 and context["precision"] == config.precision)
         st.caption(entry["caption"] + ("" if same else " · *the sidebar settings have changed since this run*"))
