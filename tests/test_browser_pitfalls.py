@@ -8,6 +8,7 @@ from browser_support import CHART, IDLE, JAX_COLOR, assert_no_error, chart_marks
 
 pytestmark = pytest.mark.browser
 
+
 def test_pitfalls_run_all_draws_six_charts(server, browser, tmp_path):
     page = browser.new_page(viewport={"width": 1400, "height": 1200})
     page.goto(f"{server}/Pitfalls?case=centered_gram&shape=200x200&timing=quick")
