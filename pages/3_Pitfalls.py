@@ -139,7 +139,7 @@ def section(meta: Mapping[str, str], entry: Mapping[str, Any] | None, case: Case
     if pitfall is not None:
         context = entry["context"]
         chart = pitfall_chart(pitfall)
-        st.altair_chart(chart, width="stretch")
+        st.altair_chart(ui.svg_rendered(chart), width="stretch")
         st.caption(entry["caption"] + config.changed_note(shape, context["case"], context["shape"],
                                                           context["precision"]))
     row = st.container(horizontal=True)

@@ -5,7 +5,6 @@ Test modules import the fixtures (`from browser_support import browser, server`)
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import signal
 import socket
@@ -23,6 +22,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 CHART = "[data-testid='stVegaLiteChart'] canvas, [data-testid='stVegaLiteChart'] svg"
+ROW_PX = 35  # st.dataframe's default row (and header) height
 
 
 def free_port() -> int:
@@ -32,9 +32,11 @@ def free_port() -> int:
 
 
 class Server(str):
-    """The server's base URL (a plain str to f-strings) with ``db``: its results database file."""
+    """The server's base URL (a plain str to f-strings) with ``db``: its results database file,
+    and ``pid``: the `streamlit run` process (its workers are its children)."""
 
     db: Path
+    pid: int
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +56,7 @@ def server(tmp_path_factory):
     )
     url = Server(f"http://127.0.0.1:{port}")
     url.db = db_path
+    url.pid = proc.pid
     try:
         deadline = time.time() + 60
         while True:
@@ -77,11 +80,20 @@ def server(tmp_path_factory):
         log.close()
 
 
+INSTALL_HELP = ("Install Chromium with 'make browser' (or 'sudo apt-get install chromium'), or set "
+                "JAXCOMPARE_CHROMIUM=/path/to/chromium; Playwright comes with pip install -e '.[dev]'.")
+
+
 @pytest.fixture(scope="module")
 def browser():
-    sync_api = pytest.importorskip("playwright.sync_api")
+    """Headless Chromium. Missing is a failure, not a skip: a skipped browser test passes silently."""
+    try:
+        from playwright import sync_api
+    except ImportError as exc:
+        pytest.fail(f"the browser tests need Playwright's Python package ({exc}). {INSTALL_HELP}", pytrace=False)
     if not Path(CHROMIUM).exists():
-        pytest.skip(f"no Chromium at {CHROMIUM} (make browser installs it)")
+        pytest.fail(f"the browser tests need Chromium, and there is none at {CHROMIUM}. {INSTALL_HELP}",
+                    pytrace=False)
     with sync_api.sync_playwright() as pw:
         chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield chromium
@@ -94,17 +106,77 @@ def assert_no_error(page) -> None:
     assert "Traceback" not in text
 
 
-def jax_marks(page, index: int) -> int:
-    """How much of a chart is drawn in the JAX colour (#E4572E): the marks themselves, not just
-    axes and labels. Vega draws to a canvas or an SVG; count pixels/40 or coloured elements."""
-    chart = page.locator("[data-testid='stVegaLiteChart']").nth(index)
-    canvas = chart.locator("canvas")
-    if canvas.count():
-        return canvas.first.evaluate("""c => {
-            const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-            let n = 0;
-            for (let i = 0; i < d.length; i += 4)
-                if (d[i + 3] > 0 && d[i] > 180 && d[i + 1] < 150 && d[i + 2] < 130) n++;
-            return Math.floor(n / 20);
-        }""")
-    return len(re.findall(r"#e4572e|rgb\(228, ?87, ?46\)", chart.inner_html(), flags=re.IGNORECASE))
+JAX_COLOR = "#E4572E"  # jaxcompare.app.charts.JAX_COLOR: JAX's side in every chart
+NUMPY_COLOR = "#4C78A8"  # jaxcompare.app.charts.NUMPY_COLOR
+
+# Vega's SVG output: each mark is a `g.mark-<type>.role-mark` whose children are its items
+# (one per datum; one path per series for lines and areas). Legends and axes draw under
+# `g.role-legend` / `g.role-axis`, so a legend swatch is never counted. An item counts when it is
+# visible (not transparent, not zero-sized: a zero-height bar is blank) and overlaps the plot
+# area: the background of the frame or facet cell the mark belongs to. Text marks (labels) are
+# not counted: a chart of labels alone is blank. Returns -1 when the chart drew to a canvas.
+_MARKS_JS = """([index, color, mark]) => {
+    const chart = document.querySelectorAll("[data-testid='stVegaLiteChart']")[index];
+    if (!chart) return 0;
+    const svg = chart.querySelector("svg.marks");
+    if (!svg) return chart.querySelector("canvas") ? -1 : 0;
+    const ctx = document.createElement("canvas").getContext("2d");
+    const norm = c => {
+        if (!c || c === "none" || c === "transparent") return null;
+        ctx.fillStyle = "#010203";
+        ctx.fillStyle = c;
+        return ctx.fillStyle;
+    };
+    const want = color ? norm(color) : null;
+    let n = 0;
+    for (const group of svg.querySelectorAll("g.role-mark")) {
+        if (group.closest(".role-legend, .role-axis, .role-title")) continue;
+        if (group.classList.contains("mark-text") || group.classList.contains("mark-group")) continue;
+        if (mark && !group.classList.contains("mark-" + mark)) continue;
+        const frame = group.parentElement.closest("g.mark-group");
+        const background = frame && frame.querySelector(":scope > g > path.background");
+        if (!background) continue;
+        const area = background.getBoundingClientRect();
+        const thin = group.classList.contains("mark-rule") || group.classList.contains("mark-line");
+        for (const item of group.children) {
+            if (item.getAttribute("opacity") === "0" || item.getAttribute("display") === "none") continue;
+            const fill = norm(item.getAttribute("fill")), stroke = norm(item.getAttribute("stroke"));
+            if (!fill && !stroke) continue;
+            if (want && fill !== want && stroke !== want) continue;
+            const box = item.getBoundingClientRect();
+            if (!(thin ? box.width + box.height > 0 : box.width > 0 && box.height > 0)) continue;
+            if (box.right < area.left - 1 || box.left > area.right + 1 ||
+                box.bottom < area.top - 1 || box.top > area.bottom + 1) continue;
+            n++;
+        }
+    }
+    return n;
+}"""
+
+
+def chart_marks(page, index: int, color: str | None = None, mark: str | None = None) -> int:
+    """How many mark items chart ``index`` (in page order) draws in its plot area: points, bars,
+    rules, lines (one per series), not legends, axes or text; optionally only those filled or
+    stroked in ``color``, or of one Vega mark type (``mark="symbol"``: the dots). The app pins
+    Vega's SVG renderer (ui.svg_rendered); a chart drawn on a canvas fails here."""
+    n = page.evaluate(_MARKS_JS, [index, color, mark])
+    assert n >= 0, f"chart {index} was drawn on a canvas: the app's charts must render as SVG"
+    return n
+
+
+def wait_for_chart_marks(page, index: int, color: str | None = None, mark: str | None = None, *,
+                         at_least: int = 1, timeout: float = 30_000) -> int:
+    """Wait until chart ``index`` has drawn at least ``at_least`` such marks (Vega draws after
+    the element appears); returns the count. Times out on a chart that stays blank."""
+    page.wait_for_function(f"args => {{ const n = ({_MARKS_JS})(args); return n < 0 || n >= {at_least}; }}",
+                           arg=[index, color, mark], timeout=timeout)
+    return chart_marks(page, index, color, mark)
+
+
+def tick(page, row: int, selected: int) -> None:
+    """Click a row's selection box in the first st.dataframe (the grid is a canvas, so by
+    position) and wait for the rerun that shows ``selected`` rows selected."""
+    box = page.locator("[data-testid='stDataFrame']").first.bounding_box()
+    page.mouse.click(box["x"] + 18, box["y"] + ROW_PX * (row + 1) + ROW_PX / 2)
+    page.get_by_text(f"{selected} selected", exact=True).wait_for(timeout=30_000)
+    page.wait_for_selector(IDLE, timeout=30_000)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from browser_support import CHART, IDLE, assert_no_error, jax_marks
+from browser_support import CHART, IDLE, JAX_COLOR, NUMPY_COLOR, assert_no_error, chart_marks, wait_for_chart_marks
+
+from jaxcompare.model.formatting import ONE_OFF_PHASES, PER_CALL_PHASES
 
 pytestmark = pytest.mark.browser
 
@@ -21,11 +23,14 @@ def test_compare_runs_and_renders_charts(server, browser, tmp_path):
     page.get_by_role("button", name="Run comparison").click()
     page.wait_for_selector(CHART, timeout=120_000)
     page.wait_for_selector(IDLE, timeout=60_000)
-    page.wait_for_timeout(500)  # let Vega finish drawing
     assert page.locator("[data-testid='stVegaLiteChart']").count() == 2
     assert page.locator("[data-testid='stMetric']").count() == 6
-    for index in range(2):
-        assert jax_marks(page, index) > 0, f"chart {index} drew no marks (a blank chart)"
+    for index in range(2):  # Vega draws after the element appears: wait for JAX's marks
+        wait_for_chart_marks(page, index, JAX_COLOR)
+    # The phase chart: one dot per phase in its side's colour, every phase inside the plot.
+    jax_phases = len(ONE_OFF_PHASES + PER_CALL_PHASES) - 1  # all but NumPy's runtime
+    assert chart_marks(page, 0, JAX_COLOR, mark="symbol") == jax_phases
+    assert chart_marks(page, 0, NUMPY_COLOR, mark="symbol") == 1
     assert_no_error(page)
     assert "case=matmul" in page.url and "timing=quick" in page.url
     shot = tmp_path / "compare.png"

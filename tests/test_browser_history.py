@@ -7,13 +7,11 @@ import dataclasses
 
 import pytest
 from _results import make_result
-from browser_support import IDLE, assert_no_error, jax_marks
+from browser_support import CHART, IDLE, JAX_COLOR, assert_no_error, tick, wait_for_chart_marks
 
 from jaxcompare.history.store import Store
 
 pytestmark = pytest.mark.browser
-
-ROW_PX = 35  # st.dataframe's default row (and header) height
 
 
 def seed(db) -> list:
@@ -27,14 +25,6 @@ def seed(db) -> list:
     return [a, b, c]
 
 
-def tick(page, row: int) -> None:
-    """Click a row's selection box: the grid is a canvas, so by position."""
-    box = page.locator("[data-testid='stDataFrame']").first.bounding_box()
-    page.mouse.click(box["x"] + 18, box["y"] + ROW_PX * (row + 1) + ROW_PX / 2)
-    page.wait_for_timeout(300)
-    page.wait_for_selector(IDLE, timeout=30_000)
-
-
 def test_history_select_two_runs_shows_verdict_and_charts(server, browser, tmp_path):
     seed(server.db)
     page = browser.new_page(viewport={"width": 1400, "height": 2400})
@@ -44,17 +34,15 @@ def test_history_select_two_runs_shows_verdict_and_charts(server, browser, tmp_p
     assert_no_error(page)
     assert "3 saved" in page.locator("[data-testid='stApp']").inner_text()
 
-    tick(page, 1)  # newest first: C, B, A
-    tick(page, 2)
+    tick(page, 1, selected=1)  # newest first: C, B, A
+    tick(page, 2, selected=2)
     page.get_by_text("B is 2.00x faster than A").wait_for(timeout=30_000)
-    page.wait_for_selector("[data-testid='stVegaLiteChart'] canvas, [data-testid='stVegaLiteChart'] svg",
-                           timeout=30_000)
-    page.wait_for_timeout(800)  # let Vega finish drawing
+    page.wait_for_selector(CHART, timeout=30_000)
     text = page.locator("[data-testid='stApp']").inner_text()
     assert "2 selected" in text and "Is B faster than A?" in text and "jax — → 0.11.0" in text
     assert page.locator("[data-testid='stVegaLiteChart']").count() == 2
     for index in range(2):  # run B is drawn in #E4572E in both charts
-        assert jax_marks(page, index) > 0, f"chart {index} drew no marks (a blank chart)"
+        assert wait_for_chart_marks(page, index, JAX_COLOR) > 0, f"chart {index} drew no marks for run B"
     assert_no_error(page)
     shot = tmp_path / "history.png"
     page.screenshot(path=str(shot), full_page=True)

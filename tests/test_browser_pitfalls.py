@@ -4,11 +4,9 @@ small shape and draws every chart; a deep link lands on its section."""
 from __future__ import annotations
 
 import pytest
-from browser_support import IDLE, assert_no_error, jax_marks
+from browser_support import CHART, IDLE, JAX_COLOR, assert_no_error, chart_marks, wait_for_chart_marks
 
 pytestmark = pytest.mark.browser
-
-CHARTS = "[data-testid='stVegaLiteChart'] canvas, [data-testid='stVegaLiteChart'] svg"
 
 
 def test_pitfalls_run_all_draws_six_charts(server, browser, tmp_path):
@@ -19,19 +17,20 @@ def test_pitfalls_run_all_draws_six_charts(server, browser, tmp_path):
     for pid in ("jit", "async", "dtype", "transfer", "size", "tf32"):
         assert page.locator(f"#pitfall-{pid}").count() == 1, f"no anchor for {pid}"
     page.get_by_role("button", name="Run all pitfalls").click()
-    page.wait_for_function(f"() => document.querySelectorAll(\"{CHARTS}\").length >= 6", timeout=180_000)
+    page.wait_for_function(f"() => document.querySelectorAll(\"{CHART}\").length >= 6", timeout=180_000)
     page.wait_for_selector(IDLE, timeout=60_000)
-    page.wait_for_timeout(800)  # let Vega finish drawing
     assert page.locator("[data-testid='stVegaLiteChart']").count() == 6
     for index in range(6):
-        assert jax_marks(page, index) > 0, f"chart {index} drew no JAX dots (a blank chart)"
+        assert wait_for_chart_marks(page, index, JAX_COLOR) > 0, f"chart {index} drew no JAX dots"
     assert_no_error(page)
     text = page.locator("[data-testid='stMain']").inner_text()
     assert text.count("measured properly:") >= 6 and "Not applicable on CPU: no TF32 here" in text
     assert "case=centered_gram" in page.url and "shape=200x200" in page.url
     height = page.evaluate("() => document.querySelector(\"[data-testid='stMain']\").scrollHeight")
     page.set_viewport_size({"width": 1400, "height": min(height + 50, 12_000)})
-    page.wait_for_timeout(500)
+    page.wait_for_selector(IDLE, timeout=30_000)
+    for index in range(6):  # still drawn after the resize (the width is unchanged: no redraw due)
+        assert chart_marks(page, index, JAX_COLOR) > 0, f"chart {index} lost its JAX dots"
     shot = tmp_path / "pitfalls.png"
     page.screenshot(path=str(shot), full_page=True)
     assert shot.stat().st_size > 50_000
@@ -42,10 +41,14 @@ def test_a_deep_link_scrolls_to_its_section(server, browser):
     page = browser.new_page(viewport={"width": 1400, "height": 900})
     page.goto(f"{server}/Pitfalls?case=matmul#pitfall-size")
     page.wait_for_selector(IDLE, timeout=60_000)
-    page.wait_for_timeout(500)
     assert_no_error(page)
     heading = page.locator("#pitfall-size")
     heading.wait_for(timeout=10_000)
+    # Streamlit scrolls to the fragment once the page has drawn: wait for the heading to be in view.
+    page.wait_for_function("""() => {
+        const top = document.querySelector('#pitfall-size').getBoundingClientRect().top;
+        return top >= 0 && top < window.innerHeight;
+    }""", timeout=10_000)
     box = heading.bounding_box()
     assert box is not None and 0 <= box["y"] < 900, f"section heading not in view: {box}"
     assert page.url.endswith("#pitfall-size")  # the page kept the link's URL (no rewrite)

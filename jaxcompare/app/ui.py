@@ -294,9 +294,17 @@ def job_progress(job: Job, label: str, *, overall: float | None = None) -> None:
 
 
 # --- charts ---------------------------------------------------------------------------------------
+def svg_rendered(chart_obj: alt.TopLevelMixin) -> alt.TopLevelMixin:
+    """The chart with Vega's SVG renderer pinned: Streamlit draws charts of many points on a canvas,
+    where a browser test cannot tell a plotted mark from a legend swatch; in SVG each mark is an element."""
+    usermeta = chart_obj.usermeta if isinstance(chart_obj.usermeta, dict) else {}
+    embed = {**(usermeta.get("embedOptions") or {}), "renderer": "svg"}
+    return chart_obj.properties(usermeta={**usermeta, "embedOptions": embed})
+
+
 def chart(chart_obj: alt.TopLevelMixin, name: str, file_stem: str, *, stretch: bool = False) -> None:
-    """An Altair chart and a button that downloads it as PNG (made only when clicked)."""
-    st.altair_chart(chart_obj, width="stretch" if stretch else "content")
+    """An Altair chart (drawn as SVG) and a button that downloads it as PNG (made only when clicked)."""
+    st.altair_chart(svg_rendered(chart_obj), width="stretch" if stretch else "content")
     st.download_button(
         f"{name} (PNG)", data=lambda: chart_png_bytes(chart_obj), file_name=f"{file_stem}.png",
         mime="image/png", icon=":material/download:", on_click="ignore", key=f"png_{file_stem}",
