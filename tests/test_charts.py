@@ -140,6 +140,14 @@ def test_sweep_speedup_chart_marks_one_x_and_the_crossover(sweep_results):
     assert any("crossover" in v["text"] for t in texts for v in data_values(spec, t))
 
 
+def test_a_one_precision_sweep_has_no_legend_entry_for_the_other(sweep_results):
+    x32 = [r for r in sweep_results if r.precision == "x32"]
+    for chart in (charts.sweep_runtime_chart(x32), charts.sweep_speedup_chart(x32)):
+        domains = [enc["scale"]["domain"] for u in units(chart.to_dict()) for name, enc in u["encoding"].items()
+                   if name in ("color", "strokeDash", "shape") and enc.get("field") == "precision"]
+        assert domains and all(d == ["x32"] for d in domains), domains
+
+
 def test_sweep_share_chart_normalised_bars_per_precision(sweep_results):
     spec = charts.sweep_share_chart(sweep_results).to_dict()
     assert spec["facet"]["column"]["field"] == "precision"

@@ -23,8 +23,9 @@ from .views import crossovers, one_off_s
 NUMPY_COLOR = "#4C78A8"
 JAX_COLOR = "#E4572E"
 SIDE_SCALE = alt.Scale(domain=["NumPy", "JAX"], range=[NUMPY_COLOR, JAX_COLOR])
-PRECISION_DASH = alt.Scale(domain=["x32", "x64"], range=[[1, 0], [6, 3]])
-PRECISION_SHAPE = alt.Scale(domain=["x32", "x64"], range=["circle", "square"])
+PRECISION_DASH = {"x32": [1, 0], "x64": [6, 3]}
+PRECISION_SHAPE = {"x32": "circle", "x64": "square"}
+PRECISION_COLOR = {"x32": JAX_COLOR, "x64": "#72439A"}
 ONE_OFF_TITLE = "One-off costs: paid once per function, shape and dtype"
 PER_CALL_TITLE = "Per-call costs: paid on every call"
 COMPONENT_COLORS = {
@@ -220,6 +221,13 @@ def _elements_axis(values: Sequence[float], extent: Extent = None) -> tuple[alt.
             alt.Axis(title="elements per input (log scale)", values=ticks, format="~s", grid=True))
 
 
+def precision_scale(results: Sequence[Result], style: dict[str, Any]) -> alt.Scale:
+    """A scale over the precisions these results have, so a legend lists no precision
+    that was not swept; each keeps its own style either way."""
+    present = [p for p in style if any(r.precision == p for r in results)]
+    return alt.Scale(domain=present, range=[style[p] for p in present])
+
+
 def sweep_runtime_chart(results: Sequence[Result], extent: Extent = None) -> alt.LayerChart:
     """Runtime of both sides against size on log-log axes; x32 solid, x64 dashed."""
     rows = sweep_rows(results)
@@ -235,10 +243,10 @@ def sweep_runtime_chart(results: Sequence[Result], extent: Extent = None) -> alt
     )
     y = alt.Y("median_s:Q", scale=y_scale, axis=_time_axis("median time per call (log scale)", ticks))
     line = base.mark_line(strokeWidth=2.2).encode(
-        y=y, strokeDash=alt.StrokeDash("precision:N", scale=PRECISION_DASH,
+        y=y, strokeDash=alt.StrokeDash("precision:N", scale=precision_scale(results, PRECISION_DASH),
                                        legend=alt.Legend(title="precision", orient="right")))
     points = base.mark_point(filled=True, size=60, opacity=1).encode(
-        y=y, shape=alt.Shape("precision:N", scale=PRECISION_SHAPE, legend=None))
+        y=y, shape=alt.Shape("precision:N", scale=precision_scale(results, PRECISION_SHAPE), legend=None))
     bars = base.mark_rule(strokeWidth=1.5, opacity=0.6).encode(
         y=alt.Y("ci_low_s:Q", scale=y_scale), y2="ci_high_s:Q")
     return alt.layer(bars, line, points).properties(
@@ -270,14 +278,14 @@ def sweep_speedup_chart(results: Sequence[Result], extent: Extent = None) -> alt
     base = alt.Chart(alt.Data(values=rows)).encode(
         x=alt.X("elements:Q", scale=x_scale, axis=x_axis),
         y=alt.Y("speedup:Q", scale=y_scale, axis=y_axis),
-        color=alt.Color("precision:N", scale=alt.Scale(domain=["x32", "x64"], range=[JAX_COLOR, "#72439A"]),
+        color=alt.Color("precision:N", scale=precision_scale(results, PRECISION_COLOR),
                         legend=alt.Legend(title="precision", orient="right")),
         tooltip=[alt.Tooltip("precision:N"), alt.Tooltip("shape:N"), alt.Tooltip("text:N", title="speedup")],
     )
     line = base.mark_line(strokeWidth=2.2).encode(
-        strokeDash=alt.StrokeDash("precision:N", scale=PRECISION_DASH, legend=None))
+        strokeDash=alt.StrokeDash("precision:N", scale=precision_scale(results, PRECISION_DASH), legend=None))
     points = base.mark_point(filled=True, size=60, opacity=1).encode(
-        shape=alt.Shape("precision:N", scale=PRECISION_SHAPE, legend=None))
+        shape=alt.Shape("precision:N", scale=precision_scale(results, PRECISION_SHAPE), legend=None))
     one = alt.Chart(alt.Data(values=[{"y": 1.0}])).mark_rule(color="#333", strokeDash=[4, 3]).encode(
         y=alt.Y("y:Q", scale=y_scale))
     zone_text = alt.Chart(alt.Data(values=[{"x": x_lo, "y": hi, "text": "↑ JAX faster"}])).mark_text(
