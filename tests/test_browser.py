@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from browser_support import CHART, IDLE, JAX_COLOR, NUMPY_COLOR, assert_no_error, chart_marks, wait_for_chart_marks
 
-from jaxcompare.model.formatting import ONE_OFF_PHASES, PER_CALL_PHASES
+from jaxcompare.model.phases import ONE_OFF_PHASES, PER_CALL_PHASES
 
 pytestmark = pytest.mark.browser
 
