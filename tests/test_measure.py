@@ -53,7 +53,7 @@ def test_first_call_includes_compilation(big_result):
 
 def test_result_is_complete_and_agrees(big_result):
     r = big_result
-    assert r.dtype == "float32" and r.backend == "cpu"
+    assert r.backend == "cpu"
     assert r.agreement["ok"], r.agreement
     assert r.agreement["jax_dtype"] == r.agreement["numpy_dtype"] == "float32"
     for name in ("numpy", "transfer", "trace", "lower", "compile", "first_call", "runtime",

@@ -25,7 +25,7 @@ def test_precisions_never_leak_between_runs(order):
         for precision in order:
             result = runner.run(_spec(precision))
             want = "float64" if precision == "x64" else "float32"
-            assert result.dtype == want
+            assert result.agreement["numpy_dtype"] == want, (precision, result.agreement)
             assert result.agreement["jax_dtype"] == want, (precision, result.agreement)
             assert result.env["jax"]["x64_enabled"] is (precision == "x64")
 
