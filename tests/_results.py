@@ -26,4 +26,5 @@ def make_result(case: str = "matmul", shape: tuple[int, ...] = (10, 10), precisi
                    "method": "direct", "numpy_dtype": dtype, "jax_dtype": dtype},
         env={"cpu_model": "Test CPU", "cpu_count_logical": 2, "cpu_affinity": 2, "blas": []},
         notes=("a synthetic result",),
+        protocol={"blocked": True, "compile_excluded": True, "inputs_on_device": True},
     )

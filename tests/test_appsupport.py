@@ -9,7 +9,6 @@ import pytest
 
 from jaxcompare.app import environment_view, views
 from jaxcompare.model.formatting import format_crossover
-from jaxcompare.model.phases import PHASES
 
 
 def test_calls_and_crossover_text():
@@ -95,7 +94,7 @@ def test_headline_and_verdict(sample_result):
     assert all(f.value and f.help for f in figures)
     assert "faster" in views.verdict(sample_result)
     rows = views.phase_table(sample_result)
-    assert len(rows) == len(PHASES) and rows[0]["Phase"] == "NumPy runtime"
+    assert len(rows) == 9 and rows[0]["Phase"] == "NumPy runtime"  # NumPy's runtime and JAX's eight phases
 
 
 @pytest.fixture
@@ -160,10 +159,10 @@ def test_compare_page_words_come_from_views(sample_result):
     assert caption.startswith("`numpy.matmul` vs `jax.numpy.matmul` · shape 10x10 · x32 (float32) · cpu device")
     assert caption.endswith("measured 2026-01-01T00:00:00+00:00 · changed")
     checks = checklist(r)
-    assert views.checks_tab_label(checks) in ("Checks: pass", "Checks: warn", "Checks: fail")
+    assert views.checks_tab_label(checks) == "Checks: warn"  # the synthetic result's thread check warns
     rows = views.checklist_rows(checks, lambda pitfall: None if pitfall is None else f"Pitfalls#{pitfall}")
     assert len(rows) == len(checks) and {"", "Pitfalls#size"} <= {row["Pitfall"] for row in rows}
-    assert rows[0]["Status"] in views.STATUS_ICON.values()
+    assert rows[0]["Status"] == "✓ pass"
     ok, text = views.agreement_text(r)
     assert ok and text.startswith("JAX and NumPy agree: max abs error 1e-07") and text.endswith("compared directly).")
     assert views.dtypes_text(r) == "Output dtypes: NumPy `float32`, JAX `float32`; inputs `float32`."

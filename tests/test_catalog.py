@@ -154,6 +154,13 @@ def test_static_argnums_is_refused_not_ignored(tmp_path: Path) -> None:
     assert "TypeError" in message and "unexpected keyword argument 'static_argnums'" in message, message
 
 
+def test_flop_counts_of_known_workloads() -> None:
+    """Worked out by hand: an n x n matmul is 2n^3; the centered Gram matrix x.T @ (x - mean) of an
+    n x m input is a 2nm^2 product plus 2nm for the mean and the subtraction."""
+    assert get_case("matmul").flop_count((100, 100)) == 2e6
+    assert get_case("centered_gram").flop_count((1000, 1000)) == 2e9 + 2e6
+
+
 @pytest.mark.parametrize("name", [c.name for c in builtin_cases() if c.flops is not None])
 def test_flops_positive_where_defined(name: str) -> None:
     case = get_case(name)
@@ -193,6 +200,8 @@ def test_jax_agrees_with_numpy(selfcheck: tuple[str, dict[str, dict[str, Any]]],
         f" > rtol {record['rtol']:.3g} and max_abs_err {record['max_abs_err']:.3g}"
         f" > atol {record['atol']:.3g} (method {record['method']})"
     )
+    # docs/protocol.md: 1e-4 for float32, 1e-10 for float64, times the case's own factor
+    assert record["rtol"] == pytest.approx({"x32": 1e-4, "x64": 1e-10}[precision] * get_case(name).tolerance)
     kind = "complex" if name in COMPLEX_OUTPUT else "real"
     assert record["jax_dtype"] == OUTPUT_DTYPES[precision][kind]
     vs64 = record["vs_float64"]
@@ -221,6 +230,16 @@ def test_sabotaged_port_is_caught(name: str) -> None:
     record = compare_outputs(sabotaged, "float32", inputs, good, wrong)
     assert not record["ok"], record
     assert record["max_rel_err"] > record["rtol"]
+
+
+@pytest.mark.parametrize("name", ["elementwise", "matmul", "svd", "cdist"])
+def test_a_float32_port_passed_off_as_float64_is_caught(name: str) -> None:
+    """An x64 comparison whose JAX side secretly computed in float32 (error ~1e-7) must fail."""
+    case = get_case(name)
+    inputs, good = _outputs(case, np.float64)
+    in32 = tuple(a.astype(np.float32) for a in inputs)
+    secretly32 = tuple(np.asarray(o, dtype=np.float64) for o in as_tuple(case.numpy_fn(*in32)))
+    assert not compare_outputs(case, "float64", inputs, good, secretly32)["ok"]
 
 
 def test_wrong_shape_or_count_is_caught() -> None:

@@ -30,6 +30,15 @@ def test_unblocked_timing_fails(fair_result):
     checks = by_id(unfair)
     assert checks["blocked"].status == FAIL
     assert checks["blocked"].pitfall == "async"
+    assert overall(list(checks.values())) == FAIL
+
+
+def test_a_result_without_a_recorded_protocol_is_not_passed(fair_result):
+    """Results saved before measure() recorded what it did: the checks say so, not pass."""
+    old = dataclasses.replace(fair_result, protocol={})
+    checks = by_id(old)
+    for cid in ("blocked", "compile", "transfer"):
+        assert checks[cid].status == WARN and "not recorded" in checks[cid].reason, checks[cid]
 
 
 def test_mixed_precision_fails(fair_result):
@@ -73,6 +82,9 @@ def test_tf32_warns_only_for_float32_on_gpu(fair_result):
     assert by_id(on_gpu)["tf32"].status == WARN
     highest = dataclasses.replace(on_gpu, protocol=on_gpu.protocol | {"matmul_precision": "highest"})
     assert by_id(highest)["tf32"].status == PASS
+    float64 = dataclasses.replace(on_gpu, dtype="float64",
+                                  agreement=on_gpu.agreement | {"numpy_dtype": "float64", "jax_dtype": "float64"})
+    assert by_id(float64)["tf32"].status == PASS
 
 
 def test_numpy_linalg_float32_is_flagged_as_double_work(fair_result):

@@ -42,8 +42,11 @@ def test_cold_compile_is_slower_than_a_cache_hit():
     assert cold_total > 10 * warm_total, (cold_total, warm_total)
 
 
-def test_blocked_runtime_exceeds_dispatch_only_for_a_large_workload(big_result):
+def test_blocked_runtime_exceeds_dispatch_only_for_a_large_workload(big_result, tiny_result):
     assert big_result.runtime.median_s > 3 * big_result.dispatch.median_s
+    # At 10x10 the work is about as cheap as enqueueing it: the gap is far smaller there.
+    big_gap = big_result.runtime.median_s / big_result.dispatch.median_s
+    assert big_gap > 3 * tiny_result.runtime.median_s / tiny_result.dispatch.median_s
 
 
 def test_first_call_includes_compilation(big_result):
@@ -72,7 +75,20 @@ def test_break_even_follows_its_definition(big_result):
     if saving <= 0:
         assert r.break_even_calls is None
     else:
-        assert r.break_even_calls == pytest.approx((r.transfer.median_s + r.compile_total_s) / saving)
+        one_off = r.transfer.median_s + r.trace.median_s + r.lower.median_s + r.compile.median_s
+        assert r.break_even_calls == pytest.approx(one_off / saving)
+
+
+def test_break_even_of_a_known_result():
+    """Both branches, on numbers worked out by hand: (transfer + trace + lower + compile) /
+    (NumPy - JAX runtime), and None when JAX is not faster per call."""
+    from dataclasses import replace
+
+    from _results import make_result, stats
+
+    r = make_result(numpy_s=1e-3, jax_s=2e-4, compile_s=0.02, transfer_s=1e-4)
+    assert r.break_even_calls == pytest.approx((1e-4 + 0.02) / (1e-3 - 2e-4))  # 25.125 calls
+    assert replace(r, numpy_runtime=stats(r.runtime.median_s)).break_even_calls is None
 
 
 def test_inputs_are_seeded_and_typed():
