@@ -258,3 +258,15 @@ def test_the_text_repr_for_a_terminal(notebook_result):
     assert display.verdict(notebook_result) in text and "credibility checklist" in text
     assert "<" not in text.split("\n")[0]
     assert repr(notebook_result).startswith("<jaxcompare Result gram 48x48")
+
+
+def test_import_jaxcompare_stays_light():
+    """compare() is on the top package, but IPython (the magic) and JAX load only when used."""
+    import subprocess
+
+    code = ("import sys, jaxcompare\n"
+            "assert callable(jaxcompare.compare) and callable(jaxcompare.load_ipython_extension)\n"
+            "print(sorted(m for m in ('IPython', 'jax', 'cloudpickle') if m in sys.modules))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"

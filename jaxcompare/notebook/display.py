@@ -176,7 +176,7 @@ def result_html(result: Result) -> str:
         f'{phase_svg(result)}'
         f'<div style="font-weight:600;margin-top:8px">Credibility checklist: '
         f'<span style="color:{STATUS_COLOR[overall(checks)]}">{_e(overall(checks))}</span></div>'
-        f'<table style="border-collapse:collapse;margin:4px 0">{rows}</table>'
+        f'<table style="border-collapse:collapse;margin:4px 0;font-size:inherit">{rows}</table>'
         + (f'<div style="font-weight:600;margin-top:6px">Notes</div><ul style="margin:2px 0">{notes}</ul>'
            if notes else "")
         + f'<div style="font-size:11px;{_MUTED};margin-top:6px">result.save() keeps it in History · '
@@ -309,6 +309,6 @@ def sweep_html(results: Sequence[Result], crossover_elements: float | None) -> s
             f'{_e(first.device)} · {len(results)} sizes</div>'
             f'<p style="font-size:14px;margin:8px 0">{_e(sweep_verdict(results, crossover_elements))}</p>'
             f'{sweep_svg(results, crossover_elements)}'
-            f'<table style="border-collapse:collapse;margin:6px 0"><tr>{head}</tr>{body}</table>'
+            f'<table style="border-collapse:collapse;margin:6px 0;font-size:inherit"><tr>{head}</tr>{body}</table>'
             f'<div style="font-size:11px;{_MUTED}">sweep[i] is the full result at each size · sweep.save() · '
             f'sweep.to_json()</div></div>')
