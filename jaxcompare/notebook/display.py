@@ -93,6 +93,14 @@ def ordered_checks(result: Result) -> list[Check]:
     return sorted(checklist(result), key=lambda c: STATUS_ORDER[c.status])
 
 
+def sides(result: Result) -> str:
+    """'np.linalg.svd(x) vs jnp.linalg.svd(x)'; one function serving both sides is named once."""
+    numpy_name, jax_name = result.case_info.get("numpy_name", ""), result.case_info.get("jax_name", "")
+    if numpy_name == jax_name:
+        return f"{numpy_name} on NumPy arrays vs under jax.jit"
+    return f"{numpy_name} vs {jax_name}"
+
+
 def title(result: Result) -> str:
     return (f"{result.case} · {format_shape(result.shape)} · {result.precision} ({result.dtype}) · "
             f"{result.device} ({result.device_kind}) · {result.spec.timing.preset_name} timing")
@@ -111,8 +119,7 @@ def sweep_verdict(results: Sequence[Result], crossover_elements: float | None) -
 
 # --- plain text (a terminal, print(result)) ----------------------------------------------------
 def result_text(result: Result) -> str:
-    info = result.case_info
-    lines = [title(result), f"  {info.get('numpy_name', '')}  vs  {info.get('jax_name', '')}", "",
+    lines = [title(result), f"  {sides(result)}", "",
              verdict(result), ""]
     figures = headline(result)
     for row in (figures[:3], figures[3:]):
@@ -153,7 +160,6 @@ _MUTED = "opacity:0.7"
 
 def result_html(result: Result) -> str:
     """The six figures, the verdict, where the time goes, the checklist (warnings first), notes."""
-    info = result.case_info
     tiles = "".join(
         f'<div style="border:1px solid rgba(128,128,128,.35);border-radius:6px;padding:6px 10px;min-width:110px">'
         f'<div style="font-size:11px;{_MUTED}">{_e(f.label)}</div>'
@@ -168,8 +174,7 @@ def result_html(result: Result) -> str:
     notes = "".join(f"<li>{_e(n)}</li>" for n in result.notes)
     return (
         f'<div class="jaxcompare-result" style="{_BOX}">'
-        f'<div style="font-weight:600;font-size:15px">{_e(info.get("numpy_name", ""))} vs '
-        f'{_e(info.get("jax_name", ""))}</div>'
+        f'<div style="font-weight:600;font-size:15px">{_e(sides(result))}</div>'
         f'<div style="{_MUTED}">{_e(title(result))}</div>'
         f'<p style="font-size:14px;margin:8px 0">{_e(verdict(result))}</p>'
         f'<div style="display:flex;flex-wrap:wrap;gap:8px;margin:8px 0">{tiles}</div>'
@@ -286,7 +291,7 @@ def sweep_svg(results: Sequence[Result], crossover_elements: float | None) -> st
                      f'crossover {_e(format_crossover(crossover_elements, len(results[0].shape), short=True))}</text>')
     parts.append(f'<text x="{left + plot_w / 2}" y="{top + plot_h + 34}" font-size="11" text-anchor="middle" '
                  f'fill-opacity="0.7">elements per input (log scale); speedup = NumPy / JAX runtime</text>')
-    width, height = left + plot_w + 16, top + plot_h + bottom
+    width, height = left + plot_w + 36, top + plot_h + bottom  # room for the last tick's label
     return (f'<svg role="img" aria-label="Speedup by size" xmlns="http://www.w3.org/2000/svg" width="{width}" '
             f'height="{height}" viewBox="0 0 {width} {height}" style="max-width:100%;height:auto;'
             f'fill:currentColor;font-family:inherit">' + "".join(parts) + "</svg>")
@@ -294,7 +299,6 @@ def sweep_svg(results: Sequence[Result], crossover_elements: float | None) -> st
 
 def sweep_html(results: Sequence[Result], crossover_elements: float | None) -> str:
     first = results[0]
-    info = first.case_info
     head = "".join(f'<th style="text-align:right;padding:2px 8px">{h}</th>'
                    for h in ("shape", "NumPy", "JAX", "speedup", "compile", "break-even", "checks"))
     body = "".join(
@@ -303,8 +307,7 @@ def sweep_html(results: Sequence[Result], crossover_elements: float | None) -> s
             format_factor(r.speedup), format_time(r.compile_total_s), calls_text(r.break_even_calls),
             overall(checklist(r)))) + "</tr>" for r in results)
     return (f'<div class="jaxcompare-sweep" style="{_BOX}">'
-            f'<div style="font-weight:600;font-size:15px">{_e(info.get("numpy_name", ""))} vs '
-            f'{_e(info.get("jax_name", ""))}</div>'
+            f'<div style="font-weight:600;font-size:15px">{_e(sides(first))}</div>'
             f'<div style="{_MUTED}">{_e(first.case)} · {_e(first.precision)} ({_e(first.dtype)}) · '
             f'{_e(first.device)} · {len(results)} sizes</div>'
             f'<p style="font-size:14px;margin:8px 0">{_e(sweep_verdict(results, crossover_elements))}</p>'
