@@ -136,6 +136,7 @@ def _one_sentence(exc: pytest.ExceptionInfo) -> str:
     (lambda: jaxcompare.compare(np.sin, jnp.sin, X, precision="x16"), "precision must be one of x32, x64"),
     (lambda: jaxcompare.compare(np.sin, jnp.sin, X, timing="fast"), "timing must be one of quick"),
     (lambda: jaxcompare.compare(np.sin, jnp.sin, X, device="npu"), "device must be one of"),
+    (lambda: jaxcompare.compare(np.sin, jnp.sin, X, timeout_s=-1), "timeout_s must be a positive number"),
     (lambda: jaxcompare.compare(np.sin, jnp.sin, np.array(1.0)), "every input is a scalar"),
     (lambda: jaxcompare.sweep(np.sin, jnp.sin, X, sizes=[10]), "make_inputs must be a function"),
     (lambda: jaxcompare.sweep(np.sin, jnp.sin, lambda s, d, r: (X,), sizes=10), "sizes must be a non-empty list"),

@@ -54,7 +54,7 @@ def compare(numpy_fn: Callable[..., Any], jax_fn: Callable[..., Any], *inputs: A
     try:
         case, spec, notes = _request(numpy_fn, jax_fn, inputs, precision=precision, device=device,
                                      timing=timing, name=name, shape=shape, seed=seed, tolerance=tolerance,
-                                     canonical=canonical)
+                                     canonical=canonical, timeout_s=timeout_s)
         result = _measure(case, spec, timeout_s)
         if notes:
             result = replace(result, notes=result.notes + tuple(notes))
@@ -101,6 +101,7 @@ def runner() -> Runner:
     with _lock:
         if _runner is None:
             _runner = Runner()
+            atexit.unregister(shutdown)  # once, however often shutdown() and a new Runner alternate
             atexit.register(shutdown)
         return _runner
 
@@ -180,7 +181,7 @@ class Labelled:
 # --- the request ---------------------------------------------------------------------------
 def _request(numpy_fn: Any, jax_fn: Any, inputs: tuple[Any, ...], *, precision: str, device: str,
              timing: str | TimingConfig, name: str | None, shape: Any, seed: int, tolerance: float,
-             canonical: Callable[..., Any] | None) -> tuple[Case, Spec, list[str]]:
+             canonical: Callable[..., Any] | None, timeout_s: float | None) -> tuple[Case, Spec, list[str]]:
     """Validate everything in this process and build the Case and Spec the worker needs."""
     _check_callable(numpy_fn, "numpy_fn")
     _check_callable(jax_fn, "jax_fn")
@@ -190,6 +191,9 @@ def _request(numpy_fn: Any, jax_fn: Any, inputs: tuple[Any, ...], *, precision: 
     if (isinstance(tolerance, bool) or not isinstance(tolerance, int | float) or not math.isfinite(tolerance)
             or tolerance <= 0):
         raise BadInput(f"tolerance must be a positive number (a factor on the default), got {tolerance!r}")
+    if timeout_s is not None and (isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float)
+                                  or not math.isfinite(timeout_s) or timeout_s <= 0):
+        raise BadInput(f"timeout_s must be a positive number of seconds, got {timeout_s!r}")
     notes: list[str] = []
     if not inputs:
         raise BadInput("give the inputs: NumPy arrays after the two functions, or make_inputs with shape=")
