@@ -195,11 +195,13 @@ class _Run:
     progress: Progress
 
 
-def measure(spec: Spec, progress: ProgressCallback = _no_progress, clock: Clock = time.perf_counter_ns) -> Result:
+def measure(spec: Spec, progress: ProgressCallback = _no_progress, clock: Clock = time.perf_counter_ns,
+            *, case: Case | None = None) -> Result:
     """Run every phase of the protocol for ``spec`` and return the Result: inputs, transfer,
-    cold compile, first call, dispatch, fetch, the two runtimes side by side, agreement."""
+    cold compile, first call, dispatch, fetch, the two runtimes side by side, agreement.
+    ``case``: a Case sent with the job (a notebook's functions) instead of the catalog's."""
     check_precision(spec.precision)
-    case = get_case(spec.case, spec.cases_file)
+    case = get_case(spec.case, spec.cases_file) if case is None else case
     case.check_shape(spec.shape)
     device = resolve_device(spec.device)
     check_memory(case, spec, device)

@@ -24,11 +24,13 @@ from typing import Any
 
 from pebble import ProcessExpired, ProcessPool
 
+from ..model.cases import Case
 from ..model.errors import BadInput, JaxCompareError, JobFailed
 from ..model.result import Result
 from ..model.spec import PRECISIONS, Spec
 from . import worker
 from .settings import RateLimiter, Settings, preflight
+from .shipping import pack_case
 
 log = logging.getLogger("jaxcompare.runner")
 
@@ -127,6 +129,11 @@ class Job:
         """Ask to cancel: a queued job is dropped, a running one has its worker stopped."""
         self._cancel.set()
 
+    def finished_within(self, timeout: float) -> bool:
+        """Wait at most ``timeout`` s; True once finished. Short waits in a loop let a caller's
+        Ctrl-C through (a long lock wait may not see it until the job ends)."""
+        return self._done.wait(timeout)
+
     def wait(self, timeout: float | None = None) -> Any:
         """Block until finished; return the value or raise the job's error."""
         if not self._done.wait(timeout):
@@ -174,6 +181,21 @@ class Runner:
         if rate_limited and owner is not None:
             self._rate.acquire(owner)
         job = Job("measure", (Step(spec.precision, "measure", (spec.to_dict(),)),),
+                  timeout_s or self.timeout_s, spec=spec, owner=owner)
+        return self._enqueue(job)
+
+    def submit_case(self, spec: Spec, case: Case, *, timeout_s: float | None = None,
+                    owner: str | None = None) -> Job:
+        """Queue a measurement of a Case that is not in the catalog (a notebook's functions):
+        it travels with the job, cloudpickled, to the worker of ``spec.precision``. Raises
+        BadInput at once when it cannot be sent (engine/shipping.py) or cannot run."""
+        if case.name != spec.case:
+            raise BadInput(f"the spec names case {spec.case!r} but the case sent is {case.name!r}")
+        preflight(spec, self.settings, case=case)
+        data = pack_case(case)
+        if owner is not None:
+            self._rate.acquire(owner)
+        job = Job("measure", (Step(spec.precision, "measure", (spec.to_dict(), data)),),
                   timeout_s or self.timeout_s, spec=spec, owner=owner)
         return self._enqueue(job)
 

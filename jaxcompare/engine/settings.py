@@ -19,7 +19,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from ..model.cases import format_shape
+from ..model.cases import Case, format_shape
 from ..model.errors import BadInput, TooLarge
 from ..model.spec import Spec
 from .memory import check_fits, estimate, host_available
@@ -116,14 +116,17 @@ def _coerce(key: str, raw: Any) -> Any:
     return value if key == "job_timeout_s" else int(value)
 
 
-def preflight(spec: Spec, settings: Settings | None = None) -> None:
+def preflight(spec: Spec, settings: Settings | None = None, case: Case | None = None) -> None:
     """Every check that needs no worker: case, shape, limits, host memory. Fast, allocates
-    nothing big, so an impossible request is refused before it queues."""
+    nothing big, so an impossible request is refused before it queues. ``case``: a Case sent
+    with the job (a notebook's functions) instead of the catalog's."""
     from ..catalog import get_case
 
     settings = settings or Settings()
     settings.check_spec(spec)
-    case = get_case(spec.case, spec.cases_file)
+    if case is not None and not settings.allow_cases_file:
+        raise BadInput("your own functions are code, and this server (hosted mode) runs only its built-in cases")
+    case = get_case(spec.case, spec.cases_file) if case is None else case
     case.check_shape(spec.shape)
     est = estimate(case, spec.shape, spec.dtype, backend="unknown", with_outputs=False)
     check_fits(est, case.name, spec.shape, host_free=host_available(), device_free_bytes=None)

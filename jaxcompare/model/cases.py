@@ -18,6 +18,8 @@ from .errors import BadInput
 
 Shape = tuple[int, ...]
 Arrays = tuple[np.ndarray, ...]
+# Case.source of functions passed to jaxcompare.compare() (a notebook, a script).
+NOTEBOOK = "notebook"
 
 
 def square(shape: Shape) -> str | None:
@@ -114,8 +116,9 @@ class Case:
 
     @property
     def cases_file(self) -> str | None:
-        """The user file this case came from (what a Spec must carry), None for built-ins."""
-        return None if self.source == "builtin" else self.source
+        """The user file this case came from (what a Spec must carry); None for built-ins and
+        for a notebook's functions (sent to the worker with the job, not loaded from a file)."""
+        return None if self.source in ("builtin", NOTEBOOK) else self.source
 
     def check_shape(self, shape: Shape) -> None:
         """Raise BadInput with the case's own reason when it cannot take ``shape``."""
@@ -147,6 +150,23 @@ class Case:
             "numpy_computes_in": self.numpy_computes_in,
             "source": self.source,
         }
+
+
+class GivenInputs:
+    """``make_inputs`` for arrays given as they are (jaxcompare.compare(f, g, x)): it returns
+    them at their one shape, and its ``shape_rule`` refuses any other."""
+
+    def __init__(self, arrays: Arrays) -> None:
+        self.arrays = tuple(arrays)
+        self.shape = max((a.shape for a in self.arrays), key=math.prod)
+
+    def __call__(self, shape: Shape, dtype: np.dtype, rng: np.random.Generator) -> Arrays:
+        return tuple(a.astype(dtype, copy=False) for a in self.arrays)
+
+    def shape_rule(self, shape: Shape) -> str | None:
+        if tuple(shape) != self.shape:
+            return f"takes only the shape of the arrays given ({format_shape(self.shape)}), got {format_shape(shape)}"
+        return None
 
 
 def dotted_name(fn: Callable[..., Any]) -> str:

@@ -1,0 +1,317 @@
+"""How a Result and a sweep show themselves in a notebook (HTML with inline SVG, no Altair: only
+the app may import it) and in a terminal (plain text). Pure functions of the results."""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..analysis.checks import FAIL, PASS, WARN, Check, checklist, overall
+from ..model.cases import format_shape
+from ..model.formatting import (
+    faster_or_slower,
+    format_break_even,
+    format_crossover,
+    format_factor,
+    format_speedup,
+    format_time,
+)
+from ..model.phases import ONE_OFF_PHASES, PER_CALL_PHASES, PHASE_LABELS, PHASES
+from ..model.result import Result
+
+NUMPY_COLOR = "#4C78A8"
+JAX_COLOR = "#E4572E"
+STATUS_COLOR = {PASS: "#2E7D32", WARN: "#B26A00", FAIL: "#C62828"}
+STATUS_MARK = {PASS: "✓", WARN: "⚠", FAIL: "✗"}
+# Warnings first: what needs reading comes before what passed.
+STATUS_ORDER = {FAIL: 0, WARN: 1, PASS: 2}
+PHASE_GROUPS = (
+    ("One-off costs (paid once per function, shape and dtype)", ONE_OFF_PHASES),
+    ("Per-call costs (paid on every call)", PER_CALL_PHASES),
+    ("What a naive %time f(x) shows", ("first_call",)),
+)
+TINY_S = 1e-9
+
+
+@dataclass(frozen=True)
+class Figure:
+    label: str
+    value: str
+    detail: str
+
+
+# --- words -------------------------------------------------------------------------------------
+def calls_text(calls: float | None) -> str:
+    if calls is None:
+        return "never"
+    n = max(math.ceil(calls), 1)
+    return f"{n:,} call{'s' if n != 1 else ''}"
+
+
+def headline(result: Result) -> list[Figure]:
+    """The six figures a comparison leads with."""
+    be = result.break_even_calls
+    transfer_note = " (zero-copy on the CPU)" if result.transfer_zero_copy else ""
+    return [
+        Figure("NumPy runtime", format_time(result.numpy_runtime.median_s), "median per call, host arrays"),
+        Figure("JAX runtime", format_time(result.runtime.median_s), "median per call, jitted, blocked, on device"),
+        Figure("Speedup", format_factor(result.speedup), format_speedup(result.speedup).split(" ", 1)[-1].strip("()")),
+        Figure("Compile", format_time(result.compile_total_s), "trace + lower + XLA compile, once"),
+        Figure("Transfer", format_time(result.transfer.median_s), "host→device, once" + transfer_note),
+        Figure("Break-even", calls_text(be), format_break_even(be)),
+    ]
+
+
+def verdict(result: Result) -> str:
+    """One sentence that says what the numbers mean."""
+    s = result.speedup
+    one_off = format_time(result.transfer.median_s + result.compile_total_s)
+    numpy_t, jax_t = format_time(result.numpy_runtime.median_s), format_time(result.runtime.median_s)
+    if not math.isfinite(s):
+        return "JAX's runtime was too small to measure reliably."
+    word, factor = faster_or_slower(s)
+    if word == "faster":
+        be = result.break_even_calls
+        calls = "the first call" if be is not None and be <= 1 else calls_text(be)
+        text = (f"JAX is {format_factor(factor)} faster per call ({numpy_t} → {jax_t}); its one-off costs "
+                f"({one_off}) are paid back after {calls}.")
+    else:
+        text = (f"NumPy is {format_factor(factor)} faster per call at this size ({numpy_t} vs {jax_t}), so JAX "
+                f"never pays back its {one_off} of one-off costs; jaxcompare.sweep() shows whether larger "
+                "inputs change that.")
+    low, high = result.speedup_range
+    if math.isfinite(low) and math.isfinite(high):
+        text += f" With 95% confidence the speedup is between {format_factor(low)} and {format_factor(high)}"
+        text += ", so this run cannot tell the two apart." if low <= 1 <= high else "."
+    return text
+
+
+def ordered_checks(result: Result) -> list[Check]:
+    """The checklist, failures and warnings first (each group in the checklist's order)."""
+    return sorted(checklist(result), key=lambda c: STATUS_ORDER[c.status])
+
+
+def sides(result: Result) -> str:
+    """'np.linalg.svd(x) vs jnp.linalg.svd(x)'; one function serving both sides is named once."""
+    numpy_name, jax_name = result.case_info.get("numpy_name", ""), result.case_info.get("jax_name", "")
+    if numpy_name == jax_name:
+        return f"{numpy_name} on NumPy arrays vs under jax.jit"
+    return f"{numpy_name} vs {jax_name}"
+
+
+def title(result: Result) -> str:
+    return (f"{result.case} · {format_shape(result.shape)} · {result.precision} ({result.dtype}) · "
+            f"{result.device} ({result.device_kind}) · {result.spec.timing.preset_name} timing")
+
+
+def sweep_verdict(results: Sequence[Result], crossover_elements: float | None) -> str:
+    ndim = len(results[0].shape)
+    if crossover_elements is not None:
+        return f"JAX starts to win at {format_crossover(crossover_elements, ndim)}."
+    if all(r.speedup >= 1 for r in results):
+        return "No crossover: JAX is faster at every size measured."
+    if all(r.speedup < 1 for r in results):
+        return "No crossover: JAX is not faster at any size measured; try larger sizes."
+    return "No single crossover in this range."
+
+
+# --- plain text (a terminal, print(result)) ----------------------------------------------------
+def result_text(result: Result) -> str:
+    lines = [title(result), f"  {sides(result)}", "",
+             verdict(result), ""]
+    figures = headline(result)
+    for row in (figures[:3], figures[3:]):
+        lines.append("  " + "   ".join(f"{f.label}: {f.value}" for f in row))
+    lines += ["", f"  {'phase':<28}{'median':>11}{'95% CI':>10}{'n':>5}  stable"]
+    for name in PHASES:
+        s = result.phase(name)
+        ci = "—" if not math.isfinite(s.rel_ci) else f"±{s.rel_ci:.1%}"
+        flag = "yes" if s.stable else f"no: {s.unstable_reason}"
+        lines.append(f"  {PHASE_LABELS[name]:<28}{format_time(s.median_s):>11}{ci:>10}{s.n:>5}  {flag}")
+    checks = ordered_checks(result)
+    lines += ["", f"  credibility checklist: {overall(checks).upper()}"]
+    width = max(len(c.title) for c in checks) + 2
+    lines += [f"  [{c.status:^4}] {c.title:<{width}}{c.reason}" for c in checks]
+    lines += [f"  note: {note}" for note in result.notes]
+    return "\n".join(lines)
+
+
+def sweep_text(results: Sequence[Result], crossover_elements: float | None) -> str:
+    lines = [f"{results[0].case} · {results[0].precision} · {len(results)} sizes",
+             f"{'shape':>14}{'NumPy':>11}{'JAX':>11}{'compile':>11}  speedup"]
+    for r in results:
+        lines.append(f"{format_shape(r.shape):>14}{format_time(r.numpy_runtime.median_s):>11}"
+                     f"{format_time(r.runtime.median_s):>11}{format_time(r.compile_total_s):>11}"
+                     f"  {format_speedup(r.speedup)}")
+    lines.append(sweep_verdict(results, crossover_elements))
+    return "\n".join(lines)
+
+
+# --- HTML (Jupyter, Colab, VS Code) ------------------------------------------------------------
+def _e(text: object) -> str:
+    return html.escape(str(text))
+
+
+_BOX = "font-family:system-ui,-apple-system,'Segoe UI',sans-serif;font-size:13px;line-height:1.45;max-width:760px"
+_MUTED = "opacity:0.7"
+
+
+def result_html(result: Result) -> str:
+    """The six figures, the verdict, where the time goes, the checklist (warnings first), notes."""
+    tiles = "".join(
+        f'<div style="border:1px solid rgba(128,128,128,.35);border-radius:6px;padding:6px 10px;min-width:110px">'
+        f'<div style="font-size:11px;{_MUTED}">{_e(f.label)}</div>'
+        f'<div style="font-size:20px;font-weight:600">{_e(f.value)}</div>'
+        f'<div style="font-size:11px;{_MUTED}">{_e(f.detail)}</div></div>'
+        for f in headline(result))
+    checks = ordered_checks(result)
+    rows = "".join(
+        f'<tr><td style="color:{STATUS_COLOR[c.status]};font-weight:600;white-space:nowrap;padding:2px 8px 2px 0">'
+        f'{STATUS_MARK[c.status]} {_e(c.status)}</td><td style="padding:2px 8px 2px 0;white-space:nowrap">'
+        f'{_e(c.title)}</td><td style="padding:2px 0">{_e(c.reason)}</td></tr>' for c in checks)
+    notes = "".join(f"<li>{_e(n)}</li>" for n in result.notes)
+    return (
+        f'<div class="jaxcompare-result" style="{_BOX}">'
+        f'<div style="font-weight:600;font-size:15px">{_e(sides(result))}</div>'
+        f'<div style="{_MUTED}">{_e(title(result))}</div>'
+        f'<p style="font-size:14px;margin:8px 0">{_e(verdict(result))}</p>'
+        f'<div style="display:flex;flex-wrap:wrap;gap:8px;margin:8px 0">{tiles}</div>'
+        f'{phase_svg(result)}'
+        f'<div style="font-weight:600;margin-top:8px">Credibility checklist: '
+        f'<span style="color:{STATUS_COLOR[overall(checks)]}">{_e(overall(checks))}</span></div>'
+        f'<table style="border-collapse:collapse;margin:4px 0;font-size:inherit">{rows}</table>'
+        + (f'<div style="font-weight:600;margin-top:6px">Notes</div><ul style="margin:2px 0">{notes}</ul>'
+           if notes else "")
+        + f'<div style="font-size:11px;{_MUTED};margin-top:6px">result.save() keeps it in History · '
+        f'result.to_json() · id {_e(result.id[:12])}</div></div>')
+
+
+def _log_ticks(lo: float, hi: float) -> list[float]:
+    return [10.0**e for e in range(math.ceil(math.log10(lo) - 1e-9), math.floor(math.log10(hi) + 1e-9) + 1)]
+
+
+def phase_svg(result: Result) -> str:
+    """Where the time goes: every phase as a lollipop on one log time axis (a compile 1000x the
+    runtime and a sub-microsecond dispatch both readable), the 95% CI of its median as a band."""
+    label_w, value_w, plot_w, row_h, head_h, axis_h = 190, 70, 440, 20, 22, 30
+    values = [max(result.phase(p).median_s, TINY_S) for p in PHASES]
+    his = [max(v, result.phase(p).ci_high_s if math.isfinite(result.phase(p).ci_high_s) else v)
+           for p, v in zip(PHASES, values, strict=True)]
+    lo = 10 ** math.floor(math.log10(min(values) / 2))
+    hi = 10 ** math.ceil(math.log10(max(his) * 1.5))
+
+    def x(seconds: float) -> float:
+        t = (math.log10(min(max(seconds, lo), hi)) - math.log10(lo)) / (math.log10(hi) - math.log10(lo))
+        return label_w + t * plot_w
+
+    parts: list[str] = []
+    y = 0.0
+    for heading, phases in PHASE_GROUPS:
+        y += head_h
+        parts.append(f'<text x="0" y="{y - 6:.0f}" font-weight="600" font-size="11">{_e(heading.upper())}</text>')
+        for name in phases:
+            s = result.phase(name)
+            color = NUMPY_COLOR if name == "numpy" else JAX_COLOR
+            cy = y + row_h / 2
+            median = max(s.median_s, TINY_S)
+            low = s.ci_low_s if math.isfinite(s.ci_low_s) and s.ci_low_s > 0 else median
+            high = s.ci_high_s if math.isfinite(s.ci_high_s) else median
+            tip = f"{PHASE_LABELS[name]}: median {format_time(s.median_s)}, n={s.n}" + (
+                "" if s.stable else f" (unstable: {s.unstable_reason})")
+            parts.append(
+                f'<g><title>{_e(tip)}</title>'
+                f'<text x="0" y="{cy + 4:.1f}" font-size="12">{_e(PHASE_LABELS[name])}</text>'
+                f'<line x1="{label_w}" y1="{cy:.1f}" x2="{x(median):.1f}" y2="{cy:.1f}" stroke="{color}" '
+                f'stroke-width="2" opacity="0.55"/>'
+                f'<line x1="{x(low):.1f}" y1="{cy:.1f}" x2="{x(high):.1f}" y2="{cy:.1f}" stroke="{color}" '
+                f'stroke-width="7" opacity="0.3"/>'
+                f'<circle cx="{x(median):.1f}" cy="{cy:.1f}" r="5" fill="{color}"/>'
+                f'<text x="{label_w + plot_w + 8}" y="{cy + 4:.1f}" font-size="12" font-weight="600">'
+                f'{_e(format_time(s.median_s) if s.median_s > 0 else "≈ 0")}'
+                f'{"" if s.stable else " ⚠"}</text></g>')
+            y += row_h
+    top = y + 6
+    for tick in _log_ticks(lo, hi):
+        tx = x(tick)
+        parts.append(f'<line x1="{tx:.1f}" y1="0" x2="{tx:.1f}" y2="{top:.0f}" stroke="currentColor" '
+                     f'stroke-opacity="0.12"/>'
+                     f'<text x="{tx:.1f}" y="{top + 14:.0f}" font-size="10" text-anchor="middle" '
+                     f'fill-opacity="0.7">{_e(format_time(tick))}</text>')
+    parts.append(f'<text x="{label_w + plot_w / 2:.0f}" y="{top + axis_h - 2:.0f}" font-size="10" '
+                 f'text-anchor="middle" fill-opacity="0.7">median time per call (log scale); band: 95% CI; '
+                 f'blue: NumPy, orange: JAX</text>')
+    width, height = label_w + plot_w + value_w, top + axis_h
+    return (f'<div style="font-weight:600;margin-top:8px">Where the time goes</div>'
+            f'<svg role="img" aria-label="Where the time goes" xmlns="http://www.w3.org/2000/svg" '
+            f'width="{width}" height="{height:.0f}" viewBox="0 0 {width} {height:.0f}" '
+            f'style="max-width:100%;height:auto;fill:currentColor;font-family:inherit">'
+            + "".join(parts) + "</svg>")
+
+
+def sweep_svg(results: Sequence[Result], crossover_elements: float | None) -> str:
+    """The speedup against the element count, both log scales, the 1x line, the crossover."""
+    left, plot_w, plot_h, top, bottom = 56, 520, 220, 12, 44
+    points = [(math.prod(r.shape), r.speedup) for r in results if math.isfinite(r.speedup) and r.speedup > 0]
+    if not points:
+        return ""
+    xs = [n for n, _ in points]
+    ys = [s for _, s in points] + [1.0]
+    x_lo, x_hi = 10 ** math.floor(math.log10(min(xs))), 10 ** math.ceil(math.log10(max(xs) * 1.0001))
+    y_lo, y_hi = 10 ** math.floor(math.log10(min(ys) / 1.2)), 10 ** math.ceil(math.log10(max(ys) * 1.2))
+
+    def px(n: float) -> float:
+        return left + (math.log10(n) - math.log10(x_lo)) / (math.log10(x_hi) - math.log10(x_lo)) * plot_w
+
+    def py(s: float) -> float:
+        return top + plot_h - (math.log10(s) - math.log10(y_lo)) / (math.log10(y_hi) - math.log10(y_lo)) * plot_h
+
+    parts = []
+    for tick in _log_ticks(x_lo, x_hi):
+        parts.append(f'<line x1="{px(tick):.1f}" y1="{top}" x2="{px(tick):.1f}" y2="{top + plot_h}" '
+                     f'stroke="currentColor" stroke-opacity="0.12"/><text x="{px(tick):.1f}" y="{top + plot_h + 14}" '
+                     f'font-size="10" text-anchor="middle" fill-opacity="0.7">{tick:,.0f}</text>')
+    for tick in _log_ticks(y_lo, y_hi):
+        parts.append(f'<line x1="{left}" y1="{py(tick):.1f}" x2="{left + plot_w}" y2="{py(tick):.1f}" '
+                     f'stroke="currentColor" stroke-opacity="0.12"/><text x="{left - 6}" y="{py(tick) + 3:.1f}" '
+                     f'font-size="10" text-anchor="end" fill-opacity="0.7">{tick:g}x</text>')
+    parts.append(f'<line x1="{left}" y1="{py(1):.1f}" x2="{left + plot_w}" y2="{py(1):.1f}" stroke="currentColor" '
+                 f'stroke-dasharray="4 3" stroke-opacity="0.6"/><text x="{left + plot_w - 4}" y="{py(1) - 4:.1f}" '
+                 f'font-size="10" text-anchor="end" fill-opacity="0.7">1x: JAX faster above</text>')
+    path = " ".join(f"{'M' if i == 0 else 'L'}{px(n):.1f},{py(s):.1f}" for i, (n, s) in enumerate(points))
+    parts.append(f'<path d="{path}" fill="none" stroke="{JAX_COLOR}" stroke-width="2"/>')
+    for (n, s), r in zip(points, results, strict=False):
+        parts.append(f'<circle cx="{px(n):.1f}" cy="{py(s):.1f}" r="4" fill="{JAX_COLOR}">'
+                     f'<title>{_e(format_shape(r.shape))}: {_e(format_speedup(s))}</title></circle>')
+    if crossover_elements is not None:
+        cx = px(crossover_elements)
+        parts.append(f'<line x1="{cx:.1f}" y1="{top}" x2="{cx:.1f}" y2="{top + plot_h}" stroke="{NUMPY_COLOR}" '
+                     f'stroke-width="1.5"/><text x="{cx + 4:.1f}" y="{top + 12}" font-size="11" fill="{NUMPY_COLOR}">'
+                     f'crossover {_e(format_crossover(crossover_elements, len(results[0].shape), short=True))}</text>')
+    parts.append(f'<text x="{left + plot_w / 2}" y="{top + plot_h + 34}" font-size="11" text-anchor="middle" '
+                 f'fill-opacity="0.7">elements per input (log scale); speedup = NumPy / JAX runtime</text>')
+    width, height = left + plot_w + 36, top + plot_h + bottom  # room for the last tick's label
+    return (f'<svg role="img" aria-label="Speedup by size" xmlns="http://www.w3.org/2000/svg" width="{width}" '
+            f'height="{height}" viewBox="0 0 {width} {height}" style="max-width:100%;height:auto;'
+            f'fill:currentColor;font-family:inherit">' + "".join(parts) + "</svg>")
+
+
+def sweep_html(results: Sequence[Result], crossover_elements: float | None) -> str:
+    first = results[0]
+    head = "".join(f'<th style="text-align:right;padding:2px 8px">{h}</th>'
+                   for h in ("shape", "NumPy", "JAX", "speedup", "compile", "break-even", "checks"))
+    body = "".join(
+        "<tr>" + "".join(f'<td style="text-align:right;padding:2px 8px">{_e(v)}</td>' for v in (
+            format_shape(r.shape), format_time(r.numpy_runtime.median_s), format_time(r.runtime.median_s),
+            format_factor(r.speedup), format_time(r.compile_total_s), calls_text(r.break_even_calls),
+            overall(checklist(r)))) + "</tr>" for r in results)
+    return (f'<div class="jaxcompare-sweep" style="{_BOX}">'
+            f'<div style="font-weight:600;font-size:15px">{_e(sides(first))}</div>'
+            f'<div style="{_MUTED}">{_e(first.case)} · {_e(first.precision)} ({_e(first.dtype)}) · '
+            f'{_e(first.device)} · {len(results)} sizes</div>'
+            f'<p style="font-size:14px;margin:8px 0">{_e(sweep_verdict(results, crossover_elements))}</p>'
+            f'{sweep_svg(results, crossover_elements)}'
+            f'<table style="border-collapse:collapse;margin:6px 0;font-size:inherit"><tr>{head}</tr>{body}</table>'
+            f'<div style="font-size:11px;{_MUTED}">sweep[i] is the full result at each size · sweep.save() · '
+            f'sweep.to_json()</div></div>')

@@ -1,0 +1,273 @@
+"""jaxcompare.compare() and sweep() on a notebook's own functions, measured for real in the
+workers: lambdas, closures and __main__ globals in x32 and x64, bad input in one sentence,
+Ctrl-C, History and JSON, and what a result shows in Jupyter."""
+
+from __future__ import annotations
+
+import _thread
+import dataclasses
+import html
+import json
+import re
+import sys
+import threading
+import time
+import types
+
+import numpy as np
+import pytest
+
+import jaxcompare
+from jaxcompare import BadInput, JaxCompareError, OutputsDisagree, Result
+from jaxcompare.analysis.checks import FAIL, checklist
+from jaxcompare.history.store import Store
+from jaxcompare.model.phases import PHASES
+from jaxcompare.notebook import api, display
+from jaxcompare.notebook.results import NotebookResult, SweepResult
+
+jnp = pytest.importorskip("jax.numpy")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _workers():
+    """compare() starts its own Runner; stop its workers when this module is done."""
+    yield
+    jaxcompare.shutdown()
+
+
+def _matrix(n: int = 48, dtype=np.float64) -> np.ndarray:
+    return np.random.default_rng(3).standard_normal((n, n)).astype(dtype)
+
+
+def _closure(factor: float):
+    def scaled_gram(x):  # a closure over `factor`, as a notebook cell would write it
+        return factor * (x.T @ (x - x.mean(axis=0)))
+    return scaled_gram
+
+
+@pytest.fixture(scope="module", params=["x32", "x64"])
+def notebook_result(request) -> NotebookResult:
+    """A lambda against a closure, given a float64 array, in each precision."""
+    return jaxcompare.compare(lambda x: 2.0 * (x.T @ (x - x.mean(axis=0))), _closure(2.0), _matrix(),
+                              precision=request.param, timing="quick", name="gram")
+
+
+def test_compare_runs_a_lambda_and_a_closure_at_the_requested_precision(notebook_result):
+    r = notebook_result
+    want = "float64" if r.precision == "x64" else "float32"
+    assert isinstance(r, Result)
+    assert r.dtype == want
+    assert r.agreement["numpy_dtype"] == want and r.agreement["jax_dtype"] == want, r.agreement
+    assert r.agreement["ok"] is True
+    assert r.env["jax"]["x64_enabled"] is (r.precision == "x64")
+    for phase in PHASES:
+        stats = r.phase(phase)
+        assert stats.n >= 1 and stats.median_s > 0, (phase, stats)
+    assert r.case == "gram" and r.shape == (48, 48)
+    assert r.case_info["source"] == "notebook" and r.spec.cases_file is None
+
+
+def test_a_cast_of_the_users_dtype_is_noted(notebook_result):
+    cast = [n for n in notebook_result.notes if "cast to" in n]
+    if notebook_result.precision == "x32":
+        assert cast and "float64" in cast[0] and "float32" in cast[0]
+    else:
+        assert not cast  # float64 given, float64 measured
+
+
+def test_the_result_round_trips_and_writes_the_clis_json(notebook_result, tmp_path):
+    data = notebook_result.to_dict()
+    assert Result.from_dict(json.loads(json.dumps(data))).to_dict() == data
+    path = tmp_path / "r.json"
+    text = notebook_result.to_json(path)
+    doc = json.loads(path.read_text())
+    assert doc == json.loads(text)
+    assert doc["schema"] == "jaxcompare.result/1"
+    assert {c["id"] for c in doc["checklist"]} == {c.id for c in checklist(notebook_result)}
+
+
+def test_save_puts_it_in_history(notebook_result):
+    result_id = notebook_result.save()
+    store = Store()  # tests point JAXCOMPARE_DB at a temporary database (conftest.py)
+    assert store.get(result_id).to_dict() == notebook_result.to_dict()
+    assert any(row["id"] == result_id for row in store.list(case="gram"))
+
+
+def test_functions_of_main_take_their_globals_along():
+    """What a notebook cell defines lives in __main__: cloudpickle sends it by value."""
+    cell = types.ModuleType("__main__")
+    exec(  # noqa: S102 - the test's own code, standing in for a notebook cell
+        "import numpy as np\nimport jax.numpy as jnp\nSCALE = 3.0\n"
+        "def softplus_np(x):\n    return SCALE * np.logaddexp(0, x)\n"
+        "def softplus_jax(x):\n    return SCALE * jnp.logaddexp(0, x)\n"
+        "def make_inputs(shape, dtype, rng):\n    return (rng.standard_normal(shape).astype(dtype),)\n",
+        cell.__dict__)
+    assert cell.softplus_np.__module__ == "__main__"
+    r = jaxcompare.compare(cell.softplus_np, cell.softplus_jax, cell.make_inputs, shape=1000, timing="quick")
+    assert r.case == "softplus" and r.shape == (1000,) and r.agreement["ok"]
+    assert r.case_info["numpy_name"] == "softplus_np"
+
+
+# --- bad input: one sentence, no worker left busy ------------------------------------------
+X = _matrix(8)
+
+
+def _one_sentence(exc: pytest.ExceptionInfo) -> str:
+    text = str(exc.value)
+    assert "\n" not in text and "Traceback" not in text
+    frames = []
+    tb = exc.value.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame.f_code.co_name)
+        tb = tb.tb_next
+    assert frames[-1] in ("compare", "sweep"), frames  # not our internals' call stack
+    return text
+
+
+@pytest.mark.parametrize(("call", "expected"), [
+    (lambda: jaxcompare.compare(np.sin(X), jnp.sin, X), "numpy_fn must be a function, got a NumPy array: pass the"),
+    (lambda: jaxcompare.compare(np.sin, "jnp.sin", X), "jax_fn must be a function, got a str"),
+    (lambda: jaxcompare.compare(np.sin, jnp.sin, [1.0, 2.0]), "input 1 is a list, not an array"),
+    (lambda: jaxcompare.compare(np.sin, jnp.sin, X, 2.0), "input 2 is a float, not an array"),
+    (lambda: jaxcompare.compare(np.sin, jnp.sin, np.arange(4)), "input 1 is an array of int64"),
+    (lambda: jaxcompare.compare(np.sin, jnp.sin), "give the inputs"),
+    (lambda: jaxcompare.compare(np.sin, jnp.sin, lambda s, d, r: (X,)), "make_inputs needs shape="),
+    (lambda: jaxcompare.compare(np.sin, jnp.sin, X, shape=(8, 8)), "shape= goes with make_inputs"),
+    (lambda: jaxcompare.compare(np.sin, jnp.sin, X, precision="x16"), "precision must be one of x32, x64"),
+    (lambda: jaxcompare.compare(np.sin, jnp.sin, X, timing="fast"), "timing must be one of quick"),
+    (lambda: jaxcompare.compare(np.sin, jnp.sin, X, device="npu"), "device must be one of"),
+    (lambda: jaxcompare.compare(np.sin, jnp.sin, X, timeout_s=-1), "timeout_s must be a positive number"),
+    (lambda: jaxcompare.compare(np.sin, jnp.sin, np.array(1.0)), "every input is a scalar"),
+    (lambda: jaxcompare.sweep(np.sin, jnp.sin, X, sizes=[10]), "make_inputs must be a function"),
+    (lambda: jaxcompare.sweep(np.sin, jnp.sin, lambda s, d, r: (X,), sizes=10), "sizes must be a non-empty list"),
+])
+def test_bad_input_is_one_sentence(call, expected):
+    with pytest.raises(BadInput) as exc:
+        call()
+    assert expected in _one_sentence(exc)
+
+
+def test_a_function_that_cannot_be_pickled_is_named():
+    lock = threading.Lock()
+
+    def guarded_sin(x):
+        with lock:
+            return jnp.sin(x)
+
+    with pytest.raises(BadInput) as exc:
+        jaxcompare.compare(np.sin, guarded_sin, X)
+    text = _one_sentence(exc)
+    assert "jax_fn" in text and "guarded_sin" in text and "_thread.lock" in text
+    assert api.runner().queue_length() == 0  # refused before anything was queued
+
+    numbers = (i for i in range(3))
+    with pytest.raises(BadInput, match=r"numpy_fn .* generator"):
+        jaxcompare.compare(lambda x: np.sin(x) + next(numbers), jnp.sin, X)
+
+
+def test_a_module_the_worker_cannot_import_is_explained(monkeypatch):
+    """Functions of an importable module go by reference; one that exists only in this
+    process cannot be loaded in the worker, and the error says what to do."""
+    ghost = types.ModuleType("jaxcompare_ghost_module")
+    exec("import numpy as np\ndef ghost_sin(x):\n    return np.sin(x)\n", ghost.__dict__)  # noqa: S102
+    monkeypatch.setitem(sys.modules, ghost.__name__, ghost)
+    with pytest.raises(BadInput) as exc:
+        jaxcompare.compare(ghost.ghost_sin, jnp.sin, X, timing="quick")
+    text = _one_sentence(exc)
+    assert "could not load" in text and "register_pickle_by_value" in text
+    assert api.runner().wait_idle(timeout=5)
+
+
+def test_outputs_that_disagree_raise_with_the_measurement():
+    with pytest.raises(OutputsDisagree) as exc:
+        jaxcompare.compare(np.sin, jnp.cos, X, timing="quick")
+    text = _one_sentence(exc)
+    assert "disagree" in text and ".result" in text
+    assert isinstance(exc.value, JaxCompareError)
+    assert exc.value.result.agreement["ok"] is False
+
+
+def test_svd_is_compared_by_its_invariants():
+    """Singular vectors differ in sign between LAPACK and XLA; compare() knows np.linalg.svd."""
+    r = jaxcompare.compare(np.linalg.svd, jnp.linalg.svd, _matrix(24), precision="x64", timing="quick")
+    assert r.case == "svd" and r.agreement["ok"] and r.agreement["method"] == "invariants"
+    assert r.case_info["numpy_computes_in"] == "float64"
+
+
+def test_ctrl_c_stops_the_running_job_and_the_next_call_runs():
+    """A kernel interrupt (KeyboardInterrupt in the main thread) while compare() waits cancels
+    the job: its worker is stopped, nothing stays queued or running."""
+    seen: list = []
+
+    def interrupt_once_running() -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            job = api.current_job()
+            if job is not None and job.status == "running" and job.phase not in ("queued", "starting worker"):
+                seen.append(job)
+                _thread.interrupt_main()
+                return
+            threading.Event().wait(0.02)
+
+    thread = threading.Thread(target=interrupt_once_running, daemon=True)
+    thread.start()
+    with pytest.raises(KeyboardInterrupt):
+        # thorough timing at this size takes many seconds: long enough to be interrupted
+        jaxcompare.compare(np.matmul, jnp.matmul, _matrix(400, np.float32), _matrix(400, np.float32),
+                           timing="thorough")
+    thread.join(timeout=5)
+    assert seen, "the job never started running"
+    job = seen[0]
+    assert job.done and job.status == "cancelled", (job.status, job.error)
+    assert api.current_job() is None
+    assert api.runner().queue_length() == 0 and api.runner().wait_idle(timeout=0)
+    r = jaxcompare.compare(np.sin, jnp.sin, X, timing="quick")  # a fresh worker takes the next job
+    assert r.agreement["ok"]
+
+
+def test_sweep_measures_each_size_and_finds_the_crossover(tmp_path):
+    def make_inputs(shape, dtype, rng):
+        return (rng.standard_normal(shape).astype(dtype),)
+
+    sweep = jaxcompare.sweep(lambda x: np.tanh(x) * x, lambda x: jnp.tanh(x) * x, make_inputs, sizes=[64, 8],
+                             timing="quick", name="tanh_x")
+    assert isinstance(sweep, SweepResult) and len(sweep) == 2
+    assert [r.shape for r in sweep.results] == [(8, 8), (64, 64)]  # smallest first
+    assert sweep.crossover_elements is None or 64 <= sweep.crossover_elements <= 64 * 64
+    doc = json.loads(sweep.to_json(tmp_path / "sweep.json"))
+    assert set(doc) == {"case", "precision", "crossover_elements", "results"}
+    assert [Result.from_dict(d).shape for d in doc["results"]] == [(8, 8), (64, 64)]
+    assert "<svg" in sweep._repr_html_() and "tanh_x" in str(sweep)
+    assert len(sweep.save()) == 2
+
+
+# --- what a result shows -------------------------------------------------------------------
+def test_the_html_shows_figures_chart_verdict_and_the_checklist_warnings_first(notebook_result):
+    failing = dataclasses.replace(notebook_result, agreement=notebook_result.agreement | {"ok": False})
+    page = failing._repr_html_()
+    for label in ("NumPy runtime", "JAX runtime", "Speedup", "Compile", "Transfer", "Break-even"):
+        assert f">{label}<" in page
+    assert "<svg" in page and "Where the time goes" in page
+    assert html.escape(display.verdict(failing)) in page
+    statuses = re.findall(r"[✓⚠✗] (pass|warn|fail)</td>", page)
+    assert len(statuses) == len(checklist(failing))
+    assert statuses[0] == FAIL and statuses == sorted(statuses, key=display.STATUS_ORDER.get)
+
+
+def test_the_text_repr_for_a_terminal(notebook_result):
+    text = str(notebook_result)
+    assert display.verdict(notebook_result) in text and "credibility checklist" in text
+    assert "<" not in text.split("\n")[0]
+    assert repr(notebook_result).startswith("<jaxcompare Result gram 48x48")
+
+
+def test_import_jaxcompare_stays_light():
+    """compare() is on the top package, but IPython (the magic) and JAX load only when used."""
+    import subprocess
+
+    code = ("import sys, jaxcompare\n"
+            "assert callable(jaxcompare.compare) and callable(jaxcompare.load_ipython_extension)\n"
+            "print(sorted(m for m in ('IPython', 'jax', 'cloudpickle') if m in sys.modules))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
