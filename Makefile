@@ -55,7 +55,7 @@ run: install
 
 # Style, then the architecture contracts in pyproject.toml ([tool.importlinter]).
 lint: install-dev
-	$(BIN)/ruff check jaxcompare tests pages app.py benchmarks
+	$(BIN)/ruff check jaxcompare tests pages app.py benchmarks tools examples
 	$(BIN)/lint-imports
 
 test: install-dev browser lint
