@@ -74,7 +74,7 @@ def test_environment_page_tables():
     assert ev.worker_rows({"x32": CPU_ENV})[0] == {
         "Worker": "x32", "Backend": "cpu", "jax_enable_x64": "off", "Default float": None,
         "Compilation cache": "off", "Devices": 1}
-    assert ev.device_rows(CPU_ENV)[0]["Memory limit"] == "—"
+    assert ev.device_rows(CPU_ENV)[0]["Memory limit"] == "n/a (host memory)"
     assert ev.blas_rows(CPU_ENV)[0]["Library"] == "openblas" and ev.blas_rows({}) == []
     rows = ev.env_var_rows(("XLA_FLAGS", "OMP_NUM_THREADS"), host, {"x32": CPU_ENV})
     assert rows == [{"Variable": "XLA_FLAGS", "App process": "--app", "x32 worker": "--xla_foo"}]
