@@ -165,6 +165,8 @@ def test_the_verdict_says_whether_the_speedup_comes_from_the_device_or_from_xla(
     assert device.startswith("The speedup comes from the GPU, not from XLA: JAX on the CPU is 2.00x slower")
     both = third_side_verdict(_gpu_result(numpy_s=1e-2, gpu_s=1e-4, cpu_s=5e-3))
     assert both.startswith("The speedup comes from XLA and the GPU together") and "adds 50.00x" in both
+    xla = third_side_verdict(_gpu_result(numpy_s=1e-2, gpu_s=1e-3, cpu_s=1.05e-3))
+    assert xla.startswith("The speedup comes from XLA, not from the GPU: JAX on the CPU is about as fast")
     neither = third_side_verdict(_gpu_result(numpy_s=1e-3, gpu_s=2e-3, cpu_s=4e-3))
     assert neither.startswith("The GPU beats JAX on the CPU (2.00x) but not NumPy")
 
@@ -203,3 +205,55 @@ def test_results_saved_before_have_neither_third_side_nor_peak():
     assert old.jax_cpu is None and old.peak is None and old.transfer_bytes is None
     assert old.transfer_bytes_per_s is None and transfer_rate_text(old) == ""
     assert math.isfinite(old.speedup)
+
+
+# --- on the pages: the view and chart functions ---------------------------------------------------
+def test_compare_shows_a_third_row_and_column_only_with_the_third_side(fair_result):
+    from jaxcompare.app import views
+
+    gpu = _gpu_result(numpy_s=1e-4, gpu_s=2e-4, cpu_s=5e-5)
+    figures = views.third_side_figures(gpu)
+    assert [(f.label, f.value) for f in figures] == [("JAX on CPU", "50 µs"), ("Speedup on CPU", "2.00x"),
+                                                     ("GPU over CPU", "0.25x")]
+    assert views.third_side_text(gpu).startswith("**JAX on the CPU.** JAX on the CPU is faster than on the GPU")
+    assert views.peak_text(gpu).startswith("**Fraction of peak.** JAX reached")
+    assert [row["JAX on CPU"] for row in views.phase_table(gpu)][:2] == ["", "100 µs"]
+    assert views.sweep_table([gpu])[0]["JAX on CPU"] == "50 µs"
+    assert "crosses PCIe" in views.headline(gpu)[4].help and "40 GB/s" in views.headline(gpu)[4].help
+    # A CPU-only run: no third row, no third column, a note that says n/a.
+    assert views.third_side_figures(fair_result) == [] and views.third_side_text(fair_result) is None
+    assert "JAX on CPU" not in views.phase_table(fair_result)[0]
+    assert "JAX on CPU" not in views.sweep_table([fair_result])[0]
+    assert "n/a here" in views.notes_markdown(fair_result)[0]
+
+
+def test_charts_draw_the_third_side_in_its_own_colour(fair_result):
+    from jaxcompare.app import charts
+
+    gpu = _gpu_result(numpy_s=1e-4, gpu_s=2e-4, cpu_s=5e-5)
+    spec = charts.phase_breakdown_chart(gpu).to_dict()
+    assert len(spec["layer"]) == 12  # stem, CI, dot, text for NumPy (centred), JAX (above), JAX on CPU (below)
+    rows = [r for layer in spec["layer"] for r in layer["data"]["values"]]
+    cpu = {r["phase"]: r for r in rows if r["side"] == charts.JAX_CPU}
+    assert set(cpu) == {"transfer", "trace", "lower", "compile", "runtime", "dispatch", "fetch"}
+    assert cpu["runtime"]["median_s"] == pytest.approx(5e-5) and cpu["runtime"]["offset"] > 0
+    assert {r["offset"] for r in rows if r["side"] == "JAX"} == {-cpu["runtime"]["offset"]}
+    assert spec["layer"][2]["encoding"]["color"]["scale"]["range"][2] == charts.JAX_CPU_COLOR
+    samples = charts.sample_rows(gpu)
+    assert {r["side"] for r in samples} == {"NumPy", "JAX", charts.JAX_CPU}
+    assert {r["side"] for r in charts.sweep_rows([gpu])} == {"NumPy", "JAX", charts.JAX_CPU}
+    # Without the third side the charts are as they were: two sides, two colours, no legend.
+    plain = charts.phase_breakdown_chart(fair_result).to_dict()
+    assert len(plain["layer"]) == 4 and plain["layer"][2]["encoding"]["color"]["legend"] is None
+    assert plain["layer"][2]["encoding"]["color"]["scale"]["domain"] == ["NumPy", "JAX"]
+
+
+def test_the_cli_table_has_the_third_side_the_peak_and_the_link():
+    from jaxcompare.cli.report import result_table
+
+    text = result_table(_gpu_result(numpy_s=1.0, gpu_s=1e-5, cpu_s=2.0))
+    assert "  transfer: 40 GB/s host→device over PCIe" in text
+    assert "  fraction of peak: JAX reached 40% of the NVIDIA H200's TF32 peak" in text
+    assert "JAX on the CPU (TFRT_CPU_0), the third side:" in text
+    assert "speedup on the CPU (NumPy / JAX on the CPU): 0.50x (JAX 2.0x slower)" in text
+    assert "The speedup comes from the GPU, not from XLA" in text

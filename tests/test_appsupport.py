@@ -172,7 +172,8 @@ def test_compare_page_words_come_from_views(sample_result):
     assert views.float64_rows({"vs_float64": ref})[1] == {
         "Side": "JAX", "Max abs error vs float64": "3e-06", "Max rel error vs float64": "4e-07"}
     notes, first_call = views.notes_markdown(r)
-    assert notes == "- a synthetic result" and first_call.startswith("- A naive first call took **20.2 ms**")
+    assert notes == ("- a synthetic result\n- JAX on the CPU (the third side, for runs on a GPU or TPU): n/a here, "
+                     "JAX already ran on the CPU.") and first_call.startswith("- A naive first call took **20.2 ms**")
 
 
 def test_size_sweep_tiles(sample_result):

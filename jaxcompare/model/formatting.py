@@ -136,6 +136,10 @@ def peak_sentence(result: Result) -> str | None:
     return text[0].upper() + text[1:]
 
 
+# Two runtimes closer than this factor read as "about as fast" in the three-side verdict.
+SAME_WITHIN = 1.1
+
+
 def third_side_verdict(result: Result) -> str | None:
     """Where a speedup comes from, with JAX on the CPU beside JAX on the accelerator: from XLA
     (JAX on the CPU already beats NumPy), from the device, or nowhere (the CPU beats the GPU at
@@ -149,6 +153,15 @@ def third_side_verdict(result: Result) -> str | None:
         return None
     times = (f"NumPy {format_time(numpy_s)}, JAX on the CPU {format_time(cpu_s)}, "
              f"JAX on the {accel} {format_time(device_s)}")
+    if 1 / SAME_WITHIN < cpu_s / device_s < SAME_WITHIN:
+        # Within noise of each other: the device adds nothing measurable over XLA on the CPU.
+        if max(cpu_s, device_s) < numpy_s:
+            return (f"The speedup comes from XLA, not from the {accel}: JAX on the CPU is about as fast as on "
+                    f"the {accel} (within {SAME_WITHIN - 1:.0%}) and {format_factor(numpy_s / cpu_s)} faster "
+                    f"than NumPy ({times}).")
+        numpy_vs = "is faster than both" if numpy_s < min(cpu_s, device_s) else "falls between them"
+        return (f"JAX is about as fast on the CPU as on the {accel} (within {SAME_WITHIN - 1:.0%}), and NumPy "
+                f"{numpy_vs} ({times}).")
     if cpu_s < device_s:
         vs_numpy = "faster" if cpu_s < numpy_s else "slower"
         return (f"JAX on the CPU is faster than on the {accel} here ({format_factor(device_s / cpu_s)}), and "
