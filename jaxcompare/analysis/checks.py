@@ -121,8 +121,8 @@ def check_on_device(r: Result) -> Check:
                      "host arrays were passed in, so every call paid a transfer", "transfer")
     rate = transfer_rate_text(r)
     return Check("transfer", "Inputs already on the device", PASS,
-                 f"device_put once; transfer ({format_time(r.transfer.median_s)}"
-                 f"{', ' + rate if rate else ''}) reported separately", "transfer")
+                 f"device_put once; transfer ({format_time(r.transfer.median_s)}) reported separately"
+                 f"{': ' + rate if rate else ''}", "transfer")
 
 
 def check_agreement(r: Result) -> Check:

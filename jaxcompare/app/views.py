@@ -270,10 +270,11 @@ def float64_rows(agreement: Mapping[str, Any]) -> list[dict[str, str]]:
 
 def notes_markdown(result: Result) -> list[str]:
     """The Notes tab: the run's notes as a list, then what a naive first call would have shown."""
-    notes = list(result.notes) or ["No notes for this run."]
+    notes = list(result.notes)
     if result.jax_cpu is None and result.backend == "cpu":
         notes.append("JAX on the CPU (the third side, for runs on a GPU or TPU): n/a here, JAX already ran "
                      "on the CPU.")
+    notes = notes or ["No notes for this run."]
     return ["\n".join(f"- {note}" for note in notes),
             f"- A naive first call took **{format_time(result.first_call.median_s)}** — that is what `%time f(x)` "
             f"reports, mostly compile, not the {format_time(result.runtime.median_s)} runtime."]

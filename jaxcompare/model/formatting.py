@@ -190,7 +190,7 @@ def format_bandwidth(bytes_per_s: float | None) -> str:
 
 def transfer_rate_text(result: Result) -> str:
     """What the transfer moved and how fast: '12.3 GB/s host→device over PCIe', 'no copy: the
-    CPU backend aliased the NumPy buffer', '1.2 GB/s (a copy within host memory)'; '' when the
+    CPU backend aliased the NumPy buffer', '1.2 GB/s, a copy within host memory'; '' when the
     size was not recorded."""
     if result.transfer_zero_copy:
         return "no copy: the CPU backend aliased the NumPy buffer"
@@ -199,7 +199,7 @@ def transfer_rate_text(result: Result) -> str:
         return ""
     link = link_name(result.backend, result.device_kind)
     if link is None:
-        return f"{format_bandwidth(rate)} (a copy within host memory)"
+        return f"{format_bandwidth(rate)}, a copy within host memory"
     return f"{format_bandwidth(rate)} host→device over {link}"
 
 
