@@ -142,7 +142,7 @@ def test_a_device_missing_from_the_table_has_an_unknown_peak_not_a_wrong_one():
 # --- the words, on synthetic results with exact numbers -------------------------------------------
 def _gpu_result(numpy_s: float, gpu_s: float, cpu_s: float) -> Result:
     base = make_result(shape=(1000, 1000), numpy_s=numpy_s, jax_s=gpu_s)
-    side = JaxSide(device="TFRT_CPU_0", device_kind="cpu", transfer=stats(1e-4), trace=stats(1e-3),
+    side = JaxSide(device="cpu:0", device_kind="cpu", transfer=stats(1e-4), trace=stats(1e-3),
                    lower=stats(1e-3), compile=stats(1e-2), first_call=stats(2e-2), runtime=stats(cpu_s),
                    dispatch=stats(cpu_s / 10), fetch=stats(1e-5), transfer_bytes=4_000_000)
     peak = Peak(flops_per_s=494.5e12, source="table", device="NVIDIA H200", label="TF32",
@@ -254,6 +254,6 @@ def test_the_cli_table_has_the_third_side_the_peak_and_the_link():
     text = result_table(_gpu_result(numpy_s=1.0, gpu_s=1e-5, cpu_s=2.0))
     assert "  transfer: 40 GB/s host→device over PCIe" in text
     assert "  fraction of peak: JAX reached 40% of the NVIDIA H200's TF32 peak" in text
-    assert "JAX on the CPU (TFRT_CPU_0), the third side:" in text
+    assert "JAX on the CPU (cpu:0), the third side:" in text
     assert "speedup on the CPU (NumPy / JAX on the CPU): 0.50x (JAX 2.0x slower)" in text
     assert "The speedup comes from the GPU, not from XLA" in text
