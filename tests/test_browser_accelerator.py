@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -18,9 +17,10 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from browser_support import CHART, IDLE, ROOT, assert_no_error, free_port
+from browser_support import CHART, IDLE, ROOT, assert_no_error, free_port, wait_for_chart_marks
 
 from jaxcompare import Spec, TimingConfig
+from jaxcompare.app.charts import JAX_CPU_COLOR
 from jaxcompare.engine.ceilings import ceilings
 from jaxcompare.engine.measure import measure
 from jaxcompare.model.formatting import dumps
@@ -70,22 +70,6 @@ def rendered(tmp_path_factory):
         log.close()
 
 
-def green_marks(page, index: int) -> int:
-    """How much of a chart is drawn in the third side's green (#3B9A3B), on a canvas (pixels/20)
-    or in an SVG (coloured elements)."""
-    chart = page.locator("[data-testid='stVegaLiteChart']").nth(index)
-    canvas = chart.locator("canvas")
-    if canvas.count():
-        return canvas.first.evaluate("""c => {
-            const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-            let n = 0;
-            for (let i = 0; i < d.length; i += 4)
-                if (d[i + 3] > 0 && d[i + 1] > 120 && d[i] < 110 && d[i + 2] < 110) n++;
-            return Math.floor(n / 20);
-        }""")
-    return len(re.findall(r"#3b9a3b|rgb\(59, ?154, ?59\)", chart.inner_html(), flags=re.IGNORECASE))
-
-
 def test_the_third_side_and_the_peak_line_render(rendered, browser, tmp_path):
     url, results = rendered
     page = browser.new_page(viewport={"width": 1400, "height": 3000})
@@ -103,8 +87,8 @@ def test_the_third_side_and_the_peak_line_render(rendered, browser, tmp_path):
     text = page.locator("[data-testid='stApp']").inner_text()
     assert "JAX on the CPU." in text and "Fraction of peak." in text
     assert "of the NVIDIA H200's TF32 peak" in text
-    for index in range(3):  # the phase chart, the samples chart, the sweep's runtime chart
-        assert green_marks(page, index) > 0, f"chart {index} drew no JAX-on-CPU marks"
+    for index in range(3):  # the phase chart, the samples chart, the sweep's runtime chart: each draws
+        wait_for_chart_marks(page, index, JAX_CPU_COLOR)  # the third side, in its own colour
     assert shot.stat().st_size > 20_000
     page.close()
     assert json.loads(dumps(results[-1].to_dict()))["jax_cpu"]["runtime"]["n"] >= 3
