@@ -91,12 +91,28 @@ def test_the_cpu_rate_is_measured_once_and_then_read_from_the_cache(tmp_path):
     key = ceilings.host_key("float32")
     assert doc["schema"] == ceilings.CACHE_SCHEMA and first == doc["peaks"][key]["numpy_flops_per_s"] > 1e6
     # A second call reads the file: a value written there is what it returns.
-    doc["peaks"][key]["numpy_flops_per_s"] = 12345.0
+    doc["peaks"][key].update(numpy_flops_per_s=12345.0, busy=False)  # as if measured on a quiet machine
     path.write_text(json.dumps(doc))
     assert ceilings.cpu_rate("float32", None, path=path) == 12345.0
     # The key names what the rate depends on.
     assert "float32" in key and "cores" in key and "numpy" in key and "jax" in key
     assert ceilings.host_key("float64") != key
+
+
+def test_a_rate_measured_on_a_busy_machine_is_measured_again_a_few_times(tmp_path):
+    path = tmp_path / "cpu_peaks.json"
+    key = ceilings.host_key("float32")
+
+    def cache(**entry):
+        path.write_text(json.dumps({"schema": ceilings.CACHE_SCHEMA, "peaks": {key: entry}}))
+
+    cache(numpy_flops_per_s=1000.0, busy=True, measurements=1)  # far below any real CPU
+    assert ceilings.cpu_rate("float32", None, path=path) > 1e6  # measured again, the best kept
+    assert json.loads(path.read_text())["peaks"][key]["measurements"] == 2
+    cache(numpy_flops_per_s=1000.0, busy=True, measurements=ceilings.BUSY_RETRIES + 1)
+    assert ceilings.cpu_rate("float32", None, path=path) == 1000.0  # retries used up: kept
+    cache(numpy_flops_per_s=1000.0, busy=False, measurements=1)
+    assert ceilings.cpu_rate("float32", None, path=path) == 1000.0  # a quiet measurement stands
 
 
 def test_a_corrupt_cache_is_measured_again(tmp_path):
