@@ -273,3 +273,23 @@ def test_the_cli_table_has_the_third_side_the_peak_and_the_link():
     assert "JAX on the CPU (cpu:0), the third side:" in text
     assert "speedup on the CPU (NumPy / JAX on the CPU): 0.50x (JAX 2.0x slower)" in text
     assert "The speedup comes from the GPU, not from XLA" in text
+
+
+def test_history_keeps_the_third_side_and_rejects_a_malformed_one(tmp_path):
+    from jaxcompare.history.exchange import read_results
+    from jaxcompare.history.store import Store
+    from jaxcompare.model.errors import BadInput
+
+    gpu = _gpu_result(numpy_s=1e-2, gpu_s=1e-4, cpu_s=2e-2)
+    store = Store(tmp_path / "results.sqlite3")
+    store.save(gpu)
+    again = store.get(gpu.id)
+    assert again.jax_cpu == gpu.jax_cpu and again.peak == gpu.peak and again.transfer_bytes == 4_000_000
+    doc = json.loads(dumps(gpu.to_dict()))
+    doc["jax_cpu"]["runtime"]["median_s"] = "fast"
+    with pytest.raises(BadInput, match=r"phase jax_cpu\.runtime: median_s must be a number"):
+        read_results(doc)
+    doc = json.loads(dumps(gpu.to_dict()))
+    doc["peak"]["source"] = "guessed"
+    with pytest.raises(BadInput, match="peak source"):
+        read_results(doc)
