@@ -61,6 +61,13 @@ lint: install-dev
 test: install-dev browser lint
 	JAX_PLATFORMS=cpu $(BIN)/python -m pytest -q
 
+# On a GPU or TPU box: devices, self-check, the JAX docs' example beside its Colab numbers, the
+# pitfalls (TF32 too) and a matmul sweep; writes benchmarks/DEVICE.md and device-check.json.
+# Under 7 minutes on one GPU; without an accelerator it runs small and says so.
+.PHONY: device-check
+device-check: install
+	$(BIN)/python benchmarks/device_check.py
+
 # Rewrites docs/compare.png (the README's screenshot) from a real comparison in Chromium.
 .PHONY: screenshots
 screenshots: install-dev browser

@@ -147,12 +147,15 @@ st.subheader(f"{result.case_info.get('title', result.case)}")
 st.caption(views.result_caption(result, current_config().changed_note(shape, result.case, result.shape,
                                                                       result.precision)))
 ui.history_note([result])
-# Two rows of three: six in one row truncate the values in a laptop-wide window.
+# Two rows of three: six in one row truncate the values in a laptop-wide window. A third row
+# with JAX on the CPU when the run had a GPU or TPU.
 figures = views.headline(result)
-for row in (figures[:3], figures[3:]):
+for row in filter(None, (figures[:3], figures[3:], views.third_side_figures(result))):
     for column, figure in zip(st.columns(3), row, strict=True):
         column.metric(figure.label, figure.value, help=figure.help, border=True)
 st.markdown(views.verdict(result))
+for line in filter(None, (views.third_side_text(result), views.peak_text(result))):
+    st.markdown(line)
 
 stem = views.file_stem(result)
 left, right = st.columns([6, 5], gap="large")

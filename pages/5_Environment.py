@@ -69,6 +69,11 @@ st.subheader("Workers and devices")
 if workers:
     st.dataframe(ev.worker_rows(workers), hide_index=True, width="stretch")
     st.dataframe(ev.device_rows(main_env), hide_index=True, width="stretch")
+    memory = ev.accelerator_memory_rows(workers)
+    if memory:
+        st.dataframe(memory, hide_index=True, width="stretch")
+        st.caption("Each worker's share of the accelerator's memory (memory_stats): both allocate on "
+                   "demand, so they can share one device.")
 else:
     st.caption("Waiting for the workers…")
 

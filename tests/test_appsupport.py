@@ -73,7 +73,7 @@ def test_environment_page_tables():
     assert ev.worker_rows({"x32": CPU_ENV})[0] == {
         "Worker": "x32", "Backend": "cpu", "jax_enable_x64": "off", "Default float": None,
         "Compilation cache": "off", "Devices": 1}
-    assert ev.device_rows(CPU_ENV)[0]["Memory limit"] == "—"
+    assert ev.device_rows(CPU_ENV)[0]["Memory limit"] == "n/a (host memory)"
     assert ev.blas_rows(CPU_ENV)[0]["Library"] == "openblas" and ev.blas_rows({}) == []
     rows = ev.env_var_rows(("XLA_FLAGS", "OMP_NUM_THREADS"), host, {"x32": CPU_ENV})
     assert rows == [{"Variable": "XLA_FLAGS", "App process": "--app", "x32 worker": "--xla_foo"}]
@@ -171,7 +171,8 @@ def test_compare_page_words_come_from_views(sample_result):
     assert views.float64_rows({"vs_float64": ref})[1] == {
         "Side": "JAX", "Max abs error vs float64": "3e-06", "Max rel error vs float64": "4e-07"}
     notes, first_call = views.notes_markdown(r)
-    assert notes == "- a synthetic result" and first_call.startswith("- A naive first call took **20.2 ms**")
+    assert notes == ("- a synthetic result\n- JAX on the CPU (the third side, for runs on a GPU or TPU): n/a here, "
+                     "JAX already ran on the CPU.") and first_call.startswith("- A naive first call took **20.2 ms**")
 
 
 def test_size_sweep_tiles(sample_result):

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..model.formatting import format_factor, format_time
+from ..model.formatting import format_factor, format_time, transfer_rate_text
 from ..model.result import Result
 
 PASS, WARN, FAIL = "pass", "warn", "fail"
@@ -119,9 +119,10 @@ def check_on_device(r: Result) -> Check:
     if not r.protocol["inputs_on_device"]:
         return Check("transfer", "Inputs already on the device", FAIL,
                      "host arrays were passed in, so every call paid a transfer", "transfer")
+    rate = transfer_rate_text(r)
     return Check("transfer", "Inputs already on the device", PASS,
-                 f"device_put once; transfer ({format_time(r.transfer.median_s)}) reported separately",
-                 "transfer")
+                 f"device_put once; transfer ({format_time(r.transfer.median_s)}) reported separately"
+                 f"{': ' + rate if rate else ''}", "transfer")
 
 
 def check_agreement(r: Result) -> Check:

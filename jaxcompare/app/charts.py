@@ -22,10 +22,22 @@ from .views import crossovers, one_off_s
 
 NUMPY_COLOR = "#4C78A8"
 JAX_COLOR = "#E4572E"
+# The third side, JAX on the CPU beside JAX on a GPU/TPU: green, apart from both.
+JAX_CPU_COLOR = "#3B9A3B"
+JAX_CPU = "JAX on CPU"
 SIDE_SCALE = alt.Scale(domain=["NumPy", "JAX"], range=[NUMPY_COLOR, JAX_COLOR])
+SIDE_SCALE_3 = alt.Scale(domain=["NumPy", "JAX", JAX_CPU], range=[NUMPY_COLOR, JAX_COLOR, JAX_CPU_COLOR])
 PRECISION_DASH = {"x32": [1, 0], "x64": [6, 3]}
 PRECISION_SHAPE = {"x32": "circle", "x64": "square"}
 PRECISION_COLOR = {"x32": JAX_COLOR, "x64": "#72439A"}
+
+
+def side_scale(third_side: bool) -> alt.Scale:
+    """The sides' colours; the third only where it was measured, so a CPU-only host's legends
+    do not list a side that is not there."""
+    return SIDE_SCALE_3 if third_side else SIDE_SCALE
+
+
 ONE_OFF_TITLE = "One-off costs: paid once per function, shape and dtype"
 PER_CALL_TITLE = "Per-call costs: paid on every call"
 COMPONENT_COLORS = {
@@ -78,21 +90,34 @@ def _subtitle(result: Result) -> str:
 
 # --- Compare page ------------------------------------------------------------------------------
 def phase_rows(result: Result) -> list[dict[str, Any]]:
+    """One row per phase and side: NumPy's and JAX's, and with the third side, JAX on the CPU's
+    beside each JAX phase (``offset``: its pixels below the row's centre; JAX's moves above)."""
     rows = []
+    third = result.jax_cpu
     for group, phases in ((ONE_OFF_TITLE, ONE_OFF_PHASES), (PER_CALL_TITLE, PER_CALL_PHASES)):
         for order, name in enumerate(phases):
-            s = result.phase(name)
-            value = max(s.median_s, TINY_S)
-            rows.append({
-                "phase": name, "label": PHASE_LABELS[name], "group": group, "order": order,
-                "side": _side(name), "median_s": value,
-                "ci_low_s": max(finite_or(s.ci_low_s, value), TINY_S),
-                "ci_high_s": max(finite_or(s.ci_high_s, value), TINY_S),
-                "min_s": s.min_s, "n": s.n, "loops": s.loops,
-                "text": format_time(s.median_s) if s.median_s > 0 else "≈ 0",
-                "stable": "yes" if s.stable else f"no: {s.unstable_reason}",
-            })
+            paired = third is not None and name != "numpy"
+            rows.append(_phase_row(name, group, order, _side(name), result.phase(name), -PAIR_OFFSET if paired else 0))
+            if paired:
+                rows.append(_phase_row(name, group, order, JAX_CPU, getattr(third, name), PAIR_OFFSET))
     return rows
+
+
+# With the third side, a JAX phase's two lollipops sit this many pixels above and below the row's centre.
+PAIR_OFFSET = 7
+
+
+def _phase_row(name: str, group: str, order: int, side: str, s: Any, offset: int) -> dict[str, Any]:
+    value = max(s.median_s, TINY_S)
+    return {
+        "phase": name, "label": PHASE_LABELS[name], "group": group, "order": order,
+        "side": side, "median_s": value, "offset": offset,
+        "ci_low_s": max(finite_or(s.ci_low_s, value), TINY_S),
+        "ci_high_s": max(finite_or(s.ci_high_s, value), TINY_S),
+        "min_s": s.min_s, "n": s.n, "loops": s.loops,
+        "text": format_time(s.median_s) if s.median_s > 0 else "≈ 0",
+        "stable": "yes" if s.stable else f"no: {s.unstable_reason}",
+    }
 
 
 ONE_OFF_HEADING = "ONE-OFF COSTS (paid once)"
@@ -115,43 +140,59 @@ def headed_phase_axis(groups: Sequence[tuple[str, Sequence[str]]], padding: floa
 def phase_breakdown_chart(result: Result) -> alt.LayerChart:
     """One-off costs above per-call costs on one log time axis, as lollipops, so a compile 1000x
     the runtime and a sub-microsecond dispatch are both readable. One layered chart (not a
-    concat), so it can stretch to its container; headings are empty rows of the y axis."""
+    concat), so it can stretch to its container; headings are empty rows of the y axis. With
+    the third side, each JAX phase has JAX on the CPU's lollipop just below it, in green."""
     rows = phase_rows(result)
+    third = result.jax_cpu is not None
     lo, hi, ticks = _log_domain(min(r["median_s"] for r in rows) / 4, max(r["ci_high_s"] for r in rows) * 6)
     for row in rows:
         row["base"] = lo
     scale = alt.Scale(type="log", domain=[lo, hi], nice=False, clamp=True)
     y, order = headed_phase_axis(((ONE_OFF_HEADING, ONE_OFF_PHASES), (PER_CALL_HEADING, PER_CALL_PHASES)), 0.25)
     tooltip = [
-        alt.Tooltip("label:N", title="phase"), alt.Tooltip("text:N", title="median"),
+        alt.Tooltip("side:N"), alt.Tooltip("label:N", title="phase"), alt.Tooltip("text:N", title="median"),
         alt.Tooltip("min_s:Q", title="min (s)", format=".3g"),
         alt.Tooltip("ci_low_s:Q", title="95% CI low (s)", format=".3g"),
         alt.Tooltip("ci_high_s:Q", title="95% CI high (s)", format=".3g"),
         alt.Tooltip("n:Q", title="samples"), alt.Tooltip("loops:Q", title="loops/sample"),
         alt.Tooltip("stable:N"),
     ]
-    color = alt.Color("side:N", scale=SIDE_SCALE, legend=None)
-    base = alt.Chart(alt.Data(values=rows)).encode(y=y, tooltip=tooltip)
-    stem = base.mark_rule(strokeWidth=2.5, opacity=0.55).encode(
-        x=alt.X("base:Q", scale=scale, axis=_time_axis("median time (log scale)", ticks)), x2="median_s:Q",
-        color=color)
-    ci = base.mark_rule(strokeWidth=7, opacity=0.3).encode(
-        x=alt.X("ci_low_s:Q", scale=scale), x2="ci_high_s:Q", color=color)
-    dot = base.mark_circle(size=110, opacity=1).encode(x=alt.X("median_s:Q", scale=scale), color=color)
-    text = base.mark_text(align="left", dx=9, fontSize=12, fontWeight="bold").encode(
-        x=alt.X("ci_high_s:Q", scale=scale), text="text:N")
-    return alt.layer(stem, ci, dot, text).properties(
-        autosize=FIT_WIDTH, width="container", height=30 * len(order),
+    legend = alt.Legend(title=None, orient="top", direction="horizontal") if third else None
+    color = alt.Color("side:N", scale=side_scale(third), legend=legend)
+    # Each pair's two lollipops are drawn offset from the row's centre (mark yOffset per group).
+    layers: list[Any] = []
+    for offset in sorted({r["offset"] for r in rows}):
+        group = [r for r in rows if r["offset"] == offset]
+        base = alt.Chart(alt.Data(values=group)).encode(y=y, tooltip=tooltip)
+        stem = base.mark_rule(strokeWidth=2.5, opacity=0.55, yOffset=offset).encode(
+            x=alt.X("base:Q", scale=scale, axis=_time_axis("median time (log scale)", ticks)), x2="median_s:Q",
+            color=color)
+        ci = base.mark_rule(strokeWidth=7 if not offset else 5, opacity=0.3, yOffset=offset).encode(
+            x=alt.X("ci_low_s:Q", scale=scale), x2="ci_high_s:Q", color=color)
+        dot = base.mark_circle(size=110 if not offset else 80, opacity=1, yOffset=offset).encode(
+            x=alt.X("median_s:Q", scale=scale), color=color)
+        text = base.mark_text(align="left", dx=9, fontSize=12 if not offset else 11, fontWeight="bold",
+                              yOffset=offset).encode(x=alt.X("ci_high_s:Q", scale=scale), text="text:N")
+        layers += [stem, ci, dot, text]
+    return alt.layer(*layers).properties(
+        autosize=FIT_WIDTH, width="container", height=(38 if third else 30) * len(order),
         title=alt.TitleParams("Where the time goes", subtitle=_subtitle(result), anchor="start"))
+
+
+def _runtime_sides(result: Result) -> list[tuple[str, str, Any]]:
+    """(phase, side, Stats) of each runtime: NumPy, JAX, and JAX on the CPU where measured."""
+    sides = [("numpy", "NumPy", result.numpy_runtime), ("runtime", "JAX", result.runtime)]
+    if result.jax_cpu is not None:
+        sides.append(("jax_cpu", JAX_CPU, result.jax_cpu.runtime))
+    return sides
 
 
 def sample_rows(result: Result) -> list[dict[str, Any]]:
     rows = []
-    for name in ("numpy", "runtime"):
-        s = result.phase(name)
-        label = f"{_side(name)} · {format_time(s.median_s)} · n={s.n}"
+    for name, side, s in _runtime_sides(result):
+        label = f"{side} · {format_time(s.median_s)} · n={s.n}"
         for i, value in enumerate(s.samples_s):
-            rows.append({"phase": name, "side": _side(name), "label": label, "sample": i, "time_s": value,
+            rows.append({"phase": name, "side": side, "label": label, "sample": i, "time_s": value,
                          "text": format_time(value),
                          "deviation": (value / s.median_s - 1) if s.median_s > 0 else 0.0})
     return rows
@@ -163,8 +204,8 @@ def samples_chart(result: Result) -> alt.LayerChart:
     rows = sample_rows(result)
     labels = list(dict.fromkeys(r["label"] for r in rows))
     summary = []
-    for name, label in zip(("numpy", "runtime"), labels, strict=True):
-        s = result.phase(name)
+    sides = _runtime_sides(result)
+    for (_, _, s), label in zip(sides, labels, strict=True):
         m = s.median_s if s.median_s > 0 else 1.0
         lo_ci = finite_or(s.ci_low_s, m)
         hi_ci = finite_or(s.ci_high_s, m)
@@ -181,13 +222,13 @@ def samples_chart(result: Result) -> alt.LayerChart:
     band = alt.Chart(alt.Data(values=summary)).mark_bar(opacity=0.18, color="#333", height={"band": 0.8}).encode(
         x=alt.X("ci_low:Q"), x2="ci_high:Q", y=y, tooltip=summary_tip)
     ticks = alt.Chart(alt.Data(values=rows)).mark_tick(thickness=2, opacity=0.75, bandSize=0.7).encode(
-        x=x, y=y, color=alt.Color("side:N", scale=SIDE_SCALE, legend=None),
+        x=x, y=y, color=alt.Color("side:N", scale=side_scale(len(sides) > 2), legend=None),
         tooltip=[alt.Tooltip("label:N", title="side"), alt.Tooltip("sample:Q"),
                  alt.Tooltip("text:N", title="time per call"), alt.Tooltip("deviation:Q", format="+.1%")])
     median = alt.Chart(alt.Data(values=summary)).mark_tick(color="#111", thickness=2.5).encode(
         x=alt.X("zero:Q"), y=y, tooltip=summary_tip)
     return alt.layer(band, ticks, median).properties(
-        autosize=FIT_WIDTH, width="container", height=120,
+        autosize=FIT_WIDTH, width="container", height=60 * len(sides),
         title=alt.TitleParams("Samples: how noisy is each side?",
                               subtitle="ticks: samples · black: median · grey: 95% CI of the median",
                               anchor="start"))
@@ -198,7 +239,10 @@ def sweep_rows(results: Sequence[Result]) -> list[dict[str, Any]]:
     rows = []
     for r in results:
         elements = math.prod(r.shape)
-        for side, s in (("NumPy", r.numpy_runtime), ("JAX", r.runtime)):
+        sides = [("NumPy", r.numpy_runtime), ("JAX", r.runtime)]
+        if r.jax_cpu is not None:
+            sides.append((JAX_CPU, r.jax_cpu.runtime))
+        for side, s in sides:
             rows.append({
                 "elements": elements, "shape": format_shape(r.shape), "precision": r.precision,
                 "series": f"{side} {r.precision}", "side": side, "median_s": max(s.median_s, TINY_S),
@@ -236,7 +280,8 @@ def sweep_runtime_chart(results: Sequence[Result], extent: Extent = None) -> alt
     y_scale = alt.Scale(type="log", domain=[lo, hi], nice=False)
     base = alt.Chart(alt.Data(values=rows)).encode(
         x=alt.X("elements:Q", scale=x_scale, axis=x_axis),
-        color=alt.Color("side:N", scale=SIDE_SCALE, legend=alt.Legend(title="side", orient="right")),
+        color=alt.Color("side:N", scale=side_scale(any(r["side"] == JAX_CPU for r in rows)),
+                        legend=alt.Legend(title="side", orient="right")),
         detail="series:N",
         tooltip=[alt.Tooltip("side:N"), alt.Tooltip("precision:N"), alt.Tooltip("shape:N"),
                  alt.Tooltip("text:N", title="median")],
@@ -252,7 +297,8 @@ def sweep_runtime_chart(results: Sequence[Result], extent: Extent = None) -> alt
     return alt.layer(bars, line, points).properties(
         autosize=FIT_WIDTH, width="container", height=330,
         title=alt.TitleParams("Runtime vs size", subtitle=f"{results[0].case}: NumPy and JAX (blocked) "
-                              "median per call; whiskers: 95% CI", anchor="start"))
+                              + ("and JAX on the CPU " if any(r.jax_cpu for r in results) else "")
+                              + "median per call; whiskers: 95% CI", anchor="start"))
 
 
 def speedup_rows(results: Sequence[Result]) -> list[dict[str, Any]]:

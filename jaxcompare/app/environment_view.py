@@ -38,9 +38,9 @@ def device_banner(env: Env | None) -> Banner:
     if accel:
         first = accel[0]
         kinds = sorted({d.get("kind", d["platform"]) for d in accel})
-        memory = first.get("memory_limit_bytes")
+        memory, in_use = first.get("memory_limit_bytes"), first.get("memory_in_use_bytes") or 0
         more = f" ({len(accel)} devices)" if len(accel) > 1 else ""
-        mem = f", {format_bytes(memory)} of memory" if memory else ""
+        mem = f", {format_bytes(memory - in_use)} of {format_bytes(memory)} memory free" if memory else ""
         return Banner("success", f"Measuring on **{', '.join(kinds)}** ({first['platform'].upper()}"
                                  f"{mem}){more}.")
     return Banner("warning",
@@ -212,11 +212,28 @@ def worker_rows(workers: Mapping[str, Env]) -> list[dict[str, Any]]:
     return rows
 
 
+def device_memory_text(device: Env) -> dict[str, str]:
+    """A device's memory as the worker's allocator reports it (memory_stats: bytes_limit, what
+    this process may use, and bytes_in_use); "n/a" on the CPU, whose memory is the host's."""
+    limit, in_use = device.get("memory_limit_bytes"), device.get("memory_in_use_bytes")
+    if device.get("platform") == "cpu" or limit is None:
+        na = "n/a (host memory)" if device.get("platform") == "cpu" else "not reported"
+        return {"Memory free": na, "Memory limit": na, "Memory in use": na}
+    return {"Memory free": format_bytes(limit - (in_use or 0)), "Memory limit": format_bytes(limit),
+            "Memory in use": format_bytes(in_use)}
+
+
 def device_rows(env: Env) -> list[dict[str, Any]]:
     return [{"Platform": d.get("platform"), "Id": d.get("id"), "Kind": d.get("kind"), "Name": d.get("name"),
-             "Memory limit": format_bytes(d.get("memory_limit_bytes")),
-             "Memory in use": format_bytes(d.get("memory_in_use_bytes"))}
+             **device_memory_text(d)}
             for d in (env.get("jax") or {}).get("devices", [])]
+
+
+def accelerator_memory_rows(workers: Mapping[str, Env]) -> list[dict[str, Any]]:
+    """Each worker's view of each GPU/TPU's memory: both workers share one device, and each
+    allocates on demand (XLA_PYTHON_CLIENT_PREALLOCATE=false), so neither starves the other."""
+    return [{"Worker": precision, "Device": d.get("name"), "Kind": d.get("kind"), **device_memory_text(d)}
+            for precision, worker_env in workers.items() for d in accelerators(worker_env or {})]
 
 
 def blas_rows(env: Env) -> list[dict[str, Any]]:

@@ -19,9 +19,13 @@ from ..model.formatting import (
     format_factor,
     format_speedup,
     format_time,
+    peak_sentence,
+    third_side_verdict,
+    transfer_rate_text,
 )
 from ..model.phases import PHASE_LABELS, PHASES, phase_kind
 from ..model.result import Result
+from ..model.sides import link_name
 
 # What the worker reports while measuring -> what the page says.
 JOB_PHASE_TEXT = {
@@ -36,7 +40,9 @@ JOB_PHASE_TEXT = {
     "dispatch": "Timing dispatch only (unblocked)",
     "fetch": "Timing the device→host fetch",
     "recheck": "Timing more pairs of NumPy and JAX blocks (drift check)",
+    "jax_cpu": "Timing JAX on the CPU (the third side)",
     "agreement": "Checking that the outputs agree",
+    "peak": "Finding the peak rates (the CPU's is measured once per host)",
     "done": "Done",
     "failed": "Failed",
     "cancelled": "Stopped",
@@ -83,14 +89,55 @@ def headline(result: Result) -> list[Figure]:
                + _speedup_range_text(result)),
         Figure("Compile", format_time(result.compile_total_s),
                "Cold trace + lower + XLA compile, paid once per function, shape and dtype."),
-        Figure("Transfer", format_time(result.transfer.median_s),
-               "Host→device copy of the inputs (device_put, blocked)."
-               + (" Near zero here: the CPU backend aliased the NumPy buffer." if result.transfer_zero_copy
-                  else "")),
+        Figure("Transfer", format_time(result.transfer.median_s), transfer_help(result)),
         Figure("Break-even", calls_text(be),
                "Calls before JAX's one-off costs (transfer + compile) are paid back by its faster "
                "runtime: " + format_break_even(be) + "."),
     ]
+
+
+def transfer_help(result: Result) -> str:
+    """The Transfer tile's help: what was copied, across which link, how fast."""
+    text = "Host→device copy of the inputs (device_put, blocked)."
+    if result.transfer_zero_copy:
+        return text + " Near zero here: the CPU backend aliased the NumPy buffer (no copy)."
+    link = link_name(result.backend, result.device_kind)
+    if link is not None:
+        text += f" On a {result.backend.upper()} the copy crosses {link} from host memory to the device's."
+    rate = transfer_rate_text(result)
+    return text + (f" Achieved: {rate}." if rate else "")
+
+
+def third_side_figures(result: Result) -> list[Figure]:
+    """With JAX on the CPU beside JAX on the accelerator: its runtime, its speedup over NumPy,
+    and how much the device adds over XLA on the CPU. [] without the third side."""
+    side = result.jax_cpu
+    if side is None:
+        return []
+    accel = result.backend.upper()
+    gain = side.runtime.median_s / result.runtime.median_s if result.runtime.median_s > 0 else math.inf
+    return [
+        Figure("JAX on CPU", format_time(side.runtime.median_s),
+               "The same jitted function on this machine's CPU (XLA's CPU backend), inputs already there, "
+               "each call blocked: tells whether a speedup comes from XLA or from the device."),
+        Figure("Speedup on CPU", format_factor(result.cpu_speedup),
+               format_speedup(result.cpu_speedup) + ": NumPy runtime / JAX-on-CPU runtime."),
+        Figure(f"{accel} over CPU", format_factor(gain),
+               f"JAX on the CPU / JAX on the {accel}: what the device adds over XLA on the CPU; below 1x "
+               f"the CPU is faster."),
+    ]
+
+
+def third_side_text(result: Result) -> str | None:
+    """The one-line verdict with three sides (formatting.third_side_verdict), or None."""
+    text = third_side_verdict(result)
+    return f"**JAX on the CPU.** {text}" if text else None
+
+
+def peak_text(result: Result) -> str | None:
+    """The fraction-of-peak line (formatting.peak_sentence), or None without a FLOP count."""
+    text = peak_sentence(result)
+    return f"**Fraction of peak.** {text}" if text else None
 
 
 def calls_text(calls: float | None) -> str:
@@ -145,14 +192,18 @@ def _range_sentence(result: Result) -> str:
 
 
 def phase_table(result: Result) -> list[dict[str, Any]]:
-    """Rows for the page's phase table: formatted times and the stability flag."""
+    """Rows for the page's phase table: formatted times and the stability flag; with the third
+    side, JAX on the CPU's median beside each JAX phase."""
     rows = []
     for name in PHASES:
         s = result.phase(name)
+        cpu = {} if result.jax_cpu is None else {
+            "JAX on CPU": "" if name == "numpy" else format_time(getattr(result.jax_cpu, name).median_s)}
         rows.append({
             "Phase": PHASE_LABELS[name],
             "Kind": phase_kind(name),
             "Median": format_time(s.median_s),
+            **cpu,
             "Min": format_time(s.min_s),
             "IQR": format_time(s.iqr_s),
             "95% CI of median": "—" if not math.isfinite(s.rel_ci) else f"±{s.rel_ci:.1%}",
@@ -219,7 +270,11 @@ def float64_rows(agreement: Mapping[str, Any]) -> list[dict[str, str]]:
 
 def notes_markdown(result: Result) -> list[str]:
     """The Notes tab: the run's notes as a list, then what a naive first call would have shown."""
-    notes = list(result.notes) or ["No notes for this run."]
+    notes = list(result.notes)
+    if result.jax_cpu is None and result.backend == "cpu":
+        notes.append("JAX on the CPU (the third side, for runs on a GPU or TPU): n/a here, JAX already ran "
+                     "on the CPU.")
+    notes = notes or ["No notes for this run."]
     return ["\n".join(f"- {note}" for note in notes),
             f"- A naive first call took **{format_time(result.first_call.median_s)}** — that is what `%time f(x)` "
             f"reports, mostly compile, not the {format_time(result.runtime.median_s)} runtime."]
@@ -233,6 +288,8 @@ def sweep_table(results: Sequence[Result]) -> list[dict[str, Any]]:
             "Precision": f"{r.precision} ({r.dtype})",
             "NumPy": format_time(r.numpy_runtime.median_s),
             "JAX": format_time(r.runtime.median_s),
+            **({} if not any(x.jax_cpu for x in results) else {
+                "JAX on CPU": format_time(r.jax_cpu.runtime.median_s) if r.jax_cpu else "n/a"}),
             "Speedup": format_factor(r.speedup),
             "Compile": format_time(r.compile_total_s),
             "Transfer": format_time(r.transfer.median_s),

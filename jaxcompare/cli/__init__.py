@@ -155,7 +155,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                 cli_history.save_result(result, store)
             print(f"{format_shape(shape):>14}{format_time(result.numpy_runtime.median_s):>11}"
                   f"{format_time(result.runtime.median_s):>11}{format_time(result.compile_total_s):>11}"
-                  f"  {format_speedup(result.speedup)}", file=out, flush=True)
+                  f"  {format_speedup(result.speedup)}{_cpu_side(result)}", file=out, flush=True)
     cross = crossover(results)
     if cross is None:
         faster = all(r.speedup >= 1 for r in results)
@@ -171,6 +171,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             "results": [r.to_dict() for r in results],
         })
     return 0
+
+
+def _cpu_side(result: Any) -> str:
+    """A sweep line's third side, where there is one: JAX on the CPU's time and speedup."""
+    if result.jax_cpu is None:
+        return ""
+    return (f"  | JAX on the CPU {format_time(result.jax_cpu.runtime.median_s)}, "
+            f"{format_speedup(result.cpu_speedup)}")
 
 
 def cmd_pitfalls(args: argparse.Namespace) -> int:

@@ -9,9 +9,18 @@ from typing import Any
 
 from ..model.cases import format_shape
 from ..model.errors import BadInput
-from ..model.formatting import dumps, format_break_even, format_speedup, format_time
+from ..model.formatting import (
+    dumps,
+    format_break_even,
+    format_speedup,
+    format_time,
+    peak_sentence,
+    third_side_verdict,
+    transfer_rate_text,
+)
 from ..model.phases import PHASE_LABELS, PHASES
 from ..model.result import Result
+from ..model.sides import JaxSide
 
 
 def write_json(target: str, data: Any) -> None:
@@ -57,11 +66,37 @@ def result_table(result: Result) -> str:
         f"{agreement['max_abs_err']:.3g}, max rel err {agreement['max_rel_err']:.3g} "
         f"(rtol {agreement['rtol']:.0e}, {agreement['method']})",
     ]
+    rate = transfer_rate_text(result)
+    if rate:
+        lines.append(f"  transfer: {rate}")
     if result.gflops("jax") is not None:
+        cpu = f", JAX on the CPU {result.gflops('jax_cpu'):.3g} GFLOP/s" if result.jax_cpu is not None else ""
         lines.append(f"  throughput: NumPy {result.gflops('numpy'):.3g} GFLOP/s, "
-                     f"JAX {result.gflops('jax'):.3g} GFLOP/s")
+                     f"JAX {result.gflops('jax'):.3g} GFLOP/s{cpu}")
+    peak = peak_sentence(result)
+    if peak:
+        lines.append(f"  fraction of peak: {peak}")
+    if result.jax_cpu is not None:
+        lines += _third_side(result, result.jax_cpu)
     lines += [f"  note: {note}" for note in result.notes]
     return "\n".join(lines)
+
+
+def _third_side(result: Result, side: JaxSide) -> list[str]:
+    """JAX on the CPU beside JAX on the accelerator: its phases and where the speedup comes from."""
+    lines = ["", f"  JAX on the CPU ({side.device}), the third side:"]
+    for name in PHASES:
+        if name == "numpy":
+            continue
+        s = getattr(side, name)
+        flag = "yes" if s.stable else f"no: {s.unstable_reason}"
+        lines.append(f"  {PHASE_LABELS[name]:<28}{format_time(s.median_s):>11}{format_time(s.min_s):>11}"
+                     f"{format_time(s.iqr_s):>11}{s.n:>5}{s.loops:>7}  {flag}")
+    lines.append(f"  speedup on the CPU (NumPy / JAX on the CPU): {format_speedup(result.cpu_speedup)}")
+    verdict = third_side_verdict(result)
+    if verdict:
+        lines.append(f"  {verdict}")
+    return lines
 
 
 def _pairs(result: Result) -> list[str]:

@@ -9,7 +9,7 @@ import datetime as dt
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -18,12 +18,14 @@ from ..catalog import get_case
 from ..model.cases import Case, as_tuple, format_shape
 from ..model.errors import BadInput
 from ..model.result import Result
+from ..model.sides import JaxSide, Peak
 from ..model.spec import Spec, TimingConfig
 from ..model.stats import Stats
 from .agreement import compare_outputs
+from .ceilings import ceilings, cpu_device_or_none, matmul_precision
 from .environment import collect as collect_env
 from .environment import resolve_device
-from .memory import check_fits, device_free, estimate, host_available
+from .memory import check_fits, device_memory, estimate, host_available
 from .timing import BLAS_SETTLE_S, NS, Clock, blocking_call, bound_call, combine_blocks, sample
 
 ProgressCallback = Callable[[str, float], None]
@@ -40,8 +42,14 @@ PHASES = (
     ("numpy", 0.16),
     ("runtime", 0.14),
     ("recheck", 0.0),  # only with TimingConfig.runtime_blocks > 1 (weights rescaled)
+    ("jax_cpu", 0.0),  # only with the third side, JAX on the CPU (weights rescaled)
     ("agreement", 0.06),
+    ("peak", 0.0),  # the CPU's matmul rate: cached after the first run on a host
 )
+# The third side's phases, each an equal slice of the "jax_cpu" share.
+CPU_SIDE_PARTS = ("transfer", "compile", "first_call", "dispatch", "fetch", "runtime")
+# The third side's share of the bar: a whole second set of JAX phases, less the NumPy runtime.
+CPU_SIDE_WEIGHT = 0.6
 # A phase's samples move the bar through at most this much of its share: sampling may run
 # past min_samples, and the bar must not reach the next phase before that phase starts.
 SAMPLED_SHARE = 0.95
@@ -51,24 +59,26 @@ def _no_progress(phase: str, fraction: float) -> None:
     return None
 
 
-def phase_weights(runtime_blocks: int) -> dict[str, float]:
+def phase_weights(runtime_blocks: int, cpu_side: bool = False) -> dict[str, float]:
     """Each phase's share of the bar; the later runtime blocks ("recheck") take about as
-    long as the first pair, so with more than one pair the shares are rescaled."""
+    long as the first pair, so with more than one pair the shares are rescaled, and so they
+    are with the third side (JAX on the CPU)."""
     weights = dict(PHASES)
     if runtime_blocks > 1:
         weights["recheck"] = (weights["numpy"] + weights["runtime"]) * (runtime_blocks - 1)
-        total = sum(weights.values())
-        weights = {k: v / total for k, v in weights.items()}
-    return weights
+    if cpu_side:
+        weights["jax_cpu"] = CPU_SIDE_WEIGHT
+    total = sum(weights.values())
+    return {k: v / total for k, v in weights.items()}
 
 
 class Progress:
     """Turns "phase X has taken k of its n samples" into the overall fraction done that the
     worker reports; starting a phase counts the one before it as done."""
 
-    def __init__(self, report: ProgressCallback, timing: TimingConfig) -> None:
+    def __init__(self, report: ProgressCallback, timing: TimingConfig, cpu_side: bool = False) -> None:
         self._report = report
-        self._weights = phase_weights(timing.runtime_blocks)
+        self._weights = phase_weights(timing.runtime_blocks, cpu_side)
         self._expected = max(timing.min_samples, 1)
         self._block_expected = max(timing.for_runtime_block().min_samples, 1)
         self._later_blocks = 2 * (timing.runtime_blocks - 1)
@@ -80,6 +90,14 @@ class Progress:
         self._enter(phase)
         self._report(phase, self._done)
         return self._sampled(phase, self._expected)
+
+    def part(self, phase: str, index: int, parts: int) -> SampleCallback:
+        """Report that part ``index`` of ``parts`` of ``phase`` started (the third side's
+        phases share "jax_cpu"); returns the callback for its samples."""
+        self._enter(phase)
+        on_sample = self._sampled(phase, self._expected, index, parts)
+        on_sample(0)
+        return on_sample
 
     def runtime_block(self, index: int, library: str) -> SampleCallback:
         """Report that runtime block ``index`` started; returns the callback for its samples.
@@ -130,10 +148,15 @@ def check_precision(precision: str) -> None:
         raise RuntimeError(f"worker x64 mode gives {got} but the spec asks for {want}")
 
 
-def check_memory(case: Case, spec: Spec, device: Any) -> None:
-    """Refuse before allocating when inputs + outputs (from jax.eval_shape) will not fit."""
+def check_memory(case: Case, spec: Spec, device: Any, *, cpu_side: bool = False) -> None:
+    """Refuse before allocating when inputs + outputs (from jax.eval_shape) will not fit; with
+    the third side on an accelerator, its CPU copies count against host memory too."""
     est = estimate(case, spec.shape, spec.dtype, backend=device.platform)
-    check_fits(est, case.name, spec.shape, host_free=host_available(), device_free_bytes=device_free(device))
+    if cpu_side and device.platform != "cpu":
+        est = replace(est, host_bytes=est.host_bytes + est.device_bytes)
+    free, total = device_memory(device) or (None, None)
+    check_fits(est, case.name, spec.shape, host_free=host_available(), device_free_bytes=free,
+               device_total_bytes=total)
 
 
 def build_inputs(case: Case, spec: Spec) -> tuple[np.ndarray, ...]:
@@ -195,26 +218,57 @@ class _Run:
     progress: Progress
 
 
+StartPhase = Callable[[str], SampleCallback]
+
+
+@dataclass(frozen=True)
+class DevicePhases:
+    """JAX's one-off and per-call phases on one device, and what the later phases reuse: the
+    warm jitted function, the inputs on the device, and JAX's output on the host."""
+
+    transfer: Stats
+    trace: Stats
+    lower: Stats
+    compile: Stats
+    first_call: Stats
+    dispatch: Stats
+    fetch: Stats
+    transfer_zero_copy: bool
+    fetch_zero_copy: bool
+    transfer_bytes: int
+    jitted: Any
+    dev_inputs: Any
+    jax_out: tuple[np.ndarray, ...]
+
+
 def measure(spec: Spec, progress: ProgressCallback = _no_progress, clock: Clock = time.perf_counter_ns,
-            *, case: Case | None = None) -> Result:
+            *, cpu_side: bool | None = None, case: Case | None = None) -> Result:
     """Run every phase of the protocol for ``spec`` and return the Result: inputs, transfer,
-    cold compile, first call, dispatch, fetch, the two runtimes side by side, agreement.
+    cold compile, first call, dispatch, fetch, the two runtimes side by side, the third side
+    (JAX on the CPU), agreement, and the ceilings for the fraction of peak.
+
+    ``cpu_side``: measure JAX on the CPU as a third side; by default only when the device is a
+    GPU or TPU (True also measures it on a CPU-only host, where it repeats the main side).
     ``case``: a Case sent with the job (a notebook's functions) instead of the catalog's."""
     check_precision(spec.precision)
     case = get_case(spec.case, spec.cases_file) if case is None else case
     case.check_shape(spec.shape)
     device = resolve_device(spec.device)
-    check_memory(case, spec, device)
-    run = _Run(case, spec.timing, clock, Progress(progress, spec.timing))
+    cpu = cpu_device_or_none()
+    want_cpu_side = device.platform != "cpu" if cpu_side is None else cpu_side
+    check_memory(case, spec, device, cpu_side=want_cpu_side and cpu is not None)
+    run = _Run(case, spec.timing, clock, Progress(progress, spec.timing, cpu_side=want_cpu_side and cpu is not None))
 
     host_inputs, numpy_out = _inputs(run, spec)
-    transfer_stats, dev_inputs, transfer_zero_copy = _transfer(run, host_inputs, device)
-    trace_stats, lower_stats, compile_stats = _cold_compile(run, dev_inputs)
-    first_call_stats = _first_call(run, dev_inputs)
-    jitted, dispatch_stats = _dispatch(run, dev_inputs)
-    fetch_stats, jax_out, fetch_zero_copy = _fetch(run, jitted, dev_inputs)
-    numpy_stats, runtime_stats, protocol = _runtimes(run, jitted, host_inputs, dev_inputs, device)
-    agreement = _agreement(run, spec, host_inputs, numpy_out, jax_out)
+    main = device_phases(run, host_inputs, device, run.progress.start)
+    numpy_stats, runtime_stats, protocol = _runtimes(run, main.jitted, host_inputs, main.dev_inputs, device)
+    protocol["matmul_precision"] = matmul_precision()
+    jax_cpu = None
+    if want_cpu_side and cpu is not None:
+        jax_cpu = measure_jax_side(run, spec, host_inputs, numpy_out, cpu)
+    agreement = _agreement(run, spec, host_inputs, numpy_out, main.jax_out)
+    flops = case.flop_count(spec.shape)
+    peak = _peak(run, spec, device, flops, with_cpu_side=jax_cpu is not None)
     run.progress.complete()
     return Result(
         id=uuid.uuid4().hex,
@@ -226,21 +280,66 @@ def measure(spec: Spec, progress: ProgressCallback = _no_progress, clock: Clock 
         device=str(device),
         device_kind=getattr(device, "device_kind", device.platform),
         numpy_runtime=numpy_stats,
-        transfer=transfer_stats,
-        trace=trace_stats,
-        lower=lower_stats,
-        compile=compile_stats,
-        first_call=first_call_stats,
+        transfer=main.transfer,
+        trace=main.trace,
+        lower=main.lower,
+        compile=main.compile,
+        first_call=main.first_call,
         runtime=runtime_stats,
-        dispatch=dispatch_stats,
-        fetch=fetch_stats,
+        dispatch=main.dispatch,
+        fetch=main.fetch,
         agreement=agreement,
         env=collect_env(),
-        flops=case.flop_count(spec.shape),
-        transfer_zero_copy=transfer_zero_copy,
-        fetch_zero_copy=fetch_zero_copy,
-        notes=_notes(spec, agreement, transfer_zero_copy),
+        flops=flops,
+        transfer_zero_copy=main.transfer_zero_copy,
+        fetch_zero_copy=main.fetch_zero_copy,
+        notes=_notes(spec, agreement, main.transfer_zero_copy, cpu_side_missing=want_cpu_side and cpu is None),
         protocol=protocol,
+        transfer_bytes=main.transfer_bytes,
+        jax_cpu=jax_cpu,
+        peak=peak,
+    )
+
+
+def device_phases(run: _Run, host_inputs: tuple[np.ndarray, ...], device: Any, start: StartPhase) -> DevicePhases:
+    """JAX's phases on ``device``: transfer, cold compile, first call, dispatch, fetch. The
+    accelerator and the third side (JAX on the CPU) both go through here; ``start(phase)``
+    reports a phase's start and returns the callback for its samples."""
+    transfer_stats, dev_inputs, transfer_zero_copy = _transfer(run, host_inputs, device, start)
+    trace_stats, lower_stats, compile_stats = _cold_compile(run, dev_inputs, start)
+    first_call_stats = _first_call(run, dev_inputs, start)
+    jitted, dispatch_stats = _dispatch(run, dev_inputs, start)
+    fetch_stats, jax_out, fetch_zero_copy = _fetch(run, jitted, dev_inputs, start)
+    return DevicePhases(
+        transfer=transfer_stats, trace=trace_stats, lower=lower_stats, compile=compile_stats,
+        first_call=first_call_stats, dispatch=dispatch_stats, fetch=fetch_stats,
+        transfer_zero_copy=transfer_zero_copy, fetch_zero_copy=fetch_zero_copy,
+        transfer_bytes=int(sum(a.nbytes for a in host_inputs)), jitted=jitted, dev_inputs=dev_inputs,
+        jax_out=jax_out)
+
+
+def measure_jax_side(run: _Run, spec: Spec, host_inputs: tuple[np.ndarray, ...],
+                     numpy_out: tuple[np.ndarray, ...], device: Any) -> JaxSide:
+    """The third side: every JAX phase again on ``device`` (the CPU), then its blocked runtime
+    on its own, after the NumPy and accelerator runtimes (it competes with NumPy's BLAS for the
+    same cores, so it settles first), and its output against NumPy's."""
+    def start(phase: str) -> SampleCallback:
+        return run.progress.part("jax_cpu", CPU_SIDE_PARTS.index(phase), len(CPU_SIDE_PARTS))
+
+    phases = device_phases(run, host_inputs, device, start)
+    call = blocking_call(phases.jitted, phases.dev_inputs)
+    compiled_before = _compiled_count(phases.jitted)
+    runtime = sample(call, run.timing.for_runtime(), clock=run.clock, settle_s=BLAS_SETTLE_S,
+                     on_sample=start("runtime"))
+    agreement = compare_outputs(run.case, spec.dtype, host_inputs, numpy_out, phases.jax_out, None)
+    return JaxSide(
+        device=str(device), device_kind=getattr(device, "device_kind", device.platform),
+        transfer=phases.transfer, trace=phases.trace, lower=phases.lower, compile=phases.compile,
+        first_call=phases.first_call, runtime=runtime, dispatch=phases.dispatch, fetch=phases.fetch,
+        transfer_zero_copy=phases.transfer_zero_copy, fetch_zero_copy=phases.fetch_zero_copy,
+        transfer_bytes=phases.transfer_bytes,
+        protocol=_protocol(call, phases.jitted, compiled_before, phases.dev_inputs, device),
+        agreement={k: agreement[k] for k in ("ok", "max_abs_err", "max_rel_err", "rtol", "method")},
     )
 
 
@@ -253,7 +352,8 @@ def _inputs(run: _Run, spec: Spec) -> tuple[tuple[np.ndarray, ...], tuple[np.nda
     return host_inputs, numpy_out
 
 
-def _transfer(run: _Run, host_inputs: tuple[np.ndarray, ...], device: Any) -> tuple[Stats, Any, bool]:
+def _transfer(run: _Run, host_inputs: tuple[np.ndarray, ...], device: Any,
+              start: StartPhase) -> tuple[Stats, Any, bool]:
     """Host -> device, blocked; each sample frees its copy. Returns the stats, the inputs on
     the device, and whether the device arrays alias the host buffers (CPU zero-copy)."""
     import jax
@@ -261,22 +361,22 @@ def _transfer(run: _Run, host_inputs: tuple[np.ndarray, ...], device: Any) -> tu
     stats = sample(
         lambda: jax.block_until_ready(jax.device_put(host_inputs, device)),
         run.timing, clock=run.clock, teardown=_delete, settle_s=BLAS_SETTLE_S,
-        on_sample=run.progress.start("transfer"),
+        on_sample=start("transfer"),
     )
     dev_inputs = jax.block_until_ready(jax.device_put(host_inputs, device))
     return stats, dev_inputs, _aliases(host_inputs, dev_inputs)
 
 
-def _cold_compile(run: _Run, dev_inputs: Any) -> tuple[Stats, Stats, Stats]:
+def _cold_compile(run: _Run, dev_inputs: Any, start: StartPhase) -> tuple[Stats, Stats, Stats]:
     """Trace, lower and compile, caches cleared before each sample."""
     import jax
 
     _user_call(run.case, "jax_fn", jax.jit(run.case.jax_fn), dev_inputs)  # a broken port fails here
     return measure_compile(run.case.jax_fn, dev_inputs, run.timing, clock=run.clock,
-                           on_sample=run.progress.start("compile"))
+                           on_sample=start("compile"))
 
 
-def _first_call(run: _Run, dev_inputs: Any) -> Stats:
+def _first_call(run: _Run, dev_inputs: Any, start: StartPhase) -> Stats:
     """The first call with a cold cache: what a naive %time shows."""
     import jax
 
@@ -284,11 +384,11 @@ def _first_call(run: _Run, dev_inputs: Any) -> Stats:
     return sample(
         lambda: jax.block_until_ready(jax.jit(run.case.jax_fn)(*dev_inputs)),
         cfg, clock=run.clock, setup=jax.clear_caches, min_samples=cfg.compile_samples, warmup=False,
-        budget_s=cfg.phase_budget_s * 2, on_sample=run.progress.start("first_call"),
+        budget_s=cfg.phase_budget_s * 2, on_sample=start("first_call"),
     )
 
 
-def _dispatch(run: _Run, dev_inputs: Any) -> tuple[Any, Stats]:
+def _dispatch(run: _Run, dev_inputs: Any, start: StartPhase) -> tuple[Any, Stats]:
     """Dispatch only: the call returns before the work is done, so it is blocked outside
     the timer. Returns the warm jitted function the later phases call, and the stats."""
     import jax
@@ -296,11 +396,11 @@ def _dispatch(run: _Run, dev_inputs: Any) -> tuple[Any, Stats]:
     jitted = jax.jit(run.case.jax_fn)
     jax.block_until_ready(jitted(*dev_inputs))
     stats = sample(lambda: jitted(*dev_inputs), run.timing, clock=run.clock, teardown=jax.block_until_ready,
-                   on_sample=run.progress.start("dispatch"))
+                   on_sample=start("dispatch"))
     return jitted, stats
 
 
-def _fetch(run: _Run, jitted: Any, dev_inputs: Any) -> tuple[Stats, tuple[np.ndarray, ...], bool]:
+def _fetch(run: _Run, jitted: Any, dev_inputs: Any, start: StartPhase) -> tuple[Stats, tuple[np.ndarray, ...], bool]:
     """Device -> host of a fresh, ready result (np.asarray caches its copy). Returns the
     stats, JAX's output on the host, and whether that output aliases the device buffers."""
     import jax
@@ -312,7 +412,7 @@ def _fetch(run: _Run, jitted: Any, dev_inputs: Any) -> tuple[Stats, tuple[np.nda
         fresh.append(jax.block_until_ready(jitted(*dev_inputs)))
 
     stats = sample(lambda: jax.tree_util.tree_map(np.asarray, fresh[0]), run.timing, clock=run.clock,
-                   setup=fresh_result, on_sample=run.progress.start("fetch"))
+                   setup=fresh_result, on_sample=start("fetch"))
     result = jax.block_until_ready(jitted(*dev_inputs))
     return stats, as_tuple(jax.tree_util.tree_leaves(result)), _aliases_out(result)
 
@@ -337,13 +437,28 @@ def _runtimes(run: _Run, jitted: Any, host_inputs: tuple[np.ndarray, ...], dev_i
                                       settle_s=settle_s))
         previous = library
     rel_ci = cfg.for_runtime().rel_ci
-    protocol = {
-        "blocked": calls["runtime"].finished_when_timed,
+    protocol = _protocol(calls["runtime"], jitted, compiled_before, dev_inputs, device)
+    return (combine_blocks(blocks["numpy"], rel_ci, cfg.drift_tolerance, "the NumPy median"),
+            combine_blocks(blocks["runtime"], rel_ci, cfg.drift_tolerance, "the JAX median"), protocol)
+
+
+def _protocol(call: Any, jitted: Any, compiled_before: int | None, dev_inputs: Any, device: Any) -> dict[str, Any]:
+    """How a JAX runtime was really timed, observed on the arrays after the timed calls."""
+    return {
+        "blocked": call.finished_when_timed,
         "compile_excluded": compiled_before is not None and compiled_before == _compiled_count(jitted) > 0,
         "inputs_on_device": _on_device(dev_inputs, device),
     }
-    return (combine_blocks(blocks["numpy"], rel_ci, cfg.drift_tolerance, "the NumPy median"),
-            combine_blocks(blocks["runtime"], rel_ci, cfg.drift_tolerance, "the JAX median"), protocol)
+
+
+def _peak(run: _Run, spec: Spec, device: Any, flops: float | None, *, with_cpu_side: bool) -> Peak | None:
+    """The ceilings for the fraction of peak, for cases with a FLOP count. NumPy's is the CPU's
+    rate at the dtype NumPy computes in (numpy.linalg upcasts float32 to float64)."""
+    if flops is None:
+        return None
+    run.progress.start("peak")
+    numpy_dtype = run.case.summary().get("numpy_computes_in") or spec.dtype
+    return ceilings(device, spec.dtype, numpy_dtype, with_cpu_side=with_cpu_side)
 
 
 def _compiled_count(jitted: Any) -> int | None:
@@ -374,9 +489,13 @@ def _agreement(run: _Run, spec: Spec, host_inputs: tuple[np.ndarray, ...], numpy
     return compare_outputs(run.case, spec.dtype, host_inputs, numpy_out, jax_out, ref64)
 
 
-def _notes(spec: Spec, agreement: dict[str, Any], transfer_zero_copy: bool) -> tuple[str, ...]:
+def _notes(spec: Spec, agreement: dict[str, Any], transfer_zero_copy: bool, *,
+           cpu_side_missing: bool = False) -> tuple[str, ...]:
     """What a reader of the Result must know to read its numbers right."""
     notes = []
+    if cpu_side_missing:
+        notes.append("JAX on the CPU was not measured: this worker's JAX has no CPU backend "
+                     "(JAX_PLATFORMS leaves it out)")
     if transfer_zero_copy:
         notes.append(
             "transfer is near zero because the CPU backend aliased the NumPy buffer (zero-copy): "

@@ -102,8 +102,10 @@ def host_available() -> int | None:
         return None
 
 
-def device_free(device: Any) -> int | None:
-    """Free bytes on an accelerator, if it says (CPU devices do not)."""
+def device_memory(device: Any) -> tuple[int, int] | None:
+    """(free, total) bytes on an accelerator from ``memory_stats()``: ``bytes_limit`` is what
+    this process's allocator may use, ``bytes_in_use`` what it holds. None where the device
+    does not say (CPU devices)."""
     try:
         stats = device.memory_stats() or {}
     except Exception:
@@ -111,11 +113,18 @@ def device_free(device: Any) -> int | None:
     limit = stats.get("bytes_limit")
     if limit is None:
         return None
-    return int(limit - stats.get("bytes_in_use", 0))
+    return int(limit - stats.get("bytes_in_use", 0)), int(limit)
+
+
+def device_free(device: Any) -> int | None:
+    """Free bytes on an accelerator, if it says (CPU devices do not)."""
+    memory = device_memory(device)
+    return memory[0] if memory else None
 
 
 def check_fits(est: MemoryEstimate, case_name: str, shape: tuple[int, ...], *,
-               host_free: int | None, device_free_bytes: int | None) -> None:
+               host_free: int | None, device_free_bytes: int | None,
+               device_total_bytes: int | None = None) -> None:
     """Refuse, naming the limit, when the estimate does not fit; allocate nothing."""
     tag = f"{case_name} at {format_shape(shape)}"
     if host_free is not None and est.host_bytes > HOST_FRACTION * host_free:
@@ -125,4 +134,5 @@ def check_fits(est: MemoryEstimate, case_name: str, shape: tuple[int, ...], *,
     if device_free_bytes is not None and est.device_bytes > DEVICE_FRACTION * device_free_bytes:
         raise TooLarge(f"{tag} needs about {format_bytes(est.device_bytes)} of device memory; "
                        f"the limit here is {format_bytes(DEVICE_FRACTION * device_free_bytes)} "
-                       f"({DEVICE_FRACTION:.0%} of {format_bytes(device_free_bytes)} free)")
+                       f"({DEVICE_FRACTION:.0%} of {format_bytes(device_free_bytes)} free"
+                       + (f" of {format_bytes(device_total_bytes)}" if device_total_bytes else "") + ")")

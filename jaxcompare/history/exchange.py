@@ -66,8 +66,11 @@ def check(result: Result) -> tuple[dict[str, Any], str]:
         raise BadInput(f"expected a Result, got {type(result).__name__}")
     if not result.id or len(result.id) > 200 or not result.id.isprintable():
         raise BadInput(f"result id {result.id!r} must be 1–200 printable characters")
-    for name in PHASES:
-        stats = result.phase(name)
+    third = result.jax_cpu
+    phases = [(name, result.phase(name)) for name in PHASES]
+    if third is not None:  # the third side's phases are checked the same way
+        phases += [(f"jax_cpu.{name}", getattr(third, name)) for name in PHASES if name != "numpy"]
+    for name, stats in phases:
         for field in ("median_s", "min_s", "mean_s", "std_s", "iqr_s"):
             value = getattr(stats, field)
             if isinstance(value, bool) or not isinstance(value, int | float):

@@ -8,6 +8,7 @@ from typing import Any
 
 from .errors import BadInput
 from .phases import COMPILE_PHASES
+from .sides import JaxSide, Peak, fraction
 from .spec import Spec
 from .stats import Stats
 
@@ -47,6 +48,12 @@ class Result:
     # How the JAX runtime was really timed, as measure() observed it on the arrays: blocked,
     # compile_excluded, inputs_on_device (bools). Empty when not recorded; the checklist reads it.
     protocol: dict[str, Any] = field(default_factory=dict)
+    # Bytes of the inputs the transfer phase copied (None: saved before it was recorded).
+    transfer_bytes: int | None = None
+    # JAX on the CPU beside JAX on a GPU/TPU (None on a CPU-only host, or when not measured).
+    jax_cpu: JaxSide | None = None
+    # The ceilings for the fraction of peak (None without a FLOP count).
+    peak: Peak | None = None
 
     # --- derived figures -------------------------------------------------------------
     @property
@@ -104,10 +111,43 @@ class Result:
         return (self.transfer.median_s + self.compile_total_s) / saving
 
     def gflops(self, side: str) -> float | None:
-        stats = self.numpy_runtime if side == "numpy" else self.runtime
-        if self.flops is None or stats.median_s <= 0:
+        """Throughput of ``side`` ("numpy", "jax" or "jax_cpu") in GFLOP/s; None without one."""
+        stats = self.side_runtime(side)
+        if self.flops is None or stats is None or stats.median_s <= 0:
             return None
         return self.flops / stats.median_s / 1e9
+
+    def side_runtime(self, side: str) -> Stats | None:
+        """The runtime statistics of "numpy", "jax" or "jax_cpu" (None when not measured)."""
+        if side == "jax_cpu":
+            return self.jax_cpu.runtime if self.jax_cpu is not None else None
+        return self.numpy_runtime if side == "numpy" else self.runtime
+
+    @property
+    def cpu_speedup(self) -> float | None:
+        """NumPy median over JAX-on-the-CPU median; None without the third side."""
+        if self.jax_cpu is None:
+            return None
+        cpu = self.jax_cpu.runtime.median_s
+        return self.numpy_runtime.median_s / cpu if cpu > 0 else math.inf
+
+    def peak_fraction(self, side: str) -> float | None:
+        """``side``'s FLOP rate as a share of its ceiling: NumPy's and JAX-on-the-CPU's is the
+        CPU's measured matmul rate, JAX's the device's (Peak)."""
+        if self.peak is None:
+            return None
+        stats = self.side_runtime(side)
+        ceiling = {"numpy": self.peak.numpy_flops_per_s, "jax": self.peak.flops_per_s,
+                   "jax_cpu": self.peak.cpu_flops_per_s}.get(side)
+        return fraction(self.flops, stats.median_s, ceiling) if stats is not None else None
+
+    @property
+    def transfer_bytes_per_s(self) -> float | None:
+        """Host->device bytes per second of the transfer phase; None when nothing was copied
+        (CPU zero-copy) or the size is unknown."""
+        if self.transfer_zero_copy or not self.transfer_bytes or not self.transfer.median_s > 0:
+            return None
+        return self.transfer_bytes / self.transfer.median_s
 
     @property
     def case(self) -> str:
@@ -150,7 +190,9 @@ class Result:
                 "dispatch": self.dispatch.to_dict(),
                 "fetch": self.fetch.to_dict(),
                 "fetch_zero_copy": self.fetch_zero_copy,
+                "transfer_bytes": self.transfer_bytes,
             },
+            "jax_cpu": self._jax_cpu_dict(),
             "speedup": finite_or_none(self.speedup),
             "speedup_range": [finite_or_none(x) for x in self.speedup_range],
             "speedup_pairs": list(self.speedup_pairs),
@@ -158,12 +200,25 @@ class Result:
             "break_even_calls": be,
             "flops": self.flops,
             "gflops": {"numpy": self.gflops("numpy"), "jax": self.gflops("jax")},
+            "peak": self._peak_dict(),
             "agreement": self.agreement,
             "notes": list(self.notes),
             "protocol": dict(self.protocol),
             "spec": self.spec.to_dict(),
             "env": self.env,
         }
+
+    def _jax_cpu_dict(self) -> dict[str, Any] | None:
+        if self.jax_cpu is None:
+            return None
+        return self.jax_cpu.to_dict() | {"speedup": finite_or_none(self.cpu_speedup),
+                                         "gflops": self.gflops("jax_cpu")}
+
+    def _peak_dict(self) -> dict[str, Any] | None:
+        if self.peak is None:
+            return None
+        return self.peak.to_dict() | {f"{side}_fraction": self.peak_fraction(side)
+                                      for side in ("numpy", "jax", "jax_cpu")}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Result:
@@ -194,12 +249,20 @@ class Result:
                 fetch_zero_copy=bool(jax.get("fetch_zero_copy", False)),
                 notes=tuple(data.get("notes") or ()),
                 protocol=dict(data.get("protocol") or {}),
+                transfer_bytes=_int_or_none(jax.get("transfer_bytes")),
+                # Results saved before the third side and the peaks have neither key.
+                jax_cpu=JaxSide.from_dict(data["jax_cpu"]) if data.get("jax_cpu") else None,
+                peak=Peak.from_dict(data["peak"]) if data.get("peak") else None,
                 **stats,
             )
         except BadInput:
             raise
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise BadInput(f"malformed result: {type(exc).__name__}: {exc}") from None
+
+
+def _int_or_none(value: Any) -> int | None:
+    return None if value is None or isinstance(value, bool) else int(value)
 
 
 def finite_or_none(value: Any) -> float | None:

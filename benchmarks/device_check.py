@@ -1,0 +1,306 @@
+"""What jaxcompare measures on this machine's accelerator, in one run: `make device-check`.
+
+    python benchmarks/device_check.py                 # on a GPU or TPU: under 7 minutes
+    python benchmarks/device_check.py --small         # a small size (what the tests run)
+    python benchmarks/device_check.py --out DIR       # where DEVICE.md and the JSON go (benchmarks/)
+
+It prints the devices each worker sees, runs the catalog's self-check on the device (x32 and
+x64), the JAX docs' example (centered_gram at 1000x1000, x32, careful timing) beside the docs'
+own Colab numbers, the pitfalls lab (TF32 included), and a short matmul size sweep; then checks
+that both workers (x32 and x64) are still the processes that started, sharing the device.
+It writes DEVICE.md (the tables and the environment) and device-check.json, a
+`jaxcompare.export/1` file that `jaxcompare import` and the History page take.
+
+Without a GPU or TPU it says so and runs everything at a small size on the CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import math
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from jaxcompare import JaxCompareError, Result, Runner, Spec, TimingConfig  # noqa: E402
+from jaxcompare.analysis.checks import checklist, overall  # noqa: E402
+from jaxcompare.history.exchange import export_json  # noqa: E402
+from jaxcompare.model.cases import format_shape  # noqa: E402
+from jaxcompare.model.formatting import (  # noqa: E402
+    dumps,
+    format_bytes,
+    format_factor,
+    format_time,
+    peak_sentence,
+    third_side_verdict,
+    transfer_rate_text,
+)
+
+# The JAX docs' "Benchmarking JAX code" example (centered Gram matrix, 1000x1000, float32), as
+# the docs measured it on a Colab GPU.
+COLAB = {"numpy": 16.2e-3, "transfer": 1.26e-3, "compile": 193e-3, "runtime": 485e-6}
+DOCS_CASE, DOCS_SHAPE = "centered_gram", (1000, 1000)
+
+
+class Plan:
+    """The sizes and timing of one run: the full plan on an accelerator, a small one otherwise."""
+
+    def __init__(self, small: bool) -> None:
+        self.small = small
+        self.timing = TimingConfig.preset("quick" if small else "careful")
+        self.docs_shape = (200, 200) if small else DOCS_SHAPE
+        self.sweep = [(n, n) for n in ((16, 64) if small else (256, 1024, 4096))]
+        self.sweep_timing = TimingConfig.preset("quick")
+        # The self-check covers the catalog on a device; at the small size a sample of it.
+        self.selfcheck_cases = ["matmul", "centered_gram", "svd", "cumsum", "logsumexp"] if small else None
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--small", action="store_true", help="small sizes and quick timing (automatic without an "
+                   "accelerator)")
+    p.add_argument("--out", default=str(HERE), help="folder for DEVICE.md and device-check.json (default: benchmarks/)")
+    p.add_argument("--timeout", type=float, default=300.0, help="deadline per job, seconds (default 300)")
+    p.add_argument("--budget", type=float, default=390.0, help="seconds after which the remaining parts are "
+                   "skipped and listed, so a run stays under 7 minutes (default 390)")
+    return p.parse_args(argv)
+
+
+def say(text: str) -> None:
+    print(text, flush=True)
+
+
+def accelerators(env: dict[str, Any]) -> list[dict[str, Any]]:
+    return [d for d in (env.get("jax") or {}).get("devices", []) if d.get("platform") in ("gpu", "tpu")]
+
+
+def worker_state(runner: Runner) -> dict[str, dict[str, Any]]:
+    """Each worker's pid and environment (its devices and their memory, as it sees them)."""
+    state = {}
+    for precision in ("x32", "x64"):
+        job = runner.submit_environment(precision)
+        env = job.wait()
+        state[precision] = {"pid": job.worker_pid, "env": env}
+    return state
+
+
+def stage(name: str, report: dict[str, Any], fn: Callable[[], Any]) -> Any:
+    """Run one part, timed; a failure is recorded in one line and the run goes on. Past the
+    budget the part is skipped (and listed), so the whole run keeps its time limit."""
+    say(f"\n== {name}")
+    start = time.perf_counter()
+    if start > report["deadline"]:
+        report["failures"].append(f"{name}: skipped, the run's time budget was spent")
+        say("   skipped: the time budget was spent")
+        return None
+    try:
+        value = fn()
+    except JaxCompareError as exc:
+        report["failures"].append(f"{name}: {exc}")
+        say(f"   failed: {exc}")
+        value = None
+    report["durations_s"][name] = round(time.perf_counter() - start, 1)
+    return value
+
+
+def selfcheck(runner: Runner, plan: Plan) -> dict[str, list[dict[str, Any]]]:
+    out = {}
+    for precision in ("x32", "x64"):
+        records = runner.selfcheck(precision, plan.selfcheck_cases)
+        bad = [r["case"] for r in records if not r.get("ok")]
+        say(f"   {precision}: {len(records) - len(bad)} of {len(records)} cases agree"
+            + (f"; disagree: {', '.join(bad)}" if bad else ""))
+        out[precision] = records
+    return out
+
+
+def docs_example(runner: Runner, plan: Plan) -> Result:
+    result = runner.run(Spec(DOCS_CASE, plan.docs_shape, precision="x32", timing=plan.timing))
+    for label, mine, theirs in docs_rows(result):
+        say(f"   {label:<24}{mine:>12}   (docs, Colab: {theirs})")
+    for line in filter(None, (third_side_verdict(result), peak_sentence(result))):
+        say(f"   {line}")
+    return result
+
+
+def docs_rows(result: Result) -> list[tuple[str, str, str]]:
+    colab_speedup = COLAB["numpy"] / COLAB["runtime"]
+    rows = [
+        ("NumPy runtime", format_time(result.numpy_runtime.median_s), format_time(COLAB["numpy"])),
+        ("Transfer host→device", format_time(result.transfer.median_s), format_time(COLAB["transfer"])),
+        ("Compile (trace+lower+XLA)", format_time(result.compile_total_s), format_time(COLAB["compile"])),
+        ("JAX runtime (blocked)", format_time(result.runtime.median_s), format_time(COLAB["runtime"])),
+        ("Speedup", format_factor(result.speedup), format_factor(colab_speedup)),
+    ]
+    if result.jax_cpu is not None:
+        rows.append(("JAX on the CPU", format_time(result.jax_cpu.runtime.median_s), "—"))
+    return rows
+
+
+def pitfalls(runner: Runner, plan: Plan) -> dict[str, Any]:
+    report = runner.submit_pitfalls(Spec(DOCS_CASE, plan.docs_shape, precision="x32", timing=plan.timing)).wait()
+    for p in report["pitfalls"]:
+        flag = "" if p["applicable"] else "  (not applicable here)"
+        say(f"   {p['title']}{flag}\n      naive: {p['naive']['conclusion']}\n"
+            f"      right: {p['correct']['conclusion']}")
+    return report
+
+
+def sweep(runner: Runner, plan: Plan) -> list[Result]:
+    results = []
+    for shape in plan.sweep:
+        r = runner.run(Spec("matmul", shape, precision="x32", timing=plan.sweep_timing))
+        cpu = f", JAX on the CPU {format_time(r.jax_cpu.runtime.median_s)}" if r.jax_cpu else ""
+        say(f"   {format_shape(shape):>10}: NumPy {format_time(r.numpy_runtime.median_s)}, JAX "
+            f"{format_time(r.runtime.median_s)}{cpu}, speedup {format_factor(r.speedup)}")
+        results.append(r)
+    return results
+
+
+# --- DEVICE.md ----------------------------------------------------------------------------------
+def table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    cells = [header, ["---"] * len(header), *[[str(c).replace("|", "\\|") for c in row] for row in rows]]
+    return ["| " + " | ".join(row) + " |" for row in cells]
+
+
+def percent(share: float | None) -> str:
+    return "—" if share is None or not math.isfinite(share) else f"{share:.1%}"
+
+
+def device_md(report: dict[str, Any], plan: Plan, docs: Result | None, pits: dict[str, Any] | None,
+              results: list[Result], checks: dict[str, list[dict[str, Any]]] | None) -> str:
+    env = report["workers"]["x32"]["env"]
+    lines = ["# Device check", "",
+             f"Written by `make device-check` (`benchmarks/device_check.py`) on {report['finished']}, in "
+             f"{report['elapsed_s']:.0f} s.", ""]
+    if not report["accelerator"]:
+        lines += ["**No accelerator was found** (no GPU or TPU visible to JAX): everything below ran on JAX's "
+                  "CPU backend at a small size, with quick timing.", ""]
+    elif plan.small:
+        lines += ["Ran at the small size (`--small`), with quick timing.", ""]
+
+    lines += ["## Devices", ""]
+    rows = []
+    for precision, state in report["workers"].items():
+        for d in (state["env"].get("jax") or {}).get("devices", []):
+            limit, used = d.get("memory_limit_bytes"), d.get("memory_in_use_bytes")
+            free = format_bytes(limit - (used or 0)) if limit is not None else "n/a"
+            rows.append([precision, state["pid"], d.get("platform"), d.get("kind"), d.get("name"), free,
+                         format_bytes(limit) if limit is not None else "n/a", format_bytes(used) if used else "n/a"])
+    lines += table(["worker", "pid", "platform", "kind", "device", "memory free", "memory limit", "in use"], rows)
+    lines += ["", report["workers_alive"], ""]
+
+    if checks:
+        lines += ["## Self-check (agreement of each case with NumPy, on the device)", ""]
+        rows = []
+        for precision, records in checks.items():
+            bad = [r["case"] for r in records if not r.get("ok")]
+            rows.append([precision, len(records), len(records) - len(bad), ", ".join(bad) or "none"])
+        lines += table(["precision", "cases", "agree", "disagree"], rows) + [""]
+
+    if docs is not None:
+        lines += [f"## The JAX docs' example: {DOCS_CASE} {format_shape(docs.shape)}, x32, "
+                  f"{docs.spec.timing.preset_name} timing", ""]
+        if docs.shape != DOCS_SHAPE:
+            lines += [f"At {format_shape(docs.shape)}, not the docs' 1000x1000: the Colab column is a reference "
+                      "for the order of things only.", ""]
+        lines += table([f"phase ({docs.device_kind})", "this machine", "JAX docs (Colab GPU)"],
+                       [list(row) for row in docs_rows(docs)]) + [""]
+        rate = transfer_rate_text(docs)
+        for line in filter(None, (third_side_verdict(docs), peak_sentence(docs),
+                                  f"Transfer: {rate}." if rate else None,
+                                  f"Credibility checklist: {overall(checklist(docs))}.")):
+            lines += [line, ""]
+
+    if pits is not None:
+        lines += [f"## Pitfalls ({pits['case']} {format_shape(pits['shape'])}, {pits['backend']})", ""]
+        rows = [[p["title"], p["naive"]["conclusion"], p["correct"]["conclusion"],
+                 "yes" if p["applicable"] else "no"] for p in pits["pitfalls"]]
+        lines += table(["pitfall", "naive", "measured properly", "applies here"], rows) + [""]
+
+    if results:
+        lines += ["## Matmul size sweep (x32, quick timing)", ""]
+        rows = [[format_shape(r.shape), format_time(r.numpy_runtime.median_s), format_time(r.runtime.median_s),
+                 format_time(r.jax_cpu.runtime.median_s) if r.jax_cpu else "n/a", format_factor(r.speedup),
+                 percent(r.peak_fraction("jax")), percent(r.peak_fraction("numpy"))] for r in results]
+        lines += table(["shape", "NumPy", "JAX", "JAX on the CPU", "speedup", "JAX of peak", "NumPy of peak"],
+                       rows) + [""]
+        if results[-1].peak is not None:
+            lines += [f"Peaks: JAX against {results[-1].peak.describe()}, NumPy against "
+                      f"{results[-1].peak.describe_numpy()}.", ""]
+
+    if report["failures"]:
+        lines += ["## Failures", "", *[f"- {f}" for f in report["failures"]], ""]
+
+    lines += ["## Environment", ""]
+    versions = env.get("versions") or {}
+    lines += table(["item", "value"], [
+        ["CPU", f"{env.get('cpu_model')}, {env.get('cpu_affinity')} cores usable"],
+        ["memory", format_bytes(env.get("memory_total_bytes"))],
+        ["platform", env.get("platform")],
+        *[[name, version or "not installed"] for name, version in versions.items()],
+        *[[f"BLAS ({b.get('internal_api')})", f"{b.get('num_threads')} threads"] for b in env.get("blas") or []],
+        *[[var, value] for var, value in (env.get("env_vars") or {}).items()],
+    ])
+    lines += ["", "Stage durations: " + ", ".join(f"{k} {v:.0f} s" for k, v in report["durations_s"].items()) + ".",
+              ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    report: dict[str, Any] = {"failures": [], "durations_s": {}, "deadline": started + args.budget}
+    with Runner(timeout_s=args.timeout) as runner:
+        before = stage("devices", report, lambda: worker_state(runner))
+        if before is None:
+            return 2
+        accel = accelerators(before["x32"]["env"])
+        report["accelerator"] = bool(accel)
+        plan = Plan(args.small or not accel)
+        if accel:
+            for d in accel:
+                say(f"   {d['platform']}:{d['id']} {d.get('kind')}  memory limit "
+                    f"{format_bytes(d.get('memory_limit_bytes'))}")
+        else:
+            say("   no accelerator was found (no GPU or TPU visible to JAX): running at a small size on the CPU")
+        checks = stage("self-check", report, lambda: selfcheck(runner, plan))
+        docs = stage(f"JAX docs' example ({DOCS_CASE} {format_shape(plan.docs_shape)})", report,
+                     lambda: docs_example(runner, plan))
+        pits = stage("pitfalls", report, lambda: pitfalls(runner, plan))
+        results = stage("matmul sweep", report, lambda: sweep(runner, plan)) or []
+        report["deadline"] = float("inf")  # the closing check is quick and always runs
+        after = stage("workers at the end", report, lambda: worker_state(runner)) or before
+    alive = all(before[p]["pid"] == after[p]["pid"] for p in before)
+    report["workers"] = after
+    report["workers_alive"] = (
+        f"Both workers (x32 pid {after['x32']['pid']}, x64 pid {after['x64']['pid']}) served every job from the "
+        f"start: none ran out of memory or was replaced." if alive else
+        f"A worker was replaced during the run (x32 pid {before['x32']['pid']} → {after['x32']['pid']}, x64 pid "
+        f"{before['x64']['pid']} → {after['x64']['pid']}): see Failures.")
+    say(f"\n   {report['workers_alive']}")
+    report["elapsed_s"] = time.perf_counter() - started
+    report["finished"] = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    (out / "DEVICE.md").write_text(device_md(report, plan, docs, pits, results, checks), encoding="utf-8")
+    measured = ([docs] if docs is not None else []) + results
+    doc = json.loads(export_json(measured))
+    doc["device_check"] = {"accelerator": report["accelerator"], "small": plan.small,
+                           "failures": report["failures"], "durations_s": report["durations_s"],
+                           "selfcheck": checks, "pitfalls": pits}
+    (out / "device-check.json").write_text(dumps(doc, indent=1) + "\n", encoding="utf-8")
+    say(f"\nwrote {out / 'DEVICE.md'} and {out / 'device-check.json'} ({len(measured)} results) in "
+        f"{report['elapsed_s']:.0f} s")
+    return 1 if report["failures"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,240 @@
+"""The ceilings for the fraction of peak, found in the worker: a GPU's or TPU's published peak
+(model/peaks.py) at the matmul precision this worker uses, and this CPU's matmul rate, measured
+once per host and cached beside the results database.
+
+A CPU has no table: its peak depends on the cores this process may use, their vector units and
+clocks, and the BLAS. So the ceiling is measured, as the best rate of a large square matmul by
+NumPy's BLAS and by XLA's CPU backend (the faster of the two: both sides are held to it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..model.peaks import peak_for
+from ..model.sides import Peak
+from .environment import cpu_model, host_info
+from .timing import Clock
+
+CACHE_NAME = "cpu_peaks.json"
+CACHE_SCHEMA = "jaxcompare.cpu_peaks/1"
+# Each library's best call within this budget is its rate; sizing comes first (below).
+BUDGET_S = 0.4
+# The matmul grows (doubling from 256) until one NumPy call takes this long, so threads,
+# caches and clocks are at their steady state, or until MAX_N.
+MIN_CALL_S = 0.03
+MAX_N = 4096
+# The operands and products of both libraries may use this share of the available memory.
+MEMORY_SHARE = 0.05
+MIN_N = 128
+# A rate measured on a busy machine is measured again on up to this many later runs.
+BUSY_RETRIES = 3
+
+
+def cache_path() -> Path:
+    """Beside the results database: $JAXCOMPARE_DB's folder, else ~/.jaxcompare. (The same rule
+    as history/store.py's default_path, repeated: the engine sits below the history layer.)"""
+    db = os.environ.get("JAXCOMPARE_DB")
+    folder = Path(db).expanduser().parent if db else Path.home() / ".jaxcompare"
+    return folder / CACHE_NAME
+
+
+def host_key(dtype: str) -> str:
+    """What the measured rate depends on: the CPU, the cores this process may use, the
+    libraries' versions, and the dtype."""
+    info = host_info()
+    versions = info["versions"]
+    return (f"{cpu_model()} | {info['cpu_affinity']} cores | numpy {versions.get('numpy')} | "
+            f"jax {versions.get('jax')} | {np.dtype(dtype).name}")
+
+
+def matmul_precision() -> str:
+    """The default matmul precision this process's JAX uses ("default" unless configured)."""
+    import jax
+
+    value = jax.config.jax_default_matmul_precision
+    return str(value).lower() if value else "default"
+
+
+def device_ceiling(device_kind: str, dtype: str, precision: str) -> tuple[float, str] | None:
+    """The published peak and its label for an accelerator, or None when the table does not
+    know the device, the precision, or that column."""
+    try:
+        return peak_for(device_kind, dtype, precision)
+    except ValueError:  # a matmul precision the table has no column for
+        return None
+
+
+def _read_cache(path: Path) -> dict[str, Any]:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(doc, dict) or doc.get("schema") != CACHE_SCHEMA or not isinstance(doc.get("peaks"), dict):
+        return {}
+    return doc["peaks"]
+
+
+def _write_cache(path: Path, key: str, entry: dict[str, Any]) -> None:
+    """Merge one entry into the cache, written beside it and renamed (readers never see half a
+    file). A cache that cannot be written only means measuring again next time."""
+    peaks = _read_cache(path) | {key: entry}
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps({"schema": CACHE_SCHEMA, "peaks": peaks}, indent=1), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+
+
+def _best_rate(call: Any, n: int, budget_s: float, clock: Clock) -> float:
+    """2n³ over the fastest of at least three calls within ``budget_s``."""
+    best = float("inf")
+    deadline = clock() + budget_s * 1e9
+    calls = 0
+    while calls < 3 or clock() < deadline:
+        start = clock()
+        call()
+        best = min(best, (clock() - start) * 1e-9)
+        calls += 1
+    return 2.0 * n**3 / best
+
+
+def _size(dtype: np.dtype, clock: Clock) -> int:
+    """The matmul size: doubled until one NumPy call lasts MIN_CALL_S, within memory."""
+    try:
+        import psutil
+
+        available = psutil.virtual_memory().available
+    except Exception:
+        available = 2 * 1024**3
+    limit = int((MEMORY_SHARE * available / (6 * dtype.itemsize)) ** 0.5)
+    n = MIN_N
+    while 2 * n <= min(MAX_N, max(limit, MIN_N)):
+        a = np.ones((n, n), dtype)
+        a @ a  # the first call at a size pays for page faults and waking BLAS's threads
+        start = clock()
+        a @ a
+        if (clock() - start) * 1e-9 >= MIN_CALL_S:
+            break
+        n *= 2
+    return n
+
+
+def measure_cpu_rates(dtype: str, cpu_device: Any | None, *, budget_s: float = BUDGET_S,
+                      clock: Clock = time.perf_counter_ns) -> dict[str, Any]:
+    """NumPy's and (where this process's JAX holds ``dtype`` and has a CPU device) XLA's best
+    square-matmul rate in FLOP/s, and the size used."""
+    dt = np.dtype(dtype)
+    n = _size(dt, clock)
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((n, n)).astype(dt) for _ in range(2))
+    entry: dict[str, Any] = {"n": n, "numpy_flops_per_s": _best_rate(lambda: a @ b, n, budget_s, clock),
+                             "jax_flops_per_s": None}
+    if cpu_device is not None and _jax_holds(dt):
+        import jax
+        import jax.numpy as jnp
+
+        x, y = jax.device_put((a, b), cpu_device)
+        matmul = jax.jit(jnp.matmul)
+        matmul(x, y).block_until_ready()
+        entry["jax_flops_per_s"] = _best_rate(lambda: matmul(x, y).block_until_ready(), n, budget_s, clock)
+    entry["measured"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    entry["measurements"] = 1
+    return entry
+
+
+def _jax_holds(dtype: np.dtype) -> bool:
+    """Whether this process's JAX keeps ``dtype`` (an x32 process turns float64 into float32)."""
+    import jax
+
+    return np.dtype(jax.dtypes.canonicalize_dtype(dtype)) == dtype
+
+
+def cpu_rate(dtype: str, cpu_device: Any | None, *, path: Path | None = None,
+             clock: Clock = time.perf_counter_ns) -> float:
+    """This CPU's matmul rate at ``dtype`` (FLOP/s): the faster of NumPy and XLA, from the cache
+    when this host measured it before, else measured now (about a second) and cached.
+
+    A rate measured while the machine was busy understates the peak, so such an entry is
+    measured again on later runs (at most BUSY_RETRIES times), keeping each library's best. An
+    entry that lacks XLA's rate (measured in a process whose JAX could not hold the dtype) gains
+    it when this process can."""
+    path = path or cache_path()
+    key = host_key(dtype)
+    entry = _read_cache(path).get(key)
+    can_jax = cpu_device is not None and _jax_holds(np.dtype(dtype))
+    stale = _valid(entry) and entry.get("busy") and entry.get("measurements", 1) <= BUSY_RETRIES
+    if not _valid(entry) or stale or (can_jax and not entry.get("jax_flops_per_s")):
+        fresh = measure_cpu_rates(dtype, cpu_device if can_jax else None, clock=clock)
+        fresh["busy"] = _busy()
+        if _valid(entry):
+            for rate in ("numpy_flops_per_s", "jax_flops_per_s"):
+                fresh[rate] = max((r for r in (fresh.get(rate), entry.get(rate)) if r), default=None)
+            fresh["busy"] = fresh["busy"] and bool(entry.get("busy"))
+            fresh["measurements"] = entry.get("measurements", 1) + 1
+        entry = fresh
+        _write_cache(path, key, entry)
+    return max(r for r in (entry.get("numpy_flops_per_s"), entry.get("jax_flops_per_s")) if r)
+
+
+def _busy() -> bool:
+    """Whether other work competed for the cores while the rate was measured: the 1-minute
+    load average above half the cores this process may use (this measurement adds about one)."""
+    try:
+        load = os.getloadavg()[0]
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return False
+    return load > 1 + 0.5 * cores
+
+
+def _valid(entry: Any) -> bool:
+    rate = entry.get("numpy_flops_per_s") if isinstance(entry, dict) else None
+    return isinstance(rate, int | float) and not isinstance(rate, bool) and rate > 0
+
+
+def cpu_device_or_none() -> Any | None:
+    """JAX's first CPU device; None where JAX_PLATFORMS left the CPU backend out."""
+    import jax
+
+    try:
+        return jax.devices("cpu")[0]
+    except RuntimeError:
+        return None
+
+
+def ceilings(device: Any, dtype: str, numpy_dtype: str, *, with_cpu_side: bool,
+             clock: Clock = time.perf_counter_ns) -> Peak:
+    """The Peak for a run on ``device`` at ``dtype``: the device's ceiling (table, or the CPU's
+    measured rate on the CPU backend), NumPy's (the CPU's measured rate at the dtype NumPy
+    computes in) and, with a third side, JAX on the CPU's (the CPU's rate at ``dtype``)."""
+    cpu = cpu_device_or_none()
+    precision = matmul_precision()
+    rates: dict[str, float] = {}
+
+    def rate(dt: str) -> float:
+        if dt not in rates:
+            rates[dt] = cpu_rate(dt, cpu, clock=clock)
+        return rates[dt]
+
+    numpy_rate = rate(numpy_dtype)
+    kind = getattr(device, "device_kind", device.platform)
+    if device.platform == "cpu":
+        flops, source, label, name = rate(dtype), "measured", f"{dtype} matmul", cpu_model()
+    else:
+        found = device_ceiling(kind, dtype, precision)
+        flops, label = found if found else (None, "")
+        source, name = ("table" if found else None), kind
+    return Peak(flops_per_s=flops, source=source, device=name, label=label, numpy_flops_per_s=numpy_rate,
+                numpy_label=f"{numpy_dtype} matmul", cpu=cpu_model(),
+                cpu_flops_per_s=rate(dtype) if with_cpu_side else None, matmul_precision=precision)

@@ -1,0 +1,151 @@
+"""The parts of a Result that only apply on some machines: JAX's phases on a second device (the
+"third side": JAX on the CPU beside JAX on a GPU or TPU), and the compute ceilings that turn a
+FLOP rate into a fraction of peak.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import BadInput
+from .phases import COMPILE_PHASES
+from .stats import Stats
+
+# The JAX phases of one device, in the JSON's "jax" layout (besides "compile").
+SIDE_PHASES = ("transfer", "first_call", "runtime", "dispatch", "fetch")
+
+
+@dataclass(frozen=True)
+class JaxSide:
+    """JAX's phases on one device, measured like the main JAX side (transfer, cold compile,
+    first call, dispatch, fetch, blocked runtime). Times are seconds per call."""
+
+    device: str
+    device_kind: str
+    transfer: Stats
+    trace: Stats
+    lower: Stats
+    compile: Stats
+    first_call: Stats
+    runtime: Stats
+    dispatch: Stats
+    fetch: Stats
+    transfer_zero_copy: bool = False
+    fetch_zero_copy: bool = False
+    transfer_bytes: int | None = None
+    # How its runtime was timed, observed on the arrays (see Result.protocol).
+    protocol: dict[str, Any] = field(default_factory=dict)
+    # Its output against NumPy's: ok, max_abs_err, max_rel_err, rtol.
+    agreement: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def compile_total_s(self) -> float:
+        return self.trace.median_s + self.lower.median_s + self.compile.median_s
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "device": self.device,
+            "device_kind": self.device_kind,
+            "transfer": self.transfer.to_dict(),
+            "transfer_zero_copy": self.transfer_zero_copy,
+            "transfer_bytes": self.transfer_bytes,
+            "compile": {p: getattr(self, p).to_dict() for p in COMPILE_PHASES} | {"total_s": self.compile_total_s},
+            **{p: getattr(self, p).to_dict() for p in SIDE_PHASES if p != "transfer"},
+            "fetch_zero_copy": self.fetch_zero_copy,
+            "protocol": dict(self.protocol),
+            "agreement": dict(self.agreement),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> JaxSide:
+        stats = {p: Stats.from_dict(data["compile"][p]) for p in COMPILE_PHASES}
+        stats |= {p: Stats.from_dict(data[p]) for p in SIDE_PHASES}
+        return cls(device=str(data["device"]), device_kind=str(data.get("device_kind", "")),
+                   transfer_zero_copy=bool(data.get("transfer_zero_copy", False)),
+                   fetch_zero_copy=bool(data.get("fetch_zero_copy", False)),
+                   transfer_bytes=_int_or_none(data.get("transfer_bytes")),
+                   protocol=dict(data.get("protocol") or {}), agreement=dict(data.get("agreement") or {}),
+                   **stats)
+
+
+PEAK_SOURCES = ("table", "measured")
+
+
+@dataclass(frozen=True)
+class Peak:
+    """The ceilings a FLOP rate is measured against. JAX's: the device's published peak at the
+    precision the worker used ("table"), or on the CPU backend this CPU's measured matmul rate
+    ("measured"). NumPy runs on the CPU, so its ceiling is always the measured CPU rate."""
+
+    flops_per_s: float | None
+    source: str | None
+    device: str
+    # What the ceiling is: "TF32" (a table column) or "float32 matmul" (the measured CPU rate).
+    label: str
+    numpy_flops_per_s: float | None = None
+    numpy_label: str = ""
+    cpu: str = ""  # the CPU model, whose measured rate is NumPy's (and JAX on the CPU's) ceiling
+    # The CPU's measured rate at the run's dtype, for the third side (JAX on the CPU).
+    cpu_flops_per_s: float | None = None
+    matmul_precision: str = "default"
+
+    def __post_init__(self) -> None:
+        if self.source is not None and self.source not in PEAK_SOURCES:
+            raise BadInput(f"peak source must be one of {PEAK_SOURCES}, not {self.source!r}")
+
+    def describe(self) -> str:
+        """JAX's ceiling in words: "the NVIDIA H200's TF32 peak", "this CPU's measured float32
+        matmul rate"."""
+        if self.source == "measured":
+            return f"this CPU's measured {self.label} rate"
+        return f"the {self.device}'s {self.label} peak"
+
+    def describe_numpy(self) -> str:
+        return f"this CPU's measured {self.numpy_label} rate"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"flops_per_s": self.flops_per_s, "source": self.source, "device": self.device,
+                "label": self.label, "describes": self.describe() if self.flops_per_s else None,
+                "matmul_precision": self.matmul_precision,
+                "numpy_flops_per_s": self.numpy_flops_per_s, "numpy_label": self.numpy_label,
+                "cpu": self.cpu, "cpu_flops_per_s": self.cpu_flops_per_s}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Peak:
+        return cls(flops_per_s=_float_or_none(data.get("flops_per_s")), source=data.get("source"),
+                   device=str(data.get("device") or ""), label=str(data.get("label") or ""),
+                   numpy_flops_per_s=_float_or_none(data.get("numpy_flops_per_s")),
+                   numpy_label=str(data.get("numpy_label") or ""), cpu=str(data.get("cpu") or ""),
+                   cpu_flops_per_s=_float_or_none(data.get("cpu_flops_per_s")),
+                   matmul_precision=str(data.get("matmul_precision") or "default"))
+
+
+def fraction(flops: float | None, seconds: float, ceiling: float | None) -> float | None:
+    """The achieved rate ``flops / seconds`` as a share of ``ceiling``; None when unknown."""
+    if flops is None or ceiling is None or not ceiling > 0 or not seconds > 0:
+        return None
+    return flops / seconds / ceiling
+
+
+def link_name(backend: str, device_kind: str) -> str | None:
+    """What a host->device copy crosses: PCIe to a discrete GPU or a TPU, NVLink-C2C on a Grace
+    Hopper/Blackwell superchip; None on the CPU backend (host memory to host memory)."""
+    if backend == "cpu":
+        return None
+    kind = device_kind.upper()
+    if backend == "gpu" and ("GH200" in kind or "GB200" in kind):
+        return "NVLink-C2C"
+    return "PCIe"
+
+
+def _float_or_none(value: Any) -> float | None:
+    if value is None or isinstance(value, bool):
+        return None
+    return float(value)
+
+
+def _int_or_none(value: Any) -> int | None:
+    if value is None or isinstance(value, bool):
+        return None
+    return int(value)

@@ -1,0 +1,47 @@
+"""Test-only Streamlit script: renders one saved Result the way the Compare page and the Size
+sweep page do, with the same view and chart functions, so a result from a GPU (with JAX on the
+CPU beside it and the fraction of peak) can be looked at on a machine without one.
+
+Run as ``streamlit run tests/render_result.py`` with JAXCOMPARE_RENDER_RESULT=<a JSON list of
+results, smallest first> (tests/test_browser_accelerator.py does): the last is shown as on
+Compare, all of them as a sweep.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import streamlit as st
+
+from jaxcompare import Result
+from jaxcompare.analysis import checks
+from jaxcompare.app import charts, ui, views
+
+st.set_page_config(page_title="Result · jaxcompare tests", layout="wide")
+results = [Result.from_dict(doc) for doc in json.loads(Path(os.environ["JAXCOMPARE_RENDER_RESULT"]).read_text())]
+result = results[-1]
+
+st.title("Compare")
+st.caption(views.result_caption(result))
+# The Compare page's result section: headline rows, verdicts, the two charts, the tables.
+figures = views.headline(result)
+for row in filter(None, (figures[:3], figures[3:], views.third_side_figures(result))):
+    for column, figure in zip(st.columns(3), row, strict=True):
+        column.metric(figure.label, figure.value, help=figure.help, border=True)
+st.markdown(views.verdict(result))
+for line in filter(None, (views.third_side_text(result), views.peak_text(result))):
+    st.markdown(line)
+left, right = st.columns([6, 5], gap="large")
+with left:
+    st.altair_chart(ui.svg_rendered(charts.phase_breakdown_chart(result)), width="stretch")
+with right:
+    st.altair_chart(ui.svg_rendered(charts.samples_chart(result)), width="stretch")
+st.dataframe(views.phase_table(result), hide_index=True, width="stretch")
+st.dataframe(views.checklist_rows(checks.checklist(result), lambda pitfall: None), hide_index=True,
+             width="stretch")
+
+st.header("Size sweep")
+st.altair_chart(ui.svg_rendered(charts.sweep_runtime_chart(results)), width="stretch")
+st.dataframe(views.sweep_table(results), hide_index=True, width="stretch")

@@ -1,0 +1,94 @@
+"""The third side and the fraction of peak on a page, in a real browser, without a GPU: results
+measured here for real (JAX on the CPU timed twice: as the main side and as the third side),
+labelled as if the main side had run on an NVIDIA H200, rendered by tests/render_result.py with
+the Compare and Size sweep pages' view and chart functions. Only the labels are made up."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import replace
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from browser_support import CHART, IDLE, ROOT, assert_no_error, free_port, wait_for_chart_marks
+
+from jaxcompare import Spec, TimingConfig
+from jaxcompare.app.charts import JAX_CPU_COLOR
+from jaxcompare.engine.ceilings import ceilings
+from jaxcompare.engine.measure import measure
+from jaxcompare.model.formatting import dumps
+
+pytestmark = pytest.mark.browser
+SCRIPT = Path(__file__).with_name("render_result.py")
+H200 = SimpleNamespace(platform="gpu", device_kind="NVIDIA H200")
+
+
+def as_if_on_an_h200(result):
+    """The same numbers, labelled as a run on an H200 (the table's TF32 peak for JAX)."""
+    peak = ceilings(H200, result.dtype, result.dtype, with_cpu_side=True)
+    return replace(result, backend="gpu", device="cuda:0", device_kind="NVIDIA H200", peak=peak)
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory):
+    """`streamlit run tests/render_result.py` on two real matmul results with the third side."""
+    folder = tmp_path_factory.mktemp("render")
+    results = [as_if_on_an_h200(measure(Spec("matmul", (n, n), device="cpu", timing=TimingConfig.quick()),
+                                        cpu_side=True)) for n in (48, 256)]
+    path = folder / "results.json"
+    path.write_text(dumps([r.to_dict() for r in results]))
+    port = free_port()
+    log = (folder / "streamlit.log").open("w")
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).with_name("streamlit")), "run", str(SCRIPT), "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        env={**os.environ, "JAXCOMPARE_RENDER_RESULT": str(path), "PYTHONPATH": str(ROOT)})
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
+                    break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.time() > deadline:
+                raise RuntimeError(f"streamlit did not start:\n{(folder / 'streamlit.log').read_text()}")
+            time.sleep(0.25)
+        yield url, results
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=15)
+        log.close()
+
+
+def test_the_third_side_and_the_peak_line_render(rendered, browser, tmp_path):
+    url, results = rendered
+    page = browser.new_page(viewport={"width": 1400, "height": 3000})
+    page.goto(url)
+    page.wait_for_selector(CHART, timeout=60_000)
+    page.wait_for_selector(IDLE, timeout=60_000)
+    page.wait_for_timeout(800)  # let Vega finish drawing
+    shot = tmp_path / "third_side.png"
+    page.screenshot(path=str(shot), full_page=True)
+    if os.environ.get("JAXCOMPARE_KEEP_SCREENSHOT"):
+        Path(os.environ["JAXCOMPARE_KEEP_SCREENSHOT"]).write_bytes(shot.read_bytes())
+    assert_no_error(page)
+    labels = page.locator("[data-testid='stMetricLabel']").all_inner_texts()
+    assert labels[6:] == ["JAX on CPU", "Speedup on CPU", "GPU over CPU"], labels
+    text = page.locator("[data-testid='stApp']").inner_text()
+    assert "JAX on the CPU." in text and "Fraction of peak." in text
+    assert "of the NVIDIA H200's TF32 peak" in text
+    for index in range(3):  # the phase chart, the samples chart, the sweep's runtime chart: each draws
+        wait_for_chart_marks(page, index, JAX_CPU_COLOR)  # the third side, in its own colour
+    assert shot.stat().st_size > 20_000
+    page.close()
+    assert json.loads(dumps(results[-1].to_dict()))["jax_cpu"]["runtime"]["n"] >= 3
