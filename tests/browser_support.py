@@ -106,8 +106,8 @@ def assert_no_error(page) -> None:
     assert "Traceback" not in text
 
 
-JAX_COLOR = "#E4572E"  # jaxcompare.app.charts.JAX_COLOR: JAX's side in every chart
-NUMPY_COLOR = "#4C78A8"  # jaxcompare.app.charts.NUMPY_COLOR
+JAX_COLOR = "#E4572E"  # jaxcompare.model.palette.JAX_COLOR: JAX's side in every chart
+NUMPY_COLOR = "#4C78A8"  # jaxcompare.model.palette.NUMPY_COLOR
 
 # Vega's SVG output: each mark is a `g.mark-<type>.role-mark` whose children are its items
 # (one per datum; one path per series for lines and areas). Legends and axes draw under

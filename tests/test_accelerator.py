@@ -245,6 +245,7 @@ def test_compare_shows_a_third_row_and_column_only_with_the_third_side(fair_resu
 
 def test_charts_draw_the_third_side_in_its_own_colour(fair_result):
     from jaxcompare.app import charts
+    from jaxcompare.model.palette import JAX_CPU_COLOR
 
     gpu = _gpu_result(numpy_s=1e-4, gpu_s=2e-4, cpu_s=5e-5)
     spec = charts.phase_breakdown_chart(gpu).to_dict()
@@ -254,7 +255,7 @@ def test_charts_draw_the_third_side_in_its_own_colour(fair_result):
     assert set(cpu) == {"transfer", "trace", "lower", "compile", "runtime", "dispatch", "fetch"}
     assert cpu["runtime"]["median_s"] == pytest.approx(5e-5) and cpu["runtime"]["offset"] > 0
     assert {r["offset"] for r in rows if r["side"] == "JAX"} == {-cpu["runtime"]["offset"]}
-    assert spec["layer"][2]["encoding"]["color"]["scale"]["range"][2] == charts.JAX_CPU_COLOR
+    assert spec["layer"][2]["encoding"]["color"]["scale"]["range"][2] == JAX_CPU_COLOR
     samples = charts.sample_rows(gpu)
     assert {r["side"] for r in samples} == {"NumPy", "JAX", charts.JAX_CPU}
     assert {r["side"] for r in charts.sweep_rows([gpu])} == {"NumPy", "JAX", charts.JAX_CPU}

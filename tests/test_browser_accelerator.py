@@ -20,10 +20,10 @@ import pytest
 from browser_support import CHART, IDLE, ROOT, assert_no_error, free_port, wait_for_chart_marks
 
 from jaxcompare import Spec, TimingConfig
-from jaxcompare.app.charts import JAX_CPU_COLOR
 from jaxcompare.engine.ceilings import ceilings
 from jaxcompare.engine.measure import measure
 from jaxcompare.model.formatting import dumps
+from jaxcompare.model.palette import JAX_CPU_COLOR
 
 pytestmark = pytest.mark.browser
 SCRIPT = Path(__file__).with_name("render_result.py")

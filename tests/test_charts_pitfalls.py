@@ -6,9 +6,10 @@ import math
 
 import pytest
 
-from jaxcompare.app.charts import JAX_COLOR, NUMPY_COLOR, chart_png_bytes
+from jaxcompare.app.charts import chart_png_bytes
 from jaxcompare.app.charts_pitfalls import SEP, dot_rows, pitfall_chart, pitfall_rows
 from jaxcompare.engine.pitfalls import _pitfall, _side
+from jaxcompare.model.palette import JAX_COLOR, NUMPY_COLOR
 
 
 def jit_pitfall():

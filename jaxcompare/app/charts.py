@@ -16,14 +16,11 @@ import altair as alt
 
 from ..model.cases import format_shape
 from ..model.formatting import format_crossover, format_factor, format_time
+from ..model.palette import JAX_COLOR, JAX_CPU_COLOR, NUMPY_COLOR
 from ..model.phases import ONE_OFF_PHASES, PER_CALL_PHASES, PHASE_LABELS
 from ..model.result import Result
 from .views import crossovers, one_off_s
 
-NUMPY_COLOR = "#4C78A8"
-JAX_COLOR = "#E4572E"
-# The third side, JAX on the CPU beside JAX on a GPU/TPU: green, apart from both.
-JAX_CPU_COLOR = "#3B9A3B"
 JAX_CPU = "JAX on CPU"
 SIDE_SCALE = alt.Scale(domain=["NumPy", "JAX"], range=[NUMPY_COLOR, JAX_COLOR])
 SIDE_SCALE_3 = alt.Scale(domain=["NumPy", "JAX", JAX_CPU], range=[NUMPY_COLOR, JAX_COLOR, JAX_CPU_COLOR])
@@ -44,7 +41,7 @@ COMPONENT_COLORS = {
     "Transfer host→device": "#9D755D",
     "Compile: trace": "#B279A2",
     "Compile: lower": "#FF9DA6",
-    "Compile: XLA compile": "#E4572E",
+    "Compile: XLA compile": JAX_COLOR,
     "One JAX call (runtime)": "#54A24B",
 }
 TINY_S = 1e-9

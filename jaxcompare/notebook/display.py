@@ -18,11 +18,10 @@ from ..model.formatting import (
     format_speedup,
     format_time,
 )
+from ..model.palette import JAX_COLOR, NUMPY_COLOR
 from ..model.phases import ONE_OFF_PHASES, PER_CALL_PHASES, PHASE_LABELS, PHASES
 from ..model.result import Result
 
-NUMPY_COLOR = "#4C78A8"
-JAX_COLOR = "#E4572E"
 STATUS_COLOR = {PASS: "#2E7D32", WARN: "#B26A00", FAIL: "#C62828"}
 STATUS_MARK = {PASS: "✓", WARN: "⚠", FAIL: "✗"}
 # Warnings first: what needs reading comes before what passed.
