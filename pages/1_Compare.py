@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from jaxcompare import JaxCompareError, Result
-from jaxcompare.analysis import checks
+from jaxcompare.analysis import checks, summary
 from jaxcompare.app import charts, controls, environment_view, pitfalls_view, ui, views
 from jaxcompare.history.exchange import export_csv
 from jaxcompare.model import formatting
@@ -149,12 +149,12 @@ st.caption(views.result_caption(result, current_config().changed_note(shape, res
 ui.history_note([result])
 # Two rows of three: six in one row truncate the values in a laptop-wide window. A third row
 # with JAX on the CPU when the run had a GPU or TPU.
-figures = views.headline(result)
-for row in filter(None, (figures[:3], figures[3:], views.third_side_figures(result))):
+figures = summary.headline(result)
+for row in filter(None, (figures[:3], figures[3:], summary.third_side_figures(result))):
     for column, figure in zip(st.columns(3), row, strict=True):
         column.metric(figure.label, figure.value, help=figure.help, border=True)
 st.markdown(views.verdict(result))
-for line in filter(None, (views.third_side_text(result), views.peak_text(result))):
+for line in filter(None, (summary.third_side_text(result), summary.peak_text(result))):
     st.markdown(line)
 
 stem = views.file_stem(result)

@@ -16,7 +16,7 @@ from pathlib import Path
 import streamlit as st
 
 from jaxcompare import Result
-from jaxcompare.analysis import checks
+from jaxcompare.analysis import checks, summary
 from jaxcompare.app import charts, ui, views
 
 st.set_page_config(page_title="Result · jaxcompare tests", layout="wide")
@@ -26,12 +26,12 @@ result = results[-1]
 st.title("Compare")
 st.caption(views.result_caption(result))
 # The Compare page's result section: headline rows, verdicts, the two charts, the tables.
-figures = views.headline(result)
-for row in filter(None, (figures[:3], figures[3:], views.third_side_figures(result))):
+figures = summary.headline(result)
+for row in filter(None, (figures[:3], figures[3:], summary.third_side_figures(result))):
     for column, figure in zip(st.columns(3), row, strict=True):
         column.metric(figure.label, figure.value, help=figure.help, border=True)
 st.markdown(views.verdict(result))
-for line in filter(None, (views.third_side_text(result), views.peak_text(result))):
+for line in filter(None, (summary.third_side_text(result), summary.peak_text(result))):
     st.markdown(line)
 left, right = st.columns([6, 5], gap="large")
 with left:

@@ -225,19 +225,20 @@ def test_results_saved_before_have_neither_third_side_nor_peak():
 
 # --- on the pages: the view and chart functions ---------------------------------------------------
 def test_compare_shows_a_third_row_and_column_only_with_the_third_side(fair_result):
+    from jaxcompare.analysis import summary
     from jaxcompare.app import views
 
     gpu = _gpu_result(numpy_s=1e-4, gpu_s=2e-4, cpu_s=5e-5)
-    figures = views.third_side_figures(gpu)
+    figures = summary.third_side_figures(gpu)
     assert [(f.label, f.value) for f in figures] == [("JAX on CPU", "50 µs"), ("Speedup on CPU", "2.00x"),
                                                      ("GPU over CPU", "0.25x")]
-    assert views.third_side_text(gpu).startswith("**JAX on the CPU.** JAX on the CPU is faster than on the GPU")
-    assert views.peak_text(gpu).startswith("**Fraction of peak.** JAX reached")
+    assert summary.third_side_text(gpu).startswith("**JAX on the CPU.** JAX on the CPU is faster than on the GPU")
+    assert summary.peak_text(gpu).startswith("**Fraction of peak.** JAX reached")
     assert [row["JAX on CPU"] for row in views.phase_table(gpu)][:2] == ["", "100 µs"]
     assert views.sweep_table([gpu])[0]["JAX on CPU"] == "50 µs"
-    assert "crosses PCIe" in views.headline(gpu)[4].help and "40 GB/s" in views.headline(gpu)[4].help
+    assert "crosses PCIe" in summary.headline(gpu)[4].help and "40 GB/s" in summary.headline(gpu)[4].help
     # A CPU-only run: no third row, no third column, a note that says n/a.
-    assert views.third_side_figures(fair_result) == [] and views.third_side_text(fair_result) is None
+    assert summary.third_side_figures(fair_result) == [] and summary.third_side_text(fair_result) is None
     assert "JAX on CPU" not in views.phase_table(fair_result)[0]
     assert "JAX on CPU" not in views.sweep_table([fair_result])[0]
     assert "n/a here" in views.notes_markdown(fair_result)[0]

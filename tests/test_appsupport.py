@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import pytest
@@ -11,10 +10,7 @@ from jaxcompare.app import environment_view, views
 from jaxcompare.model.formatting import format_crossover
 
 
-def test_calls_and_crossover_text():
-    assert views.calls_text(None) == "never"
-    assert views.calls_text(0.2) == "1 call"
-    assert views.calls_text(1234.5) == "1,235 calls"
+def test_crossover_text():
     assert format_crossover(250_000, 2, short=True) == "≈ 500x500"
     assert format_crossover(2_500_000, 1, short=True) == "≈ 2.5M elements"
     assert format_crossover(None, 2, short=True) == "none here"
@@ -87,14 +83,21 @@ def test_device_problem_only_for_missing_devices():
     assert environment_view.device_problem("gpu", None) is None
 
 
-def test_headline_and_verdict(sample_result):
-    figures = views.headline(sample_result)
-    assert [f.label for f in figures] == ["NumPy runtime", "JAX runtime", "Speedup", "Compile", "Transfer",
-                                         "Break-even"]
-    assert all(f.value and f.help for f in figures)
-    assert "faster" in views.verdict(sample_result)
+def test_phase_table(sample_result):
     rows = views.phase_table(sample_result)
     assert len(rows) == 9 and rows[0]["Phase"] == "NumPy runtime"  # NumPy's runtime and JAX's eight phases
+
+
+def test_the_compare_pages_verdict_points_at_the_size_sweep_page(sample_result):
+    """The sentences are analysis/summary's (tests/test_summary.py); the app names its own page."""
+    from _results import make_result
+
+    from jaxcompare.analysis import summary
+
+    slower = make_result(numpy_s=1e-4, jax_s=1e-3)
+    assert views.verdict(slower) == summary.verdict(slower, "The Size sweep page")
+    assert views.verdict(slower).endswith(" The Size sweep page shows whether larger inputs change that.")
+    assert views.verdict(sample_result) == summary.verdict(sample_result)
 
 
 @pytest.fixture
@@ -102,52 +105,6 @@ def sample_result():
     from _results import make_result
 
     return make_result()
-
-
-def test_verdict_says_when_the_range_cannot_tell_the_two_apart():
-    from _results import make_result
-
-    clear = make_result(numpy_s=1e-3, jax_s=2e-4)  # samples within ±1% of each median
-    low, high = clear.speedup_range
-    assert 1 < low < clear.speedup < high
-    assert f"between {low:.2f}x and {high:.2f}x." in views.verdict(clear)
-    close = make_result(numpy_s=1e-3, jax_s=0.99e-3)
-    assert "cannot tell the two apart" in views.verdict(close)
-    assert "cannot tell" not in views.verdict(clear)
-
-
-def test_verdict_says_whether_the_speedup_held_through_a_drift():
-    import dataclasses
-
-    from _results import make_result
-
-    r = make_result(numpy_s=1e-3, jax_s=2e-4)
-    drifted = dataclasses.replace(r.numpy_runtime, stable=False, unstable_reason="moved by 20% between blocks")
-
-    def timed_in_pairs(numpy_blocks, jax_blocks):
-        return dataclasses.replace(
-            r, numpy_runtime=dataclasses.replace(drifted, block_medians_s=numpy_blocks),
-            runtime=dataclasses.replace(r.runtime, block_medians_s=jax_blocks))
-
-    one_block = dataclasses.replace(r, numpy_runtime=drifted)
-    assert "assumes the machine held still" in views.verdict(one_block)
-    held = views.verdict(timed_in_pairs((1e-3, 1.2e-3), (2e-4, 2.4e-4)))
-    assert "speedup held in both pairs" in held and "5.00x to 5.00x" in held and "held still" not in held
-    moved = views.verdict(timed_in_pairs((1e-3, 1e-3), (2e-4, 2.5e-4)))
-    assert "moved from one pair of blocks to the next (4.00x to 5.00x)" in moved and "speedup held" not in moved
-
-
-def test_verdict_mentions_a_moved_speedup_even_without_a_range():
-    import dataclasses
-
-    from _results import make_result, stats
-
-    r = make_result(numpy_s=1e-3, jax_s=2e-4)
-    few = dataclasses.replace(r, numpy_runtime=dataclasses.replace(stats(1e-3, n=5), block_medians_s=(1e-3, 1e-3)),
-                              runtime=dataclasses.replace(r.runtime, block_medians_s=(2e-4, 2.5e-4)))
-    assert all(math.isnan(x) for x in few.speedup_range)
-    text = views.verdict(few)
-    assert "95% confidence" not in text and " The speedup moved from one pair of blocks to the next" in text
 
 
 def test_compare_page_words_come_from_views(sample_result):

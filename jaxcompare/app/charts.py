@@ -14,12 +14,13 @@ from typing import Any
 
 import altair as alt
 
+from ..analysis.summary import one_off_s
 from ..model.cases import format_shape
 from ..model.formatting import format_crossover, format_factor, format_time
 from ..model.palette import JAX_COLOR, JAX_CPU_COLOR, NUMPY_COLOR
 from ..model.phases import ONE_OFF_PHASES, PER_CALL_PHASES, PHASE_LABELS
 from ..model.result import Result
-from .views import crossovers, one_off_s
+from .views import crossovers
 
 JAX_CPU = "JAX on CPU"
 SIDE_SCALE = alt.Scale(domain=["NumPy", "JAX"], range=[NUMPY_COLOR, JAX_COLOR])

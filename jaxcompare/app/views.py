@@ -1,31 +1,21 @@
-"""What the Compare and Size sweep pages show, as plain data (no Streamlit here): headline
-figures, the verdict, captions, tables, progress text and crossovers (the machine's words are
-in environment_view)."""
+"""What the Compare and Size sweep pages show, as plain data (no Streamlit here): the verdict as
+the app words it, captions, tables, progress text and crossovers (the headline figures and
+sentences every front end shows are in analysis/summary; the machine's words are in
+environment_view)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from ..analysis import summary
 from ..analysis.checks import FAIL, PASS, WARN, Check, overall
 from ..analysis.sweep import crossover
 from ..model.cases import format_shape
-from ..model.formatting import (
-    faster_or_slower,
-    format_break_even,
-    format_crossover,
-    format_factor,
-    format_speedup,
-    format_time,
-    peak_sentence,
-    third_side_verdict,
-    transfer_rate_text,
-)
+from ..model.formatting import format_crossover, format_factor, format_time
 from ..model.phases import PHASE_LABELS, PHASES, phase_kind
 from ..model.result import Result
-from ..model.sides import link_name
 
 # What the worker reports while measuring -> what the page says.
 JOB_PHASE_TEXT = {
@@ -53,142 +43,14 @@ def job_phase_text(phase: str) -> str:
     return JOB_PHASE_TEXT.get(phase, phase.replace("_", " ").capitalize())
 
 
-# --- headline figures and tables --------------------------------------------------------------
-@dataclass(frozen=True)
-class Figure:
-    label: str
-    value: str
-    help: str
-
-
-def one_off_s(result: Result) -> float:
-    return result.transfer.median_s + result.compile_total_s
-
-
-def _speedup_range_text(result: Result) -> str:
-    low, high = result.speedup_range
-    if not (math.isfinite(low) and math.isfinite(high)):
-        return ""
-    preset = result.spec.timing.preset_name
-    return (f" With 95% confidence between {format_factor(low)} and {format_factor(high)} (from the two "
-            f"medians' confidence intervals; {preset} timing)."
-            + ("" if preset == "thorough" else " Thorough timing narrows it."))
-
-
-def headline(result: Result) -> list[Figure]:
-    """The six numbers the Compare page leads with."""
-    s = result.speedup
-    be = result.break_even_calls
-    return [
-        Figure("NumPy runtime", format_time(result.numpy_runtime.median_s),
-               "Median time per call of the NumPy/SciPy function on host arrays."),
-        Figure("JAX runtime", format_time(result.runtime.median_s),
-               "Median time per call of the jitted JAX function, inputs already on the device, "
-               "each call blocked with block_until_ready()."),
-        Figure("Speedup", format_factor(s), format_speedup(s) + ": NumPy runtime / JAX runtime; above 1x JAX is faster."
-               + _speedup_range_text(result)),
-        Figure("Compile", format_time(result.compile_total_s),
-               "Cold trace + lower + XLA compile, paid once per function, shape and dtype."),
-        Figure("Transfer", format_time(result.transfer.median_s), transfer_help(result)),
-        Figure("Break-even", calls_text(be),
-               "Calls before JAX's one-off costs (transfer + compile) are paid back by its faster "
-               "runtime: " + format_break_even(be) + "."),
-    ]
-
-
-def transfer_help(result: Result) -> str:
-    """The Transfer tile's help: what was copied, across which link, how fast."""
-    text = "Host→device copy of the inputs (device_put, blocked)."
-    if result.transfer_zero_copy:
-        return text + " Near zero here: the CPU backend aliased the NumPy buffer (no copy)."
-    link = link_name(result.backend, result.device_kind)
-    if link is not None:
-        text += f" On a {result.backend.upper()} the copy crosses {link} from host memory to the device's."
-    rate = transfer_rate_text(result)
-    return text + (f" Achieved: {rate}." if rate else "")
-
-
-def third_side_figures(result: Result) -> list[Figure]:
-    """With JAX on the CPU beside JAX on the accelerator: its runtime, its speedup over NumPy,
-    and how much the device adds over XLA on the CPU. [] without the third side."""
-    side = result.jax_cpu
-    if side is None:
-        return []
-    accel = result.backend.upper()
-    gain = side.runtime.median_s / result.runtime.median_s if result.runtime.median_s > 0 else math.inf
-    return [
-        Figure("JAX on CPU", format_time(side.runtime.median_s),
-               "The same jitted function on this machine's CPU (XLA's CPU backend), inputs already there, "
-               "each call blocked: tells whether a speedup comes from XLA or from the device."),
-        Figure("Speedup on CPU", format_factor(result.cpu_speedup),
-               format_speedup(result.cpu_speedup) + ": NumPy runtime / JAX-on-CPU runtime."),
-        Figure(f"{accel} over CPU", format_factor(gain),
-               f"JAX on the CPU / JAX on the {accel}: what the device adds over XLA on the CPU; below 1x "
-               f"the CPU is faster."),
-    ]
-
-
-def third_side_text(result: Result) -> str | None:
-    """The one-line verdict with three sides (formatting.third_side_verdict), or None."""
-    text = third_side_verdict(result)
-    return f"**JAX on the CPU.** {text}" if text else None
-
-
-def peak_text(result: Result) -> str | None:
-    """The fraction-of-peak line (formatting.peak_sentence), or None without a FLOP count."""
-    text = peak_sentence(result)
-    return f"**Fraction of peak.** {text}" if text else None
-
-
-def calls_text(calls: float | None) -> str:
-    """Break-even calls as the page says it: 'never', '1 call', '1,234 calls'."""
-    if calls is None:
-        return "never"
-    n = max(math.ceil(calls), 1)
-    return f"{n:,} call{'s' if n != 1 else ''}"
+# --- the verdict and tables ---------------------------------------------------------------------
+# The headline figures, the third side and the peak line are summary's; the pages call it.
+SWEEP_WITH = "The Size sweep page"
 
 
 def verdict(result: Result) -> str:
-    """One sentence that says what the numbers mean."""
-    s = result.speedup
-    one_off = format_time(one_off_s(result))
-    if not math.isfinite(s):
-        return "JAX's runtime was too small to measure reliably."
-    word, factor = faster_or_slower(s)
-    if word == "faster":
-        be = result.break_even_calls
-        calls = "the first call" if be is not None and be <= 1 else calls_text(be)
-        return (f"JAX is **{format_factor(factor)} faster** per call ({format_time(result.numpy_runtime.median_s)} → "
-                f"{format_time(result.runtime.median_s)}); its one-off costs ({one_off}) are paid back "
-                f"after **{calls}**." + _range_sentence(result))
-    return (f"NumPy is **{format_factor(factor)} faster** per call at this size "
-            f"({format_time(result.numpy_runtime.median_s)} vs {format_time(result.runtime.median_s)}), "
-            f"so JAX never pays back its {one_off} of one-off costs." + _range_sentence(result)
-            + " The Size sweep page shows whether larger inputs change that.")
-
-
-def _range_sentence(result: Result) -> str:
-    """How sure: the speedup's 95% range, whether it still allows 'no difference', and
-    whether the speedup held from one pair of runtime blocks to the next."""
-    low, high = result.speedup_range
-    text = ""
-    ranged = math.isfinite(low) and math.isfinite(high)
-    if ranged:
-        text = f" With 95% confidence the speedup is between {format_factor(low)} and {format_factor(high)}"
-        text += ", so this run cannot tell the two apart." if low <= 1 <= high else "."
-    pairs = result.speedup_pairs
-    if result.speedup_steady is False:
-        text += (f" {'But the' if ranged else 'The'} speedup moved from one pair of blocks to the next "
-                 f"({format_factor(min(pairs))} to {format_factor(max(pairs))}): see *Speedup steady* below.")
-    elif not (result.numpy_runtime.stable and result.runtime.stable):
-        if result.speedup_steady:
-            every = "both" if len(pairs) == 2 else f"all {len(pairs)}"
-            text += (f" The machine's speed drifted during the run (see *Samples stable* below), but the "
-                     f"speedup held in {every} pairs of blocks timed side by side "
-                     f"({format_factor(min(pairs))} to {format_factor(max(pairs))}).")
-        elif ranged:
-            text += " That range assumes the machine held still, and it did not: see *Samples stable* below."
-    return text
+    """The verdict as the Compare page says it: where NumPy wins, it points at the Size sweep page."""
+    return summary.verdict(result, SWEEP_WITH)
 
 
 def phase_table(result: Result) -> list[dict[str, Any]]:
@@ -293,7 +155,7 @@ def sweep_table(results: Sequence[Result]) -> list[dict[str, Any]]:
             "Speedup": format_factor(r.speedup),
             "Compile": format_time(r.compile_total_s),
             "Transfer": format_time(r.transfer.median_s),
-            "Break-even": calls_text(r.break_even_calls),
+            "Break-even": summary.calls_text(r.break_even_calls),
             "Agree": "yes" if r.agreement.get("ok") else "NO",
             "Stable": "yes" if r.numpy_runtime.stable and r.runtime.stable else "no",
         })
@@ -308,14 +170,15 @@ def crossovers(results: Sequence[Result]) -> dict[str, float | None]:
     return {p: crossover(rs) for p, rs in sorted(by_precision.items())}
 
 
-def crossover_figure(precision: str, elements: float | None, ndim: int, finished: bool) -> Figure:
+def crossover_figure(precision: str, elements: float | None, ndim: int, finished: bool) -> summary.Figure:
     """The Size sweep's crossover tile; 'not yet' while a running sweep has not crossed."""
     value = "not yet" if elements is None and not finished else format_crossover(elements, ndim, short=True)
-    return Figure(f"Crossover ({precision})", value,
+    return summary.Figure(f"Crossover ({precision})", value,
                   "Where the speedup first crosses 1x, interpolated on log-log axes: "
                   + format_crossover(elements, ndim) + ".")
 
 
-def best_speedup_figure(results: Sequence[Result]) -> Figure:
+def best_speedup_figure(results: Sequence[Result]) -> summary.Figure:
     best = max(results, key=lambda r: r.speedup)
-    return Figure("Best speedup", format_factor(best.speedup), f"At {format_shape(best.shape)} {best.precision}.")
+    return summary.Figure("Best speedup", format_factor(best.speedup),
+                          f"At {format_shape(best.shape)} {best.precision}.")

@@ -1,0 +1,78 @@
+"""What a result says at a glance, for the app and the notebook alike: the headline figures,
+the verdict and how sure it is (analysis/summary)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from _results import make_result, stats
+
+from jaxcompare.analysis import summary
+
+
+def test_calls_text():
+    assert summary.calls_text(None) == "never"
+    assert summary.calls_text(0.2) == "1 call"
+    assert summary.calls_text(1234.5) == "1,235 calls"
+
+
+def test_headline_and_verdict():
+    result = make_result()
+    figures = summary.headline(result)
+    assert [f.label for f in figures] == ["NumPy runtime", "JAX runtime", "Speedup", "Compile", "Transfer",
+                                         "Break-even"]
+    assert all(f.value and f.help for f in figures)
+    assert "faster" in summary.verdict(result)
+
+
+def test_the_verdict_points_at_a_sweep_only_where_numpy_wins():
+    slower = make_result(numpy_s=1e-4, jax_s=1e-3)
+    assert summary.verdict(slower).startswith("NumPy is **10.00x faster** per call at this size")
+    assert summary.verdict(slower, "jaxcompare.sweep()").endswith(
+        " jaxcompare.sweep() shows whether larger inputs change that.")
+    assert "shows whether larger inputs" not in summary.verdict(make_result(), "jaxcompare.sweep()")
+
+
+def test_verdict_says_when_the_range_cannot_tell_the_two_apart():
+    clear = make_result(numpy_s=1e-3, jax_s=2e-4)  # samples within ±1% of each median
+    low, high = clear.speedup_range
+    assert 1 < low < clear.speedup < high
+    assert f"between {low:.2f}x and {high:.2f}x." in summary.verdict(clear)
+    close = make_result(numpy_s=1e-3, jax_s=0.99e-3)
+    assert "cannot tell the two apart" in summary.verdict(close)
+    assert "cannot tell" not in summary.verdict(clear)
+
+
+def test_verdict_says_whether_the_speedup_held_through_a_drift():
+    r = make_result(numpy_s=1e-3, jax_s=2e-4)
+    drifted = dataclasses.replace(r.numpy_runtime, stable=False, unstable_reason="moved by 20% between blocks")
+
+    def timed_in_pairs(numpy_blocks, jax_blocks):
+        return dataclasses.replace(
+            r, numpy_runtime=dataclasses.replace(drifted, block_medians_s=numpy_blocks),
+            runtime=dataclasses.replace(r.runtime, block_medians_s=jax_blocks))
+
+    one_block = dataclasses.replace(r, numpy_runtime=drifted)
+    assert "assumes the machine held still" in summary.verdict(one_block)
+    held = summary.verdict(timed_in_pairs((1e-3, 1.2e-3), (2e-4, 2.4e-4)))
+    assert "speedup held in both pairs" in held and "5.00x to 5.00x" in held and "held still" not in held
+    moved = summary.verdict(timed_in_pairs((1e-3, 1e-3), (2e-4, 2.5e-4)))
+    assert "moved from one pair of blocks to the next (4.00x to 5.00x)" in moved and "speedup held" not in moved
+
+
+def test_verdict_mentions_a_moved_speedup_even_without_a_range():
+    r = make_result(numpy_s=1e-3, jax_s=2e-4)
+    few = dataclasses.replace(r, numpy_runtime=dataclasses.replace(stats(1e-3, n=5), block_medians_s=(1e-3, 1e-3)),
+                              runtime=dataclasses.replace(r.runtime, block_medians_s=(2e-4, 2.5e-4)))
+    assert all(math.isnan(x) for x in few.speedup_range)
+    text = summary.verdict(few)
+    assert "95% confidence" not in text and " The speedup moved from one pair of blocks to the next" in text
+
+
+def test_a_cpu_run_without_a_peak_has_no_third_side_and_no_peak_line():
+    """With them (a GPU run), tests/test_accelerator.py checks the lines themselves."""
+    result = make_result()
+    assert result.jax_cpu is None and result.peak is None
+    assert summary.third_side_figures(result) == [] and summary.third_side_text(result) is None
+    assert summary.peak_text(result) is None
