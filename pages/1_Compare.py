@@ -147,14 +147,10 @@ st.subheader(f"{result.case_info.get('title', result.case)}")
 st.caption(views.result_caption(result, current_config().changed_note(shape, result.case, result.shape,
                                                                       result.precision)))
 ui.history_note([result])
-# Two rows of three: six in one row truncate the values in a laptop-wide window. A third row
-# with JAX on the CPU when the run had a GPU or TPU.
-figures = summary.headline(result)
-for row in filter(None, (figures[:3], figures[3:], summary.third_side_figures(result))):
+for row in summary.figure_rows(result):
     for column, figure in zip(st.columns(3), row, strict=True):
         column.metric(figure.label, figure.value, help=figure.help, border=True)
-st.markdown(views.verdict(result))
-for line in filter(None, (summary.third_side_text(result), summary.peak_text(result))):
+for line in views.verdict_lines(result):
     st.markdown(line)
 
 stem = views.file_stem(result)

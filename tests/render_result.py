@@ -26,12 +26,10 @@ result = results[-1]
 st.title("Compare")
 st.caption(views.result_caption(result))
 # The Compare page's result section: headline rows, verdicts, the two charts, the tables.
-figures = summary.headline(result)
-for row in filter(None, (figures[:3], figures[3:], summary.third_side_figures(result))):
+for row in summary.figure_rows(result):
     for column, figure in zip(st.columns(3), row, strict=True):
         column.metric(figure.label, figure.value, help=figure.help, border=True)
-st.markdown(views.verdict(result))
-for line in filter(None, (summary.third_side_text(result), summary.peak_text(result))):
+for line in views.verdict_lines(result):
     st.markdown(line)
 left, right = st.columns([6, 5], gap="large")
 with left:

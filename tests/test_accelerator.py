@@ -244,6 +244,23 @@ def test_compare_shows_a_third_row_and_column_only_with_the_third_side(fair_resu
     assert "n/a here" in views.notes_markdown(fair_result)[0]
 
 
+def test_the_notebook_shows_the_third_side_and_the_peak_as_the_compare_page_does():
+    from jaxcompare.analysis import summary
+    from jaxcompare.notebook import display
+
+    gpu = _gpu_result(numpy_s=1e-4, gpu_s=2e-4, cpu_s=5e-5)
+    rows = summary.figure_rows(gpu)
+    assert [f.label for f in rows[2]] == ["JAX on CPU", "Speedup on CPU", "GPU over CPU"]
+    lines = display.verdict_lines(gpu)
+    assert lines[1:] == [summary.third_side_text(gpu), summary.peak_text(gpu)]
+    page, text = display.result_html(gpu), display.result_text(gpu)
+    assert ">JAX on CPU<" in page and ">GPU over CPU<" in page
+    assert "<b>JAX on the CPU.</b> JAX on the CPU is faster than on the GPU" in page
+    assert "<b>Fraction of peak.</b> JAX reached" in page
+    assert "JAX on CPU: 50 µs" in text and "\nJAX on the CPU. JAX on the CPU is faster" in text
+    assert "\nFraction of peak. JAX reached" in text
+
+
 def test_charts_draw_the_third_side_in_its_own_colour(fair_result):
     from jaxcompare.app import charts
     from jaxcompare.model.palette import JAX_CPU_COLOR

@@ -95,9 +95,9 @@ def test_the_compare_pages_verdict_points_at_the_size_sweep_page(sample_result):
     from jaxcompare.analysis import summary
 
     slower = make_result(numpy_s=1e-4, jax_s=1e-3)
-    assert views.verdict(slower) == summary.verdict(slower, "The Size sweep page")
-    assert views.verdict(slower).endswith(" The Size sweep page shows whether larger inputs change that.")
-    assert views.verdict(sample_result) == summary.verdict(sample_result)
+    assert views.verdict_lines(slower) == [summary.verdict(slower, "The Size sweep page")]
+    assert views.verdict_lines(slower)[0].endswith(" The Size sweep page shows whether larger inputs change that.")
+    assert views.verdict_lines(sample_result) == [summary.verdict(sample_result)]
 
 
 @pytest.fixture

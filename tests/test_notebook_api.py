@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import _thread
 import dataclasses
-import html
 import json
 import re
 import sys
@@ -248,7 +247,8 @@ def test_the_html_shows_figures_chart_verdict_and_the_checklist_warnings_first(n
     for label in ("NumPy runtime", "JAX runtime", "Speedup", "Compile", "Transfer", "Break-even"):
         assert f">{label}<" in page
     assert "<svg" in page and "Where the time goes" in page
-    assert html.escape(display.verdict(failing)) in page
+    for line in display.verdict_lines(failing):  # the verdict, bold where the app's is bold
+        assert display.markdown_html(line) in page
     statuses = re.findall(r"[✓⚠✗] (pass|warn|fail)</td>", page)
     assert len(statuses) == len(checklist(failing))
     assert statuses[0] == FAIL and statuses == sorted(statuses, key=display.STATUS_ORDER.get)
@@ -256,9 +256,18 @@ def test_the_html_shows_figures_chart_verdict_and_the_checklist_warnings_first(n
 
 def test_the_text_repr_for_a_terminal(notebook_result):
     text = str(notebook_result)
-    assert display.verdict(notebook_result) in text and "credibility checklist" in text
+    assert display.markdown_text(display.verdict_lines(notebook_result)[0]) in text
+    assert "credibility checklist" in text and "**" not in text
     assert "<" not in text.split("\n")[0]
     assert repr(notebook_result).startswith("<jaxcompare Result gram 48x48")
+
+
+def test_the_verdicts_markdown_renders_as_html_or_as_plain_text():
+    line = "JAX is **2.00x faster** per call (1 ms → 500 µs): see *Samples stable* below. a<b & c"
+    assert display.markdown_html(line) == ("JAX is <b>2.00x faster</b> per call (1 ms → 500 µs): see "
+                                           "<i>Samples stable</i> below. a&lt;b &amp; c")
+    assert display.markdown_text(line) == ("JAX is 2.00x faster per call (1 ms → 500 µs): see Samples stable "
+                                           "below. a<b & c")
 
 
 def test_import_jaxcompare_stays_light():

@@ -26,6 +26,11 @@ def test_headline_and_verdict():
     assert "faster" in summary.verdict(result)
 
 
+def test_figures_come_in_rows_of_three():
+    result = make_result()
+    assert summary.figure_rows(result) == [summary.headline(result)[:3], summary.headline(result)[3:]]
+
+
 def test_the_verdict_points_at_a_sweep_only_where_numpy_wins():
     slower = make_result(numpy_s=1e-4, jax_s=1e-3)
     assert summary.verdict(slower).startswith("NumPy is **10.00x faster** per call at this size")
@@ -76,3 +81,4 @@ def test_a_cpu_run_without_a_peak_has_no_third_side_and_no_peak_line():
     assert result.jax_cpu is None and result.peak is None
     assert summary.third_side_figures(result) == [] and summary.third_side_text(result) is None
     assert summary.peak_text(result) is None
+    assert summary.verdict_lines(result, "X") == [summary.verdict(result, "X")]

@@ -108,7 +108,21 @@ def third_side_figures(result: Result) -> list[Figure]:
     ]
 
 
+def figure_rows(result: Result) -> list[list[Figure]]:
+    """The figures as every front end lays them out: the six headline ones in two rows of three
+    (six in one row truncate the values in a laptop-wide window), and a third row with JAX on
+    the CPU when the run had a GPU or TPU."""
+    figures = headline(result)
+    return [row for row in (figures[:3], figures[3:], third_side_figures(result)) if row]
+
+
 # --- sentences (Markdown) -----------------------------------------------------------------------
+def verdict_lines(result: Result, sweep_with: str | None = None) -> list[str]:
+    """What the figures mean, a paragraph each: the verdict, then the third side's line and the
+    fraction of peak's where the run has them (``sweep_with``: as for ``verdict``)."""
+    return [verdict(result, sweep_with), *filter(None, (third_side_text(result), peak_text(result)))]
+
+
 def verdict(result: Result, sweep_with: str | None = None) -> str:
     """One sentence that says what the numbers mean, then how sure it is. ``sweep_with``: what
     runs a size sweep in this front end ("The Size sweep page"), pointed to when NumPy wins."""

@@ -44,13 +44,14 @@ def job_phase_text(phase: str) -> str:
 
 
 # --- the verdict and tables ---------------------------------------------------------------------
-# The headline figures, the third side and the peak line are summary's; the pages call it.
+# The headline figures and their sentences are analysis/summary's, shared with the notebook.
 SWEEP_WITH = "The Size sweep page"
 
 
-def verdict(result: Result) -> str:
-    """The verdict as the Compare page says it: where NumPy wins, it points at the Size sweep page."""
-    return summary.verdict(result, SWEEP_WITH)
+def verdict_lines(result: Result) -> list[str]:
+    """The verdict and its companion lines as the Compare page says them (Markdown): where NumPy
+    wins, the verdict points at the Size sweep page."""
+    return summary.verdict_lines(result, SWEEP_WITH)
 
 
 def phase_table(result: Result) -> list[dict[str, Any]]:

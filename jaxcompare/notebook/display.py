@@ -5,19 +5,13 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from ..analysis import summary
 from ..analysis.checks import FAIL, PASS, WARN, Check, checklist, overall
 from ..model.cases import format_shape
-from ..model.formatting import (
-    faster_or_slower,
-    format_break_even,
-    format_crossover,
-    format_factor,
-    format_speedup,
-    format_time,
-)
+from ..model.formatting import format_crossover, format_factor, format_speedup, format_time
 from ..model.palette import JAX_COLOR, NUMPY_COLOR
 from ..model.phases import ONE_OFF_PHASES, PER_CALL_PHASES, PHASE_LABELS, PHASES
 from ..model.result import Result
@@ -34,57 +28,27 @@ PHASE_GROUPS = (
 TINY_S = 1e-9
 
 
-@dataclass(frozen=True)
-class Figure:
-    label: str
-    value: str
-    detail: str
+# --- words: analysis/summary's, rendered from its Markdown -------------------------------------
+# Where the verdict points when NumPy wins: the notebook's way to run a size sweep.
+SWEEP_WITH = "jaxcompare.sweep()"
+_BOLD = re.compile(r"\*\*(.+?)\*\*")
+_ITALIC = re.compile(r"\*(.+?)\*")
 
 
-# --- words -------------------------------------------------------------------------------------
-def calls_text(calls: float | None) -> str:
-    if calls is None:
-        return "never"
-    n = max(math.ceil(calls), 1)
-    return f"{n:,} call{'s' if n != 1 else ''}"
+def markdown_html(text: str) -> str:
+    """summary's Markdown (``**bold**``, ``*italic*``) as escaped HTML."""
+    return _ITALIC.sub(r"<i>\1</i>", _BOLD.sub(r"<b>\1</b>", html.escape(text)))
 
 
-def headline(result: Result) -> list[Figure]:
-    """The six figures a comparison leads with."""
-    be = result.break_even_calls
-    transfer_note = " (zero-copy on the CPU)" if result.transfer_zero_copy else ""
-    return [
-        Figure("NumPy runtime", format_time(result.numpy_runtime.median_s), "median per call, host arrays"),
-        Figure("JAX runtime", format_time(result.runtime.median_s), "median per call, jitted, blocked, on device"),
-        Figure("Speedup", format_factor(result.speedup), format_speedup(result.speedup).split(" ", 1)[-1].strip("()")),
-        Figure("Compile", format_time(result.compile_total_s), "trace + lower + XLA compile, once"),
-        Figure("Transfer", format_time(result.transfer.median_s), "host→device, once" + transfer_note),
-        Figure("Break-even", calls_text(be), format_break_even(be)),
-    ]
+def markdown_text(text: str) -> str:
+    """summary's Markdown as plain text for a terminal: the marks dropped."""
+    return _ITALIC.sub(r"\1", _BOLD.sub(r"\1", text))
 
 
-def verdict(result: Result) -> str:
-    """One sentence that says what the numbers mean."""
-    s = result.speedup
-    one_off = format_time(result.transfer.median_s + result.compile_total_s)
-    numpy_t, jax_t = format_time(result.numpy_runtime.median_s), format_time(result.runtime.median_s)
-    if not math.isfinite(s):
-        return "JAX's runtime was too small to measure reliably."
-    word, factor = faster_or_slower(s)
-    if word == "faster":
-        be = result.break_even_calls
-        calls = "the first call" if be is not None and be <= 1 else calls_text(be)
-        text = (f"JAX is {format_factor(factor)} faster per call ({numpy_t} → {jax_t}); its one-off costs "
-                f"({one_off}) are paid back after {calls}.")
-    else:
-        text = (f"NumPy is {format_factor(factor)} faster per call at this size ({numpy_t} vs {jax_t}), so JAX "
-                f"never pays back its {one_off} of one-off costs; jaxcompare.sweep() shows whether larger "
-                "inputs change that.")
-    low, high = result.speedup_range
-    if math.isfinite(low) and math.isfinite(high):
-        text += f" With 95% confidence the speedup is between {format_factor(low)} and {format_factor(high)}"
-        text += ", so this run cannot tell the two apart." if low <= 1 <= high else "."
-    return text
+def verdict_lines(result: Result) -> list[str]:
+    """The verdict and its companion lines as the notebook says them (Markdown): where NumPy
+    wins, the verdict points at jaxcompare.sweep()."""
+    return summary.verdict_lines(result, SWEEP_WITH)
 
 
 def ordered_checks(result: Result) -> list[Check]:
@@ -119,9 +83,8 @@ def sweep_verdict(results: Sequence[Result], crossover_elements: float | None) -
 # --- plain text (a terminal, print(result)) ----------------------------------------------------
 def result_text(result: Result) -> str:
     lines = [title(result), f"  {sides(result)}", "",
-             verdict(result), ""]
-    figures = headline(result)
-    for row in (figures[:3], figures[3:]):
+             *map(markdown_text, verdict_lines(result)), ""]
+    for row in summary.figure_rows(result):
         lines.append("  " + "   ".join(f"{f.label}: {f.value}" for f in row))
     lines += ["", f"  {'phase':<28}{'median':>11}{'95% CI':>10}{'n':>5}  stable"]
     for name in PHASES:
@@ -158,13 +121,16 @@ _MUTED = "opacity:0.7"
 
 
 def result_html(result: Result) -> str:
-    """The six figures, the verdict, where the time goes, the checklist (warnings first), notes."""
+    """The verdict (with the third side and the fraction of peak where there are), the figures
+    (their help on hover), where the time goes, the checklist (warnings first), notes."""
     tiles = "".join(
-        f'<div style="border:1px solid rgba(128,128,128,.35);border-radius:6px;padding:6px 10px;min-width:110px">'
-        f'<div style="font-size:11px;{_MUTED}">{_e(f.label)}</div>'
-        f'<div style="font-size:20px;font-weight:600">{_e(f.value)}</div>'
-        f'<div style="font-size:11px;{_MUTED}">{_e(f.detail)}</div></div>'
-        for f in headline(result))
+        '<div style="display:flex;flex-wrap:wrap;gap:8px;margin:8px 0">' + "".join(
+            f'<div title="{_e(f.help)}" style="border:1px solid rgba(128,128,128,.35);border-radius:6px;'
+            f'padding:6px 10px;min-width:150px;cursor:help">'
+            f'<div style="font-size:11px;{_MUTED}">{_e(f.label)}</div>'
+            f'<div style="font-size:20px;font-weight:600">{_e(f.value)}</div></div>' for f in row) + "</div>"
+        for row in summary.figure_rows(result))
+    said = "".join(f'<p style="margin:6px 0">{markdown_html(line)}</p>' for line in verdict_lines(result))
     checks = ordered_checks(result)
     rows = "".join(
         f'<tr><td style="color:{STATUS_COLOR[c.status]};font-weight:600;white-space:nowrap;padding:2px 8px 2px 0">'
@@ -175,8 +141,8 @@ def result_html(result: Result) -> str:
         f'<div class="jaxcompare-result" style="{_BOX}">'
         f'<div style="font-weight:600;font-size:15px">{_e(sides(result))}</div>'
         f'<div style="{_MUTED}">{_e(title(result))}</div>'
-        f'<p style="font-size:14px;margin:8px 0">{_e(verdict(result))}</p>'
-        f'<div style="display:flex;flex-wrap:wrap;gap:8px;margin:8px 0">{tiles}</div>'
+        f'<div style="font-size:14px;margin:8px 0">{said}</div>'
+        f'{tiles}'
         f'{phase_svg(result)}'
         f'<div style="font-weight:600;margin-top:8px">Credibility checklist: '
         f'<span style="color:{STATUS_COLOR[overall(checks)]}">{_e(overall(checks))}</span></div>'
@@ -303,7 +269,7 @@ def sweep_html(results: Sequence[Result], crossover_elements: float | None) -> s
     body = "".join(
         "<tr>" + "".join(f'<td style="text-align:right;padding:2px 8px">{_e(v)}</td>' for v in (
             format_shape(r.shape), format_time(r.numpy_runtime.median_s), format_time(r.runtime.median_s),
-            format_factor(r.speedup), format_time(r.compile_total_s), calls_text(r.break_even_calls),
+            format_factor(r.speedup), format_time(r.compile_total_s), summary.calls_text(r.break_even_calls),
             overall(checklist(r)))) + "</tr>" for r in results)
     return (f'<div class="jaxcompare-sweep" style="{_BOX}">'
             f'<div style="font-weight:600;font-size:15px">{_e(sides(first))}</div>'
