@@ -10,6 +10,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,7 @@ from .agreement import compare_outputs
 from .environment import collect as collect_env
 from .environment import resolve_device
 from .memory import check_fits, device_free, estimate, host_available
+from .profile import profile_jitted
 from .timing import BLAS_SETTLE_S, NS, Clock, blocking_call, bound_call, combine_blocks, sample
 
 ProgressCallback = Callable[[str, float], None]
@@ -40,6 +42,7 @@ PHASES = (
     ("numpy", 0.16),
     ("runtime", 0.14),
     ("recheck", 0.0),  # only with TimingConfig.runtime_blocks > 1 (weights rescaled)
+    ("profile", 0.0),  # only when asked: a few traced calls, after every timed phase
     ("agreement", 0.06),
 )
 # A phase's samples move the bar through at most this much of its share: sampling may run
@@ -196,10 +199,12 @@ class _Run:
 
 
 def measure(spec: Spec, progress: ProgressCallback = _no_progress, clock: Clock = time.perf_counter_ns,
-            *, case: Case | None = None) -> Result:
+            *, case: Case | None = None, profile_dir: str | None = None) -> Result:
     """Run every phase of the protocol for ``spec`` and return the Result: inputs, transfer,
     cold compile, first call, dispatch, fetch, the two runtimes side by side, agreement.
-    ``case``: a Case sent with the job (a notebook's functions) instead of the catalog's."""
+    ``case``: a Case sent with the job (a notebook's functions) instead of the catalog's.
+    ``profile_dir``: also trace a few steady-state calls, after the timed phases, into
+    ``profile_dir/<result id>`` (engine/profile.py); the timings are the same either way."""
     check_precision(spec.precision)
     case = get_case(spec.case, spec.cases_file) if case is None else case
     case.check_shape(spec.shape)
@@ -214,10 +219,15 @@ def measure(spec: Spec, progress: ProgressCallback = _no_progress, clock: Clock 
     jitted, dispatch_stats = _dispatch(run, dev_inputs)
     fetch_stats, jax_out, fetch_zero_copy = _fetch(run, jitted, dev_inputs)
     numpy_stats, runtime_stats, protocol = _runtimes(run, jitted, host_inputs, dev_inputs, device)
+    result_id = uuid.uuid4().hex
+    profile = None
+    if profile_dir is not None:
+        run.progress.start("profile")
+        profile = profile_jitted(jitted, dev_inputs, Path(profile_dir) / result_id, runtime_stats.median_s)
     agreement = _agreement(run, spec, host_inputs, numpy_out, jax_out)
     run.progress.complete()
     return Result(
-        id=uuid.uuid4().hex,
+        id=result_id,
         created=dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds"),
         spec=spec,
         case_info=case.summary(),
@@ -241,6 +251,7 @@ def measure(spec: Spec, progress: ProgressCallback = _no_progress, clock: Clock 
         fetch_zero_copy=fetch_zero_copy,
         notes=_notes(spec, agreement, transfer_zero_copy),
         protocol=protocol,
+        profile=profile,
     )
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from .errors import BadInput
 from .phases import COMPILE_PHASES
+from .profile import Profile
 from .spec import Spec
 from .stats import Stats
 
@@ -47,6 +48,8 @@ class Result:
     # How the JAX runtime was really timed, as measure() observed it on the arrays: blocked,
     # compile_excluded, inputs_on_device (bools). Empty when not recorded; the checklist reads it.
     protocol: dict[str, Any] = field(default_factory=dict)
+    # Where the time goes inside the JAX call (a profiler trace's summary); None when not asked.
+    profile: Profile | None = None
 
     # --- derived figures -------------------------------------------------------------
     @property
@@ -161,6 +164,7 @@ class Result:
             "agreement": self.agreement,
             "notes": list(self.notes),
             "protocol": dict(self.protocol),
+            "profile": None if self.profile is None else self.profile.to_dict(),
             "spec": self.spec.to_dict(),
             "env": self.env,
         }
@@ -194,6 +198,7 @@ class Result:
                 fetch_zero_copy=bool(jax.get("fetch_zero_copy", False)),
                 notes=tuple(data.get("notes") or ()),
                 protocol=dict(data.get("protocol") or {}),
+                profile=Profile.from_dict(data.get("profile")),
                 **stats,
             )
         except BadInput:
