@@ -9,7 +9,16 @@ from typing import Any
 
 from ..model.cases import format_shape
 from ..model.errors import BadInput
-from ..model.formatting import dumps, format_break_even, format_speedup, format_time
+from ..model.formatting import (
+    PERFETTO_HINT,
+    dumps,
+    format_break_even,
+    format_share,
+    format_speedup,
+    format_time,
+    gap_sentence,
+    op_kind_text,
+)
 from ..model.phases import PHASE_LABELS, PHASES
 from ..model.result import Result
 
@@ -62,6 +71,27 @@ def result_table(result: Result) -> str:
                      f"JAX {result.gflops('jax'):.3g} GFLOP/s")
     lines += [f"  note: {note}" for note in result.notes]
     return "\n".join(lines)
+
+
+def profile_lines(result: Result) -> list[str]:
+    """Where the time goes inside the JAX call: the gap, the top ops, the trace file."""
+    profile = result.profile
+    if profile is None:
+        return []
+    if not profile.ok:
+        return [f"  profile: {gap_sentence(profile)}"]
+    lines = [f"  profile ({profile.calls} traced call(s), {profile.where}):", f"    {gap_sentence(profile)}",
+             f"    (the timed runtime, untraced: {format_time(result.runtime.median_s)}; tracing adds host time)",
+             "", f"    {'XLA op':<36}{'kind':<30}{'per call':>10}{'of wall':>9}"]
+    for op in profile.ops:
+        lines.append(f"    {op.name[:35]:<36}{op_kind_text(op.kind, op.holds)[:29]:<30}"
+                     f"{format_time(op.time_s):>10}{format_share(op.share):>9}")
+    if profile.other_ops_s > 0:
+        lines.append(f"    {'(all other ops)':<66}{format_time(profile.other_ops_s):>10}"
+                     f"{format_share(profile.other_ops_s / profile.wall_s):>9}")
+    lines.append(f"  trace: {profile.trace_file}")
+    lines.append(f"    {PERFETTO_HINT}")
+    return lines
 
 
 def _pairs(result: Result) -> list[str]:
