@@ -36,6 +36,7 @@ JOB_PHASE_TEXT = {
     "dispatch": "Timing dispatch only (unblocked)",
     "fetch": "Timing the device→host fetch",
     "recheck": "Timing more pairs of NumPy and JAX blocks (drift check)",
+    "profile": "Tracing a few JAX calls with jax.profiler",
     "agreement": "Checking that the outputs agree",
     "done": "Done",
     "failed": "Failed",
