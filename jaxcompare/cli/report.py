@@ -81,17 +81,21 @@ def profile_lines(result: Result) -> list[str]:
     if not profile.ok:
         return [f"  profile: {gap_sentence(profile)}"]
     lines = [f"  profile ({profile.calls} traced call(s), {profile.where}):", f"    {gap_sentence(profile)}",
-             f"    (the timed runtime, untraced: {format_time(result.runtime.median_s)}; tracing adds host time)",
-             "", f"    {'XLA op':<36}{'kind':<30}{'per call':>10}{'of wall':>9}"]
+             f"    (for comparison, the timed runtime without the tracer: {format_time(result.runtime.median_s)})",
+             "", f"    {'XLA op':<32}{'kind':<40}{'per call':>10}{'of wall':>9}"]
     for op in profile.ops:
-        lines.append(f"    {op.name[:35]:<36}{op_kind_text(op.kind, op.holds)[:29]:<30}"
+        lines.append(f"    {_clip(op.name, 31):<32}{_clip(op_kind_text(op.kind, op.holds), 39):<40}"
                      f"{format_time(op.time_s):>10}{format_share(op.share):>9}")
     if profile.other_ops_s > 0:
-        lines.append(f"    {'(all other ops)':<66}{format_time(profile.other_ops_s):>10}"
+        lines.append(f"    {'(all other ops)':<72}{format_time(profile.other_ops_s):>10}"
                      f"{format_share(profile.other_ops_s / profile.wall_s):>9}")
     lines.append(f"  trace: {profile.trace_file}")
     lines.append(f"    {PERFETTO_HINT}")
     return lines
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 1] + "…"
 
 
 def _pairs(result: Result) -> list[str]:

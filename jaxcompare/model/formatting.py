@@ -26,9 +26,11 @@ def format_time(seconds: float | None) -> str:
 
 
 def format_share(share: float | None) -> str:
-    """A fraction as a percentage: '87%', '0.4%', '—' when unknown."""
+    """A fraction as a percentage: '87%', '0.4%', '<0.1%', '—' when unknown."""
     if share is None or not math.isfinite(share):
         return "—"
+    if 0 < share < 0.001:
+        return "<0.1%"
     return f"{share:.0%}" if share >= 0.01 or share == 0 else f"{share:.1%}"
 
 
