@@ -32,6 +32,7 @@ def test_compare_with_profile_shows_the_tab_and_downloads_the_trace(server, brow
     assert chart_marks(page, index, GAP_COLOR, mark="rect") == 1  # and the gap's
     text = panel.inner_text()
     assert "ui.perfetto.dev" in text and "perfetto_trace.json.gz" in text
+    assert str(server.db.parent / "traces") in text  # the app keeps traces beside its results database
     with page.expect_download(timeout=30_000) as download:
         panel.get_by_role("button", name="Trace (Perfetto)").click()
     saved = tmp_path / download.value.suggested_filename

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..model.formatting import PERFETTO_HINT, format_share, format_time, gap_sentence, op_kind_text
+from ..model.formatting import PERFETTO_HINT, format_share, format_time, op_kind_text
 from ..model.profile import Profile
 from ..model.result import Result
 from .views import Figure
@@ -37,11 +37,6 @@ def gap_figures(result: Result) -> list[Figure]:
                "Wall time minus device busy time: Python and C++ dispatch, argument handling, launching the "
                "executable and waiting for it. Why tiny inputs lose: this part does not shrink with the input."),
     ]
-
-
-def gap_text(profile: Profile) -> str:
-    """One sentence for a caption: the gap, or why there is no profile."""
-    return gap_sentence(profile)
 
 
 def op_rows(profile: Profile) -> list[dict[str, str]]:

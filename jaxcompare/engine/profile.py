@@ -62,12 +62,16 @@ def profile_jitted(jitted: Any, args: tuple[Any, ...], directory: str | os.PathL
         hlo_text = jitted.lower(*args).compile().as_text() or ""
     except Exception:
         hlo_text = ""
-    return trace_calls(lambda: jax.block_until_ready(jitted(*args)), calls_for(runtime_s), directory, hlo_text)
+    # A long call dwarfs the tracer's set-up: no untraced-in-the-summary first call for it.
+    warmup = not (math.isfinite(runtime_s) and runtime_s > TRACE_TARGET_S / 2)
+    return trace_calls(lambda: jax.block_until_ready(jitted(*args)), calls_for(runtime_s), directory, hlo_text,
+                       warmup=warmup)
 
 
 def trace_calls(call: Callable[[], Any], calls: int, directory: str | os.PathLike[str],
-                hlo_text: str = "") -> Profile:
-    """Trace ``calls`` calls of ``call`` (which must block until done) and summarise them."""
+                hlo_text: str = "", *, warmup: bool = True) -> Profile:
+    """Trace ``calls`` calls of ``call`` (which must block until done) and summarise them;
+    ``warmup``: one more call first, traced but left out of the summary."""
     import jax
 
     directory = Path(directory).expanduser()
@@ -82,7 +86,8 @@ def trace_calls(call: Callable[[], Any], calls: int, directory: str | os.PathLik
     except Exception as exc:
         return Profile.failed(f"the profiler could not start ({_line(exc)}); the timings are unaffected")
     try:
-        call()  # traced but not summarised: the first call after the start pays the tracer's set-up
+        if warmup:  # traced but not summarised: the first call after the start pays the tracer's set-up
+            call()
         for k in range(calls):
             with jax.profiler.TraceAnnotation(CALL_MARK, call=k):
                 call()
