@@ -6,7 +6,7 @@ import streamlit as st
 
 from jaxcompare import JaxCompareError, Result
 from jaxcompare.analysis import checks, summary
-from jaxcompare.app import charts, controls, environment_view, pitfalls_view, ui, views
+from jaxcompare.app import charts, charts_profile, controls, environment_view, pitfalls_view, profile_view, ui, views
 from jaxcompare.history.exchange import export_csv
 from jaxcompare.model import formatting
 from jaxcompare.model.cases import format_shape
@@ -20,13 +20,15 @@ CASES = ui.cases()
 
 def widget_values(config: controls.CompareConfig) -> dict[str, object]:
     return {"case": config.case, "size": config.size, "custom_shape": config.custom_shape,
-            "precision": config.precision, "device": config.device, "timing": config.timing}
+            "precision": config.precision, "device": config.device, "timing": config.timing,
+            "profile": config.profile}
 
 
 def current_config() -> controls.CompareConfig:
     ss = st.session_state
     return controls.CompareConfig(case=ss["case"], size=ss["size"], custom_shape=ss["custom_shape"],
-                             precision=ss["precision"], device=ss["device"], timing=ss["timing"])
+                             precision=ss["precision"], device=ss["device"], timing=ss["timing"],
+                             profile=ss["profile"])
 
 
 def running_job():
@@ -52,7 +54,8 @@ def start_run() -> None:
     config = current_config()
     try:
         spec = config.spec(ui.case_by_name(config.case))
-        st.session_state[JOB] = ui.get_runner().submit(spec, owner=ui.owner_id())
+        st.session_state[JOB] = ui.get_runner().submit(
+            spec, owner=ui.owner_id(), profile_dir=ui.traces_folder() if config.profile else None)
     except JaxCompareError as exc:
         st.session_state[ERROR] = str(exc)
         return
@@ -115,6 +118,10 @@ with st.sidebar:
                               "Thorough samples the NumPy and JAX runtimes until each is known to ±1% "
                               "(up to 2.5 s each) in four pairs of blocks side by side, and checks that "
                               "the speedup held from pair to pair (*Speedup steady*).")
+    st.toggle("Profile the JAX call", key="profile",
+              help="After the timed phases, trace a few steady-state JAX calls with jax.profiler: the XLA ops "
+                   "that take the device's time, and how much of each call is host overhead. The timings are "
+                   "the same either way; the Perfetto trace can be downloaded from the Profile tab.")
     busy = running_job() is not None
     st.button("Run comparison", type="primary", icon=":material/play_arrow:", on_click=start_run,
               disabled=busy or shape_problem is not None, width="stretch", key="run_compare")
@@ -161,8 +168,8 @@ with right:
     ui.chart(charts.samples_chart(result), "Samples chart", f"{stem}_samples", stretch=True)
 
 checklist = checks.checklist(result)
-tab_checks, tab_phases, tab_agree, tab_ipython, tab_notes = st.tabs(
-    [views.checks_tab_label(checklist), "All phases", "Agreement", "Reproduce in IPython", "Notes"])
+tab_checks, tab_phases, tab_agree, tab_profile, tab_ipython, tab_notes = st.tabs(
+    [views.checks_tab_label(checklist), "All phases", "Agreement", "Profile", "Reproduce in IPython", "Notes"])
 with tab_checks:
     st.dataframe(
         views.checklist_rows(checklist, lambda pitfall: pitfalls_view.result_link(pitfall, result, CASES)),
@@ -185,6 +192,25 @@ with tab_agree:
     if float64_rows:
         st.dataframe(float64_rows, hide_index=True)
         st.caption("Both sides against a float64 NumPy reference: what the precision costs.")
+with tab_profile:
+    profile = result.profile
+    if profile is None:
+        st.info(profile_view.NOT_PROFILED, icon=":material/troubleshoot:")
+    elif not profile.ok:
+        st.warning(f"The profiler could not run: {profile.error}. The timings above are complete.",
+                   icon=":material/warning:")
+    else:
+        for column, figure in zip(st.columns(3), profile_view.gap_figures(result), strict=True):
+            column.metric(figure.label, figure.value, help=figure.help, border=True)
+        ui.chart(charts_profile.profile_chart(result), "Profile chart", f"{stem}_profile", stretch=True)
+        st.dataframe(profile_view.op_rows(profile), hide_index=True, width="stretch")
+        path, where = profile_view.trace_file(profile)
+        st.caption(where)
+        if path is not None:
+            st.download_button("Trace (Perfetto)", data=lambda path=path: path.read_bytes(),
+                               file_name=profile_view.trace_download_name(result), mime="application/gzip",
+                               icon=":material/download:", on_click="ignore", key="download_trace")
+        st.caption(profile_view.OPEN_TRACE)
 with tab_ipython:
     st.code(formatting.ipython_lines(result), language="python")
     st.caption("Paste into IPython or Jupyter to reproduce this measurement by hand.")

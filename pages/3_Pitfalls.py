@@ -13,6 +13,8 @@ from jaxcompare.app import controls, environment_view, ui
 from jaxcompare.app import pitfalls_view as pv
 from jaxcompare.app.charts import chart_png_bytes
 from jaxcompare.app.charts_pitfalls import pitfall_chart
+from jaxcompare.app.charts_profile import size_gap_chart
+from jaxcompare.app.profile_view import side_gap_text
 from jaxcompare.engine.pitfalls import PITFALLS, SECTIONS
 from jaxcompare.model.cases import format_shape
 
@@ -101,6 +103,9 @@ def side_column(role: str, side: Mapping[str, Any], measured: bool) -> None:
     st.code(side["code"], language="python", wrap_lines=True)
     if measured:
         st.markdown(pv.side_figures(side))
+        gap = side_gap_text(side)
+        if gap:
+            st.markdown(gap)
     else:
         st.caption("Not measured yet.")
 
@@ -140,6 +145,9 @@ def section(meta: Mapping[str, str], entry: Mapping[str, Any] | None, case: Case
         context = entry["context"]
         chart = pitfall_chart(pitfall)
         st.altair_chart(ui.svg_rendered(chart), width="stretch")
+        gap_chart = size_gap_chart(pitfall) if pid == "size" else None
+        if gap_chart is not None:
+            st.altair_chart(ui.svg_rendered(gap_chart), width="stretch")
         st.caption(entry["caption"] + config.changed_note(shape, context["case"], context["shape"],
                                                           context["precision"]))
     row = st.container(horizontal=True)

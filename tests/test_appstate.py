@@ -37,6 +37,15 @@ def test_compare_url_defaults_and_round_trip():
     assert again.spec(get_case("matmul")).shape == (200, 200)
 
 
+def test_compare_url_keeps_the_profile_switch():
+    on = controls.CompareConfig("matmul", profile=True)
+    assert on.query() == {"case": "matmul", "profile": "1"}
+    again, warnings = controls.compare_config_from_query(on.query(), CASES)
+    assert warnings == [] and again.profile is True
+    off, warnings = controls.compare_config_from_query({"case": "matmul", "profile": "yes"}, CASES)
+    assert off.profile is False and "profile=yes" in warnings[0]
+
+
 def test_compare_url_bad_values_warn_and_fall_back():
     query = {"case": "matmull", "shape": "12x", "precision": "x16", "device": "fpga", "timing": "slow"}
     config, warnings = controls.compare_config_from_query(query, CASES)

@@ -6,10 +6,12 @@ from __future__ import annotations
 import pytest
 from browser_support import CHART, IDLE, JAX_COLOR, assert_no_error, chart_marks, wait_for_chart_marks
 
+from jaxcompare.app.charts_profile import BUSY_COLOR, GAP_COLOR
+
 pytestmark = pytest.mark.browser
 
 
-def test_pitfalls_run_all_draws_six_charts(server, browser, tmp_path):
+def test_pitfalls_run_all_draws_six_charts_and_the_size_gap(server, browser, tmp_path):
     page = browser.new_page(viewport={"width": 1400, "height": 1200})
     page.goto(f"{server}/Pitfalls?case=centered_gram&shape=200x200&timing=quick")
     page.wait_for_selector(IDLE, timeout=60_000)
@@ -17,19 +19,24 @@ def test_pitfalls_run_all_draws_six_charts(server, browser, tmp_path):
     for pid in ("jit", "async", "dtype", "transfer", "size", "tf32"):
         assert page.locator(f"#pitfall-{pid}").count() == 1, f"no anchor for {pid}"
     page.get_by_role("button", name="Run all pitfalls").click()
-    page.wait_for_function(f"() => document.querySelectorAll(\"{CHART}\").length >= 6", timeout=180_000)
+    page.wait_for_function(f"() => document.querySelectorAll(\"{CHART}\").length >= 7", timeout=180_000)
     page.wait_for_selector(IDLE, timeout=60_000)
-    assert page.locator("[data-testid='stVegaLiteChart']").count() == 6
-    for index in range(6):
+    # Six pitfall charts, and after the size section's, the busy-vs-gap bars of its two shapes.
+    assert page.locator("[data-testid='stVegaLiteChart']").count() == 7
+    pitfall_charts, gap_chart = [0, 1, 2, 3, 4, 6], 5
+    for index in pitfall_charts:
         assert wait_for_chart_marks(page, index, JAX_COLOR) > 0, f"chart {index} drew no JAX dots"
+    assert wait_for_chart_marks(page, gap_chart, BUSY_COLOR, mark="rect", at_least=2) == 2
+    assert chart_marks(page, gap_chart, GAP_COLOR, mark="rect") == 2
     assert_no_error(page)
     text = page.locator("[data-testid='stMain']").inner_text()
     assert text.count("measured properly:") >= 6 and "Not applicable on CPU: no TF32 here" in text
+    assert text.count("Profiled: the device was busy") == 2  # the size section's two shapes
     assert "case=centered_gram" in page.url and "shape=200x200" in page.url
     height = page.evaluate("() => document.querySelector(\"[data-testid='stMain']\").scrollHeight")
     page.set_viewport_size({"width": 1400, "height": min(height + 50, 12_000)})
     page.wait_for_selector(IDLE, timeout=30_000)
-    for index in range(6):  # still drawn after the resize (the width is unchanged: no redraw due)
+    for index in pitfall_charts:  # still drawn after the resize (the width is unchanged: no redraw due)
         assert chart_marks(page, index, JAX_COLOR) > 0, f"chart {index} lost its JAX dots"
     shot = tmp_path / "pitfalls.png"
     page.screenshot(path=str(shot), full_page=True)

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -70,6 +71,27 @@ def test_run_json_is_one_document_with_documented_fields(run_json):
     assert doc["agreement"]["ok"] is True
     assert doc["env"]["versions"]["jax"] and doc["env"]["jax"]["x64_enabled"] is True
     assert "measuring" in run_json.stderr  # progress goes to stderr, not stdout
+    assert doc["profile"] is None  # only with --profile
+
+
+def test_run_profile_writes_a_trace_and_a_bad_folder_is_one_line(tmp_path):
+    out = tmp_path / "result.json"
+    proc = cli("run", "--case", "matmul", "--shape", "128x128", "--quick", "--profile", str(tmp_path / "traces"),
+               "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text())
+    profile = doc["profile"]
+    assert Path(profile["trace_file"]).is_file()
+    assert Path(profile["trace_file"]).is_relative_to(tmp_path / "traces" / doc["id"])
+    assert profile["ops"] and 0 < profile["device_busy_s"] <= profile["wall_s"]
+    assert "XLA op" in proc.stdout and profile["trace_file"] in proc.stdout and "ui.perfetto.dev" in proc.stdout
+    blocker = tmp_path / "file.txt"
+    blocker.write_text("")
+    proc = cli("run", "--case", "matmul", "--shape", "16x16", "--quick", "--profile", str(blocker / "traces"))
+    assert proc.returncode == 0, proc.stderr  # the comparison still stands
+    assert "speedup" in proc.stdout
+    [line] = [line for line in proc.stdout.splitlines() if "profile:" in line]
+    assert "cannot write the trace" in line and "Traceback" not in proc.stdout + proc.stderr
 
 
 def test_run_prints_a_table():

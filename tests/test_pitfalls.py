@@ -83,6 +83,14 @@ def test_tiny_inputs_favour_numpy(lab):
     assert speedup(p["naive"]) < speedup(p["correct"]) / 2
 
 
+def test_the_size_pitfall_profiles_both_shapes_and_the_tiny_one_is_mostly_overhead(lab):
+    small, large = lab["size"]["naive"]["profile"], lab["size"]["correct"]["profile"]
+    for profile in (small, large):
+        assert "error" not in profile, profile
+        assert 0 < profile["device_busy_s"] <= profile["wall_s"] and profile["trace_file"] is None
+    assert small["gap_share"] > large["gap_share"]
+
+
 def test_tf32_is_marked_not_applicable_on_cpu(lab):
     p = lab["tf32"]
     assert p["applicable"] is False

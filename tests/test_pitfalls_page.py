@@ -70,9 +70,16 @@ def test_run_all_measures_six_sections_in_one_job():
     results = at.session_state["pitfalls_results"]
     assert list(results) == list(SECTIONS)
 
-    specs = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
+    charts = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
+    # The size section adds a chart after its own: each shape's profiled busy time and gap.
+    [gap] = [i for i, spec in enumerate(charts) if spec["layer"][0]["mark"]["type"] == "bar"]
+    assert gap == SECTIONS.index("size") + 1
+    shapes = [row["label"].split(" ")[0] for row in charts[gap]["layer"][0]["data"]["values"]]
+    assert shapes == ["10x10", "10x10", "200x200", "200x200"]
+    indices = [i for i in range(len(charts)) if i != gap]
+    specs = [charts[i] for i in indices]
     assert len(specs) == 6
-    for index, (pid, spec) in enumerate(zip(SECTIONS, specs, strict=True)):
+    for index, pid, spec in zip(indices, SECTIONS, specs, strict=True):
         pitfall = results[pid]["pitfall"]
         assert [layer["mark"]["type"] for layer in spec["layer"]] == ["rule", "point"]
         assert spec["layer"][0]["encoding"]["x"]["scale"]["type"] == "log"

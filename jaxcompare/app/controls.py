@@ -103,6 +103,7 @@ class CompareConfig:
     precision: str = "x32"
     device: str = "auto"
     timing: str = "careful"
+    profile: bool = False  # also trace a few JAX calls after the timed phases (the Profile tab)
 
     def shape(self, case: Case) -> tuple[int, ...]:
         if self.size == "small":
@@ -132,6 +133,8 @@ class CompareConfig:
         for key, default in (("precision", "x32"), ("device", "auto"), ("timing", "careful")):
             if getattr(self, key) != default:
                 out[key] = getattr(self, key)
+        if self.profile:
+            out["profile"] = "1"
         return out
 
 
@@ -182,6 +185,7 @@ def compare_config_from_query(query: Mapping[str, Any], cases: Sequence[Case],
         precision=_choice(query, "precision", PRECISIONS, "x32", warnings),
         device=_choice(query, "device", DEVICES, "auto", warnings),
         timing=_choice(query, "timing", cls.TIMING_MODES, "careful", warnings),
+        profile=_choice(query, "profile", ("0", "1"), "0", warnings) == "1",
     )
     return config, warnings
 

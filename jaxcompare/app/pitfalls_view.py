@@ -296,6 +296,7 @@ JOB_PHASE_TEXT = {  # what a pitfalls job reports -> what the progress bar says
     "queued": "Waiting in the device queue",
     "starting worker": "Preparing: worker, inputs, NumPy and jitted-JAX baselines",
     "dtype (float64 worker)": "Measuring the fair float64 side in the x64 worker",
+    "size profile": "Tracing a few calls at each shape with jax.profiler (workload size)",
     "done": "Done",
     "cancelled": "Stopped",
     "failed": "Failed",

@@ -18,7 +18,7 @@ import streamlit as st
 
 from ..catalog import all_cases
 from ..engine.runner import Job, Runner
-from ..history.store import Store, default_path
+from ..history.store import Store, default_path, traces_dir
 from ..model.cases import Case
 from ..model.errors import JaxCompareError
 from ..model.result import Result
@@ -71,6 +71,12 @@ def get_store() -> Store:
     """The results database ($JAXCOMPARE_DB, else ~/.jaxcompare/results.sqlite3), one Store per
     path per server: it opens a connection per operation, so every session's thread can share it."""
     return _store_at(str(default_path()))
+
+
+def traces_folder() -> str:
+    """Where the Compare page's profiler traces go: a traces folder beside the results
+    database, one subfolder per result id (the server reads them back for the download)."""
+    return str(traces_dir(default_path()))
 
 
 @st.cache_resource(show_spinner=False)

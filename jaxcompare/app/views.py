@@ -31,6 +31,7 @@ JOB_PHASE_TEXT = {
     "fetch": "Timing the device→host fetch",
     "recheck": "Timing more pairs of NumPy and JAX blocks (drift check)",
     "jax_cpu": "Timing JAX on the CPU (the third side)",
+    "profile": "Tracing a few JAX calls with jax.profiler",
     "agreement": "Checking that the outputs agree",
     "peak": "Finding the peak rates (the CPU's is measured once per host)",
     "done": "Done",

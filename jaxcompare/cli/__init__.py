@@ -16,12 +16,13 @@ from typing import Any
 from ..analysis.checks import checklist, overall
 from ..analysis.sweep import crossover, ladder, parse_sizes
 from ..catalog import all_cases, get_case
+from ..history.store import traces_dir
 from ..model.cases import format_shape
 from ..model.errors import BadInput, JaxCompareError
 from ..model.formatting import format_crossover, format_speedup, format_time
 from ..model.spec import DEVICES, PRECISIONS, TIMING_PRESETS, Spec, TimingConfig, parse_shape
 from . import history as cli_history
-from .report import result_table, write_json
+from .report import profile_lines, result_table, write_json
 
 EXIT_USAGE = 2
 
@@ -62,6 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
     p_run = sub.add_parser("run", help="measure one case at one shape")
     common(p_run)
     p_run.add_argument("--shape", help="e.g. 1000x1000 (default: the case's large preset)")
+    p_run.add_argument("--profile", nargs="?", const="", default=None, metavar="DIR",
+                       help="after the timed phases, trace a few JAX calls with jax.profiler and show the top "
+                       "XLA ops and the host-vs-device gap; the Perfetto trace goes to DIR/<result id>/ "
+                       "(default: a traces folder beside the results database)")
 
     p_sweep = sub.add_parser("sweep", help="measure one case over a ladder of sizes")
     common(p_sweep)
@@ -121,8 +126,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     store = cli_history.open_store(args.db) if args.save else None  # a bad --db fails before measuring
     out = _human(args)
     print(f"measuring {case.name} at {format_shape(shape)} ({args.precision}) ...", file=sys.stderr)
+    profile_dir = None
+    if args.profile is not None:
+        profile_dir = args.profile or str(traces_dir(args.db))
     with Runner(timeout_s=args.timeout) as runner:
-        result = runner.run(spec)
+        result = runner.run(spec, profile_dir=profile_dir)
     checks = checklist(result)
     if args.json:
         write_json(args.json, result.to_dict() | {"checklist": [c.to_dict() for c in checks]})
@@ -131,6 +139,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"\n  credibility checklist: {overall(checks).upper()}", file=out)
         for c in checks:
             print(f"  [{c.status:^4}] {c.title:<32}{c.reason}", file=out)
+        if result.profile is not None:
+            print("\n" + "\n".join(profile_lines(result)), file=out)
     if store is not None:
         cli_history.save_result(result, store)
     return 0

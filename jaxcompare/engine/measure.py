@@ -10,6 +10,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,7 @@ from .ceilings import ceilings, cpu_device_or_none, matmul_precision
 from .environment import collect as collect_env
 from .environment import resolve_device
 from .memory import check_fits, device_memory, estimate, host_available
+from .profile import profile_jitted
 from .timing import BLAS_SETTLE_S, NS, Clock, blocking_call, bound_call, combine_blocks, sample
 
 ProgressCallback = Callable[[str, float], None]
@@ -43,6 +45,7 @@ PHASES = (
     ("runtime", 0.14),
     ("recheck", 0.0),  # only with TimingConfig.runtime_blocks > 1 (weights rescaled)
     ("jax_cpu", 0.0),  # only with the third side, JAX on the CPU (weights rescaled)
+    ("profile", 0.0),  # only when asked: a few traced calls, after every timed phase
     ("agreement", 0.06),
     ("peak", 0.0),  # the CPU's matmul rate: cached after the first run on a host
 )
@@ -242,14 +245,17 @@ class DevicePhases:
 
 
 def measure(spec: Spec, progress: ProgressCallback = _no_progress, clock: Clock = time.perf_counter_ns,
-            *, cpu_side: bool | None = None, case: Case | None = None) -> Result:
+            *, cpu_side: bool | None = None, case: Case | None = None,
+            profile_dir: str | None = None) -> Result:
     """Run every phase of the protocol for ``spec`` and return the Result: inputs, transfer,
     cold compile, first call, dispatch, fetch, the two runtimes side by side, the third side
-    (JAX on the CPU), agreement, and the ceilings for the fraction of peak.
+    (JAX on the CPU), the profile when asked, agreement, and the ceilings for the fraction of peak.
 
     ``cpu_side``: measure JAX on the CPU as a third side; by default only when the device is a
     GPU or TPU (True also measures it on a CPU-only host, where it repeats the main side).
-    ``case``: a Case sent with the job (a notebook's functions) instead of the catalog's."""
+    ``case``: a Case sent with the job (a notebook's functions) instead of the catalog's.
+    ``profile_dir``: also trace a few steady-state calls, after every timed phase, into
+    ``profile_dir/<result id>`` (engine/profile.py); the timings are the same either way."""
     check_precision(spec.precision)
     case = get_case(spec.case, spec.cases_file) if case is None else case
     case.check_shape(spec.shape)
@@ -266,12 +272,17 @@ def measure(spec: Spec, progress: ProgressCallback = _no_progress, clock: Clock 
     jax_cpu = None
     if want_cpu_side and cpu is not None:
         jax_cpu = measure_jax_side(run, spec, host_inputs, numpy_out, cpu)
+    result_id = uuid.uuid4().hex
+    profile = None
+    if profile_dir is not None:
+        run.progress.start("profile")
+        profile = profile_jitted(main.jitted, main.dev_inputs, Path(profile_dir) / result_id, runtime_stats.median_s)
     agreement = _agreement(run, spec, host_inputs, numpy_out, main.jax_out)
     flops = case.flop_count(spec.shape)
     peak = _peak(run, spec, device, flops, with_cpu_side=jax_cpu is not None)
     run.progress.complete()
     return Result(
-        id=uuid.uuid4().hex,
+        id=result_id,
         created=dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds"),
         spec=spec,
         case_info=case.summary(),
@@ -298,6 +309,7 @@ def measure(spec: Spec, progress: ProgressCallback = _no_progress, clock: Clock 
         transfer_bytes=main.transfer_bytes,
         jax_cpu=jax_cpu,
         peak=peak,
+        profile=profile,
     )
 
 

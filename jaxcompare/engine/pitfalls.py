@@ -9,6 +9,7 @@ draw from them, so the size of the mistake is a measured number, not a quote.
 from __future__ import annotations
 
 import statistics
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -23,6 +24,7 @@ from ..model.spec import Spec
 from .agreement import normwise_errors
 from .environment import resolve_device
 from .measure import build_inputs, check_memory, check_precision
+from .profile import profile_jitted
 from .timing import BLAS_SETTLE_S, Clock, blocking_call, bound_call, sample, sample_round_robin
 
 DOCS = {
@@ -123,6 +125,7 @@ class Lab:
                 jax_calls["jax_other"] = blocking_call(self.f, dev)
         self.steady = self.side_by_side(jax_calls, numpy_calls)
         self.numpy_s, self.blocked_s = self.steady["numpy"], self.steady["jax"]
+        self.small: tuple[Any, float] | None = None  # pitfall 5's small inputs on the device, and their runtime
 
     def time(self, call: Callable[[], Any], *, runtime: bool = False, **kw: Any) -> float:
         """Median seconds per call; ``runtime``: a speedup's phase (TimingConfig.for_runtime).
@@ -227,6 +230,7 @@ def pitfall_size(lab: Lab) -> dict[str, Any]:
     jax.block_until_ready(lab.f(*dev))
     jax_small = lab.time(blocking_call(lab.f, dev), runtime=True)
     numpy_small = lab.time(bound_call(case.numpy_fn, host), runtime=True)
+    lab.small = (dev, jax_small)  # profiled after every section is timed (profile_size)
     tag = format_shape(small)
     big = format_shape(lab.spec.shape)
     return _pitfall(
@@ -235,6 +239,20 @@ def pitfall_size(lab: Lab) -> dict[str, Any]:
         _side(f"The workload you care about ({big})", f"x = rand({big})", lab.blocked_s, lab.numpy_s,
               shape=list(lab.spec.shape)),
     )
+
+
+def profile_size(lab: Lab, pitfall: dict[str, Any]) -> None:
+    """Pitfall 5's 'why': a profiler trace of a few calls at each shape (after every timed
+    section), so each side shows how much of its wall time the device was busy. The traces
+    are summarised and dropped (the Compare page's Profile keeps its trace file)."""
+    if lab.small is None:
+        return
+    small_dev, small_s = lab.small
+    with tempfile.TemporaryDirectory(prefix="jaxcompare-size-profile-") as folder:
+        for side, (dev, seconds), name in ((pitfall["naive"], (small_dev, small_s), "small"),
+                                           (pitfall["correct"], (lab.dev, lab.blocked_s), "large")):
+            profile = profile_jitted(lab.f, dev, f"{folder}/{name}", seconds)
+            side["profile"] = replace(profile, trace_file=None).to_dict()
 
 
 def pitfall_tf32(lab: Lab) -> dict[str, Any]:
@@ -280,6 +298,11 @@ def measure_pitfalls(spec: Spec, sections: tuple[str, ...] = SECTIONS,
         if progress is not None:
             progress(pid, i / len(sections))
         out.append(MEASURE[pid](lab))
+    for pitfall in out:
+        if pitfall["id"] == "size":
+            if progress is not None:
+                progress("size profile", 0.99)
+            profile_size(lab, pitfall)
     if progress is not None:
         progress("done", 1.0)
     return {"case": spec.case, "shape": list(spec.shape), "precision": spec.precision,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import logging
 import multiprocessing
+import os
 import queue
 import threading
 import time
@@ -172,15 +173,19 @@ class Runner:
 
     # --- public API ------------------------------------------------------------------------
     def submit(self, spec: Spec, *, timeout_s: float | None = None, owner: str | None = None,
-               rate_limited: bool = True) -> Job:
-        """Queue a measurement; returns at once with a Job to poll or wait on.
+               rate_limited: bool = True, profile_dir: str | os.PathLike[str] | None = None) -> Job:
+        """Queue a measurement; returns at once with a Job to poll or wait on. ``profile_dir``:
+        also trace a few steady-state calls into ``profile_dir/<result id>`` (Result.profile).
 
         Raises BadInput / TooLarge at once for a request that cannot run (unknown case,
         bad shape, over a limit, more memory than the host has)."""
         preflight(spec, self.settings)
         if rate_limited and owner is not None:
             self._rate.acquire(owner)
-        job = Job("measure", (Step(spec.precision, "measure", (spec.to_dict(),)),),
+        args: tuple[Any, ...] = (spec.to_dict(),)
+        if profile_dir is not None:  # the worker may not share this process's working directory
+            args += (None, os.path.abspath(os.path.expanduser(os.fspath(profile_dir))))
+        job = Job("measure", (Step(spec.precision, "measure", args),),
                   timeout_s or self.timeout_s, spec=spec, owner=owner)
         return self._enqueue(job)
 
@@ -217,8 +222,9 @@ class Runner:
         return self._enqueue(Job("pitfalls", tuple(steps), timeout_s or self.timeout_s, spec=spec,
                                  owner=owner))
 
-    def run(self, spec: Spec, *, timeout_s: float | None = None) -> Result:
-        return self.submit(spec, timeout_s=timeout_s).wait()
+    def run(self, spec: Spec, *, timeout_s: float | None = None,
+            profile_dir: str | os.PathLike[str] | None = None) -> Result:
+        return self.submit(spec, timeout_s=timeout_s, profile_dir=profile_dir).wait()
 
     def environment(self, precision: str = "x32", *, timeout_s: float = 120.0) -> dict[str, Any]:
         """The worker's view: JAX version, backend, devices, x64 state."""

@@ -44,9 +44,11 @@ def _report(job_id: str, phase: str, fraction: float) -> None:
             pass
 
 
-def run_measurement(job_id: str, spec_dict: dict[str, Any], case_bytes: bytes | None = None) -> dict[str, Any]:
+def run_measurement(job_id: str, spec_dict: dict[str, Any], case_bytes: bytes | None = None,
+                    profile_dir: str | None = None) -> dict[str, Any]:
     """Measure one Spec; returns the Result as a dict plus the worker-side time window.
-    ``case_bytes``: a Case sent with the job (engine/shipping.py), measured instead of the catalog's."""
+    ``case_bytes``: a Case sent with the job (engine/shipping.py), measured instead of the catalog's.
+    ``profile_dir``: also trace a few calls into that folder, after the timed phases."""
     from ..model.spec import Spec
     from .measure import measure
     from .shipping import unpack_case
@@ -56,7 +58,8 @@ def run_measurement(job_id: str, spec_dict: dict[str, Any], case_bytes: bytes | 
         raise RuntimeError(f"job for {spec.precision} sent to the {_precision} worker")
     case = unpack_case(case_bytes, spec.case) if case_bytes is not None else None
     started = time.time()
-    result = measure(spec, progress=lambda phase, frac: _report(job_id, phase, frac), case=case)
+    result = measure(spec, progress=lambda phase, frac: _report(job_id, phase, frac), case=case,
+                     profile_dir=profile_dir)
     return {"result": result.to_dict(), "window": (started, time.time()), "pid": os.getpid()}
 
 

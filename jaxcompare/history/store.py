@@ -74,6 +74,12 @@ def default_path() -> Path:
     return Path(env).expanduser() if env else Path.home() / ".jaxcompare" / "results.sqlite3"
 
 
+def traces_dir(db_path: str | os.PathLike[str] | None = None) -> Path:
+    """Where profiler traces go by default: a ``traces`` folder beside the results database
+    (``~/.jaxcompare/traces``), one subfolder per result id."""
+    return (Path(db_path).expanduser() if db_path else default_path()).parent / "traces"
+
+
 class Store:
     """A results database; cheap to create, safe to share between threads and processes."""
 

@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 from .cases import format_shape
+from .profile import Profile
 from .result import Result
 from .sides import link_name
 
@@ -23,6 +24,34 @@ def format_time(seconds: float | None) -> str:
             value = seconds / scale
             return f"{value:.3g} {unit}" if value < 1000 else f"{value:.0f} {unit}"
     return f"{seconds:.3g} s"
+
+
+def format_share(share: float | None) -> str:
+    """A fraction as a percentage: '87%', '0.4%', '<0.1%', '—' when unknown."""
+    if share is None or not math.isfinite(share):
+        return "—"
+    if 0 < share < 0.001:
+        return "<0.1%"
+    return f"{share:.0%}" if share >= 0.01 or share == 0 else f"{share:.1%}"
+
+
+def gap_sentence(profile: Profile) -> str:
+    """'host wall 1.2 ms per call, device busy 0.3 ms (25%); the gap, 0.9 ms (75%), is dispatch,
+    launch and sync overhead', or why there is no profile."""
+    if not profile.ok:
+        return f"no profile: {profile.error or 'the trace held no device ops'}"
+    return (f"host wall {format_time(profile.wall_s)} per call, device busy {format_time(profile.device_busy_s)} "
+            f"({format_share(profile.busy_share)}); the gap, {format_time(profile.gap_s)} "
+            f"({format_share(profile.gap_share)}), is dispatch, launch and sync overhead")
+
+
+def op_kind_text(kind: str, holds: tuple[str, ...] | list[str]) -> str:
+    """'fusion (dot)', 'custom-call (lapack_sgesdd_ffi)', 'dot'."""
+    return f"{kind} ({', '.join(holds)})" if holds else kind
+
+
+PERFETTO_HINT = ("open it in ui.perfetto.dev (Open trace file: your browser reads it, nothing is uploaded) or in "
+                 "XProf/TensorBoard (pip install 'jax[xprof]')")
 
 
 def format_factor(factor: float | None) -> str:

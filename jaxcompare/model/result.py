@@ -8,6 +8,7 @@ from typing import Any
 
 from .errors import BadInput
 from .phases import COMPILE_PHASES
+from .profile import Profile
 from .sides import JaxSide, Peak, fraction
 from .spec import Spec
 from .stats import Stats
@@ -54,6 +55,8 @@ class Result:
     jax_cpu: JaxSide | None = None
     # The ceilings for the fraction of peak (None without a FLOP count).
     peak: Peak | None = None
+    # Where the time goes inside the JAX call (a profiler trace's summary); None when not asked.
+    profile: Profile | None = None
 
     # --- derived figures -------------------------------------------------------------
     @property
@@ -204,6 +207,7 @@ class Result:
             "agreement": self.agreement,
             "notes": list(self.notes),
             "protocol": dict(self.protocol),
+            "profile": None if self.profile is None else self.profile.to_dict(),
             "spec": self.spec.to_dict(),
             "env": self.env,
         }
@@ -253,6 +257,7 @@ class Result:
                 # Results saved before the third side and the peaks have neither key.
                 jax_cpu=JaxSide.from_dict(data["jax_cpu"]) if data.get("jax_cpu") else None,
                 peak=Peak.from_dict(data["peak"]) if data.get("peak") else None,
+                profile=Profile.from_dict(data.get("profile")),
                 **stats,
             )
         except BadInput:

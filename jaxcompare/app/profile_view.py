@@ -1,0 +1,86 @@
+"""What the Compare page's Profile tab and the Pitfalls page's workload-size section show of a
+profiler trace, as plain data (no Streamlit here): the gap figures, the top ops, the trace
+file and how to open it (the trace itself: engine/profile.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..model.formatting import PERFETTO_HINT, format_share, format_time, op_kind_text
+from ..model.profile import Profile
+from ..model.result import Result
+from .views import Figure
+
+NOT_PROFILED = ("Not profiled. Turn on **Profile the JAX call** in the sidebar and run again: after the timed "
+                "phases a few calls are traced with `jax.profiler`, and this tab shows which XLA ops take the "
+                "device's time and how much of each call is host overhead.")
+OPEN_TRACE = (f"The trace is a Perfetto (Chrome JSON) trace of the traced calls, each marked `jaxcompare call`: "
+              f"{PERFETTO_HINT}.")
+
+
+def gap_figures(result: Result) -> list[Figure]:
+    """Host wall time per traced call, the device's busy time in it, and the gap between them."""
+    profile = result.profile
+    if profile is None or not profile.ok:
+        return []
+    return [
+        Figure("Host wall time per call", format_time(profile.wall_s),
+               f"The mean over {profile.calls} traced, blocked calls, from the call's start on the host to "
+               f"block_until_ready() returning. The tracer adds host time: the timed (untraced) runtime was "
+               f"{format_time(result.runtime.median_s)}."),
+        Figure("Device busy", f"{format_time(profile.device_busy_s)} · {format_share(profile.busy_share)}",
+               f"The union of the XLA ops' intervals inside each call ({profile.where}); ops running at once "
+               "on several threads count once."),
+        Figure("Gap: host overhead", f"{format_time(profile.gap_s)} · {format_share(profile.gap_share)}",
+               "Wall time minus device busy time: Python and C++ dispatch, argument handling, launching the "
+               "executable and waiting for it. Why tiny inputs lose: this part does not shrink with the input."),
+    ]
+
+
+def op_rows(profile: Profile) -> list[dict[str, str]]:
+    """The top ops as a table: name, kind, time per call, share of the wall time per call."""
+    rows = [{"XLA op": op.name, "Kind": op_kind_text(op.kind, op.holds), "Per call": format_time(op.time_s),
+             "Share of the call": format_share(op.share)} for op in profile.ops]
+    if profile.other_ops_s > 0 and profile.wall_s:
+        rows.append({"XLA op": "(all other ops)", "Kind": "", "Per call": format_time(profile.other_ops_s),
+                     "Share of the call": format_share(profile.other_ops_s / profile.wall_s)})
+    return rows
+
+
+def trace_file(profile: Profile) -> tuple[Path | None, str]:
+    """The trace file when it is on this machine, and a line saying where it is (or was)."""
+    if not profile.trace_file:
+        return None, "This profile kept no trace file."
+    path = Path(profile.trace_file)
+    if path.is_file():
+        return path, f"Trace file: `{path}`"
+    return None, f"The trace file `{path}` is not on this machine (any more): measured elsewhere, or deleted."
+
+
+def trace_download_name(result: Result) -> str:
+    """'matmul_1000x1000_x32_<id8>.perfetto.json.gz': what the trace is saved as."""
+    shape = "x".join(str(n) for n in result.shape)
+    return f"{result.case}_{shape}_{result.precision}_{result.id[:8]}.perfetto.json.gz"
+
+
+# --- the Pitfalls page's workload-size section -------------------------------------------------
+def side_profile(side: Mapping[str, Any]) -> Profile | None:
+    """A pitfall side's profile (pitfall 5 profiles its small and large shape), else None."""
+    try:
+        return Profile.from_dict(side.get("profile"))
+    except Exception:  # a report from another version: no profile rather than no page
+        return None
+
+
+def side_gap_text(side: Mapping[str, Any]) -> str | None:
+    """'Profiled: device busy **12 µs** of **150 µs** per call; gap **92%** (host overhead).'"""
+    profile = side_profile(side)
+    if profile is None:
+        return None
+    if not profile.ok:
+        return f"Not profiled: {profile.error}"
+    return (f"Profiled: the device was busy **{format_time(profile.device_busy_s)}** of "
+            f"**{format_time(profile.wall_s)}** per call; the gap, **{format_share(profile.gap_share)}**, is "
+            f"host overhead.")
