@@ -477,12 +477,12 @@ def _owner(owner: Owner | str | None) -> Owner | None:
 def _file_version(path: str) -> tuple[str, int, int]:
     """(absolute path, mtime, size): a cases file is listed again only when it changes."""
     full = os.path.abspath(os.path.expanduser(str(path)))
+    if not os.path.isfile(full):
+        raise BadInput(f"cases file {str(path)!r} does not exist or is not a file")
     try:
         stat = os.stat(full)
     except OSError as exc:
         raise BadInput(f"cases file {str(path)!r} cannot be read: {exc.strerror or exc}") from None
-    if not os.path.isfile(full):
-        raise BadInput(f"cases file {str(path)!r} does not exist or is not a file")
     return full, stat.st_mtime_ns, stat.st_size
 
 
