@@ -91,12 +91,14 @@ def test_stop_on_a_queued_job_frees_its_place_at_once(gate):
         base = runner.position(queued[0])
         assert [runner.position(j) for j in queued] == [base, base + 1, base + 2]
         waits = [runner.estimate_wait_s(j) for j in queued]
+        assert [runner.jobs_ahead(j) for j in queued] == [2, 3, 4]  # the gated job and done_before first
         queued[0].cancel()
         # No waiting on the dispatcher: the job is finished and out of the queue when cancel() returns.
         assert queued[0].done and queued[0].status == "cancelled"
         with pytest.raises(JobFailed, match="cancelled before it started"):
             queued[0].wait(0)
         assert [runner.position(j) for j in queued[1:]] == [base, base + 1]
+        assert [runner.jobs_ahead(j) for j in queued] == [None, 2, 3]
         assert runner.estimate_wait_s(queued[2]) < waits[2]
         assert not blocker.done  # the running job was not disturbed
         gate.open()

@@ -374,6 +374,13 @@ def cancel_job(job_key: str) -> None:
         job.cancel()
 
 
+def job_slot() -> Any:
+    """A container, drawn on every run before the page's messages, to call its polling fragment
+    in. A poll the browser had already asked for when the job ended (a Stop click ends a queued
+    job at once) then redraws this empty slot, not the error below it that says why it stopped."""
+    return st.container()
+
+
 def polled_job(job_key: str) -> Job | None:
     """For a polling fragment: this session's job while it runs. When it is done, a full
     rerun (which shows the outcome and re-enables the page's buttons); None without one."""
@@ -476,9 +483,8 @@ def show_url_warnings(warnings: list[str]) -> None:
 def job_progress(job: Job, label: str, *, overall: float | None = None) -> None:
     """A progress bar that says which phase is being measured (or where the job is queued)."""
     runner = get_runner()
-    position = runner.position(job)
-    if job.status == "queued" and position > 0:
-        ahead = position - 1
+    ahead = runner.jobs_ahead(job)
+    if job.status == "queued" and ahead is not None:
         wait = runner.estimate_wait_s(job)
         text = (f"{label}: queued behind {ahead} other measurement(s), about {wait:.0f} s. "
                 f"One measurement at a time, so they don't spoil each other's timings.")

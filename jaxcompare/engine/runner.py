@@ -258,6 +258,16 @@ class Runner:
                         return i
         return -1
 
+    def jobs_ahead(self, job: Job) -> int | None:
+        """How many jobs run before ``job`` on its device, the running one included; None when
+        it is not waiting (running or finished)."""
+        with self._cv:
+            for lane in self._lanes:
+                for i, queued in enumerate(lane.queue):
+                    if queued is job:
+                        return i + (lane.current is not None)
+        return None
+
     def estimate_wait_s(self, job: Job) -> float:
         """Rough wait before ``job`` starts, from recent job durations."""
         with self._cv:
@@ -331,7 +341,8 @@ class Runner:
         if running is before:
             return 0.0
         if running is not None and running.started_at is not None:
-            wait += max(self._typical_s(running) - (time.time() - running.started_at), 0.0)
+            # One taking longer than usual has not told how much longer: say a second, not zero.
+            wait += max(self._typical_s(running) - (time.time() - running.started_at), 1.0)
         for queued in lane.queue:
             if queued is before:
                 break
