@@ -180,7 +180,8 @@ def test_the_app_process_never_imports_jax():
     code = textwrap.dedent("""
         import sys, time
         from streamlit.testing.v1 import AppTest
-        at = AppTest.from_file("pages/1_Compare.py", default_timeout=120)
+        at = AppTest.from_file("app.py", default_timeout=120).run()  # the entry point, as a browser opens it
+        at.switch_page("pages/1_Compare.py")
         at.query_params.update(case="matmul", shape="small", timing="quick")
         at.run()
         at.button(key="run_compare").click().run()
