@@ -3,8 +3,10 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8501
+# Where `make serve` listens: every interface (a hosted demo); `make run` listens on 127.0.0.1 only.
+ADDRESS ?= 0.0.0.0
 
-.PHONY: run test lint install install-dev install-plan browser clean
+.PHONY: run serve test lint install install-dev install-plan browser clean
 
 # JAX for this machine's accelerator: jax, jax[cuda12], jax[cuda13] or jax[tpu] (ACCEL= overrides).
 JAX_REQ := $(shell $(PYTHON) tools/accelerator.py choose 2>/dev/null)
@@ -50,8 +52,15 @@ browser:
 	else echo "make: $(CHROMIUM_HELP)" >&2; exit 1; fi; \
 	command -v chromium >/dev/null 2>&1 || { echo "make: $(CHROMIUM_HELP)" >&2; exit 1; }
 
+# Local use: loopback only, so your own case files load (docs/hosting.md: safe by default).
 run: install
-	$(BIN)/streamlit run app.py --server.port $(PORT)
+	$(BIN)/streamlit run app.py --server.address 127.0.0.1 --server.port $(PORT)
+
+# The hosted demo (docs/hosting.md): hosted limits, every interface, generic error messages.
+# JAXCOMPARE_* variables (the database, devices, the operator token...) pass through.
+serve: install
+	JAXCOMPARE_MODE=hosted $(BIN)/streamlit run app.py --server.address $(ADDRESS) --server.port $(PORT) \
+	  --server.headless true --client.showErrorDetails none
 
 # Style, then the architecture contracts in pyproject.toml ([tool.importlinter]).
 lint: install-dev

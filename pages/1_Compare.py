@@ -136,10 +136,12 @@ st.caption(f"{controls.case_label(case)}: `{case.numpy_name}` vs `{case.jax_name
            + (case.description or ""))
 env = ui.device_banner()
 ui.show_url_warnings(url_warnings)
+slot = ui.job_slot()
 if ERROR in st.session_state:
     st.error(st.session_state[ERROR], icon=":material/error:")
 if running_job() is not None:
-    poll_job()
+    with slot:
+        poll_job()
 
 result: Result | None = st.session_state.get(RESULT)
 if result is None:

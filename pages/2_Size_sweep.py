@@ -133,12 +133,14 @@ st.caption("Small inputs favour NumPy (JAX pays dispatch overhead on every call)
            "JAX. This page measures one case from tiny to large and marks where the speedup crosses 1x.")
 ui.device_banner()
 ui.show_url_warnings(url_warnings)
+slot = ui.job_slot()
 if ERROR in st.session_state:
     st.error(st.session_state[ERROR], icon=":material/error:")
 
 run: controls.SweepRun | None = st.session_state.get(RUN)
 if run is not None and not run.finished:
-    poll_sweep()
+    with slot:
+        poll_sweep()
     st.caption("The sweep advances while this page is open, one size at a time, so other users' "
                "measurements can run in between.")
 if run is None:

@@ -87,7 +87,7 @@ def poll_job() -> None:
         return
     runner = ui.get_runner()
     sections = st.session_state.get(f"{JOB}_meta", {}).get("sections", SECTIONS)
-    ahead = runner.position(job) - 1 if job.status == "queued" and runner.position(job) > 0 else None
+    ahead = runner.jobs_ahead(job) if job.status == "queued" else None
     elapsed = time.time() - (job.started_at or time.time())
     st.progress(min(max(job.progress, 0.0), 1.0),
                 text=pv.progress_text(job.phase, job.progress, elapsed, sections, queued_behind=ahead))
@@ -214,13 +214,15 @@ st.caption(f"Each classic JAX benchmarking mistake, measured live beside the rig
            "how wrong that conclusion is.")
 env = ui.device_banner()
 ui.show_url_warnings(url_warnings)
+slot = ui.job_slot()
 if ERROR in st.session_state:
     st.error(st.session_state[ERROR], icon=":material/error:")
 
 results: dict[str, Any] = st.session_state.get(RESULTS, {})
 backend = controls.known_backend(config.device, env)
 if busy:
-    poll_job()
+    with slot:
+        poll_job()
 elif not results:
     st.info("**Run all pitfalls** (sidebar) measures all six sections in one job; each section can also be "
             "measured on its own.", icon=":material/play_arrow:")

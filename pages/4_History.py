@@ -39,7 +39,7 @@ def select_rows(rows: list[int]) -> None:
 # --- callbacks (run before the script) ----------------------------------------------------------
 def on_upload(key: str) -> None:
     uploaded = st.session_state.get(key)
-    if uploaded is None:
+    if uploaded is None or not ui.history_editable():
         return
     try:
         added, present = ui.get_store().import_json(uploaded.getvalue(), source=uploaded.name)
@@ -60,6 +60,8 @@ def cancel_delete() -> None:
 
 def confirm_delete() -> None:
     ids = st.session_state.pop(CONFIRM, [])
+    if not ui.history_editable():  # the button is not drawn then; a forged click ends here
+        return
     try:
         deleted = ui.get_store().delete(ids)
     except JaxCompareError as exc:
@@ -86,8 +88,9 @@ def filter_widgets(facets: dict[str, list[str]]) -> dict[str, object]:
     st.segmented_control("Precision", ("x32", "x64"), key=PRECISION,
                          format_func=lambda p: f"{p} · {'float32' if p == 'x32' else 'float64'}")
     st.selectbox("Device", options[DEVICE], index=None, placeholder="All devices", key=DEVICE)
-    st.selectbox("Host", options[HOST], index=None, placeholder="All hosts", key=HOST,
-                 format_func=lambda h: h or "(unknown host)")
+    if not ui.private_details_hidden():
+        st.selectbox("Host", options[HOST], index=None, placeholder="All hosts", key=HOST,
+                     format_func=lambda h: h or "(unknown host)")
     st.date_input("Measured between (UTC)", value=(), key=DATES, format="YYYY-MM-DD",
                   help="Pick a first and a last day (both included); one day alone means from that day on.")
     since, until = hv.date_bounds(st.session_state.get(DATES))
@@ -95,7 +98,8 @@ def filter_widgets(facets: dict[str, list[str]]) -> dict[str, object]:
     st.button("Clear filters", icon=":material/filter_alt_off:", on_click=clear_filters, disabled=not active,
               key="history_clear_filters")
     return {"case": st.session_state.get(CASE), "precision": st.session_state.get(PRECISION),
-            "device": st.session_state.get(DEVICE), "host": st.session_state.get(HOST),
+            "device": st.session_state.get(DEVICE),
+            "host": None if ui.private_details_hidden() else st.session_state.get(HOST),
             "since": since, "until": until}
 
 
@@ -128,6 +132,8 @@ def selection_actions(results: list, labels: list[str]) -> None:
                         key="history_download_json")
     bar.download_button("Selection (CSV)", data=lambda: export_csv(results), file_name="jaxcompare_results.csv",
                         mime="text/csv", icon=":material/download:", on_click="ignore", key="history_download_csv")
+    if not ui.history_editable():
+        return
     bar.button(f"Delete {n} selected", icon=":material/delete:", on_click=ask_delete,
                args=([r.id for r in results],), key="history_delete")
     pending = st.session_state.get(CONFIRM)
@@ -175,17 +181,19 @@ except JaxCompareError as exc:
 
 with st.sidebar:
     filters = filter_widgets(facets) if total else {}
-    import_widget()
+    if ui.history_editable():
+        import_widget()
+    ui.operator_ui()
 
-st.caption(f"Every Compare result and every Size-sweep point is saved here automatically · {total} saved "
-           f"in `{store.path}`")
+where = "" if ui.private_details_hidden() else f" in `{store.path}`"
+st.caption(f"Every Compare result and every Size-sweep point is saved here automatically · {total} saved{where}")
 if NOTICE in st.session_state:
     level, text = st.session_state.pop(NOTICE)
     NOTICE_BOX[level](text, icon=NOTICE_ICON[level])
 
 if total == 0:
     st.info("No saved results yet. Run a comparison on **Compare** or a **Size sweep**: every result is saved "
-            "here automatically. " + IMPORT_HINT, icon=":material/history:")
+            "here automatically. " + (IMPORT_HINT if ui.history_editable() else ""), icon=":material/history:")
     links = st.container(horizontal=True)
     links.page_link("pages/1_Compare.py", label="Compare", icon=":material/compare_arrows:")
     links.page_link("pages/2_Size_sweep.py", label="Size sweep", icon=":material/stacked_line_chart:")
@@ -205,7 +213,8 @@ ids = [row["id"] for row in rows]
 keep_selection(ids)
 st.caption(hv.showing_text(len(rows), total, MAX_ROWS))
 event = st.dataframe(
-    hv.table_rows(rows), key=TABLE, on_select="rerun", selection_mode="multi-row", hide_index=True,
+    hv.table_rows(rows, host=not ui.private_details_hidden()), key=TABLE, on_select="rerun",
+    selection_mode="multi-row", hide_index=True,
     width="stretch", height=min(38 + 35 * len(rows), 420),
     column_config={"Speedup": st.column_config.NumberColumn(format="%.2fx", help="NumPy runtime / JAX runtime; "
                                                                                  "above 1x JAX is faster"),
@@ -219,7 +228,7 @@ if not selected:
     st.stop()
 
 try:
-    results = hv.oldest_first(store.load(selected))
+    results = hv.oldest_first(ui.visible(store.load(selected)))
 except JaxCompareError as exc:  # deleted by another session since this table was drawn
     st.warning(f"{exc}; refresh the page.", icon=":material/warning:")
     st.stop()

@@ -34,13 +34,13 @@ def refresh() -> None:
 
 st.title("Environment")
 st.caption("What the numbers were measured on. Every saved result carries this fingerprint too.")
-host = host_info()
+host = ui.visible_env(host_info())  # a hosted demo shows visitors no host name or paths
 workers: dict[str, dict] = {}
 problems = []
 for precision in ("x32", "x64"):
     env, problem = worker_or_error(precision)
     if env is not None:
-        workers[precision] = env
+        workers[precision] = ui.visible_env(env)
     if problem:
         problems.append(problem)
 for problem in problems:

@@ -193,7 +193,25 @@ def test_the_app_process_never_imports_jax():
     assert proc.stdout.split()[-2:] == ["result", "False"], proc.stdout[-2000:]
 
 
-def test_compare_runs_a_case_from_the_users_own_file(tmp_path):
+@pytest.fixture
+def loopback_server():
+    """The app as `make run` serves it, on 127.0.0.1: the only place it loads case files."""
+    import streamlit as st
+
+    from jaxcompare.app import ui
+
+    st.config.set_option("server.address", "127.0.0.1")
+    ui.get_runner.clear()  # a Runner for this address
+    yield
+    st.config.set_option("server.address", None)
+    ui.get_runner.clear()
+
+
+def has_case(name: str):
+    return lambda at: any(name in option for option in at.selectbox(key="case").options)
+
+
+def test_compare_runs_a_case_from_the_users_own_file(tmp_path, loopback_server):
     path = tmp_path / "my_cases.py"
     path.write_text(
         "import numpy as np\nimport jax.numpy as jnp\nfrom jaxcompare import Case\n"
@@ -203,8 +221,9 @@ def test_compare_runs_a_case_from_the_users_own_file(tmp_path):
         "              small_shape=(1000,), large_shape=(100000,))]\n")
     at = page("pages/1_Compare.py", timing="quick")
     at.text_input(key="cases_file_input").set_value(str(path)).run()
+    at = run_until(at, has_case("softplus"))  # a worker loads the file and lists its cases
     assert not at.exception
-    assert any("softplus" in option for option in at.selectbox(key="case").options)
+    assert any("Loaded 1 case(s): softplus" in c.value for c in at.caption)
     at.selectbox(key="case").set_value("softplus").run()
     assert at.text_input(key="custom_shape").value == "1000"
     at.button(key="run_compare").click().run()
@@ -214,11 +233,12 @@ def test_compare_runs_a_case_from_the_users_own_file(tmp_path):
     assert result.agreement["ok"]
 
 
-def test_a_broken_cases_file_is_a_clear_message(tmp_path):
+def test_a_broken_cases_file_is_a_clear_message(tmp_path, loopback_server):
     path = tmp_path / "broken.py"
     path.write_text("CASES = 'not a list'\n")
     at = page("pages/1_Compare.py")
     at.text_input(key="cases_file_input").set_value(str(path)).run()
+    at = run_until(at, lambda a: bool(a.error))
     assert not at.exception
     assert any("must define CASES" in e.value for e in at.error)
     assert not any("softplus" in option for option in at.selectbox(key="case").options)

@@ -58,11 +58,40 @@ def test_a_160_gb_output_is_refused_by_the_worker_before_allocating(runner):
 
 def test_settings_defaults_and_hosted_mode():
     local = Settings.from_env({})
-    assert local.mode == "local" and local.allow_cases_file and local.max_elements is None
+    assert local.mode == "local" and local.max_elements is None and local.max_queue is None
+    assert local.allow_cases_file is None  # the CLI may load them; an app server decides by its address
     hosted = Settings.from_env({"JAXCOMPARE_MODE": "hosted"})
-    assert not hosted.allow_cases_file and hosted.max_elements and hosted.max_jobs_per_minute
-    tuned = Settings.from_env({"JAXCOMPARE_MODE": "hosted", "JAXCOMPARE_MAX_ELEMENTS": "1000"})
-    assert tuned.max_elements == 1000
+    assert hosted.allow_cases_file is False and hosted.max_elements and hosted.max_jobs_per_minute
+    assert hosted.max_queue == 20 and hosted.devices == ()
+    tuned = Settings.from_env({"JAXCOMPARE_MODE": "hosted", "JAXCOMPARE_MAX_ELEMENTS": "1000",
+                               "JAXCOMPARE_MAX_QUEUE": "3", "JAXCOMPARE_DEVICES": "gpu:0, gpu:1",
+                               "JAXCOMPARE_TRUSTED_PROXY_HEADER": "X-Forwarded-For"})
+    assert (tuned.max_elements, tuned.max_queue, tuned.devices) == (1000, 3, ("gpu:0", "gpu:1"))
+    assert tuned.trusted_proxy_header == "X-Forwarded-For"
+
+
+@pytest.mark.parametrize("address, allowed", [
+    ("127.0.0.1", True), ("localhost", True), ("::1", True), ("[::1]", True), ("127.0.0.2", True),
+    (None, False), ("", False), ("0.0.0.0", False), ("::", False), ("192.0.2.2", False),
+    ("example.internal", False), ("unix:///run/jaxcompare.sock", False),
+])
+def test_a_local_app_loads_case_files_only_on_loopback(address, allowed):
+    # Unset is Streamlit's default: it then listens on every interface.
+    local = Settings.from_env({}).for_server(address)
+    assert local.allow_cases_file is allowed
+    assert not Settings.from_env({}).cases_file_exposed(address)
+    assert Settings.from_env({"JAXCOMPARE_MODE": "hosted"}).for_server(address).allow_cases_file is False
+
+
+def test_case_files_forced_on_are_allowed_and_flagged_where_others_can_reach():
+    forced = Settings.from_env({"JAXCOMPARE_ALLOW_CASES_FILE": "true"})
+    assert forced.for_server("0.0.0.0").allow_cases_file is True
+    assert forced.cases_file_exposed("0.0.0.0") and not forced.cases_file_exposed("127.0.0.1")
+    hosted = Settings.from_env({"JAXCOMPARE_MODE": "hosted", "JAXCOMPARE_ALLOW_CASES_FILE": "1"})
+    assert hosted.for_server("127.0.0.1").allow_cases_file and hosted.cases_file_exposed("127.0.0.1")
+    off = Settings.from_env({"JAXCOMPARE_ALLOW_CASES_FILE": "false"}).for_server("127.0.0.1")
+    with pytest.raises(BadInput, match="disabled"):
+        off.check_spec(Spec("x", (4,), cases_file="/tmp/c.py"))
 
 
 def test_settings_file(tmp_path):
@@ -78,6 +107,11 @@ def test_settings_file(tmp_path):
     ({"JAXCOMPARE_JOB_TIMEOUT_S": "-5"}, "positive"),
     ({"JAXCOMPARE_ALLOW_CASES_FILE": "maybe"}, "true or false"),
     ({"JAXCOMPARE_SETTINGS": "/no/such/file.toml"}, "cannot be read"),
+    ({"JAXCOMPARE_MAX_QUEUE": "-1"}, "positive"),
+    ({"JAXCOMPARE_DEVICES": "nvidia:0"}, "not a device like gpu:0"),
+    ({"JAXCOMPARE_DEVICES": "gpu"}, "not a device like gpu:0"),
+    ({"JAXCOMPARE_DEVICES": "cpu:0,cpu:0"}, "twice"),
+    ({"JAXCOMPARE_TRUSTED_PROXY_HEADER": "X Forwarded: For"}, "header name"),
 ])
 def test_bad_settings_are_clear(env, words):
     with pytest.raises(BadInput, match=words):

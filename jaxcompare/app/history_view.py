@@ -84,8 +84,9 @@ def oldest_first(results: Sequence[Result]) -> list[Result]:
 
 
 # --- table and filters ---------------------------------------------------------------------------
-def table_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """One table row per saved result (times as text: they span six decades)."""
+def table_rows(rows: Sequence[Mapping[str, Any]], *, host: bool = True) -> list[dict[str, Any]]:
+    """One table row per saved result (times as text: they span six decades); ``host=False``
+    leaves the machine's name out (a hosted demo's visitors)."""
     out = []
     for row in rows:
         out.append({
@@ -101,6 +102,8 @@ def table_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             "Speedup": finite_or_none(row.get("speedup")),
             "ID": row["id"][:8],
         })
+        if not host:
+            del out[-1]["Host"]
     return out
 
 

@@ -1,10 +1,13 @@
 """Streamlit helpers shared by the pages: the one Runner, the worker environment, URL state,
-job progress, charts with PNG downloads. The engine (jaxcompare/) never imports Streamlit;
-this module is the only place pages share widget code.
+job progress, charts with PNG downloads, who the visitor is (login, client, operator). The
+engine (jaxcompare/) never imports Streamlit; this module is the only place pages share
+widget code.
 """
 
 from __future__ import annotations
 
+import hmac
+import logging
 import os
 import threading
 import time
@@ -16,15 +19,18 @@ from typing import Any
 import altair as alt
 import streamlit as st
 
-from ..catalog import all_cases
-from ..engine.runner import Job, Runner
+from ..catalog import builtin_cases, case_from_summary
+from ..engine.runner import Job, Owner, Runner
+from ..engine.settings import RateLimiter, Settings
+from ..history.exchange import PRIVATE_ENV, redact
 from ..history.store import Store, default_path, traces_dir
 from ..model.cases import Case
-from ..model.errors import JaxCompareError
+from ..model.errors import BadInput, JaxCompareError
 from ..model.result import Result
-from ..model.spec import Spec
 from . import controls, environment_view, views
 from .charts import chart_png_bytes
+
+log = logging.getLogger("jaxcompare.app")
 
 POLL_S = 0.5
 BANNER_ICONS = {"success": ":material/memory:", "warning": ":material/warning:", "info": ":material/hourglass_top:"}
@@ -33,12 +39,29 @@ BANNER_ICONS = {"success": ":material/memory:", "warning": ":material/warning:",
 # --- shared resources (one per server process, thread-safe) -----------------------------------
 @st.cache_resource(show_spinner=False, on_release=lambda runner: runner.close())
 def get_runner() -> Runner:
-    """The server's one Runner: every session's jobs share its device queue."""
-    runner = Runner()
+    """The server's one Runner: every session's jobs share its device queues. Its settings
+    are resolved for the address the server listens on (case files only on loopback)."""
+    address = st.get_option("server.address")
+    settings = Settings.from_env()
+    runner = Runner(settings=settings.for_server(address))
+    _log_to_stderr()
+    if settings.cases_file_exposed(address):
+        log.warning("user case files are enabled (JAXCOMPARE_ALLOW_CASES_FILE=true) on a server listening on "
+                    "%s: anyone who can open the app can run Python code on this machine", address or "every interface")
     if runner.settings.hosted_mode:
         # A hosted demo shows a generic message for unexpected errors; details go to the log.
         st.set_option("client.showErrorDetails", "none")
     return runner
+
+
+def _log_to_stderr() -> None:
+    """Job records (who asked for what) and warnings reach the server's log, next to Streamlit's."""
+    logger = logging.getLogger("jaxcompare")
+    if not logger.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
 
 
 class _EnvironmentProbe:
@@ -109,60 +132,95 @@ def refresh_environment() -> None:
     _probe().refresh()
 
 
-CASES_FILE = "cases_file"
+CASES_FILE, CASES_FILE_CASES, CASES_FILE_JOB = "cases_file", "cases_file_cases", "cases_file_job"
 
 
-@st.cache_resource(show_spinner=False, max_entries=16)
-def _cases_from(path: str | None, mtime_ns: int) -> list[Case]:
-    """Built-ins plus a user's file, loaded once per file version (it is code: run it once)."""
-    return controls.ordered_cases(all_cases(path))
+@st.cache_resource(show_spinner=False)
+def _builtin_cases() -> list[Case]:
+    return controls.ordered_cases(builtin_cases())
 
 
 def cases() -> list[Case]:
-    """The catalog, plus this session's own cases file when one is loaded (local mode)."""
-    path = st.session_state.get(CASES_FILE)
-    if path:
-        try:
-            return _cases_from(path, os.stat(path).st_mtime_ns)
-        except (OSError, JaxCompareError) as exc:
-            st.session_state[CASES_FILE] = None
-            st.session_state["cases_file_error"] = f"Your cases file was unloaded: {exc}"
-    return _cases_from(None, 0)
+    """The catalog, plus this session's own cases file when one is loaded: its cases as a
+    worker described them (the file is code; it never runs in the server)."""
+    _take_cases_listing()
+    summaries = st.session_state.get(CASES_FILE_CASES) if st.session_state.get(CASES_FILE) else None
+    if not summaries:
+        return _builtin_cases()
+    return controls.ordered_cases(list(builtin_cases()) + [case_from_summary(s) for s in summaries])
+
+
+def cases_files_allowed() -> bool:
+    return bool(get_runner().settings.allow_cases_file)
 
 
 def _load_cases_file() -> None:
+    """on_change of the path box: a worker loads the file (under the job's deadline) and lists
+    its cases; the box polls until it has (cases_file_ui)."""
     path = (st.session_state.get("cases_file_input") or "").strip()
-    st.session_state.pop("cases_file_error", None)
+    for key in ("cases_file_error", "cases_file_note", CASES_FILE_JOB):
+        st.session_state.pop(key, None)
     if not path:
         st.session_state[CASES_FILE] = None
         return
-    path = os.path.abspath(os.path.expanduser(path))
-    try:
-        get_runner().settings.check_spec(Spec("probe", (1,), cases_file=path))
-        loaded = _cases_from(path, os.stat(path).st_mtime_ns)
-    except OSError as exc:
-        st.session_state["cases_file_error"] = f"Cannot read {path}: {exc.strerror or exc}"
+    if not cases_files_allowed():  # the box is not drawn then; a forged widget value ends here
+        st.session_state["cases_file_error"] = "Loading your own case files is disabled on this server."
         return
+    try:
+        job = get_runner().submit_list_cases(os.path.abspath(os.path.expanduser(path)), owner=owner_id())
     except JaxCompareError as exc:
         st.session_state["cases_file_error"] = str(exc)
         return
-    st.session_state[CASES_FILE] = path
-    added = [c.name for c in loaded if c.cases_file == path]
-    st.session_state["cases_file_note"] = f"Loaded {len(added)} case(s): {', '.join(added)}"
+    st.session_state[CASES_FILE_JOB] = job
+
+
+def _take_cases_listing() -> bool:
+    """Move a finished listing into the session; True when there was one."""
+    job: Job | None = st.session_state.get(CASES_FILE_JOB)
+    if job is None or not job.done:
+        return False
+    del st.session_state[CASES_FILE_JOB]
+    if job.error is not None:
+        st.session_state["cases_file_error"] = str(job.error)
+        return True
+    path = job.steps[0].args[0]
+    st.session_state[CASES_FILE], st.session_state[CASES_FILE_CASES] = path, job.value
+    st.session_state["cases_file_note"] = (f"Loaded {len(job.value)} case(s): "
+                                           f"{', '.join(s['name'] for s in job.value)}")
+    return True
+
+
+@st.fragment(run_every=POLL_S)
+def _poll_cases_listing() -> None:
+    job: Job | None = st.session_state.get(CASES_FILE_JOB)
+    if job is None or job.done:
+        st.rerun()  # the whole page: cases() takes the listing, so every case list has the new cases
+    st.caption("Loading the file in a worker…")
 
 
 def cases_file_ui() -> None:
-    """Sidebar box for a user's own cases file (a Python file defining CASES); local mode only."""
+    """Sidebar box for a user's own cases file (a Python file defining CASES): local mode on a
+    loopback address only, unless the operator allowed it (then with a warning)."""
+    runner = get_runner()
+    address = st.get_option("server.address")
+    if runner.settings.allow_cases_file and Settings.from_env().cases_file_exposed(address):
+        st.sidebar.warning("Case files are enabled on a server others can reach: anyone who can open this page "
+                           "can run Python code on this machine.", icon=":material/warning:")
     with st.sidebar.expander("Your own cases", icon=":material/upload_file:",
                              expanded=bool(st.session_state.get("cases_file_error"))):
-        if not get_runner().settings.allow_cases_file:
-            st.caption("Loading your own case files is disabled on this server (hosted mode).")
+        if not runner.settings.allow_cases_file:
+            st.caption("Loading your own case files is disabled on this server: a cases file is code, so only "
+                       "a local app listening on this machine alone (127.0.0.1) loads them.")
+            st.text_input("Path to a cases file", key="cases_file_input_disabled", disabled=True,
+                          placeholder="disabled on this server")
             return
         st.text_input("Path to a cases file", key="cases_file_input", on_change=_load_cases_file,
                       placeholder="~/my_cases.py",
                       help="A Python file defining CASES, a list of jaxcompare.Case (see the README). "
-                           "It runs on this machine, in the app and in the workers.")
-        if st.session_state.get("cases_file_error"):
+                           "It runs on this machine, in the measuring worker processes.")
+        if st.session_state.get(CASES_FILE_JOB) is not None:
+            _poll_cases_listing()
+        elif st.session_state.get("cases_file_error"):
             st.error(st.session_state["cases_file_error"], icon=":material/error:")
         elif st.session_state.get(CASES_FILE):
             st.caption(st.session_state.get("cases_file_note", ""))
@@ -172,11 +230,146 @@ def case_by_name(name: str) -> Case:
     return next(c for c in cases() if c.name == name)
 
 
-def owner_id() -> str:
-    """A per-session id the runner records with each job."""
+def owner_id() -> Owner:
+    """Who asks, as the runner records it with each job: this session, the client it is
+    rate-limited as (which a reload does not change), and the logged-in user, if any."""
     if "owner_id" not in st.session_state:
         st.session_state["owner_id"] = uuid.uuid4().hex[:12]
-    return st.session_state["owner_id"]
+    return Owner(session=st.session_state["owner_id"], client=client_id(), user=current_user())
+
+
+def client_id() -> str:
+    """The visitor's address: from the trusted proxy's header when the operator named one
+    (the last address in it, the one that proxy saw), else the connection's. Streamlit says
+    None for a loopback connection: every visitor on this machine is one client."""
+    header = get_runner().settings.trusted_proxy_header
+    if header:
+        forwarded = (st.context.headers.get(header) or "").split(",")[-1].strip()
+        if forwarded:
+            return forwarded
+    address = st.context.ip_address
+    return address if isinstance(address, str) and address else "localhost"
+
+
+# --- login (when the operator configures Streamlit's [auth]) ---------------------------------------
+def auth_providers() -> list[str] | None:
+    """None without an [auth] section in secrets.toml; else the named providers ([] for one
+    unnamed provider: st.login() takes no argument then)."""
+    try:
+        if "auth" not in st.secrets:
+            return None
+        section = st.secrets["auth"]
+    except Exception:  # no secrets file at all: no login
+        return None
+    return [name for name, value in section.items() if isinstance(value, Mapping)]
+
+
+def current_user() -> str | None:
+    """The logged-in user's e-mail (else name, else subject), None without a login."""
+    if auth_providers() is None:
+        return None
+    try:
+        if not st.user.is_logged_in:
+            return None
+        return str(st.user.get("email") or st.user.get("name") or st.user.get("sub") or "") or None
+    except Exception:
+        return None
+
+
+def require_login() -> None:
+    """With [auth] configured, nothing below runs until the visitor has logged in."""
+    providers = auth_providers()
+    if providers is None:
+        return
+    if current_user() is not None:
+        with st.sidebar:
+            st.caption(f":material/person: {current_user()}")
+            st.button("Log out", on_click=st.logout, icon=":material/logout:", key="logout")
+        return
+    st.title("jaxcompare")
+    st.info("This demo asks you to log in first.", icon=":material/lock:")
+    for provider in providers or [None]:
+        label = f"Log in with {provider}" if provider else "Log in"
+        st.button(label, on_click=st.login, args=(provider,) if provider else (), type="primary",
+                  icon=":material/login:", key=f"login_{provider or 'default'}")
+    st.stop()
+
+
+# --- what visitors may see and do with the shared history --------------------------------------------
+OPERATOR = "history_operator"
+TOKEN_INPUT = "history_token_input"
+
+
+def _admin_token() -> str | None:
+    return os.environ.get("JAXCOMPARE_ADMIN_TOKEN") or None
+
+
+@st.cache_resource(show_spinner=False)
+def _token_attempts() -> RateLimiter:
+    return RateLimiter(5)  # guesses per client per minute
+
+
+def history_editable() -> bool:
+    """Delete and import: always in local mode; in hosted mode only for a session that entered
+    the operator token (JAXCOMPARE_ADMIN_TOKEN), and for nobody without one."""
+    return not get_runner().settings.hosted_mode or bool(st.session_state.get(OPERATOR))
+
+
+def private_details_hidden() -> bool:
+    """In hosted mode visitors see no host names or paths of the server."""
+    return get_runner().settings.hosted_mode and not st.session_state.get(OPERATOR)
+
+
+def visible(results: Sequence[Result]) -> list[Result]:
+    """Results as this visitor may see them (without the host name and interpreter path)."""
+    return [redact(r) for r in results] if private_details_hidden() else list(results)
+
+
+def visible_env(env: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if env is None or not private_details_hidden():
+        return None if env is None else dict(env)
+    return {k: v for k, v in env.items() if k not in PRIVATE_ENV}
+
+
+def _check_token() -> None:
+    entered = st.session_state.get(TOKEN_INPUT) or ""
+    st.session_state[TOKEN_INPUT] = ""  # the secret does not stay in the session
+    token = _admin_token()
+    if not entered or token is None:
+        return
+    try:
+        _token_attempts().acquire(client_id())
+    except BadInput:
+        st.session_state["history_token_error"] = "Too many attempts; try again in a minute."
+        return
+    if hmac.compare_digest(entered.encode(), token.encode()):
+        st.session_state[OPERATOR] = True
+        st.session_state.pop("history_token_error", None)
+        log.info("operator unlocked History: client %s, user %s", client_id(), current_user() or "-")
+    else:
+        st.session_state["history_token_error"] = "That is not the operator token."
+
+
+def _lock() -> None:
+    st.session_state.pop(OPERATOR, None)
+
+
+def operator_ui() -> None:
+    """Sidebar: in hosted mode, the operator token unlocks delete and import for this session."""
+    if not get_runner().settings.hosted_mode:
+        return
+    st.header("Operator")
+    if st.session_state.get(OPERATOR):
+        st.caption("Unlocked for this session: delete and import are on.")
+        st.button("Lock", icon=":material/lock:", on_click=_lock, key="history_lock")
+        return
+    if _admin_token() is None:
+        st.caption("History is read-only on this server.")
+        return
+    st.caption("History is read-only for visitors. The operator's token turns on delete and import.")
+    st.text_input("Operator token", type="password", key=TOKEN_INPUT, on_change=_check_token)
+    if st.session_state.get("history_token_error"):
+        st.error(st.session_state["history_token_error"], icon=":material/error:")
 
 
 # --- jobs held in session state -------------------------------------------------------------------
@@ -185,6 +378,13 @@ def cancel_job(job_key: str) -> None:
     job = st.session_state.get(job_key)
     if job is not None:
         job.cancel()
+
+
+def job_slot() -> Any:
+    """A container, drawn on every run before the page's messages, to call its polling fragment
+    in. A poll the browser had already asked for when the job ended (a Stop click ends a queued
+    job at once) then redraws this empty slot, not the error below it that says why it stopped."""
+    return st.container()
 
 
 def polled_job(job_key: str) -> Job | None:
@@ -222,7 +422,10 @@ PAGES = (
 
 
 def sidebar_nav() -> None:
-    """Page links with readable names (the pages/ directory names the home page 'app')."""
+    """Every page calls this first: the login gate (when [auth] is configured), then page
+    links with readable names (the pages/ directory names the home page 'app')."""
+    get_runner()  # the server's settings (hosted mode's error details) apply from the first page shown
+    require_login()
     with st.sidebar:
         for path, label, icon in PAGES:
             st.page_link(path, label=label, icon=icon)
@@ -286,9 +489,8 @@ def show_url_warnings(warnings: list[str]) -> None:
 def job_progress(job: Job, label: str, *, overall: float | None = None) -> None:
     """A progress bar that says which phase is being measured (or where the job is queued)."""
     runner = get_runner()
-    position = runner.position(job)
-    if job.status == "queued" and position > 0:
-        ahead = position - 1
+    ahead = runner.jobs_ahead(job)
+    if job.status == "queued" and ahead is not None:
         wait = runner.estimate_wait_s(job)
         text = (f"{label}: queued behind {ahead} other measurement(s), about {wait:.0f} s. "
                 f"One measurement at a time, so they don't spoil each other's timings.")

@@ -7,7 +7,10 @@ from pathlib import Path
 
 from ..model.cases import Case
 from ..model.errors import BadInput
-from .files import load_cases_file
+from .files import case_from_summary, load_cases_file
+
+__all__ = ["CatalogError", "all_cases", "builtin_cases", "case_from_summary", "find_case", "get_case",
+           "load_cases_file"]
 
 
 class CatalogError(RuntimeError):
@@ -44,8 +47,13 @@ def all_cases(cases_file: str | Path | None = None) -> list[Case]:
 
 
 def get_case(name: str, cases_file: str | Path | None = None) -> Case:
-    """The case called ``name``; BadInput lists close matches when there is none."""
-    cases = all_cases(cases_file)
+    """The case called ``name``; BadInput lists close matches when there is none. With a
+    ``cases_file`` this imports it: call it in a worker, never in the server or the CLI."""
+    return find_case(name, all_cases(cases_file))
+
+
+def find_case(name: str, cases: list[Case]) -> Case:
+    """The case called ``name`` among ``cases``; BadInput lists close matches when there is none."""
     for case in cases:
         if case.name == name:
             return case

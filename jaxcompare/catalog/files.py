@@ -1,10 +1,16 @@
-"""Loading a user's cases file: a Python file that defines ``CASES``, a list of Case."""
+"""Loading a user's cases file: a Python file that defines ``CASES``, a list of Case.
+
+The file is code: only a worker process loads it (``load_cases_file``). The server and the
+CLI know its cases from the summaries a worker reports (``case_from_summary``).
+"""
 
 from __future__ import annotations
 
 import importlib.util
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from ..model.cases import Case
 from ..model.errors import BadInput
@@ -39,3 +45,26 @@ def load_cases_file(path: str | Path) -> list[Case]:
     for case in cases:
         object.__setattr__(case, "source", str(path))
     return list(cases)
+
+
+def case_from_summary(summary: Mapping[str, Any]) -> Case:
+    """A stand-in for a user's case, from what a worker reported (``Case.summary()``): names,
+    titles, group and shapes, for listing and choosing. Its functions refuse to run, and it
+    accepts any shape: the worker that measures it loads the file and checks for itself."""
+    name = str(summary.get("name", ""))
+
+    def runs_in_a_worker(*_args: Any, **_kwargs: Any) -> Any:
+        raise BadInput(f"case {name!r} comes from a cases file: it runs only in a worker process")
+
+    try:
+        return Case(
+            name=name, numpy_fn=runs_in_a_worker, jax_fn=runs_in_a_worker, make_inputs=runs_in_a_worker,
+            title=str(summary.get("title") or name), group=str(summary.get("group") or "custom"),
+            numpy_name=str(summary.get("numpy_name") or "?"), jax_name=str(summary.get("jax_name") or "?"),
+            description=str(summary.get("description") or ""),
+            small_shape=tuple(summary.get("small_shape") or (10, 10)),
+            large_shape=tuple(summary.get("large_shape") or (1000, 1000)),
+            numpy_computes_in=summary.get("numpy_computes_in"), source=str(summary["source"]),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise BadInput(f"case {name!r}: its worker's description is incomplete ({exc})") from None

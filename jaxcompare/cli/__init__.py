@@ -15,9 +15,9 @@ from typing import Any
 
 from ..analysis.checks import checklist, overall
 from ..analysis.sweep import crossover, ladder, parse_sizes
-from ..catalog import all_cases, get_case
+from ..catalog import builtin_cases, case_from_summary, find_case, get_case
 from ..history.store import traces_dir
-from ..model.cases import format_shape
+from ..model.cases import Case, format_shape
 from ..model.errors import BadInput, JaxCompareError
 from ..model.formatting import format_crossover, format_speedup, format_time
 from ..model.spec import DEVICES, PRECISIONS, TIMING_PRESETS, Spec, TimingConfig, parse_shape
@@ -91,8 +91,26 @@ def _human(args: argparse.Namespace) -> Any:
     return sys.stderr if args.json == "-" else sys.stdout
 
 
+def _user_cases(cases_file: str, runner: Any, timeout_s: float | None = None) -> list[Case]:
+    """The cases in a user's file, as a worker reports them: the file is code, so it never
+    runs in this process, and its load runs under the job's deadline."""
+    return [case_from_summary(s) for s in runner.list_cases(cases_file, timeout_s=timeout_s)]
+
+
+def _lookup(args: argparse.Namespace, runner: Any) -> Case:
+    """--case among the built-ins, plus --cases-file's cases when one is given."""
+    if not args.cases_file:
+        return get_case(args.case)
+    return find_case(args.case, list(builtin_cases()) + _user_cases(args.cases_file, runner, args.timeout))
+
+
 def cmd_list(args: argparse.Namespace) -> int:
-    cases = all_cases(args.cases_file)
+    from ..engine.runner import Runner
+
+    cases = list(builtin_cases())
+    if args.cases_file:
+        with Runner() as runner:
+            cases += _user_cases(args.cases_file, runner)
     if args.json:
         write_json(args.json, [c.summary() for c in cases])
         if args.json == "-":
@@ -119,17 +137,17 @@ def _base_spec(args: argparse.Namespace, shape: tuple[int, ...]) -> Spec:
 def cmd_run(args: argparse.Namespace) -> int:
     from ..engine.runner import Runner
 
-    case = get_case(args.case, args.cases_file)
-    shape = parse_shape(args.shape) if args.shape else case.large_shape
-    case.check_shape(shape)
-    spec = _base_spec(args, shape)
-    store = cli_history.open_store(args.db) if args.save else None  # a bad --db fails before measuring
-    out = _human(args)
-    print(f"measuring {case.name} at {format_shape(shape)} ({args.precision}) ...", file=sys.stderr)
     profile_dir = None
     if args.profile is not None:
         profile_dir = args.profile or str(traces_dir(args.db))
     with Runner(timeout_s=args.timeout) as runner:
+        case = _lookup(args, runner)
+        shape = parse_shape(args.shape) if args.shape else case.large_shape
+        case.check_shape(shape)
+        spec = _base_spec(args, shape)
+        store = cli_history.open_store(args.db) if args.save else None  # a bad --db fails before measuring
+        out = _human(args)
+        print(f"measuring {case.name} at {format_shape(shape)} ({args.precision}) ...", file=sys.stderr)
         result = runner.run(spec, profile_dir=profile_dir)
     checks = checklist(result)
     if args.json:
@@ -149,15 +167,15 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_sweep(args: argparse.Namespace) -> int:
     from ..engine.runner import Runner
 
-    case = get_case(args.case, args.cases_file)
-    shapes = parse_sizes(case, args.sizes) if args.sizes else ladder(case, args.steps)
-    for shape in shapes:
-        case.check_shape(shape)
-    store = cli_history.open_store(args.db) if args.save else None
-    out = _human(args)
-    results = []
-    print(f"{'shape':>14}{'NumPy':>11}{'JAX':>11}{'compile':>11}  speedup", file=out)
     with Runner(timeout_s=args.timeout) as runner:
+        case = _lookup(args, runner)
+        shapes = parse_sizes(case, args.sizes) if args.sizes else ladder(case, args.steps)
+        for shape in shapes:
+            case.check_shape(shape)
+        store = cli_history.open_store(args.db) if args.save else None
+        out = _human(args)
+        results = []
+        print(f"{'shape':>14}{'NumPy':>11}{'JAX':>11}{'compile':>11}  speedup", file=out)
         for shape in shapes:
             result = runner.run(_base_spec(args, shape))
             results.append(result)
@@ -194,13 +212,13 @@ def _cpu_side(result: Any) -> str:
 def cmd_pitfalls(args: argparse.Namespace) -> int:
     from ..engine.runner import Runner
 
-    case = get_case(args.case, args.cases_file)
-    shape = parse_shape(args.shape) if args.shape else case.large_shape
-    case.check_shape(shape)
-    out = _human(args)
-    print(f"measuring the pitfalls for {case.name} at {format_shape(shape)} ({args.precision}) ...",
-          file=sys.stderr)
     with Runner(timeout_s=args.timeout) as runner:
+        case = _lookup(args, runner)
+        shape = parse_shape(args.shape) if args.shape else case.large_shape
+        case.check_shape(shape)
+        out = _human(args)
+        print(f"measuring the pitfalls for {case.name} at {format_shape(shape)} ({args.precision}) ...",
+              file=sys.stderr)
         report = runner.submit_pitfalls(_base_spec(args, shape)).wait()
     if args.json:
         write_json(args.json, report)

@@ -19,7 +19,7 @@ ENV_VARS = (
     "XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_MEM_FRACTION",
     "XLA_PYTHON_CLIENT_ALLOCATOR", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
     "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "CUDA_VISIBLE_DEVICES", "TF_CPP_MIN_LOG_LEVEL",
-    "JAXCOMPARE_MODE",
+    "JAXCOMPARE_MODE", "JAXCOMPARE_WORKER_DEVICE",
 )
 PACKAGES = ("jax", "jaxlib", "numpy", "scipy", "streamlit", "altair")
 
@@ -102,9 +102,31 @@ def present_platforms() -> dict[str, list[Any]]:
     return found
 
 
-def resolve_device(kind: str) -> Any:
-    """The first device of ``kind`` ('auto' = GPU, else TPU, else CPU)."""
+# The device this worker measures on when the server runs one worker pair per device
+# (JAXCOMPARE_DEVICES): (platform, index), set once by pin_device at start-up.
+_pinned: tuple[str, int] | None = None
+
+
+def pin_device(name: str) -> Any:
+    """Pin this process's measurements to ``name`` ('cpu:1', 'gpu:0'); returns the device.
+    A spec asking for 'auto' or for that platform then gets this device, not the first."""
+    global _pinned
+    platform, _, index = name.partition(":")
     platforms = present_platforms()
+    devices = platforms.get(platform, [])
+    if not index.isdigit() or int(index) >= len(devices):
+        present = ", ".join(f"{p}:0..{len(d) - 1}" for p, d in platforms.items())
+        raise DeviceUnavailable(f"device {name!r} is not here; present: {present}")
+    _pinned = (platform, int(index))
+    return devices[int(index)]
+
+
+def resolve_device(kind: str) -> Any:
+    """The device of ``kind`` ('auto' = GPU, else TPU, else CPU): this worker's pinned
+    device when it has one of that kind, else the first."""
+    platforms = present_platforms()
+    if _pinned is not None and kind in ("auto", _pinned[0]):
+        return platforms[_pinned[0]][_pinned[1]]
     if kind == "auto":
         for name in ("gpu", "tpu", "cpu"):
             if name in platforms:

@@ -1,75 +1,55 @@
-"""Runs jobs in worker processes: one worker per precision, one queue for the device.
+"""Runs jobs in worker processes: per device, one worker per precision and one queue.
 Runs in the server/CLI process and never imports JAX; the work itself is in worker.py.
 
-All jobs from all callers (app sessions, the CLI) go through one FIFO queue served by one
-dispatcher thread, so two measurements never overlap and spoil each other's timings.
-Workers are Pebble process pools of one process: a job past its deadline, or a cancelled
-running job, kills the worker and Pebble starts a fresh one.
+All jobs for a device (app sessions, the CLI) go through its FIFO queue, served by its own
+dispatcher thread, so two measurements never overlap on a device and spoil each other's
+timings. A server with several devices (``JAXCOMPARE_DEVICES``) has one queue and one worker
+pair per device, so users of different devices do not wait for each other. A job past its
+deadline, or a cancelled running job, kills its worker; the next job starts a fresh one.
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
-import multiprocessing
 import os
-import queue
 import threading
 import time
 import uuid
-from collections import deque
-from collections.abc import Callable
-from concurrent.futures import CancelledError, wait
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any
-
-from pebble import ProcessExpired, ProcessPool
 
 from ..model.cases import Case
 from ..model.errors import BadInput, JaxCompareError, JobFailed
 from ..model.result import Result
 from ..model.spec import PRECISIONS, Spec
-from . import worker
+from .process import Cancelled, Expired, WorkerProcess
 from .settings import RateLimiter, Settings, preflight
 from .shipping import pack_case
 
+__all__ = ["Cancelled", "Job", "Owner", "Runner", "Step"]
+
 log = logging.getLogger("jaxcompare.runner")
 
-_spawn_lock = threading.Lock()
+# Bounds on what the server remembers, so its memory stays flat however long it runs.
+_MAX_DURATIONS = 64
+_MAX_OWNERS = 4096
+_MAX_CASES_FILES = 16
+_GUESS_S = 5.0  # the wait estimate for a kind of job never seen yet
 
 
-class _WorkerProcess(multiprocessing.context.SpawnProcess):
-    """A spawned process that does not re-run the parent's ``__main__``.
+@dataclass(frozen=True)
+class Owner:
+    """Who asked for a job: the app session, the client it is rate-limited as (an address;
+    None: the session), and the logged-in user when the app asks for a login."""
 
-    Streamlit installs the running page as ``sys.modules["__main__"]``; plain spawn would
-    execute that page again in every worker (which would then build its own Runner).
-    Workers need only jaxcompare.engine.worker, so the main-module entries are dropped from the
-    spawn preparation data, for our processes only, while one is being started."""
+    session: str
+    client: str | None = None
+    user: str | None = None
 
-    @staticmethod
-    def _Popen(process_obj: Any) -> Any:
-        from multiprocessing import spawn
-
-        with _spawn_lock:
-            original = spawn.get_preparation_data
-
-            def without_main(name: str) -> dict[str, Any]:
-                data = original(name)
-                data.pop("init_main_from_path", None)
-                data.pop("init_main_from_name", None)
-                return data
-
-            spawn.get_preparation_data = without_main
-            try:
-                return multiprocessing.context.SpawnProcess._Popen(process_obj)
-            finally:
-                spawn.get_preparation_data = original
-
-
-class _WorkerContext(multiprocessing.context.SpawnContext):
-    Process = _WorkerProcess
-
-_POLL_S = 0.05
+    @property
+    def rate_key(self) -> str:
+        return self.client or self.session
 
 
 @dataclass(frozen=True)
@@ -81,29 +61,19 @@ class Step:
     args: tuple[Any, ...] = ()
 
 
-class Cancelled(JobFailed):
-    """The job's owner cancelled it."""
-
-
-TARGETS: dict[str, Callable[..., Any]] = {
-    "measure": worker.run_measurement,
-    "environment": worker.run_environment,
-    "selfcheck": worker.run_selfcheck,
-    "pitfalls": worker.run_pitfalls,
-    "fair_float64": worker.run_fair_float64,
-}
-
-
-@dataclass
+@dataclass(eq=False)
 class Job:
     """A queued unit of work (one or more worker steps run back to back, never interleaved
-    with another job); its fields are updated by the runner's threads."""
+    with another job on its device); its fields are updated by the runner's threads."""
 
     kind: str
     steps: tuple[Step, ...]
     timeout_s: float
     spec: Spec | None = None
     owner: str | None = None
+    client: str | None = None
+    user: str | None = None
+    device: str | None = None  # the device whose queue it joined (None: the first device)
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     status: str = "queued"  # queued, running, done, failed, cancelled
     phase: str = "queued"
@@ -115,8 +85,10 @@ class Job:
     worker_pid: int | None = None
     value: Any = None
     error: JaxCompareError | None = None
+    tag: Any = field(default=None, repr=False)  # the kind's own bookkeeping (a cases file's version)
     _done: threading.Event = field(default_factory=threading.Event, repr=False)
     _cancel: threading.Event = field(default_factory=threading.Event, repr=False)
+    _runner: Runner | None = field(default=None, repr=False)
 
     @property
     def precision(self) -> str:
@@ -127,8 +99,11 @@ class Job:
         return self._done.is_set()
 
     def cancel(self) -> None:
-        """Ask to cancel: a queued job is dropped, a running one has its worker stopped."""
+        """Cancel: a queued job leaves its queue at once (the jobs behind it move up); a
+        running one has its worker stopped."""
         self._cancel.set()
+        if self._runner is not None:
+            self._runner._withdraw(self)
 
     def finished_within(self, timeout: float) -> bool:
         """Wait at most ``timeout`` s; True once finished. Short waits in a loop let a caller's
@@ -144,6 +119,42 @@ class Job:
         return self.value
 
 
+class _Lane:
+    """One device: its queue, the job it runs, its workers (one per precision)."""
+
+    def __init__(self, index: int, device: str | None, env: dict[str, str]):
+        self.index = index
+        self.device = device
+        self.env = env
+        self.queue: deque[Job] = deque()
+        self.current: Job | None = None
+        self.workers: dict[str, WorkerProcess] = {}
+        self.thread: threading.Thread | None = None
+
+    def worker(self, precision: str) -> WorkerProcess:
+        if precision not in self.workers:
+            where = f" for {self.device}" if self.device else ""
+            self.workers[precision] = WorkerProcess(precision, self.env, label=f"{precision} worker{where}")
+        return self.workers[precision]
+
+
+def _lane_env(device: str | None, base: dict[str, str]) -> dict[str, str]:
+    """The workers' environment for one device. A GPU worker sees only its own GPU (else each
+    of the 2 x N workers would set up every GPU); other platforms pin by index."""
+    env = dict(base)
+    if device is None:
+        return env
+    platform, _, index = device.partition(":")
+    if platform == "gpu":
+        visible = [v.strip() for v in (env.get("CUDA_VISIBLE_DEVICES") or os.environ.get("CUDA_VISIBLE_DEVICES")
+                                       or "").split(",") if v.strip()]
+        env["CUDA_VISIBLE_DEVICES"] = visible[int(index)] if int(index) < len(visible) else index
+        env["JAXCOMPARE_WORKER_DEVICE"] = "gpu:0"
+    else:
+        env["JAXCOMPARE_WORKER_DEVICE"] = device
+    return env
+
+
 class Runner:
     """Thread-safe front door to the workers; share one per process."""
 
@@ -151,46 +162,49 @@ class Runner:
                  settings: Settings | None = None):
         self.settings = settings or Settings.from_env()
         self.timeout_s = timeout_s or self.settings.job_timeout_s
-        # Per owner (app session): a sweep counts once, its later points pass rate_limited=False.
+        # Per client (an address, else the session); a sweep counts once: its later points
+        # pass rate_limited=False.
         self._rate = RateLimiter(self.settings.max_jobs_per_minute)
-        self._worker_env = dict(worker_env or {})
-        self._ctx = _WorkerContext()
-        self._progress: Any = self._ctx.Queue()
-        self._pools: dict[str, ProcessPool] = {}
-        self._queue: deque[Job] = deque()
-        self._cv = threading.Condition()
-        self._current: Job | None = None
+        self._cv = threading.Condition()  # guards every queue, lane and job field below
         self._closed = False
-        self._durations: dict[tuple[str, Any], float] = {}
-        self.history: deque[Job] = deque(maxlen=200)
-        self._threads = [
-            threading.Thread(target=self._dispatch_loop, name="jaxcompare-dispatch", daemon=True),
-            threading.Thread(target=self._progress_loop, name="jaxcompare-progress", daemon=True),
-        ]
+        self._durations: OrderedDict[tuple[str, Any], float] = OrderedDict()
+        self._owner_lane: OrderedDict[str, _Lane] = OrderedDict()
+        self._cases: OrderedDict[tuple[str, int, int], list[dict[str, Any]]] = OrderedDict()
         self._jobs_by_id: dict[str, Job] = {}
-        for t in self._threads:
-            t.start()
+        self.history: deque[Job] = deque(maxlen=200)
+        env = dict(worker_env or {})
+        self._lanes = [_Lane(i, device, _lane_env(device, env))
+                       for i, device in enumerate(self.settings.devices or (None,))]
+        for lane in self._lanes:
+            lane.thread = threading.Thread(target=self._dispatch_loop, args=(lane,), daemon=True,
+                                           name=f"jaxcompare-dispatch-{lane.index}")
+            lane.thread.start()
 
     # --- public API ------------------------------------------------------------------------
-    def submit(self, spec: Spec, *, timeout_s: float | None = None, owner: str | None = None,
+    @property
+    def devices(self) -> list[str | None]:
+        """The devices with a queue of their own (None: the worker's first device)."""
+        return [lane.device for lane in self._lanes]
+
+    def submit(self, spec: Spec, *, timeout_s: float | None = None, owner: Owner | str | None = None,
                rate_limited: bool = True, profile_dir: str | os.PathLike[str] | None = None) -> Job:
         """Queue a measurement; returns at once with a Job to poll or wait on. ``profile_dir``:
         also trace a few steady-state calls into ``profile_dir/<result id>`` (Result.profile).
 
-        Raises BadInput / TooLarge at once for a request that cannot run (unknown case,
-        bad shape, over a limit, more memory than the host has)."""
+        Raises BadInput / TooLarge at once for a request that cannot run (unknown case, bad
+        shape, over a limit, more memory than the host has, a full queue, over the rate).
+        ``rate_limited=False`` marks a later point of a sweep: it is not counted again and runs
+        on the device of its owner's previous job."""
         preflight(spec, self.settings)
-        if rate_limited and owner is not None:
-            self._rate.acquire(owner)
+        who = _owner(owner)
         args: tuple[Any, ...] = (spec.to_dict(),)
         if profile_dir is not None:  # the worker may not share this process's working directory
             args += (None, os.path.abspath(os.path.expanduser(os.fspath(profile_dir))))
-        job = Job("measure", (Step(spec.precision, "measure", args),),
-                  timeout_s or self.timeout_s, spec=spec, owner=owner)
-        return self._enqueue(job)
+        job = Job("measure", (Step(spec.precision, "measure", args),), timeout_s or self.timeout_s, spec=spec)
+        return self._enqueue(job, who, capped=True, rate_limited=rate_limited, sticky=not rate_limited)
 
     def submit_case(self, spec: Spec, case: Case, *, timeout_s: float | None = None,
-                    owner: str | None = None) -> Job:
+                    owner: Owner | str | None = None) -> Job:
         """Queue a measurement of a Case that is not in the catalog (a notebook's functions):
         it travels with the job, cloudpickled, to the worker of ``spec.precision``. Raises
         BadInput at once when it cannot be sent (engine/shipping.py) or cannot run."""
@@ -198,20 +212,16 @@ class Runner:
             raise BadInput(f"the spec names case {spec.case!r} but the case sent is {case.name!r}")
         preflight(spec, self.settings, case=case)
         data = pack_case(case)
-        if owner is not None:
-            self._rate.acquire(owner)
         job = Job("measure", (Step(spec.precision, "measure", (spec.to_dict(), data)),),
-                  timeout_s or self.timeout_s, spec=spec, owner=owner)
-        return self._enqueue(job)
+                  timeout_s or self.timeout_s, spec=spec)
+        return self._enqueue(job, _owner(owner), capped=True, rate_limited=True)
 
     def submit_pitfalls(self, spec: Spec, sections: tuple[str, ...] | None = None, *,
-                        timeout_s: float | None = None, owner: str | None = None) -> Job:
+                        timeout_s: float | None = None, owner: Owner | str | None = None) -> Job:
         """Queue the pitfalls lab; an x32 run borrows the x64 worker for the fair float64 side."""
         from .pitfalls import SECTIONS
 
         preflight(spec, self.settings)
-        if owner is not None:
-            self._rate.acquire(owner)
         sections = tuple(sections or SECTIONS)
         unknown = set(sections) - set(SECTIONS)
         if unknown:
@@ -219,8 +229,8 @@ class Runner:
         steps = [Step(spec.precision, "pitfalls", (spec.to_dict(), sections))]
         if "dtype" in sections and spec.precision == "x32":
             steps.append(Step("x64", "fair_float64", (spec.to_dict() | {"precision": "x64"},)))
-        return self._enqueue(Job("pitfalls", tuple(steps), timeout_s or self.timeout_s, spec=spec,
-                                 owner=owner))
+        job = Job("pitfalls", tuple(steps), timeout_s or self.timeout_s, spec=spec)
+        return self._enqueue(job, _owner(owner), capped=True, rate_limited=True)
 
     def run(self, spec: Spec, *, timeout_s: float | None = None,
             profile_dir: str | os.PathLike[str] | None = None) -> Result:
@@ -239,69 +249,90 @@ class Runner:
         step = Step(precision, "selfcheck", (names, cases_file))
         return self._enqueue(Job("selfcheck", (step,), timeout_s)).wait()
 
-    def position(self, job: Job) -> int:
-        """0 when running, 1.. when queued (1 = next), -1 when finished."""
+    def submit_list_cases(self, cases_file: str, *, timeout_s: float | None = None,
+                          owner: Owner | str | None = None) -> Job:
+        """Load a user's cases file in a worker, under the job's deadline, and report its
+        cases (``Case.summary()`` dicts, no functions). A version already listed finishes at once."""
+        if self.settings.allow_cases_file is False:
+            raise BadInput("user case files are disabled on this server (they are code; see "
+                           "JAXCOMPARE_ALLOW_CASES_FILE in docs/hosting.md)")
+        version = _file_version(cases_file)
+        job = Job("list_cases", (Step("x32", "list_cases", (version[0],)),), timeout_s or self.timeout_s,
+                  tag=version)
         with self._cv:
-            if job is self._current:
-                return 0
-            for i, queued in enumerate(self._queue, start=1):
-                if queued is job:
-                    return i
+            known = self._cases.get(version)
+        if known is not None:
+            job._runner = self
+            self._finish(job, value=list(known))
+            return job
+        return self._enqueue(job, _owner(owner))
+
+    def list_cases(self, cases_file: str, *, timeout_s: float | None = None) -> list[dict[str, Any]]:
+        """The cases in a user's file (see submit_list_cases), waiting for them."""
+        return self.submit_list_cases(cases_file, timeout_s=timeout_s).wait()
+
+    def position(self, job: Job) -> int:
+        """0 when running, 1.. when queued (1 = next on its device), -1 when finished."""
+        with self._cv:
+            for lane in self._lanes:
+                if lane.current is job:
+                    return 0
+                for i, queued in enumerate(lane.queue, start=1):
+                    if queued is job:
+                        return i
         return -1
+
+    def jobs_ahead(self, job: Job) -> int | None:
+        """How many jobs run before ``job`` on its device, the running one included; None when
+        it is not waiting (running or finished)."""
+        with self._cv:
+            for lane in self._lanes:
+                for i, queued in enumerate(lane.queue):
+                    if queued is job:
+                        return i + (lane.current is not None)
+        return None
 
     def estimate_wait_s(self, job: Job) -> float:
         """Rough wait before ``job`` starts, from recent job durations."""
         with self._cv:
-            ahead = list(itertools.takewhile(lambda j: j is not job, self._queue))
-            running = self._current
-        wait = sum(self._typical_s(j) for j in ahead)
-        if running is not None and running.started_at is not None:
-            wait += max(self._typical_s(running) - (time.time() - running.started_at), 0.0)
-        return wait
+            lane = next((lane for lane in self._lanes if job in lane.queue or lane.current is job), None)
+            return 0.0 if lane is None else self._wait_s(lane, before=job)
 
-    @staticmethod
-    def _duration_key(job: Job) -> tuple[str, Any]:
-        """Jobs of one kind and timing settings take alike long (quick vs careful differ 3x)."""
-        return (job.kind, job.spec.timing if job.spec is not None else None)
-
-    def _typical_s(self, job: Job) -> float:
-        """Last duration of a like job; else of any job of its kind; else a guess."""
-        key = self._duration_key(job)
-        if key in self._durations:
-            return self._durations[key]
-        same_kind = [d for (kind, _), d in self._durations.items() if kind == job.kind]
-        return same_kind[-1] if same_kind else 5.0
+    def cancel(self, job: Job) -> None:
+        job.cancel()
 
     def get(self, job_id: str) -> Job | None:
-        return self._jobs_by_id.get(job_id)
+        with self._cv:
+            return self._jobs_by_id.get(job_id)
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Block until nothing is queued or running (True), or ``timeout`` passes (False)."""
         with self._cv:
-            return self._cv.wait_for(lambda: not self._queue and self._current is None, timeout)
+            return self._cv.wait_for(self._idle, timeout)
 
     def queue_length(self) -> int:
         with self._cv:
-            return len(self._queue) + (1 if self._current is not None else 0)
+            return sum(len(lane.queue) + (lane.current is not None) for lane in self._lanes)
 
     def close(self) -> None:
-        """Stop: queued jobs fail, a running job is cancelled, workers are shut down."""
+        """Stop: queued jobs fail, running jobs are cancelled, workers are shut down."""
         with self._cv:
             self._closed = True
-            pending = list(self._queue)
-            self._queue.clear()
-            running = self._current
+            pending = [job for lane in self._lanes for job in lane.queue]
+            for lane in self._lanes:
+                lane.queue.clear()
+            running = [lane.current for lane in self._lanes if lane.current is not None]
             self._cv.notify_all()
         for job in pending:
             self._finish(job, error=Cancelled("the runner was shut down before this job started"),
                          status="cancelled")
-        if running is not None:
-            running.cancel()  # the dispatcher stops its worker and finishes the job
-        self._threads[0].join(timeout=30)
-        for pool in list(self._pools.values()):
-            pool.stop()
-            pool.join(timeout=10)
-        self._pools.clear()
+        for job in running:
+            job._cancel.set()  # the dispatcher stops its worker and finishes the job
+        for lane in self._lanes:
+            if lane.thread is not None and lane.thread is not threading.current_thread():
+                lane.thread.join(timeout=30)
+            for worker in lane.workers.values():
+                worker.stop()
 
     def __enter__(self) -> Runner:
         return self
@@ -310,117 +341,188 @@ class Runner:
         self.close()
 
     # --- internals ---------------------------------------------------------------------------
-    def _enqueue(self, job: Job) -> Job:
+    def _idle(self) -> bool:
+        return all(not lane.queue and lane.current is None for lane in self._lanes)
+
+    @staticmethod
+    def _duration_key(job: Job) -> tuple[str, Any]:
+        """Jobs of one kind and timing settings take alike long (quick vs careful differ 3x)."""
+        return (job.kind, job.spec.timing if job.spec is not None else None)
+
+    def _typical_s(self, job: Job) -> float:
+        """Last duration of a like job; else of any job of its kind; else a guess. Call with
+        the lock held: the dispatchers write these durations."""
+        key = self._duration_key(job)
+        if key in self._durations:
+            return self._durations[key]
+        same_kind = [d for (kind, _), d in self._durations.items() if kind == job.kind]
+        return same_kind[-1] if same_kind else _GUESS_S
+
+    def _wait_s(self, lane: _Lane, before: Job | None = None) -> float:
+        """How long until ``before`` (None: a job joining the end) starts on ``lane``; lock held."""
+        wait = 0.0
+        running = lane.current
+        if running is before:
+            return 0.0
+        if running is not None and running.started_at is not None:
+            # One taking longer than usual has not told how much longer: say a second, not zero.
+            wait += max(self._typical_s(running) - (time.time() - running.started_at), 1.0)
+        for queued in lane.queue:
+            if queued is before:
+                break
+            wait += self._typical_s(queued)
+        return wait
+
+    def _pick_lane(self, who: Owner | None, sticky: bool) -> _Lane:
+        """A sweep's later points go where its first went; anything else to the device that
+        would start it soonest. Lock held."""
+        if sticky and who is not None and who.session in self._owner_lane:
+            return self._owner_lane[who.session]
+        return min(self._lanes, key=lambda lane: (self._wait_s(lane), len(lane.queue) + (lane.current is not None),
+                                                  lane.index))
+
+    def _enqueue(self, job: Job, who: Owner | None = None, *, capped: bool = False, rate_limited: bool = False,
+                 sticky: bool = False) -> Job:
         for step in job.steps:
             if step.precision not in PRECISIONS:
                 raise JobFailed(f"unknown precision {step.precision!r}")
+        if who is not None:
+            job.owner, job.client, job.user = who.session, who.client, who.user
         with self._cv:
             if self._closed:
                 raise JobFailed("the runner is shut down")
-            self._queue.append(job)
+            lane = self._pick_lane(who, sticky)
+            limit = self.settings.max_queue
+            if capped and limit is not None and len(lane.queue) >= limit:
+                raise BadInput(f"the queue is full: {len(lane.queue)} measurements are waiting, the most this "
+                               f"server allows (JAXCOMPARE_MAX_QUEUE={limit}); yours would have waited about "
+                               f"{_wait_text(self._wait_s(lane))}. Try again in a few minutes.")
+            if rate_limited and who is not None:
+                self._rate.acquire(who.rate_key)  # last: a refused request spends no token
+            job.device, job._runner = lane.device, self
+            lane.queue.append(job)
             self._jobs_by_id[job.id] = job
+            if who is not None:
+                self._owner_lane[who.session] = lane
+                self._owner_lane.move_to_end(who.session)
+                while len(self._owner_lane) > _MAX_OWNERS:
+                    self._owner_lane.popitem(last=False)
             self._cv.notify_all()
+        if who is not None:
+            log.info("job %s (%s%s) queued for %s: session %s, client %s, user %s", job.id, job.kind,
+                     f" {job.spec.case}" if job.spec else "", lane.device or "the first device", who.session,
+                     who.client or "-", who.user or "-")
         return job
 
-    def _pool(self, precision: str) -> ProcessPool:
-        pool = self._pools.get(precision)
-        if pool is None or not pool.active:
-            pool = ProcessPool(max_workers=1, context=self._ctx, initializer=worker.init_worker,
-                               initargs=(precision, self._progress, self._worker_env))
-            self._pools[precision] = pool
-        return pool
+    def _withdraw(self, job: Job) -> None:
+        """A cancelled job still in a queue leaves it now; a running one is stopped by its dispatcher."""
+        with self._cv:
+            lane = next((lane for lane in self._lanes if job in lane.queue), None)
+            if lane is None:
+                return
+            lane.queue.remove(job)
+            self._cv.notify_all()
+        self._finish(job, error=Cancelled("cancelled before it started"), status="cancelled")
 
-    def _dispatch_loop(self) -> None:
+    def _dispatch_loop(self, lane: _Lane) -> None:
         while True:
             with self._cv:
-                while not self._queue and not self._closed:
+                while not lane.queue and not self._closed:
                     self._cv.wait()
                 if self._closed:
                     return
-                job = self._queue.popleft()
-                if job._cancel.is_set():
-                    self._finish(job, error=Cancelled("cancelled before it started"), status="cancelled")
-                    continue
-                self._current = job
+                job = lane.queue.popleft()
+                lane.current = job
+                job.status, job.phase, job.started_at = "running", "starting worker", time.time()
             try:
-                self._execute(job)
+                self._execute(lane, job)
             except Exception as exc:  # the dispatcher must survive anything
                 log.exception("dispatcher error")
                 self._finish(job, error=JobFailed(f"internal error: {type(exc).__name__}: {exc}"))
             finally:
                 with self._cv:
-                    self._current = None
+                    lane.current = None
                     self._cv.notify_all()
 
-    def _execute(self, job: Job) -> None:
-        job.status, job.phase, job.started_at = "running", "starting worker", time.time()
-        deadline = job.started_at + job.timeout_s
+    def _execute(self, lane: _Lane, job: Job) -> None:
         values = []
+        spent = 0.0  # the deadline covers the steps, not a fresh worker's start-up
         try:
             for step in job.steps:
-                envelope = self._run_step(job, step, max(deadline - time.time(), 1.0))
+                worker = lane.worker(step.precision)
+                started = time.monotonic()
+                envelope = worker.call(job.id, step.target, step.args, timeout_s=max(job.timeout_s - spent, 1.0),
+                                       cancel=job._cancel, on_progress=lambda p, f: self._progress(job, p, f))
+                spent += time.monotonic() - started
                 start, end = envelope["window"]
-                job.window = (job.window[0] if job.window else start, end)
-                job.worker_pid = envelope["pid"]
+                with self._cv:
+                    job.window = (job.window[0] if job.window else start, end)
+                    job.worker_pid = envelope["pid"]
                 values.append(envelope["result"])
         except Cancelled as exc:
             self._finish(job, error=exc, status="cancelled")
             return
         except JaxCompareError as exc:
+            if isinstance(exc, Expired):
+                exc = JobFailed(f"stopped after its {job.timeout_s:g} s deadline; the worker was restarted")
+            if job.kind == "list_cases" and isinstance(exc, JobFailed):  # a hang or a crash at import
+                exc = JobFailed(f"cases file {job.steps[0].args[0]!r} could not be loaded: {exc}")
             self._finish(job, error=exc)
             return
         self._finish(job, value=_combine(job.kind, values))
 
-    def _run_step(self, job: Job, step: Step, timeout_s: float) -> dict[str, Any]:
-        """Run one step in its worker; every way it can fail becomes one clear JobFailed."""
-        future = self._pool(step.precision).schedule(TARGETS[step.target], args=(job.id, *step.args),
-                                                     timeout=timeout_s)
-        while not future.done():
-            wait([future], timeout=_POLL_S)
-            if job._cancel.is_set() and not future.done():
-                future.cancel()  # Pebble terminates the worker and starts a new one
-                raise Cancelled("cancelled while running; the worker was restarted")
-        try:
-            return future.result()
-        except CancelledError:
-            raise Cancelled("cancelled while running; the worker was restarted") from None
-        except TimeoutError:  # Pebble's deadline (concurrent.futures.TimeoutError is this class)
-            raise JobFailed(f"stopped after its {job.timeout_s:g} s deadline; the worker was restarted") from None
-        except ProcessExpired as exc:
-            raise JobFailed(
-                f"the worker process died (exit code {exc.exitcode}: crashed, killed or out of "
-                f"memory); a fresh worker has been started") from None
-        except JaxCompareError:
-            raise
-        except Exception as exc:
-            log.error("job %s failed: %s\n%s", job.id, exc, getattr(exc, "traceback", ""))
-            raise JobFailed(f"{type(exc).__name__}: {exc}") from None
+    def _progress(self, job: Job, phase: str, fraction: float) -> None:
+        with self._cv:
+            if job.status == "running":  # a finished job's phase is its outcome, for good
+                job.phase, job.progress = phase, min(max(fraction, 0.0), 1.0)
 
     def _finish(self, job: Job, *, value: Any = None, error: JaxCompareError | None = None,
                 status: str | None = None) -> None:
-        job.value, job.error = value, error
-        job.status = status or ("failed" if error is not None else "done")
-        job.phase = job.status
-        job.finished_at = time.time()
-        if error is None:
-            job.progress = 1.0
-            if job.started_at is not None:
-                self._durations[self._duration_key(job)] = job.finished_at - job.started_at
-        self.history.append(job)
-        self._jobs_by_id.pop(job.id, None)
-        job._done.set()
-
-    def _progress_loop(self) -> None:
-        while not self._closed:
-            try:
-                job_id, phase, fraction = self._progress.get(timeout=0.5)
-            except queue.Empty:
-                continue
-            except (EOFError, OSError):
+        with self._cv:
+            if job.done:
                 return
-            job = self._jobs_by_id.get(job_id)
-            if job is not None and not job.done:
-                job.phase, job.progress = phase, min(max(fraction, 0.0), 1.0)
+            job.value, job.error = value, error
+            job.status = status or ("failed" if error is not None else "done")
+            job.phase = job.status
+            job.finished_at = time.time()
+            if error is None:
+                job.progress = 1.0
+                if job.started_at is not None:
+                    key = self._duration_key(job)
+                    self._durations[key] = job.finished_at - job.started_at
+                    self._durations.move_to_end(key)
+                    while len(self._durations) > _MAX_DURATIONS:
+                        self._durations.popitem(last=False)
+                if job.kind == "list_cases" and job.tag is not None:
+                    self._cases[job.tag] = list(value)
+                    while len(self._cases) > _MAX_CASES_FILES:
+                        self._cases.popitem(last=False)
+            self.history.append(job)
+            self._jobs_by_id.pop(job.id, None)
+            job._done.set()
+            self._cv.notify_all()
+
+
+def _owner(owner: Owner | str | None) -> Owner | None:
+    if owner is None or isinstance(owner, Owner):
+        return owner
+    return Owner(session=str(owner))
+
+
+def _file_version(path: str) -> tuple[str, int, int]:
+    """(absolute path, mtime, size): a cases file is listed again only when it changes."""
+    full = os.path.abspath(os.path.expanduser(str(path)))
+    if not os.path.isfile(full):
+        raise BadInput(f"cases file {str(path)!r} does not exist or is not a file")
+    try:
+        stat = os.stat(full)
+    except OSError as exc:
+        raise BadInput(f"cases file {str(path)!r} cannot be read: {exc.strerror or exc}") from None
+    return full, stat.st_mtime_ns, stat.st_size
+
+
+def _wait_text(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
 
 
 def _combine(kind: str, values: list[Any]) -> Any:

@@ -2,12 +2,14 @@
 in the server/CLI process, before a job is queued.
 
 Local mode keeps everything enabled. Hosted mode (``JAXCOMPARE_MODE=hosted`` or a
-settings file named by ``JAXCOMPARE_SETTINGS``) caps sizes, sweep length and per-session
-rate, and refuses user case files (they are arbitrary code).
+settings file named by ``JAXCOMPARE_SETTINGS``) caps sizes, sweep length, the queue and
+the rate per client, and refuses user case files (they are arbitrary code). A local-mode
+app refuses them too unless its server listens on loopback only (``for_server``).
 """
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import os
 import threading
@@ -25,6 +27,7 @@ from ..model.spec import Spec
 from .memory import check_fits, estimate, host_available
 
 MODES = ("local", "hosted")
+PLATFORMS = ("cpu", "gpu", "tpu")
 
 
 @dataclass(frozen=True)
@@ -33,13 +36,19 @@ class Settings:
     max_elements: int | None = None
     max_sweep_points: int = 12
     max_jobs_per_minute: int | None = None
-    allow_cases_file: bool = True
+    # None: the CLI may load them; the app only when its server listens on loopback (for_server).
+    allow_cases_file: bool | None = None
     job_timeout_s: float = 600.0
+    max_queue: int | None = None
+    # One worker pair and one queue per device ('gpu:0', 'gpu:1'); empty: the first device.
+    devices: tuple[str, ...] = ()
+    # The header a trusted reverse proxy puts the client's address in (X-Forwarded-For).
+    trusted_proxy_header: str | None = None
 
     @classmethod
     def hosted(cls) -> Settings:
         return cls(mode="hosted", max_elements=2**24, max_sweep_points=8, max_jobs_per_minute=6,
-                   allow_cases_file=False, job_timeout_s=180.0)
+                   allow_cases_file=False, job_timeout_s=180.0, max_queue=20)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -69,10 +78,23 @@ class Settings:
     def hosted_mode(self) -> bool:
         return self.mode == "hosted"
 
+    def for_server(self, address: str | None) -> Settings:
+        """These settings for an app server listening on ``address`` (Streamlit's
+        ``server.address``; unset means every interface): user case files, unless set
+        explicitly, only in local mode on a loopback address."""
+        if self.allow_cases_file is not None:
+            return self
+        return replace(self, allow_cases_file=not self.hosted_mode and is_loopback(address))
+
+    def cases_file_exposed(self, address: str | None) -> bool:
+        """Case files were allowed explicitly on a server others can reach: warn about it."""
+        return self.allow_cases_file is True and (self.hosted_mode or not is_loopback(address))
+
     def check_spec(self, spec: Spec) -> None:
         """Operator limits (hosted mode); raises TooLarge / BadInput with the limit named."""
-        if spec.cases_file and not self.allow_cases_file:
-            raise BadInput("user case files are disabled on this server (hosted mode)")
+        if spec.cases_file and self.allow_cases_file is False:
+            raise BadInput("user case files are disabled on this server (they are code; see "
+                           "JAXCOMPARE_ALLOW_CASES_FILE in docs/hosting.md)")
         n = math.prod(spec.shape)
         if self.max_elements is not None and n > self.max_elements:
             raise TooLarge(f"shape {format_shape(spec.shape)} has {n:,} elements; this server "
@@ -87,6 +109,21 @@ class Settings:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
+def is_loopback(address: str | None) -> bool:
+    """Whether a server bound to ``address`` is reachable from this machine only. Unset or
+    empty means every interface (what Streamlit binds then), and so does a Unix socket
+    (a reverse proxy may stand in front of it)."""
+    if not address:
+        return False
+    text = address.strip().strip("[]")
+    if text.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(text).is_loopback
+    except ValueError:
+        return False
+
+
 def _apply(base: Settings, overrides: dict[str, Any]) -> Settings:
     known = {f.name: f for f in fields(Settings)}
     values: dict[str, Any] = {}
@@ -98,6 +135,13 @@ def _apply(base: Settings, overrides: dict[str, Any]) -> Settings:
 
 
 def _coerce(key: str, raw: Any) -> Any:
+    if key == "devices":
+        return _devices(raw)
+    if key == "trusted_proxy_header":
+        header = str(raw).strip()
+        if header and not all(c.isalnum() or c == "-" for c in header):
+            raise BadInput(f"setting {key} must be a header name like X-Forwarded-For, got {raw!r}")
+        return header or None
     text = str(raw).strip().lower()
     if key == "allow_cases_file":
         if text in ("1", "true", "yes", "on"):
@@ -105,7 +149,7 @@ def _coerce(key: str, raw: Any) -> Any:
         if text in ("0", "false", "no", "off"):
             return False
         raise BadInput(f"setting {key} must be true or false, got {raw!r}")
-    if key in ("max_elements", "max_jobs_per_minute") and text in ("", "none", "0", "unlimited"):
+    if key in ("max_elements", "max_jobs_per_minute", "max_queue") and text in ("", "none", "0", "unlimited"):
         return None
     try:
         value = float(text)
@@ -116,16 +160,37 @@ def _coerce(key: str, raw: Any) -> Any:
     return value if key == "job_timeout_s" else int(value)
 
 
+def _devices(raw: Any) -> tuple[str, ...]:
+    """'gpu:0,gpu:1' (or a TOML list) -> ('gpu:0', 'gpu:1'); each platform:index once."""
+    items = raw if isinstance(raw, list | tuple) else str(raw).split(",")
+    out: list[str] = []
+    for item in (str(i).strip().lower() for i in items):
+        if not item:
+            continue
+        platform, _, index = item.partition(":")
+        if platform not in PLATFORMS or not index.isdigit():
+            raise BadInput(f"setting devices: {item!r} is not a device like gpu:0 or cpu:1 "
+                           f"(platforms: {', '.join(PLATFORMS)})")
+        name = f"{platform}:{int(index)}"
+        if name in out:
+            raise BadInput(f"setting devices names {name} twice")
+        out.append(name)
+    return tuple(out)
+
+
 def preflight(spec: Spec, settings: Settings | None = None, case: Case | None = None) -> None:
     """Every check that needs no worker: case, shape, limits, host memory. Fast, allocates
-    nothing big, so an impossible request is refused before it queues. ``case``: a Case sent
-    with the job (a notebook's functions) instead of the catalog's."""
+    nothing big, so an impossible request is refused before it queues. A user's cases file
+    is code and never runs here: the worker finds its case and checks shape and memory,
+    under the job's deadline. ``case``: a Case sent with the job (a notebook's functions)."""
     from ..catalog import get_case
 
     settings = settings or Settings()
     settings.check_spec(spec)
     if case is not None and not settings.allow_cases_file:
         raise BadInput("your own functions are code, and this server (hosted mode) runs only its built-in cases")
+    if spec.cases_file and case is None:
+        return
     case = get_case(spec.case, spec.cases_file) if case is None else case
     case.check_shape(spec.shape)
     est = estimate(case, spec.shape, spec.dtype, backend="unknown", with_outputs=False)
@@ -147,6 +212,8 @@ class RateLimiter:
             return
         now = self._clock()
         with self._lock:
+            if len(self._events) > 1024:  # forget clients quiet for a minute: memory stays bounded
+                self._events = {k: e for k, e in self._events.items() if e and now - e[-1] < 60}
             events = self._events.setdefault(key, deque())
             while events and now - events[0] >= 60:
                 events.popleft()

@@ -1,29 +1,36 @@
-"""The code that runs inside a worker process: one long-lived process per precision mode.
+"""The code that runs inside a worker process: one long-lived process per precision mode
+(and per device, when the server measures on several).
 
 ``jax_enable_x64`` is process-global in practice, so the mode is fixed when the worker
-starts (spawned, never forked after importing JAX) and never toggled afterwards.
+starts (a fresh interpreter, never forked after importing JAX) and never toggled afterwards.
+The server starts it with ``python -c`` (engine/process.py) and talks to it over a socket.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import time
+import traceback
+from collections.abc import Callable
+from multiprocessing.connection import Connection
 from typing import Any
 
-_progress_queue: Any = None
+_conn: Connection | None = None
+_send_lock = threading.Lock()
 _precision: str | None = None
 
 
-def init_worker(precision: str, progress_queue: Any, env: dict[str, str]) -> None:
-    """Pebble initializer: set the environment before JAX is imported, then configure it."""
-    global _progress_queue, _precision
+def init_worker(precision: str, device: str | None = None) -> None:
+    """Set the environment before JAX is imported, then configure it; ``device``
+    ('cpu:1', 'gpu:0') pins this worker's measurements to one device."""
+    global _precision
     # stdout belongs to the parent (``--json -`` promises one document there): anything a
     # library prints in the worker goes to stderr instead.
     try:
         os.dup2(2, 1)
     except OSError:
         pass
-    os.environ.update(env)
     os.environ["JAX_ENABLE_X64"] = "1" if precision == "x64" else "0"
     # Two workers (x32 and x64) share one GPU: never let either grab 75% up front.
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
@@ -32,16 +39,65 @@ def init_worker(precision: str, progress_queue: Any, env: dict[str, str]) -> Non
     jax.config.update("jax_enable_x64", precision == "x64")
     # A persistent cache would turn "cold compile" into a disk read.
     jax.config.update("jax_enable_compilation_cache", False)
-    _progress_queue = progress_queue
+    if device:
+        from .environment import pin_device
+
+        jax.config.update("jax_default_device", pin_device(device))
     _precision = precision
 
 
+def _send(message: tuple[Any, ...]) -> None:
+    if _conn is not None:
+        with _send_lock:
+            _conn.send(message)
+
+
 def _report(job_id: str, phase: str, fraction: float) -> None:
-    if _progress_queue is not None:
+    try:
+        _send(("progress", job_id, phase, float(fraction)))
+    except Exception:  # progress is best effort; the measurement is not
+        pass
+
+
+def _error_message(exc: BaseException) -> tuple[Any, ...]:
+    """An error as the parent may read it: jaxcompare's own errors as they are, anything
+    else (a user's exception class may not unpickle) as text."""
+    from ..model.errors import JaxCompareError
+
+    trace = traceback.format_exc()
+    text = f"{type(exc).__name__}: {exc}"
+    return ("error", exc if isinstance(exc, JaxCompareError) else None, text, trace)
+
+
+def serve(fd: int) -> None:
+    """The worker's main loop: set up, say ready, then run one step per message until the
+    parent goes away (the socket closes)."""
+    global _conn
+    _conn = Connection(fd)
+    try:
+        init_worker(os.environ.get("JAXCOMPARE_WORKER_PRECISION", "x32"),
+                    os.environ.get("JAXCOMPARE_WORKER_DEVICE") or None)
+    except BaseException as exc:
+        _send(_error_message(exc))
+        return
+    _send(("ready", os.getpid()))
+    while True:
         try:
-            _progress_queue.put_nowait((job_id, phase, float(fraction)))
-        except Exception:  # progress is best effort; the measurement is not
-            pass
+            message = _conn.recv()
+        except (EOFError, OSError):
+            return
+        _, job_id, target, args = message
+        try:
+            envelope = TARGETS[target](job_id, *args)
+        except BaseException as exc:
+            reply = _error_message(exc)
+        else:
+            reply = ("done", envelope)
+        try:
+            _send(reply)
+        except Exception as exc:  # an unpicklable value or error: say so rather than hang the parent
+            _send(("error", None, f"the worker could not send its reply: {type(exc).__name__}: {exc}",
+                   traceback.format_exc()))
 
 
 def run_measurement(job_id: str, spec_dict: dict[str, Any], case_bytes: bytes | None = None,
@@ -90,6 +146,17 @@ def run_environment(job_id: str) -> dict[str, Any]:
     return {"result": collect(), "window": (started, time.time()), "pid": os.getpid()}
 
 
+def run_list_cases(job_id: str, cases_file: str) -> dict[str, Any]:
+    """Load a user's cases file here, never in the server, and describe its cases (names,
+    titles, groups, shapes): what the app and the CLI list and look up."""
+    from ..catalog import all_cases
+
+    started = time.time()
+    _report(job_id, "loading the cases file", 0.0)
+    summaries = [c.summary() for c in all_cases(cases_file) if c.cases_file is not None]
+    return {"result": summaries, "window": (started, time.time()), "pid": os.getpid()}
+
+
 def run_selfcheck(job_id: str, names: list[str] | None, cases_file: str | None) -> dict[str, Any]:
     """Agreement of each case at its small shape (no timing)."""
     from ..catalog import all_cases
@@ -103,3 +170,12 @@ def run_selfcheck(job_id: str, names: list[str] | None, cases_file: str | None) 
         out.append(check_case(case, precision=_precision or "x32"))
     return {"result": out, "window": (started, time.time()), "pid": os.getpid()}
 
+
+TARGETS: dict[str, Callable[..., dict[str, Any]]] = {
+    "measure": run_measurement,
+    "environment": run_environment,
+    "selfcheck": run_selfcheck,
+    "pitfalls": run_pitfalls,
+    "fair_float64": run_fair_float64,
+    "list_cases": run_list_cases,
+}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import dataclasses
 import datetime as dt
 import io
 import json
@@ -37,6 +38,17 @@ CSV_STATS = ("median_s", "min_s", "mean_s", "std_s", "iqr_s", "ci_low_s", "ci_hi
              "unstable_reason")
 CSV_PREFIX = {"numpy": "numpy_runtime", "runtime": "jax_runtime"}  # column name prefix per phase
 CSV_COLUMNS = (*CSV_RESULT_FIELDS, *(f"{CSV_PREFIX.get(p, p)}_{s}" for p in PHASES for s in CSV_STATS))
+
+
+# What a saved result tells about the server itself: left out of what a hosted demo shows visitors.
+PRIVATE_ENV = ("hostname", "python_executable")
+
+
+def redact(result: Result) -> Result:
+    """The result without the host name and the interpreter path of the machine that measured it."""
+    if not any(key in result.env for key in PRIVATE_ENV):
+        return result
+    return dataclasses.replace(result, env={k: v for k, v in result.env.items() if k not in PRIVATE_ENV})
 
 
 def summary(result: Result) -> dict[str, Any]:

@@ -1,0 +1,189 @@
+"""One worker process, seen from the server/CLI process: started with ``python -c`` and
+spoken to over a private socket pair. Never imports JAX.
+
+Why not multiprocessing: spawn re-runs the parent's ``__main__`` in every child, and under
+Streamlit ``__main__`` is the page being shown (it would build a Runner of its own). Python
+has no public way to leave it out, so a worker is a plain subprocess whose entry point is
+``jaxcompare.engine.worker.serve``: nothing of the parent's is imported but that.
+
+Messages are pickled tuples (``multiprocessing.connection.Connection``):
+parent -> worker ``("run", job_id, target, args)``; worker -> parent ``("ready", pid)``,
+``("progress", job_id, phase, fraction)``, ``("done", envelope)`` or
+``("error", JaxCompareError | None, text, traceback)``. The parent never unpickles a user's
+exception class: anything but a jaxcompare error arrives as text.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from ..model.errors import JaxCompareError, JobFailed
+
+log = logging.getLogger("jaxcompare.runner")
+
+POLL_S = 0.05
+# Importing JAX (and, on a GPU, creating its client) is not the job's time: it has its own limit.
+START_TIMEOUT_S = 300.0
+_ENTRY = "import sys; from jaxcompare.engine.worker import serve; serve(int(sys.argv[1]))"
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the directory that holds jaxcompare/
+
+
+class Cancelled(JobFailed):
+    """The job's owner cancelled it."""
+
+
+class Expired(JobFailed):
+    """The step ran past its deadline; the worker was stopped."""
+
+
+class Died(JobFailed):
+    """The worker process exited while it held a job."""
+
+    def __init__(self, message: str, exitcode: int | None):
+        super().__init__(message)
+        self.exitcode = exitcode
+
+
+class WorkerProcess:
+    """A long-lived worker for one precision (and one device). ``call`` runs one step and
+    returns its envelope, or raises; a worker that was stopped or died is started afresh
+    by the next call. Used by one dispatcher thread at a time."""
+
+    def __init__(self, precision: str, env: Mapping[str, str], *, label: str = ""):
+        self.precision = precision
+        self.label = label or precision
+        self._env = dict(env)
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._conn: Connection | None = None
+        self.pid: int | None = None
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def call(self, job_id: str, target: str, args: tuple[Any, ...], *, timeout_s: float,
+             cancel: threading.Event, on_progress: Callable[[str, float], None]) -> dict[str, Any]:
+        """Run ``target(job_id, *args)`` in the worker. The deadline starts once the worker is
+        up (a fresh one imports JAX first); ``cancel`` is checked every POLL_S."""
+        if cancel.is_set():
+            raise Cancelled("cancelled before it started")
+        self._ensure_started(cancel)
+        conn = self._conn
+        assert conn is not None
+        try:
+            conn.send(("run", job_id, target, args))
+        except OSError:
+            raise self._died() from None
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if cancel.is_set():
+                self.stop()
+                raise Cancelled("cancelled while running; the worker was restarted")
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.stop()
+                raise Expired(f"stopped after its {timeout_s:g} s deadline; the worker was restarted")
+            if not conn.poll(min(POLL_S, left)):
+                continue
+            message = self._receive()
+            kind = message[0]
+            if kind == "progress":
+                _, msg_job, phase, fraction = message
+                if msg_job == job_id:
+                    on_progress(str(phase), float(fraction))
+            elif kind == "done":
+                return message[1]
+            elif kind == "error":
+                _, error, text, trace = message
+                if isinstance(error, JaxCompareError):
+                    raise error
+                log.error("job %s failed in the %s worker: %s\n%s", job_id, self.label, text, trace)
+                raise JobFailed(text)
+
+    def stop(self) -> None:
+        """Kill the worker now (a stuck measurement cannot be interrupted more gently)."""
+        proc, conn = self._proc, self._conn
+        self._proc = self._conn = None
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+        if proc is not None:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                log.error("the %s worker (pid %s) did not exit after SIGKILL", self.label, proc.pid)
+        if conn is not None:
+            conn.close()
+
+    # --- internals -------------------------------------------------------------------------
+    def _ensure_started(self, cancel: threading.Event) -> None:
+        if self.alive and self._conn is not None:
+            return
+        self.stop()  # reap a dead one
+        ours, theirs = socket.socketpair()
+        env = dict(os.environ)
+        env.update(self._env)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
+        env["JAXCOMPARE_WORKER_PRECISION"] = self.precision
+        try:
+            self._proc = subprocess.Popen([sys.executable, "-c", _ENTRY, str(theirs.fileno())],
+                                          pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL,
+                                          close_fds=True)
+        except OSError as exc:
+            ours.close()
+            raise JobFailed(f"the {self.label} worker could not be started: {exc}") from None
+        finally:
+            theirs.close()
+        self._conn = Connection(ours.detach())
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not self._conn.poll(POLL_S):
+            if cancel.is_set():
+                self.stop()
+                raise Cancelled("cancelled while its worker was starting")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise JobFailed(f"the {self.label} worker did not start within {START_TIMEOUT_S:g} s")
+        message = self._receive()
+        if message[0] != "ready":
+            text = message[2] if message[0] == "error" else repr(message[0])
+            log.error("the %s worker could not start: %s\n%s", self.label, text,
+                      message[3] if len(message) > 3 else "")
+            self.stop()
+            raise JobFailed(f"the {self.label} worker could not start: {text}")
+        self.pid = int(message[1])
+
+    def _receive(self) -> tuple[Any, ...]:
+        assert self._conn is not None
+        try:
+            message = self._conn.recv()
+        except (EOFError, OSError):
+            raise self._died() from None
+        except Exception as exc:  # a message that does not unpickle: the worker is not to be trusted
+            self.stop()
+            raise JobFailed(f"the {self.label} worker sent a message that cannot be read ({exc}); "
+                            f"it has been restarted") from None
+        if not isinstance(message, tuple) or not message:
+            self.stop()
+            raise JobFailed(f"the {self.label} worker sent a malformed message; it has been restarted")
+        return message
+
+    def _died(self) -> Died:
+        proc = self._proc
+        code = None
+        if proc is not None:
+            try:
+                code = proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        self.stop()
+        return Died(f"the worker process died (exit code {code}: crashed, killed or out of memory); "
+                    f"a fresh worker will be started for the next job", code)

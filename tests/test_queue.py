@@ -1,0 +1,171 @@
+"""The shared queue under pressure: a capped queue, Stop that frees a place at once, tokens
+spent only on accepted requests, one queue per device, and the runner's threads racing."""
+
+from __future__ import annotations
+
+import dataclasses
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+from jaxcompare import BadInput, JobFailed, Runner, Spec, TimingConfig
+from jaxcompare.engine.runner import Owner
+from jaxcompare.engine.settings import Settings
+
+QUICK = TimingConfig.quick()
+
+
+def _spec(case: str = "matmul", shape=(8, 8), **kw) -> Spec:
+    return Spec(case, shape, timing=QUICK, **kw)
+
+
+class Gate:
+    """A cases file whose ``gated`` case blocks in the worker until the test opens the gate
+    (creates a file), so a job can hold a queue for as long as a test needs."""
+
+    def __init__(self, tmp_path: Path):
+        self.path = tmp_path / "gate"
+        self.cases_file = str(tmp_path / "gated_cases.py")
+        Path(self.cases_file).write_text(textwrap.dedent(f"""
+            import os
+            import time
+
+            import jax.numpy as jnp
+            import numpy as np
+            from jaxcompare import Case
+
+            def gated(x):
+                for _ in range(60_000):  # at most ten minutes: the test opens the gate long before
+                    if os.path.exists({str(self.path)!r}):
+                        break
+                    time.sleep(0.01)
+                return np.sin(x)
+
+            CASES = [Case(name="gated", numpy_fn=gated, jax_fn=jnp.sin,
+                          make_inputs=lambda shape, dtype, rng: (rng.random(shape).astype(dtype),))]
+        """))
+
+    def spec(self) -> Spec:
+        return Spec("gated", (4,), timing=QUICK, cases_file=self.cases_file)
+
+    def open(self) -> None:
+        self.path.touch()
+
+
+@pytest.fixture
+def gate(tmp_path) -> Gate:
+    return Gate(tmp_path)
+
+
+def test_a_full_queue_refuses_at_once_and_refusals_spend_no_token(gate):
+    settings = dataclasses.replace(Settings(), max_queue=2, max_jobs_per_minute=3)
+    with Runner(settings=settings, timeout_s=240) as runner:
+        blocker = runner.submit(gate.spec())  # the CLI's own job: no owner, never rate-limited
+        alice = Owner("session-a", client="10.0.0.7")
+        first = runner.submit(_spec(), owner=alice)
+        second = runner.submit(_spec(), owner=Owner("session-b", client="10.0.0.7"))  # same client
+        assert runner.queue_length() == 3
+        with pytest.raises(BadInput, match=r"queue is full: 2 measurements are waiting.*would have waited about \d+"):
+            runner.submit(_spec(), owner=alice)
+        with pytest.raises(BadInput, match="square"):  # invalid: refused before any token is spent
+            runner.submit(_spec(shape=(8, 9)), owner=alice)
+        first.cancel()  # one place frees up at once
+        third = runner.submit(_spec(), owner=alice)  # the third token: the refusals spent none
+        third.cancel()
+        with pytest.raises(BadInput, match="rate limit: at most 3 runs a minute"):
+            runner.submit(_spec(), owner=Owner("session-c", client="10.0.0.7"))  # a new session, same client
+        other = runner.submit(_spec(), owner=Owner("session-d", client="10.0.0.8"))
+        gate.open()
+        for job in (blocker, second, other):
+            job.wait(240)
+        assert [first.status, third.status] == ["cancelled", "cancelled"]
+
+
+def test_stop_on_a_queued_job_frees_its_place_at_once(gate):
+    with Runner(timeout_s=240) as runner:
+        blocker = runner.submit(gate.spec())
+        done_before = runner.submit(_spec())
+        queued = [runner.submit(_spec()) for _ in range(3)]
+        base = runner.position(queued[0])
+        assert [runner.position(j) for j in queued] == [base, base + 1, base + 2]
+        waits = [runner.estimate_wait_s(j) for j in queued]
+        assert [runner.jobs_ahead(j) for j in queued] == [2, 3, 4]  # the gated job and done_before first
+        queued[0].cancel()
+        # No waiting on the dispatcher: the job is finished and out of the queue when cancel() returns.
+        assert queued[0].done and queued[0].status == "cancelled"
+        with pytest.raises(JobFailed, match="cancelled before it started"):
+            queued[0].wait(0)
+        assert [runner.position(j) for j in queued[1:]] == [base, base + 1]
+        assert [runner.jobs_ahead(j) for j in queued] == [None, 2, 3]
+        assert runner.estimate_wait_s(queued[2]) < waits[2]
+        assert not blocker.done  # the running job was not disturbed
+        gate.open()
+        for job in (blocker, done_before, *queued[1:]):
+            job.wait(240)
+        assert runner.position(queued[2]) == -1
+
+
+def test_each_device_has_its_own_queue_and_workers(gate):
+    settings = dataclasses.replace(Settings(), devices=("cpu:0", "cpu:1"))
+    env = {"XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+    with Runner(settings=settings, worker_env=env, timeout_s=240) as runner:
+        assert runner.devices == ["cpu:0", "cpu:1"]
+        blocker = runner.submit(gate.spec(), owner="sweeper")
+        other = runner.submit(_spec(), owner="visitor")
+        result = other.wait(240)  # finishes while the first device is still held by the gate
+        assert not blocker.done and runner.position(blocker) in (0, 1)
+        assert {blocker.device, other.device} == {"cpu:0", "cpu:1"}
+        assert result.device == other.device  # measured on the device of its queue
+        assert result.env["env_vars"]["JAXCOMPARE_WORKER_DEVICE"] == other.device
+        # A sweep's later point stays on its owner's device, even with the other one idle.
+        later = runner.submit(_spec(), owner="sweeper", rate_limited=False)
+        assert later.device == blocker.device and runner.position(later) >= 1
+        gate.open()
+        blocker.wait(240)
+        assert later.wait(240).device == blocker.device
+        windows = {}
+        for job in (blocker, other, later):
+            windows.setdefault(job.device, []).append(job.window)
+        for spans in windows.values():
+            spans.sort()
+            for (_, end), (start, _) in zip(spans, spans[1:], strict=False):
+                assert end <= start, f"two measurements overlapped on one device: {spans}"
+
+
+def test_readers_and_the_dispatcher_race_without_harm():
+    """Pages read positions and waits while the dispatcher records durations and the worker
+    streams progress: no reader may crash, and a finished job's phase stays its outcome."""
+    with Runner(timeout_s=240) as runner:
+        # Every job its own timing settings, so each one that finishes adds a new duration entry.
+        jobs = [runner.submit(Spec("matmul", (8, 8), timing=dataclasses.replace(QUICK, warmup_s=0.002 + i * 1e-4)))
+                for i in range(12)]
+        errors: list[BaseException] = []
+        stop = threading.Event()
+
+        def read() -> None:
+            try:
+                for _ in range(200_000):  # bounded; stops as soon as the jobs are done
+                    if stop.is_set():
+                        return
+                    for job in jobs:
+                        runner.estimate_wait_s(job)
+                        runner.position(job)
+                        if job.done:
+                            assert job.phase == job.status, (job.id, job.phase, job.status)
+            except BaseException as exc:  # reported below
+                errors.append(exc)
+
+        readers = [threading.Thread(target=read) for _ in range(4)]
+        for t in readers:
+            t.start()
+        try:
+            for job in jobs:
+                job.wait(240)
+        finally:
+            stop.set()
+            for t in readers:
+                t.join(60)
+        assert not errors, errors
+        assert all(job.phase == "done" and job.progress == 1.0 for job in jobs)
