@@ -8,10 +8,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..analysis.summary import Figure
 from ..model.formatting import PERFETTO_HINT, format_share, format_time, op_kind_text
 from ..model.profile import Profile
 from ..model.result import Result
-from .views import Figure
 
 NOT_PROFILED = ("Not profiled. Turn on **Profile the JAX call** in the sidebar and run again: after the timed "
                 "phases a few calls are traced with `jax.profiler`, and this tab shows which XLA ops take the "

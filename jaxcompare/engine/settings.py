@@ -187,7 +187,7 @@ def preflight(spec: Spec, settings: Settings | None = None, case: Case | None = 
 
     settings = settings or Settings()
     settings.check_spec(spec)
-    if case is not None and not settings.allow_cases_file:
+    if case is not None and settings.allow_cases_file is False:  # None: a CLI or notebook process
         raise BadInput("your own functions are code, and this server (hosted mode) runs only its built-in cases")
     if spec.cases_file and case is None:
         return
