@@ -221,7 +221,8 @@ with tab_notes:
         st.markdown(block)
 
 downloads = st.container(horizontal=True)
-downloads.download_button("Result (JSON)", formatting.dumps(result.to_dict()), file_name=f"{stem}.json",
+shown = ui.visible([result])  # a hosted demo gives visitors no host name or interpreter path
+downloads.download_button("Result (JSON)", formatting.dumps(shown[0].to_dict()), file_name=f"{stem}.json",
                               mime="application/json", icon=":material/download:", on_click="ignore")
-downloads.download_button("Result (CSV)", export_csv([result]), file_name=f"{stem}.csv",
+downloads.download_button("Result (CSV)", export_csv(shown), file_name=f"{stem}.csv",
                              mime="text/csv", icon=":material/download:", on_click="ignore")

@@ -176,8 +176,9 @@ ui.chart(charts.sweep_share_chart(results), "One-off share chart", f"{stem}_shar
 
 st.dataframe(views.sweep_table(results), hide_index=True, width="stretch")
 downloads = st.container(horizontal=True)
-downloads.download_button("Sweep (JSON)", formatting.dumps([r.to_dict() for r in results]),
+shown = ui.visible(results)  # a hosted demo gives visitors no host name or interpreter path
+downloads.download_button("Sweep (JSON)", formatting.dumps([r.to_dict() for r in shown]),
                               file_name=f"{stem}.json", mime="application/json",
                               icon=":material/download:", on_click="ignore")
-downloads.download_button("Sweep (CSV)", export_csv(results), file_name=f"{stem}.csv",
+downloads.download_button("Sweep (CSV)", export_csv(shown), file_name=f"{stem}.csv",
                              mime="text/csv", icon=":material/download:", on_click="ignore")

@@ -17,6 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import altair as alt
+import pandas  # noqa: F401  (see below)
 import streamlit as st
 
 from ..catalog import builtin_cases, case_from_summary
@@ -31,6 +32,9 @@ from . import controls, environment_view, views
 from .charts import chart_png_bytes
 
 log = logging.getLogger("jaxcompare.app")
+# pandas is imported above, fully, before any page can draw a chart: Altair (through narwhals)
+# uses pandas when it finds it in sys.modules, and two sessions drawing their first charts at
+# once could otherwise find it there half-imported (AttributeError: partially initialized module).
 
 POLL_S = 0.5
 BANNER_ICONS = {"success": ":material/memory:", "warning": ":material/warning:", "info": ":material/hourglass_top:"}

@@ -15,6 +15,7 @@ exception class: anything but a jaxcompare error arrives as text.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import socket
@@ -24,7 +25,6 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from multiprocessing.connection import Connection
-from pathlib import Path
 from typing import Any
 
 from ..model.errors import JaxCompareError, JobFailed
@@ -34,8 +34,10 @@ log = logging.getLogger("jaxcompare.runner")
 POLL_S = 0.05
 # Importing JAX (and, on a GPU, creating its client) is not the job's time: it has its own limit.
 START_TIMEOUT_S = 300.0
-_ENTRY = "import sys; from jaxcompare.engine.worker import serve; serve(int(sys.argv[1]))"
-_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the directory that holds jaxcompare/
+# The worker gets the parent's sys.path (as spawn would), so it imports the same jaxcompare
+# however the parent found it (an install, a checkout on PYTHONPATH, a test's sys.path entry).
+_ENTRY = ("import json, sys; sys.path[:] = json.loads(sys.argv[2]); "
+          "from jaxcompare.engine.worker import serve; serve(int(sys.argv[1]))")
 
 
 class Cancelled(JobFailed):
@@ -132,10 +134,9 @@ class WorkerProcess:
         ours, theirs = socket.socketpair()
         env = dict(os.environ)
         env.update(self._env)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
         env["JAXCOMPARE_WORKER_PRECISION"] = self.precision
         try:
-            self._proc = subprocess.Popen([sys.executable, "-c", _ENTRY, str(theirs.fileno())],
+            self._proc = subprocess.Popen([sys.executable, "-c", _ENTRY, str(theirs.fileno()), json.dumps(sys.path)],
                                           pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL,
                                           close_fds=True)
         except OSError as exc:

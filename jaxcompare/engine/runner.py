@@ -301,6 +301,11 @@ class Runner:
     def cancel(self, job: Job) -> None:
         job.cancel()
 
+    def recent(self) -> list[Job]:
+        """The last jobs that finished (up to 200), oldest first: a copy, safe to read."""
+        with self._cv:
+            return list(self.history)
+
     def get(self, job_id: str) -> Job | None:
         with self._cv:
             return self._jobs_by_id.get(job_id)
@@ -501,6 +506,8 @@ class Runner:
             self._jobs_by_id.pop(job.id, None)
             job._done.set()
             self._cv.notify_all()
+        if job.owner is not None:
+            log.info("job %s (%s) %s%s", job.id, job.kind, job.status, f": {error}" if error is not None else "")
 
 
 def _owner(owner: Owner | str | None) -> Owner | None:
