@@ -11,7 +11,7 @@ from _results import make_result
 from apptest_support import ROOT, app_runner, fresh_caches, page, run_until  # noqa: F401
 from streamlit.testing.v1 import AppTest
 
-from jaxcompare import Runner
+from jaxcompare import JobFailed, Runner
 from jaxcompare.engine.settings import Settings
 from jaxcompare.history.store import Store
 
@@ -88,6 +88,21 @@ def test_a_refused_server_ignores_a_forged_path(serve, tmp_path):
     assert ui.get_runner().wait_idle(120)
     assert "list_cases" not in [job.kind for job in ui.get_runner().history]
     assert not marker.exists() and "cases_file_cases" not in at.session_state
+
+
+def test_a_case_file_that_hangs_at_import_can_be_abandoned(serve, tmp_path):
+    serve("127.0.0.1")
+    path = tmp_path / "hangs.py"
+    path.write_text("while True:\n    pass\n")
+    at = page("pages/1_Compare.py")
+    at.text_input(key="cases_file_input").set_value(str(path)).run()
+    job = at.session_state["cases_file_job"]
+    assert not job.done and any("Loading the file in a worker" in c.value for c in at.caption)
+    at.text_input(key="cases_file_input").set_value("").run()  # the visitor gives up on it
+    with pytest.raises(JobFailed, match="cancelled"):  # stopped, not left to run to its deadline
+        job.wait(60)
+    assert "cases_file_job" not in at.session_state
+    assert not at.exception
 
 
 @pytest.fixture

@@ -162,6 +162,9 @@ def _load_cases_file() -> None:
     """on_change of the path box: a worker loads the file (under the job's deadline) and lists
     its cases; the box polls until it has (cases_file_ui)."""
     path = (st.session_state.get("cases_file_input") or "").strip()
+    previous: Job | None = st.session_state.get(CASES_FILE_JOB)
+    if previous is not None:
+        previous.cancel()  # a file that hangs at import need not hold the worker until its deadline
     for key in ("cases_file_error", "cases_file_note", CASES_FILE_JOB):
         st.session_state.pop(key, None)
     if not path:
