@@ -4,6 +4,8 @@ spent only on accepted requests, one queue per device, and the runner's threads 
 from __future__ import annotations
 
 import dataclasses
+import os
+import select
 import textwrap
 import threading
 from pathlib import Path
@@ -27,6 +29,8 @@ class Gate:
 
     def __init__(self, tmp_path: Path):
         self.path = tmp_path / "gate"
+        self.reached = tmp_path / "reached"
+        os.mkfifo(self.reached)
         self.cases_file = str(tmp_path / "gated_cases.py")
         Path(self.cases_file).write_text(textwrap.dedent(f"""
             import os
@@ -37,6 +41,12 @@ class Gate:
             from jaxcompare import Case
 
             def gated(x):
+                try:  # tell a test that listens (Gate.listen) that the job runs; none listens: ENXIO
+                    fd = os.open({str(self.reached)!r}, os.O_WRONLY | os.O_NONBLOCK)
+                    os.write(fd, b"in")
+                    os.close(fd)
+                except OSError:
+                    pass
                 for _ in range(60_000):  # at most ten minutes: the test opens the gate long before
                     if os.path.exists({str(self.path)!r}):
                         break
@@ -53,6 +63,16 @@ class Gate:
     def open(self) -> None:
         self.path.touch()
 
+    def listen(self) -> int:
+        """Open the FIFO's reading end before submitting, so the worker's signal is not lost."""
+        return os.open(self.reached, os.O_RDONLY | os.O_NONBLOCK)
+
+    def wait_running(self, fd: int) -> None:
+        """Block until the gated job runs in its worker (it writes to the FIFO): no polling."""
+        ready, _, _ = select.select([fd], [], [], 240)
+        os.close(fd)
+        assert ready, "the gated job did not start within 240 s"
+
 
 @pytest.fixture
 def gate(tmp_path) -> Gate:
@@ -62,7 +82,9 @@ def gate(tmp_path) -> Gate:
 def test_a_full_queue_refuses_at_once_and_refusals_spend_no_token(gate):
     settings = dataclasses.replace(Settings(), max_queue=2, max_jobs_per_minute=3)
     with Runner(settings=settings, timeout_s=240) as runner:
+        listening = gate.listen()
         blocker = runner.submit(gate.spec())  # the CLI's own job: no owner, never rate-limited
+        gate.wait_running(listening)  # out of the queue: the two places are for the jobs below
         alice = Owner("session-a", client="10.0.0.7")
         first = runner.submit(_spec(), owner=alice)
         second = runner.submit(_spec(), owner=Owner("session-b", client="10.0.0.7"))  # same client
