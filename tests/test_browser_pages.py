@@ -61,11 +61,11 @@ def poll_until(condition, timeout_s: float, what: str):
 
 
 def worker_processes(server_pid: int) -> list[psutil.Process]:
-    """The server's multiprocessing-spawned children: the x32 and x64 measurement workers."""
+    """The server's worker processes (engine/process.py starts them with `python -c`): x32 and x64."""
     out = []
     for child in psutil.Process(server_pid).children(recursive=True):
         try:
-            if "spawn_main" in " ".join(child.cmdline()):
+            if "jaxcompare.engine.worker import serve" in " ".join(child.cmdline()):
                 out.append(child)
         except psutil.NoSuchProcess:
             continue
@@ -202,7 +202,7 @@ def test_a_worker_killed_mid_measurement_is_reported_and_replaced(server, browse
     page.wait_for_selector(IDLE, timeout=30_000)
     message = died.inner_text()
     assert "The measurement failed" in message and "exit code -9" in message  # SIGKILL, said as such
-    assert "a fresh worker has been started" in message
+    assert "a fresh worker will be started for the next job" in message
     assert_no_error(page)
     assert page.locator(METRIC).count() == 0  # no result from the killed run
     assert not worker.is_running() or worker.status() == psutil.STATUS_ZOMBIE
