@@ -6,7 +6,7 @@ PORT   ?= 8501
 # Where `make serve` listens: every interface (a hosted demo); `make run` listens on 127.0.0.1 only.
 ADDRESS ?= 0.0.0.0
 
-.PHONY: run serve test lint install install-dev install-plan browser clean
+.PHONY: run serve test lint install install-dev install-plan browser translations clean
 
 # JAX for this machine's accelerator: jax, jax[cuda12], jax[cuda13] or jax[tpu] (ACCEL= overrides).
 JAX_REQ := $(shell $(PYTHON) tools/accelerator.py choose 2>/dev/null)
@@ -38,19 +38,25 @@ install-plan:
 	@$(PYTHON) tools/accelerator.py choose >/dev/null
 	@echo "$(PIP_INSTALL)"
 
-# Chromium for the browser tests: Debian's package (Playwright cannot download its own here).
-# As root, or with password-less sudo, it is installed; otherwise make stops and says how.
-CHROMIUM_HELP := Chromium is needed for the browser tests and could not be installed without a password. \
-Install it once with 'sudo apt-get install chromium' (Debian/Ubuntu), or point JAXCOMPARE_CHROMIUM \
-at a Chromium or Chrome binary, then run 'make test' again.
+# Debian packages for the tests: Chromium for the browser tests (Playwright cannot download its own
+# here) and fonts-noto-cjk, the Chinese glyphs the chart PNGs are drawn with (docs/translating.md).
+# As root, or with password-less sudo, the missing ones are installed; otherwise make stops and says how.
+SYSTEM_HELP := The tests need Chromium and a font with Chinese glyphs, and they could not be installed \
+without a password. Install them once with 'sudo apt-get install chromium fonts-noto-cjk' (Debian/Ubuntu), \
+or point JAXCOMPARE_CHROMIUM at a Chromium or Chrome binary and install any CJK font, then run 'make test' again.
 browser:
-	@if [ -n "$$JAXCOMPARE_CHROMIUM" ] && [ -x "$$JAXCOMPARE_CHROMIUM" ]; then exit 0; fi; \
-	command -v chromium >/dev/null 2>&1 && exit 0; \
-	if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
+	@missing=""; \
+	if ! { [ -n "$$JAXCOMPARE_CHROMIUM" ] && [ -x "$$JAXCOMPARE_CHROMIUM" ]; } && ! command -v chromium >/dev/null 2>&1; \
+	then missing="chromium"; fi; \
+	command -v fc-list >/dev/null 2>&1 || missing="$$missing fontconfig"; \
+	fc-list :lang=zh 2>/dev/null | grep -q . || missing="$$missing fonts-noto-cjk"; \
+	[ -z "$$missing" ] && exit 0; \
+	if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq $$missing >/dev/null; \
 	elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then \
-	  sudo -n apt-get update -qq && sudo -n apt-get install -y -qq chromium >/dev/null; \
-	else echo "make: $(CHROMIUM_HELP)" >&2; exit 1; fi; \
-	command -v chromium >/dev/null 2>&1 || { echo "make: $(CHROMIUM_HELP)" >&2; exit 1; }
+	  sudo -n apt-get update -qq && sudo -n apt-get install -y -qq $$missing >/dev/null; \
+	else echo "make: $(SYSTEM_HELP)" >&2; exit 1; fi; \
+	{ [ -n "$$JAXCOMPARE_CHROMIUM" ] || command -v chromium >/dev/null 2>&1; } && fc-list :lang=zh | grep -q . \
+	  || { echo "make: $(SYSTEM_HELP)" >&2; exit 1; }
 
 # Local use: loopback only, so your own case files load (docs/hosting.md: safe by default).
 run: install
@@ -81,6 +87,11 @@ device-check: install
 .PHONY: screenshots
 screenshots: install-dev browser
 	JAX_PLATFORMS=cpu JAXCOMPARE_SCREENSHOTS=1 $(BIN)/python -m pytest -q tests/test_screenshot.py
+
+# After changing a message in the code: merge the catalog with the code (Babel), then translate
+# what is new (docs/translating.md); `make test` fails while anything is untranslated.
+translations: install-dev
+	$(BIN)/python tools/translations.py update
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

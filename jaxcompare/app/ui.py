@@ -25,10 +25,11 @@ from ..engine.runner import Job, Owner, Runner
 from ..engine.settings import RateLimiter, Settings
 from ..history.exchange import PRIVATE_ENV, redact
 from ..history.store import Store, default_path, traces_dir
+from ..i18n import N_, _
 from ..model.cases import Case
 from ..model.errors import BadInput, JaxCompareError
 from ..model.result import Result
-from . import controls, environment_view, views
+from . import controls, environment_view, language, views
 from .charts import chart_png_bytes
 
 log = logging.getLogger("jaxcompare.app")
@@ -419,24 +420,38 @@ def take_finished(job_key: str, error_key: str) -> Job | None:
 
 # --- navigation ---------------------------------------------------------------------------------
 PAGES = (
-    ("app.py", "Home", ":material/home:"),
-    ("pages/1_Compare.py", "Compare", ":material/compare_arrows:"),
-    ("pages/2_Size_sweep.py", "Size sweep", ":material/stacked_line_chart:"),
-    ("pages/3_Pitfalls.py", "Pitfalls", ":material/school:"),
-    ("pages/4_History.py", "History", ":material/history:"),
-    ("pages/5_Environment.py", "Environment", ":material/settings:"),
+    ("app.py", N_("Home"), ":material/home:"),
+    ("pages/1_Compare.py", N_("Compare"), ":material/compare_arrows:"),
+    ("pages/2_Size_sweep.py", N_("Size sweep"), ":material/stacked_line_chart:"),
+    ("pages/3_Pitfalls.py", N_("Pitfalls"), ":material/school:"),
+    ("pages/4_History.py", N_("History"), ":material/history:"),
+    ("pages/5_Environment.py", N_("Environment"), ":material/settings:"),
 )
 
 
+def pages() -> list[tuple[str, str, str]]:
+    """(path, label in the reader's language, icon) for every page, in the sidebar's order."""
+    return [(path, _(label), icon) for path, label, icon in PAGES]
+
+
 def sidebar_nav() -> None:
-    """Every page calls this first: the login gate (when [auth] is configured), then page
-    links with readable names (the pages/ directory names the home page 'app')."""
+    """Every page calls this first: the language switch, the login gate (when [auth] is
+    configured), then page links with readable names (the pages/ directory names the home page
+    'app')."""
     get_runner()  # the server's settings (hosted mode's error details) apply from the first page shown
+    with st.sidebar:
+        language.language_switch()
     require_login()
     with st.sidebar:
-        for path, label, icon in PAGES:
-            st.page_link(path, label=label, icon=icon)
+        for path, label, icon in pages():
+            page_link(path, label, icon)
         st.divider()
+
+
+def page_link(path: str, label: str, icon: str, container: Any = st) -> None:
+    """A link to another page that keeps the reader's language (Streamlit drops the URL's
+    parameters on the way)."""
+    container.page_link(path, label=label, icon=icon, query_params=language.url_params())
 
 
 # --- device banner ---------------------------------------------------------------------------
@@ -482,7 +497,9 @@ def seed_from_url(page: str, read: Callable[[Mapping[str, Any]], tuple[Any, list
 
 
 def sync_url(query: dict[str, str]) -> None:
-    """Write the page's configuration into the URL, so the link reproduces it."""
+    """Write the page's configuration (and the reader's language) into the URL, so the link
+    reproduces it."""
+    query = language.with_language(query)
     if st.query_params.to_dict() != query:
         st.query_params.from_dict(query)
 
