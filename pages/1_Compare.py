@@ -6,12 +6,23 @@ import streamlit as st
 
 from jaxcompare import JaxCompareError, Result
 from jaxcompare.analysis import checks, summary
-from jaxcompare.app import charts, charts_profile, controls, environment_view, pitfalls_view, profile_view, ui, views
+from jaxcompare.app import (
+    charts,
+    charts_profile,
+    controls,
+    environment_view,
+    language,
+    pitfalls_view,
+    profile_view,
+    ui,
+    views,
+)
 from jaxcompare.history.exchange import export_csv
+from jaxcompare.i18n import _, translate_text
 from jaxcompare.model import formatting
 from jaxcompare.model.cases import format_shape
 
-st.set_page_config(page_title="Compare · jaxcompare", page_icon=":material/compare_arrows:", layout="wide")
+st.set_page_config(page_title=_("Compare") + " · jaxcompare", page_icon=":material/compare_arrows:", layout="wide")
 ui.sidebar_nav()
 
 JOB, RESULT, ERROR = "compare_job", "compare_result", "compare_error"
@@ -78,7 +89,7 @@ def poll_job() -> None:
         return
     spec = job.spec
     ui.job_progress(job, f"{spec.case} {format_shape(spec.shape)} {spec.precision}")
-    st.button("Stop", icon=":material/stop_circle:", on_click=ui.cancel_job, args=(JOB,), key="stop_compare")
+    st.button(_("Stop"), icon=":material/stop_circle:", on_click=ui.cancel_job, args=(JOB,), key="stop_compare")
 
 
 # --- page ---------------------------------------------------------------------------------------
@@ -87,58 +98,58 @@ url_warnings = ui.seed_from_url(
 harvest()
 
 with st.sidebar:
-    st.header("Configuration")
+    st.header(_("Configuration"))
     case_options = [c.name for c in CASES]
     labels = {c.name: controls.case_label(c) for c in CASES}
-    st.selectbox("Case", case_options, format_func=labels.__getitem__, key="case", on_change=on_case_change,
-                 help="NumPy cases first, then SciPy. Type to search by name, library or title.")
+    st.selectbox(_("Case"), case_options, format_func=labels.__getitem__, key="case", on_change=on_case_change,
+                 help=_("NumPy cases first, then SciPy. Type to search by name, library or title."))
     case = ui.case_by_name(st.session_state["case"])
-    st.segmented_control("Shape", controls.SIZE_CHOICES, format_func=controls.size_labels(case).__getitem__,
+    st.segmented_control(_("Shape"), controls.SIZE_CHOICES, format_func=controls.size_labels(case).__getitem__,
                          key="size", required=True, on_change=on_size_change)
-    st.text_input("Custom shape", key="custom_shape", disabled=st.session_state["size"] != "custom",
-                  live=True, placeholder="e.g. 500x500",
-                  help="Sizes separated by x, like 500x500 (or 100000 for a vector).")
+    st.text_input(_("Custom shape"), key="custom_shape", disabled=st.session_state["size"] != "custom",
+                  live=True, placeholder=_("e.g. 500x500"),
+                  help=_("Sizes separated by x, like 500x500 (or 100000 for a vector)."))
     shape_problem, shape = None, None
     try:
         shape = current_config().shape(case)
     except JaxCompareError as exc:
-        shape_problem = str(exc)
+        shape_problem = translate_text(str(exc))
         st.error(shape_problem, icon=":material/error:")
-    st.segmented_control("Precision", ("x32", "x64"), key="precision", required=True,
+    st.segmented_control(_("Precision"), ("x32", "x64"), key="precision", required=True,
                          format_func=controls.precision_label,
-                         help="x32 compares float32 on both sides, x64 float64; each runs in its own worker.")
-    st.selectbox("Device", ("auto", "cpu", "gpu", "tpu"), format_func=controls.DEVICE_LABELS.__getitem__,
-                 key="device")
+                         help=_("x32 compares float32 on both sides, x64 float64; each runs in its own worker."))
+    st.selectbox(_("Device"), ("auto", "cpu", "gpu", "tpu"), format_func=controls.device_label, key="device")
     device_problem = environment_view.device_problem(st.session_state["device"], ui.known_environment())
     if device_problem:
         st.warning(device_problem, icon=":material/warning:")
-    st.segmented_control("Timing", controls.TIMING_MODES, key="timing", required=True,
-                         format_func=controls.TIMING_LABELS.__getitem__,
-                         help="Careful stops when each median is known to ±3%; quick stops at ±10%. "
-                              "Thorough samples the NumPy and JAX runtimes until each is known to ±1% "
-                              "(up to 2.5 s each) in four pairs of blocks side by side, and checks that "
-                              "the speedup held from pair to pair (*Speedup steady*).")
-    st.toggle("Profile the JAX call", key="profile",
-              help="After the timed phases, trace a few steady-state JAX calls with jax.profiler: the XLA ops "
-                   "that take the device's time, and how much of each call is host overhead. The timings are "
-                   "the same either way; the Perfetto trace can be downloaded from the Profile tab.")
+    st.segmented_control(_("Timing"), controls.TIMING_MODES, key="timing", required=True,
+                         format_func=controls.timing_label,
+                         help=_("Careful stops when each median is known to ±3%; quick stops at ±10%. "
+                                "Thorough samples the NumPy and JAX runtimes until each is known to ±1% "
+                                "(up to 2.5 s each) in four pairs of blocks side by side, and checks that "
+                                "the speedup held from pair to pair (*Speedup steady*)."))
+    st.toggle(_("Profile the JAX call"), key="profile",
+              help=_("After the timed phases, trace a few steady-state JAX calls with jax.profiler: the XLA ops "
+                     "that take the device's time, and how much of each call is host overhead. The timings are "
+                     "the same either way; the Perfetto trace can be downloaded from the Profile tab."))
     busy = running_job() is not None
-    st.button("Run comparison", type="primary", icon=":material/play_arrow:", on_click=start_run,
+    st.button(_("Run comparison"), type="primary", icon=":material/play_arrow:", on_click=start_run,
               disabled=busy or shape_problem is not None, width="stretch", key="run_compare")
     if busy:
-        st.caption("Measuring… the page stays usable; change settings for the next run.")
+        st.caption(_("Measuring… the page stays usable; change settings for the next run."))
 
 ui.cases_file_ui()
 ui.sync_url(current_config().query())
 
-st.title("Compare")
-st.caption(f"{controls.case_label(case)}: `{case.numpy_name}` vs `{case.jax_name}`. "
-           + (case.description or ""))
+st.title(_("Compare"))
+st.caption(_("{case}: `{numpy_name}` vs `{jax_name}`. {description}").format(
+    case=controls.case_label(case), numpy_name=case.numpy_name, jax_name=case.jax_name,
+    description=translate_text(case.description or "")))
 env = ui.device_banner()
 ui.show_url_warnings(url_warnings)
 slot = ui.job_slot()
 if ERROR in st.session_state:
-    st.error(st.session_state[ERROR], icon=":material/error:")
+    st.error(translate_text(st.session_state[ERROR]), icon=":material/error:")
 if running_job() is not None:
     with slot:
         poll_job()
@@ -146,13 +157,13 @@ if running_job() is not None:
 result: Result | None = st.session_state.get(RESULT)
 if result is None:
     if running_job() is None:
-        st.info("Pick a case and a shape in the sidebar, then **Run comparison**. A run times NumPy, "
-                "then JAX's transfer, cold compile, first call, blocked runtime, dispatch and fetch.",
+        st.info(_("Pick a case and a shape in the sidebar, then **Run comparison**. A run times NumPy, "
+                  "then JAX's transfer, cold compile, first call, blocked runtime, dispatch and fetch."),
                 icon=":material/play_arrow:")
     st.stop()
 
 # --- result --------------------------------------------------------------------------------------
-st.subheader(f"{result.case_info.get('title', result.case)}")
+st.subheader(translate_text(str(result.case_info.get("title", result.case))))
 st.caption(views.result_caption(result, current_config().changed_note(shape, result.case, result.shape,
                                                                       result.precision)))
 ui.history_note([result])
@@ -165,24 +176,26 @@ for line in views.verdict_lines(result):
 stem = views.file_stem(result)
 left, right = st.columns([6, 5], gap="large")
 with left:
-    ui.chart(charts.phase_breakdown_chart(result), "Phase chart", f"{stem}_phases", stretch=True)
+    ui.chart(charts.phase_breakdown_chart(result), _("Phase chart"), f"{stem}_phases", stretch=True)
 with right:
-    ui.chart(charts.samples_chart(result), "Samples chart", f"{stem}_samples", stretch=True)
+    ui.chart(charts.samples_chart(result), _("Samples chart"), f"{stem}_samples", stretch=True)
 
 checklist = checks.checklist(result)
 tab_checks, tab_phases, tab_agree, tab_profile, tab_ipython, tab_notes = st.tabs(
-    [views.checks_tab_label(checklist), "All phases", "Agreement", "Profile", "Reproduce in IPython", "Notes"])
+    [views.checks_tab_label(checklist), _("All phases"), _("Agreement"), _("Profile"), _("Reproduce in IPython"),
+     _("Notes")])
 with tab_checks:
     st.dataframe(
-        views.checklist_rows(checklist, lambda pitfall: pitfalls_view.result_link(pitfall, result, CASES)),
+        views.checklist_rows(checklist, lambda pitfall: pitfalls_view.result_link(pitfall, result, CASES,
+                                                                                  language.url_params())),
         hide_index=True, width="stretch", height=38 + 35 * len(checklist),  # every check, no inner scroll
-        column_config={"Pitfall": st.column_config.LinkColumn(
-            "Explained in", display_text=r"#pitfall-(.+)$",
-            help="Opens the Pitfalls page section that measures this mistake, for this case (new tab).")})
+        column_config={_("Pitfall"): st.column_config.LinkColumn(
+            _("Explained in"), display_text=r"#pitfall-(.+)$",
+            help=_("Opens the Pitfalls page section that measures this mistake, for this case (new tab)."))})
 with tab_phases:
     st.dataframe(views.phase_table(result), hide_index=True, width="stretch")
-    st.caption("One-off: paid once per function, shape and dtype. Per call: paid every call. "
-               "The naive first call (compile + one run) is what a plain `%time f(x)` shows.")
+    st.caption(_("One-off: paid once per function, shape and dtype. Per call: paid every call. "
+                 "The naive first call (compile + one run) is what a plain `%time f(x)` shows."))
 with tab_agree:
     agree, text = views.agreement_text(result)
     if agree:
@@ -193,36 +206,38 @@ with tab_agree:
     float64_rows = views.float64_rows(result.agreement)
     if float64_rows:
         st.dataframe(float64_rows, hide_index=True)
-        st.caption("Both sides against a float64 NumPy reference: what the precision costs.")
+        st.caption(_("Both sides against a float64 NumPy reference: what the precision costs."))
 with tab_profile:
     profile = result.profile
     if profile is None:
-        st.info(profile_view.NOT_PROFILED, icon=":material/troubleshoot:")
+        st.info(profile_view.not_profiled_text(), icon=":material/troubleshoot:")
     elif not profile.ok:
-        st.warning(f"The profiler could not run: {profile.error}. The timings above are complete.",
-                   icon=":material/warning:")
+        st.warning(_("The profiler could not run: {error}. The timings above are complete.").format(
+            error=translate_text(str(profile.error))), icon=":material/warning:")
     else:
         for column, figure in zip(st.columns(3), profile_view.gap_figures(result), strict=True):
             column.metric(figure.label, figure.value, help=figure.help, border=True)
-        ui.chart(charts_profile.profile_chart(result), "Profile chart", f"{stem}_profile", stretch=True)
+        ui.chart(charts_profile.profile_chart(result), _("Profile chart"), f"{stem}_profile", stretch=True)
         st.dataframe(profile_view.op_rows(profile), hide_index=True, width="stretch")
         path, where = profile_view.trace_file(profile)
         st.caption(where)
         if path is not None:
-            st.download_button("Trace (Perfetto)", data=lambda path=path: path.read_bytes(),
+            st.download_button(_("Trace (Perfetto)"), data=lambda path=path: path.read_bytes(),
                                file_name=profile_view.trace_download_name(result), mime="application/gzip",
                                icon=":material/download:", on_click="ignore", key="download_trace")
-        st.caption(profile_view.OPEN_TRACE)
+        st.caption(profile_view.open_trace_text())
 with tab_ipython:
     st.code(formatting.ipython_lines(result), language="python")
-    st.caption("Paste into IPython or Jupyter to reproduce this measurement by hand.")
+    st.caption(_("Paste into IPython or Jupyter to reproduce this measurement by hand."))
 with tab_notes:
     for block in views.notes_markdown(result):
         st.markdown(block)
 
 downloads = st.container(horizontal=True)
 shown = ui.visible([result])  # a hosted demo gives visitors no host name or interpreter path
-downloads.download_button("Result (JSON)", formatting.dumps(shown[0].to_dict()), file_name=f"{stem}.json",
-                              mime="application/json", icon=":material/download:", on_click="ignore")
-downloads.download_button("Result (CSV)", export_csv(shown), file_name=f"{stem}.csv",
-                             mime="text/csv", icon=":material/download:", on_click="ignore")
+downloads.download_button(_("Result (JSON)"), formatting.dumps(shown[0].to_dict()), file_name=f"{stem}.json",
+                          mime="application/json", icon=":material/download:", on_click="ignore",
+                          key="download_result_json")
+downloads.download_button(_("Result (CSV)"), export_csv(shown), file_name=f"{stem}.csv",
+                          mime="text/csv", icon=":material/download:", on_click="ignore",
+                          key="download_result_csv")

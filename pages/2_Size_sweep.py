@@ -7,10 +7,11 @@ import streamlit as st
 from jaxcompare import JaxCompareError
 from jaxcompare.app import charts, controls, environment_view, ui, views
 from jaxcompare.history.exchange import export_csv
+from jaxcompare.i18n import _, translate_text
 from jaxcompare.model import formatting
 from jaxcompare.model.cases import format_shape
 
-st.set_page_config(page_title="Size sweep · jaxcompare", page_icon=":material/stacked_line_chart:",
+st.set_page_config(page_title=_("Size sweep") + " · jaxcompare", page_icon=":material/stacked_line_chart:",
                    layout="wide")
 ui.sidebar_nav()
 
@@ -77,7 +78,7 @@ def poll_sweep() -> None:
         st.rerun()
     if run.job is not None:
         ui.job_progress(run.job, run.progress_label(), overall=run.fraction())
-    st.button("Stop the sweep", icon=":material/stop_circle:", on_click=stop_sweep, key="stop_sweep")
+    st.button(_("Stop the sweep"), icon=":material/stop_circle:", on_click=stop_sweep, key="stop_sweep")
 
 
 # --- page ---------------------------------------------------------------------------------------
@@ -85,83 +86,87 @@ url_warnings = ui.seed_from_url(
     "sweep", lambda query: controls.sweep_config_from_query(query, CASES), widget_values)
 
 with st.sidebar:
-    st.header("Sweep")
+    st.header(_("Sweep"))
     labels = {c.name: controls.case_label(c) for c in CASES}
-    st.selectbox("Case", [c.name for c in CASES], format_func=labels.__getitem__, key="sweep_case",
-                 help="NumPy cases first, then SciPy. Type to search.")
+    st.selectbox(_("Case"), [c.name for c in CASES], format_func=labels.__getitem__, key="sweep_case",
+                 help=_("NumPy cases first, then SciPy. Type to search."))
     case = ui.case_by_name(st.session_state["sweep_case"])
-    st.pills("Precision", ("x32", "x64"), selection_mode="multi", key="sweep_precisions",
+    st.pills(_("Precision"), ("x32", "x64"), selection_mode="multi", key="sweep_precisions",
              format_func=controls.precision_label,
-             help="Pick both to overlay float32 and float64 on the same charts.")
+             help=_("Pick both to overlay float32 and float64 on the same charts."))
     lo, hi = controls.STEPS_RANGE
-    st.slider("Sizes", min_value=lo, max_value=hi, key="sweep_steps",
-              help="How many sizes, spaced geometrically from the smallest to the largest.")
+    st.slider(_("Sizes"), min_value=lo, max_value=hi, key="sweep_steps",
+              help=_("How many sizes, spaced geometrically from the smallest to the largest."))
     env = ui.known_environment()
     config = current_config()
     default_top = controls.default_largest(case, controls.backend_for(config.device, env))
-    st.text_input("Largest shape", key="sweep_largest", live=True,
-                  placeholder=f"{format_shape(default_top)} (default)",
-                  help="Leave empty for the default: the case's large preset on CPU, twice that per "
-                       "dimension on a GPU or TPU.")
-    st.selectbox("Device", ("auto", "cpu", "gpu", "tpu"), format_func=controls.DEVICE_LABELS.__getitem__,
-                 key="sweep_device")
+    st.text_input(_("Largest shape"), key="sweep_largest", live=True,
+                  placeholder=_("{shape} (default)").format(shape=format_shape(default_top)),
+                  help=_("Leave empty for the default: the case's large preset on CPU, twice that per "
+                         "dimension on a GPU or TPU."))
+    st.selectbox(_("Device"), ("auto", "cpu", "gpu", "tpu"), format_func=controls.device_label, key="sweep_device")
     device_problem = environment_view.device_problem(st.session_state["sweep_device"], env)
     if device_problem:
         st.warning(device_problem, icon=":material/warning:")
-    st.segmented_control("Timing", controls.TIMING_MODES, key="sweep_timing", required=True,
-                         format_func=controls.TIMING_LABELS.__getitem__,
-                         help="Quick is the default for sweeps; careful samples longer at every size; thorough "
-                              "samples the NumPy and JAX runtimes to ±1% at every size (times are per size).")
+    st.segmented_control(_("Timing"), controls.TIMING_MODES, key="sweep_timing", required=True,
+                         format_func=controls.timing_label,
+                         help=_("Quick is the default for sweeps; careful samples longer at every size; thorough "
+                                "samples the NumPy and JAX runtimes to ±1% at every size (times are per size)."))
     config = current_config()
     problem = None
     try:
         planned = config.plan(case, env)
     except JaxCompareError as exc:
-        problem = str(exc)
+        problem = translate_text(str(exc))
         st.error(problem, icon=":material/error:")
     else:
         st.caption(planned.plan_text())
     busy = active_run() is not None
-    st.button("Run sweep", type="primary", icon=":material/play_arrow:", on_click=start_sweep,
+    st.button(_("Run sweep"), type="primary", icon=":material/play_arrow:", on_click=start_sweep,
               disabled=busy or problem is not None, width="stretch", key="run_sweep")
 
 ui.cases_file_ui()
 ui.sync_url(config.query())
 
-st.title("Size sweep")
-st.caption("Small inputs favour NumPy (JAX pays dispatch overhead on every call); large ones can favour "
-           "JAX. This page measures one case from tiny to large and marks where the speedup crosses 1x.")
+st.title(_("Size sweep"))
+st.caption(_("Small inputs favour NumPy (JAX pays dispatch overhead on every call); large ones can favour "
+             "JAX. This page measures one case from tiny to large and marks where the speedup crosses 1x."))
 ui.device_banner()
 ui.show_url_warnings(url_warnings)
 slot = ui.job_slot()
 if ERROR in st.session_state:
-    st.error(st.session_state[ERROR], icon=":material/error:")
+    st.error(translate_text(st.session_state[ERROR]), icon=":material/error:")
 
 run: controls.SweepRun | None = st.session_state.get(RUN)
 if run is not None and not run.finished:
     with slot:
         poll_sweep()
-    st.caption("The sweep advances while this page is open, one size at a time, so other users' "
-               "measurements can run in between.")
+    st.caption(_("The sweep advances while this page is open, one size at a time, so other users' "
+                 "measurements can run in between."))
 if run is None:
-    st.info("Pick a case and precisions in the sidebar, then **Run sweep**.", icon=":material/play_arrow:")
+    st.info(_("Pick a case and precisions in the sidebar, then **Run sweep**."), icon=":material/play_arrow:")
     st.stop()
 
-for text in run.errors:
-    st.error(f"The sweep stopped at {text}", icon=":material/error:")
-if run.stopped and not run.errors:
-    st.info(f"Stopped after {len(run.results)} of {run.total} measurement(s); the results so far are kept.",
-            icon=":material/stop_circle:")
+for point, error in run.failures:
+    st.error(_("The sweep stopped at {point}: {error}").format(point=point, error=translate_text(error)),
+             icon=":material/error:")
+if run.stopped and not run.failures:
+    st.info(_("Stopped after {done} of {total} measurement(s); the results so far are kept.").format(
+        done=len(run.results), total=run.total), icon=":material/stop_circle:")
 if not run.results:
     st.stop()
 
 results = run.results
 ui.save_to_history(results)  # each point once, as it lands
 first = results[0]
-st.subheader(f"{first.case_info.get('title', first.case)}")
-st.caption(f"`{first.case_info.get('numpy_name', '')}` vs `{first.case_info.get('jax_name', '')}` · "
-           f"{first.backend} device `{first.device}` · {len(results)} of {run.total} measurement(s)"
-           + (" so far" if not run.finished else ""))
+st.subheader(translate_text(str(first.case_info.get("title", first.case))))
+sweep_caption = (_("`{numpy_name}` vs `{jax_name}` · {backend} device `{device}` · {done} of {total} measurement(s)")
+                 if run.finished else
+                 _("`{numpy_name}` vs `{jax_name}` · {backend} device `{device}` · {done} of {total} measurement(s) "
+                   "so far"))
+st.caption(sweep_caption.format(numpy_name=first.case_info.get("numpy_name", ""),
+                                jax_name=first.case_info.get("jax_name", ""), backend=first.backend,
+                                device=first.device, done=len(results), total=run.total))
 ui.history_note(results)
 figures = [views.crossover_figure(precision, elements, len(first.shape), run.finished)
            for precision, elements in views.crossovers(results).items()]
@@ -169,16 +174,17 @@ for column, figure in zip(st.columns(len(figures) + 1), [*figures, views.best_sp
     column.metric(figure.label, figure.value, help=figure.help, border=True)
 
 stem = f"sweep_{first.case}"
-ui.chart(charts.sweep_runtime_chart(results, run.extent()), "Runtime chart", f"{stem}_runtime", stretch=True)
-ui.chart(charts.sweep_speedup_chart(results, run.extent()), "Speedup chart", f"{stem}_speedup", stretch=True)
-ui.chart(charts.sweep_share_chart(results), "One-off share chart", f"{stem}_share",
+ui.chart(charts.sweep_runtime_chart(results, run.extent()), _("Runtime chart"), f"{stem}_runtime", stretch=True)
+ui.chart(charts.sweep_speedup_chart(results, run.extent()), _("Speedup chart"), f"{stem}_speedup", stretch=True)
+ui.chart(charts.sweep_share_chart(results), _("One-off share chart"), f"{stem}_share",
          stretch=len({r.precision for r in results}) == 1)
 
 st.dataframe(views.sweep_table(results), hide_index=True, width="stretch")
 downloads = st.container(horizontal=True)
 shown = ui.visible(results)  # a hosted demo gives visitors no host name or interpreter path
-downloads.download_button("Sweep (JSON)", formatting.dumps([r.to_dict() for r in shown]),
-                              file_name=f"{stem}.json", mime="application/json",
-                              icon=":material/download:", on_click="ignore")
-downloads.download_button("Sweep (CSV)", export_csv(shown), file_name=f"{stem}.csv",
-                             mime="text/csv", icon=":material/download:", on_click="ignore")
+downloads.download_button(_("Sweep (JSON)"), formatting.dumps([r.to_dict() for r in shown]),
+                          file_name=f"{stem}.json", mime="application/json",
+                          icon=":material/download:", on_click="ignore", key="download_sweep_json")
+downloads.download_button(_("Sweep (CSV)"), export_csv(shown), file_name=f"{stem}.csv",
+                          mime="text/csv", icon=":material/download:", on_click="ignore",
+                          key="download_sweep_csv")

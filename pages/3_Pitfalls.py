@@ -11,14 +11,14 @@ import streamlit as st
 from jaxcompare import Case, JaxCompareError
 from jaxcompare.app import controls, environment_view, ui
 from jaxcompare.app import pitfalls_view as pv
-from jaxcompare.app.charts import chart_png_bytes
 from jaxcompare.app.charts_pitfalls import pitfall_chart
 from jaxcompare.app.charts_profile import size_gap_chart
 from jaxcompare.app.profile_view import side_gap_text
 from jaxcompare.engine.pitfalls import PITFALLS, SECTIONS
+from jaxcompare.i18n import _, sentences, translate_text
 from jaxcompare.model.cases import format_shape
 
-st.set_page_config(page_title="Pitfalls · jaxcompare", page_icon=":material/school:", layout="wide")
+st.set_page_config(page_title=_("Pitfalls") + " · jaxcompare", page_icon=":material/school:", layout="wide")
 ui.sidebar_nav()
 
 JOB, RESULTS, ERROR = "pitfalls_job", "pitfalls_results", "pitfalls_error"
@@ -91,15 +91,16 @@ def poll_job() -> None:
     elapsed = time.time() - (job.started_at or time.time())
     st.progress(min(max(job.progress, 0.0), 1.0),
                 text=pv.progress_text(job.phase, job.progress, elapsed, sections, queued_behind=ahead))
-    st.button("Stop", icon=":material/stop_circle:", on_click=ui.cancel_job, args=(JOB,), key="stop_pitfalls")
+    st.button(_("Stop"), icon=":material/stop_circle:", on_click=ui.cancel_job, args=(JOB,), key="stop_pitfalls")
 
 
 # --- sections -------------------------------------------------------------------------------------
-ROLE_MARKUP = {"naive": ":red[**✗ Naive**]", "correct": ":green[**✓ Correct**]", "also": "**Also measured**"}
+ROLE_MARKUP = {"naive": _(":red[**✗ Naive**]"), "correct": _(":green[**✓ Correct**]"),
+               "also": _("**Also measured**")}
 
 
 def side_column(role: str, side: Mapping[str, Any], measured: bool) -> None:
-    st.markdown(f"{ROLE_MARKUP[role]} · {side['label']}")
+    st.markdown(f"{ROLE_MARKUP[role]} · {pv.side_label(side)}")
     st.code(side["code"], language="python", wrap_lines=True)
     if measured:
         st.markdown(pv.side_figures(side))
@@ -107,7 +108,7 @@ def side_column(role: str, side: Mapping[str, Any], measured: bool) -> None:
         if gap:
             st.markdown(gap)
     else:
-        st.caption("Not measured yet.")
+        st.caption(_("Not measured yet."))
 
 
 def side_grid(rows: list[tuple[str, Mapping[str, Any], bool]]) -> None:
@@ -122,15 +123,16 @@ def side_grid(rows: list[tuple[str, Mapping[str, Any], bool]]) -> None:
 def section(meta: Mapping[str, str], entry: Mapping[str, Any] | None, case: Case, config: pv.PitfallsConfig,
             shape: tuple[int, ...] | None, backend: str | None, busy: bool) -> None:
     pid = meta["id"]
-    st.subheader(meta["title"], anchor=pv.anchor(pid), divider="gray")
-    st.markdown(f"{meta['explanation']} JAX docs: [{pv.doc_title(meta['doc'])}]({meta['doc']}).")
+    st.subheader(pv.title_text(pid), anchor=pv.anchor(pid), divider="gray")
+    st.markdown(sentences(pv.explanation_text(pid),
+                          _("JAX docs: [{title}]({url}).").format(title=pv.doc_title(meta["doc"]), url=meta["doc"])))
     pitfall = entry["pitfall"] if entry else None
     section_backend = entry["context"]["backend"] if entry else backend
     not_applicable = pv.not_applicable_text(pid, section_backend) if section_backend else None
     if not_applicable:
         st.info(not_applicable, icon=":material/info:")
     if pid == "size" and shape is not None and shape == case.small_shape and not entry:
-        st.caption("Your shape is the case's small preset: pick a larger one to see the reversal.")
+        st.caption(_("Your shape is the case's small preset: pick a larger one to see the reversal."))
     if pitfall is not None:
         with st.container(border=True):
             st.markdown(f"**{pv.verdict_text(pitfall, section_backend)}**")
@@ -148,17 +150,17 @@ def section(meta: Mapping[str, str], entry: Mapping[str, Any] | None, case: Case
         gap_chart = size_gap_chart(pitfall) if pid == "size" else None
         if gap_chart is not None:
             st.altair_chart(ui.svg_rendered(gap_chart), width="stretch")
-        st.caption(entry["caption"] + config.changed_note(shape, context["case"], context["shape"],
-                                                          context["precision"]))
+        st.caption(pv.measured_caption(context, entry["timing"])
+                   + config.changed_note(shape, context["case"], context["shape"], context["precision"]))
     row = st.container(horizontal=True)
-    row.button("Measure this section" if pitfall is None else "Measure this section again",
+    row.button(_("Measure this section") if pitfall is None else _("Measure this section again"),
                icon=":material/play_arrow:", on_click=start_run, args=((pid,),), key=f"run_pitfall_{pid}",
                disabled=busy or shape is None)
     if busy and pid in st.session_state.get(f"{JOB}_meta", {}).get("sections", ()):
-        row.caption("Measuring… progress is at the top of the page.")
+        row.caption(_("Measuring… progress is at the top of the page."))
     if pitfall is not None:
         stem = pv.file_stem(pid, context)
-        row.download_button("Chart (PNG)", data=lambda chart=chart: chart_png_bytes(chart), file_name=f"{stem}.png",
+        row.download_button(_("Chart (PNG)"), data=lambda chart=chart: ui.png_bytes(chart), file_name=f"{stem}.png",
                             mime="image/png", icon=":material/download:", on_click="ignore", key=f"png_{pid}")
 
 
@@ -167,56 +169,56 @@ url_warnings = ui.seed_from_url("pitfalls", lambda query: pv.config_from_query(q
 harvest()
 
 with st.sidebar:
-    st.header("Configuration")
+    st.header(_("Configuration"))
     labels = {c.name: controls.case_label(c) for c in CASES}
-    st.selectbox("Case", [c.name for c in CASES], format_func=labels.__getitem__, key=key("case"),
+    st.selectbox(_("Case"), [c.name for c in CASES], format_func=labels.__getitem__, key=key("case"),
                  on_change=on_case_change,
-                 help="The JAX docs' benchmarking example, centered_gram, is the default.")
+                 help=_("The JAX docs' benchmarking example, centered_gram, is the default."))
     case = ui.case_by_name(st.session_state[key("case")])
-    st.segmented_control("Shape", controls.SIZE_CHOICES, format_func=controls.size_labels(case).__getitem__,
+    st.segmented_control(_("Shape"), controls.SIZE_CHOICES, format_func=controls.size_labels(case).__getitem__,
                          key=key("size"),
                          required=True, on_change=on_case_change)
-    st.text_input("Custom shape", key=key("custom_shape"), disabled=st.session_state[key("size")] != "custom",
-                  live=True, placeholder="e.g. 500x500",
-                  help="Sizes separated by x, like 500x500 (or 100000 for a vector).")
+    st.text_input(_("Custom shape"), key=key("custom_shape"), disabled=st.session_state[key("size")] != "custom",
+                  live=True, placeholder=_("e.g. 500x500"),
+                  help=_("Sizes separated by x, like 500x500 (or 100000 for a vector)."))
     shape: tuple[int, ...] | None = None
     try:
         shape = current_config().shape(case)
     except JaxCompareError as exc:
-        st.error(str(exc), icon=":material/error:")
-    st.segmented_control("Precision", ("x32", "x64"), key=key("precision"), required=True,
+        st.error(translate_text(str(exc)), icon=":material/error:")
+    st.segmented_control(_("Precision"), ("x32", "x64"), key=key("precision"), required=True,
                          format_func=controls.precision_label,
-                         help="The worker's mode. Pitfall 3 measures the other dtype too.")
-    st.selectbox("Device", ("auto", "cpu", "gpu", "tpu"), format_func=controls.DEVICE_LABELS.__getitem__,
-                 key=key("device"))
+                         help=_("The worker's mode. Pitfall 3 measures the other dtype too."))
+    st.selectbox(_("Device"), ("auto", "cpu", "gpu", "tpu"), format_func=controls.device_label, key=key("device"))
     device_problem = environment_view.device_problem(st.session_state[key("device")], ui.known_environment())
     if device_problem:
         st.warning(device_problem, icon=":material/warning:")
-    st.segmented_control("Timing", pv.PitfallsConfig.TIMING_MODES, key=key("timing"), required=True,
-                         format_func=controls.TIMING_LABELS.__getitem__,
-                         help="Careful samples longer and stops when the median is known to ±3%; "
-                              "quick stops at ±10%. Six sections take several times one comparison.")
+    st.segmented_control(_("Timing"), pv.PitfallsConfig.TIMING_MODES, key=key("timing"), required=True,
+                         format_func=controls.timing_label,
+                         help=_("Careful samples longer and stops when the median is known to ±3%; "
+                                "quick stops at ±10%. Six sections take several times one comparison."))
     busy = running_job() is not None
-    st.button("Run all pitfalls", type="primary", icon=":material/play_arrow:", on_click=start_run,
+    st.button(_("Run all pitfalls"), type="primary", icon=":material/play_arrow:", on_click=start_run,
               disabled=busy or shape is None, width="stretch", key="run_all_pitfalls",
-              help="Measures every section in one job, one after another.")
+              help=_("Measures every section in one job, one after another."))
     if busy:
-        st.caption("Measuring… the page stays usable; change settings for the next run.")
+        st.caption(_("Measuring… the page stays usable; change settings for the next run."))
 
 ui.cases_file_ui()
 config = current_config()
 ui.sync_url(config.query())
 
-st.title("Pitfalls")
-st.caption(f"Each classic JAX benchmarking mistake, measured live beside the right way, for "
-           f"`{case.name}` at {format_shape(shape) if shape else '—'} ({config.precision}). "
-           "The naive way is what a quick `%timeit` in a notebook shows; the gap to the correct way is "
-           "how wrong that conclusion is.")
+st.title(_("Pitfalls"))
+st.caption(_("Each classic JAX benchmarking mistake, measured live beside the right way, for "
+             "`{case}` at {shape} ({precision}). "
+             "The naive way is what a quick `%timeit` in a notebook shows; the gap to the correct way is "
+             "how wrong that conclusion is.").format(case=case.name, shape=format_shape(shape) if shape else "—",
+                                                    precision=config.precision))
 env = ui.device_banner()
 ui.show_url_warnings(url_warnings)
 slot = ui.job_slot()
 if ERROR in st.session_state:
-    st.error(st.session_state[ERROR], icon=":material/error:")
+    st.error(translate_text(st.session_state[ERROR]), icon=":material/error:")
 
 results: dict[str, Any] = st.session_state.get(RESULTS, {})
 backend = controls.known_backend(config.device, env)
@@ -224,8 +226,8 @@ if busy:
     with slot:
         poll_job()
 elif not results:
-    st.info("**Run all pitfalls** (sidebar) measures all six sections in one job; each section can also be "
-            "measured on its own.", icon=":material/play_arrow:")
+    st.info(_("**Run all pitfalls** (sidebar) measures all six sections in one job; each section can also be "
+              "measured on its own."), icon=":material/play_arrow:")
 st.markdown(pv.markdown_table(pv.summary_rows(results)))
 
 for meta in PITFALLS:

@@ -10,8 +10,9 @@ from jaxcompare.analysis.compare import compare_results
 from jaxcompare.app import charts_history, ui
 from jaxcompare.app import history_view as hv
 from jaxcompare.history.exchange import export_csv, export_json
+from jaxcompare.i18n import _, ngettext, sentences, translate_text
 
-st.set_page_config(page_title="History · jaxcompare", page_icon=":material/history:", layout="wide")
+st.set_page_config(page_title=_("History") + " · jaxcompare", page_icon=":material/history:", layout="wide")
 ui.sidebar_nav()
 
 TABLE, ROW_IDS = "history_table", "history_row_ids"
@@ -23,12 +24,13 @@ MAX_ROWS = 2000
 NOTICE_BOX = {"success": st.success, "error": st.error, "info": st.info, "warning": st.warning}
 NOTICE_ICON = {"success": ":material/check_circle:", "error": ":material/error:", "info": ":material/info:",
                "warning": ":material/warning:"}
-IMPORT_HINT = ("On another machine (a GPU host, say): `python -m jaxcompare run --case svd --shape 500x500 "
-               "--save`, then `python -m jaxcompare export results.json`; import that file with the uploader in the "
-               "sidebar, or with `python -m jaxcompare import results.json` here.")
+IMPORT_HINT = _("On another machine (a GPU host, say): `python -m jaxcompare run --case svd --shape 500x500 "
+                "--save`, then `python -m jaxcompare export results.json`; import that file with the uploader in "
+                "the sidebar, or with `python -m jaxcompare import results.json` here.")
 
 
 def notify(level: str, text: str) -> None:
+    """A message for the next run to show once; worded now (callbacks know the reader's language)."""
     st.session_state[NOTICE] = (level, text)
 
 
@@ -44,7 +46,7 @@ def on_upload(key: str) -> None:
     try:
         added, present = ui.get_store().import_json(uploaded.getvalue(), source=uploaded.name)
     except JaxCompareError as exc:
-        notify("error", str(exc))
+        notify("error", translate_text(str(exc)))
         return
     notify("success", hv.import_message(added, present, uploaded.name))
     st.session_state[UPLOADS] = st.session_state.get(UPLOADS, 0) + 1  # a fresh, empty uploader
@@ -65,9 +67,9 @@ def confirm_delete() -> None:
     try:
         deleted = ui.get_store().delete(ids)
     except JaxCompareError as exc:
-        notify("error", f"Nothing was deleted: {exc}")
+        notify("error", _("Nothing was deleted: {error}").format(error=translate_text(str(exc))))
         return
-    notify("success", f"Deleted {deleted} result{'s' if deleted != 1 else ''}.")
+    notify("success", ngettext("Deleted {count} result.", "Deleted {count} results.", deleted).format(count=deleted))
     select_rows([])
 
 
@@ -83,19 +85,19 @@ def filter_widgets(facets: dict[str, list[str]]) -> dict[str, object]:
     for key, values in options.items():  # a value that vanished (deleted results) resets its filter
         if st.session_state.get(key) is not None and st.session_state[key] not in values:
             st.session_state[key] = None
-    st.header("Filters")
-    st.selectbox("Case", options[CASE], index=None, placeholder="All cases", key=CASE)
-    st.segmented_control("Precision", ("x32", "x64"), key=PRECISION,
+    st.header(_("Filters"))
+    st.selectbox(_("Case"), options[CASE], index=None, placeholder=_("All cases"), key=CASE)
+    st.segmented_control(_("Precision"), ("x32", "x64"), key=PRECISION,
                          format_func=lambda p: f"{p} · {'float32' if p == 'x32' else 'float64'}")
-    st.selectbox("Device", options[DEVICE], index=None, placeholder="All devices", key=DEVICE)
+    st.selectbox(_("Device"), options[DEVICE], index=None, placeholder=_("All devices"), key=DEVICE)
     if not ui.private_details_hidden():
-        st.selectbox("Host", options[HOST], index=None, placeholder="All hosts", key=HOST,
-                     format_func=lambda h: h or "(unknown host)")
-    st.date_input("Measured between (UTC)", value=(), key=DATES, format="YYYY-MM-DD",
-                  help="Pick a first and a last day (both included); one day alone means from that day on.")
+        st.selectbox(_("Host"), options[HOST], index=None, placeholder=_("All hosts"), key=HOST,
+                     format_func=lambda h: h or _("(unknown host)"))
+    st.date_input(_("Measured between (UTC)"), value=(), key=DATES, format="YYYY-MM-DD",
+                  help=_("Pick a first and a last day (both included); one day alone means from that day on."))
     since, until = hv.date_bounds(st.session_state.get(DATES))
     active = any(st.session_state.get(k) for k in (CASE, PRECISION, DEVICE, HOST)) or since is not None
-    st.button("Clear filters", icon=":material/filter_alt_off:", on_click=clear_filters, disabled=not active,
+    st.button(_("Clear filters"), icon=":material/filter_alt_off:", on_click=clear_filters, disabled=not active,
               key="history_clear_filters")
     return {"case": st.session_state.get(CASE), "precision": st.session_state.get(PRECISION),
             "device": st.session_state.get(DEVICE),
@@ -104,12 +106,12 @@ def filter_widgets(facets: dict[str, list[str]]) -> dict[str, object]:
 
 
 def import_widget() -> None:
-    st.header("Import")
+    st.header(_("Import"))
     key = f"history_upload_{st.session_state.get(UPLOADS, 0)}"
-    st.file_uploader("Results from another machine (JSON)", type=["json"], key=key, on_change=on_upload,
-                     args=(key,), help="A file from `python -m jaxcompare export`, `run --json` or "
-                                       "`sweep --json`, or a download from this page. Results already "
-                                       "here are skipped.")
+    st.file_uploader(_("Results from another machine (JSON)"), type=["json"], key=key, on_change=on_upload,
+                     args=(key,), help=_("A file from `python -m jaxcompare export`, `run --json` or "
+                                         "`sweep --json`, or a download from this page. Results already "
+                                         "here are skipped."))
 
 
 def keep_selection(ids: list[str]) -> None:
@@ -126,15 +128,15 @@ def keep_selection(ids: list[str]) -> None:
 def selection_actions(results: list, labels: list[str]) -> None:
     n = len(results)
     bar = st.container(horizontal=True, vertical_alignment="center")
-    bar.markdown(f"**{n} selected**", width="content")
-    bar.download_button("Selection (JSON)", data=lambda: export_json(results), file_name="jaxcompare_results.json",
+    bar.markdown(_("**{count} selected**").format(count=n), width="content")
+    bar.download_button(_("Selection (JSON)"), data=lambda: export_json(results), file_name="jaxcompare_results.json",
                         mime="application/json", icon=":material/download:", on_click="ignore",
                         key="history_download_json")
-    bar.download_button("Selection (CSV)", data=lambda: export_csv(results), file_name="jaxcompare_results.csv",
+    bar.download_button(_("Selection (CSV)"), data=lambda: export_csv(results), file_name="jaxcompare_results.csv",
                         mime="text/csv", icon=":material/download:", on_click="ignore", key="history_download_csv")
     if not ui.history_editable():
         return
-    bar.button(f"Delete {n} selected", icon=":material/delete:", on_click=ask_delete,
+    bar.button(_("Delete {count} selected").format(count=n), icon=":material/delete:", on_click=ask_delete,
                args=([r.id for r in results],), key="history_delete")
     pending = st.session_state.get(CONFIRM)
     if pending:
@@ -142,14 +144,14 @@ def selection_actions(results: list, labels: list[str]) -> None:
             names = [label for r, label in zip(results, labels, strict=True) if r.id in set(pending)]
             st.warning(hv.delete_question(names, len(pending)), icon=":material/delete_forever:")
             confirm = st.container(horizontal=True)
-            confirm.button("Yes, delete", type="primary", on_click=confirm_delete, key="history_confirm")
-            confirm.button("Cancel", on_click=cancel_delete, key="history_cancel")
+            confirm.button(_("Yes, delete"), type="primary", on_click=confirm_delete, key="history_confirm")
+            confirm.button(_("Cancel"), on_click=cancel_delete, key="history_cancel")
 
 
 def verdict_block(a, b, labels: list[str]) -> None:
     """Is B (the newer run) faster than A? From both runs' raw samples, JAX and NumPy side."""
     cmp = compare_results(a, b)
-    st.subheader("Is B faster than A?")
+    st.subheader(_("Is B faster than A?"))
     st.markdown(hv.which_is_which(labels))
     warning = hv.comparison_warning(cmp)
     if warning:
@@ -163,20 +165,21 @@ def verdict_block(a, b, labels: list[str]) -> None:
             NOTICE_BOX[level](headline, icon=NOTICE_ICON[level])
             st.markdown(hv.verdict_explanation(v, subject))
             st.caption(hv.verdict_stats(v))
-    st.caption("B against A from every raw sample: a Mann–Whitney U rank test and a bootstrap CI of the ratio "
-               "of medians must both agree, and the shift must be at least 2%, before a run is called faster "
-               "or slower.")
+    st.caption(_("B against A from every raw sample: a Mann–Whitney U rank test and a bootstrap CI of the ratio "
+                 "of medians must both agree, and the shift must be at least 2%, before a run is called faster "
+                 "or slower."))
 
 
 # --- page ---------------------------------------------------------------------------------------------
-st.title("History")
+st.title(_("History"))
 try:
     store = ui.get_store()
     total = store.count()
     facets = store.facets()
 except JaxCompareError as exc:
-    st.error(f"The results database cannot be opened: {exc}", icon=":material/error:")
-    st.caption("Set JAXCOMPARE_DB to a writable file path and restart the app.")
+    st.error(_("The results database cannot be opened: {error}").format(error=translate_text(str(exc))),
+             icon=":material/error:")
+    st.caption(_("Set JAXCOMPARE_DB to a writable file path and restart the app."))
     st.stop()
 
 with st.sidebar:
@@ -185,28 +188,33 @@ with st.sidebar:
         import_widget()
     ui.operator_ui()
 
-where = "" if ui.private_details_hidden() else f" in `{store.path}`"
-st.caption(f"Every Compare result and every Size-sweep point is saved here automatically · {total} saved{where}")
+if ui.private_details_hidden():
+    st.caption(_("Every Compare result and every Size-sweep point is saved here automatically · {total} saved")
+               .format(total=total))
+else:
+    st.caption(_("Every Compare result and every Size-sweep point is saved here automatically · {total} saved in "
+                 "`{path}`").format(total=total, path=store.path))
 if NOTICE in st.session_state:
     level, text = st.session_state.pop(NOTICE)
     NOTICE_BOX[level](text, icon=NOTICE_ICON[level])
 
 if total == 0:
-    st.info("No saved results yet. Run a comparison on **Compare** or a **Size sweep**: every result is saved "
-            "here automatically. " + (IMPORT_HINT if ui.history_editable() else ""), icon=":material/history:")
+    st.info(sentences(_("No saved results yet. Run a comparison on **Compare** or a **Size sweep**: every result "
+                        "is saved here automatically."), IMPORT_HINT if ui.history_editable() else ""),
+            icon=":material/history:")
     links = st.container(horizontal=True)
-    links.page_link("pages/1_Compare.py", label="Compare", icon=":material/compare_arrows:")
-    links.page_link("pages/2_Size_sweep.py", label="Size sweep", icon=":material/stacked_line_chart:")
+    ui.page_link("pages/1_Compare.py", _("Compare"), ":material/compare_arrows:", links)
+    ui.page_link("pages/2_Size_sweep.py", _("Size sweep"), ":material/stacked_line_chart:", links)
     st.stop()
 
 try:
     rows = store.list(**filters, limit=MAX_ROWS)
 except JaxCompareError as exc:
-    st.error(str(exc), icon=":material/error:")
+    st.error(translate_text(str(exc)), icon=":material/error:")
     st.stop()
 if not rows:
-    st.info("No saved results match these filters.", icon=":material/filter_alt:")
-    st.button("Clear filters", on_click=clear_filters, key="history_clear_filters_main")
+    st.info(_("No saved results match these filters."), icon=":material/filter_alt:")
+    st.button(_("Clear filters"), on_click=clear_filters, key="history_clear_filters_main")
     st.stop()
 
 ids = [row["id"] for row in rows]
@@ -216,37 +224,38 @@ event = st.dataframe(
     hv.table_rows(rows, host=not ui.private_details_hidden()), key=TABLE, on_select="rerun",
     selection_mode="multi-row", hide_index=True,
     width="stretch", height=min(38 + 35 * len(rows), 420),
-    column_config={"Speedup": st.column_config.NumberColumn(format="%.2fx", help="NumPy runtime / JAX runtime; "
-                                                                                 "above 1x JAX is faster"),
-                   "ID": st.column_config.TextColumn(help="Short id; the CLI accepts it (export --ids)")},
+    column_config={_("Speedup"): st.column_config.NumberColumn(
+                       format="%.2fx", help=_("NumPy runtime / JAX runtime; above 1x JAX is faster")),
+                   _("ID"): st.column_config.TextColumn(help=_("Short id; the CLI accepts it (export --ids)"))},
 )
 selected = [ids[i] for i in event.selection.rows if i < len(ids)]
 if not selected:
-    st.info("Select two runs of the same case (say, before and after a JAX upgrade, or CPU against GPU) for a "
-            "verdict — faster, slower or no significant difference — or more to see their phases side by side.",
+    st.info(_("Select two runs of the same case (say, before and after a JAX upgrade, or CPU against GPU) for a "
+              "verdict — faster, slower or no significant difference — or more to see their phases side by side."),
             icon=":material/checklist:")
     st.stop()
 
 try:
     results = hv.oldest_first(ui.visible(store.load(selected)))
 except JaxCompareError as exc:  # deleted by another session since this table was drawn
-    st.warning(f"{exc}; refresh the page.", icon=":material/warning:")
+    st.warning(_("{error}; refresh the page.").format(error=translate_text(str(exc))), icon=":material/warning:")
     st.stop()
 labels = hv.lettered_labels(results)
 selection_actions(results, labels)
 if len(results) < 2:
-    st.caption("Select one more run to compare them side by side.")
+    st.caption(_("Select one more run to compare them side by side."))
     st.stop()
 
 shown_results = results[:hv.MAX_COMPARE]
 if len(results) > hv.MAX_COMPARE:
-    st.info(f"Comparing the {hv.MAX_COMPARE} oldest of the {len(results)} selected runs.", icon=":material/info:")
+    st.info(_("Comparing the {shown} oldest of the {selected} selected runs.").format(
+        shown=hv.MAX_COMPARE, selected=len(results)), icon=":material/info:")
 shown_labels = labels[:hv.MAX_COMPARE]
 if len(results) == 2:
     verdict_block(results[0], results[1], labels)
-st.subheader(f"{len(shown_results)} runs side by side")
+st.subheader(_("{count} runs side by side").format(count=len(shown_results)))
 if len(results) > 2:
-    st.caption("Select exactly two runs for a faster / slower / no significant difference verdict.")
-ui.chart(charts_history.phase_chart(shown_results, shown_labels), "Phase chart", "history_phases", stretch=True)
-ui.chart(charts_history.speedup_chart(shown_results, shown_labels), "Speedup chart", "history_speedups",
+    st.caption(_("Select exactly two runs for a faster / slower / no significant difference verdict."))
+ui.chart(charts_history.phase_chart(shown_results, shown_labels), _("Phase chart"), "history_phases", stretch=True)
+ui.chart(charts_history.speedup_chart(shown_results, shown_labels), _("Speedup chart"), "history_speedups",
          stretch=True)

@@ -7,9 +7,10 @@ import streamlit as st
 from jaxcompare.app import environment_view as ev
 from jaxcompare.app import ui
 from jaxcompare.engine.environment import ENV_VARS, host_info
+from jaxcompare.i18n import _, translate_text
 from jaxcompare.model import formatting
 
-st.set_page_config(page_title="Environment · jaxcompare", page_icon=":material/settings:", layout="wide")
+st.set_page_config(page_title=_("Environment") + " · jaxcompare", page_icon=":material/settings:", layout="wide")
 ui.sidebar_nav()
 
 
@@ -17,14 +18,15 @@ def worker_or_error(precision: str) -> tuple[dict | None, str | None]:
     try:
         return ui.worker_environment(precision), None
     except Exception as exc:
-        return None, f"The {precision} worker could not report: {exc}"
+        return None, _("The {precision} worker could not report: {error}").format(
+            precision=precision, error=translate_text(str(exc)))
 
 
 @st.fragment(run_every=1.0)
 def wait_for_workers() -> None:
     if all(ui.worker_environment_ready(p) for p in ("x32", "x64")):
         st.rerun()
-    st.info("Asking the x32 and x64 workers what they see (the first visit starts them: a few seconds)…",
+    st.info(_("Asking the x32 and x64 workers what they see (the first visit starts them: a few seconds)…"),
             icon=":material/hourglass_top:")
 
 
@@ -32,8 +34,8 @@ def refresh() -> None:
     ui.refresh_environment()
 
 
-st.title("Environment")
-st.caption("What the numbers were measured on. Every saved result carries this fingerprint too.")
+st.title(_("Environment"))
+st.caption(_("What the numbers were measured on. Every saved result carries this fingerprint too."))
 host = ui.visible_env(host_info())  # a hosted demo shows visitors no host name or paths
 workers: dict[str, dict] = {}
 problems = []
@@ -59,44 +61,44 @@ env = main_env or host
 versions = env.get("versions") or host["versions"]
 col_versions, col_cpu = st.columns(2, gap="medium")
 with col_versions:
-    st.subheader("Versions")
+    st.subheader(_("Versions"))
     st.dataframe(ev.version_rows(versions), hide_index=True, width="stretch")
 with col_cpu:
-    st.subheader("CPU and memory")
+    st.subheader(_("CPU and memory"))
     st.dataframe(ev.machine_rows(env, host, ev.load_average()), hide_index=True, width="stretch")
 
-st.subheader("Workers and devices")
+st.subheader(_("Workers and devices"))
 if workers:
     st.dataframe(ev.worker_rows(workers), hide_index=True, width="stretch")
     st.dataframe(ev.device_rows(main_env), hide_index=True, width="stretch")
     memory = ev.accelerator_memory_rows(workers)
     if memory:
         st.dataframe(memory, hide_index=True, width="stretch")
-        st.caption("Each worker's share of the accelerator's memory (memory_stats): both allocate on "
-                   "demand, so they can share one device.")
+        st.caption(_("Each worker's share of the accelerator's memory (memory_stats): both allocate on "
+                     "demand, so they can share one device."))
 else:
-    st.caption("Waiting for the workers…")
+    st.caption(_("Waiting for the workers…"))
 
 col_blas, col_vars = st.columns(2, gap="medium")
 with col_blas:
-    st.subheader("BLAS and threads")
+    st.subheader(_("BLAS and threads"))
     blas = ev.blas_rows(main_env or {})
     if blas:
         st.dataframe(blas, hide_index=True, width="stretch")
     else:
-        st.caption("NumPy's BLAS is reported by the workers (threadpoolctl)." if not workers
-                   else "threadpoolctl found no BLAS or OpenMP library.")
+        st.caption(_("NumPy's BLAS is reported by the workers (threadpoolctl).") if not workers
+                   else _("threadpoolctl found no BLAS or OpenMP library."))
 with col_vars:
-    st.subheader("Environment variables and XLA flags")
+    st.subheader(_("Environment variables and XLA flags"))
     rows = ev.env_var_rows(ENV_VARS, host, workers)
     if rows:
         st.dataframe(rows, hide_index=True, width="stretch")
     else:
-        st.caption("None of the variables that change JAX or BLAS behaviour are set.")
-    st.caption("Watched: " + ", ".join(f"`{v}`" for v in ENV_VARS))
+        st.caption(_("None of the variables that change JAX or BLAS behaviour are set."))
+    st.caption(_("Watched: {variables}").format(variables=", ".join(f"`{v}`" for v in ENV_VARS)))
 
 actions = st.container(horizontal=True)
-actions.button("Ask the workers again", icon=":material/refresh:", on_click=refresh)
-actions.download_button("Environment (JSON)", formatting.dumps({"app": host, "workers": workers}),
-                      file_name="jaxcompare_environment.json", mime="application/json",
-                      icon=":material/download:", on_click="ignore")
+actions.button(_("Ask the workers again"), icon=":material/refresh:", on_click=refresh, key="environment_refresh")
+actions.download_button(_("Environment (JSON)"), formatting.dumps({"app": host, "workers": workers}),
+                        file_name="jaxcompare_environment.json", mime="application/json",
+                        icon=":material/download:", on_click="ignore", key="environment_download_json")

@@ -135,7 +135,7 @@ def test_size_sweep_overlays_precisions_and_marks_crossover_axes():
     at.button(key="run_sweep").click().run()
     at = run_until(at, lambda a: a.session_state["sweep_run"].finished, timeout=120)
     run = at.session_state["sweep_run"]
-    assert len(run.results) == 6 and not run.errors
+    assert len(run.results) == 6 and not run.failures
     runtime, speedup, share = vega_specs(at)
     line = next(u for u in runtime["layer"] if u["mark"] == "line" or u["mark"].get("type") == "line")
     assert line["encoding"]["x"]["scale"]["type"] == "log" and line["encoding"]["y"]["scale"]["type"] == "log"

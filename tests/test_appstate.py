@@ -118,7 +118,7 @@ def test_sweep_run_submits_one_job_at_a_time_and_keeps_partial_results():
     submitted[-1].done, submitted[-1].error = True, JobFailed("cancelled")
     run.advance(submit)
     assert run.finished and len(submitted) == 2 and run.results == ["result-1"]
-    assert run.errors == []  # a job the user stopped is not a failure
+    assert run.failures == []  # a job the user stopped is not a failure
 
 
 def test_sweep_run_stops_at_the_first_failure():
@@ -129,7 +129,7 @@ def test_sweep_run_stops_at_the_first_failure():
     jobs[0].done, jobs[0].error = True, JobFailed("out of memory")
     assert run.advance(lambda spec: jobs.append(FakeJob(spec)) or jobs[-1]) is True
     assert run.finished and len(jobs) == 1
-    assert run.errors == ["10x10 x32: out of memory"]
+    assert run.failures == [("10x10 x32", "out of memory")]
 
 
 def test_page_controls_words_come_from_controls():

@@ -234,7 +234,7 @@ def test_every_size_sweep_point_is_saved(db):
     at.button(key="run_sweep").click().run()
     at = run_until(at, lambda a: a.session_state["sweep_run"].finished, timeout=120)
     run = at.session_state["sweep_run"]
-    assert len(run.results) == 3 and not run.errors
+    assert len(run.results) == 3 and not run.failures
     assert {row["id"] for row in Store(db).list()} == {r.id for r in run.results}
     assert any("All 3 measurements saved to history" in c.value for c in at.caption)
 

@@ -138,7 +138,7 @@ def test_gpu_results_show_tf32_as_applicable():
     context = {"case": "centered_gram", "shape": [1000, 1000], "precision": "x32", "dtype": "float32",
                "backend": "gpu", "device": "cuda:0"}
     at = page(PAGE)
-    at.session_state["pitfalls_results"] = {"tf32": {"pitfall": tf32, "context": context, "caption": "Measured: …"}}
+    at.session_state["pitfalls_results"] = {"tf32": {"pitfall": tf32, "context": context, "timing": "careful"}}
     at.run()
     assert not at.exception
     assert not any("Not applicable" in i.value for i in at.info)

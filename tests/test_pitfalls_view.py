@@ -134,7 +134,8 @@ def test_a_finished_job_becomes_section_entries_with_their_context():
               "device": "cpu:0", "pitfalls": [pitfall("jit", (1.0, 2.0), (0.5, 2.0))]}
     entries = pv.section_entries(report, "quick")
     assert list(entries) == ["jit"] and "pitfalls" not in entries["jit"]["context"]
-    assert entries["jit"]["caption"] == pv.measured_caption(report, "quick")
+    assert entries["jit"]["timing"] == "quick"
+    assert pv.measured_caption(entries["jit"]["context"], "quick").endswith("CPU device `cpu:0` · quick timing")
     assert pv.file_stem("jit", entries["jit"]["context"]) == "pitfall_jit_matmul_64x64_x32"
     assert pv.progress_text("jit", 0.5, 3.2, queued_behind=2).startswith("Queued behind 2 other measurement(s)")
     assert pv.progress_text("done", 1.0, 3.2) == "Done · 100% · 3 s"

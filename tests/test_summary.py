@@ -9,12 +9,15 @@ import math
 from _results import make_result, stats
 
 from jaxcompare.analysis import summary
+from jaxcompare.model.formatting import format_break_even, format_calls
 
 
-def test_calls_text():
-    assert summary.calls_text(None) == "never"
-    assert summary.calls_text(0.2) == "1 call"
-    assert summary.calls_text(1234.5) == "1,235 calls"
+def test_break_even_calls_are_counted_in_words():
+    assert format_calls(None) == "never"
+    assert format_calls(0.2) == "1 call"
+    assert format_calls(1234.5) == "1,235 calls"
+    assert format_break_even(0.2) == "1 call"  # not "1 calls"
+    assert format_break_even(None) == "never (JAX is not faster per call)"
 
 
 def test_headline_and_verdict():

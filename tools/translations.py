@@ -22,7 +22,7 @@ from babel.messages.pofile import read_po, write_po
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from jaxcompare.i18n import DOMAIN, LANGUAGES, LOCALE_DIR, SOURCE_LANGUAGE, fields  # noqa: E402
+from jaxcompare.i18n import DOMAIN, LANGUAGES, LOCALE_DIR, RECORDED, SOURCE_LANGUAGE, fields  # noqa: E402
 
 # What is extracted: every Python file of the package and the pages (only the marked strings count).
 METHOD_MAP = [("jaxcompare/**.py", "python"), ("pages/**.py", "python"), ("app.py", "python")]
@@ -39,11 +39,14 @@ def catalog_path(lang: str) -> Path:
 
 
 def extract() -> Catalog:
-    """Every message the code marks with _(), N_(), ngettext() or pgettext(), with where it is."""
+    """Every message the code marks with _(), N_() or ngettext(), with where it is;
+    those marked N_() (recorded text, recognised by translate_text) carry the RECORDED flag."""
+    recorded = {message for *_, message, _, _ in extract_from_dir(ROOT, METHOD_MAP, keywords={"N_": None})}
     template = Catalog(domain=DOMAIN, project="jaxcompare")
     for filename, lineno, message, comments, context in extract_from_dir(
             ROOT, METHOD_MAP, comment_tags=("Translators:",), strip_comment_tags=True):
-        template.add(message, None, [(filename, lineno)], auto_comments=comments, context=context)
+        flags = [RECORDED] if message in recorded else []
+        template.add(message, None, [(filename, lineno)], auto_comments=comments, context=context, flags=flags)
     return template
 
 
@@ -65,8 +68,15 @@ def update(lang: str) -> Catalog:
                           last_translator="the jaxcompare developers", language_team=LANGUAGES[lang],
                           header_comment=f"# {LANGUAGES[lang]} translations of jaxcompare (docs/translating.md).")
         catalog.revision_date = catalog.creation_date
+    code = extract()
     # The dates stay as they are, so an update changes the catalog only where the messages did.
-    catalog.update(extract(), update_header_comment=False, update_creation_date=False)
+    catalog.update(code, update_header_comment=False, update_creation_date=False)
+    for message in catalog:  # Babel keeps old flags: RECORDED follows the code as it is now
+        source = code.get(message.id, message.context) if message.id else None
+        if source is not None and RECORDED in source.flags:
+            message.flags.add(RECORDED)
+        else:
+            message.flags.discard(RECORDED)
     with path.open("wb") as po:
         # File names without line numbers: translators see where a message is used, and an
         # edit that moves code does not rewrite the catalog.
@@ -86,10 +96,11 @@ def _prose(text: str) -> bool:
     return bool(PROSE.search(NOT_PROSE.sub(" ", text)))
 
 
-def problems(lang: str) -> Iterator[str]:
-    """What stops the catalog from covering the code: each a line naming the message."""
-    code = extract()
-    catalog = read(lang)
+def problems(lang: str, catalog: Catalog | None = None, code: Catalog | None = None) -> Iterator[str]:
+    """What stops the catalog (the language's, unless given) from covering the code's messages
+    (extracted, unless given): each a line naming the message."""
+    code = extract() if code is None else code
+    catalog = read(lang) if catalog is None else catalog
     for message in code:
         if not message.id:
             continue
@@ -102,6 +113,8 @@ def problems(lang: str) -> Iterator[str]:
         if entry.fuzzy:
             yield f"marked fuzzy (check the suggestion, then remove the flag): {name}"
             continue
+        if (RECORDED in entry.flags) != (RECORDED in message.flags):
+            yield f"N_() mark changed since the catalog was merged (run `make translations`): {name}"
         original = _ids(message)[-1]
         for text in _strings(entry):
             if sorted(fields(text)) != sorted(fields(original)):

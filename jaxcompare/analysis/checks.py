@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ..i18n import N_, _, translate_text
 from ..model.formatting import format_factor, format_time, transfer_rate_text
 from ..model.result import Result
 
@@ -19,6 +20,20 @@ MIN_SAMPLES = 5
 # JAX's per-call overhead is tens of µs on CPU; below ~10x that, dispatch dominates.
 DISPATCH_RATIO_WARN = 10.0
 DISPATCH_RATIO_FAIL = 2.0
+# Each check's title by its id; Check.title is it in the language in force when checklist() runs.
+TITLES = {
+    "workload": N_("Workload large enough"),
+    "precision": N_("Matched precision"),
+    "blocked": N_("Blocked timing"),
+    "compile": N_("Compile excluded from runtime"),
+    "transfer": N_("Inputs already on the device"),
+    "agreement": N_("Outputs agree"),
+    "stable": N_("Samples stable"),
+    "steady": N_("Speedup steady"),
+    "samples": N_("Enough samples"),
+    "threads": N_("CPU thread parity"),
+    "tf32": N_("TF32 on GPU"),
+}
 
 
 @dataclass(frozen=True)
@@ -31,6 +46,11 @@ class Check:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def _check(check_id: str, status: str, reason: str, pitfall: str | None) -> Check:
+    """A check with its title in the current language (``reason`` already is)."""
+    return Check(check_id, _(TITLES[check_id]), status, reason, pitfall)
 
 
 def _precision_bits(dtype: str | None) -> int | None:
@@ -50,14 +70,15 @@ def _precision_bits(dtype: str | None) -> int | None:
 
 def check_workload(r: Result) -> Check:
     ratio = r.runtime.median_s / r.dispatch.median_s if r.dispatch.median_s > 0 else float("inf")
-    detail = f"JAX runtime {format_time(r.runtime.median_s)} vs dispatch {format_time(r.dispatch.median_s)}"
+    times = {"runtime": format_time(r.runtime.median_s), "dispatch": format_time(r.dispatch.median_s)}
     if ratio < DISPATCH_RATIO_FAIL:
-        return Check("workload", "Workload large enough", FAIL,
-                     f"{detail}: the call is mostly dispatch overhead; try a larger shape", "size")
+        return _check("workload", FAIL, _("JAX runtime {runtime} vs dispatch {dispatch}: the call is mostly "
+                                          "dispatch overhead; try a larger shape").format(**times), "size")
     if ratio < DISPATCH_RATIO_WARN:
-        return Check("workload", "Workload large enough", WARN,
-                     f"{detail}: overhead is a large share; small inputs favour NumPy", "size")
-    return Check("workload", "Workload large enough", PASS, f"{detail} ({ratio:.0f}x)", "size")
+        return _check("workload", WARN, _("JAX runtime {runtime} vs dispatch {dispatch}: overhead is a large "
+                                          "share; small inputs favour NumPy").format(**times), "size")
+    return _check("workload", PASS, _("JAX runtime {runtime} vs dispatch {dispatch} ({ratio:.0f}x)").format(
+        ratio=ratio, **times), "size")
 
 
 def check_precision(r: Result) -> Check:
@@ -65,142 +86,154 @@ def check_precision(r: Result) -> Check:
     bits = {side: _precision_bits(a.get(f"{side}_dtype")) for side in ("numpy", "jax")}
     want = _precision_bits(r.dtype)
     if bits["numpy"] is None or bits["jax"] is None:
-        return Check("precision", "Matched precision", WARN, "output dtypes are unknown", "dtype")
+        return _check("precision", WARN, _("output dtypes are unknown"), "dtype")
     if bits["numpy"] != bits["jax"]:
-        return Check("precision", "Matched precision", FAIL,
-                     f"NumPy computed in {a['numpy_dtype']}, JAX in {a['jax_dtype']}: "
-                     "a 64-bit vs 32-bit race, not a fair comparison", "dtype")
+        return _check("precision", FAIL,
+                      _("NumPy computed in {numpy_dtype}, JAX in {jax_dtype}: a 64-bit vs 32-bit race, not a "
+                        "fair comparison").format(numpy_dtype=a["numpy_dtype"], jax_dtype=a["jax_dtype"]), "dtype")
     internal = _precision_bits(r.case_info.get("numpy_computes_in"))
     if internal is not None and want is not None and internal > want:
-        return Check("precision", "Matched precision", WARN,
-                     f"NumPy returns {a['numpy_dtype']} but computes in {r.case_info['numpy_computes_in']} "
-                     "internally: it does double-precision work here", "dtype")
+        return _check("precision", WARN,
+                      _("NumPy returns {numpy_dtype} but computes in {computes_in} internally: it does "
+                        "double-precision work here").format(numpy_dtype=a["numpy_dtype"],
+                                                             computes_in=r.case_info["numpy_computes_in"]),
+                      "dtype")
     if want is not None and bits["jax"] != want:
-        return Check("precision", "Matched precision", WARN,
-                     f"both sides returned {a['jax_dtype']} for {r.dtype} inputs", "dtype")
-    return Check("precision", "Matched precision", PASS, f"both sides in {a['jax_dtype']}", "dtype")
+        return _check("precision", WARN, _("both sides returned {jax_dtype} for {dtype} inputs").format(
+            jax_dtype=a["jax_dtype"], dtype=r.dtype), "dtype")
+    return _check("precision", PASS, _("both sides in {dtype}").format(dtype=a["jax_dtype"]), "dtype")
 
 
-def _not_recorded(check_id: str, title: str, pitfall: str) -> Check:
-    return Check(check_id, title, WARN, "not recorded: this result was saved by a version that did not check it",
-                 pitfall)
+def _not_recorded(check_id: str, pitfall: str) -> Check:
+    return _check(check_id, WARN, _("not recorded: this result was saved by a version that did not check it"),
+                  pitfall)
 
 
 def check_blocked(r: Result) -> Check:
     if "blocked" not in r.protocol:
-        return _not_recorded("blocked", "Blocked timing", "async")
+        return _not_recorded("blocked", "async")
     if not r.protocol["blocked"]:
-        return Check("blocked", "Blocked timing", FAIL,
-                     "a timed JAX call's output was not ready when its clock stopped: the time is dispatch, "
-                     "not the work", "async")
+        return _check("blocked", FAIL,
+                      _("a timed JAX call's output was not ready when its clock stopped: the time is dispatch, "
+                        "not the work"), "async")
     if r.runtime.median_s < r.dispatch.median_s:
-        return Check("blocked", "Blocked timing", WARN,
-                     "blocked runtime is below dispatch time: the numbers look inconsistent", "async")
-    return Check("blocked", "Blocked timing", PASS, "every timed JAX call ends in block_until_ready()", "async")
+        return _check("blocked", WARN,
+                      _("blocked runtime is below dispatch time: the numbers look inconsistent"), "async")
+    return _check("blocked", PASS, _("every timed JAX call ends in block_until_ready()"), "async")
 
 
 def check_compile_excluded(r: Result) -> Check:
     if "compile_excluded" not in r.protocol:
-        return _not_recorded("compile", "Compile excluded from runtime", "jit")
+        return _not_recorded("compile", "jit")
     if not r.protocol["compile_excluded"]:
-        return Check("compile", "Compile excluded from runtime", FAIL,
-                     "the function was not compiled before the timed calls, or compiled again during them", "jit")
+        return _check("compile", FAIL,
+                      _("the function was not compiled before the timed calls, or compiled again during them"),
+                      "jit")
     worst = max(r.runtime.samples_s) if r.runtime.samples_s else 0.0
     if r.compile_total_s > 0 and worst > 0.5 * r.compile_total_s and worst > 5 * r.runtime.median_s:
-        return Check("compile", "Compile excluded from runtime", WARN,
-                     f"one runtime sample ({format_time(worst)}) looks like a recompile", "jit")
-    return Check("compile", "Compile excluded from runtime", PASS,
-                 f"warmed up first; compile ({format_time(r.compile_total_s)}) reported separately", "jit")
+        return _check("compile", WARN, _("one runtime sample ({time}) looks like a recompile").format(
+            time=format_time(worst)), "jit")
+    return _check("compile", PASS, _("warmed up first; compile ({time}) reported separately").format(
+        time=format_time(r.compile_total_s)), "jit")
 
 
 def check_on_device(r: Result) -> Check:
     if "inputs_on_device" not in r.protocol:
-        return _not_recorded("transfer", "Inputs already on the device", "transfer")
+        return _not_recorded("transfer", "transfer")
     if not r.protocol["inputs_on_device"]:
-        return Check("transfer", "Inputs already on the device", FAIL,
-                     "host arrays were passed in, so every call paid a transfer", "transfer")
+        return _check("transfer", FAIL, _("host arrays were passed in, so every call paid a transfer"), "transfer")
     rate = transfer_rate_text(r)
-    return Check("transfer", "Inputs already on the device", PASS,
-                 f"device_put once; transfer ({format_time(r.transfer.median_s)}) reported separately"
-                 f"{': ' + rate if rate else ''}", "transfer")
+    transfer = format_time(r.transfer.median_s)
+    if rate:
+        reason = _("device_put once; transfer ({transfer}) reported separately: {rate}").format(
+            transfer=transfer, rate=rate)
+    else:
+        reason = _("device_put once; transfer ({transfer}) reported separately").format(transfer=transfer)
+    return _check("transfer", PASS, reason, "transfer")
 
 
 def check_agreement(r: Result) -> Check:
     a = r.agreement
-    text = f"max rel err {a['max_rel_err']:.2g} (tolerance {a['rtol']:.0e}, {a.get('method', 'direct')})"
+    values = {"err": a["max_rel_err"], "rtol": a["rtol"], "method": a.get("method", "direct")}
     if not a.get("ok"):
-        return Check("agreement", "Outputs agree", FAIL, f"outputs differ: {text}", "dtype")
-    return Check("agreement", "Outputs agree", PASS, text, "dtype")
+        return _check("agreement", FAIL, _("outputs differ: max rel err {err:.2g} (tolerance {rtol:.0e}, "
+                                           "{method})").format(**values), "dtype")
+    return _check("agreement", PASS, _("max rel err {err:.2g} (tolerance {rtol:.0e}, {method})").format(**values),
+                  "dtype")
 
 
 def check_stability(r: Result) -> Check:
     shaky = [(name, s) for name, s in (("NumPy", r.numpy_runtime), ("JAX", r.runtime)) if not s.stable]
     if shaky:
         name, s = shaky[0]
-        return Check("stable", "Samples stable", WARN, f"{name}: {s.unstable_reason}", None)
-    return Check("stable", "Samples stable", PASS,
-                 f"median known to ±{max(r.numpy_runtime.rel_ci, r.runtime.rel_ci):.1%} (95% CI)", None)
+        # Translators: {reason} says why the samples are unstable.
+        template = _("NumPy: {reason}") if name == "NumPy" else _("JAX: {reason}")
+        return _check("stable", WARN, template.format(reason=translate_text(s.unstable_reason)), None)
+    return _check("stable", PASS, _("median known to ±{ci:.1%} (95% CI)").format(
+        ci=max(r.numpy_runtime.rel_ci, r.runtime.rel_ci)), None)
 
 
 def check_speedup_steady(r: Result) -> Check:
     """With the runtimes timed in pairs of blocks side by side: did the speedup hold from
     pair to pair? A drift of the machine's speed moves both medians, but not their ratio."""
     pairs = r.speedup_pairs
-    title = "Speedup steady"
     if not pairs:
-        why = ("no block medians recorded (measured before jaxcompare kept them)" if r.spec.timing.runtime_blocks > 1
-               else "one block a side (the thorough timing times four pairs of blocks)")
-        return Check("steady", title, PASS, f"not checked: {why}", None)
+        if r.spec.timing.runtime_blocks > 1:
+            why = _("not checked: no block medians recorded (measured before jaxcompare kept them)")
+        else:
+            why = _("not checked: one block a side (the thorough timing times four pairs of blocks)")
+        return _check("steady", PASS, why, None)
     each = ", ".join(format_factor(p) for p in pairs)
     spread = r.speedup_moved
     tolerance = r.spec.timing.pair_tolerance
     if not r.speedup_steady:
-        return Check("steady", title, WARN,
-                     f"the speedup moved by {spread:.0%} between the {len(pairs)} pairs of blocks ({each}), "
-                     f"more than the blocks' precision allows ({tolerance:.1%}): rerun when the machine is "
-                     f"quieter", None)
-    return Check("steady", title, PASS,
-                 f"{len(pairs)} pairs of NumPy and JAX blocks timed side by side agree within {spread:.1%} "
-                 f"({each})", None)
+        return _check("steady", WARN,
+                      _("the speedup moved by {spread:.0%} between the {n} pairs of blocks ({each}), more than the "
+                        "blocks' precision allows ({tolerance:.1%}): rerun when the machine is quieter").format(
+                          spread=spread, n=len(pairs), each=each, tolerance=tolerance), None)
+    return _check("steady", PASS,
+                  _("{n} pairs of NumPy and JAX blocks timed side by side agree within {spread:.1%} "
+                    "({each})").format(n=len(pairs), spread=spread, each=each), None)
 
 
 def check_sample_count(r: Result) -> Check:
     n = min(r.numpy_runtime.n, r.runtime.n)
     if n < 3:
-        return Check("samples", "Enough samples", FAIL, f"only {n} sample(s) on one side", None)
+        return _check("samples", FAIL, _("only {n} sample(s) on one side").format(n=n), None)
     if n < MIN_SAMPLES:
-        return Check("samples", "Enough samples", WARN, f"only {n} samples on one side", None)
-    return Check("samples", "Enough samples", PASS,
-                 f"NumPy {r.numpy_runtime.n} x {r.numpy_runtime.loops} loops, "
-                 f"JAX {r.runtime.n} x {r.runtime.loops} loops", None)
+        return _check("samples", WARN, _("only {n} samples on one side").format(n=n), None)
+    return _check("samples", PASS,
+                  _("NumPy {numpy_n} x {numpy_loops} loops, JAX {jax_n} x {jax_loops} loops").format(
+                      numpy_n=r.numpy_runtime.n, numpy_loops=r.numpy_runtime.loops, jax_n=r.runtime.n,
+                      jax_loops=r.runtime.loops), None)
 
 
 def check_threads(r: Result) -> Check:
     if r.backend != "cpu":
-        return Check("threads", "CPU thread parity", PASS, f"not applicable: JAX ran on {r.backend}", None)
+        return _check("threads", PASS, _("not applicable: JAX ran on {backend}").format(backend=r.backend), None)
     cores = r.env.get("cpu_affinity") or r.env.get("cpu_count_logical")
     blas = [b for b in r.env.get("blas", []) if b.get("user_api") == "blas"]
     if not blas or not cores:
-        return Check("threads", "CPU thread parity", WARN, "NumPy's BLAS thread count is unknown", None)
+        return _check("threads", WARN, _("NumPy's BLAS thread count is unknown"), None)
     threads = blas[0].get("num_threads")
     if threads != cores:
-        return Check("threads", "CPU thread parity", WARN,
-                     f"NumPy's BLAS uses {threads} thread(s), XLA may use {cores} core(s)", None)
-    return Check("threads", "CPU thread parity", PASS,
-                 f"NumPy's BLAS and XLA both use {cores} core(s); NumPy's non-BLAS code is single-threaded",
-                 None)
+        return _check("threads", WARN, _("NumPy's BLAS uses {threads} thread(s), XLA may use {cores} "
+                                         "core(s)").format(threads=threads, cores=cores), None)
+    return _check("threads", PASS,
+                  _("NumPy's BLAS and XLA both use {cores} core(s); NumPy's non-BLAS code is "
+                    "single-threaded").format(cores=cores), None)
 
 
 def check_tf32(r: Result) -> Check:
     if r.backend != "gpu":
-        return Check("tf32", "TF32 on GPU", PASS, f"not applicable on {r.backend}", "tf32")
+        return _check("tf32", PASS, _("not applicable on {backend}").format(backend=r.backend), "tf32")
     if r.dtype != "float32":
-        return Check("tf32", "TF32 on GPU", PASS, "float64 is never computed in TF32", "tf32")
+        return _check("tf32", PASS, _("float64 is never computed in TF32"), "tf32")
     if r.protocol.get("matmul_precision") == "highest":
-        return Check("tf32", "TF32 on GPU", PASS, "matmul precision set to 'highest'", "tf32")
-    return Check("tf32", "TF32 on GPU", WARN,
-                 "float32 matmuls on this GPU may use TF32 (about 10 mantissa bits); "
-                 f"agreement error {r.agreement['max_rel_err']:.2g}", "tf32")
+        return _check("tf32", PASS, _("matmul precision set to 'highest'"), "tf32")
+    return _check("tf32", WARN,
+                  _("float32 matmuls on this GPU may use TF32 (about 10 mantissa bits); agreement error "
+                    "{err:.2g}").format(err=r.agreement["max_rel_err"]), "tf32")
 
 
 CHECKS = (check_workload, check_precision, check_blocked, check_compile_excluded, check_on_device,

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ..i18n import _, translate_text
 from ..model.cases import format_shape
 from ..model.formatting import format_factor
 from ..model.result import Result, finite_or_none
@@ -125,26 +126,29 @@ class Comparison:
 
 def compare_results(a: Result, b: Result, alpha: float = 0.05, min_effect: float = 0.02) -> Comparison:
     """Run B against run A: verdicts for the JAX and NumPy runtimes, each run's speedup,
-    and whether the two are comparable at all (same case, shape and precision)."""
+    and whether the two are comparable at all (same case, shape and precision). The warnings
+    are sentences in the language in force when it is called."""
     warnings: list[str] = []
     if a.case != b.case:
-        warnings.append(f"different cases ({a.case} vs {b.case}): the times measure different work")
+        warnings.append(_("different cases ({a} vs {b}): the times measure different work").format(a=a.case, b=b.case))
     if tuple(a.shape) != tuple(b.shape):
-        warnings.append(f"different shapes ({format_shape(a.shape)} vs {format_shape(b.shape)}): the times measure "
-                        f"different amounts of work")
+        warnings.append(_("different shapes ({a} vs {b}): the times measure different amounts of work").format(
+            a=format_shape(a.shape), b=format_shape(b.shape)))
     if a.precision != b.precision:
-        warnings.append(f"different precisions ({a.precision} vs {b.precision}): part of any "
-                        f"difference is float32 against float64")
+        warnings.append(_("different precisions ({a} vs {b}): part of any difference is float32 against "
+                          "float64").format(a=a.precision, b=b.precision))
     for label, r in (("A", a), ("B", b)):
         for phase in ("runtime", "numpy"):
             stats = r.phase(phase)
             if not stats.stable:
-                warnings.append(f"{label}'s {'JAX' if phase == 'runtime' else 'NumPy'} runtime was "
-                                f"unstable: {stats.unstable_reason}")
+                # Translators: {run} is A or B; {reason} why the samples are unstable.
+                template = (_("{run}'s JAX runtime was unstable: {reason}") if phase == "runtime"
+                            else _("{run}'s NumPy runtime was unstable: {reason}"))
+                warnings.append(template.format(run=label, reason=translate_text(stats.unstable_reason)))
         if r.speedup_steady is False:
             pairs = r.speedup_pairs
-            warnings.append(f"{label}'s speedup moved between its pairs of blocks ({format_factor(min(pairs))} "
-                            f"to {format_factor(max(pairs))})")
+            warnings.append(_("{run}'s speedup moved between its pairs of blocks ({least} to {most})").format(
+                run=label, least=format_factor(min(pairs)), most=format_factor(max(pairs))))
     return Comparison(
         a=a.id, b=b.id,
         comparable=a.case == b.case and tuple(a.shape) == tuple(b.shape) and a.precision == b.precision,

@@ -8,9 +8,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..i18n import N_, _, sentences
 from ..model.formatting import (
     faster_or_slower,
     format_break_even,
+    format_calls,
     format_factor,
     format_speedup,
     format_time,
@@ -36,23 +38,25 @@ def one_off_s(result: Result) -> float:
     return result.transfer.median_s + result.compile_total_s
 
 
-def calls_text(calls: float | None) -> str:
-    """Break-even calls as the pages say it: 'never', '1 call', '1,234 calls'."""
-    if calls is None:
-        return "never"
-    n = max(math.ceil(calls), 1)
-    return f"{n:,} call{'s' if n != 1 else ''}"
-
-
 # --- headline figures ---------------------------------------------------------------------------
-def _speedup_range_text(result: Result) -> str:
+# "{preset} timing" as a noun, for each TimingConfig.preset_name.
+TIMING_NAMES = {"quick": N_("quick timing"), "careful": N_("careful timing"), "thorough": N_("thorough timing"),
+                "custom": N_("custom timing")}
+
+
+def timing_name(preset: str) -> str:
+    """'careful timing', in the reader's language: how a result's samples were taken."""
+    return _(TIMING_NAMES.get(preset, TIMING_NAMES["custom"]))
+
+
+def _speedup_range_text(result: Result) -> list[str]:
     low, high = result.speedup_range
     if not (math.isfinite(low) and math.isfinite(high)):
-        return ""
+        return []
     preset = result.spec.timing.preset_name
-    return (f" With 95% confidence between {format_factor(low)} and {format_factor(high)} (from the two "
-            f"medians' confidence intervals; {preset} timing)."
-            + ("" if preset == "thorough" else " Thorough timing narrows it."))
+    return [_("With 95% confidence between {low} and {high} (from the two medians' confidence intervals; "
+              "{timing}).").format(low=format_factor(low), high=format_factor(high), timing=timing_name(preset)),
+            "" if preset == "thorough" else _("Thorough timing narrows it.")]
 
 
 def headline(result: Result) -> list[Figure]:
@@ -60,32 +64,34 @@ def headline(result: Result) -> list[Figure]:
     s = result.speedup
     be = result.break_even_calls
     return [
-        Figure("NumPy runtime", format_time(result.numpy_runtime.median_s),
-               "Median time per call of the NumPy/SciPy function on host arrays."),
-        Figure("JAX runtime", format_time(result.runtime.median_s),
-               "Median time per call of the jitted JAX function, inputs already on the device, "
-               "each call blocked with block_until_ready()."),
-        Figure("Speedup", format_factor(s), format_speedup(s) + ": NumPy runtime / JAX runtime; above 1x JAX is faster."
-               + _speedup_range_text(result)),
-        Figure("Compile", format_time(result.compile_total_s),
-               "Cold trace + lower + XLA compile, paid once per function, shape and dtype."),
-        Figure("Transfer", format_time(result.transfer.median_s), transfer_help(result)),
-        Figure("Break-even", calls_text(be),
-               "Calls before JAX's one-off costs (transfer + compile) are paid back by its faster "
-               "runtime: " + format_break_even(be) + "."),
+        Figure(_("NumPy runtime"), format_time(result.numpy_runtime.median_s),
+               _("Median time per call of the NumPy/SciPy function on host arrays.")),
+        Figure(_("JAX runtime"), format_time(result.runtime.median_s),
+               _("Median time per call of the jitted JAX function, inputs already on the device, "
+                 "each call blocked with block_until_ready().")),
+        Figure(_("Speedup"), format_factor(s), sentences(
+            _("{speedup}: NumPy runtime / JAX runtime; above 1x JAX is faster.").format(speedup=format_speedup(s)),
+            *_speedup_range_text(result))),
+        Figure(_("Compile"), format_time(result.compile_total_s),
+               _("Cold trace + lower + XLA compile, paid once per function, shape and dtype.")),
+        Figure(_("Transfer"), format_time(result.transfer.median_s), transfer_help(result)),
+        Figure(_("Break-even"), format_calls(be),
+               _("Calls before JAX's one-off costs (transfer + compile) are paid back by its faster "
+                 "runtime: {calls}.").format(calls=format_break_even(be))),
     ]
 
 
 def transfer_help(result: Result) -> str:
     """The Transfer figure's help: what was copied, across which link, how fast."""
-    text = "Host→device copy of the inputs (device_put, blocked)."
+    text = _("Host→device copy of the inputs (device_put, blocked).")
     if result.transfer_zero_copy:
-        return text + " Near zero here: the CPU backend aliased the NumPy buffer (no copy)."
+        return sentences(text, _("Near zero here: the CPU backend aliased the NumPy buffer (no copy)."))
     link = link_name(result.backend, result.device_kind)
-    if link is not None:
-        text += f" On a {result.backend.upper()} the copy crosses {link} from host memory to the device's."
+    crosses = "" if link is None else _(
+        "On a {backend} the copy crosses {link} from host memory to the device's.").format(
+        backend=result.backend.upper(), link=link)
     rate = transfer_rate_text(result)
-    return text + (f" Achieved: {rate}." if rate else "")
+    return sentences(text, crosses, _("Achieved: {rate}.").format(rate=rate) if rate else "")
 
 
 def third_side_figures(result: Result) -> list[Figure]:
@@ -97,14 +103,14 @@ def third_side_figures(result: Result) -> list[Figure]:
     accel = result.backend.upper()
     gain = side.runtime.median_s / result.runtime.median_s if result.runtime.median_s > 0 else math.inf
     return [
-        Figure("JAX on CPU", format_time(side.runtime.median_s),
-               "The same jitted function on this machine's CPU (XLA's CPU backend), inputs already there, "
-               "each call blocked: tells whether a speedup comes from XLA or from the device."),
-        Figure("Speedup on CPU", format_factor(result.cpu_speedup),
-               format_speedup(result.cpu_speedup) + ": NumPy runtime / JAX-on-CPU runtime."),
-        Figure(f"{accel} over CPU", format_factor(gain),
-               f"JAX on the CPU / JAX on the {accel}: what the device adds over XLA on the CPU; below 1x "
-               f"the CPU is faster."),
+        Figure(_("JAX on CPU"), format_time(side.runtime.median_s),
+               _("The same jitted function on this machine's CPU (XLA's CPU backend), inputs already there, "
+                 "each call blocked: tells whether a speedup comes from XLA or from the device.")),
+        Figure(_("Speedup on CPU"), format_factor(result.cpu_speedup),
+               _("{speedup}: NumPy runtime / JAX-on-CPU runtime.").format(speedup=format_speedup(result.cpu_speedup))),
+        Figure(_("{accel} over CPU").format(accel=accel), format_factor(gain),
+               _("JAX on the CPU / JAX on the {accel}: what the device adds over XLA on the CPU; below 1x "
+                 "the CPU is faster.").format(accel=accel)),
     ]
 
 
@@ -125,56 +131,80 @@ def verdict_lines(result: Result, sweep_with: str | None = None) -> list[str]:
 
 def verdict(result: Result, sweep_with: str | None = None) -> str:
     """One sentence that says what the numbers mean, then how sure it is. ``sweep_with``: what
-    runs a size sweep in this front end ("The Size sweep page"), pointed to when NumPy wins."""
+    runs a size sweep in this front end ("The Size sweep page", in the reader's language),
+    pointed to when NumPy wins."""
     s = result.speedup
     one_off = format_time(one_off_s(result))
     if not math.isfinite(s):
-        return "JAX's runtime was too small to measure reliably."
+        return _("JAX's runtime was too small to measure reliably.")
     word, factor = faster_or_slower(s)
+    numpy_time, jax_time = format_time(result.numpy_runtime.median_s), format_time(result.runtime.median_s)
     if word == "faster":
         be = result.break_even_calls
-        calls = "the first call" if be is not None and be <= 1 else calls_text(be)
-        return (f"JAX is **{format_factor(factor)} faster** per call ({format_time(result.numpy_runtime.median_s)} → "
-                f"{format_time(result.runtime.median_s)}); its one-off costs ({one_off}) are paid back "
-                f"after **{calls}**." + _range_sentence(result))
-    return (f"NumPy is **{format_factor(factor)} faster** per call at this size "
-            f"({format_time(result.numpy_runtime.median_s)} vs {format_time(result.runtime.median_s)}), "
-            f"so JAX never pays back its {one_off} of one-off costs." + _range_sentence(result)
-            + (f" {sweep_with} shows whether larger inputs change that." if sweep_with else ""))
+        if be is not None and be <= 1:
+            first = _("JAX is **{factor} faster** per call ({numpy} → {jax}); its one-off costs ({one_off}) are "
+                      "paid back after **the first call**.").format(
+                factor=format_factor(factor), numpy=numpy_time, jax=jax_time, one_off=one_off)
+        else:
+            first = _("JAX is **{factor} faster** per call ({numpy} → {jax}); its one-off costs ({one_off}) are "
+                      "paid back after **{calls}**.").format(
+                factor=format_factor(factor), numpy=numpy_time, jax=jax_time, one_off=one_off,
+                calls=format_calls(be))
+        return sentences(first, *_rangesentences(result))
+    first = _("NumPy is **{factor} faster** per call at this size ({numpy} vs {jax}), so JAX never pays back "
+              "its {one_off} of one-off costs.").format(
+        factor=format_factor(factor), numpy=numpy_time, jax=jax_time, one_off=one_off)
+    sweep = "" if not sweep_with else _("{sweep_with} shows whether larger inputs change that.").format(
+        sweep_with=sweep_with)
+    return sentences(first, *_rangesentences(result), sweep)
 
 
-def _range_sentence(result: Result) -> str:
+def _rangesentences(result: Result) -> list[str]:
     """How sure: the speedup's 95% range, whether it still allows 'no difference', and
-    whether the speedup held from one pair of runtime blocks to the next ("" when there is
-    nothing to say; otherwise it starts with a space, to follow the verdict)."""
+    whether the speedup held from one pair of runtime blocks to the next (a sentence each,
+    none when there is nothing to say)."""
     low, high = result.speedup_range
-    text = ""
+    sentences = []
     ranged = math.isfinite(low) and math.isfinite(high)
     if ranged:
-        text = f" With 95% confidence the speedup is between {format_factor(low)} and {format_factor(high)}"
-        text += ", so this run cannot tell the two apart." if low <= 1 <= high else "."
+        if low <= 1 <= high:
+            sentences.append(_("With 95% confidence the speedup is between {low} and {high}, so this run cannot "
+                               "tell the two apart.").format(low=format_factor(low), high=format_factor(high)))
+        else:
+            sentences.append(_("With 95% confidence the speedup is between {low} and {high}.").format(
+                low=format_factor(low), high=format_factor(high)))
     pairs = result.speedup_pairs
+    least, most = (format_factor(min(pairs)), format_factor(max(pairs))) if pairs else ("—", "—")
     if result.speedup_steady is False:
-        text += (f" {'But the' if ranged else 'The'} speedup moved from one pair of blocks to the next "
-                 f"({format_factor(min(pairs))} to {format_factor(max(pairs))}): see *Speedup steady* below.")
+        if ranged:
+            template = _("But the speedup moved from one pair of blocks to the next ({least} to {most}): "
+                         "see *Speedup steady* below.")
+        else:
+            template = _("The speedup moved from one pair of blocks to the next ({least} to {most}): "
+                         "see *Speedup steady* below.")
+        sentences.append(template.format(least=least, most=most))
     elif not (result.numpy_runtime.stable and result.runtime.stable):
-        if result.speedup_steady:
-            every = "both" if len(pairs) == 2 else f"all {len(pairs)}"
-            text += (f" The machine's speed drifted during the run (see *Samples stable* below), but the "
-                     f"speedup held in {every} pairs of blocks timed side by side "
-                     f"({format_factor(min(pairs))} to {format_factor(max(pairs))}).")
+        if result.speedup_steady and len(pairs) == 2:
+            sentences.append(_("The machine's speed drifted during the run (see *Samples stable* below), but the "
+                               "speedup held in both pairs of blocks timed side by side ({least} to "
+                               "{most}).").format(least=least, most=most))
+        elif result.speedup_steady:
+            sentences.append(_("The machine's speed drifted during the run (see *Samples stable* below), but the "
+                               "speedup held in all {n} pairs of blocks timed side by side ({least} to "
+                               "{most}).").format(n=len(pairs), least=least, most=most))
         elif ranged:
-            text += " That range assumes the machine held still, and it did not: see *Samples stable* below."
-    return text
+            sentences.append(_("That range assumes the machine held still, and it did not: see *Samples stable* "
+                               "below."))
+    return sentences
 
 
 def third_side_text(result: Result) -> str | None:
     """The one-line verdict with three sides (formatting.third_side_verdict), or None."""
     text = third_side_verdict(result)
-    return f"**JAX on the CPU.** {text}" if text else None
+    return _("**JAX on the CPU.** {text}").format(text=text) if text else None
 
 
 def peak_text(result: Result) -> str | None:
     """The fraction-of-peak line (formatting.peak_sentence), or None without a FLOP count."""
     text = peak_sentence(result)
-    return f"**Fraction of peak.** {text}" if text else None
+    return _("**Fraction of peak.** {text}").format(text=text) if text else None

@@ -15,16 +15,17 @@ from typing import Any
 import altair as alt
 
 from ..analysis.summary import one_off_s
+from ..i18n import N_, _
 from ..model.cases import format_shape
 from ..model.formatting import format_crossover, format_factor, format_time
 from ..model.palette import JAX_COLOR, JAX_CPU_COLOR, NUMPY_COLOR
-from ..model.phases import ONE_OFF_PHASES, PER_CALL_PHASES, PHASE_LABELS
+from ..model.phases import ONE_OFF_PHASES, PER_CALL_PHASES, phase_label
 from ..model.result import Result
-from .views import crossovers
+from .views import crossovers, stable_text
 
-JAX_CPU = "JAX on CPU"
+# The third side's name: English here, translated where it is drawn (jax_cpu_side()).
+JAX_CPU = N_("JAX on CPU")
 SIDE_SCALE = alt.Scale(domain=["NumPy", "JAX"], range=[NUMPY_COLOR, JAX_COLOR])
-SIDE_SCALE_3 = alt.Scale(domain=["NumPy", "JAX", JAX_CPU], range=[NUMPY_COLOR, JAX_COLOR, JAX_CPU_COLOR])
 PRECISION_DASH = {"x32": [1, 0], "x64": [6, 3]}
 PRECISION_SHAPE = {"x32": "circle", "x64": "square"}
 PRECISION_COLOR = {"x32": JAX_COLOR, "x64": "#72439A"}
@@ -33,18 +34,33 @@ PRECISION_COLOR = {"x32": JAX_COLOR, "x64": "#72439A"}
 def side_scale(third_side: bool) -> alt.Scale:
     """The sides' colours; the third only where it was measured, so a CPU-only host's legends
     do not list a side that is not there."""
-    return SIDE_SCALE_3 if third_side else SIDE_SCALE
+    if not third_side:
+        return SIDE_SCALE
+    return alt.Scale(domain=["NumPy", "JAX", jax_cpu_side()], range=[NUMPY_COLOR, JAX_COLOR, JAX_CPU_COLOR])
 
 
-ONE_OFF_TITLE = "One-off costs: paid once per function, shape and dtype"
-PER_CALL_TITLE = "Per-call costs: paid on every call"
-COMPONENT_COLORS = {
-    "Transfer host→device": "#9D755D",
-    "Compile: trace": "#B279A2",
-    "Compile: lower": "#FF9DA6",
-    "Compile: XLA compile": JAX_COLOR,
-    "One JAX call (runtime)": "#54A24B",
-}
+def jax_cpu_side() -> str:
+    """The third side's name as the charts' data and legends show it (the reader's language)."""
+    return _(JAX_CPU)
+
+
+def vega_string(text: str) -> str:
+    """``text`` as a single-quoted Vega expression string literal."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+# Module constants in English (N_), translated where they are drawn.
+ONE_OFF_TITLE = N_("One-off costs: paid once per function, shape and dtype")
+PER_CALL_TITLE = N_("Per-call costs: paid on every call")
+# The parts of a first JAX call, by phase, with their colours: the one-off phases and one call's runtime.
+COMPONENT_COLORS = {"transfer": "#9D755D", "trace": "#B279A2", "lower": "#FF9DA6", "compile": JAX_COLOR,
+                    "runtime": "#54A24B"}
+ONE_CALL = N_("One JAX call (runtime)")
+
+
+def component_label(phase: str) -> str:
+    """A part of the first call as the one-off share chart names it (the reader's language)."""
+    return _(ONE_CALL) if phase == "runtime" else phase_label(phase)
 TINY_S = 1e-9
 # Stretch to the container's width, keep the height asked for (Streamlit's default "fit" would
 # squeeze titles, axes and plot into the given height).
@@ -95,9 +111,10 @@ def phase_rows(result: Result) -> list[dict[str, Any]]:
     for group, phases in ((ONE_OFF_TITLE, ONE_OFF_PHASES), (PER_CALL_TITLE, PER_CALL_PHASES)):
         for order, name in enumerate(phases):
             paired = third is not None and name != "numpy"
-            rows.append(_phase_row(name, group, order, _side(name), result.phase(name), -PAIR_OFFSET if paired else 0))
+            rows.append(_phase_row(name, _(group), order, _side(name), result.phase(name),
+                                   -PAIR_OFFSET if paired else 0))
             if paired:
-                rows.append(_phase_row(name, group, order, JAX_CPU, getattr(third, name), PAIR_OFFSET))
+                rows.append(_phase_row(name, _(group), order, jax_cpu_side(), getattr(third, name), PAIR_OFFSET))
     return rows
 
 
@@ -108,25 +125,28 @@ PAIR_OFFSET = 7
 def _phase_row(name: str, group: str, order: int, side: str, s: Any, offset: int) -> dict[str, Any]:
     value = max(s.median_s, TINY_S)
     return {
-        "phase": name, "label": PHASE_LABELS[name], "group": group, "order": order,
+        "phase": name, "label": phase_label(name), "group": group, "order": order,
         "side": side, "median_s": value, "offset": offset,
         "ci_low_s": max(finite_or(s.ci_low_s, value), TINY_S),
         "ci_high_s": max(finite_or(s.ci_high_s, value), TINY_S),
         "min_s": s.min_s, "n": s.n, "loops": s.loops,
         "text": format_time(s.median_s) if s.median_s > 0 else "≈ 0",
-        "stable": "yes" if s.stable else f"no: {s.unstable_reason}",
+        "stable": stable_text(s),
     }
 
 
-ONE_OFF_HEADING = "ONE-OFF COSTS (paid once)"
-PER_CALL_HEADING = "PER-CALL COSTS (every call)"
+# The y axis's group headings (English, translated by headed_phase_axis).
+ONE_OFF_HEADING = N_("ONE-OFF COSTS (paid once)")
+PER_CALL_HEADING = N_("PER-CALL COSTS (every call)")
 
 
 def headed_phase_axis(groups: Sequence[tuple[str, Sequence[str]]], padding: float) -> tuple[alt.Y, list[str]]:
     """A y axis of phase rows under bold group headings (each heading an empty row), and the
-    row order, for charts whose data's ``label`` column holds PHASE_LABELS."""
-    order = [label for heading, phases in groups for label in (heading, *(PHASE_LABELS[p] for p in phases))]
-    names = ", ".join(f"'{heading}'" for heading, _ in groups)
+    row order, for charts whose data's ``label`` column holds phase_label()s (translated, as the
+    headings are here: they arrive in English)."""
+    groups = [(_(heading), phases) for heading, phases in groups]
+    order = [label for heading, phases in groups for label in (heading, *(phase_label(p) for p in phases))]
+    names = ", ".join(vega_string(heading) for heading, _phases in groups)
     headings = f"indexof([{names}], datum.value) >= 0"
     y = alt.Y("label:N", title=None, scale=alt.Scale(domain=order, paddingInner=padding),
               axis=alt.Axis(labelLimit=240, labelFontSize=12, ticks=False, domain=False,
@@ -148,12 +168,13 @@ def phase_breakdown_chart(result: Result) -> alt.LayerChart:
     scale = alt.Scale(type="log", domain=[lo, hi], nice=False, clamp=True)
     y, order = headed_phase_axis(((ONE_OFF_HEADING, ONE_OFF_PHASES), (PER_CALL_HEADING, PER_CALL_PHASES)), 0.25)
     tooltip = [
-        alt.Tooltip("side:N"), alt.Tooltip("label:N", title="phase"), alt.Tooltip("text:N", title="median"),
-        alt.Tooltip("min_s:Q", title="min (s)", format=".3g"),
-        alt.Tooltip("ci_low_s:Q", title="95% CI low (s)", format=".3g"),
-        alt.Tooltip("ci_high_s:Q", title="95% CI high (s)", format=".3g"),
-        alt.Tooltip("n:Q", title="samples"), alt.Tooltip("loops:Q", title="loops/sample"),
-        alt.Tooltip("stable:N"),
+        alt.Tooltip("side:N", title=_("side")), alt.Tooltip("label:N", title=_("phase")),
+        alt.Tooltip("text:N", title=_("median")),
+        alt.Tooltip("min_s:Q", title=_("min (s)"), format=".3g"),
+        alt.Tooltip("ci_low_s:Q", title=_("95% CI low (s)"), format=".3g"),
+        alt.Tooltip("ci_high_s:Q", title=_("95% CI high (s)"), format=".3g"),
+        alt.Tooltip("n:Q", title=_("samples")), alt.Tooltip("loops:Q", title=_("loops/sample")),
+        alt.Tooltip("stable:N", title=_("stable")),
     ]
     legend = alt.Legend(title=None, orient="top", direction="horizontal") if third else None
     color = alt.Color("side:N", scale=side_scale(third), legend=legend)
@@ -163,8 +184,8 @@ def phase_breakdown_chart(result: Result) -> alt.LayerChart:
         group = [r for r in rows if r["offset"] == offset]
         base = alt.Chart(alt.Data(values=group)).encode(y=y, tooltip=tooltip)
         stem = base.mark_rule(strokeWidth=2.5, opacity=0.55, yOffset=offset).encode(
-            x=alt.X("base:Q", scale=scale, axis=_time_axis("median time (log scale)", ticks)), x2="median_s:Q",
-            color=color)
+            x=alt.X("base:Q", scale=scale, axis=_time_axis(_("median time (log scale)"), ticks)),
+            x2="median_s:Q", color=color)
         ci = base.mark_rule(strokeWidth=7 if not offset else 5, opacity=0.3, yOffset=offset).encode(
             x=alt.X("ci_low_s:Q", scale=scale), x2="ci_high_s:Q", color=color)
         dot = base.mark_circle(size=110 if not offset else 80, opacity=1, yOffset=offset).encode(
@@ -174,14 +195,14 @@ def phase_breakdown_chart(result: Result) -> alt.LayerChart:
         layers += [stem, ci, dot, text]
     return alt.layer(*layers).properties(
         autosize=FIT_WIDTH, width="container", height=(38 if third else 30) * len(order),
-        title=alt.TitleParams("Where the time goes", subtitle=_subtitle(result), anchor="start"))
+        title=alt.TitleParams(_("Where the time goes"), subtitle=_subtitle(result), anchor="start"))
 
 
 def _runtime_sides(result: Result) -> list[tuple[str, str, Any]]:
     """(phase, side, Stats) of each runtime: NumPy, JAX, and JAX on the CPU where measured."""
     sides = [("numpy", "NumPy", result.numpy_runtime), ("runtime", "JAX", result.runtime)]
     if result.jax_cpu is not None:
-        sides.append(("jax_cpu", JAX_CPU, result.jax_cpu.runtime))
+        sides.append(("jax_cpu", jax_cpu_side(), result.jax_cpu.runtime))
     return sides
 
 
@@ -203,32 +224,32 @@ def samples_chart(result: Result) -> alt.LayerChart:
     labels = list(dict.fromkeys(r["label"] for r in rows))
     summary = []
     sides = _runtime_sides(result)
-    for (_, _, s), label in zip(sides, labels, strict=True):
+    for (_phase, _side_name, s), label in zip(sides, labels, strict=True):
         m = s.median_s if s.median_s > 0 else 1.0
         lo_ci = finite_or(s.ci_low_s, m)
         hi_ci = finite_or(s.ci_high_s, m)
         summary.append({"label": label, "ci_low": lo_ci / m - 1, "ci_high": hi_ci / m - 1, "zero": 0.0,
-                        "n": s.n, "loops": s.loops, "iqr": s.iqr_s / m,
-                        "stable": "yes" if s.stable else f"no: {s.unstable_reason}"})
+                        "n": s.n, "loops": s.loops, "iqr": s.iqr_s / m, "stable": stable_text(s)})
     y = alt.Y("label:N", title=None, scale=alt.Scale(domain=labels),
               axis=alt.Axis(labelLimit=200, labelFontSize=12, labelFontWeight="bold", ticks=False))
-    x = alt.X("deviation:Q", title="each sample vs its side's median",
+    x = alt.X("deviation:Q", title=_("each sample vs its side's median"),
               axis=alt.Axis(format="+~%", grid=True))
-    summary_tip = [alt.Tooltip("label:N", title="side"), alt.Tooltip("n:Q", title="samples"),
-                   alt.Tooltip("loops:Q", title="loops/sample"), alt.Tooltip("iqr:Q", title="IQR", format=".1%"),
-                   alt.Tooltip("stable:N")]
+    summary_tip = [alt.Tooltip("label:N", title=_("side")), alt.Tooltip("n:Q", title=_("samples")),
+                   alt.Tooltip("loops:Q", title=_("loops/sample")), alt.Tooltip("iqr:Q", title="IQR", format=".1%"),
+                   alt.Tooltip("stable:N", title=_("stable"))]
     band = alt.Chart(alt.Data(values=summary)).mark_bar(opacity=0.18, color="#333", height={"band": 0.8}).encode(
         x=alt.X("ci_low:Q"), x2="ci_high:Q", y=y, tooltip=summary_tip)
     ticks = alt.Chart(alt.Data(values=rows)).mark_tick(thickness=2, opacity=0.75, bandSize=0.7).encode(
         x=x, y=y, color=alt.Color("side:N", scale=side_scale(len(sides) > 2), legend=None),
-        tooltip=[alt.Tooltip("label:N", title="side"), alt.Tooltip("sample:Q"),
-                 alt.Tooltip("text:N", title="time per call"), alt.Tooltip("deviation:Q", format="+.1%")])
+        tooltip=[alt.Tooltip("label:N", title=_("side")), alt.Tooltip("sample:Q", title=_("sample")),
+                 alt.Tooltip("text:N", title=_("time per call")),
+                 alt.Tooltip("deviation:Q", title=_("deviation"), format="+.1%")])
     median = alt.Chart(alt.Data(values=summary)).mark_tick(color="#111", thickness=2.5).encode(
         x=alt.X("zero:Q"), y=y, tooltip=summary_tip)
     return alt.layer(band, ticks, median).properties(
         autosize=FIT_WIDTH, width="container", height=60 * len(sides),
-        title=alt.TitleParams("Samples: how noisy is each side?",
-                              subtitle="ticks: samples · black: median · grey: 95% CI of the median",
+        title=alt.TitleParams(_("Samples: how noisy is each side?"),
+                              subtitle=_("ticks: samples · black: median · grey: 95% CI of the median"),
                               anchor="start"))
 
 
@@ -237,13 +258,13 @@ def sweep_rows(results: Sequence[Result]) -> list[dict[str, Any]]:
     rows = []
     for r in results:
         elements = math.prod(r.shape)
-        sides = [("NumPy", r.numpy_runtime), ("JAX", r.runtime)]
+        sides = [("NumPy", "NumPy", r.numpy_runtime), ("JAX", "JAX", r.runtime)]
         if r.jax_cpu is not None:
-            sides.append((JAX_CPU, r.jax_cpu.runtime))
-        for side, s in sides:
-            rows.append({
+            sides.append((JAX_CPU, jax_cpu_side(), r.jax_cpu.runtime))
+        for key, side, s in sides:
+            rows.append({  # series: an internal key (English side), one line per side and precision
                 "elements": elements, "shape": format_shape(r.shape), "precision": r.precision,
-                "series": f"{side} {r.precision}", "side": side, "median_s": max(s.median_s, TINY_S),
+                "series": f"{key} {r.precision}", "side": side, "median_s": max(s.median_s, TINY_S),
                 "ci_low_s": max(finite_or(s.ci_low_s, s.median_s), TINY_S),
                 "ci_high_s": max(finite_or(s.ci_high_s, s.median_s), TINY_S),
                 "text": format_time(s.median_s),
@@ -260,7 +281,7 @@ def _elements_axis(values: Sequence[float], extent: Extent = None) -> tuple[alt.
     values = list(values) + (list(extent) if extent else [])
     lo, hi, ticks = _log_domain(min(values), max(values), pad=1.5)
     return (alt.Scale(type="log", domain=[lo, hi], nice=False),
-            alt.Axis(title="elements per input (log scale)", values=ticks, format="~s", grid=True))
+            alt.Axis(title=_("elements per input (log scale)"), values=ticks, format="~s", grid=True))
 
 
 def precision_scale(results: Sequence[Result], style: dict[str, Any]) -> alt.Scale:
@@ -278,25 +299,27 @@ def sweep_runtime_chart(results: Sequence[Result], extent: Extent = None) -> alt
     y_scale = alt.Scale(type="log", domain=[lo, hi], nice=False)
     base = alt.Chart(alt.Data(values=rows)).encode(
         x=alt.X("elements:Q", scale=x_scale, axis=x_axis),
-        color=alt.Color("side:N", scale=side_scale(any(r["side"] == JAX_CPU for r in rows)),
-                        legend=alt.Legend(title="side", orient="right")),
+        color=alt.Color("side:N", scale=side_scale(any(r["side"] == jax_cpu_side() for r in rows)),
+                        legend=alt.Legend(title=_("side"), orient="right")),
         detail="series:N",
-        tooltip=[alt.Tooltip("side:N"), alt.Tooltip("precision:N"), alt.Tooltip("shape:N"),
-                 alt.Tooltip("text:N", title="median")],
+        tooltip=[alt.Tooltip("side:N", title=_("side")), alt.Tooltip("precision:N", title=_("precision")),
+                 alt.Tooltip("shape:N", title=_("shape")), alt.Tooltip("text:N", title=_("median"))],
     )
-    y = alt.Y("median_s:Q", scale=y_scale, axis=_time_axis("median time per call (log scale)", ticks))
+    y = alt.Y("median_s:Q", scale=y_scale, axis=_time_axis(_("median time per call (log scale)"), ticks))
     line = base.mark_line(strokeWidth=2.2).encode(
         y=y, strokeDash=alt.StrokeDash("precision:N", scale=precision_scale(results, PRECISION_DASH),
-                                       legend=alt.Legend(title="precision", orient="right")))
+                                       legend=alt.Legend(title=_("precision"), orient="right")))
     points = base.mark_point(filled=True, size=60, opacity=1).encode(
         y=y, shape=alt.Shape("precision:N", scale=precision_scale(results, PRECISION_SHAPE), legend=None))
     bars = base.mark_rule(strokeWidth=1.5, opacity=0.6).encode(
         y=alt.Y("ci_low_s:Q", scale=y_scale), y2="ci_high_s:Q")
     return alt.layer(bars, line, points).properties(
         autosize=FIT_WIDTH, width="container", height=330,
-        title=alt.TitleParams("Runtime vs size", subtitle=f"{results[0].case}: NumPy and JAX (blocked) "
-                              + ("and JAX on the CPU " if any(r.jax_cpu for r in results) else "")
-                              + "median per call; whiskers: 95% CI", anchor="start"))
+        title=alt.TitleParams(_("Runtime vs size"), subtitle=(
+            _("{case}: NumPy and JAX (blocked) and JAX on the CPU median per call; whiskers: 95% CI")
+            if any(r.jax_cpu for r in results) else
+            _("{case}: NumPy and JAX (blocked) median per call; whiskers: 95% CI")).format(case=results[0].case),
+            anchor="start"))
 
 
 def speedup_rows(results: Sequence[Result]) -> list[dict[str, Any]]:
@@ -316,15 +339,16 @@ def sweep_speedup_chart(results: Sequence[Result], extent: Extent = None) -> alt
     values = [r["speedup"] for r in rows] + [1.0]
     lo, hi, ticks = _log_domain(min(values), max(values), pad=2.0)
     y_scale = alt.Scale(type="log", domain=[lo, hi], nice=False)
-    y_axis = alt.Axis(title="speedup, NumPy time / JAX time (log scale)", values=ticks, format="~g",
+    y_axis = alt.Axis(title=_("speedup, NumPy time / JAX time (log scale)"), values=ticks, format="~g",
                       labelExpr="datum.label + 'x'")
     x_lo = x_scale.domain[0]
     base = alt.Chart(alt.Data(values=rows)).encode(
         x=alt.X("elements:Q", scale=x_scale, axis=x_axis),
         y=alt.Y("speedup:Q", scale=y_scale, axis=y_axis),
         color=alt.Color("precision:N", scale=precision_scale(results, PRECISION_COLOR),
-                        legend=alt.Legend(title="precision", orient="right")),
-        tooltip=[alt.Tooltip("precision:N"), alt.Tooltip("shape:N"), alt.Tooltip("text:N", title="speedup")],
+                        legend=alt.Legend(title=_("precision"), orient="right")),
+        tooltip=[alt.Tooltip("precision:N", title=_("precision")), alt.Tooltip("shape:N", title=_("shape")),
+                 alt.Tooltip("text:N", title=_("speedup"))],
     )
     line = base.mark_line(strokeWidth=2.2).encode(
         strokeDash=alt.StrokeDash("precision:N", scale=precision_scale(results, PRECISION_DASH), legend=None))
@@ -332,21 +356,24 @@ def sweep_speedup_chart(results: Sequence[Result], extent: Extent = None) -> alt
         shape=alt.Shape("precision:N", scale=precision_scale(results, PRECISION_SHAPE), legend=None))
     one = alt.Chart(alt.Data(values=[{"y": 1.0}])).mark_rule(color="#333", strokeDash=[4, 3]).encode(
         y=alt.Y("y:Q", scale=y_scale))
-    zone_text = alt.Chart(alt.Data(values=[{"x": x_lo, "y": hi, "text": "↑ JAX faster"}])).mark_text(
+    zone_text = alt.Chart(alt.Data(values=[{"x": x_lo, "y": hi, "text": _("↑ JAX faster")}])).mark_text(
         align="left", baseline="top", dx=6, dy=4, fontSize=12, color="#555").encode(
         x=alt.X("x:Q", scale=x_scale), y=alt.Y("y:Q", scale=y_scale), text="text:N")
-    zone_text_low = alt.Chart(alt.Data(values=[{"x": x_lo, "y": lo, "text": "↓ NumPy faster"}])).mark_text(
+    zone_text_low = alt.Chart(alt.Data(values=[{"x": x_lo, "y": lo, "text": _("↓ NumPy faster")}])).mark_text(
         align="left", baseline="bottom", dx=6, dy=-4, fontSize=12, color="#555").encode(
         x=alt.X("x:Q", scale=x_scale), y=alt.Y("y:Q", scale=y_scale), text="text:N")
     layers: list[Any] = [one, zone_text, zone_text_low, line, points]
-    cross = [{"precision": p, "elements": e, "text": f"{p} crossover {format_crossover(e, ndim, short=True)}",
+    cross = [{"precision": p, "elements": e,
+              "text": _("{precision} crossover {where}").format(precision=p,
+                                                               where=format_crossover(e, ndim, short=True)),
               "detail": format_crossover(e, ndim)}
              for p, e in crossovers(results).items() if e is not None]
     if cross:
         layers.append(alt.Chart(alt.Data(values=cross)).mark_rule(strokeDash=[2, 2], strokeWidth=1.5).encode(
             x=alt.X("elements:Q", scale=x_scale),
-            color=alt.Color("precision:N", legend=None), tooltip=[alt.Tooltip("precision:N"),
-                                                                 alt.Tooltip("detail:N", title="crossover")]))
+            color=alt.Color("precision:N", legend=None),
+            tooltip=[alt.Tooltip("precision:N", title=_("precision")),
+                     alt.Tooltip("detail:N", title=_("crossover"))]))
         x_lo, x_hi = x_scale.domain
         for align, dx in (("left", 5), ("right", -5)):
             # Labels right of their line, unless the line is in the right third of the plot.
@@ -359,21 +386,20 @@ def sweep_speedup_chart(results: Sequence[Result], extent: Extent = None) -> alt
                     text="text:N", color=alt.Color("precision:N", legend=None)))
     return alt.layer(*layers).properties(
         autosize=FIT_WIDTH, width="container", height=330,
-        title=alt.TitleParams("Speedup vs size", subtitle="above the dashed 1x line JAX is faster per call; "
-                              "dotted verticals: where the speedup crosses 1x", anchor="start"))
+        title=alt.TitleParams(_("Speedup vs size"), subtitle=_("above the dashed 1x line JAX is faster per call; "
+                                                               "dotted verticals: where the speedup crosses 1x"),
+                              anchor="start"))
 
 
 def share_rows(results: Sequence[Result]) -> list[dict[str, Any]]:
     rows = []
     for r in results:
-        parts = [("Transfer host→device", r.transfer.median_s), ("Compile: trace", r.trace.median_s),
-                 ("Compile: lower", r.lower.median_s), ("Compile: XLA compile", r.compile.median_s),
-                 ("One JAX call (runtime)", r.runtime.median_s)]
-        total = sum(max(v, 0.0) for _, v in parts) or 1.0
+        parts = [(phase, r.phase(phase).median_s) for phase in COMPONENT_COLORS]
+        total = sum(max(v, 0.0) for _phase, v in parts) or 1.0
         one_off_share = one_off_s(r) / total
-        for order, (component, seconds) in enumerate(parts):
+        for order, (phase, seconds) in enumerate(parts):
             rows.append({"shape": format_shape(r.shape), "elements": math.prod(r.shape),
-                         "precision": r.precision, "component": component, "order": order,
+                         "precision": r.precision, "component": component_label(phase), "order": order,
                          "seconds": max(seconds, 0.0), "share": max(seconds, 0.0) / total,
                          "text": format_time(seconds), "one_off_share": one_off_share})
     return sorted(rows, key=lambda row: (row["precision"], row["elements"], row["order"]))
@@ -385,21 +411,23 @@ def sweep_share_chart(results: Sequence[Result]) -> alt.Chart | alt.FacetChart:
     rows = share_rows(results)
     shapes = [row["shape"] for row in sorted(rows, key=lambda row: row["elements"])]
     order = list(dict.fromkeys(shapes))
-    components = list(COMPONENT_COLORS)
+    components = [component_label(phase) for phase in COMPONENT_COLORS]
     chart = alt.Chart(alt.Data(values=rows)).mark_bar().encode(
-        x=alt.X("shape:N", sort=order, title="input shape", axis=alt.Axis(labelAngle=-40, labelOverlap=False)),
-        y=alt.Y("share:Q", stack="normalize", title="share of one-off costs + one call",
+        x=alt.X("shape:N", sort=order, title=_("input shape"), axis=alt.Axis(labelAngle=-40, labelOverlap=False)),
+        y=alt.Y("share:Q", stack="normalize", title=_("share of one-off costs + one call"),
                 axis=alt.Axis(format="%")),
         color=alt.Color("component:N", scale=alt.Scale(domain=components, range=list(COMPONENT_COLORS.values())),
                         sort=components, legend=alt.Legend(title=None, orient="bottom", columns=3)),
         order=alt.Order("order:Q", sort="ascending"),
-        tooltip=[alt.Tooltip("shape:N"), alt.Tooltip("precision:N"), alt.Tooltip("component:N"),
-                 alt.Tooltip("text:N", title="time"), alt.Tooltip("share:Q", format=".1%"),
-                 alt.Tooltip("one_off_share:Q", title="one-off share", format=".1%")],
+        tooltip=[alt.Tooltip("shape:N", title=_("shape")), alt.Tooltip("precision:N", title=_("precision")),
+                 alt.Tooltip("component:N", title=_("component")),
+                 alt.Tooltip("text:N", title=_("time")), alt.Tooltip("share:Q", title=_("share"), format=".1%"),
+                 alt.Tooltip("one_off_share:Q", title=_("one-off share"), format=".1%")],
     )
     precisions = sorted({r.precision for r in results})
-    title = alt.TitleParams("One-off costs vs size", subtitle="transfer + compile against one blocked JAX call: "
-                            "the one-off share falls as the work grows", anchor="start")
+    title = alt.TitleParams(_("One-off costs vs size"),
+                            subtitle=_("transfer + compile against one blocked JAX call: "
+                                       "the one-off share falls as the work grows"), anchor="start")
     if len(precisions) > 1:
         return chart.properties(width=300, height=260).facet(
             column=alt.Column("precision:N", title=None, header=alt.Header(labelFontSize=13)),
@@ -408,12 +436,16 @@ def sweep_share_chart(results: Sequence[Result]) -> alt.Chart | alt.FacetChart:
 
 
 # --- export -------------------------------------------------------------------------------------------
-def chart_png_bytes(chart: alt.TopLevelMixin, scale: float = 2.0) -> bytes:
-    """PNG of a chart without a browser (vl-convert). Container widths become fixed."""
+def chart_png_bytes(chart: alt.TopLevelMixin, scale: float = 2.0, font: str | None = None) -> bytes:
+    """PNG of a chart without a browser (vl-convert). Container widths become fixed. ``font``: a
+    CSS font list for its text (the app passes its theme's: vl-convert's own default is a serif,
+    and draws Chinese with Japanese glyph forms)."""
     import vl_convert
 
     spec = chart.to_dict()
     _fix_container_width(spec)
+    if font:
+        spec.setdefault("config", {}).setdefault("font", font)
     return vl_convert.vegalite_to_png(spec, scale=scale)
 
 

@@ -13,8 +13,9 @@ from typing import Any
 
 import altair as alt
 
+from ..i18n import _
 from ..model.formatting import format_factor, format_time
-from ..model.phases import ONE_OFF_PHASES, PER_CALL_PHASES, PHASE_LABELS
+from ..model.phases import ONE_OFF_PHASES, PER_CALL_PHASES, phase_label
 from ..model.result import Result
 from .charts import (
     FIT_WIDTH,
@@ -27,6 +28,7 @@ from .charts import (
     headed_phase_axis,
 )
 from .history_view import lettered_labels
+from .views import stable_text
 
 # The naive first call sits with the one-off costs here: it is mostly compile.
 ONE_OFF = (*ONE_OFF_PHASES, "first_call")
@@ -55,12 +57,12 @@ def phase_rows(results: Sequence[Result], labels: Sequence[str] | None = None) -
                 s = result.phase(name)
                 median = max(s.median_s, TINY_S)
                 rows.append({
-                    "run": label, "phase": name, "label": PHASE_LABELS[name], "group": group,
+                    "run": label, "phase": name, "label": phase_label(name), "group": group,
                     "median_s": median,
                     "ci_low_s": max(finite_or(s.ci_low_s, median), TINY_S),
                     "ci_high_s": max(finite_or(s.ci_high_s, median), TINY_S),
                     "text": format_time(s.median_s) if s.median_s > 0 else "≈ 0", "n": s.n,
-                    "stable": "yes" if s.stable else f"no: {s.unstable_reason}",
+                    "stable": stable_text(s),
                 })
     return rows
 
@@ -80,20 +82,21 @@ def phase_chart(results: Sequence[Result], labels: Sequence[str] | None = None) 
                       legend=alt.Legend(title=None, orient="bottom", direction="vertical", labelLimit=900,
                                         labelFontSize=13, labelColor="#1F2430", symbolSize=140,
                                         symbolOpacity=1, symbolType="circle"))
-    tooltip = [alt.Tooltip("run:N"), alt.Tooltip("label:N", title="phase"), alt.Tooltip("text:N", title="median"),
-               alt.Tooltip("ci_low_s:Q", title="95% CI low (s)", format=".3g"),
-               alt.Tooltip("ci_high_s:Q", title="95% CI high (s)", format=".3g"),
-               alt.Tooltip("n:Q", title="samples"), alt.Tooltip("stable:N")]
+    tooltip = [alt.Tooltip("run:N", title=_("run")), alt.Tooltip("label:N", title=_("phase")),
+               alt.Tooltip("text:N", title=_("median")),
+               alt.Tooltip("ci_low_s:Q", title=_("95% CI low (s)"), format=".3g"),
+               alt.Tooltip("ci_high_s:Q", title=_("95% CI high (s)"), format=".3g"),
+               alt.Tooltip("n:Q", title=_("samples")), alt.Tooltip("stable:N", title=_("stable"))]
     base = alt.Chart(alt.Data(values=rows)).encode(y=y, yOffset=offset, color=color, tooltip=tooltip)
     stem = base.mark_rule(strokeWidth=1.5, opacity=0.35).encode(
-        x=alt.X("base:Q", scale=scale, axis=_time_axis("median time (log scale)", ticks)), x2="median_s:Q")
+        x=alt.X("base:Q", scale=scale, axis=_time_axis(_("median time (log scale)"), ticks)), x2="median_s:Q")
     ci = base.mark_rule(strokeWidth=6, opacity=0.3).encode(x=alt.X("ci_low_s:Q", scale=scale), x2="ci_high_s:Q")
     dot = base.mark_circle(size=90, opacity=1).encode(x=alt.X("median_s:Q", scale=scale))
     band = max(32, 14 * len(labels) + 10)
     return alt.layer(stem, ci, dot).properties(
         autosize=FIT_WIDTH, width="container", height=band * len(order),
-        title=alt.TitleParams("Phases, run by run", anchor="start",
-                              subtitle="median per phase; thick translucent line: 95% CI of the median"))
+        title=alt.TitleParams(_("Phases, run by run"), anchor="start",
+                              subtitle=_("median per phase; thick translucent line: 95% CI of the median")))
 
 
 # --- speedups ------------------------------------------------------------------------------------
@@ -119,13 +122,13 @@ def speedup_chart(results: Sequence[Result], labels: Sequence[str] | None = None
         ticks = [m * 10.0**e for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
                  for m in (1, 2, 5) if lo <= m * 10.0**e <= hi]
     scale = alt.Scale(type="log", domain=[lo, hi], nice=False)
-    axis = alt.Axis(title="speedup, NumPy time / JAX time (log scale)", values=ticks, format="~g",
+    axis = alt.Axis(title=_("speedup, NumPy time / JAX time (log scale)"), values=ticks, format="~g",
                     labelExpr="datum.label + 'x'", grid=True)
     y = alt.Y("run:N", title=None, scale=alt.Scale(domain=labels, paddingInner=0.3),
               axis=alt.Axis(labelLimit=520, labelFontSize=12, ticks=False, domain=False))
     color = alt.Color("run:N", scale=run_scale(labels), legend=None)
-    tooltip = [alt.Tooltip("run:N"), alt.Tooltip("text:N", title="speedup"),
-               alt.Tooltip("numpy:N", title="NumPy runtime"), alt.Tooltip("jax:N", title="JAX runtime")]
+    tooltip = [alt.Tooltip("run:N", title=_("run")), alt.Tooltip("text:N", title=_("speedup")),
+               alt.Tooltip("numpy:N", title=_("NumPy runtime")), alt.Tooltip("jax:N", title=_("JAX runtime"))]
     base = alt.Chart(alt.Data(values=rows)).encode(y=y, color=color, tooltip=tooltip)
     stem = base.mark_rule(strokeWidth=3, opacity=0.6).encode(x=alt.X("one:Q", scale=scale, axis=axis),
                                                             x2="speedup:Q")
@@ -135,8 +138,8 @@ def speedup_chart(results: Sequence[Result], labels: Sequence[str] | None = None
     texts = [t.encode(x=alt.X("speedup:Q", scale=scale), text="text:N") for t in (right, left)]
     one = alt.Chart(alt.Data(values=[{"x": 1.0}])).mark_rule(color="#333", strokeDash=[4, 3]).encode(
         x=alt.X("x:Q", scale=scale))
-    zones = alt.Chart(alt.Data(values=[{"x": lo, "text": "← NumPy faster", "align": "left"},
-                                       {"x": hi, "text": "JAX faster →", "align": "right"}]))
+    zones = alt.Chart(alt.Data(values=[{"x": lo, "text": _("← NumPy faster"), "align": "left"},
+                                       {"x": hi, "text": _("JAX faster →"), "align": "right"}]))
     zone_left = zones.transform_filter("datum.align == 'left'").mark_text(
         align="left", baseline="top", dx=4, y=-14, fontSize=11, color="#555").encode(
         x=alt.X("x:Q", scale=scale), text="text:N")
@@ -145,5 +148,5 @@ def speedup_chart(results: Sequence[Result], labels: Sequence[str] | None = None
         x=alt.X("x:Q", scale=scale), text="text:N")
     return alt.layer(one, stem, dot, *texts, zone_left, zone_right).properties(
         autosize=FIT_WIDTH, width="container", height=max(90, 38 * len(labels)),
-        title=alt.TitleParams("Speedup per run", anchor="start",
-                              subtitle="NumPy runtime / JAX runtime (blocked), each run against its own NumPy"))
+        title=alt.TitleParams(_("Speedup per run"), anchor="start",
+                              subtitle=_("NumPy runtime / JAX runtime (blocked), each run against its own NumPy")))

@@ -9,16 +9,19 @@ honest bar baseline (see charts.py).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
 import altair as alt
 
+from ..i18n import N_, _
 from ..model.formatting import format_time
 from .charts import FIT_WIDTH, JAX_COLOR, NUMPY_COLOR, TINY_S, _time_axis
-from .pitfalls_view import sides, speed_text
+from .pitfalls_view import side_label, sides, speed_text
 
-ROLE_WORDS = {"naive": "NAIVE", "correct": "CORRECT", "also": "ALSO"}
+# English here, translated where a row is labelled (role_word()).
+ROLE_WORDS = {"naive": N_("NAIVE"), "correct": N_("CORRECT"), "also": N_("ALSO")}
 ROLE_COLORS = {"naive": "#B3261E", "correct": "#1E7B34", "also": "#555555"}
 SIDE_DOTS = alt.Scale(domain=["JAX", "NumPy"], range=[JAX_COLOR, NUMPY_COLOR])
 SIDE_SHAPES = alt.Scale(domain=["JAX", "NumPy"], range=["circle", "diamond"])
@@ -27,9 +30,18 @@ MIN_DECADES = 1.5
 SEP = "|"  # splits a row's label into its two lines
 
 
-def _speed(jax_s: float, numpy_s: float | None) -> str:
-    """'3.35x slower than NumPy' ('' without a NumPy time)."""
-    return speed_text(numpy_s, jax_s).removeprefix("JAX ") if numpy_s else ""
+def role_word(role: str) -> str:
+    """'NAIVE', 'CORRECT', 'ALSO': a row label's first word, in the reader's language."""
+    return _(ROLE_WORDS[role])
+
+
+REGEX_SPECIAL = re.compile(r"[\\^$.*+?()[\]{}|/]")
+
+
+def _starts_with(word: str) -> str:
+    """A Vega expression: does the axis label start with ``word`` (escaped for a /regex/)?"""
+    pattern = REGEX_SPECIAL.sub(lambda m: "\\" + m[0], word)
+    return f"test(/^{pattern}/, datum.value)"
 
 
 def pitfall_rows(pitfall: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -40,14 +52,14 @@ def pitfall_rows(pitfall: Mapping[str, Any]) -> list[dict[str, Any]]:
         numpy_s = side.get("numpy_seconds")
         numpy_s = max(float(numpy_s), TINY_S) if numpy_s else None
         text = f"JAX {format_time(side['seconds'])}"
-        speed = _speed(jax_s, numpy_s)
+        speed = speed_text(numpy_s, jax_s, subject=False) if numpy_s else ""
         if speed:
             text += f" · {speed}"
         if side.get("rel_error") is not None:
-            text += f" · error {side['rel_error']:.2g}"
+            text += " · " + _("error {error:.2g}").format(error=side["rel_error"])
+        label = f"{role_word(role)} · {side_label(side)}"
         rows.append({
-            "order": order, "role": role, "label": f"{ROLE_WORDS[role]} · {side['label']}",
-            "row": f"{ROLE_WORDS[role]} · {side['label']}{SEP}{text}",
+            "order": order, "role": role, "label": label, "row": f"{label}{SEP}{text}",
             "jax_s": jax_s, "numpy_s": numpy_s, "lo_s": min(jax_s, numpy_s or jax_s),
             "hi_s": max(jax_s, numpy_s or jax_s), "text": text, "speed": speed or "—",
             "jax_text": format_time(side["seconds"]), "numpy_text": format_time(numpy_s),
@@ -90,27 +102,27 @@ def pitfall_chart(pitfall: Mapping[str, Any]) -> alt.LayerChart:
     lo, hi, ticks = _domain(rows)
     scale = alt.Scale(type="log", domain=[lo, hi], nice=False, clamp=True)
     order = [r["row"] for r in rows]
-    label_color = " : ".join(f"test(/^{ROLE_WORDS[role]}/, datum.value) ? '{color}'"
+    label_color = " : ".join(f"{_starts_with(role_word(role))} ? '{color}'"
                              for role, color in ROLE_COLORS.items() if role != "also")
     y = alt.Y("row:N", title=None, sort=order, scale=alt.Scale(domain=order, paddingInner=0.3),
               axis=alt.Axis(labelLimit=440, labelFontSize=13, ticks=False, domain=False, labelPadding=10,
                             labelExpr=f"split(datum.value, '{SEP}')", labelLineHeight=17, labelOffset=-8,
                             labelColor=alt.ExprRef(f"{label_color} : '{ROLE_COLORS['also']}'"),
-                            labelFontWeight=alt.ExprRef("test(/^ALSO/, datum.value) ? 'normal' : 'bold'")))
-    tooltip = [alt.Tooltip("label:N", title="measurement"), alt.Tooltip("jax_text:N", title="JAX"),
-               alt.Tooltip("numpy_text:N", title="NumPy"), alt.Tooltip("speed:N", title="JAX is")]
+                            labelFontWeight=alt.ExprRef(f"{_starts_with(role_word('also'))} ? 'normal' : 'bold'")))
+    tooltip = [alt.Tooltip("label:N", title=_("measurement")), alt.Tooltip("jax_text:N", title="JAX"),
+               alt.Tooltip("numpy_text:N", title="NumPy"), alt.Tooltip("speed:N", title=_("JAX is"))]
     gap = alt.Chart(alt.Data(values=rows)).mark_rule(strokeWidth=3, color="#9AA0A6", opacity=0.7).encode(
-        x=alt.X("lo_s:Q", scale=scale, axis=_time_axis("time per call (log scale)", ticks)), x2="hi_s:Q",
+        x=alt.X("lo_s:Q", scale=scale, axis=_time_axis(_("time per call (log scale)"), ticks)), x2="hi_s:Q",
         y=y, tooltip=tooltip)
     dots = alt.Chart(alt.Data(values=dot_rows(rows))).mark_point(filled=True, size=150, opacity=1).encode(
         x=alt.X("seconds:Q", scale=scale), y=y,
         color=alt.Color("side:N", scale=SIDE_DOTS, legend=alt.Legend(title=None, orient="top", direction="horizontal",
                                                                      symbolSize=120, labelFontSize=12)),
         shape=alt.Shape("side:N", scale=SIDE_SHAPES, legend=None),
-        tooltip=[alt.Tooltip("label:N", title="measurement"), alt.Tooltip("side:N"),
-                 alt.Tooltip("time:N", title="time per call"), alt.Tooltip("speed:N", title="JAX is")])
+        tooltip=[alt.Tooltip("label:N", title=_("measurement")), alt.Tooltip("side:N", title=_("side")),
+                 alt.Tooltip("time:N", title=_("time per call")), alt.Tooltip("speed:N", title=_("JAX is"))])
     return alt.layer(gap, dots).properties(
         autosize=FIT_WIDTH, width="container", height=ROW_PX * len(rows),
-        title=alt.TitleParams("Naive vs correct: time per call", anchor="start",
-                              subtitle="each row: JAX and NumPy on the same input; the gap between them is "
-                                       "the speedup that row reports"))
+        title=alt.TitleParams(_("Naive vs correct: time per call"), anchor="start",
+                              subtitle=_("each row: JAX and NumPy on the same input; the gap between them is "
+                                         "the speedup that row reports")))

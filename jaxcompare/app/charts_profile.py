@@ -9,6 +9,7 @@ from typing import Any
 
 import altair as alt
 
+from ..i18n import N_, _, translate_text
 from ..model.cases import format_shape
 from ..model.formatting import format_share, format_time, op_kind_text
 from ..model.profile import Profile
@@ -19,21 +20,28 @@ from .profile_view import side_profile
 GAP_COLOR = "#9AA0A6"
 OTHER_COLOR = "#F2A48F"
 BUSY_COLOR = "#54A24B"
-GAP_LABEL = "Gap: host overhead (dispatch, launch, sync)"
-ROLE_COLORS = {"XLA op": JAX_COLOR, "other ops": OTHER_COLOR, "gap": GAP_COLOR}
+# English here, translated where a bar is drawn.
+GAP_LABEL = N_("Gap: host overhead (dispatch, launch, sync)")
+ROLE_COLORS = {N_("XLA op"): JAX_COLOR, N_("other ops"): OTHER_COLOR, N_("gap"): GAP_COLOR}
+OTHER_OPS_LABEL = N_("(all other ops)")
+# Pitfall 5's two parts of a call, and their colours.
+BUSY_PART, GAP_PART = N_("device busy"), N_("gap: host overhead")
+PART_COLORS = {BUSY_PART: BUSY_COLOR, GAP_PART: GAP_COLOR}
 ROW_PX = 30
 
 
 def op_share_rows(profile: Profile) -> list[dict[str, Any]]:
     """One bar per top op, one for the other ops (if any), and the gap last; each its share of
-    the host's wall time per call, so the bars add up to 100%."""
-    rows = [{"label": op.name, "role": "XLA op", "share": op.share, "kind": op_kind_text(op.kind, op.holds),
+    the host's wall time per call, so the bars add up to 100%. Labels and roles are in the
+    reader's language (the roles are the legend's entries)."""
+    rows = [{"label": op.name, "role": _("XLA op"), "share": op.share, "kind": op_kind_text(op.kind, op.holds),
              "time": format_time(op.time_s)} for op in profile.ops]
     wall = profile.wall_s or 0.0
     if profile.other_ops_s > 0 and wall > 0:
-        rows.append({"label": "(all other ops)", "role": "other ops", "share": min(profile.other_ops_s / wall, 1.0),
-                     "kind": "", "time": format_time(profile.other_ops_s)})
-    rows.append({"label": GAP_LABEL, "role": "gap", "share": profile.gap_share or 0.0, "kind": "",
+        rows.append({"label": _(OTHER_OPS_LABEL), "role": _("other ops"),
+                     "share": min(profile.other_ops_s / wall, 1.0), "kind": "",
+                     "time": format_time(profile.other_ops_s)})
+    rows.append({"label": _(GAP_LABEL), "role": _("gap"), "share": profile.gap_share or 0.0, "kind": "",
                  "time": format_time(profile.gap_s)})
     for row in rows:
         row["text"] = f"{row['time']} · {format_share(row['share'])}"
@@ -48,23 +56,25 @@ def profile_chart(result: Result) -> alt.LayerChart:
     rows = op_share_rows(profile)
     order = [r["label"] for r in rows]
     roles = list(dict.fromkeys(r["role"] for r in rows))  # the legend names only what is drawn
+    colors = {_(role): color for role, color in ROLE_COLORS.items()}
     y = alt.Y("label:N", title=None, sort=order, axis=alt.Axis(labelLimit=320, labelFontSize=12, ticks=False))
-    x = alt.X("share:Q", title="share of the host's wall time per call",
+    x = alt.X("share:Q", title=_("share of the host's wall time per call"),
               scale=alt.Scale(domain=[0, 1.18]), axis=alt.Axis(format="%", values=[0, 0.25, 0.5, 0.75, 1]))
-    tooltip = [alt.Tooltip("label:N", title="what"), alt.Tooltip("kind:N", title="kind"),
-               alt.Tooltip("time:N", title="per call"), alt.Tooltip("share:Q", title="share", format=".1%")]
+    tooltip = [alt.Tooltip("label:N", title=_("what")), alt.Tooltip("kind:N", title=_("kind")),
+               alt.Tooltip("time:N", title=_("per call")), alt.Tooltip("share:Q", title=_("share"), format=".1%")]
     bars = alt.Chart(alt.Data(values=rows)).mark_bar(height={"band": 0.7}).encode(
         x=x, y=y, tooltip=tooltip,
-        color=alt.Color("role:N", scale=alt.Scale(domain=roles, range=[ROLE_COLORS[r] for r in roles]),
+        color=alt.Color("role:N", scale=alt.Scale(domain=roles, range=[colors[r] for r in roles]),
                         legend=alt.Legend(title=None, orient="top", direction="horizontal")))
     text = alt.Chart(alt.Data(values=rows)).mark_text(align="left", dx=4, fontSize=12, color="#333").encode(
         x=x, y=y, text="text:N")
     return alt.layer(bars, text).properties(
         autosize=FIT_WIDTH, width="container", height=ROW_PX * len(rows) + 20,
-        title=alt.TitleParams("Where one JAX call's time goes", anchor="start",
+        title=alt.TitleParams(_("Where one JAX call's time goes"), anchor="start",
                               subtitle=[_subtitle(result),
-                                        f"mean of {profile.calls} traced call(s) of "
-                                        f"{format_time(profile.wall_s)}; {profile.where}"]))
+                                        _("mean of {calls} traced call(s) of {wall}; {where}").format(
+                                            calls=profile.calls, wall=format_time(profile.wall_s),
+                                            where=translate_text(profile.where))]))
 
 
 # --- the Pitfalls page's workload-size section -------------------------------------------------
@@ -77,11 +87,11 @@ def size_gap_rows(pitfall: Mapping[str, Any]) -> list[dict[str, Any]]:
         if profile is None or not profile.ok:
             continue
         shape = format_shape(tuple(side.get("shape") or ()))
-        label = f"{shape} · {format_time(profile.wall_s)} per call"
+        label = _("{shape} · {time} per call").format(shape=shape, time=format_time(profile.wall_s))
         busy = profile.busy_share or 0.0
-        rows.append({"label": label, "part": "device busy", "start": 0.0, "end": busy, "share": busy,
+        rows.append({"label": label, "part": _(BUSY_PART), "start": 0.0, "end": busy, "share": busy,
                      "time": format_time(profile.device_busy_s)})
-        rows.append({"label": label, "part": "gap: host overhead", "start": busy, "end": 1.0,
+        rows.append({"label": label, "part": _(GAP_PART), "start": busy, "end": 1.0,
                      "share": profile.gap_share or 0.0, "time": format_time(profile.gap_s)})
     for row in rows:
         row["text"] = f"{row['part']} {format_share(row['share'])}" if row["share"] >= 0.12 else ""
@@ -96,19 +106,19 @@ def size_gap_chart(pitfall: Mapping[str, Any]) -> alt.LayerChart | None:
         return None
     order = list(dict.fromkeys(r["label"] for r in rows))
     y = alt.Y("label:N", title=None, sort=order, axis=alt.Axis(labelLimit=320, labelFontSize=12, ticks=False))
-    x = alt.X("start:Q", title="share of the wall time per call (profiled)", scale=alt.Scale(domain=[0, 1]),
+    x = alt.X("start:Q", title=_("share of the wall time per call (profiled)"), scale=alt.Scale(domain=[0, 1]),
               axis=alt.Axis(format="%", values=[0, 0.25, 0.5, 0.75, 1]))
-    color = alt.Color("part:N", scale=alt.Scale(domain=["device busy", "gap: host overhead"],
-                                                range=[BUSY_COLOR, GAP_COLOR]),
+    color = alt.Color("part:N", scale=alt.Scale(domain=[_(part) for part in PART_COLORS],
+                                                range=list(PART_COLORS.values())),
                       legend=alt.Legend(title=None, orient="top", direction="horizontal"))
-    tooltip = [alt.Tooltip("label:N", title="shape"), alt.Tooltip("part:N"), alt.Tooltip("time:N", title="per call"),
-               alt.Tooltip("share:Q", format=".1%")]
+    tooltip = [alt.Tooltip("label:N", title=_("shape")), alt.Tooltip("part:N", title=_("part")),
+               alt.Tooltip("time:N", title=_("per call")), alt.Tooltip("share:Q", title=_("share"), format=".1%")]
     bars = alt.Chart(alt.Data(values=rows)).mark_bar(height={"band": 0.6}).encode(
         x=x, x2="end:Q", y=y, color=color, tooltip=tooltip)
     text = alt.Chart(alt.Data(values=rows)).mark_text(align="left", dx=6, fontSize=12, color="white",
                                                       fontWeight="bold").encode(x="start:Q", y=y, text="text:N")
     return alt.layer(bars, text).properties(
         autosize=FIT_WIDTH, width="container", height=44 * len(order) + 20,
-        title=alt.TitleParams("Why tiny inputs lose: the device is idle for most of a tiny call", anchor="start",
-                              subtitle="each shape's blocked call, traced with jax.profiler: the device's busy "
-                                       "time and the gap (Python and C++ dispatch, launch, sync)"))
+        title=alt.TitleParams(_("Why tiny inputs lose: the device is idle for most of a tiny call"), anchor="start",
+                              subtitle=_("each shape's blocked call, traced with jax.profiler: the device's busy "
+                                         "time and the gap (Python and C++ dispatch, launch, sync)")))

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from ..analysis.sweep import ladder
+from ..i18n import N_, _, translate_text
 from ..model.cases import Case, format_shape
 from ..model.errors import BadInput, JaxCompareError
 from ..model.result import Result
@@ -17,9 +18,21 @@ from ..model.spec import DEVICES, DTYPES, PRECISIONS, Spec, TimingConfig, parse_
 
 GROUP_LABELS = {"numpy": "NumPy", "scipy": "SciPy"}
 TIMING_MODES = ("quick", "careful", "thorough")
-TIMING_LABELS = {"careful": "Careful (≈3–5 s)", "quick": "Quick (≈1–2 s)", "thorough": "Thorough (≈6–10 s)"}
+# Shown in the reader's language by timing_label() and device_label() (the controls' format_func).
+TIMING_LABELS = {"careful": N_("Careful (≈3–5 s)"), "quick": N_("Quick (≈1–2 s)"),
+                 "thorough": N_("Thorough (≈6–10 s)")}
 SIZE_CHOICES = ("small", "large", "custom")
-DEVICE_LABELS = {"auto": "auto (GPU, else TPU, else CPU)", "cpu": "CPU", "gpu": "GPU", "tpu": "TPU"}
+DEVICE_LABELS = {"auto": N_("auto (GPU, else TPU, else CPU)"), "cpu": "CPU", "gpu": "GPU", "tpu": "TPU"}
+
+
+def timing_label(mode: str) -> str:
+    """'Careful (≈3–5 s)' in the reader's language: the timing control's format_func."""
+    return _(TIMING_LABELS[mode])
+
+
+def device_label(device: str) -> str:
+    """'auto (GPU, else TPU, else CPU)', 'CPU'...: the device control's format_func."""
+    return _(DEVICE_LABELS[device])
 
 
 def timing_config(mode: str) -> TimingConfig:
@@ -28,7 +41,7 @@ def timing_config(mode: str) -> TimingConfig:
 
 # --- cases ---------------------------------------------------------------------------------
 def group_label(group: str) -> str:
-    return GROUP_LABELS.get(group, group.capitalize() or "Custom")
+    return GROUP_LABELS.get(group, group.capitalize() or _("Custom"))
 
 
 def ordered_cases(cases: Sequence[Case]) -> list[Case]:
@@ -40,7 +53,7 @@ def ordered_cases(cases: Sequence[Case]) -> list[Case]:
 def case_label(case: Case) -> str:
     """'NumPy · matmul — Matrix product A @ B': the group prefix keeps the list grouped and
     searchable by library."""
-    title = f" — {case.title}" if case.title and case.title != case.name else ""
+    title = f" — {translate_text(case.title)}" if case.title and case.title != case.name else ""
     return f"{group_label(case.group)} · {case.name}{title}"
 
 
@@ -51,8 +64,8 @@ def precision_label(precision: str) -> str:
 
 def size_labels(case: Case) -> dict[str, str]:
     """The shape control's choices for ``case``: 'Small · 10x10', 'Large · 1000x1000', 'Custom'."""
-    return {"small": f"Small · {format_shape(case.small_shape)}",
-            "large": f"Large · {format_shape(case.large_shape)}", "custom": "Custom"}
+    return {"small": _("Small · {shape}").format(shape=format_shape(case.small_shape)),
+            "large": _("Large · {shape}").format(shape=format_shape(case.large_shape)), "custom": _("Custom")}
 
 
 def preset_shape_text(case: Case, size: str) -> str:
@@ -81,12 +94,18 @@ def _case_from_url(raw: str, cases: Sequence[Case]) -> tuple[Case | None, str | 
     import difflib
 
     close = difflib.get_close_matches(raw, [c.name for c in cases], n=3)
-    hint = f" (did you mean {', '.join(close)}?)" if close else ""
-    return None, f"there is no case called {raw!r}{hint}"
+    if close:
+        return None, N_("there is no case called {raw!r} (did you mean {close}?)").format(
+            raw=raw, close=", ".join(close))
+    return None, N_("there is no case called {raw!r}").format(raw=raw)
 
 
+# The URL's warnings are kept (in session state) and shown later, in the language of that moment:
+# they are worded in English from N_() templates, and the page shows them with translate_text().
 def _url_warning(key: str, raw: str, reason: str, default: str) -> str:
-    return f"The link's `{key}={raw}` was ignored: {reason}. Using the default, {default}."
+    # One field for `key=raw`: a value alone ('shape', 'yes') could be a message of its own.
+    return N_("The link's `{setting}` was ignored: {reason}. Using the default, {default}.").format(
+        setting=f"{key}={raw}", reason=reason, default=default)
 
 
 @dataclass(frozen=True)
@@ -121,7 +140,7 @@ class CompareConfig:
                      precision: str) -> str:
         """A caption's note when these settings would no longer measure what is shown ('' if they would)."""
         same = self.case == case and shape == tuple(measured_shape) and self.precision == precision
-        return "" if same else " · *the sidebar settings have changed since this run*"
+        return "" if same else " · " + _("*the sidebar settings have changed since this run*")
 
     def query(self) -> dict[str, str]:
         """URL parameters: the case always, the rest only when not the default."""
@@ -145,7 +164,8 @@ def _choice(query: Mapping[str, Any], key: str, options: Sequence[str], default:
         return default
     if raw in options:
         return raw
-    warnings.append(_url_warning(key, raw, f"it must be one of {', '.join(options)}", default))
+    warnings.append(_url_warning(key, raw, N_("it must be one of {options}").format(options=", ".join(options)),
+                                 default))
     return default
 
 
@@ -161,7 +181,7 @@ def compare_config_from_query(query: Mapping[str, Any], cases: Sequence[Case],
     if raw_case is not None:
         found, problem = _case_from_url(raw_case, ordered)
         if found is None:
-            warnings.append(_url_warning("case", raw_case, problem or "unknown case", default_case.name))
+            warnings.append(_url_warning("case", raw_case, problem or N_("unknown case"), default_case.name))
         else:
             case = found
     presets = {"small": case.small_shape, "large": case.large_shape}
@@ -178,8 +198,8 @@ def compare_config_from_query(query: Mapping[str, Any], cases: Sequence[Case],
                 size = next((name for name in (cls.DEFAULT_SIZE, "small", "large") if presets[name] == shape),
                             "custom")
             except JaxCompareError as exc:
-                warnings.append(_url_warning("shape", raw_shape, str(exc),
-                                             f"the {size} preset {custom}"))
+                preset = (N_("the small preset {shape}") if size == "small" else N_("the large preset {shape}"))
+                warnings.append(_url_warning("shape", raw_shape, str(exc), preset.format(shape=custom)))
     config = cls(
         case=case.name, size=size, custom_shape=custom,
         precision=_choice(query, "precision", PRECISIONS, "x32", warnings),
@@ -213,7 +233,7 @@ class SweepConfig:
     def plan(self, case: Case, env: Mapping[str, Any] | None = None) -> SweepRun:
         """The sweep these settings describe; BadInput says what is wrong with them."""
         if not self.precisions:
-            raise BadInput("pick at least one precision")
+            raise BadInput(N_("pick at least one precision"))
         shapes = self.shapes(case, backend_for(self.device, env))
         return SweepRun.plan(self.base_spec(case), shapes, self.precisions)
 
@@ -265,10 +285,11 @@ def check_largest(case: Case, text: str) -> tuple[int, ...]:
     than the small preset."""
     shape = check_shape_text(case, text)
     if len(shape) != len(case.small_shape):
-        raise BadInput(f"the largest size needs {len(case.small_shape)} dimension(s) like "
-                       f"{format_shape(case.large_shape)}")
+        raise BadInput(N_("the largest size needs {ndim} dimension(s) like {example}").format(
+            ndim=len(case.small_shape), example=format_shape(case.large_shape)))
     if math.prod(shape) <= math.prod(case.small_shape):
-        raise BadInput(f"the largest size must be bigger than the smallest, {format_shape(case.small_shape)}")
+        raise BadInput(N_("the largest size must be bigger than the smallest, {smallest}").format(
+            smallest=format_shape(case.small_shape)))
     return shape
 
 
@@ -285,7 +306,7 @@ def sweep_config_from_query(query: Mapping[str, Any], cases: Sequence[Case]
         parts = tuple(p.strip() for p in raw.split(",") if p.strip())
         bad = [p for p in parts if p not in PRECISIONS]
         if bad or not parts:
-            warnings.append(_url_warning("precision", raw, "give x32, x64 or x32,x64", "x32"))
+            warnings.append(_url_warning("precision", raw, N_("give x32, x64 or x32,x64"), "x32"))
         else:
             precisions = tuple(p for p in PRECISIONS if p in parts)
     steps = 6
@@ -295,14 +316,15 @@ def sweep_config_from_query(query: Mapping[str, Any], cases: Sequence[Case]
         if raw.isdigit() and lo <= int(raw) <= hi:
             steps = int(raw)
         else:
-            warnings.append(_url_warning("steps", raw, f"it must be a whole number from {lo} to {hi}", "6"))
+            warnings.append(_url_warning("steps", raw, N_("it must be a whole number from {lo} to {hi}").format(
+                lo=lo, hi=hi), "6"))
     largest = ""
     raw = _first(query.get("largest"))
     if raw is not None:
         try:
             largest = format_shape(check_largest(case, raw))
         except JaxCompareError as exc:
-            warnings.append(_url_warning("largest", raw, str(exc), "the case's large preset"))
+            warnings.append(_url_warning("largest", raw, str(exc), N_("the case's large preset")))
     config = SweepConfig(
         case=case.name, precisions=precisions, steps=steps, largest=largest,
         device=_choice(query, "device", DEVICES, "auto", warnings),
@@ -320,7 +342,7 @@ class SweepRun:
     base: Spec
     points: list[tuple[tuple[int, ...], str]]  # (shape, precision), in run order
     results: list[Result] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
+    failures: list[tuple[str, str]] = field(default_factory=list)  # (point: '10x10 x32', the error, as recorded)
     next_index: int = 0
     job: Any = None
     current: tuple[tuple[int, ...], str] | None = None
@@ -342,7 +364,7 @@ class SweepRun:
 
     @property
     def completed(self) -> int:
-        return len(self.results) + len(self.errors)
+        return len(self.results) + len(self.failures)
 
     def extent(self) -> tuple[float, float] | None:
         """Smallest and largest planned element counts (a stable x axis while running)."""
@@ -354,12 +376,14 @@ class SweepRun:
     def plan_text(self) -> str:
         """'10x10 → 32x32 → 100x100: 6 measurement(s).' for the sidebar, before it runs."""
         sizes = list(dict.fromkeys(shape for shape, _ in self.points))
-        return f"{' → '.join(format_shape(s) for s in sizes)}: {self.total} measurement(s)."
+        return _("{sizes}: {count} measurement(s).").format(sizes=" → ".join(format_shape(s) for s in sizes),
+                                                          count=self.total)
 
     def progress_label(self) -> str:
         """'Size 2 of 6: 32x32 x32': which point is being measured."""
         shape, precision = self.current or ((), "")
-        return f"Size {min(self.completed + 1, self.total)} of {self.total}: {format_shape(shape)} {precision}"
+        return _("Size {index} of {total}: {shape} {precision}").format(
+            index=min(self.completed + 1, self.total), total=self.total, shape=format_shape(shape), precision=precision)
 
     def fraction(self) -> float:
         if not self.points:
@@ -376,7 +400,7 @@ class SweepRun:
             shape, precision = self.current or ((), "")
             if self.job.error is not None:
                 if not self.stopped:
-                    self.errors.append(f"{format_shape(shape)} {precision}: {self.job.error}")
+                    self.failures.append((f"{format_shape(shape)} {precision}", str(self.job.error)))
                     self.stopped = True
             elif self.job.value is not None:
                 self.results.append(self.job.value)
@@ -390,7 +414,7 @@ class SweepRun:
             try:
                 self.job = submit(spec)
             except JaxCompareError as exc:
-                self.errors.append(f"{format_shape(shape)} {precision}: {exc}")
+                self.failures.append((f"{format_shape(shape)} {precision}", str(exc)))
                 self.job, self.current, self.stopped = None, None, True
                 landed = True
         return landed

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..i18n import _, ngettext
 from ..model.formatting import format_bytes
 
 Env = Mapping[str, Any]
@@ -27,26 +28,33 @@ def accelerators(env: Env) -> list[dict[str, Any]]:
 
 def cores_text(env: Env) -> str:
     cores = env.get("cpu_affinity") or env.get("cpu_count_logical")
-    return f"{cores} core{'s' if cores != 1 else ''}" if cores else "unknown cores"
+    if not cores:
+        return _("unknown cores")
+    return ngettext("{cores} core", "{cores} cores", cores).format(cores=cores)
 
 
 def device_banner(env: Env | None) -> Banner:
     """Which device the measurements run on, in one sentence."""
     if not env:
-        return Banner("info", "Checking which device the measurements will run on…")
+        return Banner("info", _("Checking which device the measurements will run on…"))
     accel = accelerators(env)
     if accel:
         first = accel[0]
         kinds = sorted({d.get("kind", d["platform"]) for d in accel})
         memory, in_use = first.get("memory_limit_bytes"), first.get("memory_in_use_bytes") or 0
-        more = f" ({len(accel)} devices)" if len(accel) > 1 else ""
-        mem = f", {format_bytes(memory - in_use)} of {format_bytes(memory)} memory free" if memory else ""
-        return Banner("success", f"Measuring on **{', '.join(kinds)}** ({first['platform'].upper()}"
-                                 f"{mem}){more}.")
-    return Banner("warning",
-                  f"**No GPU or TPU found: falling back to JAX's CPU backend** on this machine "
-                  f"({env.get('cpu_model', 'unknown CPU')}, {cores_text(env)}). Both sides run on the same "
-                  f"CPU, so a speedup here is XLA's CPU code against NumPy's, not an accelerator.")
+        values = {"kinds": ", ".join(kinds), "platform": first["platform"].upper(), "count": len(accel)}
+        if memory:
+            values.update(free=format_bytes(memory - in_use), total=format_bytes(memory))
+            text = (_("Measuring on **{kinds}** ({platform}, {free} of {total} memory free) ({count} devices).")
+                    if len(accel) > 1 else _("Measuring on **{kinds}** ({platform}, {free} of {total} memory free)."))
+        else:
+            text = (_("Measuring on **{kinds}** ({platform}) ({count} devices).") if len(accel) > 1
+                    else _("Measuring on **{kinds}** ({platform})."))
+        return Banner("success", text.format(**values))
+    return Banner("warning", _(
+        "**No GPU or TPU found: falling back to JAX's CPU backend** on this machine ({cpu}, {cores}). Both sides "
+        "run on the same CPU, so a speedup here is XLA's CPU code against NumPy's, not an accelerator.").format(
+        cpu=env.get("cpu_model", _("unknown CPU")), cores=cores_text(env)))
 
 
 def device_problem(device: str, env: Env | None) -> str | None:
@@ -56,8 +64,9 @@ def device_problem(device: str, env: Env | None) -> str | None:
     platforms = {d.get("platform") for d in (env.get("jax") or {}).get("devices", [])}
     if device in platforms:
         return None
-    present = ", ".join(sorted(p for p in platforms if p)) or "none"
-    return f"No {device.upper()} is visible to JAX here (present: {present}); a run on it would fail."
+    present = ", ".join(sorted(p for p in platforms if p)) or _("none")
+    return _("No {device} is visible to JAX here (present: {present}); a run on it would fail.").format(
+        device=device.upper(), present=present)
 
 
 def load_average() -> float | None:
@@ -87,38 +96,38 @@ class Machine:
 
 def cpu_fallback(m: Machine) -> Iterator[str]:
     if not accelerators(m.env):
-        yield "CPU fallback: no GPU or TPU is visible to JAX, so every JAX number is for the CPU backend."
+        yield _("CPU fallback: no GPU or TPU is visible to JAX, so every JAX number is for the CPU backend.")
 
 
 def shared_cores(m: Machine) -> Iterator[str]:
     if m.cores and m.cores <= 4:
-        yield (f"Shared cores: only {m.cores} core(s). NumPy's BLAS, XLA, the app server and anything else on "
-               f"the machine compete for them, so expect noise.")
+        yield _("Shared cores: only {cores} core(s). NumPy's BLAS, XLA, the app server and anything else on "
+                "the machine compete for them, so expect noise.").format(cores=m.cores)
 
 
 def busy_machine(m: Machine) -> Iterator[str]:
     if m.load is not None and m.cores and m.load > 0.5 * m.cores:
-        yield (f"Busy machine: the 1-minute load average is {m.load:.2f} on {m.cores} core(s); other work will "
-               f"add noise to every timing.")
+        yield _("Busy machine: the 1-minute load average is {load:.2f} on {cores} core(s); other work will "
+                "add noise to every timing.").format(load=m.load, cores=m.cores)
 
 
 def hyper_threading(m: Machine) -> Iterator[str]:
     logical, physical = m.env.get("cpu_count_logical"), m.env.get("cpu_count_physical")
     if logical and physical and logical > physical:
-        yield (f"Hyper-threading: {logical} logical CPUs on {physical} physical cores; two threads on one core "
-               f"slow each other down.")
+        yield _("Hyper-threading: {logical} logical CPUs on {physical} physical cores; two threads on one core "
+                "slow each other down.").format(logical=logical, physical=physical)
 
 
 def x64_mismatch(precision: str, jax_env: Env) -> Iterator[str]:
     if bool(jax_env.get("x64_enabled")) != (precision == "x64"):
-        yield (f"The {precision} worker reports jax_enable_x64={jax_env.get('x64_enabled')}: its dtypes do not "
-               f"match its precision mode.")
+        yield _("The {precision} worker reports jax_enable_x64={x64}: its dtypes do not match its precision "
+                "mode.").format(precision=precision, x64=jax_env.get("x64_enabled"))
 
 
 def compilation_cache(precision: str, jax_env: Env) -> Iterator[str]:
     if jax_env.get("compilation_cache"):
-        yield (f"The {precision} worker has the persistent compilation cache on: 'compile' times may be disk "
-               f"reads.")
+        yield _("The {precision} worker has the persistent compilation cache on: 'compile' times may be disk "
+                "reads.").format(precision=precision)
 
 
 WORKER_RULES: tuple[Callable[[str, Env], Iterator[str]], ...] = (x64_mismatch, compilation_cache)
@@ -137,31 +146,32 @@ def blas_oversubscribed(m: Machine) -> Iterator[str]:
     for b in m.env.get("blas") or []:
         threads = b.get("num_threads")
         if threads and m.cores and threads > m.cores:
-            yield (f"{b.get('internal_api', 'BLAS')} uses {threads} threads on {m.cores} core(s): "
-                   f"oversubscription makes NumPy slower and noisier.")
+            yield _("{library} uses {threads} threads on {cores} core(s): oversubscription makes NumPy slower and "
+                    "noisier.").format(library=b.get("internal_api", "BLAS"), threads=threads, cores=m.cores)
 
 
 def conflicting_memory_fraction(m: Machine) -> Iterator[str]:
     if "XLA_CLIENT_MEM_FRACTION" in m.env_vars and "XLA_PYTHON_CLIENT_MEM_FRACTION" in m.env_vars:
-        yield ("Both XLA_CLIENT_MEM_FRACTION and its older alias XLA_PYTHON_CLIENT_MEM_FRACTION are set; "
-               "they conflict.")
+        yield _("Both XLA_CLIENT_MEM_FRACTION and its older alias XLA_PYTHON_CLIENT_MEM_FRACTION are set; "
+                "they conflict.")
 
 
 def custom_xla_flags(m: Machine) -> Iterator[str]:
     if m.env_vars.get("XLA_FLAGS"):
-        yield f"Custom XLA_FLAGS are active: `{m.env_vars['XLA_FLAGS']}`."
+        yield _("Custom XLA_FLAGS are active: `{flags}`.").format(flags=m.env_vars["XLA_FLAGS"])
 
 
 def blas_thread_limits(m: Machine) -> Iterator[str]:
     for var in BLAS_THREAD_VARS:
         if var in m.env_vars:
-            yield f"{var}={m.env_vars[var]} limits NumPy's threads (XLA is not limited by it)."
+            yield _("{variable}={value} limits NumPy's threads (XLA is not limited by it).").format(
+                variable=var, value=m.env_vars[var])
 
 
 def low_memory(m: Machine) -> Iterator[str]:
     available = m.env.get("memory_available_bytes")
     if available and available < 2 * 1024**3:
-        yield f"Only {format_bytes(available)} of memory is free: large shapes may swap or fail."
+        yield _("Only {free} of memory is free: large shapes may swap or fail.").format(free=format_bytes(available))
 
 
 ENVIRONMENT_RULES: tuple[Callable[[Machine], Iterator[str]], ...] = (
@@ -182,33 +192,35 @@ def environment_warnings(workers: Mapping[str, Env], load: float | None = None) 
 
 # --- the Environment page's tables ---------------------------------------------------------------
 def version_rows(versions: Mapping[str, str | None]) -> list[dict[str, str]]:
-    return [{"Package": name, "Version": version or "not installed"} for name, version in versions.items()]
+    return [{_("Package"): name, _("Version"): version or _("not installed")} for name, version in versions.items()]
 
 
 def machine_rows(env: Env, host: Env, load: float | None) -> list[dict[str, Any]]:
     """CPU and memory; the memory available is the app process's own, measured now."""
-    return [
-        {"Item": "CPU model", "Value": env.get("cpu_model")},
-        {"Item": "Logical CPUs", "Value": str(env.get("cpu_count_logical"))},
-        {"Item": "Physical cores", "Value": str(env.get("cpu_count_physical"))},
-        {"Item": "Cores this process may use (affinity)", "Value": str(env.get("cpu_affinity"))},
-        {"Item": "Load average (1 min)", "Value": "—" if load is None else f"{load:.2f}"},
-        {"Item": "Memory total", "Value": format_bytes(env.get("memory_total_bytes"))},
-        {"Item": "Memory available", "Value": format_bytes(host.get("memory_available_bytes"))},
-        {"Item": "Platform", "Value": env.get("platform")},
-        {"Item": "Python", "Value": env.get("python_executable")},
+    items = [
+        (_("CPU model"), env.get("cpu_model")),
+        (_("Logical CPUs"), str(env.get("cpu_count_logical"))),
+        (_("Physical cores"), str(env.get("cpu_count_physical"))),
+        (_("Cores this process may use (affinity)"), str(env.get("cpu_affinity"))),
+        (_("Load average (1 min)"), "—" if load is None else f"{load:.2f}"),
+        (_("Memory total"), format_bytes(env.get("memory_total_bytes"))),
+        (_("Memory available"), format_bytes(host.get("memory_available_bytes"))),
+        (_("Platform"), env.get("platform")),
+        ("Python", env.get("python_executable")),
     ]
+    item, value = _("Item"), _("Value")
+    return [{item: name, value: text} for name, text in items]
 
 
 def worker_rows(workers: Mapping[str, Env]) -> list[dict[str, Any]]:
     rows = []
     for precision, worker_env in workers.items():
         jax_env = worker_env.get("jax") or {}
-        rows.append({"Worker": precision, "Backend": jax_env.get("default_backend"),
-                     "jax_enable_x64": "on" if jax_env.get("x64_enabled") else "off",
-                     "Default float": jax_env.get("default_float"),
-                     "Compilation cache": "on" if jax_env.get("compilation_cache") else "off",
-                     "Devices": len(jax_env.get("devices", []))})
+        rows.append({_("Worker"): precision, _("Backend"): jax_env.get("default_backend"),
+                     "jax_enable_x64": _("on") if jax_env.get("x64_enabled") else _("off"),
+                     _("Default float"): jax_env.get("default_float"),
+                     _("Compilation cache"): _("on") if jax_env.get("compilation_cache") else _("off"),
+                     _("Devices"): len(jax_env.get("devices", []))})
     return rows
 
 
@@ -217,29 +229,29 @@ def device_memory_text(device: Env) -> dict[str, str]:
     this process may use, and bytes_in_use); "n/a" on the CPU, whose memory is the host's."""
     limit, in_use = device.get("memory_limit_bytes"), device.get("memory_in_use_bytes")
     if device.get("platform") == "cpu" or limit is None:
-        na = "n/a (host memory)" if device.get("platform") == "cpu" else "not reported"
-        return {"Memory free": na, "Memory limit": na, "Memory in use": na}
-    return {"Memory free": format_bytes(limit - (in_use or 0)), "Memory limit": format_bytes(limit),
-            "Memory in use": format_bytes(in_use)}
+        na = _("n/a (host memory)") if device.get("platform") == "cpu" else _("not reported")
+        return {_("Memory free"): na, _("Memory limit"): na, _("Memory in use"): na}
+    return {_("Memory free"): format_bytes(limit - (in_use or 0)), _("Memory limit"): format_bytes(limit),
+            _("Memory in use"): format_bytes(in_use)}
 
 
 def device_rows(env: Env) -> list[dict[str, Any]]:
-    return [{"Platform": d.get("platform"), "Id": d.get("id"), "Kind": d.get("kind"), "Name": d.get("name"),
-             **device_memory_text(d)}
+    return [{_("Platform"): d.get("platform"), _("Id"): d.get("id"), _("Kind"): d.get("kind"),
+             _("Name"): d.get("name"), **device_memory_text(d)}
             for d in (env.get("jax") or {}).get("devices", [])]
 
 
 def accelerator_memory_rows(workers: Mapping[str, Env]) -> list[dict[str, Any]]:
     """Each worker's view of each GPU/TPU's memory: both workers share one device, and each
     allocates on demand (XLA_PYTHON_CLIENT_PREALLOCATE=false), so neither starves the other."""
-    return [{"Worker": precision, "Device": d.get("name"), "Kind": d.get("kind"), **device_memory_text(d)}
+    return [{_("Worker"): precision, _("Device"): d.get("name"), _("Kind"): d.get("kind"), **device_memory_text(d)}
             for precision, worker_env in workers.items() for d in accelerators(worker_env or {})]
 
 
 def blas_rows(env: Env) -> list[dict[str, Any]]:
-    return [{"Library": b.get("internal_api"), "API": b.get("user_api"), "Threads": b.get("num_threads"),
-             "Threading": b.get("threading_layer"), "Version": b.get("version"),
-             "Architecture": b.get("architecture")} for b in env.get("blas") or []]
+    return [{_("Library"): b.get("internal_api"), _("API"): b.get("user_api"), _("Threads"): b.get("num_threads"),
+             _("Threading"): b.get("threading_layer"), _("Version"): b.get("version"),
+             _("Architecture"): b.get("architecture")} for b in env.get("blas") or []]
 
 
 def env_var_rows(names: Sequence[str], host: Env, workers: Mapping[str, Env]) -> list[dict[str, str]]:
@@ -250,6 +262,6 @@ def env_var_rows(names: Sequence[str], host: Env, workers: Mapping[str, Env]) ->
         app_value = host["env_vars"].get(name)
         if app_value is None and not any(values.values()):
             continue
-        rows.append({"Variable": name, "App process": app_value or "—",
-                     **{f"{p} worker": v or "—" for p, v in values.items()}})
+        rows.append({_("Variable"): name, _("App process"): app_value or "—",
+                     **{_("{precision} worker").format(precision=p): v or "—" for p, v in values.items()}})
     return rows

@@ -9,15 +9,18 @@ from typing import Any
 
 from ..analysis import compare
 from ..history.exchange import summary
+from ..i18n import N_, _, ngettext, sentences
 from ..model.formatting import format_factor, format_time
 from ..model.result import Result, finite_or_none
 
 MAX_COMPARE = 10  # runs drawn side by side; one letter each
 LETTERS = "ABCDEFGHIJ"
+# What differs between two runs, named in the reader's language (difference_lines); dtype, CPU and the
+# package names are the same in every language.
 FIELD_NAMES = {
-    "case": "case", "shape": "shape", "precision": "precision", "dtype": "dtype", "backend": "device",
-    "device_kind": "device kind", "host": "host", "cpu_model": "CPU", "jax": "jax", "jaxlib": "jaxlib",
-    "numpy": "numpy", "scipy": "scipy",
+    "case": N_("case"), "shape": N_("shape"), "precision": N_("precision"), "dtype": "dtype",
+    "backend": N_("device"), "device_kind": N_("device kind"), "host": N_("host"), "cpu_model": "CPU",
+    "jax": "jax", "jaxlib": "jaxlib", "numpy": "numpy", "scipy": "scipy",
 }
 VERDICT_LEVEL = {compare.FASTER: "success", compare.SLOWER: "error", compare.SAME: "info",
                  compare.TOO_FEW: "warning"}
@@ -86,24 +89,26 @@ def oldest_first(results: Sequence[Result]) -> list[Result]:
 # --- table and filters ---------------------------------------------------------------------------
 def table_rows(rows: Sequence[Mapping[str, Any]], *, host: bool = True) -> list[dict[str, Any]]:
     """One table row per saved result (times as text: they span six decades); ``host=False``
-    leaves the machine's name out (a hosted demo's visitors)."""
+    leaves the machine's name out (a hosted demo's visitors). The columns are named in the
+    reader's language: the page finds them as ``_("Speedup")`` and ``_("ID")``."""
     out = []
+    host_column = _("Host")
     for row in rows:
         out.append({
-            "Measured (UTC)": when_text(row["created"]),
-            "Case": row["case"],
-            "Shape": row["shape"],
-            "Precision": row["precision"],
-            "Device": device_text(row["backend"], row["device_kind"]),
-            "Host": row["host"] or "—",
+            _("Measured (UTC)"): when_text(row["created"]),
+            _("Case"): row["case"],
+            _("Shape"): row["shape"],
+            _("Precision"): row["precision"],
+            _("Device"): device_text(row["backend"], row["device_kind"]),
+            host_column: row["host"] or "—",
             "JAX": row["jax_version"] or "—",
-            "NumPy runtime": format_time(row["numpy_median_s"]),
-            "JAX runtime": format_time(row["jax_median_s"]),
-            "Speedup": finite_or_none(row.get("speedup")),
-            "ID": row["id"][:8],
+            _("NumPy runtime"): format_time(row["numpy_median_s"]),
+            _("JAX runtime"): format_time(row["jax_median_s"]),
+            _("Speedup"): finite_or_none(row.get("speedup")),
+            _("ID"): row["id"][:8],
         })
         if not host:
-            del out[-1]["Host"]
+            del out[-1][host_column]
     return out
 
 
@@ -127,98 +132,134 @@ def date_bounds(value: Any) -> tuple[dt.date | None, dt.date | None]:
 
 # --- messages ------------------------------------------------------------------------------------
 def import_message(added: int, present: int, source: str) -> str:
-    noun = "result" if added == 1 else "results"
-    return f"Imported {added} {noun} ({present} already present) from {source}."
+    return ngettext("Imported {added} result ({present} already present) from {source}.",
+                    "Imported {added} results ({present} already present) from {source}.", added).format(
+        added=added, present=present, source=source)
 
 
 def showing_text(shown: int, total: int, most: int) -> str:
     """The table's caption: how many of the saved results it lists, and how to use it."""
-    count = f"{shown} of {total} results" if shown < total else "1 result" if total == 1 else f"all {total} results"
-    return (f"Showing {count}, newest first. Tick rows (the boxes on the left) to compare two or more side by "
-            f"side, download or delete them." + (f" Only the newest {most} are listed; filter to see older ones."
-                                                 if shown == most else ""))
+    if shown < total:
+        text = _("Showing {shown} of {total} results, newest first. Tick rows (the boxes on the left) to compare "
+                 "two or more side by side, download or delete them.").format(shown=shown, total=total)
+    elif total == 1:
+        text = _("Showing 1 result, newest first. Tick rows (the boxes on the left) to compare two or more side "
+                 "by side, download or delete them.")
+    else:
+        text = _("Showing all {total} results, newest first. Tick rows (the boxes on the left) to compare two or "
+                 "more side by side, download or delete them.").format(total=total)
+    if shown == most:
+        text = sentences(text, _("Only the newest {most} are listed; filter to see older ones.").format(most=most))
+    return text
 
 
 def delete_question(names: Sequence[str], count: int) -> str:
     """Asks before deleting ``count`` results, listing the first eight of ``names``."""
-    listing = "".join(f"\n- {name}" for name in names[:8]) + (f"\n- … and {count - 8} more" if count > 8 else "")
-    return (f"Delete {count} saved result{'s' if count != 1 else ''} for good? This cannot be undone; download "
-            f"them first to keep a copy.{listing}")
+    listing = "".join(f"\n- {name}" for name in names[:8])
+    if count > 8:
+        listing += "\n- " + _("… and {more} more").format(more=count - 8)
+    return ngettext("Delete {count} saved result for good? This cannot be undone; download them first to keep "
+                    "a copy.",
+                    "Delete {count} saved results for good? This cannot be undone; download them first to keep "
+                    "a copy.", count).format(count=count) + listing
 
 
 def which_is_which(labels: Sequence[str]) -> str:
     """'**A** (older): ...  **B** (newer): ...' from lettered labels (markdown, two lines)."""
-    return (f"**A** (older): {labels[0].split(' · ', 1)[-1]}  \n"
-            f"**B** (newer): {labels[1].split(' · ', 1)[-1]}")
+    return _("**A** (older): {a}  \n**B** (newer): {b}").format(
+        a=labels[0].split(" · ", 1)[-1], b=labels[1].split(" · ", 1)[-1])
 
 
 def comparison_warning(cmp: compare.Comparison) -> str | None:
     """Why to read the two verdicts with care, as a markdown list; None when nothing is amiss."""
-    items = "".join(f"\n- {w}" for w in cmp.warnings)
+    items = "".join(f"\n- {w}" for w in cmp.warnings)  # compare_results words them for the reader
     if not cmp.comparable:
-        return "These two runs are not the same measurement, so read the verdicts with care:" + items
+        return _("These two runs are not the same measurement, so read the verdicts with care:") + items
     return items.strip() or None
 
 
 def setup_line(differences: Sequence[Mapping[str, Any]]) -> str:
     changes = difference_lines(differences)
     if changes:
-        return "**What differs:** " + " · ".join(changes)
-    return "**Same setup:** case, shape, precision, device, host and versions all match."
+        return _("**What differs:** {changes}").format(changes=" · ".join(changes))
+    return _("**Same setup:** case, shape, precision, device, host and versions all match.")
 
 
 def difference_lines(differences: Sequence[Mapping[str, Any]]) -> list[str]:
     """'jax 0.10.2 → 0.11.0', 'device cpu → gpu' from compare.differences()."""
-    return [f"{FIELD_NAMES.get(d['field'], d['field'])} {_text(d['a'])} → {_text(d['b'])}"
-            for d in differences]
+    return [f"{field_name(d['field'])} {_text(d['a'])} → {_text(d['b'])}" for d in differences]
+
+
+def field_name(field: str) -> str:
+    """A setup field as difference_lines names it, in the reader's language ('device')."""
+    return _(FIELD_NAMES.get(field, field))
 
 
 def runtime_verdicts(cmp: compare.Comparison) -> list[tuple[str, str, compare.Verdict]]:
     """(box title, subject for the explanation, verdict) for the JAX and the NumPy runtime."""
-    return [("JAX runtime (blocked)", "JAX runtime", cmp.jax_runtime),
-            ("NumPy runtime", "NumPy runtime", cmp.numpy_runtime)]
+    return [(_("JAX runtime (blocked)"), _("JAX runtime"), cmp.jax_runtime),
+            (_("NumPy runtime"), _("NumPy runtime"), cmp.numpy_runtime)]
 
 
 def verdict_headline(v: compare.Verdict) -> tuple[str, str]:
     """(level, text) for a verdict about B against A: level picks the colour of the box."""
     level = VERDICT_LEVEL.get(v.direction, "info")
-    if v.direction in (compare.FASTER, compare.SLOWER) and v.factor:
-        return level, f"B is {format_factor(v.factor)} {v.direction} than A"
+    if v.direction == compare.FASTER and v.factor:
+        return level, _("B is {factor} faster than A").format(factor=format_factor(v.factor))
+    if v.direction == compare.SLOWER and v.factor:
+        return level, _("B is {factor} slower than A").format(factor=format_factor(v.factor))
     if v.direction == compare.SAME:
-        return level, "No significant difference"
-    return level, "Too few samples to judge"
+        return level, _("No significant difference")
+    return level, _("Too few samples to judge")
 
 
 def verdict_explanation(v: compare.Verdict, subject: str = "") -> str:
     """One paragraph: the verdict about "B's <subject>" against "A's <subject>", and why."""
-    name_a, name_b = (f"A's {subject}", f"B's {subject}") if subject else ("A", "B")
+    if subject:
+        name_a, name_b = _("A's {subject}").format(subject=subject), _("B's {subject}").format(subject=subject)
+    else:
+        name_a, name_b = "A", "B"
     if v.p_value is None or v.ci_low is None or v.ci_high is None or v.ratio is None:  # too few samples
-        return (f"Too few samples to judge: {name_a} has {v.n_a} and {name_b} has {v.n_b}; at least "
-                f"{compare.MIN_SAMPLES} positive samples each are needed (medians {format_time(v.median_a_s)} "
-                f"vs {format_time(v.median_b_s)}).")
+        return _("Too few samples to judge: {name_a} has {n_a} and {name_b} has {n_b}; at least {min_samples} "
+                 "positive samples each are needed (medians {median_a} vs {median_b}).").format(
+            name_a=name_a, n_a=v.n_a, name_b=name_b, n_b=v.n_b, min_samples=compare.MIN_SAMPLES,
+            median_a=format_time(v.median_a_s), median_b=format_time(v.median_b_s))
     level = f"{1 - v.alpha:.0%}"
     if v.shift == compare.FASTER:
-        ci_text = f"{level} CI of the speedup {format_factor(1 / v.ci_high)}–{format_factor(1 / v.ci_low)}"
+        ci_text = _("{level} CI of the speedup {low}–{high}").format(
+            level=level, low=format_factor(1 / v.ci_high), high=format_factor(1 / v.ci_low))
     else:
-        ci_text = f"{level} CI of the slowdown {format_factor(v.ci_low)}–{format_factor(v.ci_high)}"
-    stats_text = (f"median {format_time(v.median_b_s)} vs {format_time(v.median_a_s)}; {_p_value(v.p_value)}; "
-                  f"{ci_text}")
-    moved = f"{name_b} is {format_factor(v.factor)} {v.shift} than {name_a}"
+        ci_text = _("{level} CI of the slowdown {low}–{high}").format(
+            level=level, low=format_factor(v.ci_low), high=format_factor(v.ci_high))
+    stats_text = _("median {median_b} vs {median_a}; {p_value}; {ci}").format(
+        median_b=format_time(v.median_b_s), median_a=format_time(v.median_a_s), p_value=_p_value(v.p_value),
+        ci=ci_text)
+    moved = {"name_a": name_a, "name_b": name_b, "factor": format_factor(v.factor)}
+    faster = v.shift == compare.FASTER
     if v.direction != compare.SAME:
-        return f"{moved} ({stats_text})."
+        if faster:
+            return _("{name_b} is {factor} faster than {name_a} ({stats}).").format(stats=stats_text, **moved)
+        return _("{name_b} is {factor} slower than {name_a} ({stats}).").format(stats=stats_text, **moved)
     if v.significant:
-        why = f"{moved}, statistically significant but under the {v.min_effect:.0%} that counts as a real difference"
+        if faster:
+            why = _("{name_b} is {factor} faster than {name_a}, statistically significant but under the "
+                    "{min_effect:.0%} that counts as a real difference").format(min_effect=v.min_effect, **moved)
+        else:
+            why = _("{name_b} is {factor} slower than {name_a}, statistically significant but under the "
+                    "{min_effect:.0%} that counts as a real difference").format(min_effect=v.min_effect, **moved)
     elif v.rank_test_differs:
-        why = (f"the rank test differs ({_p_value(v.p_value)}) but the {level} CI of the ratio of medians "
-               f"({v.ci_low:.3g}–{v.ci_high:.3g}) includes 1")
+        why = _("the rank test differs ({p_value}) but the {level} CI of the ratio of medians "
+                "({low:.3g}–{high:.3g}) includes 1").format(p_value=_p_value(v.p_value), level=level,
+                                                            low=v.ci_low, high=v.ci_high)
     elif v.ci_excludes_one:
-        why = f"the medians differ by {abs(v.ratio - 1):.1%} but the rank test does not confirm it"
+        why = _("the medians differ by {difference:.1%} but the rank test does not confirm it").format(
+            difference=abs(v.ratio - 1))
     else:
-        why = f"the {abs(v.ratio - 1):.1%} difference in medians is within the noise"
+        why = _("the {difference:.1%} difference in medians is within the noise").format(difference=abs(v.ratio - 1))
     if not v.rank_test_can_decide:
-        why += (f"; with {v.n_a} and {v.n_b} samples a rank test cannot reach p<{v.alpha:g} at all — "
-                f"take more samples")
-    return f"No significant difference: {why} ({stats_text})."
+        why += _("; with {n_a} and {n_b} samples a rank test cannot reach p<{alpha:g} at all — take more "
+                 "samples").format(n_a=v.n_a, n_b=v.n_b, alpha=v.alpha)
+    return _("No significant difference: {why} ({stats}).").format(why=why, stats=stats_text)
 
 
 def verdict_stats(v: compare.Verdict) -> str:
@@ -227,17 +268,21 @@ def verdict_stats(v: compare.Verdict) -> str:
     if v.p_value is not None:
         parts.append("p < 0.001" if v.p_value < 0.001 else f"p = {v.p_value:.3f}")
     if v.ratio is not None:
-        text = f"median B / A = {v.ratio:.3g}"
         if v.ci_low is not None and v.ci_high is not None:
-            text += f" ({1 - v.alpha:.0%} CI {v.ci_low:.3g}–{v.ci_high:.3g})"
+            text = _("median B / A = {ratio:.3g} ({level} CI {low:.3g}–{high:.3g})").format(
+                ratio=v.ratio, level=f"{1 - v.alpha:.0%}", low=v.ci_low, high=v.ci_high)
+        else:
+            text = _("median B / A = {ratio:.3g}").format(ratio=v.ratio)
         parts.append(text)
-    parts.append(f"medians A {format_time(v.median_a_s)}, B {format_time(v.median_b_s)}")
-    parts.append(f"samples A {v.n_a}, B {v.n_b}")
+    parts.append(_("medians A {median_a}, B {median_b}").format(
+        median_a=format_time(v.median_a_s), median_b=format_time(v.median_b_s)))
+    parts.append(_("samples A {n_a}, B {n_b}").format(n_a=v.n_a, n_b=v.n_b))
     return " · ".join(parts)
 
 
 def speedup_line(speedups: Mapping[str, float | None]) -> str:
-    return f"Speedup (NumPy / JAX): A {format_factor(speedups.get('a'))} → B {format_factor(speedups.get('b'))}"
+    return _("Speedup (NumPy / JAX): A {a} → B {b}").format(a=format_factor(speedups.get("a")),
+                                                           b=format_factor(speedups.get("b")))
 
 
 def _p_value(p: float) -> str:

@@ -20,23 +20,22 @@ _URL_PROBLEM = "lang_url_problem"
 
 def session_language() -> str | None:
     """This session's language; None outside a session's script thread (a runner thread, a test).
-    The first call in a session decides it: the link, the browser, English."""
+    The URL's ``lang`` when it names one (the switch writes it there); else what the session
+    first decided: the browser's language, else English."""
     if get_script_run_ctx(suppress_warning=True) is None:
         return None
     state = st.session_state
-    lang = state.get(PARAM)
-    if lang not in i18n.LANGUAGES:
-        lang = state[PARAM] = _initial_language()
-    return lang
-
-
-def _initial_language() -> str:
     raw = st.query_params.get(PARAM)
     if raw in i18n.LANGUAGES:
+        if state.get(PARAM) != raw:
+            state[PARAM] = raw
         return raw
-    if raw is not None:
-        st.session_state[_URL_PROBLEM] = raw
-    return browser_language() or i18n.SOURCE_LANGUAGE
+    lang = state.get(PARAM)
+    if lang not in i18n.LANGUAGES:
+        if raw is not None:
+            state[_URL_PROBLEM] = raw  # the switch says so, once
+        lang = state[PARAM] = browser_language() or i18n.SOURCE_LANGUAGE
+    return lang
 
 
 def browser_language() -> str | None:
@@ -47,10 +46,11 @@ def browser_language() -> str | None:
         return None
 
 
-def url_params() -> dict[str, str]:
-    """``{'lang': ...}`` for links and the address bar; empty when the language is English and
-    the browser's default is English too, so plain English links stay plain."""
-    lang = i18n.language()
+def url_params(lang: str | None = None) -> dict[str, str]:
+    """``{'lang': ...}`` for links and the address bar (the session's language, unless given);
+    empty when it is English and the browser's default is English too, so plain English links
+    stay plain."""
+    lang = lang or i18n.language()
     if lang == i18n.SOURCE_LANGUAGE and (browser_language() or i18n.SOURCE_LANGUAGE) == lang:
         return {}
     return {PARAM: lang}
@@ -63,6 +63,17 @@ def with_language(query: Mapping[str, str]) -> dict[str, str]:
 
 def _switched() -> None:
     st.session_state[PARAM] = st.session_state[SWITCH]
+    _write_url(st.session_state[SWITCH])  # before anything reads the language from the URL again
+
+
+def _write_url(lang: str | None = None) -> None:
+    """The address bar's ``lang`` as url_params says it."""
+    wanted = url_params(lang).get(PARAM)
+    if st.query_params.get(PARAM) != wanted:
+        if wanted is None:
+            del st.query_params[PARAM]
+        else:
+            st.query_params[PARAM] = wanted
 
 
 def language_switch() -> None:
@@ -76,12 +87,7 @@ def language_switch() -> None:
     if bad is not None:
         st.warning(i18n.gettext("The link's `lang={raw}` was ignored: it must be one of {choices}.")
                    .format(raw=bad, choices=", ".join(i18n.LANGUAGES)), icon=":material/link_off:")
-    wanted = url_params().get(PARAM)
-    if st.query_params.get(PARAM) != wanted:
-        if wanted is None:
-            del st.query_params[PARAM]
-        else:
-            st.query_params[PARAM] = wanted
+    _write_url()
 
 
 i18n.set_language_source(session_language)

@@ -5,12 +5,15 @@ verdict and "how wrong" sentences for a measured pitfall (see pitfalls.py)."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 from urllib.parse import urlencode
 
+from ..analysis.summary import timing_name
 from ..engine.pitfalls import DOCS, PITFALLS, SECTIONS
+from ..i18n import N_, _, translate_text
 from ..model.cases import Case, format_shape
 from ..model.formatting import faster_or_slower, format_time
 from ..model.result import Result
@@ -21,11 +24,11 @@ DEFAULT_CASE = "centered_gram"  # the JAX docs' "Benchmarking JAX code" example
 PAGE_PATH = "Pitfalls"  # the page's URL path (pages/3_Pitfalls.py)
 ROLES = ("naive", "correct", "also")
 DOC_TITLES = {
-    DOCS["benchmarking"]: "Benchmarking JAX code",
-    DOCS["async"]: "Asynchronous dispatch",
-    DOCS["jit"]: "Just-in-time compilation",
-    DOCS["x64"]: "Default dtypes and the X64 flag",
-    DOCS["faq_transfer"]: "FAQ: benchmarking JAX code",
+    DOCS["benchmarking"]: N_("Benchmarking JAX code"),
+    DOCS["async"]: N_("Asynchronous dispatch"),
+    DOCS["jit"]: N_("Just-in-time compilation"),
+    DOCS["x64"]: N_("Default dtypes and the X64 flag"),
+    DOCS["faq_transfer"]: N_("FAQ: benchmarking JAX code"),
     DOCS["precision"]: "jax.default_matmul_precision",
 }
 CLOSE_ENOUGH = 1.15  # naive and correct speedups within 15%: "about right here"
@@ -41,13 +44,29 @@ def meta(pitfall_id: str) -> dict[str, str]:
     return next(p for p in PITFALLS if p["id"] == pitfall_id)
 
 
+def title_text(pitfall_id: str) -> str:
+    """A pitfall's title in the reader's language."""
+    return _(meta(pitfall_id)["title"])
+
+
+def explanation_text(pitfall_id: str) -> str:
+    """A pitfall's explanation in the reader's language."""
+    return _(meta(pitfall_id)["explanation"])
+
+
+def side_label(side: Mapping[str, Any]) -> str:
+    """A side's label (from the engine's report or a preview) in the reader's language."""
+    return translate_text(side["label"])
+
+
 def short_title(pitfall_id: str) -> str:
-    """'1. JIT' from '1. JIT: the first call includes compilation'."""
-    return meta(pitfall_id)["title"].split(":")[0]
+    """'1. JIT' from '1. JIT: the first call includes compilation' (in the reader's language)."""
+    return re.split("[:：]", title_text(pitfall_id), maxsplit=1)[0]
 
 
 def doc_title(url: str) -> str:
-    return DOC_TITLES.get(url, url)
+    title = DOC_TITLES.get(url)
+    return _(title) if title else url
 
 
 # --- configuration and URL --------------------------------------------------------------------
@@ -75,10 +94,11 @@ def config_from_query(query: Mapping[str, Any], cases: Sequence[Case]) -> tuple[
 
 
 def pitfall_link(pitfall_id: str, case: Case, shape: Sequence[int], precision: str = "x32",
-                 device: str = "auto") -> str:
+                 device: str = "auto", also: Mapping[str, str] | None = None) -> str:
     """A relative link (works under any base URL path) to a pitfall's section, measured for
     ``case``; a shape at or below the small preset links to the large preset instead, where
-    the pitfalls show (the size pitfall compares against the small preset)."""
+    the pitfalls show (the size pitfall compares against the small preset). ``also``: more URL
+    parameters (the reader's language)."""
     shape = tuple(shape)
     if shape == case.large_shape or math.prod(shape) <= math.prod(case.small_shape):
         size, custom = "large", format_shape(case.large_shape)
@@ -86,43 +106,48 @@ def pitfall_link(pitfall_id: str, case: Case, shape: Sequence[int], precision: s
         size, custom = "custom", format_shape(shape)
     config = PitfallsConfig(case=case.name, size=size, custom_shape=custom, precision=precision,
                             device=device if device in DEVICES else "auto")
-    return f"{PAGE_PATH}?{urlencode(config.query())}#{anchor(pitfall_id)}"
+    return f"{PAGE_PATH}?{urlencode({**config.query(), **(also or {})})}#{anchor(pitfall_id)}"
 
 
-def result_link(pitfall_id: str | None, result: Result, cases: Sequence[Case]) -> str | None:
+def result_link(pitfall_id: str | None, result: Result, cases: Sequence[Case],
+                also: Mapping[str, str] | None = None) -> str | None:
     """The link from a Compare result's checklist item to the pitfall that explains it, measured
     for the result's case and precision (None when the item has no pitfall)."""
     case = next((c for c in cases if c.name == result.case), None)
     if pitfall_id not in SECTIONS or case is None:
         return None
-    return pitfall_link(pitfall_id, case, result.shape, result.precision, result.spec.device)
+    return pitfall_link(pitfall_id, case, result.shape, result.precision, result.spec.device, also)
 
 
 # --- before a run: what each side will run ---------------------------------------------------------
 def preview(pitfall_id: str, case: Case, shape: Sequence[int], precision: str) -> dict[str, list[dict[str, str]]]:
     """The labels and code of each side, as the engine will measure them (tests keep the two in
-    step), so a section shows its code before anything has run."""
+    step), so a section shows its code before anything has run. The labels are the engine's
+    English: show them with side_label(), as a measured side's."""
     big, small = format_shape(shape), format_shape(case.small_shape)
-    f64 = {"label": "Both float64 (jax_enable_x64)", "code": "jax.config.update('jax_enable_x64', True)"}
-    f32 = {"label": "Both float32", "code": "np.float32 inputs on both sides"}
+    f64 = {"label": N_("Both float64 (jax_enable_x64)"), "code": "jax.config.update('jax_enable_x64', True)"}
+    f32 = {"label": N_("Both float32"), "code": "np.float32 inputs on both sides"}
     sides: dict[str, tuple[dict[str, str], dict[str, str], list[dict[str, str]]]] = {
-        "jit": ({"label": "First call (%time f(x))", "code": "%time f(x).block_until_ready()"},
-                {"label": "Steady state after warm-up",
+        "jit": ({"label": N_("First call (%time f(x))"), "code": "%time f(x).block_until_ready()"},
+                {"label": N_("Steady state after warm-up"),
                  "code": "f(x).block_until_ready()  # warm-up\n%timeit f(x).block_until_ready()"},
-                [{"label": "No jit: op-by-op dispatch", "code": "%timeit g(x).block_until_ready()  # g not jitted"}]),
-        "async": ({"label": "Unblocked (dispatch only)", "code": "%timeit f(x)"},
-                  {"label": "Blocked", "code": "%timeit f(x).block_until_ready()"},
-                  [{"label": "np.asarray(f(x)): blocked + copy back", "code": "%timeit np.asarray(f(x))"}]),
-        "dtype": ({"label": "NumPy float64 vs JAX float32",
+                [{"label": N_("No jit: op-by-op dispatch"),
+                  "code": "%timeit g(x).block_until_ready()  # g not jitted"}]),
+        "async": ({"label": N_("Unblocked (dispatch only)"), "code": "%timeit f(x)"},
+                  {"label": N_("Blocked"), "code": "%timeit f(x).block_until_ready()"},
+                  [{"label": N_("np.asarray(f(x)): blocked + copy back"), "code": "%timeit np.asarray(f(x))"}]),
+        "dtype": ({"label": N_("NumPy float64 vs JAX float32"),
                    "code": "x = np.random.rand(n, n)  # float64\n"
                            "%timeit f_np(x); %timeit f(jnp.asarray(x))  # float32 in JAX"},
                   f64 if precision == "x64" else f32, [f32] if precision == "x64" else [f64]),
-        "transfer": ({"label": "Host NumPy array in every call", "code": "%timeit f(x_np).block_until_ready()"},
-                     {"label": "device_put once", "code": "x = jax.device_put(x_np)\n%timeit f(x).block_until_ready()"},
+        "transfer": ({"label": N_("Host NumPy array in every call"), "code": "%timeit f(x_np).block_until_ready()"},
+                     {"label": N_("device_put once"),
+                      "code": "x = jax.device_put(x_np)\n%timeit f(x).block_until_ready()"},
                      []),
-        "size": ({"label": f"Only a tiny input ({small})", "code": f"x = rand({small})"},
-                 {"label": f"The workload you care about ({big})", "code": f"x = rand({big})"}, []),
-        "tf32": ({"label": "Default matmul precision", "code": "f(x)"},
+        "size": ({"label": N_("Only a tiny input ({shape})").format(shape=small), "code": f"x = rand({small})"},
+                 {"label": N_("The workload you care about ({shape})").format(shape=big), "code": f"x = rand({big})"},
+                 []),
+        "tf32": ({"label": N_("Default matmul precision"), "code": "f(x)"},
                  {"label": "precision='highest'", "code": "with jax.default_matmul_precision('highest'):\n    f(x)"},
                  []),
     }
@@ -136,9 +161,14 @@ def sides(pitfall: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
 
 
 # --- after a run: numbers and sentences --------------------------------------------------------------
+def factor_number(factor: float) -> str:
+    """'3.35', '660', '1,500': a factor's number, three significant figures without exponents."""
+    return f"{factor:.3g}" if factor < 1000 else f"{factor:,.0f}"
+
+
 def times(factor: float) -> str:
     """'3.35x', '660x', '1,500x': three significant figures without exponents."""
-    return f"{factor:.3g}x" if factor < 1000 else f"{factor:,.0f}x"
+    return f"{factor_number(factor)}x"
 
 
 def speedup(side: Mapping[str, Any]) -> float | None:
@@ -149,12 +179,17 @@ def speedup(side: Mapping[str, Any]) -> float | None:
     return numpy_s / jax_s
 
 
-def speed_text(numpy_s: float | None, jax_s: float | None) -> str:
-    """'JAX 37x faster than NumPy' / 'JAX 3.2x slower than NumPy' / 'no comparison'."""
+def speed_text(numpy_s: float | None, jax_s: float | None, *, subject: bool = True) -> str:
+    """'JAX 37x faster than NumPy' / 'JAX 3.2x slower than NumPy' / 'no comparison'; without the
+    ``subject`` ('37x faster than NumPy') where JAX was just named (a chart row's 'JAX 43 ms · ...')."""
     if not numpy_s or not jax_s or numpy_s <= 0 or jax_s <= 0:
-        return "no comparison"
+        return _("no comparison")
     word, factor = faster_or_slower(numpy_s / jax_s)
-    return f"JAX {times(factor)} {word} than NumPy"
+    if word == "faster":
+        template = _("JAX {factor}x faster than NumPy") if subject else _("{factor}x faster than NumPy")
+    else:
+        template = _("JAX {factor}x slower than NumPy") if subject else _("{factor}x slower than NumPy")
+    return template.format(factor=factor_number(factor))
 
 
 def short_speed(side: Mapping[str, Any]) -> str:
@@ -168,16 +203,17 @@ def side_figures(side: Mapping[str, Any]) -> str:
     if side.get("numpy_seconds"):
         text += f" · NumPy {format_time(side['numpy_seconds'])} → {short_speed(side)}"
     if side.get("rel_error") is not None:
-        text += f" · error vs float64 {side['rel_error']:.2g}"
+        text += " · " + _("error vs float64 {error:.2g}").format(error=side["rel_error"])
     return text
 
 
 def verdict_text(pitfall: Mapping[str, Any], backend: str | None = None) -> str:
     """'naive: JAX 123x faster than NumPy; measured properly: JAX 1.25x faster than NumPy'."""
-    text = f"naive: {short_speed(pitfall['naive'])}; measured properly: {short_speed(pitfall['correct'])}"
+    naive, correct = short_speed(pitfall["naive"]), short_speed(pitfall["correct"])
     if backend is not None and not_applicable_text(pitfall["id"], backend):
-        text += f" (not applicable on {BACKEND_NAMES.get(backend, backend)}: no TF32 here)"
-    return text
+        return _("naive: {naive}; measured properly: {correct} (not applicable on {backend}: no TF32 here)").format(
+            naive=naive, correct=correct, backend=BACKEND_NAMES.get(backend, backend))
+    return _("naive: {naive}; measured properly: {correct}").format(naive=naive, correct=correct)
 
 
 def wrong_factor(pitfall: Mapping[str, Any]) -> float | None:
@@ -189,12 +225,12 @@ def wrong_factor(pitfall: Mapping[str, Any]) -> float | None:
 
 
 CLOSE_HINTS = {
-    ("transfer", "cpu"): "On the CPU backend JAX can use a suitably aligned NumPy buffer in place instead of "
-                         "copying it, so passing host arrays costs little here; on a GPU or TPU every call "
-                         "pays a host→device copy.",
-    ("async", "cpu"): "Here the unblocked call took about as long as the work itself (little work, or the CPU "
-                      "backend running it before returning); on a GPU or TPU it returns in microseconds "
-                      "whatever the work.",
+    ("transfer", "cpu"): N_("On the CPU backend JAX can use a suitably aligned NumPy buffer in place instead of "
+                            "copying it, so passing host arrays costs little here; on a GPU or TPU every call "
+                            "pays a host→device copy."),
+    ("async", "cpu"): N_("Here the unblocked call took about as long as the work itself (little work, or the CPU "
+                         "backend running it before returning); on a GPU or TPU it returns in microseconds "
+                         "whatever the work."),
 }
 
 
@@ -202,44 +238,55 @@ def how_wrong(pitfall: Mapping[str, Any], backend: str = "cpu") -> str:
     """One sentence: how far the naive conclusion is from the proper one (markdown)."""
     factor = wrong_factor(pitfall)
     if factor is None:
-        return "How wrong: no comparison (a time was zero)."
+        return _("How wrong: no comparison (a time was zero).")
     if not_applicable_text(pitfall["id"], backend):
         gap = max(factor, 1 / factor)
-        return (f"How wrong: not applicable on {BACKEND_NAMES.get(backend, backend)} — both runs do the same "
-                f"float32 work, so the {times(gap)} gap between them is run-to-run noise, not TF32.")
+        return _("How wrong: not applicable on {backend} — both runs do the same float32 work, so the {gap}x gap "
+                 "between them is run-to-run noise, not TF32.").format(
+            backend=BACKEND_NAMES.get(backend, backend), gap=factor_number(gap))
     if 1 / CLOSE_ENOUGH <= factor <= CLOSE_ENOUGH:
-        hint = CLOSE_HINTS.get((pitfall["id"], backend), "")
-        return (f"How wrong: **about right here** — the naive speedup is within {abs(factor - 1):.0%} of the "
-                f"proper one." + (f" {hint}" if hint else ""))
+        hint = CLOSE_HINTS.get((pitfall["id"], backend))
+        if hint:
+            return _("How wrong: **about right here** — the naive speedup is within {within:.0%} of the proper "
+                     "one. {hint}").format(within=abs(factor - 1), hint=_(hint))
+        return _("How wrong: **about right here** — the naive speedup is within {within:.0%} of the proper "
+                 "one.").format(within=abs(factor - 1))
     if factor > 1:
-        return f"How wrong: the naive way makes JAX look **{times(factor)} better** than it is."
-    return f"How wrong: the naive way makes JAX look **{times(1 / factor)} worse** than it is."
+        return _("How wrong: the naive way makes JAX look **{factor}x better** than it is.").format(
+            factor=factor_number(factor))
+    return _("How wrong: the naive way makes JAX look **{factor}x worse** than it is.").format(
+        factor=factor_number(1 / factor))
 
 
 def how_wrong_short(pitfall: Mapping[str, Any], backend: str = "cpu") -> str:
     """The summary table's cell: '609x worse', '2x better', 'about right', 'n/a on CPU'."""
     factor = wrong_factor(pitfall)
     if not_applicable_text(pitfall["id"], backend):
-        return f"n/a on {BACKEND_NAMES.get(backend, backend)}"
+        return _("n/a on {backend}").format(backend=BACKEND_NAMES.get(backend, backend))
     if factor is None:
         return "—"
     if 1 / CLOSE_ENOUGH <= factor <= CLOSE_ENOUGH:
-        return "about right here"
-    return f"JAX looks {times(factor)} better" if factor > 1 else f"JAX looks {times(1 / factor)} worse"
+        return _("about right here")
+    if factor > 1:
+        return _("JAX looks {factor}x better").format(factor=factor_number(factor))
+    return _("JAX looks {factor}x worse").format(factor=factor_number(1 / factor))
 
 
 def summary_rows(results: Mapping[str, Mapping[str, Any]]) -> list[dict[str, str]]:
-    """One row per pitfall for the page's overview table; ``results``: id -> {pitfall, context}."""
+    """One row per pitfall for the page's overview table; ``results``: id -> {pitfall, context}.
+    The keys are the table's column names, in the reader's language."""
+    pitfall_col, naive_col, proper_col, wrong_col = _("Pitfall"), _("Naive says"), _("Measured properly"), \
+        _("How wrong")
     rows = []
     for p in PITFALLS:
         entry = results.get(p["id"])
-        row = {"Pitfall": f"[{short_title(p['id'])}](#{anchor(p['id'])})", "Naive says": "—",
-               "Measured properly": "—", "How wrong": "not measured yet"}
+        row = {pitfall_col: f"[{short_title(p['id'])}](#{anchor(p['id'])})", naive_col: "—",
+               proper_col: "—", wrong_col: _("not measured yet")}
         if entry:
             pitfall, backend = entry["pitfall"], entry["context"]["backend"]
-            row.update({"Naive says": short_speed(pitfall["naive"]),
-                        "Measured properly": short_speed(pitfall["correct"]),
-                        "How wrong": how_wrong_short(pitfall, backend)})
+            row.update({naive_col: short_speed(pitfall["naive"]),
+                        proper_col: short_speed(pitfall["correct"]),
+                        wrong_col: how_wrong_short(pitfall, backend)})
         rows.append(row)
     return rows
 
@@ -257,11 +304,11 @@ def not_applicable_text(pitfall_id: str, backend: str) -> str | None:
     if pitfall_id != "tf32" or backend == "gpu":
         return None
     if backend == "tpu":
-        return ("Not applicable on TPU: no TF32 here. (TPUs have their own default: float32 matmuls use "
-                "bfloat16 passes, so compare the two errors below.)")
-    name = BACKEND_NAMES.get(backend, backend)
-    return (f"Not applicable on {name}: no TF32 here. Both sides compute in full float32, so the errors "
-            f"match and the times differ only by noise; the numbers are shown for reference.")
+        return _("Not applicable on TPU: no TF32 here. (TPUs have their own default: float32 matmuls use "
+                 "bfloat16 passes, so compare the two errors below.)")
+    return _("Not applicable on {backend}: no TF32 here. Both sides compute in full float32, so the errors "
+             "match and the times differ only by noise; the numbers are shown for reference.").format(
+        backend=BACKEND_NAMES.get(backend, backend))
 
 
 def tf32_errors(pitfall: Mapping[str, Any]) -> str | None:
@@ -269,22 +316,27 @@ def tf32_errors(pitfall: Mapping[str, Any]) -> str | None:
     a, b = pitfall["naive"].get("rel_error"), pitfall["correct"].get("rel_error")
     if a is None or b is None:
         return None
-    ratio = f" ({times(a / b)} larger at default precision)" if b > 0 and a / b >= 1.5 else ""
-    return f"Agreement with float64: default precision error **{a:.2g}**, precision='highest' **{b:.2g}**{ratio}."
+    if b > 0 and a / b >= 1.5:
+        return _("Agreement with float64: default precision error **{default:.2g}**, precision='highest' "
+                 "**{highest:.2g}** ({ratio}x larger at default precision).").format(
+            default=a, highest=b, ratio=factor_number(a / b))
+    return _("Agreement with float64: default precision error **{default:.2g}**, precision='highest' "
+             "**{highest:.2g}**.").format(default=a, highest=b)
 
 
-def measured_caption(report: Mapping[str, Any], timing: str) -> str:
-    return (f"Measured: {report['case']} · {format_shape(report['shape'])} · {report['precision']} "
-            f"({report['dtype']}) · {BACKEND_NAMES.get(report['backend'], report['backend'])} device "
-            f"`{report['device']}` · {timing} timing")
+def measured_caption(context: Mapping[str, Any], timing: str) -> str:
+    """'Measured: matmul · 64x64 · x32 (float32) · CPU device `cpu:0` · quick timing'."""
+    return _("Measured: {case} · {shape} · {precision} ({dtype}) · {backend} device `{device}` · {timing}").format(
+        case=context["case"], shape=format_shape(context["shape"]), precision=context["precision"],
+        dtype=context["dtype"], backend=BACKEND_NAMES.get(context["backend"], context["backend"]),
+        device=context["device"], timing=timing_name(timing))
 
 
 def section_entries(report: Mapping[str, Any], timing: str) -> dict[str, dict[str, Any]]:
     """A finished pitfalls job's sections, by pitfall id: each with the run's context (case,
-    shape, backend...) and its caption, so sections measured at different times keep theirs."""
+    shape, backend...) and timing preset, so sections measured at different times keep theirs."""
     context = {k: v for k, v in report.items() if k != "pitfalls"}
-    caption = measured_caption(report, timing)
-    return {p["id"]: {"pitfall": p, "context": context, "caption": caption} for p in report["pitfalls"]}
+    return {p["id"]: {"pitfall": p, "context": context, "timing": timing} for p in report["pitfalls"]}
 
 
 def file_stem(pitfall_id: str, context: Mapping[str, Any]) -> str:
@@ -293,23 +345,24 @@ def file_stem(pitfall_id: str, context: Mapping[str, Any]) -> str:
 
 
 JOB_PHASE_TEXT = {  # what a pitfalls job reports -> what the progress bar says
-    "queued": "Waiting in the device queue",
-    "starting worker": "Preparing: worker, inputs, NumPy and jitted-JAX baselines",
-    "dtype (float64 worker)": "Measuring the fair float64 side in the x64 worker",
-    "size profile": "Tracing a few calls at each shape with jax.profiler (workload size)",
-    "done": "Done",
-    "cancelled": "Stopped",
-    "failed": "Failed",
+    "queued": N_("Waiting in the device queue"),
+    "starting worker": N_("Preparing: worker, inputs, NumPy and jitted-JAX baselines"),
+    "dtype (float64 worker)": N_("Measuring the fair float64 side in the x64 worker"),
+    "size profile": N_("Tracing a few calls at each shape with jax.profiler (workload size)"),
+    "done": N_("Done"),
+    "cancelled": N_("Stopped"),
+    "failed": N_("Failed"),
 }
 
 
 def phase_text(phase: str, sections: Sequence[str] = SECTIONS) -> str:
     """The progress bar's text for a pitfalls job's phase (the phases are pitfall ids)."""
     if phase in JOB_PHASE_TEXT:
-        return JOB_PHASE_TEXT[phase]
+        return _(JOB_PHASE_TEXT[phase])
     if phase in sections:
         name = short_title(phase).split(". ", 1)[-1]
-        return f"Measuring {list(sections).index(phase) + 1} of {len(sections)}: {name}"
+        return _("Measuring {number} of {count}: {name}").format(
+            number=list(sections).index(phase) + 1, count=len(sections), name=name)
     return phase.replace("_", " ").capitalize()
 
 
@@ -317,6 +370,6 @@ def progress_text(phase: str, progress: float, elapsed_s: float, sections: Seque
                   queued_behind: int | None = None) -> str:
     """The progress bar's text: the queue while waiting behind others, else phase, share and time."""
     if queued_behind is not None:
-        return (f"Queued behind {queued_behind} other measurement(s): one at a time, so they don't spoil each "
-                f"other's timings.")
+        return _("Queued behind {count} other measurement(s): one at a time, so they don't spoil each "
+                 "other's timings.").format(count=queued_behind)
     return f"{phase_text(phase, sections)} · {progress:.0%} · {elapsed_s:.0f} s"

@@ -9,15 +9,27 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis.summary import Figure
+from ..i18n import N_, _, translate_text
 from ..model.formatting import PERFETTO_HINT, format_share, format_time, op_kind_text
 from ..model.profile import Profile
 from ..model.result import Result
 
-NOT_PROFILED = ("Not profiled. Turn on **Profile the JAX call** in the sidebar and run again: after the timed "
-                "phases a few calls are traced with `jax.profiler`, and this tab shows which XLA ops take the "
-                "device's time and how much of each call is host overhead.")
-OPEN_TRACE = (f"The trace is a Perfetto (Chrome JSON) trace of the traced calls, each marked `jaxcompare call`: "
-              f"{PERFETTO_HINT}.")
+# In English; a page shows not_profiled_text() and open_trace_text(), in the reader's language.
+NOT_PROFILED = N_("Not profiled. Turn on **Profile the JAX call** in the sidebar and run again: after the timed "
+                  "phases a few calls are traced with `jax.profiler`, and this tab shows which XLA ops take the "
+                  "device's time and how much of each call is host overhead.")
+OPEN_TRACE = N_("The trace is a Perfetto (Chrome JSON) trace of the traced calls, each marked `jaxcompare call`: "
+                "{hint}.")
+
+
+def not_profiled_text() -> str:
+    """The Profile tab's text for a run that was not profiled."""
+    return _(NOT_PROFILED)
+
+
+def open_trace_text() -> str:
+    """What the trace file is and how to open it (PERFETTO_HINT: model/formatting's)."""
+    return _(OPEN_TRACE).format(hint=_(PERFETTO_HINT))
 
 
 def gap_figures(result: Result) -> list[Figure]:
@@ -26,37 +38,39 @@ def gap_figures(result: Result) -> list[Figure]:
     if profile is None or not profile.ok:
         return []
     return [
-        Figure("Host wall time per call", format_time(profile.wall_s),
-               f"The mean over {profile.calls} traced, blocked calls, from the call's start on the host to "
-               f"block_until_ready() returning. The tracer adds host time: the timed (untraced) runtime was "
-               f"{format_time(result.runtime.median_s)}."),
-        Figure("Device busy", f"{format_time(profile.device_busy_s)} · {format_share(profile.busy_share)}",
-               f"The union of the XLA ops' intervals inside each call ({profile.where}); ops running at once "
-               "on several threads count once."),
-        Figure("Gap: host overhead", f"{format_time(profile.gap_s)} · {format_share(profile.gap_share)}",
-               "Wall time minus device busy time: Python and C++ dispatch, argument handling, launching the "
-               "executable and waiting for it. Why tiny inputs lose: this part does not shrink with the input."),
+        Figure(_("Host wall time per call"), format_time(profile.wall_s),
+               _("The mean over {calls} traced, blocked calls, from the call's start on the host to "
+                 "block_until_ready() returning. The tracer adds host time: the timed (untraced) runtime was "
+                 "{runtime}.").format(calls=profile.calls, runtime=format_time(result.runtime.median_s))),
+        Figure(_("Device busy"), f"{format_time(profile.device_busy_s)} · {format_share(profile.busy_share)}",
+               _("The union of the XLA ops' intervals inside each call ({where}); ops running at once "
+                 "on several threads count once.").format(where=translate_text(profile.where))),
+        Figure(_("Gap: host overhead"), f"{format_time(profile.gap_s)} · {format_share(profile.gap_share)}",
+               _("Wall time minus device busy time: Python and C++ dispatch, argument handling, launching the "
+                 "executable and waiting for it. Why tiny inputs lose: this part does not shrink with the input.")),
     ]
 
 
 def op_rows(profile: Profile) -> list[dict[str, str]]:
     """The top ops as a table: name, kind, time per call, share of the wall time per call."""
-    rows = [{"XLA op": op.name, "Kind": op_kind_text(op.kind, op.holds), "Per call": format_time(op.time_s),
-             "Share of the call": format_share(op.share)} for op in profile.ops]
+    op, kind, per_call, share = _("XLA op"), _("Kind"), _("Per call"), _("Share of the call")
+    rows = [{op: o.name, kind: op_kind_text(o.kind, o.holds), per_call: format_time(o.time_s),
+             share: format_share(o.share)} for o in profile.ops]
     if profile.other_ops_s > 0 and profile.wall_s:
-        rows.append({"XLA op": "(all other ops)", "Kind": "", "Per call": format_time(profile.other_ops_s),
-                     "Share of the call": format_share(profile.other_ops_s / profile.wall_s)})
+        rows.append({op: _("(all other ops)"), kind: "", per_call: format_time(profile.other_ops_s),
+                     share: format_share(profile.other_ops_s / profile.wall_s)})
     return rows
 
 
 def trace_file(profile: Profile) -> tuple[Path | None, str]:
     """The trace file when it is on this machine, and a line saying where it is (or was)."""
     if not profile.trace_file:
-        return None, "This profile kept no trace file."
+        return None, _("This profile kept no trace file.")
     path = Path(profile.trace_file)
     if path.is_file():
-        return path, f"Trace file: `{path}`"
-    return None, f"The trace file `{path}` is not on this machine (any more): measured elsewhere, or deleted."
+        return path, _("Trace file: `{path}`").format(path=path)
+    return None, _("The trace file `{path}` is not on this machine (any more): measured elsewhere, or "
+                   "deleted.").format(path=path)
 
 
 def trace_download_name(result: Result) -> str:
@@ -80,7 +94,7 @@ def side_gap_text(side: Mapping[str, Any]) -> str | None:
     if profile is None:
         return None
     if not profile.ok:
-        return f"Not profiled: {profile.error}"
-    return (f"Profiled: the device was busy **{format_time(profile.device_busy_s)}** of "
-            f"**{format_time(profile.wall_s)}** per call; the gap, **{format_share(profile.gap_share)}**, is "
-            f"host overhead.")
+        return _("Not profiled: {error}").format(error=translate_text(profile.error))
+    return _("Profiled: the device was busy **{busy}** of **{wall}** per call; the gap, **{gap}**, is host "
+             "overhead.").format(busy=format_time(profile.device_busy_s), wall=format_time(profile.wall_s),
+                                 gap=format_share(profile.gap_share))

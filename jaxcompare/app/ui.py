@@ -25,7 +25,7 @@ from ..engine.runner import Job, Owner, Runner
 from ..engine.settings import RateLimiter, Settings
 from ..history.exchange import PRIVATE_ENV, redact
 from ..history.store import Store, default_path, traces_dir
-from ..i18n import N_, _
+from ..i18n import N_, _, translate_text
 from ..model.cases import Case
 from ..model.errors import BadInput, JaxCompareError
 from ..model.result import Result
@@ -166,13 +166,14 @@ def _load_cases_file() -> None:
     previous: Job | None = st.session_state.get(CASES_FILE_JOB)
     if previous is not None:
         previous.cancel()  # a file that hangs at import need not hold the worker until its deadline
-    for key in ("cases_file_error", "cases_file_note", CASES_FILE_JOB):
+    for key in ("cases_file_error", CASES_FILE_JOB):
         st.session_state.pop(key, None)
     if not path:
         st.session_state[CASES_FILE] = None
         return
     if not cases_files_allowed():  # the box is not drawn then; a forged widget value ends here
-        st.session_state["cases_file_error"] = "Loading your own case files is disabled on this server."
+        # Kept in English and translated where shown (the reader may switch language meanwhile).
+        st.session_state["cases_file_error"] = N_("Loading your own case files is disabled on this server.")
         return
     try:
         job = get_runner().submit_list_cases(os.path.abspath(os.path.expanduser(path)), owner=owner_id())
@@ -193,9 +194,14 @@ def _take_cases_listing() -> bool:
         return True
     path = job.steps[0].args[0]
     st.session_state[CASES_FILE], st.session_state[CASES_FILE_CASES] = path, job.value
-    st.session_state["cases_file_note"] = (f"Loaded {len(job.value)} case(s): "
-                                           f"{', '.join(s['name'] for s in job.value)}")
     return True
+
+
+def _cases_file_note() -> str:
+    """Which cases the loaded file brought, worded when shown (in the reader's language)."""
+    summaries = st.session_state.get(CASES_FILE_CASES) or []
+    return _("Loaded {count} case(s): {names}").format(
+        count=len(summaries), names=", ".join(s["name"] for s in summaries))
 
 
 @st.fragment(run_every=POLL_S)
@@ -203,7 +209,7 @@ def _poll_cases_listing() -> None:
     job: Job | None = st.session_state.get(CASES_FILE_JOB)
     if job is None or job.done:
         st.rerun()  # the whole page: cases() takes the listing, so every case list has the new cases
-    st.caption("Loading the file in a worker…")
+    st.caption(_("Loading the file in a worker…"))
 
 
 def cases_file_ui() -> None:
@@ -212,26 +218,26 @@ def cases_file_ui() -> None:
     runner = get_runner()
     address = st.get_option("server.address")
     if runner.settings.allow_cases_file and Settings.from_env().cases_file_exposed(address):
-        st.sidebar.warning("Case files are enabled on a server others can reach: anyone who can open this page "
-                           "can run Python code on this machine.", icon=":material/warning:")
-    with st.sidebar.expander("Your own cases", icon=":material/upload_file:",
+        st.sidebar.warning(_("Case files are enabled on a server others can reach: anyone who can open this page "
+                             "can run Python code on this machine."), icon=":material/warning:")
+    with st.sidebar.expander(_("Your own cases"), icon=":material/upload_file:",
                              expanded=bool(st.session_state.get("cases_file_error"))):
         if not runner.settings.allow_cases_file:
-            st.caption("Loading your own case files is disabled on this server: a cases file is code, so only "
-                       "a local app listening on this machine alone (127.0.0.1) loads them.")
-            st.text_input("Path to a cases file", key="cases_file_input_disabled", disabled=True,
-                          placeholder="disabled on this server")
+            st.caption(_("Loading your own case files is disabled on this server: a cases file is code, so only "
+                         "a local app listening on this machine alone (127.0.0.1) loads them."))
+            st.text_input(_("Path to a cases file"), key="cases_file_input_disabled", disabled=True,
+                          placeholder=_("disabled on this server"))
             return
-        st.text_input("Path to a cases file", key="cases_file_input", on_change=_load_cases_file,
+        st.text_input(_("Path to a cases file"), key="cases_file_input", on_change=_load_cases_file,
                       placeholder="~/my_cases.py",
-                      help="A Python file defining CASES, a list of jaxcompare.Case (see the README). "
-                           "It runs on this machine, in the measuring worker processes.")
+                      help=_("A Python file defining CASES, a list of jaxcompare.Case (see the README). "
+                             "It runs on this machine, in the measuring worker processes."))
         if st.session_state.get(CASES_FILE_JOB) is not None:
             _poll_cases_listing()
         elif st.session_state.get("cases_file_error"):
-            st.error(st.session_state["cases_file_error"], icon=":material/error:")
+            st.error(translate_text(st.session_state["cases_file_error"]), icon=":material/error:")
         elif st.session_state.get(CASES_FILE):
-            st.caption(st.session_state.get("cases_file_note", ""))
+            st.caption(_cases_file_note())
 
 
 def case_by_name(name: str) -> Case:
@@ -292,12 +298,12 @@ def require_login() -> None:
     if current_user() is not None:
         with st.sidebar:
             st.caption(f":material/person: {current_user()}")
-            st.button("Log out", on_click=st.logout, icon=":material/logout:", key="logout")
+            st.button(_("Log out"), on_click=st.logout, icon=":material/logout:", key="logout")
         return
     st.title("jaxcompare")
-    st.info("This demo asks you to log in first.", icon=":material/lock:")
+    st.info(_("This demo asks you to log in first."), icon=":material/lock:")
     for provider in providers or [None]:
-        label = f"Log in with {provider}" if provider else "Log in"
+        label = _("Log in with {provider}").format(provider=provider) if provider else _("Log in")
         st.button(label, on_click=st.login, args=(provider,) if provider else (), type="primary",
                   icon=":material/login:", key=f"login_{provider or 'default'}")
     st.stop()
@@ -348,14 +354,14 @@ def _check_token() -> None:
     try:
         _token_attempts().acquire(client_id())
     except BadInput:
-        st.session_state["history_token_error"] = "Too many attempts; try again in a minute."
+        st.session_state["history_token_error"] = N_("Too many attempts; try again in a minute.")
         return
     if hmac.compare_digest(entered.encode(), token.encode()):
         st.session_state[OPERATOR] = True
         st.session_state.pop("history_token_error", None)
         log.info("operator unlocked History: client %s, user %s", client_id(), current_user() or "-")
     else:
-        st.session_state["history_token_error"] = "That is not the operator token."
+        st.session_state["history_token_error"] = N_("That is not the operator token.")
 
 
 def _lock() -> None:
@@ -366,18 +372,18 @@ def operator_ui() -> None:
     """Sidebar: in hosted mode, the operator token unlocks delete and import for this session."""
     if not get_runner().settings.hosted_mode:
         return
-    st.header("Operator")
+    st.header(_("Operator"))
     if st.session_state.get(OPERATOR):
-        st.caption("Unlocked for this session: delete and import are on.")
-        st.button("Lock", icon=":material/lock:", on_click=_lock, key="history_lock")
+        st.caption(_("Unlocked for this session: delete and import are on."))
+        st.button(_("Lock"), icon=":material/lock:", on_click=_lock, key="history_lock")
         return
     if _admin_token() is None:
-        st.caption("History is read-only on this server.")
+        st.caption(_("History is read-only on this server."))
         return
-    st.caption("History is read-only for visitors. The operator's token turns on delete and import.")
-    st.text_input("Operator token", type="password", key=TOKEN_INPUT, on_change=_check_token)
+    st.caption(_("History is read-only for visitors. The operator's token turns on delete and import."))
+    st.text_input(_("Operator token"), type="password", key=TOKEN_INPUT, on_change=_check_token)
     if st.session_state.get("history_token_error"):
-        st.error(st.session_state["history_token_error"], icon=":material/error:")
+        st.error(translate_text(st.session_state["history_token_error"]), icon=":material/error:")
 
 
 # --- jobs held in session state -------------------------------------------------------------------
@@ -406,14 +412,15 @@ def polled_job(job_key: str) -> Job | None:
 
 def take_finished(job_key: str, error_key: str) -> Job | None:
     """Pop this session's job once it is done: a failed or stopped job leaves its message under
-    ``error_key`` and returns None; a successful one is returned for the page to keep."""
+    ``error_key`` (in English, from an ``N_()`` template: the page shows it through
+    ``translate_text``) and returns None; a successful one is returned for the page to keep."""
     job = st.session_state.get(job_key)
     if job is None or not job.done:
         return None
     del st.session_state[job_key]
     if job.error is not None:
-        st.session_state[error_key] = (f"Stopped: {job.error}" if job.status == "cancelled"
-                                       else f"The measurement failed: {job.error}")
+        template = N_("Stopped: {error}") if job.status == "cancelled" else N_("The measurement failed: {error}")
+        st.session_state[error_key] = template.format(error=job.error)
         return None
     return job
 
@@ -460,7 +467,8 @@ def device_banner() -> dict[str, Any] | None:
     try:
         env = worker_environment("x32")
     except Exception as exc:  # the worker could not start: say so, the page still renders
-        st.error(f"The measurement worker could not start: {exc}", icon=":material/error:")
+        st.error(_("The measurement worker could not start: {error}").format(error=translate_text(str(exc))),
+                 icon=":material/error:")
         return None
     if env is None:
         _pending_banner()
@@ -506,7 +514,7 @@ def sync_url(query: dict[str, str]) -> None:
 
 def show_url_warnings(warnings: list[str]) -> None:
     for text in warnings:
-        st.warning(text, icon=":material/link_off:")
+        st.warning(translate_text(text), icon=":material/link_off:")
 
 
 # --- jobs ---------------------------------------------------------------------------------------
@@ -516,8 +524,9 @@ def job_progress(job: Job, label: str, *, overall: float | None = None) -> None:
     ahead = runner.jobs_ahead(job)
     if job.status == "queued" and ahead is not None:
         wait = runner.estimate_wait_s(job)
-        text = (f"{label}: queued behind {ahead} other measurement(s), about {wait:.0f} s. "
-                f"One measurement at a time, so they don't spoil each other's timings.")
+        text = _("{label}: queued behind {ahead} other measurement(s), about {wait:.0f} s. "
+                 "One measurement at a time, so they don't spoil each other's timings.").format(
+                     label=label, ahead=ahead, wait=wait)
         st.progress(overall or 0.0, text=text)
         return
     elapsed = time.time() - (job.started_at or time.time())
@@ -534,11 +543,17 @@ def svg_rendered(chart_obj: alt.TopLevelMixin) -> alt.TopLevelMixin:
     return chart_obj.properties(usermeta={**usermeta, "embedOptions": embed})
 
 
+def png_bytes(chart_obj: alt.TopLevelMixin) -> bytes:
+    """A chart's PNG download, drawn in the app's fonts (theme.font: Chinese in its own glyph forms)."""
+    return chart_png_bytes(chart_obj, font=st.get_option("theme.font"))
+
+
 def chart(chart_obj: alt.TopLevelMixin, name: str, file_stem: str, *, stretch: bool = False) -> None:
-    """An Altair chart (drawn as SVG) and a button that downloads it as PNG (made only when clicked)."""
+    """An Altair chart (drawn as SVG) and a button that downloads it as PNG (made only when clicked);
+    ``name`` (the button says "{name} (PNG)") comes in the reader's language."""
     st.altair_chart(svg_rendered(chart_obj), width="stretch" if stretch else "content")
     st.download_button(
-        f"{name} (PNG)", data=lambda: chart_png_bytes(chart_obj), file_name=f"{file_stem}.png",
+        _("{name} (PNG)").format(name=name), data=lambda: png_bytes(chart_obj), file_name=f"{file_stem}.png",
         mime="image/png", icon=":material/download:", on_click="ignore", key=f"png_{file_stem}",
     )
 
@@ -569,11 +584,17 @@ def history_note(results: Sequence[Result]) -> None:
     failed = [status[r.id] for r in results if status.get(r.id)]
     saved = sum(1 for r in results if r.id in status and status[r.id] is None)
     if failed:
-        what = "This result was" if len(results) == 1 else f"{len(failed)} of {len(results)} results were"
-        st.warning(f"{what} not saved to history: {failed[0]}. It stays on this page; download it as JSON "
-                   f"to keep it.", icon=":material/warning:")
+        error = translate_text(failed[0])
+        if len(results) == 1:
+            text = _("This result was not saved to history: {error}. It stays on this page; download it as JSON "
+                     "to keep it.").format(error=error)
+        else:
+            text = _("{failed} of {total} results were not saved to history: {error}. It stays on this page; "
+                     "download it as JSON to keep it.").format(failed=len(failed), total=len(results), error=error)
+        st.warning(text, icon=":material/warning:")
     elif saved:
-        text = "Saved to history." if len(results) == 1 else f"All {saved} measurements saved to history."
+        text = (_("Saved to history.") if len(results) == 1
+                else _("All {count} measurements saved to history.").format(count=saved))
         with st.container(horizontal=True, vertical_alignment="center", gap="small"):
             st.caption(f":material/check_circle: {text}", width="content")
-            st.page_link(HISTORY_PAGE, label="Open History", icon=":material/history:")
+            page_link(HISTORY_PAGE, _("Open History"), ":material/history:")

@@ -12,47 +12,50 @@ from typing import Any
 from ..analysis import summary
 from ..analysis.checks import FAIL, PASS, WARN, Check, overall
 from ..analysis.sweep import crossover
+from ..i18n import N_, _, translate_text
 from ..model.cases import format_shape
-from ..model.formatting import format_crossover, format_factor, format_time
-from ..model.phases import PHASE_LABELS, PHASES, phase_kind
+from ..model.formatting import format_calls, format_crossover, format_factor, format_time
+from ..model.phases import PHASES, phase_kind, phase_label
 from ..model.result import Result
+from ..model.stats import Stats
 
-# What the worker reports while measuring -> what the page says.
+# What the worker reports while measuring -> what the page says (in the reader's language: job_phase_text).
 JOB_PHASE_TEXT = {
-    "queued": "Waiting in the device queue",
-    "starting worker": "Starting the worker",
-    "inputs": "Building inputs",
-    "numpy": "Timing NumPy",
-    "transfer": "Timing the host→device transfer",
-    "compile": "Timing cold compiles (trace, lower, XLA compile)",
-    "first_call": "Timing the naive first call",
-    "runtime": "Timing the JAX runtime (blocked)",
-    "dispatch": "Timing dispatch only (unblocked)",
-    "fetch": "Timing the device→host fetch",
-    "recheck": "Timing more pairs of NumPy and JAX blocks (drift check)",
-    "jax_cpu": "Timing JAX on the CPU (the third side)",
-    "profile": "Tracing a few JAX calls with jax.profiler",
-    "agreement": "Checking that the outputs agree",
-    "peak": "Finding the peak rates (the CPU's is measured once per host)",
-    "done": "Done",
-    "failed": "Failed",
-    "cancelled": "Stopped",
+    "queued": N_("Waiting in the device queue"),
+    "starting worker": N_("Starting the worker"),
+    "inputs": N_("Building inputs"),
+    "numpy": N_("Timing NumPy"),
+    "transfer": N_("Timing the host→device transfer"),
+    "compile": N_("Timing cold compiles (trace, lower, XLA compile)"),
+    "first_call": N_("Timing the naive first call"),
+    "runtime": N_("Timing the JAX runtime (blocked)"),
+    "dispatch": N_("Timing dispatch only (unblocked)"),
+    "fetch": N_("Timing the device→host fetch"),
+    "recheck": N_("Timing more pairs of NumPy and JAX blocks (drift check)"),
+    "jax_cpu": N_("Timing JAX on the CPU (the third side)"),
+    "profile": N_("Tracing a few JAX calls with jax.profiler"),
+    "agreement": N_("Checking that the outputs agree"),
+    "peak": N_("Finding the peak rates (the CPU's is measured once per host)"),
+    "done": N_("Done"),
+    "failed": N_("Failed"),
+    "cancelled": N_("Stopped"),
 }
 
 
 def job_phase_text(phase: str) -> str:
-    return JOB_PHASE_TEXT.get(phase, phase.replace("_", " ").capitalize())
+    text = JOB_PHASE_TEXT.get(phase)
+    return _(text) if text is not None else phase.replace("_", " ").capitalize()
 
 
 # --- the verdict and tables ---------------------------------------------------------------------
 # The headline figures and their sentences are analysis/summary's, shared with the notebook.
-SWEEP_WITH = "The Size sweep page"
+SWEEP_WITH = N_("The Size sweep page")
 
 
 def verdict_lines(result: Result) -> list[str]:
     """The verdict and its companion lines as the Compare page says them (Markdown): where NumPy
     wins, the verdict points at the Size sweep page."""
-    return summary.verdict_lines(result, SWEEP_WITH)
+    return summary.verdict_lines(result, _(SWEEP_WITH))
 
 
 def phase_table(result: Result) -> list[dict[str, Any]]:
@@ -62,29 +65,38 @@ def phase_table(result: Result) -> list[dict[str, Any]]:
     for name in PHASES:
         s = result.phase(name)
         cpu = {} if result.jax_cpu is None else {
-            "JAX on CPU": "" if name == "numpy" else format_time(getattr(result.jax_cpu, name).median_s)}
+            _("JAX on CPU"): "" if name == "numpy" else format_time(getattr(result.jax_cpu, name).median_s)}
         rows.append({
-            "Phase": PHASE_LABELS[name],
-            "Kind": phase_kind(name),
-            "Median": format_time(s.median_s),
+            _("Phase"): phase_label(name),  # the label and the kind in the reader's language (model/phases)
+            _("Kind"): phase_kind(name),
+            _("Median"): format_time(s.median_s),
             **cpu,
-            "Min": format_time(s.min_s),
-            "IQR": format_time(s.iqr_s),
-            "95% CI of median": "—" if not math.isfinite(s.rel_ci) else f"±{s.rel_ci:.1%}",
-            "Samples": s.n,
-            "Loops/sample": s.loops,
-            "Stable": "yes" if s.stable else f"no: {s.unstable_reason}",
+            _("Min"): format_time(s.min_s),
+            _("IQR"): format_time(s.iqr_s),
+            _("95% CI of median"): "—" if not math.isfinite(s.rel_ci) else f"±{s.rel_ci:.1%}",
+            _("Samples"): s.n,
+            _("Loops/sample"): s.loops,
+            _("Stable"): stable_text(s),
         })
     return rows
+
+
+def stable_text(s: Stats) -> str:
+    """A phase's 'stable' cell (tables, tooltips): 'yes', or 'no: <why>' in the reader's language."""
+    if s.stable:
+        return _("yes")
+    return _("no: {reason}").format(reason=translate_text(s.unstable_reason or ""))
 
 
 def result_caption(result: Result, changed: str = "") -> str:
     """What was measured, where and how (markdown); ``changed``: a note that the settings moved on."""
     info = result.case_info
-    return (f"`{info.get('numpy_name', '')}` vs `{info.get('jax_name', '')}` · shape "
-            f"{format_shape(result.shape)} · {result.precision} ({result.dtype}) · {result.backend} "
-            f"device `{result.device}` ({result.device_kind}) · {result.spec.timing.preset_name} timing · "
-            f"measured {result.created}" + changed)
+    return _("`{numpy_name}` vs `{jax_name}` · shape {shape} · {precision} ({dtype}) · {backend} device "
+             "`{device}` ({device_kind}) · {timing} · measured {created}").format(
+        numpy_name=info.get("numpy_name", ""), jax_name=info.get("jax_name", ""), shape=format_shape(result.shape),
+        precision=result.precision, dtype=result.dtype, backend=result.backend, device=result.device,
+        device_kind=result.device_kind, timing=summary.timing_name(result.spec.timing.preset_name),
+        created=result.created) + changed
 
 
 def file_stem(result: Result) -> str:
@@ -92,34 +104,44 @@ def file_stem(result: Result) -> str:
     return f"{result.case}_{format_shape(result.shape)}_{result.precision}"
 
 
-STATUS_ICON = {PASS: "✓ pass", WARN: "⚠ warn", FAIL: "✗ fail"}
+STATUS_ICON = {PASS: N_("✓ pass"), WARN: N_("⚠ warn"), FAIL: N_("✗ fail")}  # shown with _()
+CHECKS_TAB = {PASS: N_("Checks: pass"), WARN: N_("Checks: warn"), FAIL: N_("Checks: fail")}
 
 
 def checks_tab_label(checklist: Sequence[Check]) -> str:
     """'Checks: warn': the tab's title carries the checklist's overall status."""
-    return f"Checks: {STATUS_ICON[overall(list(checklist))].split()[1]}"
+    return _(CHECKS_TAB[overall(list(checklist))])
 
 
 def checklist_rows(checklist: Sequence[Check], link: Callable[[str | None], str | None]) -> list[dict[str, str]]:
     """One row per check; ``link`` gives the Pitfalls page section explaining it ("" without one:
-    a blank cell, not a grey "None")."""
-    return [{"Status": STATUS_ICON[c.status], "Check": c.title, "Why": c.reason, "Pitfall": link(c.pitfall) or ""}
+    a blank cell, not a grey "None"). The columns are named in the reader's language: the page
+    finds the link column as ``_("Pitfall")``."""
+    return [{_("Status"): _(STATUS_ICON[c.status]), _("Check"): c.title, _("Why"): c.reason,
+             _("Pitfall"): link(c.pitfall) or ""}
             for c in checklist]
 
 
 def agreement_text(result: Result) -> tuple[bool, str]:
     """(whether the outputs agree, the sentence that says so with the errors and tolerances)."""
     a = result.agreement
-    text = (f"max abs error {a['max_abs_err']:.3g}, max rel error {a['max_rel_err']:.3g} "
-            f"(tolerance rtol {a['rtol']:.0e}, atol {a['atol']:.0e}; compared "
-            f"{'via invariants' if a.get('method') == 'invariants' else 'directly'})")
+    values = {"abs_err": a["max_abs_err"], "rel_err": a["max_rel_err"], "rtol": a["rtol"], "atol": a["atol"]}
+    if a.get("method") == "invariants":
+        text = _("max abs error {abs_err:.3g}, max rel error {rel_err:.3g} (tolerance rtol {rtol:.0e}, "
+                 "atol {atol:.0e}; compared via invariants)").format(**values)
+    else:
+        text = _("max abs error {abs_err:.3g}, max rel error {rel_err:.3g} (tolerance rtol {rtol:.0e}, "
+                 "atol {atol:.0e}; compared directly)").format(**values)
     ok = bool(a.get("ok"))
-    return ok, f"JAX and NumPy {'agree' if ok else 'disagree'}: {text}."
+    if ok:
+        return ok, _("JAX and NumPy agree: {details}.").format(details=text)
+    return ok, _("JAX and NumPy disagree: {details}.").format(details=text)
 
 
 def dtypes_text(result: Result) -> str:
     a = result.agreement
-    return f"Output dtypes: NumPy `{a.get('numpy_dtype')}`, JAX `{a.get('jax_dtype')}`; inputs `{result.dtype}`."
+    return _("Output dtypes: NumPy `{numpy_dtype}`, JAX `{jax_dtype}`; inputs `{dtype}`.").format(
+        numpy_dtype=a.get("numpy_dtype"), jax_dtype=a.get("jax_dtype"), dtype=result.dtype)
 
 
 def float64_rows(agreement: Mapping[str, Any]) -> list[dict[str, str]]:
@@ -127,39 +149,40 @@ def float64_rows(agreement: Mapping[str, Any]) -> list[dict[str, str]]:
     ref = agreement.get("vs_float64")
     if not ref:
         return []
-    return [{"Side": side, "Max abs error vs float64": f"{ref[f'{key}_max_abs_err']:.3g}",
-             "Max rel error vs float64": f"{ref[f'{key}_max_rel_err']:.3g}"}
+    return [{_("Side"): side, _("Max abs error vs float64"): f"{ref[f'{key}_max_abs_err']:.3g}",
+             _("Max rel error vs float64"): f"{ref[f'{key}_max_rel_err']:.3g}"}
             for side, key in (("NumPy", "numpy"), ("JAX", "jax"))]
 
 
 def notes_markdown(result: Result) -> list[str]:
     """The Notes tab: the run's notes as a list, then what a naive first call would have shown."""
-    notes = list(result.notes)
+    notes = [translate_text(note) for note in result.notes]
     if result.jax_cpu is None and result.backend == "cpu":
-        notes.append("JAX on the CPU (the third side, for runs on a GPU or TPU): n/a here, JAX already ran "
-                     "on the CPU.")
-    notes = notes or ["No notes for this run."]
+        notes.append(_("JAX on the CPU (the third side, for runs on a GPU or TPU): n/a here, JAX already ran "
+                       "on the CPU."))
+    notes = notes or [_("No notes for this run.")]
     return ["\n".join(f"- {note}" for note in notes),
-            f"- A naive first call took **{format_time(result.first_call.median_s)}** — that is what `%time f(x)` "
-            f"reports, mostly compile, not the {format_time(result.runtime.median_s)} runtime."]
+            "- " + _("A naive first call took **{first_call}** — that is what `%time f(x)` reports, mostly "
+                     "compile, not the {runtime} runtime.").format(
+                first_call=format_time(result.first_call.median_s), runtime=format_time(result.runtime.median_s))]
 
 
 def sweep_table(results: Sequence[Result]) -> list[dict[str, Any]]:
     rows = []
     for r in sorted(results, key=lambda r: (r.precision, math.prod(r.shape))):
         rows.append({
-            "Shape": format_shape(r.shape),
-            "Precision": f"{r.precision} ({r.dtype})",
+            _("Shape"): format_shape(r.shape),
+            _("Precision"): f"{r.precision} ({r.dtype})",
             "NumPy": format_time(r.numpy_runtime.median_s),
             "JAX": format_time(r.runtime.median_s),
             **({} if not any(x.jax_cpu for x in results) else {
-                "JAX on CPU": format_time(r.jax_cpu.runtime.median_s) if r.jax_cpu else "n/a"}),
-            "Speedup": format_factor(r.speedup),
-            "Compile": format_time(r.compile_total_s),
-            "Transfer": format_time(r.transfer.median_s),
-            "Break-even": summary.calls_text(r.break_even_calls),
-            "Agree": "yes" if r.agreement.get("ok") else "NO",
-            "Stable": "yes" if r.numpy_runtime.stable and r.runtime.stable else "no",
+                _("JAX on CPU"): format_time(r.jax_cpu.runtime.median_s) if r.jax_cpu else _("n/a")}),
+            _("Speedup"): format_factor(r.speedup),
+            _("Compile"): format_time(r.compile_total_s),
+            _("Transfer"): format_time(r.transfer.median_s),
+            _("Break-even"): format_calls(r.break_even_calls),
+            _("Agree"): _("yes") if r.agreement.get("ok") else _("NO"),
+            _("Stable"): _("yes") if r.numpy_runtime.stable and r.runtime.stable else _("no"),
         })
     return rows
 
@@ -174,13 +197,13 @@ def crossovers(results: Sequence[Result]) -> dict[str, float | None]:
 
 def crossover_figure(precision: str, elements: float | None, ndim: int, finished: bool) -> summary.Figure:
     """The Size sweep's crossover tile; 'not yet' while a running sweep has not crossed."""
-    value = "not yet" if elements is None and not finished else format_crossover(elements, ndim, short=True)
-    return summary.Figure(f"Crossover ({precision})", value,
-                  "Where the speedup first crosses 1x, interpolated on log-log axes: "
-                  + format_crossover(elements, ndim) + ".")
+    value = _("not yet") if elements is None and not finished else format_crossover(elements, ndim, short=True)
+    return summary.Figure(_("Crossover ({precision})").format(precision=precision), value,
+                          _("Where the speedup first crosses 1x, interpolated on log-log axes: {crossover}.").format(
+                              crossover=format_crossover(elements, ndim)))
 
 
 def best_speedup_figure(results: Sequence[Result]) -> summary.Figure:
     best = max(results, key=lambda r: r.speedup)
-    return summary.Figure("Best speedup", format_factor(best.speedup),
-                          f"At {format_shape(best.shape)} {best.precision}.")
+    return summary.Figure(_("Best speedup"), format_factor(best.speedup),
+                          _("At {shape} {precision}.").format(shape=format_shape(best.shape), precision=best.precision))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
+from ..i18n import N_
 from ..model.cases import Case
 from ..model.errors import BadInput
 from .files import case_from_summary, load_cases_file
@@ -38,9 +39,8 @@ def all_cases(cases_file: str | Path | None = None) -> list[Case]:
         known = {c.name for c in cases}
         for case in load_cases_file(cases_file):
             if case.name in known:
-                raise BadInput(
-                    f"cases file {str(cases_file)!r}: case name {case.name!r} is already taken"
-                )
+                raise BadInput(N_("cases file {path!r}: case name {name!r} is already taken").format(
+                    path=str(cases_file), name=case.name))
             known.add(case.name)
             cases.append(case)
     return cases
@@ -61,7 +61,8 @@ def find_case(name: str, cases: list[Case]) -> Case:
 
     names = [c.name for c in cases]
     close = difflib.get_close_matches(str(name), names, n=3)
-    hint = f" (did you mean {', '.join(close)}?)" if close else ""
-    raise BadInput(
-        f"unknown case {name!r}{hint}; `python -m jaxcompare list` shows all {len(names)}"
-    )
+    if close:
+        raise BadInput(N_("unknown case {name!r} (did you mean {close}?); `python -m jaxcompare list` shows all "
+                          "{count}").format(name=name, close=", ".join(close), count=len(names)))
+    raise BadInput(N_("unknown case {name!r}; `python -m jaxcompare list` shows all {count}").format(
+        name=name, count=len(names)))

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..i18n import N_
 from ..model.cases import Case
 from ..model.errors import BadInput
 
@@ -20,28 +21,28 @@ def load_cases_file(path: str | Path) -> list[Case]:
     """Import a user's Python file and return its ``CASES`` (BadInput on any problem)."""
     path = Path(path)
     if not path.is_file():
-        raise BadInput(f"cases file {str(path)!r} does not exist or is not a file")
+        raise BadInput(N_("cases file {path!r} does not exist or is not a file").format(path=str(path)))
     module_name = f"jaxcompare_user_cases_{abs(hash(str(path.resolve())))}"
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
-        raise BadInput(f"cases file {str(path)!r} is not a Python file")
+        raise BadInput(N_("cases file {path!r} is not a Python file").format(path=str(path)))
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
     try:
         spec.loader.exec_module(module)
     except BadInput as exc:
-        raise BadInput(f"cases file {str(path)!r}: {exc}") from None
+        raise BadInput(N_("cases file {path!r}: {reason}").format(path=str(path), reason=exc)) from None
     except Exception as exc:
         sys.modules.pop(module_name, None)
-        raise BadInput(
-            f"cases file {str(path)!r} could not be loaded: {type(exc).__name__}: {exc}"
-        ) from None
+        raise BadInput(N_("cases file {path!r} could not be loaded: {kind}: {error}").format(
+            path=str(path), kind=type(exc).__name__, error=exc)) from None
     cases = getattr(module, "CASES", None)
     if not isinstance(cases, list | tuple) or not cases:
-        raise BadInput(f"cases file {str(path)!r} must define CASES, a non-empty list of Case")
+        raise BadInput(N_("cases file {path!r} must define CASES, a non-empty list of Case").format(path=str(path)))
     bad = [c for c in cases if not isinstance(c, Case)]
     if bad:
-        raise BadInput(f"cases file {str(path)!r}: CASES holds {type(bad[0]).__name__}, not Case")
+        raise BadInput(N_("cases file {path!r}: CASES holds {kind}, not Case").format(
+            path=str(path), kind=type(bad[0]).__name__))
     for case in cases:
         object.__setattr__(case, "source", str(path))
     return list(cases)
@@ -54,7 +55,7 @@ def case_from_summary(summary: Mapping[str, Any]) -> Case:
     name = str(summary.get("name", ""))
 
     def runs_in_a_worker(*_args: Any, **_kwargs: Any) -> Any:
-        raise BadInput(f"case {name!r} comes from a cases file: it runs only in a worker process")
+        raise BadInput(N_("case {name!r} comes from a cases file: it runs only in a worker process").format(name=name))
 
     try:
         return Case(
@@ -67,4 +68,5 @@ def case_from_summary(summary: Mapping[str, Any]) -> Case:
             numpy_computes_in=summary.get("numpy_computes_in"), source=str(summary["source"]),
         )
     except (KeyError, TypeError, ValueError) as exc:
-        raise BadInput(f"case {name!r}: its worker's description is incomplete ({exc})") from None
+        raise BadInput(N_("case {name!r}: its worker's description is incomplete ({reason})").format(
+            name=name, reason=exc)) from None

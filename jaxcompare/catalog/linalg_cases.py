@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..i18n import N_
 from ..model.cases import Arrays, Case, Shape, square
 from ._lazy import jnp
 
@@ -124,28 +125,28 @@ def _slogdet_jax(a):
 CASES = [
     Case(
         name="solve",
-        title="Solve a linear system A x = b",
+        title=N_("Solve a linear system A x = b"),
         group="numpy",
         numpy_fn=np.linalg.solve,
         jax_fn=_solve_jax,
         numpy_name="numpy.linalg.solve",
         numpy_computes_in="float64",  # numpy.linalg upcasts real inputs to double
         jax_name="jax.numpy.linalg.solve",
-        description="LU with partial pivoting, then two triangular solves; A has cond <~ 3.",
+        description=N_("LU with partial pivoting, then two triangular solves; A has cond <~ 3."),
         make_inputs=_solve_inputs,
         shape_rule=square,
         flops=lambda s: 2.0 / 3.0 * s[0] ** 3 + 2.0 * s[0] ** 2,
     ),
     Case(
         name="inv",
-        title="Matrix inverse",
+        title=N_("Matrix inverse"),
         group="numpy",
         numpy_fn=np.linalg.inv,
         jax_fn=_inv_jax,
         numpy_name="numpy.linalg.inv",
         numpy_computes_in="float64",  # numpy.linalg upcasts real inputs to double
         jax_name="jax.numpy.linalg.inv",
-        description="Explicit inverse of a well-conditioned matrix (cond <~ 3).",
+        description=N_("Explicit inverse of a well-conditioned matrix (cond <~ 3)."),
         make_inputs=_well_conditioned_inputs,
         shape_rule=square,
         # LU (2/3 n^3) plus inverting from the factors (4/3 n^3)
@@ -153,28 +154,28 @@ CASES = [
     ),
     Case(
         name="cholesky",
-        title="Cholesky factorisation",
+        title=N_("Cholesky factorisation"),
         group="numpy",
         numpy_fn=np.linalg.cholesky,
         jax_fn=_cholesky_jax,
         numpy_name="numpy.linalg.cholesky",
         numpy_computes_in="float64",  # numpy.linalg upcasts real inputs to double
         jax_name="jax.numpy.linalg.cholesky",
-        description="Lower Cholesky factor of an SPD matrix R R^T/n + I (unique).",
+        description=N_("Lower Cholesky factor of an SPD matrix R R^T/n + I (unique)."),
         make_inputs=_spd_inputs,
         shape_rule=square,
         flops=lambda s: s[0] ** 3 / 3.0,
     ),
     Case(
         name="qr",
-        title="QR factorisation",
+        title=N_("QR factorisation"),
         group="numpy",
         numpy_fn=np.linalg.qr,
         jax_fn=_qr_jax,
         numpy_name="numpy.linalg.qr",
         numpy_computes_in="float64",  # numpy.linalg upcasts real inputs to double
         jax_name="jax.numpy.linalg.qr",
-        description="Householder QR of a random matrix; compared via Q R and R with diag(R) >= 0.",
+        description=N_("Householder QR of a random matrix; compared via Q R and R with diag(R) >= 0."),
         make_inputs=_general_inputs,
         shape_rule=square,
         # Householder factorisation only (geqrf); forming Q explicitly costs another 4/3 n^3
@@ -183,14 +184,14 @@ CASES = [
     ),
     Case(
         name="svd",
-        title="Singular value decomposition",
+        title=N_("Singular value decomposition"),
         group="numpy",
         numpy_fn=_svd_np,
         jax_fn=_svd_jax,
         numpy_name="numpy.linalg.svd(full_matrices=False)",
         numpy_computes_in="float64",  # numpy.linalg upcasts real inputs to double
         jax_name="jax.numpy.linalg.svd(full_matrices=False)",
-        description="Full SVD with vectors; compared via singular values and U diag(s) Vh.",
+        description=N_("Full SVD with vectors; compared via singular values and U diag(s) Vh."),
         make_inputs=_general_inputs,
         shape_rule=square,
         # Golub-Van Loan's Golub-Reinsch count with U and V, 4m^2n + 8mn^2 + 9n^3 = 21 n^3
@@ -200,15 +201,15 @@ CASES = [
     ),
     Case(
         name="eigh",
-        title="Symmetric eigendecomposition",
+        title=N_("Symmetric eigendecomposition"),
         group="numpy",
         numpy_fn=np.linalg.eigh,
         jax_fn=_eigh_jax,
         numpy_name="numpy.linalg.eigh",
         numpy_computes_in="float64",  # numpy.linalg upcasts real inputs to double
         jax_name="jax.numpy.linalg.eigh",
-        description="Eigenvalues and eigenvectors of a symmetric matrix; compared via the "
-        "sorted eigenvalues and V diag(w) V^T.",
+        description=N_("Eigenvalues and eigenvectors of a symmetric matrix; compared via the "
+                       "sorted eigenvalues and V diag(w) V^T."),
         make_inputs=_symmetric_inputs,
         shape_rule=square,
         # Golub-Van Loan's symmetric QR with eigenvectors, ~9 n^3 (divide and conquer differs)
@@ -217,29 +218,29 @@ CASES = [
     ),
     Case(
         name="det",
-        title="Determinant",
+        title=N_("Determinant"),
         group="numpy",
         numpy_fn=np.linalg.det,
         jax_fn=_det_jax,
         numpy_name="numpy.linalg.det",
         numpy_computes_in="float64",  # numpy.linalg upcasts real inputs to double
         jax_name="jax.numpy.linalg.det",
-        description="Product of LU pivots of I + R/(4 sqrt n), whose det stays near 1.",
+        description=N_("Product of LU pivots of I + R/(4 sqrt n), whose det stays near 1."),
         make_inputs=_unit_det_inputs,
         shape_rule=square,
         flops=lambda s: 2.0 / 3.0 * s[0] ** 3,
     ),
     Case(
         name="slogdet",
-        title="Sign and log-determinant",
+        title=N_("Sign and log-determinant"),
         group="numpy",
         numpy_fn=np.linalg.slogdet,
         jax_fn=_slogdet_jax,
         numpy_name="numpy.linalg.slogdet",
         numpy_computes_in="float64",  # numpy.linalg upcasts real inputs to double
         jax_name="jax.numpy.linalg.slogdet",
-        description="Sign and log|det| from LU; log|det| ~ n log 2 here, so it never "
-        "overflows where det would.",
+        description=N_("Sign and log|det| from LU; log|det| ~ n log 2 here, so it never "
+                       "overflows where det would."),
         make_inputs=_well_conditioned_inputs,
         shape_rule=square,
         flops=lambda s: 2.0 / 3.0 * s[0] ** 3,

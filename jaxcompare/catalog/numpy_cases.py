@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from ..i18n import N_
 from ..model.cases import Case, Shape, any_shape, format_shape, matrix, square, vector
 from ._lazy import jnp
 from .linalg_cases import CASES as LINALG_CASES
@@ -30,7 +31,7 @@ def _two_matrices(shape: Shape, dtype: np.dtype, rng: np.random.Generator):
 def _batch_of_squares(shape: Shape) -> str | None:
     """Shape rule for einsum: a batch of n x n matrices."""
     if len(shape) != 3 or shape[1] != shape[2]:
-        return f"needs a 3-D shape batch x n x n like 8x100x100, got {format_shape(shape)}"
+        return N_("needs a 3-D shape batch x n x n like 8x100x100, got {shape}").format(shape=format_shape(shape))
     return None
 
 
@@ -102,40 +103,40 @@ def _rfft_jax(x):
 _BASIC_CASES = [
     Case(
         name="centered_gram",
-        title="Centered Gram matrix x.T @ (x - x.mean(0))",
+        title=N_("Centered Gram matrix x.T @ (x - x.mean(0))"),
         group="numpy",
         numpy_fn=centered_gram_np,
         jax_fn=centered_gram_jax,
         numpy_name="x.T @ (x - x.mean(axis=0))  (numpy)",
         jax_name="x.T @ (x - x.mean(axis=0))  (jax.numpy)",
-        description="The example from the JAX docs' 'Benchmarking JAX code' page.",
+        description=N_("The example from the JAX docs' 'Benchmarking JAX code' page."),
         make_inputs=_one_matrix,
         shape_rule=square,
         flops=lambda s: 2.0 * s[0] * s[1] * s[1] + 2.0 * s[0] * s[1],
     ),
     Case(
         name="matmul",
-        title="Matrix product A @ B",
+        title=N_("Matrix product A @ B"),
         group="numpy",
         numpy_fn=np.matmul,
         jax_fn=_matmul_jax,
         numpy_name="numpy.matmul",
         jax_name="jax.numpy.matmul",
-        description="Dense matrix product: BLAS gemm on both sides, the compute-bound baseline.",
+        description=N_("Dense matrix product: BLAS gemm on both sides, the compute-bound baseline."),
         make_inputs=_two_matrices,
         shape_rule=square,
         flops=lambda s: 2.0 * s[0] ** 3,
     ),
     Case(
         name="einsum",
-        title="Batched matmul einsum('bij,bjk->bik')",
+        title=N_("Batched matmul einsum('bij,bjk->bik')"),
         group="numpy",
         numpy_fn=_einsum_np,
         jax_fn=_einsum_jax,
         numpy_name=f"numpy.einsum('{_EINSUM}')",
         jax_name=f"jax.numpy.einsum('{_EINSUM}')",
-        description="A batch of matrix products written as einsum (NumPy's default is "
-        "optimize=False; JAX always contracts through dot_general).",
+        description=N_("A batch of matrix products written as einsum (NumPy's default is "
+                       "optimize=False; JAX always contracts through dot_general)."),
         make_inputs=_two_matrices,
         shape_rule=_batch_of_squares,
         small_shape=(4, 10, 10),
@@ -144,14 +145,14 @@ _BASIC_CASES = [
     ),
     Case(
         name="elementwise",
-        title="Elementwise sin(x)*exp(-x**2) + tanh(x)",
+        title=N_("Elementwise sin(x)*exp(-x**2) + tanh(x)"),
         group="numpy",
         numpy_fn=_elementwise_np,
         jax_fn=_elementwise_jax,
         numpy_name="np.sin(x)*np.exp(-x**2) + np.tanh(x)  (numpy)",
         jax_name="jnp.sin(x)*jnp.exp(-x**2) + jnp.tanh(x)  (jax.numpy)",
-        description="Memory-bound chain of ufuncs: NumPy makes a temporary per step, "
-        "XLA fuses them into one loop.",
+        description=N_("Memory-bound chain of ufuncs: NumPy makes a temporary per step, "
+                       "XLA fuses them into one loop."),
         make_inputs=_one_array,
         shape_rule=any_shape,
         small_shape=(1000,),
@@ -159,13 +160,13 @@ _BASIC_CASES = [
     ),
     Case(
         name="reduction",
-        title="Column sums x.sum(axis=0)",
+        title=N_("Column sums x.sum(axis=0)"),
         group="numpy",
         numpy_fn=_column_sums_np,
         jax_fn=_column_sums_jax,
         numpy_name="numpy.ndarray.sum(axis=0)",
         jax_name="jax.Array.sum(axis=0)",
-        description="A pure memory-bound reduction over the leading axis.",
+        description=N_("A pure memory-bound reduction over the leading axis."),
         make_inputs=_one_matrix,
         shape_rule=matrix,
         small_shape=(10, 10),
@@ -174,13 +175,13 @@ _BASIC_CASES = [
     ),
     Case(
         name="sort",
-        title="Sort a vector",
+        title=N_("Sort a vector"),
         group="numpy",
         numpy_fn=np.sort,
         jax_fn=_sort_jax,
         numpy_name="numpy.sort",
         jax_name="jax.numpy.sort",
-        description="Comparison sort of random floats (the sorted output is unique).",
+        description=N_("Comparison sort of random floats (the sorted output is unique)."),
         make_inputs=_one_array,
         shape_rule=vector,
         small_shape=(1000,),
@@ -188,14 +189,14 @@ _BASIC_CASES = [
     ),
     Case(
         name="cumsum",
-        title="Cumulative sum of a vector",
+        title=N_("Cumulative sum of a vector"),
         group="numpy",
         numpy_fn=np.cumsum,
         jax_fn=_cumsum_jax,
         numpy_name="numpy.cumsum",
         jax_name="jax.numpy.cumsum",
-        description="A scan: NumPy adds sequentially, XLA in a different order, so "
-        "rounding differs and grows with N.",
+        description=N_("A scan: NumPy adds sequentially, XLA in a different order, so "
+                       "rounding differs and grows with N."),
         make_inputs=_one_array,
         shape_rule=vector,
         small_shape=(1000,),
@@ -206,13 +207,13 @@ _BASIC_CASES = [
     ),
     Case(
         name="fft",
-        title="Complex FFT of a real vector",
+        title=N_("Complex FFT of a real vector"),
         group="numpy",
         numpy_fn=np.fft.fft,
         jax_fn=_fft_jax,
         numpy_name="numpy.fft.fft",
         jax_name="jax.numpy.fft.fft",
-        description="1-D FFT of a power-of-two length (pocketfft vs XLA's DUCC FFT).",
+        description=N_("1-D FFT of a power-of-two length (pocketfft vs XLA's DUCC FFT)."),
         make_inputs=_one_array,
         shape_rule=vector,
         small_shape=(1024,),
@@ -221,13 +222,13 @@ _BASIC_CASES = [
     ),
     Case(
         name="fft2",
-        title="2-D FFT of an image",
+        title=N_("2-D FFT of an image"),
         group="numpy",
         numpy_fn=np.fft.fft2,
         jax_fn=_fft2_jax,
         numpy_name="numpy.fft.fft2",
         jax_name="jax.numpy.fft.fft2",
-        description="2-D complex FFT of a real image.",
+        description=N_("2-D complex FFT of a real image."),
         make_inputs=_one_matrix,
         shape_rule=matrix,
         small_shape=(64, 64),
@@ -236,13 +237,13 @@ _BASIC_CASES = [
     ),
     Case(
         name="rfft",
-        title="Real FFT of a vector",
+        title=N_("Real FFT of a vector"),
         group="numpy",
         numpy_fn=np.fft.rfft,
         jax_fn=_rfft_jax,
         numpy_name="numpy.fft.rfft",
         jax_name="jax.numpy.fft.rfft",
-        description="1-D real-input FFT (half the spectrum, about half the work of fft).",
+        description=N_("1-D real-input FFT (half the spectrum, about half the work of fft)."),
         make_inputs=_one_array,
         shape_rule=vector,
         small_shape=(1024,),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..i18n import N_
 from ..model.cases import Arrays, Case, Shape, any_shape, format_shape, matrix, square, vector
 from ._lazy import LazyModule, jnp
 
@@ -95,9 +96,8 @@ def _two_point_sets(shape: Shape, dtype: np.dtype, rng: np.random.Generator) -> 
 def _image(shape: Shape) -> str | None:
     """Shape rule: a 2-D image at least as large as the convolution kernel."""
     if len(shape) != 2 or min(shape) < KERNEL_2D:
-        return (
-            f"needs a 2-D image of at least {KERNEL_2D}x{KERNEL_2D} like 256x256, got {format_shape(shape)}"
-        )
+        return N_("needs a 2-D image of at least {kernel} like 256x256, got {shape}").format(
+            kernel=format_shape((KERNEL_2D, KERNEL_2D)), shape=format_shape(shape))
     return None
 
 
@@ -202,26 +202,26 @@ def cdist_jax(xa, xb):
 CASES = [
     Case(
         name="expm",
-        title="Matrix exponential",
+        title=N_("Matrix exponential"),
         group="scipy",
         numpy_fn=_expm_np,
         jax_fn=_expm_jax,
         numpy_name="scipy.linalg.expm",
         jax_name="jax.scipy.linalg.expm",
-        description="Scaling-and-squaring Pade approximant of R/sqrt(n) (norm ~2).",
+        description=N_("Scaling-and-squaring Pade approximant of R/sqrt(n) (norm ~2)."),
         make_inputs=_expm_inputs,
         shape_rule=square,
         # no flops: the Pade degree and the number of squarings depend on the values
     ),
     Case(
         name="lu",
-        title="LU factorisation with partial pivoting",
+        title=N_("LU factorisation with partial pivoting"),
         group="scipy",
         numpy_fn=_lu_np,
         jax_fn=_lu_jax,
         numpy_name="scipy.linalg.lu",
         jax_name="jax.scipy.linalg.lu",
-        description="P, L, U of a random matrix; compared via P L U and log|det A|.",
+        description=N_("P, L, U of a random matrix; compared via P L U and log|det A|."),
         make_inputs=_normal,
         shape_rule=square,
         flops=lambda s: 2.0 / 3.0 * s[0] ** 3,
@@ -229,27 +229,27 @@ CASES = [
     ),
     Case(
         name="solve_triangular",
-        title="Triangular solve L X = B",
+        title=N_("Triangular solve L X = B"),
         group="scipy",
         numpy_fn=_solve_triangular_np,
         jax_fn=_solve_triangular_jax,
         numpy_name="scipy.linalg.solve_triangular(lower=True)",
         jax_name="jax.scipy.linalg.solve_triangular(lower=True)",
-        description="Forward substitution for k right-hand sides; shape n x k means L is "
-        "n x n and B is n x k.",
+        description=N_("Forward substitution for k right-hand sides; shape n x k means L is "
+                       "n x n and B is n x k."),
         make_inputs=_triangular_inputs,
         shape_rule=matrix,
         flops=lambda s: float(s[0]) ** 2 * s[1],
     ),
     Case(
         name="fftconvolve",
-        title="FFT convolution of a signal",
+        title=N_("FFT convolution of a signal"),
         group="scipy",
         numpy_fn=_fftconvolve_np,
         jax_fn=_fftconvolve_jax,
         numpy_name="scipy.signal.fftconvolve",
         jax_name="jax.scipy.signal.fftconvolve",
-        description="Full convolution of a length-N signal with a length-N/10 kernel.",
+        description=N_("Full convolution of a length-N signal with a length-N/10 kernel."),
         make_inputs=_signal_and_kernel,
         shape_rule=vector,
         small_shape=(1000,),
@@ -258,13 +258,13 @@ CASES = [
     ),
     Case(
         name="convolve2d",
-        title=f"Direct 2-D convolution with a {KERNEL_2D}x{KERNEL_2D} kernel",
+        title=N_("Direct 2-D convolution with a {kernel} kernel").format(kernel=format_shape((KERNEL_2D, KERNEL_2D))),
         group="scipy",
         numpy_fn=_convolve2d_np,
         jax_fn=_convolve2d_jax,
         numpy_name="scipy.signal.convolve2d(mode='same')",
         jax_name="jax.scipy.signal.convolve2d(mode='same')",
-        description="Image filtering by direct convolution (no FFT), zero-padded borders.",
+        description=N_("Image filtering by direct convolution (no FFT), zero-padded borders."),
         make_inputs=_image_and_kernel,
         shape_rule=_image,
         small_shape=(64, 64),
@@ -273,13 +273,13 @@ CASES = [
     ),
     Case(
         name="logsumexp",
-        title="Row-wise logsumexp",
+        title=N_("Row-wise logsumexp"),
         group="scipy",
         numpy_fn=_logsumexp_np,
         jax_fn=_logsumexp_jax,
         numpy_name="scipy.special.logsumexp(axis=-1)",
         jax_name="jax.scipy.special.logsumexp(axis=-1)",
-        description="The stable softmax normaliser: max, exp, sum and log per row.",
+        description=N_("The stable softmax normaliser: max, exp, sum and log per row."),
         make_inputs=_normal,
         shape_rule=matrix,
         small_shape=(10, 10),
@@ -287,13 +287,13 @@ CASES = [
     ),
     Case(
         name="erf",
-        title="Error function",
+        title=N_("Error function"),
         group="scipy",
         numpy_fn=_erf_np,
         jax_fn=_erf_jax,
         numpy_name="scipy.special.erf",
         jax_name="jax.scipy.special.erf",
-        description="A special-function ufunc evaluated elementwise.",
+        description=N_("A special-function ufunc evaluated elementwise."),
         make_inputs=_scaled_normal,
         shape_rule=any_shape,
         small_shape=(1000,),
@@ -301,13 +301,13 @@ CASES = [
     ),
     Case(
         name="gammaln",
-        title="Log-gamma function",
+        title=N_("Log-gamma function"),
         group="scipy",
         numpy_fn=_gammaln_np,
         jax_fn=_gammaln_jax,
         numpy_name="scipy.special.gammaln",
         jax_name="jax.scipy.special.gammaln",
-        description="log|Gamma(x)| for x in (0.01, 50), elementwise.",
+        description=N_("log|Gamma(x)| for x in (0.01, 50), elementwise."),
         make_inputs=_gamma_args,
         shape_rule=any_shape,
         small_shape=(1000,),
@@ -315,14 +315,14 @@ CASES = [
     ),
     Case(
         name="norm_logpdf",
-        title="Normal log-density",
+        title=N_("Normal log-density"),
         group="scipy",
         numpy_fn=_norm_logpdf_np,
         jax_fn=_norm_logpdf_jax,
         numpy_name="scipy.stats.norm.logpdf",
         jax_name="jax.scipy.stats.norm.logpdf",
-        description="log N(x; loc, scale) elementwise; SciPy returns float64 even for "
-        "float32 input, and its distribution machinery adds fixed per-call overhead.",
+        description=N_("log N(x; loc, scale) elementwise; SciPy returns float64 even for "
+                       "float32 input, and its distribution machinery adds fixed per-call overhead."),
         make_inputs=_logpdf_inputs,
         shape_rule=any_shape,
         small_shape=(1000,),
@@ -330,13 +330,13 @@ CASES = [
     ),
     Case(
         name="trapezoid",
-        title="Trapezoidal integration",
+        title=N_("Trapezoidal integration"),
         group="scipy",
         numpy_fn=_trapezoid_np,
         jax_fn=_trapezoid_jax,
         numpy_name="scipy.integrate.trapezoid",
         jax_name="jax.scipy.integrate.trapezoid",
-        description="Integral of samples y over unevenly spaced points x (a scalar).",
+        description=N_("Integral of samples y over unevenly spaced points x (a scalar)."),
         make_inputs=_trapezoid_inputs,
         shape_rule=vector,
         small_shape=(1000,),
@@ -345,14 +345,14 @@ CASES = [
     ),
     Case(
         name="cdist",
-        title="Pairwise Euclidean distances",
+        title=N_("Pairwise Euclidean distances"),
         group="scipy",
         numpy_fn=_cdist_np,
         jax_fn=cdist_jax,
         numpy_name="scipy.spatial.distance.cdist(metric='euclidean')",
         jax_name="sqrt(sum((a[:, None] - b[None]) ** 2, -1))  (hand-written, jax.numpy)",
-        description="Distances between two sets of n points in d dimensions (shape n x d). "
-        "JAX has no cdist; SciPy returns float64 even for float32 input.",
+        description=N_("Distances between two sets of n points in d dimensions (shape n x d). "
+                       "JAX has no cdist; SciPy returns float64 even for float32 input."),
         make_inputs=_two_point_sets,
         shape_rule=matrix,
         small_shape=(10, 10),

@@ -12,6 +12,7 @@ import sys
 from importlib import metadata
 from typing import Any
 
+from ..i18n import N_
 from ..model.errors import DeviceUnavailable
 
 ENV_VARS = (
@@ -116,7 +117,8 @@ def pin_device(name: str) -> Any:
     devices = platforms.get(platform, [])
     if not index.isdigit() or int(index) >= len(devices):
         present = ", ".join(f"{p}:0..{len(d) - 1}" for p, d in platforms.items())
-        raise DeviceUnavailable(f"device {name!r} is not here; present: {present}")
+        raise DeviceUnavailable(N_("device {name!r} is not here; present: {present}").format(
+            name=name, present=present))
     _pinned = (platform, int(index))
     return devices[int(index)]
 
@@ -134,7 +136,7 @@ def resolve_device(kind: str) -> Any:
     if kind in platforms:
         return platforms[kind][0]
     present = ", ".join(f"{p} ({len(d)})" for p, d in platforms.items())
-    raise DeviceUnavailable(f"no {kind.upper()} device here; present: {present}")
+    raise DeviceUnavailable(N_("no {kind} device here; present: {present}").format(kind=kind.upper(), present=present))
 
 
 def jax_info() -> dict[str, Any]:

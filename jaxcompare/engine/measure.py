@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..catalog import get_case
+from ..i18n import N_
 from ..model.cases import Case, as_tuple, format_shape
 from ..model.errors import BadInput
 from ..model.result import Result
@@ -171,12 +172,12 @@ def build_inputs(case: Case, spec: Spec) -> tuple[np.ndarray, ...]:
         raise
     except Exception as exc:
         raise BadInput(
-            f"case {case.name!r} could not build inputs of shape {format_shape(spec.shape)}: "
-            f"{type(exc).__name__}: {exc}"
+            N_("case {case!r} could not build inputs of shape {shape}: {error_type}: {error}").format(
+                case=case.name, shape=format_shape(spec.shape), error_type=type(exc).__name__, error=exc)
         ) from None
     inputs = tuple(inputs) if isinstance(inputs, tuple | list) else (inputs,)
     if not inputs or not all(isinstance(a, np.ndarray) for a in inputs):
-        raise BadInput(f"case {case.name!r}: make_inputs must return a tuple of NumPy arrays")
+        raise BadInput(N_("case {case!r}: make_inputs must return a tuple of NumPy arrays").format(case=case.name))
     return inputs
 
 
@@ -450,8 +451,8 @@ def _runtimes(run: _Run, jitted: Any, host_inputs: tuple[np.ndarray, ...], dev_i
         previous = library
     rel_ci = cfg.for_runtime().rel_ci
     protocol = _protocol(calls["runtime"], jitted, compiled_before, dev_inputs, device)
-    return (combine_blocks(blocks["numpy"], rel_ci, cfg.drift_tolerance, "the NumPy median"),
-            combine_blocks(blocks["runtime"], rel_ci, cfg.drift_tolerance, "the JAX median"), protocol)
+    return (combine_blocks(blocks["numpy"], rel_ci, cfg.drift_tolerance, N_("the NumPy median")),
+            combine_blocks(blocks["runtime"], rel_ci, cfg.drift_tolerance, N_("the JAX median")), protocol)
 
 
 def _protocol(call: Any, jitted: Any, compiled_before: int | None, dev_inputs: Any, device: Any) -> dict[str, Any]:
@@ -506,17 +507,19 @@ def _notes(spec: Spec, agreement: dict[str, Any], transfer_zero_copy: bool, *,
     """What a reader of the Result must know to read its numbers right."""
     notes = []
     if cpu_side_missing:
-        notes.append("JAX on the CPU was not measured: this worker's JAX has no CPU backend "
-                     "(JAX_PLATFORMS leaves it out)")
+        notes.append(N_("JAX on the CPU was not measured: this worker's JAX has no CPU backend "
+                        "(JAX_PLATFORMS leaves it out)"))
     if transfer_zero_copy:
-        notes.append(
+        notes.append(N_(
             "transfer is near zero because the CPU backend aliased the NumPy buffer (zero-copy): "
             "no bytes were copied"
-        )
+        ))
     if agreement["numpy_dtype"] != spec.dtype:
-        notes.append(f"NumPy returned {agreement['numpy_dtype']} for {spec.dtype} inputs (it upcasts)")
+        notes.append(N_("NumPy returned {returned} for {dtype} inputs (it upcasts)").format(
+            returned=agreement["numpy_dtype"], dtype=spec.dtype))
     if agreement["jax_dtype"] != spec.dtype:
-        notes.append(f"JAX returned {agreement['jax_dtype']} for {spec.dtype} inputs")
+        notes.append(N_("JAX returned {returned} for {dtype} inputs").format(
+            returned=agreement["jax_dtype"], dtype=spec.dtype))
     return tuple(notes)
 
 
@@ -528,7 +531,8 @@ def _user_call(case: Case, label: str, fn: Callable[..., Any], args: tuple[Any, 
         return jax.block_until_ready(fn(*args))
     except Exception as exc:
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        raise BadInput(f"case {case.name!r}: {label} failed: {type(exc).__name__}: {text[:300]}") from None
+        raise BadInput(N_("case {case!r}: {function} failed: {error_type}: {error}").format(
+            case=case.name, function=label, error_type=type(exc).__name__, error=text[:300])) from None
 
 
 def _delete(arrays: Any) -> None:

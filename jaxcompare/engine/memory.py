@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..i18n import N_
 from ..model.cases import Case, format_shape
 from ..model.errors import TooLarge
 from ..model.formatting import format_bytes
@@ -126,13 +127,19 @@ def check_fits(est: MemoryEstimate, case_name: str, shape: tuple[int, ...], *,
                host_free: int | None, device_free_bytes: int | None,
                device_total_bytes: int | None = None) -> None:
     """Refuse, naming the limit, when the estimate does not fit; allocate nothing."""
-    tag = f"{case_name} at {format_shape(shape)}"
+    where = {"case": case_name, "shape": format_shape(shape)}
     if host_free is not None and est.host_bytes > HOST_FRACTION * host_free:
-        raise TooLarge(f"{tag} needs about {format_bytes(est.host_bytes)} of host memory; "
-                       f"the limit here is {format_bytes(HOST_FRACTION * host_free)} "
-                       f"({HOST_FRACTION:.0%} of {format_bytes(host_free)} available)")
+        raise TooLarge(N_("{case} at {shape} needs about {needed} of host memory; the limit here is {limit} "
+                          "({fraction:.0%} of {available} available)").format(
+            **where, needed=format_bytes(est.host_bytes), limit=format_bytes(HOST_FRACTION * host_free),
+            fraction=HOST_FRACTION, available=format_bytes(host_free)))
     if device_free_bytes is not None and est.device_bytes > DEVICE_FRACTION * device_free_bytes:
-        raise TooLarge(f"{tag} needs about {format_bytes(est.device_bytes)} of device memory; "
-                       f"the limit here is {format_bytes(DEVICE_FRACTION * device_free_bytes)} "
-                       f"({DEVICE_FRACTION:.0%} of {format_bytes(device_free_bytes)} free"
-                       + (f" of {format_bytes(device_total_bytes)}" if device_total_bytes else "") + ")")
+        values = {**where, "needed": format_bytes(est.device_bytes),
+                  "limit": format_bytes(DEVICE_FRACTION * device_free_bytes), "fraction": DEVICE_FRACTION,
+                  "free": format_bytes(device_free_bytes)}
+        if device_total_bytes:
+            raise TooLarge(N_("{case} at {shape} needs about {needed} of device memory; the limit here is {limit} "
+                              "({fraction:.0%} of {free} free of {total})").format(
+                **values, total=format_bytes(device_total_bytes)))
+        raise TooLarge(N_("{case} at {shape} needs about {needed} of device memory; the limit here is {limit} "
+                          "({fraction:.0%} of {free} free)").format(**values))

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..catalog import get_case
+from ..i18n import N_
 from ..model.cases import Case, as_tuple, format_shape
 from ..model.formatting import format_time
 from ..model.spec import Spec
@@ -37,39 +38,40 @@ DOCS = {
 }
 
 PITFALLS: tuple[dict[str, str], ...] = (
-    {"id": "jit", "title": "1. JIT: the first call includes compilation",
-     "explanation": "jax.jit traces and compiles on the first call with new shapes and dtypes; "
+    {"id": "jit", "title": N_("1. JIT: the first call includes compilation"),
+     "explanation": N_("jax.jit traces and compiles on the first call with new shapes and dtypes; "
                     "later calls reuse the executable. Time the first call apart, warm up, and "
-                    "jit the outermost function so XLA sees the whole computation.",
+                    "jit the outermost function so XLA sees the whole computation."),
      "doc": DOCS["benchmarking"]},
-    {"id": "async", "title": "2. Async dispatch: the call returns before the work is done",
-     "explanation": "JAX returns a future-like array as soon as the work is queued. Without "
-                    "block_until_ready() the timer stops before the computation does.",
+    {"id": "async", "title": N_("2. Async dispatch: the call returns before the work is done"),
+     "explanation": N_("JAX returns a future-like array as soon as the work is queued. Without "
+                    "block_until_ready() the timer stops before the computation does."),
      "doc": DOCS["async"]},
-    {"id": "dtype", "title": "3. Dtypes: NumPy defaults to float64, JAX to float32",
-     "explanation": "A float64 NumPy run against a float32 JAX run compares different amounts of "
-                    "work. Compare both in float32, or both in float64 with jax_enable_x64.",
+    {"id": "dtype", "title": N_("3. Dtypes: NumPy defaults to float64, JAX to float32"),
+     "explanation": N_("A float64 NumPy run against a float32 JAX run compares different amounts of "
+                    "work. Compare both in float32, or both in float64 with jax_enable_x64."),
      "doc": DOCS["x64"]},
-    {"id": "transfer", "title": "4. Transfer: host arrays are copied on every call",
-     "explanation": "Passing a NumPy array into a jitted function copies it to the device on "
+    {"id": "transfer", "title": N_("4. Transfer: host arrays are copied on every call"),
+     "explanation": N_("Passing a NumPy array into a jitted function copies it to the device on "
                     "every call. device_put once and time the computation on device arrays; "
-                    "report the transfer as a one-off cost.",
+                    "report the transfer as a one-off cost."),
      "doc": DOCS["faq_transfer"]},
-    {"id": "size", "title": "5. Workload size: tiny inputs measure overhead",
-     "explanation": "At 10x10 the JAX call is mostly dispatch overhead and NumPy wins; at "
-                    "1000x1000 the computation dominates. One size is not a verdict.",
+    {"id": "size", "title": N_("5. Workload size: tiny inputs measure overhead"),
+     "explanation": N_("At 10x10 the JAX call is mostly dispatch overhead and NumPy wins; at "
+                    "1000x1000 the computation dominates. One size is not a verdict."),
      "doc": DOCS["benchmarking"]},
-    {"id": "tf32", "title": "6. GPU float32 matmuls default to TF32-class precision",
-     "explanation": "On recent NVIDIA GPUs float32 matmuls and convolutions run in TF32 by "
+    {"id": "tf32", "title": N_("6. GPU float32 matmuls default to TF32-class precision"),
+     "explanation": N_("On recent NVIDIA GPUs float32 matmuls and convolutions run in TF32 by "
                     "default: faster, with about 10 mantissa bits. "
-                    "jax.default_matmul_precision('highest') gives the fair float32 comparison.",
+                    "jax.default_matmul_precision('highest') gives the fair float32 comparison."),
      "doc": DOCS["precision"]},
 )
 SECTIONS = tuple(p["id"] for p in PITFALLS)
 
 
 def speed_words(numpy_s: float, jax_s: float) -> str:
-    """'JAX 37x faster than NumPy' / 'JAX 3.2x slower than NumPy'."""
+    """'JAX 37x faster than NumPy' / 'JAX 3.2x slower than NumPy': the CLI's words (the app
+    words a side from its seconds, in the reader's language: app/pitfalls_view.py)."""
     if jax_s <= 0 or numpy_s <= 0:
         return "no comparison"
     ratio = numpy_s / jax_s
@@ -165,10 +167,10 @@ def pitfall_jit(lab: Lab) -> dict[str, Any]:
     op_by_op = lab.time(blocking_call(case.jax_fn, lab.dev))
     return _pitfall(
         "jit",
-        _side("First call (%time f(x))", "%time f(x).block_until_ready()", first, lab.numpy_s),
-        _side("Steady state after warm-up", "f(x).block_until_ready()  # warm-up\n"
+        _side(N_("First call (%time f(x))"), "%time f(x).block_until_ready()", first, lab.numpy_s),
+        _side(N_("Steady state after warm-up"), "f(x).block_until_ready()  # warm-up\n"
               "%timeit f(x).block_until_ready()", lab.blocked_s, lab.numpy_s),
-        [_side("No jit: op-by-op dispatch", "%timeit g(x).block_until_ready()  # g not jitted",
+        [_side(N_("No jit: op-by-op dispatch"), "%timeit g(x).block_until_ready()  # g not jitted",
                op_by_op, lab.numpy_s)],
     )
 
@@ -179,9 +181,9 @@ def pitfall_async(lab: Lab) -> dict[str, Any]:
     fetched = lab.time(lambda: jax.tree_util.tree_map(np.asarray, f(*dev)))
     return _pitfall(
         "async",
-        _side("Unblocked (dispatch only)", "%timeit f(x)", dispatch, lab.numpy_s),
-        _side("Blocked", "%timeit f(x).block_until_ready()", lab.blocked_s, lab.numpy_s),
-        [_side("np.asarray(f(x)): blocked + copy back", "%timeit np.asarray(f(x))", fetched, lab.numpy_s)],
+        _side(N_("Unblocked (dispatch only)"), "%timeit f(x)", dispatch, lab.numpy_s),
+        _side(N_("Blocked"), "%timeit f(x).block_until_ready()", lab.blocked_s, lab.numpy_s),
+        [_side(N_("np.asarray(f(x)): blocked + copy back"), "%timeit np.asarray(f(x))", fetched, lab.numpy_s)],
     )
 
 
@@ -196,14 +198,14 @@ def pitfall_dtype(lab: Lab) -> dict[str, Any]:
         jax32, numpy32, numpy64 = t["jax"], t["numpy"], t["numpy_other"]
     else:
         jax32, numpy32, numpy64 = t["jax_other"], t["numpy_other"], t["numpy"]
-    fair = [_side("Both float32", "np.float32 inputs on both sides", jax32, numpy32, dtype="float32")]
+    fair = [_side(N_("Both float32"), "np.float32 inputs on both sides", jax32, numpy32, dtype="float32")]
     if lab.spec.precision == "x64":
-        fair.append(_side("Both float64 (jax_enable_x64)", "jax.config.update('jax_enable_x64', True)",
+        fair.append(_side(N_("Both float64 (jax_enable_x64)"), "jax.config.update('jax_enable_x64', True)",
                           t["jax"], numpy64, dtype="float64"))
     correct = fair[-1] if lab.spec.precision == "x64" else fair[0]
     return _pitfall(
         "dtype",
-        _side("NumPy float64 vs JAX float32", "x = np.random.rand(n, n)  # float64\n"
+        _side(N_("NumPy float64 vs JAX float32"), "x = np.random.rand(n, n)  # float64\n"
               "%timeit f_np(x); %timeit f(jnp.asarray(x))  # float32 in JAX", jax32, numpy64,
               dtype="mixed"),
         correct,
@@ -216,8 +218,8 @@ def pitfall_transfer(lab: Lab) -> dict[str, Any]:
     from_host = lab.time(blocking_call(f, lab.host))
     return _pitfall(
         "transfer",
-        _side("Host NumPy array in every call", "%timeit f(x_np).block_until_ready()", from_host, lab.numpy_s),
-        _side("device_put once", "x = jax.device_put(x_np)\n%timeit f(x).block_until_ready()",
+        _side(N_("Host NumPy array in every call"), "%timeit f(x_np).block_until_ready()", from_host, lab.numpy_s),
+        _side(N_("device_put once"), "x = jax.device_put(x_np)\n%timeit f(x).block_until_ready()",
               lab.blocked_s, lab.numpy_s),
     )
 
@@ -235,9 +237,10 @@ def pitfall_size(lab: Lab) -> dict[str, Any]:
     big = format_shape(lab.spec.shape)
     return _pitfall(
         "size",
-        _side(f"Only a tiny input ({tag})", f"x = rand({tag})", jax_small, numpy_small, shape=list(small)),
-        _side(f"The workload you care about ({big})", f"x = rand({big})", lab.blocked_s, lab.numpy_s,
-              shape=list(lab.spec.shape)),
+        _side(N_("Only a tiny input ({shape})").format(shape=tag), f"x = rand({tag})", jax_small, numpy_small,
+              shape=list(small)),
+        _side(N_("The workload you care about ({shape})").format(shape=big), f"x = rand({big})", lab.blocked_s,
+              lab.numpy_s, shape=list(lab.spec.shape)),
     )
 
 
@@ -273,7 +276,7 @@ def pitfall_tf32(lab: Lab) -> dict[str, Any]:
     note = "" if on_gpu else " (no TF32 on this backend: both should match)"
     return _pitfall(
         "tf32",
-        _side("Default matmul precision", "f(x)", lab.blocked_s, lab.numpy_s,
+        _side(N_("Default matmul precision"), "f(x)", lab.blocked_s, lab.numpy_s,
               rel_error=default_err,
               conclusion=f"{speed_words(lab.numpy_s, lab.blocked_s)}, error vs float64 {default_err:.2g}{note}"),
         _side("precision='highest'", "with jax.default_matmul_precision('highest'):\n    f(x)",
@@ -314,5 +317,5 @@ def fair_float64(spec: Spec, clock: Clock = time.perf_counter_ns) -> dict[str, A
     """Pitfall 3's float64 fair side, measured in the x64 worker for an x32 run."""
     check_precision("x64")
     lab = Lab(spec, clock)
-    return _side("Both float64 (jax_enable_x64)", "jax.config.update('jax_enable_x64', True)",
+    return _side(N_("Both float64 (jax_enable_x64)"), "jax.config.update('jax_enable_x64', True)",
                  lab.blocked_s, lab.numpy_s, dtype="float64")

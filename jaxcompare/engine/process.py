@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from multiprocessing.connection import Connection
 from typing import Any
 
+from ..i18n import N_
 from ..model.errors import JaxCompareError, JobFailed
 
 log = logging.getLogger("jaxcompare.runner")
@@ -34,6 +35,8 @@ log = logging.getLogger("jaxcompare.runner")
 POLL_S = 0.05
 # Importing JAX (and, on a GPU, creating its client) is not the job's time: it has its own limit.
 START_TIMEOUT_S = 300.0
+# What a worker is called in its errors (a runner with several devices names the device too).
+WORKER_LABELS = {"x32": N_("x32 worker"), "x64": N_("x64 worker")}
 # The worker gets the parent's sys.path (as spawn would), so it imports the same jaxcompare
 # however the parent found it (an install, a checkout on PYTHONPATH, a test's sys.path entry).
 _ENTRY = ("import json, sys; sys.path[:] = json.loads(sys.argv[2]); "
@@ -63,7 +66,7 @@ class WorkerProcess:
 
     def __init__(self, precision: str, env: Mapping[str, str], *, label: str = ""):
         self.precision = precision
-        self.label = label or precision
+        self.label = label or WORKER_LABELS.get(precision, f"{precision} worker")
         self._env = dict(env)
         self._proc: subprocess.Popen[bytes] | None = None
         self._conn: Connection | None = None
@@ -78,7 +81,7 @@ class WorkerProcess:
         """Run ``target(job_id, *args)`` in the worker. The deadline starts once the worker is
         up (a fresh one imports JAX first); ``cancel`` is checked every POLL_S."""
         if cancel.is_set():
-            raise Cancelled("cancelled before it started")
+            raise Cancelled(N_("cancelled before it started"))
         self._ensure_started(cancel)
         conn = self._conn
         assert conn is not None
@@ -90,11 +93,12 @@ class WorkerProcess:
         while True:
             if cancel.is_set():
                 self.stop()
-                raise Cancelled("cancelled while running; the worker was restarted")
+                raise Cancelled(N_("cancelled while running; the worker was restarted"))
             left = deadline - time.monotonic()
             if left <= 0:
                 self.stop()
-                raise Expired(f"stopped after its {timeout_s:g} s deadline; the worker was restarted")
+                raise Expired(N_("stopped after its {timeout_s:g} s deadline; the worker was restarted").format(
+                    timeout_s=timeout_s))
             if not conn.poll(min(POLL_S, left)):
                 continue
             message = self._receive()
@@ -109,7 +113,7 @@ class WorkerProcess:
                 _, error, text, trace = message
                 if isinstance(error, JaxCompareError):
                     raise error
-                log.error("job %s failed in the %s worker: %s\n%s", job_id, self.label, text, trace)
+                log.error("job %s failed in the %s: %s\n%s", job_id, self.label, text, trace)
                 raise JobFailed(text)
 
     def stop(self) -> None:
@@ -122,7 +126,7 @@ class WorkerProcess:
             try:
                 proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
-                log.error("the %s worker (pid %s) did not exit after SIGKILL", self.label, proc.pid)
+                log.error("the %s (pid %s) did not exit after SIGKILL", self.label, proc.pid)
         if conn is not None:
             conn.close()
 
@@ -141,7 +145,8 @@ class WorkerProcess:
                                           close_fds=True)
         except OSError as exc:
             ours.close()
-            raise JobFailed(f"the {self.label} worker could not be started: {exc}") from None
+            raise JobFailed(N_("the {label} could not be started: {error}").format(
+                label=self.label, error=exc)) from None
         finally:
             theirs.close()
         self._conn = Connection(ours.detach())
@@ -149,17 +154,18 @@ class WorkerProcess:
         while not self._conn.poll(POLL_S):
             if cancel.is_set():
                 self.stop()
-                raise Cancelled("cancelled while its worker was starting")
+                raise Cancelled(N_("cancelled while its worker was starting"))
             if time.monotonic() > deadline:
                 self.stop()
-                raise JobFailed(f"the {self.label} worker did not start within {START_TIMEOUT_S:g} s")
+                raise JobFailed(N_("the {label} did not start within {timeout_s:g} s").format(
+                    label=self.label, timeout_s=START_TIMEOUT_S))
         message = self._receive()
         if message[0] != "ready":
             text = message[2] if message[0] == "error" else repr(message[0])
-            log.error("the %s worker could not start: %s\n%s", self.label, text,
+            log.error("the %s could not start: %s\n%s", self.label, text,
                       message[3] if len(message) > 3 else "")
             self.stop()
-            raise JobFailed(f"the {self.label} worker could not start: {text}")
+            raise JobFailed(N_("the {label} could not start: {error}").format(label=self.label, error=text))
         self.pid = int(message[1])
 
     def _receive(self) -> tuple[Any, ...]:
@@ -170,11 +176,12 @@ class WorkerProcess:
             raise self._died() from None
         except Exception as exc:  # a message that does not unpickle: the worker is not to be trusted
             self.stop()
-            raise JobFailed(f"the {self.label} worker sent a message that cannot be read ({exc}); "
-                            f"it has been restarted") from None
+            raise JobFailed(N_("the {label} sent a message that cannot be read ({error}); "
+                               "it has been restarted").format(label=self.label, error=exc)) from None
         if not isinstance(message, tuple) or not message:
             self.stop()
-            raise JobFailed(f"the {self.label} worker sent a malformed message; it has been restarted")
+            raise JobFailed(N_("the {label} sent a malformed message; it has been restarted").format(
+                label=self.label))
         return message
 
     def _died(self) -> Died:
@@ -186,5 +193,5 @@ class WorkerProcess:
             except subprocess.TimeoutExpired:
                 pass
         self.stop()
-        return Died(f"the worker process died (exit code {code}: crashed, killed or out of memory); "
-                    f"a fresh worker will be started for the next job", code)
+        return Died(N_("the worker process died (exit code {code}: crashed, killed or out of memory); "
+                       "a fresh worker will be started for the next job").format(code=code), code)

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from ..i18n import N_
 from ..model.profile import OpTime, Profile
 
 CALL_MARK = "jaxcompare call"
@@ -84,7 +85,8 @@ def trace_calls(call: Callable[[], Any], calls: int, directory: str | os.PathLik
     try:
         jax.profiler.start_trace(str(directory), create_perfetto_trace=True, profiler_options=options)
     except Exception as exc:
-        return Profile.failed(f"the profiler could not start ({_line(exc)}); the timings are unaffected")
+        return Profile.failed(N_("the profiler could not start ({error}); the timings are unaffected").format(
+            error=_line(exc)))
     try:
         if warmup:  # traced but not summarised: the first call after the start pays the tracer's set-up
             call()
@@ -93,22 +95,25 @@ def trace_calls(call: Callable[[], Any], calls: int, directory: str | os.PathLik
                 call()
     except Exception as exc:
         _stop(jax)
-        return Profile.failed(f"a traced call failed: {_line(exc)}")
+        return Profile.failed(N_("a traced call failed: {error}").format(error=_line(exc)))
     stop_problem = _stop(jax)
     if stop_problem is not None:
-        return Profile.failed(f"the profiler could not write its trace to {directory}: {stop_problem}")
+        return Profile.failed(N_("the profiler could not write its trace to {directory}: {error}").format(
+            directory=directory, error=stop_problem))
     trace_file = _trace_file(directory)
     if trace_file is None:
-        return Profile.failed(f"the profiler wrote no trace file under {directory}")
+        return Profile.failed(N_("the profiler wrote no trace file under {directory}").format(directory=directory))
     try:
         with gzip.open(trace_file, "rt", encoding="utf-8") as fh:
             trace = json.load(fh)
     except (OSError, ValueError) as exc:
-        return Profile.failed(f"the trace {trace_file} could not be read: {_line(exc)}", str(trace_file))
+        return Profile.failed(N_("the trace {trace_file} could not be read: {error}").format(
+            trace_file=trace_file, error=_line(exc)), str(trace_file))
     try:
         return summarize(trace, hlo_text, trace_file=str(trace_file))
     except (KeyError, TypeError, ValueError) as exc:  # a trace in a shape this parser does not know
-        return Profile.failed(f"the trace {trace_file} could not be summarised: {_line(exc)}", str(trace_file))
+        return Profile.failed(N_("the trace {trace_file} could not be summarised: {error}").format(
+            trace_file=trace_file, error=_line(exc)), str(trace_file))
 
 
 def summarize(trace: dict[str, Any], hlo_text: str = "", *, trace_file: str | None = None,
@@ -120,7 +125,7 @@ def summarize(trace: dict[str, Any], hlo_text: str = "", *, trace_file: str | No
     windows = sorted((float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in _complete(events)
                      if e.get("name") == CALL_MARK)
     if not windows:
-        return Profile.failed("the trace holds no traced call (no 'jaxcompare call' annotation)", trace_file)
+        return Profile.failed(N_("the trace holds no traced call (no 'jaxcompare call' annotation)"), trace_file)
     ops, where, on_device = device_ops(events, processes, threads, module)
     busy, per_op = 0.0, {}
     for start, end in windows:
@@ -167,10 +172,11 @@ def device_ops(events: list[dict[str, Any]], processes: dict[Any, str], threads:
     on_device = bool(chosen)
     if on_device:
         kinds = sorted({processes[pid].split(":")[1] for pid in device_pids if processes[pid].count(":") >= 2})
-        where = f"{'/'.join(kinds) or 'device'} kernels on the device's streams"
+        where = (N_("{kinds} kernels on the device's streams").format(kinds="/".join(kinds)) if kinds
+                 else N_("device kernels on the device's streams"))
     else:
         chosen = [e for e in _complete(events) if "hlo_op" in _args(e)]
-        where = "XLA:CPU thunks (ops) on the host's threads"
+        where = N_("XLA:CPU thunks (ops) on the host's threads")
     if module:  # another module's ops (an unrelated jit in the same process) are not this call's
         mine = [e for e in chosen if _args(e).get("hlo_module") in (None, module)]
         chosen = mine or chosen
@@ -331,7 +337,8 @@ def _writable(directory: Path) -> str | None:
         probe.write_bytes(b"")
         probe.unlink()
     except OSError as exc:
-        return f"cannot write the trace to {directory}: {exc.strerror or exc}"
+        return N_("cannot write the trace to {directory}: {error}").format(directory=directory,
+                                                                           error=exc.strerror or exc)
     return None
 
 

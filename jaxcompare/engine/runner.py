@@ -19,6 +19,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..i18n import N_
 from ..model.cases import Case
 from ..model.errors import BadInput, JaxCompareError, JobFailed
 from ..model.result import Result
@@ -113,7 +114,8 @@ class Job:
     def wait(self, timeout: float | None = None) -> Any:
         """Block until finished; return the value or raise the job's error."""
         if not self._done.wait(timeout):
-            raise JobFailed(f"job {self.id} did not finish within {timeout} s of waiting")
+            raise JobFailed(N_("job {id} did not finish within {timeout} s of waiting").format(
+                id=self.id, timeout=timeout))
         if self.error is not None:
             raise self.error
         return self.value
@@ -133,8 +135,9 @@ class _Lane:
 
     def worker(self, precision: str) -> WorkerProcess:
         if precision not in self.workers:
-            where = f" for {self.device}" if self.device else ""
-            self.workers[precision] = WorkerProcess(precision, self.env, label=f"{precision} worker{where}")
+            label = (N_("{precision} worker for {device}").format(precision=precision, device=self.device)
+                     if self.device else "")  # else the worker labels itself ("x32 worker")
+            self.workers[precision] = WorkerProcess(precision, self.env, label=label)
         return self.workers[precision]
 
 
@@ -209,7 +212,8 @@ class Runner:
         it travels with the job, cloudpickled, to the worker of ``spec.precision``. Raises
         BadInput at once when it cannot be sent (engine/shipping.py) or cannot run."""
         if case.name != spec.case:
-            raise BadInput(f"the spec names case {spec.case!r} but the case sent is {case.name!r}")
+            raise BadInput(N_("the spec names case {spec_case!r} but the case sent is {case!r}").format(
+                spec_case=spec.case, case=case.name))
         preflight(spec, self.settings, case=case)
         data = pack_case(case)
         job = Job("measure", (Step(spec.precision, "measure", (spec.to_dict(), data)),),
@@ -225,7 +229,7 @@ class Runner:
         sections = tuple(sections or SECTIONS)
         unknown = set(sections) - set(SECTIONS)
         if unknown:
-            raise BadInput(f"unknown pitfall section(s): {', '.join(sorted(unknown))}")
+            raise BadInput(N_("unknown pitfall section(s): {sections}").format(sections=", ".join(sorted(unknown))))
         steps = [Step(spec.precision, "pitfalls", (spec.to_dict(), sections))]
         if "dtype" in sections and spec.precision == "x32":
             steps.append(Step("x64", "fair_float64", (spec.to_dict() | {"precision": "x64"},)))
@@ -254,8 +258,8 @@ class Runner:
         """Load a user's cases file in a worker, under the job's deadline, and report its
         cases (``Case.summary()`` dicts, no functions). A version already listed finishes at once."""
         if self.settings.allow_cases_file is False:
-            raise BadInput("user case files are disabled on this server (they are code; see "
-                           "JAXCOMPARE_ALLOW_CASES_FILE in docs/hosting.md)")
+            raise BadInput(N_("user case files are disabled on this server (they are code; see "
+                              "JAXCOMPARE_ALLOW_CASES_FILE in docs/hosting.md)"))
         version = _file_version(cases_file)
         job = Job("list_cases", (Step("x32", "list_cases", (version[0],)),), timeout_s or self.timeout_s,
                   tag=version)
@@ -329,7 +333,7 @@ class Runner:
             running = [lane.current for lane in self._lanes if lane.current is not None]
             self._cv.notify_all()
         for job in pending:
-            self._finish(job, error=Cancelled("the runner was shut down before this job started"),
+            self._finish(job, error=Cancelled(N_("the runner was shut down before this job started")),
                          status="cancelled")
         for job in running:
             job._cancel.set()  # the dispatcher stops its worker and finishes the job
@@ -390,18 +394,19 @@ class Runner:
                  sticky: bool = False) -> Job:
         for step in job.steps:
             if step.precision not in PRECISIONS:
-                raise JobFailed(f"unknown precision {step.precision!r}")
+                raise JobFailed(N_("unknown precision {precision!r}").format(precision=step.precision))
         if who is not None:
             job.owner, job.client, job.user = who.session, who.client, who.user
         with self._cv:
             if self._closed:
-                raise JobFailed("the runner is shut down")
+                raise JobFailed(N_("the runner is shut down"))
             lane = self._pick_lane(who, sticky)
             limit = self.settings.max_queue
             if capped and limit is not None and len(lane.queue) >= limit:
-                raise BadInput(f"the queue is full: {len(lane.queue)} measurements are waiting, the most this "
-                               f"server allows (JAXCOMPARE_MAX_QUEUE={limit}); yours would have waited about "
-                               f"{_wait_text(self._wait_s(lane))}. Try again in a few minutes.")
+                raise BadInput(N_("the queue is full: {waiting} measurements are waiting, the most this server "
+                                  "allows (JAXCOMPARE_MAX_QUEUE={limit}); yours would have waited about {wait}. "
+                                  "Try again in a few minutes.").format(
+                    waiting=len(lane.queue), limit=limit, wait=_wait_text(self._wait_s(lane))))
             if rate_limited and who is not None:
                 self._rate.acquire(who.rate_key)  # last: a refused request spends no token
             job.device, job._runner = lane.device, self
@@ -427,7 +432,7 @@ class Runner:
                 return
             lane.queue.remove(job)
             self._cv.notify_all()
-        self._finish(job, error=Cancelled("cancelled before it started"), status="cancelled")
+        self._finish(job, error=Cancelled(N_("cancelled before it started")), status="cancelled")
 
     def _dispatch_loop(self, lane: _Lane) -> None:
         while True:
@@ -443,7 +448,8 @@ class Runner:
                 self._execute(lane, job)
             except Exception as exc:  # the dispatcher must survive anything
                 log.exception("dispatcher error")
-                self._finish(job, error=JobFailed(f"internal error: {type(exc).__name__}: {exc}"))
+                self._finish(job, error=JobFailed(N_("internal error: {error_type}: {error}").format(
+                    error_type=type(exc).__name__, error=exc)))
             finally:
                 with self._cv:
                     lane.current = None
@@ -469,9 +475,11 @@ class Runner:
             return
         except JaxCompareError as exc:
             if isinstance(exc, Expired):
-                exc = JobFailed(f"stopped after its {job.timeout_s:g} s deadline; the worker was restarted")
+                exc = JobFailed(N_("stopped after its {timeout_s:g} s deadline; the worker was restarted").format(
+                    timeout_s=job.timeout_s))
             if job.kind == "list_cases" and isinstance(exc, JobFailed):  # a hang or a crash at import
-                exc = JobFailed(f"cases file {job.steps[0].args[0]!r} could not be loaded: {exc}")
+                exc = JobFailed(N_("cases file {path!r} could not be loaded: {reason}").format(
+                    path=job.steps[0].args[0], reason=exc))
             self._finish(job, error=exc)
             return
         self._finish(job, value=_combine(job.kind, values))
@@ -520,11 +528,12 @@ def _file_version(path: str) -> tuple[str, int, int]:
     """(absolute path, mtime, size): a cases file is listed again only when it changes."""
     full = os.path.abspath(os.path.expanduser(str(path)))
     if not os.path.isfile(full):
-        raise BadInput(f"cases file {str(path)!r} does not exist or is not a file")
+        raise BadInput(N_("cases file {path!r} does not exist or is not a file").format(path=str(path)))
     try:
         stat = os.stat(full)
     except OSError as exc:
-        raise BadInput(f"cases file {str(path)!r} cannot be read: {exc.strerror or exc}") from None
+        raise BadInput(N_("cases file {path!r} cannot be read: {reason}").format(
+            path=str(path), reason=exc.strerror or exc)) from None
     return full, stat.st_mtime_ns, stat.st_size
 
 

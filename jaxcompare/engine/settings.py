@@ -21,6 +21,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+from ..i18n import N_
 from ..model.cases import Case, format_shape
 from ..model.errors import BadInput, TooLarge
 from ..model.spec import Spec
@@ -61,12 +62,14 @@ class Settings:
             try:
                 data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
             except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-                raise BadInput(f"settings file {path!r} cannot be read: {exc}") from None
+                raise BadInput(N_("settings file {path!r} cannot be read: {error}").format(
+                    path=path, error=exc)) from None
             section = data.get("jaxcompare", data)
             mode = str(section.get("mode", mode)).lower()
             overrides.update({k: v for k, v in section.items() if k != "mode"})
         if mode not in MODES:
-            raise BadInput(f"JAXCOMPARE_MODE must be one of {', '.join(MODES)}, got {mode!r}")
+            raise BadInput(N_("JAXCOMPARE_MODE must be one of {modes}, got {mode!r}").format(
+                modes=", ".join(MODES), mode=mode))
         base = cls.hosted() if mode == "hosted" else cls()
         for f in fields(cls):
             key = f"JAXCOMPARE_{f.name.upper()}"
@@ -93,17 +96,17 @@ class Settings:
     def check_spec(self, spec: Spec) -> None:
         """Operator limits (hosted mode); raises TooLarge / BadInput with the limit named."""
         if spec.cases_file and self.allow_cases_file is False:
-            raise BadInput("user case files are disabled on this server (they are code; see "
-                           "JAXCOMPARE_ALLOW_CASES_FILE in docs/hosting.md)")
+            raise BadInput(N_("user case files are disabled on this server (they are code; see "
+                              "JAXCOMPARE_ALLOW_CASES_FILE in docs/hosting.md)"))
         n = math.prod(spec.shape)
         if self.max_elements is not None and n > self.max_elements:
-            raise TooLarge(f"shape {format_shape(spec.shape)} has {n:,} elements; this server "
-                           f"allows at most {self.max_elements:,}")
+            raise TooLarge(N_("shape {shape} has {elements:,} elements; this server allows at most {limit:,}").format(
+                shape=format_shape(spec.shape), elements=n, limit=self.max_elements))
 
     def check_sweep(self, points: int) -> None:
         if points > self.max_sweep_points:
-            raise TooLarge(f"a sweep of {points} sizes is longer than this server allows "
-                           f"({self.max_sweep_points})")
+            raise TooLarge(N_("a sweep of {points} sizes is longer than this server allows ({limit})").format(
+                points=points, limit=self.max_sweep_points))
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -129,7 +132,8 @@ def _apply(base: Settings, overrides: dict[str, Any]) -> Settings:
     values: dict[str, Any] = {}
     for key, raw in overrides.items():
         if key not in known:
-            raise BadInput(f"unknown setting {key!r}; known: {', '.join(sorted(known))}")
+            raise BadInput(N_("unknown setting {key!r}; known: {known}").format(
+                key=key, known=", ".join(sorted(known))))
         values[key] = _coerce(key, raw)
     return replace(base, **values)
 
@@ -140,7 +144,8 @@ def _coerce(key: str, raw: Any) -> Any:
     if key == "trusted_proxy_header":
         header = str(raw).strip()
         if header and not all(c.isalnum() or c == "-" for c in header):
-            raise BadInput(f"setting {key} must be a header name like X-Forwarded-For, got {raw!r}")
+            raise BadInput(N_("setting {key} must be a header name like X-Forwarded-For, got {raw!r}").format(
+                key=key, raw=raw))
         return header or None
     text = str(raw).strip().lower()
     if key == "allow_cases_file":
@@ -148,15 +153,15 @@ def _coerce(key: str, raw: Any) -> Any:
             return True
         if text in ("0", "false", "no", "off"):
             return False
-        raise BadInput(f"setting {key} must be true or false, got {raw!r}")
+        raise BadInput(N_("setting {key} must be true or false, got {raw!r}").format(key=key, raw=raw))
     if key in ("max_elements", "max_jobs_per_minute", "max_queue") and text in ("", "none", "0", "unlimited"):
         return None
     try:
         value = float(text)
     except ValueError:
-        raise BadInput(f"setting {key} must be a number, got {raw!r}") from None
+        raise BadInput(N_("setting {key} must be a number, got {raw!r}").format(key=key, raw=raw)) from None
     if not math.isfinite(value) or value <= 0:
-        raise BadInput(f"setting {key} must be positive, got {raw!r}")
+        raise BadInput(N_("setting {key} must be positive, got {raw!r}").format(key=key, raw=raw))
     return value if key == "job_timeout_s" else int(value)
 
 
@@ -169,11 +174,11 @@ def _devices(raw: Any) -> tuple[str, ...]:
             continue
         platform, _, index = item.partition(":")
         if platform not in PLATFORMS or not index.isdigit():
-            raise BadInput(f"setting devices: {item!r} is not a device like gpu:0 or cpu:1 "
-                           f"(platforms: {', '.join(PLATFORMS)})")
+            raise BadInput(N_("setting devices: {item!r} is not a device like gpu:0 or cpu:1 (platforms: {platforms})")
+                           .format(item=item, platforms=", ".join(PLATFORMS)))
         name = f"{platform}:{int(index)}"
         if name in out:
-            raise BadInput(f"setting devices names {name} twice")
+            raise BadInput(N_("setting devices names {name} twice").format(name=name))
         out.append(name)
     return tuple(out)
 
@@ -188,7 +193,7 @@ def preflight(spec: Spec, settings: Settings | None = None, case: Case | None = 
     settings = settings or Settings()
     settings.check_spec(spec)
     if case is not None and settings.allow_cases_file is False:  # None: a CLI or notebook process
-        raise BadInput("your own functions are code, and this server (hosted mode) runs only its built-in cases")
+        raise BadInput(N_("your own functions are code, and this server (hosted mode) runs only its built-in cases"))
     if spec.cases_file and case is None:
         return
     case = get_case(spec.case, spec.cases_file) if case is None else case
@@ -219,6 +224,6 @@ class RateLimiter:
                 events.popleft()
             if len(events) >= self.per_minute:
                 wait = 60 - (now - events[0])
-                raise BadInput(f"rate limit: at most {self.per_minute} runs a minute on this server; "
-                               f"try again in {math.ceil(wait)} s")
+                raise BadInput(N_("rate limit: at most {per_minute} runs a minute on this server; "
+                                  "try again in {wait} s").format(per_minute=self.per_minute, wait=math.ceil(wait)))
             events.append(now)

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..i18n import N_
 from ..model.formatting import format_time
 from ..model.spec import TimingConfig
 from ..model.stats import Stats, median_ci
@@ -197,12 +198,13 @@ def _stop(samples: Sequence[float], config: TimingConfig, min_n: int, elapsed_ns
         if rel <= config.rel_ci:
             return True, None
         if n >= config.max_samples:
-            return True, f"median still varies by ±{rel:.0%} after the maximum of {n} samples"
+            return True, N_("median still varies by ±{rel:.0%} after the maximum of {n} samples").format(rel=rel, n=n)
         if elapsed_ns >= budget_ns:
-            return True, f"median still varies by ±{rel:.0%} when the time budget ran out ({n} samples)"
+            return True, N_("median still varies by ±{rel:.0%} when the time budget ran out ({n} samples)").format(
+                rel=rel, n=n)
     elif elapsed_ns >= 20 * budget_ns:
         # Each call is far longer than the budget: report what we have.
-        return True, f"only {n} sample(s): each call is long compared with the time budget"
+        return True, N_("only {n} sample(s): each call is long compared with the time budget").format(n=n)
     return False, None
 
 
@@ -242,12 +244,14 @@ def sample_round_robin(calls: Sequence[Callable[[], Any]], config: TimingConfig,
             for xs, n, (_, why) in zip(samples, loops, verdicts, strict=True)]
 
 
-def combine_blocks(blocks: Sequence[Stats], rel_ci: float, tolerance: float, what: str = "the median") -> Stats:
+def combine_blocks(blocks: Sequence[Stats], rel_ci: float, tolerance: float,
+                   what: str = N_("the median")) -> Stats:
     """One phase sampled in several blocks (in measure(), in pairs of NumPy and JAX blocks
     side by side), their samples pooled. Stable when the pooled median is known to
     ``rel_ci`` (each block aimed at a looser target) and the blocks' medians differ by at
     most ``tolerance`` (relative); otherwise the machine's speed drifted between them, and
-    no single number is right."""
+    no single number is right. ``what``: the noun phrase the reason names ("the NumPy median"),
+    marked with N_() so the reason is translated with it where it is shown."""
     if not blocks:
         raise ValueError("no blocks")
     if len(blocks) == 1:
@@ -258,11 +262,14 @@ def combine_blocks(blocks: Sequence[Stats], rel_ci: float, tolerance: float, wha
     low, high = min(medians), max(medians)
     reason = None
     if high > 0 and (low <= 0 or high / low - 1 > tolerance):
-        moved = "from nothing" if low <= 0 else f"by {high / low - 1:.0%}"
         steps = " → ".join(format_time(m) for m in medians)
-        reason = (f"{what} moved {moved} between blocks ({steps}): the machine's speed drifted "
-                  f"during the run")
+        if low <= 0:
+            reason = N_("{what} moved from nothing between blocks ({steps}): the machine's speed drifted "
+                        "during the run").format(what=what, steps=steps)
+        else:
+            reason = N_("{what} moved by {change:.0%} between blocks ({steps}): the machine's speed drifted "
+                        "during the run").format(what=what, change=high / low - 1, steps=steps)
     elif pooled.rel_ci > rel_ci:
-        reason = (f"median still varies by ±{pooled.rel_ci:.0%} over {pooled.n} samples in {len(blocks)} blocks "
-                  f"when the time budget ran out")
+        reason = N_("median still varies by ±{rel:.0%} over {n} samples in {blocks} blocks "
+                    "when the time budget ran out").format(rel=pooled.rel_ci, n=pooled.n, blocks=len(blocks))
     return replace(pooled, stable=reason is None, unstable_reason=reason, block_medians_s=tuple(medians))

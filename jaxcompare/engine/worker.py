@@ -16,6 +16,8 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
+from ..i18n import N_
+
 _conn: Connection | None = None
 _send_lock = threading.Lock()
 _precision: str | None = None
@@ -96,8 +98,9 @@ def serve(fd: int) -> None:
         try:
             _send(reply)
         except Exception as exc:  # an unpicklable value or error: say so rather than hang the parent
-            _send(("error", None, f"the worker could not send its reply: {type(exc).__name__}: {exc}",
-                   traceback.format_exc()))
+            text = N_("the worker could not send its reply: {error_type}: {error}").format(
+                error_type=type(exc).__name__, error=exc)
+            _send(("error", None, text, traceback.format_exc()))
 
 
 def run_measurement(job_id: str, spec_dict: dict[str, Any], case_bytes: bytes | None = None,

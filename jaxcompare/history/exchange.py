@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..i18n import N_
 from ..model.cases import format_shape
 from ..model.errors import BadInput
 from ..model.formatting import dumps
@@ -75,9 +76,9 @@ def check(result: Result) -> tuple[dict[str, Any], str]:
     """Validate a Result beyond from_dict (numbers are numbers, the time parses, strict
     JSON); returns its summary and its JSON text."""
     if not isinstance(result, Result):
-        raise BadInput(f"expected a Result, got {type(result).__name__}")
+        raise BadInput(N_("expected a Result, got {kind}").format(kind=type(result).__name__))
     if not result.id or len(result.id) > 200 or not result.id.isprintable():
-        raise BadInput(f"result id {result.id!r} must be 1–200 printable characters")
+        raise BadInput(N_("result id {id!r} must be 1–200 printable characters").format(id=result.id))
     third = result.jax_cpu
     phases = [(name, result.phase(name)) for name in PHASES]
     if third is not None:  # the third side's phases are checked the same way
@@ -86,14 +87,15 @@ def check(result: Result) -> tuple[dict[str, Any], str]:
         for field in ("median_s", "min_s", "mean_s", "std_s", "iqr_s"):
             value = getattr(stats, field)
             if isinstance(value, bool) or not isinstance(value, int | float):
-                raise BadInput(f"phase {name}: {field} must be a number, got {value!r}")
+                raise BadInput(N_("phase {name}: {field} must be a number, got {value!r}").format(
+                    name=name, field=field, value=value))
         if isinstance(stats.n, bool) or not isinstance(stats.n, int) or stats.n < 0:
-            raise BadInput(f"phase {name}: n must be a whole number, got {stats.n!r}")
+            raise BadInput(N_("phase {name}: n must be a whole number, got {value!r}").format(name=name, value=stats.n))
     try:
         row = summary(result)
         doc = dumps(result.to_dict(), indent=None)
     except (TypeError, ValueError, AttributeError, ZeroDivisionError) as exc:
-        raise BadInput(f"malformed result: {type(exc).__name__}: {exc}") from None
+        raise BadInput(N_("malformed result: {kind}: {error}").format(kind=type(exc).__name__, error=exc)) from None
     return row, doc
 
 
@@ -106,10 +108,12 @@ def read_results(doc: Any, source: str = "upload") -> list[Result]:
             result = Result.from_dict(item)
             check(result)
         except BadInput as exc:
-            where = f"{source}: result {i} of {len(items)}"
             if isinstance(item, dict) and isinstance(item.get("id"), str):
-                where += f" (id {item['id'][:12]})"
-            raise BadInput(f"{where} is not valid: {exc}; nothing was imported") from None
+                raise BadInput(N_("{source}: result {index} of {count} (id {id}) is not valid: {reason}; nothing was "
+                                  "imported").format(source=source, index=i, count=len(items), id=item["id"][:12],
+                                                     reason=exc)) from None
+            raise BadInput(N_("{source}: result {index} of {count} is not valid: {reason}; nothing was imported")
+                           .format(source=source, index=i, count=len(items), reason=exc)) from None
         out.append(result)
     return out
 
@@ -120,21 +124,21 @@ def parse_json(data: bytes | str, source: str = "upload") -> Any:
         try:
             text = data.decode("utf-8-sig")
         except UnicodeDecodeError:
-            raise BadInput(f"{source}: not a JSON file (not UTF-8 text)") from None
+            raise BadInput(N_("{source}: not a JSON file (not UTF-8 text)").format(source=source)) from None
     else:
         text = data
     if not text.strip():
-        raise BadInput(f"{source}: the file is empty")
+        raise BadInput(N_("{source}: the file is empty").format(source=source))
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         if exc.pos >= len(text.rstrip()):
-            raise BadInput(f"{source}: JSON ends early (truncated file?): {exc.msg} at line "
-                           f"{exc.lineno} column {exc.colno}") from None
-        raise BadInput(f"{source}: not valid JSON: {exc.msg} at line {exc.lineno} column "
-                       f"{exc.colno}") from None
+            raise BadInput(N_("{source}: JSON ends early (truncated file?): {reason} at line {line} column {column}")
+                           .format(source=source, reason=exc.msg, line=exc.lineno, column=exc.colno)) from None
+        raise BadInput(N_("{source}: not valid JSON: {reason} at line {line} column {column}").format(
+            source=source, reason=exc.msg, line=exc.lineno, column=exc.colno)) from None
     except RecursionError:
-        raise BadInput(f"{source}: not valid JSON: nested too deeply") from None
+        raise BadInput(N_("{source}: not valid JSON: nested too deeply").format(source=source)) from None
 
 
 def _extract_results(doc: Any, source: str) -> list[Any]:
@@ -148,18 +152,19 @@ def _extract_results(doc: Any, source: str) -> list[Any]:
         elif schema == EXPORT_SCHEMA or (schema is None and "results" in doc):
             items = doc.get("results")
             if not isinstance(items, list):
-                raise BadInput(f"{source}: 'results' must be a list of results")
+                raise BadInput(N_("{source}: 'results' must be a list of results").format(source=source))
         elif isinstance(schema, str) and schema.startswith("jaxcompare."):
-            raise BadInput(f"{source}: unsupported format {schema!r} (this jaxcompare reads "
-                           f"{EXPORT_SCHEMA!r} and {RESULT_SCHEMA!r}); is it from a newer version?")
+            raise BadInput(N_("{source}: unsupported format {schema!r} (this jaxcompare reads {export!r} and "
+                              "{result!r}); is it from a newer version?").format(
+                source=source, schema=schema, export=EXPORT_SCHEMA, result=RESULT_SCHEMA))
         else:
-            raise BadInput(f"{source}: not a jaxcompare export or result (no jaxcompare 'schema' "
-                           f"and no 'results' list)")
+            raise BadInput(N_("{source}: not a jaxcompare export or result (no jaxcompare 'schema' and no 'results' "
+                              "list)").format(source=source))
     else:
-        raise BadInput(f"{source}: not a jaxcompare export or result (a JSON "
-                       f"{type(doc).__name__}, expected an object)")
+        raise BadInput(N_("{source}: not a jaxcompare export or result (a JSON {kind}, expected an object)").format(
+            source=source, kind=type(doc).__name__))
     if not items:
-        raise BadInput(f"{source}: contains no results; nothing was imported")
+        raise BadInput(N_("{source}: contains no results; nothing was imported").format(source=source))
     return items
 
 
@@ -215,7 +220,7 @@ def normalise_created(created: str) -> str:
     try:
         when = dt.datetime.fromisoformat(created)
     except (TypeError, ValueError):
-        raise BadInput(f"created {created!r} is not an ISO 8601 time") from None
+        raise BadInput(N_("created {value!r} is not an ISO 8601 time").format(value=created)) from None
     if when.tzinfo is None:
         when = when.replace(tzinfo=dt.UTC)
     return when.astimezone(dt.UTC).isoformat(timespec="seconds")
@@ -235,4 +240,4 @@ def write_atomically(target: Path, text: str) -> None:
                 os.unlink(tmp)
             raise
     except OSError as exc:
-        raise BadInput(f"cannot write {target}: {exc.strerror or exc}") from None
+        raise BadInput(N_("cannot write {path}: {reason}").format(path=target, reason=exc.strerror or exc)) from None

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..i18n import N_
 from ..model.errors import BadInput
 from ..model.result import Result
 from .exchange import (
@@ -123,11 +124,11 @@ class Store:
         try:
             data = Path(path).read_bytes()
         except IsADirectoryError:
-            raise BadInput(f"cannot import {name}: it is a directory, not a JSON file") from None
+            raise BadInput(N_("cannot import {name}: it is a directory, not a JSON file").format(name=name)) from None
         except FileNotFoundError:
-            raise BadInput(f"cannot import {name}: no such file") from None
+            raise BadInput(N_("cannot import {name}: no such file").format(name=name)) from None
         except OSError as exc:
-            raise BadInput(f"cannot import {name}: {exc.strerror or exc}") from None
+            raise BadInput(N_("cannot import {name}: {reason}").format(name=name, reason=exc.strerror or exc)) from None
         return self.import_json(data, name)
 
     def delete(self, ids: Iterable[str]) -> int:
@@ -184,7 +185,7 @@ class Store:
         sql += " ORDER BY created DESC, id"
         if limit is not None:
             if not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0:
-                raise BadInput(f"limit must be a positive whole number, got {limit!r}")
+                raise BadInput(N_("limit must be a positive whole number, got {value!r}").format(value=limit))
             sql += f" LIMIT {limit}"
         with self._connection() as conn:
             return [dict(zip(SUMMARY_COLUMNS, r, strict=True)) for r in conn.execute(sql, params)]
@@ -211,8 +212,9 @@ class Store:
                 if len(found) == 1:
                     return found[0]
                 if len(found) > 1:
-                    raise BadInput(f"id prefix {key!r} matches more than one saved result; give more of it")
-        raise BadInput(f"no saved result with id {key!r} in {self.path}")
+                    raise BadInput(N_("id prefix {prefix!r} matches more than one saved result; "
+                                      "give more of it").format(prefix=key))
+        raise BadInput(N_("no saved result with id {id!r} in {path}").format(id=key, path=self.path))
 
     def get(self, id: str) -> Result:
         """One saved result by id (or unique id prefix)."""
@@ -229,7 +231,7 @@ class Store:
         out = []
         for i in full:
             if i not in docs:  # deleted by someone else between resolve and load
-                raise BadInput(f"no saved result with id {i!r} in {self.path}")
+                raise BadInput(N_("no saved result with id {id!r} in {path}").format(id=i, path=self.path))
             out.append(_from_doc(docs[i], i))
         return out
 
@@ -245,7 +247,7 @@ class Store:
         target = Path(path)
         kind = target.suffix.lower()
         if kind not in (".json", ".csv"):
-            raise BadInput(f"cannot export to {str(path)!r}: the name must end in .json or .csv")
+            raise BadInput(N_("cannot export to {path!r}: the name must end in .json or .csv").format(path=str(path)))
         results = self.load(self.all_ids() if ids is None else ids)
         write_atomically(target, export_json(results) if kind == ".json" else export_csv(results))
         return len(results)
@@ -259,10 +261,10 @@ class Store:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
-                raise BadInput(f"cannot create the folder for the results database {self.path}: "
-                               f"{exc.strerror or exc}") from None
+                raise BadInput(N_("cannot create the folder for the results database {path}: {reason}").format(
+                    path=self.path, reason=exc.strerror or exc)) from None
             if self.path.is_dir():
-                raise BadInput(f"cannot open the results database {self.path}: it is a directory")
+                raise BadInput(N_("cannot open the results database {path}: it is a directory").format(path=self.path))
             with self._connection(init=True) as conn:
                 _set_wal(conn, self.path)
                 conn.execute("BEGIN IMMEDIATE")
@@ -322,7 +324,7 @@ def _from_doc(doc: str, id: str) -> Result:
     try:
         return Result.from_dict(json.loads(doc))
     except (ValueError, BadInput) as exc:
-        raise BadInput(f"saved result {id} is unreadable: {exc}") from None
+        raise BadInput(N_("saved result {id} is unreadable: {reason}").format(id=id, reason=exc)) from None
 
 
 # --- helpers -------------------------------------------------------------------------------
@@ -338,8 +340,8 @@ def _set_wal(conn: sqlite3.Connection, path: Path) -> None:
                 raise
             time.sleep(0.05)
     if str(mode).lower() != "wal":
-        raise BadInput(f"the results database {path} cannot use WAL journaling (got {mode!r}); "
-                       f"is it on a network or read-only file system?")
+        raise BadInput(N_("the results database {path} cannot use WAL journaling (got {mode!r}); is it on a network "
+                          "or read-only file system?").format(path=path, mode=mode))
 
 
 def _check_and_create_schema(conn: sqlite3.Connection, path: Path) -> None:
@@ -347,10 +349,10 @@ def _check_and_create_schema(conn: sqlite3.Connection, path: Path) -> None:
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     if app_id not in (0, APPLICATION_ID) or (app_id == 0 and tables):
-        raise BadInput(f"{path} is an SQLite database of something else, not jaxcompare results")
+        raise BadInput(N_("{path} is an SQLite database of something else, not jaxcompare results").format(path=path))
     if version > SCHEMA_VERSION:
-        raise BadInput(f"the results database {path} was written by a newer jaxcompare "
-                       f"(schema {version}, this one knows {SCHEMA_VERSION})")
+        raise BadInput(N_("the results database {path} was written by a newer jaxcompare (schema {version}, this one "
+                          "knows {known})").format(path=path, version=version, known=SCHEMA_VERSION))
     if version == 0:
         for statement in filter(str.strip, _DDL.split(";")):
             conn.execute(statement)
@@ -361,15 +363,15 @@ def _check_and_create_schema(conn: sqlite3.Connection, path: Path) -> None:
 def _db_message(path: Path, exc: sqlite3.Error) -> str:
     text = str(exc)
     if "locked" in text or "busy" in text:
-        return (f"the results database {path} stayed locked by another writer for over "
-                f"{BUSY_TIMEOUT_S:g} s; try again")
+        return N_("the results database {path} stayed locked by another writer for over {timeout:g} s; "
+                  "try again").format(path=path, timeout=BUSY_TIMEOUT_S)
     if "not a database" in text:
-        return f"{path} is not a jaxcompare results database (not an SQLite file)"
+        return N_("{path} is not a jaxcompare results database (not an SQLite file)").format(path=path)
     if "unable to open" in text:
-        return f"cannot open the results database {path}: {text}"
+        return N_("cannot open the results database {path}: {reason}").format(path=path, reason=text)
     if "readonly" in text:
-        return f"the results database {path} is read-only: {text}"
-    return f"results database {path}: {text}"
+        return N_("the results database {path} is read-only: {reason}").format(path=path, reason=text)
+    return N_("results database {path}: {reason}").format(path=path, reason=text)
 
 
 def _q(column: str) -> str:
@@ -394,8 +396,8 @@ def _time_bound(value: Any, name: str, *, end_of_day: bool) -> str:
         try:
             when = dt.datetime.fromisoformat(str(value).strip())
         except ValueError:
-            raise BadInput(f"{name} {value!r} is not a date or time like 2025-01-31 or "
-                           f"2025-01-31T12:00") from None
+            raise BadInput(N_("{name} {value!r} is not a date or time like 2025-01-31 or 2025-01-31T12:00").format(
+                name=name, value=value)) from None
     if end_of_day and _is_date_only(value):
         when = when + dt.timedelta(days=1)
     if when.tzinfo is None:

@@ -11,9 +11,9 @@ Two ways text gets translated, by where it is worded:
   ``translate_text()`` finds the template it was filled from and fills the translation with
   the same values, so saved results and errors from any process read in the reader's language.
 
-The language is per reader: ``using(lang)`` for a block, ``activate(lang)`` for the process
-(the CLI's ``--lang``), and a front end serving several readers at once installs a source
-(``set_language_source``) that says whose text is being worded now. The catalogs are
+The language is per reader: ``using(lang)`` for a block, and a front end serving several readers
+at once installs a source (``set_language_source``) that says whose text is being worded now;
+English otherwise (the CLI, the notebook). The catalogs are
 ``locale/<lang>/LC_MESSAGES/jaxcompare.po``; Babel reads them once per process, the first time
 that language is asked for. English needs no catalog and imports nothing.
 """
@@ -23,6 +23,7 @@ from __future__ import annotations
 import io
 import re
 import string
+import unicodedata
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -35,9 +36,11 @@ LANGUAGES = {"en": "English", "zh": "中文"}
 SOURCE_LANGUAGE = "en"
 DOMAIN = "jaxcompare"
 LOCALE_DIR = Path(__file__).with_name("locale")
+# The catalog's flag on messages marked N_(): only these are templates translate_text looks for,
+# so a reader's own text is never mistaken for a filled-in _() message ("{n:,} calls").
+RECORDED = "recorded"
 
 _override: ContextVar[str | None] = ContextVar("jaxcompare_language", default=None)
-_process_language = SOURCE_LANGUAGE
 _source: Callable[[], str | None] | None = None
 
 
@@ -53,12 +56,6 @@ def check_language(lang: str) -> str:
     return lang
 
 
-def activate(lang: str) -> None:
-    """The language of this process (a CLI run, a notebook) where nothing else says."""
-    global _process_language
-    _process_language = check_language(lang)
-
-
 @contextmanager
 def using(lang: str) -> Iterator[None]:
     """Word the text made inside the block in ``lang`` (this thread only)."""
@@ -71,17 +68,17 @@ def using(lang: str) -> Iterator[None]:
 
 def set_language_source(source: Callable[[], str | None] | None) -> None:
     """A front end serving many readers (the Streamlit app, one thread per session) tells whose
-    language the current thread words text in; None from it falls back to the process's."""
+    language the current thread words text in; None from it means English."""
     global _source
     _source = source
 
 
 def language() -> str:
-    """The language text is worded in right now: ``using``, else the source, else ``activate``."""
+    """The language text is worded in right now: ``using``'s, else the source's, else English."""
     lang = _override.get()
     if lang is None and _source is not None:
         lang = _source()
-    return lang if lang in LANGUAGES else _process_language
+    return lang if lang in LANGUAGES else SOURCE_LANGUAGE
 
 
 def negotiate(preferred: str | None) -> str | None:
@@ -110,12 +107,6 @@ def ngettext(singular: str, plural: str, n: int) -> str:
     return catalog.ngettext(singular, plural, n)
 
 
-def pgettext(context: str, message: str) -> str:
-    """A short message whose translation depends on where it stands ('Compile' the phase, say)."""
-    catalog = _catalog(language())
-    return message if catalog is None else catalog.pgettext(context, message)
-
-
 def translate_text(text: str) -> str:
     """English text filled in elsewhere from an ``N_()`` template (an error message, a stored
     note), in the current language; text from no template (a user's own error) stays as it is."""
@@ -125,10 +116,17 @@ def translate_text(text: str) -> str:
     return catalog.translate_text(text)
 
 
+def sentences(*texts: str) -> str:
+    """Whole sentences run together as one paragraph, empty ones left out: a space after an
+    English sentence, none after a Chinese one (which ends in a full-width stop)."""
+    out = ""
+    for text in filter(None, texts):
+        wide = out and unicodedata.east_asian_width(out[-1]) in ("W", "F")
+        out += text if not out or wide else " " + text
+    return out
+
+
 # --- the catalogs --------------------------------------------------------------------------------
-_FIELD = re.compile(r"\{(\w+)(?:![rsa])?(?::[^{}]*)?\}")
-
-
 def fields(template: str) -> list[str]:
     """The replacement fields of a ``str.format`` template as written ('{rel:.0%}'), in order."""
     return [f"{{{name}{'!' + conv if conv else ''}{':' + spec if spec else ''}}}"
@@ -142,21 +140,30 @@ class _Template:
     pattern: re.Pattern[str]
     names: tuple[str, ...]
     translation: str
+    literal: int  # how much fixed text it has: the more, the more specific
+    reprs: tuple[str, ...] = ()  # the '{name!r}' fields: names and paths, never translated
+
+
+# A '{name!r}' field holds a repr: a quoted string, a list or tuple, a number, None, True or False.
+_REPR = r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|\[[^\]]*\]|\([^)]*\)|-?[\d.]+(?:e[+-]?\d+)?|None|True|False"""
 
 
 def _compile(msgid: str, msgstr: str) -> _Template | None:
     """A pattern that matches ``msgid`` filled in with any values (None: it has no fields)."""
-    parts, names = [], []
-    for literal, name, _spec, _conv in string.Formatter().parse(msgid):
+    parts, names, fixed, reprs = [], [], 0, []
+    for literal, name, _spec, conversion in string.Formatter().parse(msgid):
         parts.append(re.escape(literal))
+        fixed += len(literal)
         if name is not None:
             if not name.isidentifier() or name in names:
                 return None  # '{0}', '{a.b}', a repeated field: not a template text is filled from
             names.append(name)
-            parts.append(f"(?P<{name}>.+?)")
+            if conversion == "r":
+                reprs.append(name)
+            parts.append(f"(?P<{name}>{_REPR if conversion == 'r' else '.+?'})")
     if not names:
         return None
-    return _Template(re.compile("".join(parts), re.DOTALL), tuple(names), msgstr)
+    return _Template(re.compile("".join(parts), re.DOTALL), tuple(names), msgstr, fixed, tuple(reprs))
 
 
 def _fill(template: str, values: dict[str, str]) -> str:
@@ -174,17 +181,15 @@ class Catalog:
 
     def __init__(self, translations: Any, templates: list[_Template]) -> None:
         self._translations = translations
-        # Longest literal text first: the most specific template wins when two could match.
-        self._templates = sorted(templates, key=lambda t: -len(t.pattern.pattern))
+        # Most fixed text first: "cannot import {name}: no such file" wins over "cannot import
+        # {name}: {reason}" when both match.
+        self._templates = sorted(templates, key=lambda t: -t.literal)
 
     def gettext(self, message: str) -> str:
         return self._translations.gettext(message)
 
     def ngettext(self, singular: str, plural: str, n: int) -> str:
         return self._translations.ngettext(singular, plural, n)
-
-    def pgettext(self, context: str, message: str) -> str:
-        return self._translations.pgettext(context, message)
 
     def translate_text(self, text: str) -> str:
         direct = self._translations.gettext(text)
@@ -194,7 +199,8 @@ class Catalog:
             found = template.pattern.fullmatch(text)
             if found:
                 # A value may itself be text from a template ('... could not be loaded: {reason}').
-                values = {name: self.translate_text(found[name]) for name in template.names}
+                values = {name: found[name] if name in template.reprs else self.translate_text(found[name])
+                          for name in template.names}
                 return _fill(template.translation, values)
         return text
 
@@ -212,7 +218,7 @@ def _load(lang: str) -> Catalog:
     compiled = io.BytesIO()
     write_mo(compiled, messages)  # gettext reads the compiled form; fuzzy entries are left out
     compiled.seek(0)
-    templates = [t for m in messages if m.id and m.string and not m.fuzzy and isinstance(m.id, str)
+    templates = [t for m in messages if RECORDED in m.flags and m.string and not m.fuzzy and isinstance(m.id, str)
                  for t in [_compile(m.id, str(m.string))] if t is not None]
     return Catalog(Translations(compiled, domain=DOMAIN), templates)
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..i18n import N_
 from .errors import BadInput
 
 Shape = tuple[int, ...]
@@ -25,28 +26,28 @@ NOTEBOOK = "notebook"
 def square(shape: Shape) -> str | None:
     """Shape rule: one n x n matrix."""
     if len(shape) != 2 or shape[0] != shape[1]:
-        return f"needs a square matrix shape like 100x100, got {format_shape(shape)}"
+        return N_("needs a square matrix shape like 100x100, got {shape}").format(shape=format_shape(shape))
     return None
 
 
 def matrix(shape: Shape) -> str | None:
     """Shape rule: any 2-D shape."""
     if len(shape) != 2:
-        return f"needs a 2-D shape like 100x50, got {format_shape(shape)}"
+        return N_("needs a 2-D shape like 100x50, got {shape}").format(shape=format_shape(shape))
     return None
 
 
 def vector(shape: Shape) -> str | None:
     """Shape rule: a 1-D length."""
     if len(shape) != 1:
-        return f"needs a 1-D shape like 100000, got {format_shape(shape)}"
+        return N_("needs a 1-D shape like 100000, got {shape}").format(shape=format_shape(shape))
     return None
 
 
 def any_shape(shape: Shape) -> str | None:
     """Shape rule: any shape of one or more dimensions."""
     if len(shape) < 1:
-        return "needs at least one dimension"
+        return N_("needs at least one dimension")
     return None
 
 
@@ -101,10 +102,10 @@ class Case:
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
-            raise BadInput("a case needs a non-empty string name")
+            raise BadInput(N_("a case needs a non-empty string name"))
         for attr in ("numpy_fn", "jax_fn", "make_inputs"):
             if not callable(getattr(self, attr)):
-                raise BadInput(f"case {self.name!r}: {attr} must be callable")
+                raise BadInput(N_("case {name!r}: {attr} must be callable").format(name=self.name, attr=attr))
         if not self.title:
             object.__setattr__(self, "title", self.name)
         if not self.numpy_name:
@@ -124,7 +125,9 @@ class Case:
         """Raise BadInput with the case's own reason when it cannot take ``shape``."""
         problem = self.shape_rule(tuple(shape))
         if problem:
-            raise BadInput(f"case {self.name!r} {problem}")
+            # Translators: {problem} is the shape rule's reason, which reads on from the case's name:
+            # "case 'svd' needs a square matrix shape like 100x100, got 3x4".
+            raise BadInput(N_("case {name!r} {problem}").format(name=self.name, problem=problem))
 
     def flop_count(self, shape: Shape) -> float | None:
         if self.flops is None:
@@ -165,7 +168,8 @@ class GivenInputs:
 
     def shape_rule(self, shape: Shape) -> str | None:
         if tuple(shape) != self.shape:
-            return f"takes only the shape of the arrays given ({format_shape(self.shape)}), got {format_shape(shape)}"
+            return N_("takes only the shape of the arrays given ({expected}), got {shape}").format(
+                expected=format_shape(self.shape), shape=format_shape(shape))
         return None
 
 

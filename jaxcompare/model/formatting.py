@@ -6,6 +6,7 @@ import json
 import math
 from typing import Any
 
+from ..i18n import N_, _, ngettext, translate_text
 from .cases import format_shape
 from .profile import Profile
 from .result import Result
@@ -39,10 +40,14 @@ def gap_sentence(profile: Profile) -> str:
     """'host wall 1.2 ms per call, device busy 0.3 ms (25%); the gap, 0.9 ms (75%), is dispatch,
     launch and sync overhead', or why there is no profile."""
     if not profile.ok:
-        return f"no profile: {profile.error or 'the trace held no device ops'}"
-    return (f"host wall {format_time(profile.wall_s)} per call, device busy {format_time(profile.device_busy_s)} "
-            f"({format_share(profile.busy_share)}); the gap, {format_time(profile.gap_s)} "
-            f"({format_share(profile.gap_share)}), is dispatch, launch and sync overhead")
+        if profile.error:
+            return _("no profile: {error}").format(error=translate_text(profile.error))
+        return _("no profile: the trace held no device ops")
+    return _("host wall {wall} per call, device busy {busy} ({busy_share}); the gap, {gap} ({gap_share}), "
+             "is dispatch, launch and sync overhead").format(
+        wall=format_time(profile.wall_s), busy=format_time(profile.device_busy_s),
+        busy_share=format_share(profile.busy_share), gap=format_time(profile.gap_s),
+        gap_share=format_share(profile.gap_share))
 
 
 def op_kind_text(kind: str, holds: tuple[str, ...] | list[str]) -> str:
@@ -50,8 +55,9 @@ def op_kind_text(kind: str, holds: tuple[str, ...] | list[str]) -> str:
     return f"{kind} ({', '.join(holds)})" if holds else kind
 
 
-PERFETTO_HINT = ("open it in ui.perfetto.dev (Open trace file: your browser reads it, nothing is uploaded) or in "
-                 "XProf/TensorBoard (pip install 'jax[xprof]')")
+# Shown with _(PERFETTO_HINT) where the reader's language applies (the CLI prints it in English).
+PERFETTO_HINT = N_("open it in ui.perfetto.dev (Open trace file: your browser reads it, nothing is uploaded) or in "
+                   "XProf/TensorBoard (pip install 'jax[xprof]')")
 
 
 def format_factor(factor: float | None) -> str:
@@ -63,7 +69,8 @@ def format_factor(factor: float | None) -> str:
 
 def faster_or_slower(speedup: float) -> tuple[str, float]:
     """('faster', 2.0) for a speedup of 2 and ('slower', 2.0) for 0.5: the factor is at least 1,
-    so no sentence says '0.5x faster'."""
+    so no sentence says '0.5x faster'. The word is a code to choose a sentence by, not text to
+    put in one (each language words 'faster' and 'slower' in its own order)."""
     if speedup >= 1:
         return "faster", speedup
     return "slower", 1 / speedup if speedup > 0 else math.inf
@@ -74,8 +81,9 @@ def format_speedup(speedup: float | None) -> str:
     if speedup is None or not math.isfinite(speedup):
         return "—"
     word, factor = faster_or_slower(speedup)
-    side = "JAX faster" if word == "faster" else f"JAX {factor:.1f}x slower"
-    return f"{format_factor(speedup)} ({side})"
+    if word == "faster":
+        return _("{speedup} (JAX faster)").format(speedup=format_factor(speedup))
+    return _("{speedup} (JAX {factor:.1f}x slower)").format(speedup=format_factor(speedup), factor=factor)
 
 
 def format_bytes(n: float | None) -> str:
@@ -93,22 +101,33 @@ def format_crossover(elements: float | None, ndim: int, *, short: bool = False) 
     """Where the speedup crosses 1x: '≈ 250,000 elements (≈ 500x500)', or for a metric tile
     (``short``) '≈ 500x500' for matrices and '≈ 2.5M elements' for vectors."""
     if elements is None:
-        return "none here" if short else "none in this range"
+        return _("none here") if short else _("none in this range")
     side = format_shape([round(elements ** (1 / ndim))] * ndim) if ndim >= 2 else None
     if not short:
-        return f"≈ {elements:,.0f} elements" + (f" (≈ {side})" if side else "")
+        if side:
+            return _("≈ {elements:,.0f} elements (≈ {side})").format(elements=elements, side=side)
+        return _("≈ {elements:,.0f} elements").format(elements=elements)
     if side:
         return f"≈ {side}"
     for unit, scale in (("M", 1e6), ("k", 1e3)):
         if elements >= scale:
-            return f"≈ {elements / scale:.3g}{unit} elements"
-    return f"≈ {elements:.0f} elements"
+            return _("≈ {count:.3g}{unit} elements").format(count=elements / scale, unit=unit)
+    return _("≈ {elements:.0f} elements").format(elements=elements)
+
+
+def format_calls(calls: float | None) -> str:
+    """Break-even calls, short: 'never', '1 call', '1,234 calls'."""
+    if calls is None:
+        return _("never")
+    n = max(math.ceil(calls), 1)
+    return ngettext("{n:,} call", "{n:,} calls", n).format(n=n)
 
 
 def format_break_even(calls: float | None) -> str:
+    """Break-even calls, saying why there are none: '1,234 calls', 'never (JAX is not faster per call)'."""
     if calls is None:
-        return "never (JAX is not faster per call)"
-    return f"{math.ceil(calls):,} calls"
+        return _("never (JAX is not faster per call)")
+    return format_calls(calls)
 
 
 def format_flops(flops_per_s: float | None) -> str:
@@ -142,27 +161,48 @@ def peak_sentence(result: Result) -> str | None:
     # Sides held to the CPU's measured rate at the same dtype share one clause.
     on_cpu = [("NumPy", numpy)] if peak.numpy_label == cpu_label else []
     if cpu is not None:
-        on_cpu.append(("JAX on the CPU", cpu))
+        on_cpu.append((_("JAX on the CPU"), cpu))
     if peak.source == "measured":
         on_cpu.insert(0, ("JAX", jax))
     parts = []
     if peak.source == "table":
-        parts.append(f"JAX reached {format_percent(jax)} of {peak.describe()} ({format_flops(peak.flops_per_s)})")
+        parts.append(_("JAX reached {share} of {ceiling} ({rate})").format(
+            share=format_percent(jax), ceiling=peak.describe(), rate=format_flops(peak.flops_per_s)))
     elif peak.source is None:
-        parts.append(f"JAX's fraction of peak is unknown (no published {result.dtype} peak for the "
-                     f"{peak.device} in the table)")
+        parts.append(_("JAX's fraction of peak is unknown (no published {dtype} peak for the {device} in the "
+                       "table)").format(dtype=result.dtype, device=peak.device))
     if on_cpu:
         rate = peak.flops_per_s if peak.source == "measured" else (
             peak.cpu_flops_per_s or (peak.numpy_flops_per_s if peak.numpy_label == cpu_label else None))
-        shares = [f"{name}{' reached' if i == 0 else ''} {format_percent(share)}"
-                  for i, (name, share) in enumerate(on_cpu)]
-        reached = shares[0] if len(shares) == 1 else f"{', '.join(shares[:-1])} and {shares[-1]}"
-        parts.append(f"of this CPU's measured {cpu_label} rate ({format_flops(rate)}), {reached}")
+        parts.append(_cpu_clause(cpu_label, format_flops(rate),
+                                 [(name, format_percent(share)) for name, share in on_cpu]))
     if peak.numpy_label != cpu_label:
-        parts.append(f"NumPy reached {format_percent(numpy)} of {peak.describe_numpy()} "
-                     f"({format_flops(peak.numpy_flops_per_s)})")
-    text = "; ".join(parts) + "."
+        parts.append(_("NumPy reached {share} of {ceiling} ({rate})").format(
+            share=format_percent(numpy), ceiling=peak.describe_numpy(), rate=format_flops(peak.numpy_flops_per_s)))
+    # Each clause is whole (a side, its share, its ceiling); only the punctuation joins them.
+    # Translators: the punctuation between two clauses of the fraction-of-peak line.
+    between = _("; ")
+    # Translators: the punctuation after the last clause of the fraction-of-peak line.
+    end = _(".")
+    text = between.join(parts) + end
     return text[0].upper() + text[1:]
+
+
+def _cpu_clause(label: str, rate: str, shares: list[tuple[str, str]]) -> str:
+    """The clause of the sides held to this CPU's measured rate, one to three of them: "of this
+    CPU's measured float32 matmul rate (142 GFLOP/s), NumPy reached 45% and JAX on the CPU 30%"."""
+    if len(shares) == 1:
+        (name, share), = shares
+        return _("of this CPU's measured {label} rate ({rate}), {name} reached {share}").format(
+            label=label, rate=rate, name=name, share=share)
+    if len(shares) == 2:
+        (name, share), (name2, share2) = shares
+        return _("of this CPU's measured {label} rate ({rate}), {name} reached {share} and {name2} "
+                 "{share2}").format(label=label, rate=rate, name=name, share=share, name2=name2, share2=share2)
+    (name, share), (name2, share2), (name3, share3) = shares
+    return _("of this CPU's measured {label} rate ({rate}), {name} reached {share}, {name2} {share2} and "
+             "{name3} {share3}").format(label=label, rate=rate, name=name, share=share, name2=name2,
+                                        share2=share2, name3=name3, share3=share3)
 
 
 # Two runtimes closer than this factor read as "about as fast" in the three-side verdict.
@@ -180,31 +220,48 @@ def third_side_verdict(result: Result) -> str | None:
     numpy_s, device_s, cpu_s = result.numpy_runtime.median_s, result.runtime.median_s, side.runtime.median_s
     if not (numpy_s > 0 and device_s > 0 and cpu_s > 0):
         return None
-    times = (f"NumPy {format_time(numpy_s)}, JAX on the CPU {format_time(cpu_s)}, "
-             f"JAX on the {accel} {format_time(device_s)}")
+    # Translators: the three runtimes; {accel} is the device (GPU, TPU).
+    times = _("NumPy {numpy}, JAX on the CPU {cpu}, JAX on the {accel} {device}").format(
+        numpy=format_time(numpy_s), cpu=format_time(cpu_s), accel=accel, device=format_time(device_s))
+    within = f"{SAME_WITHIN - 1:.0%}"
     if 1 / SAME_WITHIN < cpu_s / device_s < SAME_WITHIN:
         # Within noise of each other: the device adds nothing measurable over XLA on the CPU.
         if max(cpu_s, device_s) < numpy_s:
-            return (f"The speedup comes from XLA, not from the {accel}: JAX on the CPU is about as fast as on "
-                    f"the {accel} (within {SAME_WITHIN - 1:.0%}) and {format_factor(numpy_s / cpu_s)} faster "
-                    f"than NumPy ({times}).")
-        numpy_vs = "is faster than both" if numpy_s < min(cpu_s, device_s) else "falls between them"
-        return (f"JAX is about as fast on the CPU as on the {accel} (within {SAME_WITHIN - 1:.0%}), and NumPy "
-                f"{numpy_vs} ({times}).")
+            # Translators: {accel} and {accel_again} name the same device (GPU, TPU).
+            return _("The speedup comes from XLA, not from the {accel}: JAX on the CPU is about as fast as on "
+                     "the {accel_again} (within {within}) and {factor} faster than NumPy ({times}).").format(
+                accel=accel, accel_again=accel, within=within, factor=format_factor(numpy_s / cpu_s), times=times)
+        if numpy_s < min(cpu_s, device_s):
+            return _("JAX is about as fast on the CPU as on the {accel} (within {within}), and NumPy is faster "
+                     "than both ({times}).").format(accel=accel, within=within, times=times)
+        return _("JAX is about as fast on the CPU as on the {accel} (within {within}), and NumPy falls between "
+                 "them ({times}).").format(accel=accel, within=within, times=times)
     if cpu_s < device_s:
-        vs_numpy = "faster" if cpu_s < numpy_s else "slower"
-        return (f"JAX on the CPU is faster than on the {accel} here ({format_factor(device_s / cpu_s)}), and "
-                f"{vs_numpy} than NumPy: at this size the {accel}'s launch and synchronisation latency cost more "
-                f"than its throughput brings ({times}).")
+        if cpu_s < numpy_s:
+            # Translators: {accel} and {accel_again} name the same device (GPU, TPU).
+            template = _("JAX on the CPU is faster than on the {accel} here ({factor}), and faster than NumPy: at "
+                         "this size the {accel_again}'s launch and synchronisation latency cost more than its "
+                         "throughput brings ({times}).")
+        else:
+            # Translators: {accel} and {accel_again} name the same device (GPU, TPU).
+            template = _("JAX on the CPU is faster than on the {accel} here ({factor}), and slower than NumPy: at "
+                         "this size the {accel_again}'s launch and synchronisation latency cost more than its "
+                         "throughput brings ({times}).")
+        return template.format(accel=accel, accel_again=accel, factor=format_factor(device_s / cpu_s), times=times)
     if device_s >= numpy_s:
-        return (f"The {accel} beats JAX on the CPU ({format_factor(cpu_s / device_s)}) but not NumPy ({times}).")
+        return _("The {accel} beats JAX on the CPU ({factor}) but not NumPy ({times}).").format(
+            accel=accel, factor=format_factor(cpu_s / device_s), times=times)
     if cpu_s >= numpy_s:
-        return (f"The speedup comes from the {accel}, not from XLA: JAX on the CPU is "
-                f"{format_factor(cpu_s / numpy_s)} slower than NumPy, on the {accel} "
-                f"{format_factor(numpy_s / device_s)} faster ({times}).")
-    return (f"The speedup comes from XLA and the {accel} together: JAX on the CPU is already "
-            f"{format_factor(numpy_s / cpu_s)} faster than NumPy, and the {accel} adds "
-            f"{format_factor(cpu_s / device_s)} ({times}).")
+        # Translators: {accel} and {accel_again} name the same device (GPU, TPU).
+        return _("The speedup comes from the {accel}, not from XLA: JAX on the CPU is {slower} slower than NumPy, "
+                 "on the {accel_again} {faster} faster ({times}).").format(
+            accel=accel, accel_again=accel, slower=format_factor(cpu_s / numpy_s),
+            faster=format_factor(numpy_s / device_s), times=times)
+    # Translators: {accel} and {accel_again} name the same device (GPU, TPU).
+    return _("The speedup comes from XLA and the {accel} together: JAX on the CPU is already {faster} faster than "
+             "NumPy, and the {accel_again} adds {adds} ({times}).").format(
+        accel=accel, accel_again=accel, faster=format_factor(numpy_s / cpu_s),
+        adds=format_factor(cpu_s / device_s), times=times)
 
 
 def format_bandwidth(bytes_per_s: float | None) -> str:
@@ -222,14 +279,14 @@ def transfer_rate_text(result: Result) -> str:
     CPU backend aliased the NumPy buffer', '1.2 GB/s, a copy within host memory'; '' when the
     size was not recorded."""
     if result.transfer_zero_copy:
-        return "no copy: the CPU backend aliased the NumPy buffer"
+        return _("no copy: the CPU backend aliased the NumPy buffer")
     rate = result.transfer_bytes_per_s
     if rate is None:
         return ""
     link = link_name(result.backend, result.device_kind)
     if link is None:
-        return f"{format_bandwidth(rate)}, a copy within host memory"
-    return f"{format_bandwidth(rate)} host→device over {link}"
+        return _("{rate}, a copy within host memory").format(rate=format_bandwidth(rate))
+    return _("{rate} host→device over {link}").format(rate=format_bandwidth(rate), link=link)
 
 
 def _json_safe(value: Any) -> Any:

@@ -6,6 +6,8 @@ shows up everywhere at once.
 
 from __future__ import annotations
 
+from ..i18n import N_, _
+
 # Display order: the NumPy reference, then JAX's phases in the order a first call pays them.
 PHASES = ("numpy", "transfer", "trace", "lower", "compile", "first_call", "runtime", "dispatch", "fetch")
 COMPILE_PHASES = ("trace", "lower", "compile")
@@ -13,23 +15,31 @@ COMPILE_PHASES = ("trace", "lower", "compile")
 ONE_OFF_PHASES = ("transfer", *COMPILE_PHASES)
 # Paid on every call; the first two make the speedup.
 PER_CALL_PHASES = ("runtime", "numpy", "dispatch", "fetch")
+# The English labels (the CLI's and the notebook's); a page shows phase_label(name), in the
+# reader's language.
 PHASE_LABELS = {
-    "numpy": "NumPy runtime",
-    "transfer": "Transfer host→device",
-    "trace": "Compile: trace",
-    "lower": "Compile: lower",
-    "compile": "Compile: XLA compile",
-    "first_call": "First call (cold, naive)",
-    "runtime": "JAX runtime (blocked)",
-    "dispatch": "Dispatch only (unblocked)",
-    "fetch": "Fetch device→host",
+    "numpy": N_("NumPy runtime"),
+    "transfer": N_("Transfer host→device"),
+    "trace": N_("Compile: trace"),
+    "lower": N_("Compile: lower"),
+    "compile": N_("Compile: XLA compile"),
+    "first_call": N_("First call (cold, naive)"),
+    "runtime": N_("JAX runtime (blocked)"),
+    "dispatch": N_("Dispatch only (unblocked)"),
+    "fetch": N_("Fetch device→host"),
 }
 
 
+def phase_label(phase: str) -> str:
+    """A phase's label in the current language ('Compile: trace'), for tables and charts."""
+    return _(PHASE_LABELS[phase])
+
+
 def phase_kind(phase: str) -> str:
-    """'one-off', 'per call', or 'reference' (the naive first call: what %time shows)."""
+    """'one-off', 'per call', or 'reference' (the naive first call: what %time shows), in the
+    current language: words for a table, not codes."""
     if phase in ONE_OFF_PHASES:
-        return "one-off"
+        return _("one-off")
     if phase in PER_CALL_PHASES:
-        return "per call"
-    return "reference"
+        return _("per call")
+    return _("reference")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..i18n import N_
 from .errors import BadInput
 
 
@@ -88,7 +89,7 @@ class Profile:
         if data is None:
             return None
         if not isinstance(data, dict):
-            raise BadInput("profile must be a JSON object or null")
+            raise BadInput(N_("profile must be a JSON object or null"))
         if data.get("error") is not None:
             return cls.failed(str(data["error"]), data.get("trace_file"))
         try:
@@ -98,5 +99,6 @@ class Profile:
                        wall_s=None if wall is None else float(wall), calls=int(data.get("calls") or 0),
                        other_ops_s=float(data.get("other_ops_s") or 0.0), where=str(data.get("where") or ""))
         except (KeyError, TypeError, ValueError) as exc:
-            raise BadInput(f"malformed profile: {type(exc).__name__}: {exc}") from None
+            raise BadInput(N_("malformed profile: {kind}: {error}").format(
+                kind=type(exc).__name__, error=exc)) from None
 

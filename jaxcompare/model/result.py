@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..i18n import N_
 from .errors import BadInput
 from .phases import COMPILE_PHASES
 from .profile import Profile
@@ -228,9 +229,10 @@ class Result:
     def from_dict(cls, data: dict[str, Any]) -> Result:
         """Rebuild a Result from ``to_dict`` output; BadInput names what is wrong."""
         if not isinstance(data, dict):
-            raise BadInput("a result must be a JSON object")
+            raise BadInput(N_("a result must be a JSON object"))
         if data.get("schema") != SCHEMA:
-            raise BadInput(f"not a jaxcompare result (schema {data.get('schema')!r}, expected {SCHEMA!r})")
+            raise BadInput(N_("not a jaxcompare result (schema {found!r}, expected {expected!r})").format(
+                found=data.get("schema"), expected=SCHEMA))
         try:
             jax = data["jax"]
             stats = {p: Stats.from_dict(jax["compile"][p]) for p in COMPILE_PHASES}
@@ -263,7 +265,7 @@ class Result:
         except BadInput:
             raise
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise BadInput(f"malformed result: {type(exc).__name__}: {exc}") from None
+            raise BadInput(N_("malformed result: {kind}: {error}").format(kind=type(exc).__name__, error=exc)) from None
 
 
 def _int_or_none(value: Any) -> int | None:

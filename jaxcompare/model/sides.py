@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..i18n import N_, _
 from .errors import BadInput
 from .phases import COMPILE_PHASES
 from .stats import Stats
@@ -70,6 +71,9 @@ class JaxSide:
 
 
 PEAK_SOURCES = ("table", "measured")
+# A ceiling in words (Peak.describe): shown in the reader's language, recorded in English.
+MEASURED_CEILING = N_("this CPU's measured {label} rate")
+PUBLISHED_CEILING = N_("the {device}'s {label} peak")
 
 
 @dataclass(frozen=True)
@@ -92,21 +96,25 @@ class Peak:
 
     def __post_init__(self) -> None:
         if self.source is not None and self.source not in PEAK_SOURCES:
-            raise BadInput(f"peak source must be one of {PEAK_SOURCES}, not {self.source!r}")
+            raise BadInput(N_("peak source must be one of {sources}, not {source!r}").format(
+                sources=PEAK_SOURCES, source=self.source))
 
     def describe(self) -> str:
-        """JAX's ceiling in words: "the NVIDIA H200's TF32 peak", "this CPU's measured float32
-        matmul rate"."""
-        if self.source == "measured":
-            return f"this CPU's measured {self.label} rate"
-        return f"the {self.device}'s {self.label} peak"
+        """JAX's ceiling in words, in the current language: "the NVIDIA H200's TF32 peak",
+        "this CPU's measured float32 matmul rate"."""
+        return _(self._ceiling()).format(device=self.device, label=self.label)
 
     def describe_numpy(self) -> str:
-        return f"this CPU's measured {self.numpy_label} rate"
+        return _(MEASURED_CEILING).format(label=self.numpy_label)
+
+    def _ceiling(self) -> str:
+        return MEASURED_CEILING if self.source == "measured" else PUBLISHED_CEILING
 
     def to_dict(self) -> dict[str, Any]:
+        # "describes" is recorded: in English, whatever the language in force.
+        describes = self._ceiling().format(device=self.device, label=self.label) if self.flops_per_s else None
         return {"flops_per_s": self.flops_per_s, "source": self.source, "device": self.device,
-                "label": self.label, "describes": self.describe() if self.flops_per_s else None,
+                "label": self.label, "describes": describes,
                 "matmul_precision": self.matmul_precision,
                 "numpy_flops_per_s": self.numpy_flops_per_s, "numpy_label": self.numpy_label,
                 "cpu": self.cpu, "cpu_flops_per_s": self.cpu_flops_per_s}

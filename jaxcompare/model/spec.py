@@ -7,6 +7,7 @@ import re
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
+from ..i18n import N_
 from .errors import BadInput
 
 PRECISIONS = ("x32", "x64")
@@ -26,16 +27,16 @@ def parse_shape(text: str | list[int] | tuple[int, ...]) -> tuple[int, ...]:
     elif isinstance(text, str):
         stripped = text.strip().strip("()[]").strip()
         if not stripped:
-            raise BadInput("shape is empty: give sizes like 1000x1000")
+            raise BadInput(N_("shape is empty: give sizes like 1000x1000"))
         parts = [p for p in _SHAPE_SEP.split(stripped) if p != ""]
     else:
-        raise BadInput(f"shape must be text like 1000x1000, got {type(text).__name__}")
+        raise BadInput(N_("shape must be text like 1000x1000, got {kind}").format(kind=type(text).__name__))
     if not parts:
-        raise BadInput("shape is empty: give sizes like 1000x1000")
+        raise BadInput(N_("shape is empty: give sizes like 1000x1000"))
     dims: list[int] = []
     for part in parts:
         if isinstance(part, bool):
-            raise BadInput(f"shape {text!r}: {part!r} is not a size")
+            raise BadInput(N_("shape {shape!r}: {part!r} is not a size").format(shape=text, part=part))
         if isinstance(part, int):
             value = part
         elif isinstance(part, float) and part.is_integer():
@@ -43,16 +44,17 @@ def parse_shape(text: str | list[int] | tuple[int, ...]) -> tuple[int, ...]:
         elif isinstance(part, str) and re.fullmatch(r"[+-]?\d{1,12}", part.replace("_", "")):
             value = int(part.replace("_", ""))
         else:
-            raise BadInput(f"shape {text!r}: {str(part)!r} is not a whole number")
+            raise BadInput(N_("shape {shape!r}: {part!r} is not a whole number").format(shape=text, part=str(part)))
         if value <= 0:
-            raise BadInput(f"shape {text!r}: sizes must be positive, got {value}")
+            raise BadInput(N_("shape {shape!r}: sizes must be positive, got {value}").format(shape=text, value=value))
         dims.append(value)
     if len(dims) > MAX_DIMS:
-        raise BadInput(f"shape {text!r} has {len(dims)} dimensions; at most {MAX_DIMS}")
+        raise BadInput(N_("shape {shape!r} has {ndim} dimensions; at most {max_dims}").format(
+            shape=text, ndim=len(dims), max_dims=MAX_DIMS))
     if math.prod(dims) > MAX_ELEMENTS:
         raise BadInput(
-            f"shape {text!r} has {math.prod(dims):,} elements; the most any input may have "
-            f"is {MAX_ELEMENTS:,}"
+            N_("shape {shape!r} has {elements:,} elements; the most any input may have is {max_elements:,}")
+            .format(shape=text, elements=math.prod(dims), max_elements=MAX_ELEMENTS)
         )
     return tuple(dims)
 
@@ -97,12 +99,13 @@ class TimingConfig:
                 continue
             if (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
                     or value <= 0):
-                raise BadInput(f"timing setting {f.name} must be a positive number, got {value!r}")
+                raise BadInput(N_("timing setting {name} must be a positive number, got {value!r}").format(
+                    name=f.name, value=value))
         if self.max_samples < self.min_samples:
-            raise BadInput("timing setting max_samples must be at least min_samples")
+            raise BadInput(N_("timing setting max_samples must be at least min_samples"))
         if not isinstance(self.runtime_blocks, int) or not 1 <= self.runtime_blocks <= 4:
-            raise BadInput(f"timing setting runtime_blocks must be a whole number from 1 to 4, "
-                           f"got {self.runtime_blocks!r}")
+            raise BadInput(N_("timing setting runtime_blocks must be a whole number from 1 to 4, got {value!r}")
+                           .format(value=self.runtime_blocks))
 
     @classmethod
     def quick(cls) -> TimingConfig:
@@ -123,7 +126,8 @@ class TimingConfig:
     def preset(cls, name: str) -> TimingConfig:
         """'quick', 'careful' (the default) or 'thorough'."""
         if name not in TIMING_PRESETS:
-            raise BadInput(f"timing must be one of {', '.join(TIMING_PRESETS)}, got {name!r}")
+            raise BadInput(N_("timing must be one of {choices}, got {value!r}").format(
+                choices=", ".join(TIMING_PRESETS), value=name))
         return {"quick": cls.quick, "careful": cls, "thorough": cls.thorough}[name]()
 
     @property
@@ -181,14 +185,16 @@ class Spec:
 
     def __post_init__(self) -> None:
         if not isinstance(self.case, str) or not self.case.strip():
-            raise BadInput("case name is empty")
+            raise BadInput(N_("case name is empty"))
         object.__setattr__(self, "shape", parse_shape(self.shape))
         if self.precision not in PRECISIONS:
-            raise BadInput(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
+            raise BadInput(N_("precision must be one of {choices}, got {value!r}").format(
+                choices=", ".join(PRECISIONS), value=self.precision))
         if self.device not in DEVICES:
-            raise BadInput(f"device must be one of {', '.join(DEVICES)}, got {self.device!r}")
+            raise BadInput(N_("device must be one of {choices}, got {value!r}").format(
+                choices=", ".join(DEVICES), value=self.device))
         if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
-            raise BadInput(f"seed must be a non-negative integer, got {self.seed!r}")
+            raise BadInput(N_("seed must be a non-negative integer, got {value!r}").format(value=self.seed))
 
     @property
     def dtype(self) -> str:
@@ -205,21 +211,22 @@ class Spec:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Spec:
         if not isinstance(data, dict):
-            raise BadInput("spec must be a JSON object")
+            raise BadInput(N_("spec must be a JSON object"))
         known = {f.name for f in fields(cls)}
         unknown = set(data) - known
         if unknown:
-            raise BadInput(f"spec has unknown fields: {', '.join(sorted(unknown))}")
+            raise BadInput(N_("spec has unknown fields: {fields}").format(fields=", ".join(sorted(unknown))))
         kwargs = dict(data)
         if "timing" in kwargs:
             timing = kwargs["timing"]
             if not isinstance(timing, dict):
-                raise BadInput("spec.timing must be an object")
+                raise BadInput(N_("spec.timing must be an object"))
             tknown = {f.name for f in fields(TimingConfig)}
             if set(timing) - tknown:
-                raise BadInput(f"spec.timing has unknown fields: {', '.join(sorted(set(timing) - tknown))}")
+                raise BadInput(N_("spec.timing has unknown fields: {fields}").format(
+                    fields=", ".join(sorted(set(timing) - tknown))))
             kwargs["timing"] = TimingConfig(**timing)
         try:
             return cls(**kwargs)
         except TypeError as exc:
-            raise BadInput(f"spec is incomplete: {exc}") from None
+            raise BadInput(N_("spec is incomplete: {reason}").format(reason=exc)) from None

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from ..analysis import summary
 from ..analysis.checks import FAIL, PASS, WARN, Check, checklist, overall
 from ..model.cases import format_shape
-from ..model.formatting import format_crossover, format_factor, format_speedup, format_time
+from ..model.formatting import format_calls, format_crossover, format_factor, format_speedup, format_time
 from ..model.palette import JAX_COLOR, NUMPY_COLOR
 from ..model.phases import ONE_OFF_PHASES, PER_CALL_PHASES, PHASE_LABELS, PHASES
 from ..model.result import Result
@@ -269,7 +269,7 @@ def sweep_html(results: Sequence[Result], crossover_elements: float | None) -> s
     body = "".join(
         "<tr>" + "".join(f'<td style="text-align:right;padding:2px 8px">{_e(v)}</td>' for v in (
             format_shape(r.shape), format_time(r.numpy_runtime.median_s), format_time(r.runtime.median_s),
-            format_factor(r.speedup), format_time(r.compile_total_s), summary.calls_text(r.break_even_calls),
+            format_factor(r.speedup), format_time(r.compile_total_s), format_calls(r.break_even_calls),
             overall(checklist(r)))) + "</tr>" for r in results)
     return (f'<div class="jaxcompare-sweep" style="{_BOX}">'
             f'<div style="font-weight:600;font-size:15px">{_e(sides(first))}</div>'
