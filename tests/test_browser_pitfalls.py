@@ -1,24 +1,31 @@
-"""A real browser against `streamlit run app.py`: the Pitfalls page runs all six sections at a
-small shape and draws every chart; a deep link lands on its section."""
+"""A real browser against `streamlit run app.py`: the Pitfalls page, in Chinese (a teacher's
+class), runs all six sections at a small shape and draws every chart; a deep link lands on its
+section. (The English page: tests/test_pitfalls_page.py.)"""
 
 from __future__ import annotations
 
 import pytest
 from browser_support import CHART, IDLE, JAX_COLOR, assert_no_error, chart_marks, wait_for_chart_marks
 
+from jaxcompare import i18n
 from jaxcompare.app.charts_profile import BUSY_COLOR, GAP_COLOR
 
 pytestmark = pytest.mark.browser
 
 
-def test_pitfalls_run_all_draws_six_charts_and_the_size_gap(server, browser, tmp_path):
+def zh(message: str) -> str:
+    with i18n.using("zh"):
+        return i18n.gettext(message)
+
+
+def test_pitfalls_in_chinese_run_all_draws_six_charts_and_the_size_gap(server, browser, tmp_path):
     page = browser.new_page(viewport={"width": 1400, "height": 1200})
-    page.goto(f"{server}/Pitfalls?case=centered_gram&shape=200x200&timing=quick")
+    page.goto(f"{server}/Pitfalls?case=centered_gram&shape=200x200&timing=quick&lang=zh")
     page.wait_for_selector(IDLE, timeout=60_000)
     assert_no_error(page)
     for pid in ("jit", "async", "dtype", "transfer", "size", "tf32"):
         assert page.locator(f"#pitfall-{pid}").count() == 1, f"no anchor for {pid}"
-    page.get_by_role("button", name="Run all pitfalls").click()
+    page.get_by_role("button", name=zh("Run all pitfalls")).click()
     page.wait_for_function(f"() => document.querySelectorAll(\"{CHART}\").length >= 7", timeout=180_000)
     page.wait_for_selector(IDLE, timeout=60_000)
     # Six pitfall charts, and after the size section's, the busy-vs-gap bars of its two shapes.
@@ -30,9 +37,18 @@ def test_pitfalls_run_all_draws_six_charts_and_the_size_gap(server, browser, tmp
     assert chart_marks(page, gap_chart, GAP_COLOR, mark="rect") == 2
     assert_no_error(page)
     text = page.locator("[data-testid='stMain']").inner_text()
-    assert text.count("measured properly:") >= 6 and "Not applicable on CPU: no TF32 here" in text
-    assert text.count("Profiled: the device was busy") == 2  # the size section's two shapes
-    assert "case=centered_gram" in page.url and "shape=200x200" in page.url
+    measured_properly = zh("naive: {naive}; measured properly: {correct}").split("{correct}")[0].split("{naive}")[1]
+    assert text.count(measured_properly) >= 6, measured_properly  # each section's verdict, in Chinese
+    not_applicable = zh("Not applicable on {backend}: no TF32 here. Both sides compute in full float32, so the "
+                        "errors match and the times differ only by noise; the numbers are shown for reference.")
+    assert not_applicable.format(backend="CPU") in text
+    profiled = zh("Profiled: the device was busy **{busy}** of **{wall}** per call; the gap, **{gap}**, is host "
+                  "overhead.").split("**")[0]
+    assert text.count(profiled) == 2, profiled  # the size section's two shapes
+    gap_svg = page.evaluate("i => document.querySelectorAll(\"[data-testid='stVegaLiteChart'] svg.marks\")[i]"
+                            ".textContent", gap_chart)
+    assert zh("device busy") in gap_svg
+    assert "case=centered_gram" in page.url and "shape=200x200" in page.url and "lang=zh" in page.url
     height = page.evaluate("() => document.querySelector(\"[data-testid='stMain']\").scrollHeight")
     page.set_viewport_size({"width": 1400, "height": min(height + 50, 12_000)})
     page.wait_for_selector(IDLE, timeout=30_000)

@@ -92,6 +92,19 @@ def _strings(message: Message) -> list[str]:
     return list(message.string) if isinstance(message.string, tuple | list) else [message.string]
 
 
+def _emphasis_lost(original: str, text: str) -> bool:
+    """True when the translation draws fewer **bold** or *italic* spans than the English: CommonMark
+    closes one only next to a space or punctuation, so '**设置相同：**用例' keeps its asterisks."""
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark")
+    for filler in ("x", "甲"):  # fields filled with a Latin letter, then a Chinese one
+        drawn = [md.renderInline(re.sub(r"\{[^{}]*\}", filler, t)) for t in (original, text)]
+        if any(drawn[1].count(tag) < drawn[0].count(tag) for tag in ("<strong>", "<em>")):
+            return True
+    return False
+
+
 def _prose(text: str) -> bool:
     return bool(PROSE.search(NOT_PROSE.sub(" ", text)))
 
@@ -122,6 +135,8 @@ def problems(lang: str, catalog: Catalog | None = None, code: Catalog | None = N
             for mark in MARKUP:
                 if text.count(mark) != original.count(mark):
                     yield f"{mark!r} appears {original.count(mark)} time(s) in English, {text.count(mark)} here: {name}"
+            if "*" in original and _emphasis_lost(original, text):
+                yield f"a **bold** or *italic* that Markdown does not draw (keep punctuation outside it): {name}"
             if lang == "zh" and _prose(original) and not CJK.search(text):
                 yield f"left in English: {name}"
     extracted = {(m.id if isinstance(m.id, str) else m.id[0], m.context) for m in code if m.id}

@@ -152,9 +152,14 @@ def check_on_device(r: Result) -> Check:
     return _check("transfer", PASS, reason, "transfer")
 
 
+# How the outputs were compared (agreement's "method"), as the reason names it.
+COMPARED = {"direct": N_("direct"), "invariants": N_("invariants")}
+
+
 def check_agreement(r: Result) -> Check:
     a = r.agreement
-    values = {"err": a["max_rel_err"], "rtol": a["rtol"], "method": a.get("method", "direct")}
+    method = a.get("method", "direct")
+    values = {"err": a["max_rel_err"], "rtol": a["rtol"], "method": _(COMPARED.get(method, method))}
     if not a.get("ok"):
         return _check("agreement", FAIL, _("outputs differ: max rel err {err:.2g} (tolerance {rtol:.0e}, "
                                            "{method})").format(**values), "dtype")

@@ -1,0 +1,82 @@
+"""A real browser on the Chinese app: Compare with ``?lang=zh`` runs and draws its charts with
+Chinese titles and labels; a browser set to Chinese gets Chinese without asking, and the sidebar
+switch changes the language, the URL and every page after it. (Pitfalls in Chinese:
+test_browser_pitfalls.py.)"""
+
+from __future__ import annotations
+
+import pytest
+from browser_support import CHART, IDLE, JAX_COLOR, assert_no_error, chart_marks, wait_for_chart_marks
+
+from jaxcompare import i18n
+
+pytestmark = pytest.mark.browser
+
+
+def zh(message: str) -> str:
+    with i18n.using("zh"):
+        return i18n.gettext(message)
+
+
+def svg_text(page, index: int) -> str:
+    """The text a chart drew (titles, axes, legends), from its SVG."""
+    return page.evaluate("i => document.querySelectorAll(\"[data-testid='stVegaLiteChart'] svg.marks\")[i]"
+                         ".textContent", index)
+
+
+def test_compare_in_chinese_runs_and_draws_chinese_charts(server, browser, tmp_path):
+    page = browser.new_page(viewport={"width": 1400, "height": 1800})
+    page.goto(f"{server}/Compare?case=matmul&timing=quick&lang=zh")
+    page.wait_for_selector(IDLE, timeout=60_000)
+    assert_no_error(page)
+    page.get_by_role("button", name=zh("Run comparison")).click()
+    page.wait_for_selector(CHART, timeout=120_000)
+    page.wait_for_selector(IDLE, timeout=60_000)
+    for index in range(2):
+        wait_for_chart_marks(page, index, JAX_COLOR)
+    assert chart_marks(page, 0, JAX_COLOR, mark="symbol") == 7  # every JAX phase, as in English
+    assert zh("Where the time goes") in svg_text(page, 0)
+    assert zh("Compile: XLA compile") in svg_text(page, 0)  # the phase rows
+    assert zh("Samples: how noisy is each side?") in svg_text(page, 1)
+    labels = page.locator("[data-testid='stMetricLabel']").all_inner_texts()
+    assert [label.strip() for label in labels][:3] == [zh("NumPy runtime"), zh("JAX runtime"), zh("Speedup")]
+    values = page.locator("[data-testid='stMetricValue']").all_inner_texts()
+    assert values[0].strip().endswith(("s", "ms", "µs", "ns")) and values[2].strip().endswith("x")  # numbers stay
+    main = page.locator("[data-testid='stMain']").inner_text()
+    assert zh("Checks: warn") in main or zh("Checks: pass") in main or zh("Checks: fail") in main
+    assert "lang=zh" in page.url and "case=matmul" in page.url
+    assert_no_error(page)
+    shot = tmp_path / "compare-zh.png"
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 20_000
+    page.close()
+
+
+def test_a_chinese_browser_gets_chinese_and_the_switch_holds_across_pages(server, browser):
+    context = browser.new_context(locale="zh-CN", viewport={"width": 1300, "height": 900})
+    page = context.new_page()
+    page.goto(server)
+    page.wait_for_selector(IDLE, timeout=60_000)
+    assert_no_error(page)
+    page.get_by_role("heading", name=zh("How to read the numbers")).wait_for(timeout=30_000)
+    page.wait_for_function("() => location.search.includes('lang=zh')", timeout=30_000)  # shareable as it is
+    # English, chosen in the sidebar: the page and the address bar follow; so does the next page.
+    page.get_by_role("radio", name="English").click()
+    page.get_by_role("heading", name="How to read the numbers").wait_for(timeout=30_000)
+    page.wait_for_function("() => location.search.includes('lang=en')", timeout=30_000)
+    page.get_by_test_id("stSidebarUserContent").get_by_role("link", name="Compare").click()
+    page.get_by_role("button", name="Run comparison").wait_for(timeout=30_000)
+    page.wait_for_selector(IDLE, timeout=30_000)
+    assert "lang=en" in page.url
+    assert_no_error(page)
+    context.close()
+    # An English browser opening a Chinese link reads Chinese.
+    context = browser.new_context(locale="en-US", viewport={"width": 1300, "height": 900})
+    page = context.new_page()
+    page.goto(f"{server}/Environment?lang=zh")
+    page.get_by_role("heading", name=zh("Environment")).first.wait_for(timeout=60_000)
+    page.get_by_test_id("stSidebarUserContent").get_by_role("link", name=zh("History")).click()
+    page.get_by_role("heading", name=zh("History")).first.wait_for(timeout=30_000)
+    assert "lang=zh" in page.url
+    assert_no_error(page)
+    context.close()
