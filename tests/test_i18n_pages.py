@@ -217,6 +217,34 @@ def test_history_verdict_in_chinese():
     assert left == [], "\n".join(left)
 
 
+def test_a_hosted_demo_in_chinese(monkeypatch):
+    """What only a hosted demo shows: case files off, History read-only, the operator's token."""
+    import streamlit as st
+
+    from jaxcompare.app import ui
+
+    monkeypatch.setenv("JAXCOMPARE_MODE", "hosted")
+    monkeypatch.setenv("JAXCOMPARE_ADMIN_TOKEN", "the operator's secret")
+    st.config.set_option("server.address", "0.0.0.0")
+    ui.get_runner.clear()
+    try:
+        at = zh("pages/1_Compare.py", case="matmul")
+        chinese(at)
+        assert at.text_input(key="cases_file_input_disabled").disabled
+        left = english_left(at, also_names=cpu_model())
+        assert left == [], "\n".join(left)
+        at = zh("pages/4_History.py")
+        at.text_input(key="history_token_input").input("a guess").run()
+        chinese(at)
+        assert any(e.value == _("That is not the operator token.") for e in at.sidebar.error)
+        left = english_left(at, also_names=cpu_model())
+        assert left == [], "\n".join(left)
+    finally:
+        st.config.set_option("server.address", None)
+        st.config.set_option("client.showErrorDetails", "type")
+        ui.get_runner.clear()
+
+
 def test_bad_links_say_so_in_chinese():
     at = zh("pages/1_Compare.py", case="nope", precision="x16")
     chinese(at)
