@@ -39,6 +39,21 @@ class Server(str):
     pid: int
 
 
+def wait_until_serving(url: str, proc: subprocess.Popen, log_path: Path, *, timeout_s: float) -> None:
+    """Poll a starting `streamlit run` until its health check answers; its log if it exits or
+    takes longer than ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
+                return
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"streamlit did not start:\n{log_path.read_text()}")
+        time.sleep(0.25)  # polling a process that is starting up; nothing to wait on
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """`streamlit run app.py` on a free loopback port; always stopped (with its workers)."""
@@ -58,16 +73,7 @@ def server(tmp_path_factory):
     url.db = db_path
     url.pid = proc.pid
     try:
-        deadline = time.time() + 60
-        while True:
-            try:
-                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                    break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.time() > deadline:
-                raise RuntimeError(f"streamlit did not start:\n{log_path.read_text()}")
-            time.sleep(0.25)
+        wait_until_serving(url, proc, log_path, timeout_s=60)
         yield url
     finally:
         # The server's process group holds its worker processes too.

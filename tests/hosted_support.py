@@ -14,12 +14,10 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-from browser_support import IDLE, free_port
+from browser_support import IDLE, free_port, wait_until_serving
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
@@ -84,16 +82,7 @@ def serve(tmp: Path, *, env: dict[str, str] | None = None, address: str = "127.0
         url = Server(f"http://{host}:{port}")
         url.proc, url.log, url.db = proc, log_path, tmp / "results.sqlite3"
         try:
-            deadline = time.monotonic() + 90
-            while True:
-                try:
-                    if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                        break
-                except OSError:
-                    pass
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"streamlit did not start:\n{log_path.read_text()}")
-                time.sleep(0.25)  # polling a process that is starting up; nothing to wait on
+            wait_until_serving(url, proc, log_path, timeout_s=90)
             yield url
         finally:
             with contextlib.suppress(ProcessLookupError):

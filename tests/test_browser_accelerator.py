@@ -10,14 +10,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
-import urllib.request
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from browser_support import CHART, IDLE, ROOT, assert_no_error, free_port, wait_for_chart_marks
+from browser_support import CHART, IDLE, ROOT, assert_no_error, free_port, wait_for_chart_marks, wait_until_serving
 
 from jaxcompare import Spec, TimingConfig
 from jaxcompare.engine.ceilings import ceilings
@@ -53,16 +51,7 @@ def rendered(tmp_path_factory):
         env={**os.environ, "JAXCOMPARE_RENDER_RESULT": str(path), "PYTHONPATH": str(ROOT)})
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + 60
-        while True:
-            try:
-                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                    break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.time() > deadline:
-                raise RuntimeError(f"streamlit did not start:\n{(folder / 'streamlit.log').read_text()}")
-            time.sleep(0.25)
+        wait_until_serving(url, proc, folder / "streamlit.log", timeout_s=60)
         yield url, results
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
@@ -76,7 +65,8 @@ def test_the_third_side_and_the_peak_line_render(rendered, browser, tmp_path):
     page.goto(url)
     page.wait_for_selector(CHART, timeout=60_000)
     page.wait_for_selector(IDLE, timeout=60_000)
-    page.wait_for_timeout(800)  # let Vega finish drawing
+    for index in range(3):  # the phase chart, the samples chart, the sweep's runtime chart: each draws
+        wait_for_chart_marks(page, index, JAX_CPU_COLOR)  # the third side, in its own colour
     shot = tmp_path / "third_side.png"
     page.screenshot(path=str(shot), full_page=True)
     if os.environ.get("JAXCOMPARE_KEEP_SCREENSHOT"):
@@ -87,8 +77,6 @@ def test_the_third_side_and_the_peak_line_render(rendered, browser, tmp_path):
     text = page.locator("[data-testid='stApp']").inner_text()
     assert "JAX on the CPU." in text and "Fraction of peak." in text
     assert "of the NVIDIA H200's TF32 peak" in text
-    for index in range(3):  # the phase chart, the samples chart, the sweep's runtime chart: each draws
-        wait_for_chart_marks(page, index, JAX_CPU_COLOR)  # the third side, in its own colour
     assert shot.stat().st_size > 20_000
     page.close()
     assert json.loads(dumps(results[-1].to_dict()))["jax_cpu"]["runtime"]["n"] >= 3
