@@ -1,6 +1,6 @@
-"""Which language a visitor reads the app in: chosen once per session (the link's ``?lang=``,
-else the browser's language, else English), switched in the sidebar of every page, and kept in
-the URL so a shared link opens in the same language. The server serves every session from one
+"""Which language a visitor reads the app in: the URL's ``?lang=`` when it has one, else the
+browser's language, else English; switched in the sidebar of every page, which writes it into
+the URL, so a shared link opens in the same language. The server serves every session from one
 process, so jaxcompare.i18n asks ``session_language`` whose text it is wording."""
 
 from __future__ import annotations
