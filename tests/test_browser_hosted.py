@@ -16,14 +16,20 @@ RATE = 3
 # Test-only code for the server's processes (hosted_support.serve puts it in a sitecustomize):
 # in the server, the Pitfalls page meets an internal error whose details must not reach the page;
 # in a worker, centered_gram waits for a gate file, so one visitor's job holds the queue for as
-# long as the test needs, however fast the machine.
+# long as the test needs, however fast the machine. The server's rate limiter gets a clock that
+# stands still, so its 60 s window cannot run out while slow runs finish (test_limits checks the
+# window itself).
 SITE = """
+import functools
 import os
 import sys
 import time
 
 if any(arg.endswith("streamlit") for arg in sys.argv[:1]):
     from jaxcompare.app import pitfalls_view
+    from jaxcompare.engine import runner, settings
+
+    runner.RateLimiter = functools.partial(settings.RateLimiter, clock=lambda: 0.0)
 
     def summary_rows(*args, **kwargs):
         raise RuntimeError("secret internal detail 4242")
@@ -102,12 +108,17 @@ def test_a_sweep_longer_than_the_cap_is_refused_with_the_limit_named(hosted, bro
 
 def test_the_rate_limit_holds_after_the_limit_and_after_a_reload(hosted, browser, tmp_path):
     context = visitor(browser, "10.0.0.2")
-    page = open_page(context, f"{hosted}/Compare?case=matmul&timing=quick")
+    url = f"{hosted}/Compare?case=matmul&timing=quick"
     for done in range(1, RATE + 1):
+        # A fresh page (a new session of the same client) each time, so "Saved to history."
+        # can only be this run's and not the last one's, still on the page.
+        page = open_page(context, url)
         run_compare(page)
         page.get_by_text("Saved to history.").wait_for(timeout=180_000)
         page.wait_for_selector(IDLE, timeout=60_000)
         assert text(page).count("rate limit") == 0, done
+        page.close()
+    page = open_page(context, url)
     run_compare(page)
     message = f"rate limit: at most {RATE} runs a minute on this server"
     page.get_by_text(re.compile(re.escape(message))).wait_for(timeout=30_000)
