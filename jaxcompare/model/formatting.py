@@ -130,14 +130,23 @@ def format_break_even(calls: float | None) -> str:
     return format_calls(calls)
 
 
+_SCALES = {"P": 1e15, "T": 1e12, "G": 1e9, "M": 1e6, "k": 1e3}
+
+
+def _with_prefix(value: float | None, unit: str, prefixes: str) -> str:
+    """``value`` in ``unit`` under the largest of ``prefixes`` it reaches, three significant
+    figures; '—' when unknown."""
+    if value is None or not math.isfinite(value):
+        return "—"
+    for prefix in prefixes:
+        if value >= _SCALES[prefix]:
+            return f"{value / _SCALES[prefix]:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}"
+
+
 def format_flops(flops_per_s: float | None) -> str:
     """A FLOP rate with a decimal prefix, three significant figures: 142 GFLOP/s, 495 TFLOP/s."""
-    if flops_per_s is None or not math.isfinite(flops_per_s):
-        return "—"
-    for unit, scale in (("PFLOP/s", 1e15), ("TFLOP/s", 1e12), ("GFLOP/s", 1e9), ("MFLOP/s", 1e6)):
-        if flops_per_s >= scale:
-            return f"{flops_per_s / scale:.3g} {unit}"
-    return f"{flops_per_s:.3g} FLOP/s"
+    return _with_prefix(flops_per_s, "FLOP/s", "PTGM")
 
 
 def format_percent(share: float | None) -> str:
@@ -266,12 +275,7 @@ def third_side_verdict(result: Result) -> str | None:
 
 def format_bandwidth(bytes_per_s: float | None) -> str:
     """Bytes per second in decimal units, as links are quoted: 12.3 GB/s, 850 MB/s."""
-    if bytes_per_s is None or not math.isfinite(bytes_per_s):
-        return "—"
-    for unit, scale in (("TB/s", 1e12), ("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3)):
-        if bytes_per_s >= scale:
-            return f"{bytes_per_s / scale:.3g} {unit}"
-    return f"{bytes_per_s:.3g} B/s"
+    return _with_prefix(bytes_per_s, "B/s", "TGMk")
 
 
 def transfer_rate_text(result: Result) -> str:
