@@ -51,7 +51,10 @@ def running_job():
 def on_case_change() -> None:
     ss = st.session_state
     if ss["size"] != "custom":
-        case = ui.case_by_name(ss["case"])
+        try:
+            case = ui.case_by_name(ss["case"])
+        except JaxCompareError:
+            return  # the page redraws the Case box with a choice it knows, and says so
         ss["custom_shape"] = controls.preset_shape_text(case, ss["size"])
 
 
@@ -101,8 +104,8 @@ with st.sidebar:
     st.header(_("Configuration"))
     case_options = [c.name for c in CASES]
     labels = {c.name: controls.case_label(c) for c in CASES}
-    st.selectbox(_("Case"), case_options, format_func=labels.__getitem__, key="case", on_change=on_case_change,
-                 help=_("NumPy cases first, then SciPy. Type to search by name, library or title."))
+    language.selectbox(_("Case"), case_options, format_func=labels.__getitem__, key="case", on_change=on_case_change,
+                        help=_("NumPy cases first, then SciPy. Type to search by name, library or title."))
     case = ui.case_by_name(st.session_state["case"])
     st.segmented_control(_("Shape"), controls.SIZE_CHOICES, format_func=controls.size_labels(case).__getitem__,
                          key="size", required=True, on_change=on_size_change)
@@ -118,7 +121,7 @@ with st.sidebar:
     st.segmented_control(_("Precision"), ("x32", "x64"), key="precision", required=True,
                          format_func=controls.precision_label,
                          help=_("x32 compares float32 on both sides, x64 float64; each runs in its own worker."))
-    st.selectbox(_("Device"), ("auto", "cpu", "gpu", "tpu"), format_func=controls.device_label, key="device")
+    language.selectbox(_("Device"), ("auto", "cpu", "gpu", "tpu"), format_func=controls.device_label, key="device")
     device_problem = environment_view.device_problem(st.session_state["device"], ui.known_environment())
     if device_problem:
         st.warning(device_problem, icon=":material/warning:")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from jaxcompare import JaxCompareError
-from jaxcompare.app import charts, controls, environment_view, ui, views
+from jaxcompare.app import charts, controls, environment_view, language, ui, views
 from jaxcompare.history.exchange import export_csv
 from jaxcompare.i18n import _, translate_text
 from jaxcompare.model import formatting
@@ -88,8 +88,8 @@ url_warnings = ui.seed_from_url(
 with st.sidebar:
     st.header(_("Sweep"))
     labels = {c.name: controls.case_label(c) for c in CASES}
-    st.selectbox(_("Case"), [c.name for c in CASES], format_func=labels.__getitem__, key="sweep_case",
-                 help=_("NumPy cases first, then SciPy. Type to search."))
+    language.selectbox(_("Case"), [c.name for c in CASES], format_func=labels.__getitem__, key="sweep_case",
+                        help=_("NumPy cases first, then SciPy. Type to search."))
     case = ui.case_by_name(st.session_state["sweep_case"])
     st.pills(_("Precision"), ("x32", "x64"), selection_mode="multi", key="sweep_precisions",
              format_func=controls.precision_label,
@@ -104,7 +104,7 @@ with st.sidebar:
                   placeholder=_("{shape} (default)").format(shape=format_shape(default_top)),
                   help=_("Leave empty for the default: the case's large preset on CPU, twice that per "
                          "dimension on a GPU or TPU."))
-    st.selectbox(_("Device"), ("auto", "cpu", "gpu", "tpu"), format_func=controls.device_label, key="sweep_device")
+    language.selectbox(_("Device"), ("auto", "cpu", "gpu", "tpu"), format_func=controls.device_label, key="sweep_device")
     device_problem = environment_view.device_problem(st.session_state["sweep_device"], env)
     if device_problem:
         st.warning(device_problem, icon=":material/warning:")

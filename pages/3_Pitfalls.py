@@ -9,7 +9,7 @@ from typing import Any
 import streamlit as st
 
 from jaxcompare import Case, JaxCompareError
-from jaxcompare.app import controls, environment_view, ui
+from jaxcompare.app import controls, environment_view, language, ui
 from jaxcompare.app import pitfalls_view as pv
 from jaxcompare.app.charts_pitfalls import pitfall_chart
 from jaxcompare.app.charts_profile import size_gap_chart
@@ -47,7 +47,10 @@ def running_job():
 def on_case_change() -> None:
     ss = st.session_state
     if ss[key("size")] != "custom":
-        case = ui.case_by_name(ss[key("case")])
+        try:
+            case = ui.case_by_name(ss[key("case")])
+        except JaxCompareError:
+            return  # the page redraws the Case box with a choice it knows, and says so
         ss[key("custom_shape")] = controls.preset_shape_text(case, ss[key("size")])
 
 
@@ -171,9 +174,9 @@ harvest()
 with st.sidebar:
     st.header(_("Configuration"))
     labels = {c.name: controls.case_label(c) for c in CASES}
-    st.selectbox(_("Case"), [c.name for c in CASES], format_func=labels.__getitem__, key=key("case"),
-                 on_change=on_case_change,
-                 help=_("The JAX docs' benchmarking example, centered_gram, is the default."))
+    language.selectbox(_("Case"), [c.name for c in CASES], format_func=labels.__getitem__, key=key("case"),
+                        on_change=on_case_change,
+                        help=_("The JAX docs' benchmarking example, centered_gram, is the default."))
     case = ui.case_by_name(st.session_state[key("case")])
     st.segmented_control(_("Shape"), controls.SIZE_CHOICES, format_func=controls.size_labels(case).__getitem__,
                          key=key("size"),
@@ -189,7 +192,7 @@ with st.sidebar:
     st.segmented_control(_("Precision"), ("x32", "x64"), key=key("precision"), required=True,
                          format_func=controls.precision_label,
                          help=_("The worker's mode. Pitfall 3 measures the other dtype too."))
-    st.selectbox(_("Device"), ("auto", "cpu", "gpu", "tpu"), format_func=controls.device_label, key=key("device"))
+    language.selectbox(_("Device"), ("auto", "cpu", "gpu", "tpu"), format_func=controls.device_label, key=key("device"))
     device_problem = environment_view.device_problem(st.session_state[key("device")], ui.known_environment())
     if device_problem:
         st.warning(device_problem, icon=":material/warning:")

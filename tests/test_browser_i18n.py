@@ -80,3 +80,29 @@ def test_a_chinese_browser_gets_chinese_and_the_switch_holds_across_pages(server
     assert "lang=zh" in page.url
     assert_no_error(page)
     context.close()
+
+
+@pytest.mark.parametrize("path", ["Compare", "Size_sweep", "Pitfalls"])
+def test_switching_the_language_then_touching_a_control_keeps_the_page(server, browser, path):
+    # A select box sends back the label it shows: after a switch, the old language's label came
+    # back with the next control touched and the page died with StopIteration (issue 23).
+    page = browser.new_page(viewport={"width": 1300, "height": 1000})
+    page.goto(f"{server}/{path}?case=matmul&lang=en")  # not a page's default: a reset would show
+    page.wait_for_selector(IDLE, timeout=60_000)
+    sidebar = page.get_by_test_id("stSidebarUserContent")
+    for name, url_says in (("中文", "location.search.includes('lang=zh')"),
+                           ("English", "!location.search.includes('lang=zh')")):  # English: no lang= here
+        page.get_by_role("radio", name=name).click()
+        page.wait_for_function(f"() => {url_says}", timeout=30_000)
+        page.wait_for_selector(IDLE, timeout=30_000)
+        sidebar.get_by_text("x64 · float64").first.click()  # the same words in both languages
+        page.wait_for_selector(IDLE, timeout=30_000)
+        assert_no_error(page)
+        sidebar.get_by_text("x32 · float32").first.click()
+        page.wait_for_selector(IDLE, timeout=30_000)
+        assert_no_error(page)
+        # The choice itself held, not only the page: the URL still names the case.
+        assert "case=matmul" in page.url and "there is no case" not in page.inner_text("body")
+    heading = {"Compare": "Compare", "Size_sweep": "Size sweep", "Pitfalls": "Pitfalls"}[path]
+    page.get_by_role("heading", name=heading).first.wait_for(timeout=30_000)
+    page.close()

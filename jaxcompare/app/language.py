@@ -5,7 +5,8 @@ process, so jaxcompare.i18n asks ``session_language`` whose text it is wording."
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
@@ -16,6 +17,7 @@ PARAM = "lang"  # the URL parameter, and the session's language in session state
 SWITCH = "lang_switch"  # the sidebar switch's widget key
 LABEL = "Language · 语言"  # readable whatever the current language (and one widget id in both)
 _URL_PROBLEM = "lang_url_problem"
+_DRAWN_IN = "lang_drawn_in"  # widget key -> the language its select box last showed
 
 
 def session_language() -> str | None:
@@ -88,6 +90,21 @@ def language_switch() -> None:
         st.warning(i18n.gettext("The link's `lang={raw}` was ignored: it must be one of {choices}.")
                    .format(raw=bad, choices=", ".join(i18n.LANGUAGES)), icon=":material/link_off:")
     _write_url()
+
+
+def selectbox(label: str, options: Sequence[Any], *, format_func: Callable[[Any], str], key: str,
+              **kwargs: Any) -> Any:
+    """``st.selectbox`` whose choices are worded in the reader's language. A select box sends
+    back the label it shows, not its option, and Streamlit does not resend the label when only
+    the wording changed: after a switch the next control touched sent the old language's label,
+    an unknown option (StopIteration in a callback, issue 23). Setting the key once again in the
+    new language makes Streamlit send the new label to the browser."""
+    lang = i18n.language()
+    drawn = st.session_state.setdefault(_DRAWN_IN, {})
+    if drawn.get(key) not in (None, lang) and key in st.session_state:
+        st.session_state[key] = st.session_state[key]
+    drawn[key] = lang
+    return st.selectbox(label, options, format_func=format_func, key=key, **kwargs)
 
 
 i18n.set_language_source(session_language)

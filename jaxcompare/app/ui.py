@@ -241,7 +241,12 @@ def cases_file_ui() -> None:
 
 
 def case_by_name(name: str) -> Case:
-    return next(c for c in cases() if c.name == name)
+    """The loaded case called ``name``; BadInput, a message a page can show, when there is none
+    (a stale choice in a callback once raised StopIteration here)."""
+    found = next((c for c in cases() if c.name == name), None)
+    if found is None:
+        raise BadInput(N_("there is no case called {name!r}: choose one from the Case list").format(name=name))
+    return found
 
 
 def owner_id() -> Owner:
