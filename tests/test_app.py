@@ -54,7 +54,7 @@ def test_home_names_the_device_and_links_the_pages():
 
 
 def test_compare_runs_a_small_case_to_charts_and_figures():
-    at = page("pages/1_Compare.py", case="matmul", timing="quick")
+    at = page("pages/1_Compare.py", case="matmul", shape="small", timing="quick")
     assert not at.exception
     assert at.selectbox(key="case").value == "matmul"
     assert at.session_state["size"] == "small" and at.text_input(key="custom_shape").value == "10x10"
@@ -87,7 +87,7 @@ def test_compare_runs_a_small_case_to_charts_and_figures():
     assert "%timeit" in code and "block_until_ready" in code
     downloads = [d.proto.label for d in at.get("download_button")]
     assert {"Result (JSON)", "Result (CSV)", "Phase chart (PNG)", "Samples chart (PNG)"} <= set(downloads)
-    assert dict(at.query_params) == {"case": "matmul", "timing": "quick"}  # the URL reproduces it
+    assert dict(at.query_params) == {"case": "matmul", "shape": "small", "timing": "quick"}  # the URL reproduces it
 
 
 def test_compare_second_click_while_running_starts_no_second_job():
@@ -113,9 +113,9 @@ def test_compare_bad_url_values_warn_and_use_defaults():
     assert not at.exception
     warnings = [w.value for w in at.warning if "was ignored" in w.value]
     assert len(warnings) == 5
-    assert at.selectbox(key="case").value == "matmul"
+    assert at.selectbox(key="case").value == "centered_gram"
     assert at.session_state["precision"] == "x32" and at.session_state["device"] == "auto"
-    assert at.session_state["size"] == "small"
+    assert at.session_state["size"] == "large" and at.text_input(key="custom_shape").value == "1000x1000"
 
 
 def test_compare_custom_shape_is_validated_as_typed():

@@ -25,9 +25,13 @@ def test_cases_are_grouped_numpy_first_and_labelled_by_library():
 def test_compare_url_defaults_and_round_trip():
     config, warnings = controls.compare_config_from_query({}, CASES)
     assert warnings == []
-    assert (config.case, config.size, config.precision, config.device, config.timing) == (
-        "matmul", "small", "x32", "auto", "careful")
-    assert config.query() == {"case": "matmul"}
+    # The JAX docs' example at its large size, the Custom box showing that shape.
+    assert (config.case, config.size, config.custom_shape, config.precision, config.device, config.timing) == (
+        "centered_gram", "large", "1000x1000", "x32", "auto", "careful")
+    assert config.query() == {"case": "centered_gram"}
+    assert controls.CompareConfig("matmul", size="small").query() == {"case": "matmul", "shape": "small"}
+    small, _ = controls.compare_config_from_query({"case": "matmul", "shape": "small"}, CASES)
+    assert (small.size, small.custom_shape) == ("small", "10x10")  # the box shows the chosen preset
     custom = controls.CompareConfig("matmul", size="custom", custom_shape="200 x 200", precision="x64",
                                timing="quick")
     again, warnings = controls.compare_config_from_query(custom.query(), CASES)
@@ -39,7 +43,7 @@ def test_compare_url_defaults_and_round_trip():
 
 def test_compare_url_keeps_the_profile_switch():
     on = controls.CompareConfig("matmul", profile=True)
-    assert on.query() == {"case": "matmul", "profile": "1"}
+    assert on.query() == {"case": "matmul", "profile": "1"}  # the large preset: no shape in the URL
     again, warnings = controls.compare_config_from_query(on.query(), CASES)
     assert warnings == [] and again.profile is True
     off, warnings = controls.compare_config_from_query({"case": "matmul", "profile": "yes"}, CASES)
@@ -49,7 +53,7 @@ def test_compare_url_keeps_the_profile_switch():
 def test_compare_url_bad_values_warn_and_fall_back():
     query = {"case": "matmull", "shape": "12x", "precision": "x16", "device": "fpga", "timing": "slow"}
     config, warnings = controls.compare_config_from_query(query, CASES)
-    assert config == controls.CompareConfig("matmul", custom_shape="10x10")
+    assert config == controls.CompareConfig("centered_gram", custom_shape="1000x1000")
     assert len(warnings) == 5
     assert "did you mean matmul" in warnings[0]
     assert all("was ignored" in w and "Using the default" in w for w in warnings)
@@ -57,7 +61,7 @@ def test_compare_url_bad_values_warn_and_fall_back():
 
 def test_compare_url_shape_checked_against_the_case():
     config, warnings = controls.compare_config_from_query({"case": "fft", "shape": "64x64"}, CASES)
-    assert config.case == "fft" and config.size == "small"
+    assert config.case == "fft" and config.size == "large"
     assert "1-D" in warnings[0]
     config, warnings = controls.compare_config_from_query({"case": "fft", "shape": "large"}, CASES)
     assert warnings == [] and config.shape(get_case("fft")) == get_case("fft").large_shape

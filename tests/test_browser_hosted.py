@@ -108,7 +108,7 @@ def test_a_sweep_longer_than_the_cap_is_refused_with_the_limit_named(hosted, bro
 
 def test_the_rate_limit_holds_after_the_limit_and_after_a_reload(hosted, browser, tmp_path):
     context = visitor(browser, "10.0.0.2")
-    url = f"{hosted}/Compare?case=matmul&timing=quick"
+    url = f"{hosted}/Compare?case=matmul&shape=small&timing=quick"
     for done in range(1, RATE + 1):
         # A fresh page (a new session of the same client) each time, so "Saved to history."
         # can only be this run's and not the last one's, still on the page.
@@ -128,7 +128,7 @@ def test_the_rate_limit_holds_after_the_limit_and_after_a_reload(hosted, browser
     assert message not in text(page)
     run_compare(page)  # a fresh session of the same client: still limited
     page.get_by_text(re.compile(re.escape(message))).wait_for(timeout=30_000)
-    other = open_page(visitor(browser, "10.0.0.3"), f"{hosted}/Compare?case=matmul&timing=quick")
+    other = open_page(visitor(browser, "10.0.0.3"), f"{hosted}/Compare?case=matmul&shape=small&timing=quick")
     run_compare(other)  # another client is not
     other.get_by_text("Saved to history.").wait_for(timeout=180_000)
     other.context.close()
@@ -136,10 +136,10 @@ def test_the_rate_limit_holds_after_the_limit_and_after_a_reload(hosted, browser
 
 
 def test_a_second_visitor_sees_the_queue_and_stop_frees_the_place_at_once(hosted, browser, tmp_path):
-    first = open_page(visitor(browser, "10.0.0.4"), f"{hosted}/Compare?case=centered_gram&timing=quick")
+    first = open_page(visitor(browser, "10.0.0.4"), f"{hosted}/Compare?case=centered_gram&shape=small&timing=quick")
     run_compare(first)  # held at the gate in its worker until the test opens it
     first.locator("[data-testid='stProgress']").wait_for(timeout=60_000)
-    second = open_page(visitor(browser, "10.0.0.5"), f"{hosted}/Compare?case=matmul&timing=quick")
+    second = open_page(visitor(browser, "10.0.0.5"), f"{hosted}/Compare?case=matmul&shape=small&timing=quick")
     run_compare(second)
     queued = second.get_by_text(re.compile(r"queued behind 1 other measurement\(s\), about \d+ s"))
     queued.wait_for(timeout=30_000)

@@ -26,7 +26,7 @@ def svg_text(page, index: int) -> str:
 
 def test_compare_in_chinese_runs_and_draws_chinese_charts(server, browser, tmp_path):
     page = browser.new_page(viewport={"width": 1400, "height": 1800})
-    page.goto(f"{server}/Compare?case=matmul&timing=quick&lang=zh")
+    page.goto(f"{server}/Compare?case=matmul&shape=small&timing=quick&lang=zh")
     page.wait_for_selector(IDLE, timeout=60_000)
     assert_no_error(page)
     page.get_by_role("button", name=zh("Run comparison")).click()

@@ -73,6 +73,29 @@ def test_cases_are_listed_by_a_worker_once_per_version(runner, tmp_path):
     assert len(pids(marker, "import")) == 2
 
 
+def test_a_user_cases_functions_are_named_by_their_file(runner, tmp_path):
+    path = tmp_path / "my_cases.py"
+    path.write_text(textwrap.dedent("""
+        import jax.numpy as jnp
+        import numpy as np
+        from jaxcompare import Case
+
+        def softmax_np(x):
+            e = np.exp(x - x.max())
+            return e / e.sum()
+
+        def softmax_jax(x):
+            e = jnp.exp(x - x.max())
+            return e / e.sum()
+
+        CASES = [Case(name="softmax", numpy_fn=softmax_np, jax_fn=softmax_jax,
+                      make_inputs=lambda s, d, r: (r.standard_normal(s).astype(d),), small_shape=(10,))]
+    """))
+    listed = runner.list_cases(str(path))
+    # Not the import's unique module name (jaxcompare_user_cases_<hash>.softmax_np).
+    assert (listed[0]["numpy_name"], listed[0]["jax_name"]) == ("my_cases.softmax_np", "my_cases.softmax_jax")
+
+
 def test_measuring_a_user_case_runs_none_of_its_code_here(runner, tmp_path):
     marker = tmp_path / "marker"
     path = marked_cases(tmp_path / "mine.py", marker)

@@ -205,7 +205,7 @@ def test_unopenable_database_is_one_clear_error(tmp_path, monkeypatch, db):
 
 # --- saving from Compare and Size sweep ------------------------------------------------------------
 def test_a_compare_run_is_saved_to_history(db):
-    at = page("pages/1_Compare.py", case="matmul", timing="quick")
+    at = page("pages/1_Compare.py", case="matmul", shape="small", timing="quick")
     at.button(key="run_compare").click().run()
     at = run_until(at, lambda a: len(a.metric) >= 6)
     result = at.session_state["compare_result"]
@@ -220,7 +220,7 @@ def test_an_unwritable_database_warns_and_keeps_the_result(db, tmp_path, monkeyp
     blocker = tmp_path / "a_file"
     blocker.write_text("not a folder")
     monkeypatch.setenv("JAXCOMPARE_DB", str(blocker / "results.sqlite3"))
-    at = page("pages/1_Compare.py", case="matmul", timing="quick")
+    at = page("pages/1_Compare.py", case="matmul", shape="small", timing="quick")
     at.button(key="run_compare").click().run()
     at = run_until(at, lambda a: len(a.metric) >= 6)
     warnings = [w.value for w in at.warning if "not saved to history" in w.value]

@@ -194,11 +194,11 @@ def test_the_rate_limit_counts_the_client_not_the_session(hosted_runner, monkeyp
 
     monkeypatch.setattr(ui, "get_runner", lambda: hosted_runner)
     for _ in range(2):  # two runs, each from a fresh session: a reload
-        at = page("pages/1_Compare.py", case="matmul", timing="quick")
+        at = page("pages/1_Compare.py", case="matmul", shape="small", timing="quick")
         at.button(key="run_compare").click().run()
         assert "compare_error" not in at.session_state
         at = run_until(at, lambda a: "compare_result" in a.session_state)
-    reloaded = page("pages/1_Compare.py", case="matmul", timing="quick")
+    reloaded = page("pages/1_Compare.py", case="matmul", shape="small", timing="quick")
     reloaded.button(key="run_compare").click().run()
     assert any("rate limit: at most 2 runs a minute" in e.value for e in reloaded.error)
     assert hosted_runner.queue_length() == 0

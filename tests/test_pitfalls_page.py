@@ -167,7 +167,7 @@ def test_stop_cancels_the_running_job():
 
 
 def test_compare_checklist_links_each_item_to_its_pitfall_section():
-    at = page("pages/1_Compare.py", case="matmul", timing="quick")
+    at = page("pages/1_Compare.py", case="matmul", shape="small", timing="quick")
     at.button(key="run_compare").click().run()
     at = run_until(at, lambda a: len(a.metric) >= 6)
     checks = at.dataframe[0]

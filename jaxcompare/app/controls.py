@@ -22,6 +22,9 @@ TIMING_MODES = ("quick", "careful", "thorough")
 TIMING_LABELS = {"careful": N_("Careful (≈3–5 s)"), "quick": N_("Quick (≈1–2 s)"),
                  "thorough": N_("Thorough (≈6–10 s)")}
 SIZE_CHOICES = ("small", "large", "custom")
+# Where Compare and Pitfalls open: the JAX docs' "Benchmarking JAX code" example at its large size
+# (as the CLI's default and the README's screenshot), a first result that shows JAX's case.
+DEFAULT_CASE = "centered_gram"
 DEVICE_LABELS = {"auto": N_("auto (GPU, else TPU, else CPU)"), "cpu": "CPU", "gpu": "GPU", "tpu": "TPU"}
 
 
@@ -112,12 +115,12 @@ def _url_warning(key: str, raw: str, reason: str, default: str) -> str:
 class CompareConfig:
     """Everything the Compare page's controls hold; what its URL encodes."""
 
-    DEFAULT_CASE: ClassVar[str] = "matmul"
-    DEFAULT_SIZE: ClassVar[str] = "small"
+    DEFAULT_CASE: ClassVar[str] = DEFAULT_CASE
+    DEFAULT_SIZE: ClassVar[str] = "large"
     TIMING_MODES: ClassVar[tuple[str, ...]] = TIMING_MODES
 
     case: str
-    size: str = "small"  # small | large | custom
+    size: str = "large"  # small | large | custom
     custom_shape: str = ""
     precision: str = "x32"
     device: str = "auto"
@@ -190,7 +193,7 @@ def compare_config_from_query(query: Mapping[str, Any], cases: Sequence[Case],
     raw_shape = _first(query.get("shape"))
     if raw_shape is not None:
         if raw_shape in presets:
-            size = raw_shape
+            size, custom = raw_shape, format_shape(presets[raw_shape])  # the box shows the chosen preset
         else:
             try:
                 shape = check_shape_text(case, raw_shape)

@@ -18,9 +18,8 @@ from ..model.cases import Case, format_shape
 from ..model.formatting import faster_or_slower, format_time
 from ..model.result import Result
 from ..model.spec import DEVICES
-from .controls import CompareConfig, compare_config_from_query, ordered_cases
+from .controls import DEFAULT_CASE, CompareConfig, compare_config_from_query, ordered_cases
 
-DEFAULT_CASE = "centered_gram"  # the JAX docs' "Benchmarking JAX code" example
 PAGE_PATH = "Pitfalls"  # the page's URL path (pages/3_Pitfalls.py)
 ROLES = ("naive", "correct", "also")
 DOC_TITLES = {
@@ -72,15 +71,12 @@ def doc_title(url: str) -> str:
 # --- configuration and URL --------------------------------------------------------------------
 @dataclass(frozen=True)
 class PitfallsConfig(CompareConfig):
-    """The Pitfalls page's controls; defaults: the JAX docs' example at its large size."""
+    """The Pitfalls page's controls; defaults as Compare's: the JAX docs' example at its large size."""
 
-    DEFAULT_CASE: ClassVar[str] = DEFAULT_CASE
-    DEFAULT_SIZE: ClassVar[str] = "large"
     # Every section is a ratio of several runtimes; thorough would make the lab take minutes.
     TIMING_MODES: ClassVar[tuple[str, ...]] = ("quick", "careful")
 
     case: str = DEFAULT_CASE
-    size: str = "large"
 
 
 def default_case(cases: Sequence[Case]) -> Case:

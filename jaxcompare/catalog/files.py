@@ -45,6 +45,12 @@ def load_cases_file(path: str | Path) -> list[Case]:
             path=str(path), kind=type(bad[0]).__name__))
     for case in cases:
         object.__setattr__(case, "source", str(path))
+        # The module's import name is unique per path (two my_cases.py must not collide, nor
+        # shadow a real module); a reader knows the functions by the file: my_cases.softmax_np.
+        for attr in ("numpy_name", "jax_name"):
+            name = getattr(case, attr)
+            if name.startswith(module_name + "."):
+                object.__setattr__(case, attr, path.stem + name[len(module_name):])
     return list(cases)
 
 
