@@ -406,6 +406,13 @@ def test_cli_history_export_import(results, tmp_path, capsys, monkeypatch):
     assert "imported 2 results (0 already present)" in capsys.readouterr().out
     assert Store(tmp_path / "env-default.sqlite3").count() == 2
 
+    # Filters that match nothing say so, with the saved cases, and exit 1 (2 is bad input).
+    assert _cli("history", "--db", db, "--case", "matmull") == 1
+    assert "no saved results match --case matmull" in capsys.readouterr().out
+    assert _cli("history", "--db", db, "--case", "nope", "--json", "-") == 1
+    captured = capsys.readouterr()
+    assert json.loads(captured.out) == [] and "the saved cases are matmul" in captured.err
+
     with pytest.raises(BadInput, match="nothing was exported"):
         _cli("export", str(tmp_path / "none.json"), "--db", db, "--case", "svd")
     assert _cli("other") is None

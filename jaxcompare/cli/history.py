@@ -91,12 +91,38 @@ def cmd_history(args: argparse.Namespace) -> int:
         raise BadInput(f"--limit must be a positive whole number, got {args.limit}")
     store = open_store(args.db)
     rows = _selected(store, args, args.limit)
+    missed = _nothing_matched(store, args) if not rows else None
     if args.json:
         write_json(args.json, rows)
-        if args.json == "-":
-            return 0
-    print(history_table(rows, store.path))
-    return 0
+    if args.json != "-":
+        print(history_table(rows, store.path) if missed is None else missed)
+    elif missed is not None:
+        print(missed, file=sys.stderr)  # stdout keeps its one JSON document
+    # As grep: 1 when filters matched nothing (2 stays bad input); an empty history is no error.
+    return 1 if missed is not None and store.count() else 0
+
+
+FILTERS = ("case", "precision", "device", "host", "since", "until")
+
+
+def _nothing_matched(store: Store, args: argparse.Namespace) -> str | None:
+    """What to say when filters matched no saved result: the filters, and the cases that are
+    saved (with a close name for a misspelt --case); None without filters."""
+    given = [f"--{name} {getattr(args, name)}" for name in FILTERS if getattr(args, name, None)]
+    if not given:
+        return None
+    total = store.count()
+    if not total:
+        return f"no saved results in {store.path} yet, so none match {' '.join(given)}"
+    text = f"no saved results match {' '.join(given)} in {store.path} ({total} saved)"
+    cases = store.facets()["case"]
+    if args.case and args.case not in cases:
+        import difflib
+
+        close = difflib.get_close_matches(args.case, cases, n=3)
+        text += (f"; did you mean {', '.join(close)}?" if close
+                 else f"; the saved cases are {', '.join(cases[:12])}{' …' if len(cases) > 12 else ''}")
+    return text
 
 
 def cmd_export(args: argparse.Namespace) -> int:
