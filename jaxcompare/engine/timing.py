@@ -273,3 +273,70 @@ def combine_blocks(blocks: Sequence[Stats], rel_ci: float, tolerance: float,
         reason = N_("median still varies by ±{rel:.0%} over {n} samples in {blocks} blocks "
                     "when the time budget ran out").format(rel=pooled.rel_ci, n=pooled.n, blocks=len(blocks))
     return replace(pooled, stable=reason is None, unstable_reason=reason, block_medians_s=tuple(medians))
+
+
+class Turn:
+    """One call for sample_turns(): timed in a calibrated loop, or, with ``setup`` or
+    ``teardown``, one call a sample (as in sample()); ``min_samples`` and ``budget_s``
+    override the config's for this call alone (a cold first call takes compile_samples)."""
+
+    def __init__(self, call: Callable[[], Any], *, setup: Callable[[], Any] | None = None,
+                 teardown: Callable[[Any], Any] | None = None, min_samples: int | None = None,
+                 budget_s: float | None = None) -> None:
+        self.call, self.setup, self.teardown = call, setup, teardown
+        self.min_samples, self.budget_s = min_samples, budget_s
+
+    @property
+    def single(self) -> bool:
+        return self.setup is not None or self.teardown is not None
+
+
+
+def sample_turns(turns: Sequence[Turn], config: TimingConfig, *, clock: Clock = time.perf_counter_ns,
+                 settle_s: float = 0.0) -> list[Stats]:
+    """sample_round_robin() for calls that need fresh state each sample too (a cold first
+    call, an unblocked dispatch): a naive call and its correct counterpart timed in turns,
+    so a slow stretch lands on both and their ratio holds. One library's calls only (see
+    sample_round_robin). A loop turn starts with one untimed call (the switch from the other
+    turn's state: after a cache clear, its recompile); a setup turn has no warm-up."""
+    if not turns:
+        return []
+
+    def one(turn: Turn) -> float:
+        if not turn.single:
+            return time_loops(turn.call, 1, clock) * NS
+        if turn.setup is not None:
+            turn.setup()
+        start = clock()
+        result = turn.call()
+        elapsed = clock() - start
+        if turn.teardown is not None:
+            turn.teardown(result)
+        return elapsed * NS
+
+    warm_until = clock() + max(config.warmup_s, settle_s) / NS
+    while True:
+        for turn in turns:
+            if turn.setup is None:  # a cold call's warm-up would only compile again
+                one(turn)
+        if clock() >= warm_until:
+            break
+    started = clock()
+    loops = [1 if t.single else calibrate_loops(t.call, config.target_sample_s, clock) for t in turns]
+    samples: list[list[float]] = [[] for _ in turns]
+    budget_ns = sum(config.phase_budget_s if t.budget_s is None else t.budget_s for t in turns) / NS
+    switching = len(turns) > 1
+    while True:
+        for turn, n_loops, xs in zip(turns, loops, samples, strict=True):
+            if turn.single:
+                xs.append(one(turn))
+                continue
+            if switching:
+                time_loops(turn.call, 1, clock)  # untimed: the switch from the other call's state
+            xs.append(time_loops(turn.call, n_loops, clock) * NS / n_loops)
+        verdicts = [_stop(xs, config, config.min_samples if t.min_samples is None else t.min_samples,
+                          clock() - started, budget_ns) for t, xs in zip(turns, samples, strict=True)]
+        if all(done for done, _ in verdicts):
+            break
+    return [Stats.from_samples(xs, loops=n, stable=why is None, unstable_reason=why)
+            for xs, n, (_, why) in zip(samples, loops, verdicts, strict=True)]
