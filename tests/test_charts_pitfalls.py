@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from _pitfalls import made_pitfall, timed
 
 from jaxcompare.app.charts import chart_png_bytes
 from jaxcompare.app.charts_pitfalls import SEP, dot_rows, pitfall_chart, pitfall_rows
@@ -13,17 +14,13 @@ from jaxcompare.model.palette import JAX_COLOR, NUMPY_COLOR
 
 
 def jit_pitfall():
-    return _pitfall(
-        "jit",
-        _side("First call (%time f(x))", "%time f(x)", 0.174, 0.0519),
-        _side("Steady state after warm-up", "%timeit f(x)", 0.043, 0.0519),
-        [_side("No jit: op-by-op dispatch", "%timeit g(x)", 0.0407, 0.0519)],
-    )
+    return made_pitfall("jit", (0.174, 0.0519), (0.043, 0.0519), extra=((0.0407, 0.0519),),
+                        labels=("First call (%time f(x))", "Steady state after warm-up"))
 
 
 def size_pitfall():
-    return _pitfall("size", _side("Only a tiny input (10x10)", "x = rand(10x10)", 64e-6, 20e-6),
-                    _side("The workload you care about (1000x1000)", "x = rand(1000x1000)", 0.043, 0.0519))
+    return made_pitfall("size", (64e-6, 20e-6), (0.043, 0.0519),
+                        labels=("Only a tiny input (10x10)", "The workload you care about (1000x1000)"))
 
 
 def layers(spec: dict) -> list[dict]:
@@ -51,7 +48,11 @@ def test_dots_are_one_jax_and_one_numpy_per_row():
 
 def test_chart_is_dots_and_gaps_on_a_log_axis_that_holds_every_value():
     spec = pitfall_chart(size_pitfall()).to_dict()
-    gap, dots = layers(spec)
+    gap, whiskers, dots = layers(spec)
+    # Each dot's whisker spans its median's 95% range, on the same axis.
+    assert whiskers["mark"]["type"] == "rule" and whiskers["encoding"]["x2"]["field"] == "hi_s"
+    ranges = {(d["side"], d["seconds"]): (d["lo_s"], d["hi_s"]) for d in whiskers["data"]["values"]}
+    assert ranges[("JAX", 0.043)] == pytest.approx((0.043 * 0.98, 0.043 * 1.02))
     assert gap["mark"]["type"] == "rule" and dots["mark"]["type"] == "point"
     x = gap["encoding"]["x"]
     assert x["scale"]["type"] == "log" and gap["encoding"]["x2"]["field"] == "hi_s"
@@ -72,10 +73,11 @@ def test_chart_is_dots_and_gaps_on_a_log_axis_that_holds_every_value():
 
 
 def test_tf32_rows_show_the_error_and_a_missing_numpy_time_is_no_dot():
-    pitfall = _pitfall("tf32", _side("Default matmul precision", "f(x)", 0.04, 0.05, rel_error=3e-4,
+    numpy = timed(0.05)
+    pitfall = _pitfall("tf32", _side("Default matmul precision", "f(x)", timed(0.04), numpy, rel_error=3e-4,
                                      conclusion="x"),
-                       _side("precision='highest'", "f(x)", 0.05, None, rel_error=3e-7, conclusion="y"),
-                       applicable=True)
+                       _side("precision='highest'", "f(x)", timed(0.05), None, rel_error=3e-7, conclusion="y"),
+                       ((timed(0.04), numpy), (timed(0.05), numpy)), applicable=True)
     rows = pitfall_rows(pitfall)
     assert rows[0]["text"].endswith("error 0.0003") and rows[1]["numpy_s"] is None
     assert [d["side"] for d in dot_rows(rows)] == ["JAX", "NumPy", "JAX"]
@@ -83,7 +85,7 @@ def test_tf32_rows_show_the_error_and_a_missing_numpy_time_is_no_dot():
 
 
 def test_zero_times_stay_on_the_log_axis():
-    pitfall = _pitfall("async", _side("Unblocked", "f(x)", 0.0, 1e-3), _side("Blocked", "f(x)", 2e-3, 1e-3))
+    pitfall = made_pitfall("async", (0.0, 1e-3), (2e-3, 1e-3))
     spec = pitfall_chart(pitfall).to_dict()
     lo, _ = layers(spec)[0]["encoding"]["x"]["scale"]["domain"]
     assert lo > 0

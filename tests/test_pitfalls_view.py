@@ -5,11 +5,12 @@ from __future__ import annotations
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from _pitfalls import made_pitfall
 
 from jaxcompare import all_cases
 from jaxcompare.app import controls
 from jaxcompare.app import pitfalls_view as pv
-from jaxcompare.engine.pitfalls import SECTIONS, _pitfall, _side
+from jaxcompare.engine.pitfalls import SECTIONS
 
 CASES = all_cases()
 
@@ -18,8 +19,8 @@ def case(name: str):
     return next(c for c in CASES if c.name == name)
 
 
-def pitfall(pid: str, naive: tuple[float, float], correct: tuple[float, float]):
-    return _pitfall(pid, _side("naive", "n()", *naive), _side("correct", "c()", *correct))
+def pitfall(pid: str, naive: tuple[float, float], correct: tuple[float, float], spread: float = 0.02):
+    return made_pitfall(pid, naive, correct, spread=spread)
 
 
 def test_defaults_are_the_docs_example_at_its_large_preset():
@@ -74,8 +75,40 @@ def test_verdict_and_how_wrong():
     assert pv.how_wrong_short(unblocked) == "JAX looks 40x better"
     close = pitfall("transfer", naive=(0.042, 0.05), correct=(0.043, 0.05))
     text = pv.how_wrong(close, "cpu")
-    assert "about right here" in text and "CPU backend" in text
+    assert "within the noise" in text and "the Transfer pitfall did not show" in text and "CPU backend" in text
     assert "CPU backend" not in pv.how_wrong(close, "gpu")  # the CPU's hint is not given for a GPU
+    assert pv.how_wrong_short(close) == "within the noise" and pv.effect_name(close) == "within the noise"
+
+
+def test_the_effect_comes_from_the_ranges_not_the_medians():
+    # The observed fluke (issue 23): NumPy float32 timed slower than float64 by 1.9x, but with
+    # ranges that overlap; the naive way then "made JAX look worse" -- here it is the noise.
+    noisy = pitfall("dtype", naive=(0.08, 0.080), correct=(0.08, 0.152), spread=0.5)
+    assert noisy["effect"] == "within_noise" and pv.how_wrong_short(noisy) == "within the noise"
+    low, high = noisy["effect_range"]
+    assert low < 1 < high and pv.effect_range_text(noisy) in pv.how_wrong(noisy)
+    clear = pitfall("dtype", naive=(0.08, 0.152), correct=(0.08, 0.080), spread=0.05)
+    assert clear["effect"] == "flatters" and pv.effect_name(clear) == "flatters JAX"
+    assert "1.9x better" in pv.how_wrong(clear) and "95% range" in pv.how_wrong(clear)
+    first_call = pitfall("jit", naive=(0.174, 0.0519), correct=(0.043, 0.0519))
+    assert first_call["effect"] == "hurts" and pv.effect_name(first_call) == "hurts JAX"
+    # The NumPy baseline both sides share cancels: its own noise does not widen the range.
+    assert first_call["effect_range"][1] == pytest.approx((0.043 * 1.02) / (0.174 * 0.98))
+
+
+def test_a_report_from_before_ranges_still_reads():
+    old = pitfall("async", naive=(0.001, 0.05), correct=(0.04, 0.05))
+    for key in ("effect", "effect_range", "effect_factor"):
+        old.pop(key)
+    for side in (old["naive"], old["correct"]):
+        side.pop("range"), side.pop("numpy_range")
+    assert pv.effect(old) == "flatters" and "40x better" in pv.how_wrong(old)
+    assert "(" not in pv.side_figures(old["naive"])  # no range to show
+
+
+def test_side_figures_show_each_median_with_its_range():
+    text = pv.side_figures(pitfall("jit", naive=(0.174, 0.0519), correct=(0.043, 0.0519))["correct"])
+    assert text.startswith("JAX **43 ms** (42.1–43.9 ms) · NumPy 51.9 ms (50.9–52.9 ms) → JAX 1.21x faster")
 
 
 def test_tf32_is_marked_not_applicable_off_gpu():

@@ -1,7 +1,8 @@
 """Altair charts for the Pitfalls page: pure functions ``pitfall dict -> chart``, no Streamlit.
 
 Each measurement (naive, correct, extras) is one row: a JAX dot and the NumPy reference dot
-for the same input, joined by a line whose length on the log time axis *is* the speedup. Rows
+for the same input, joined by a line whose length on the log time axis *is* the speedup; each
+dot carries a whisker, its median's 95% range, so a gap inside the noise looks it. Rows
 are labelled NAIVE / CORRECT / ALSO in red, green and grey. Dots, not bars: a log axis has no
 honest bar baseline (see charts.py).
 """
@@ -16,7 +17,7 @@ from typing import Any
 import altair as alt
 
 from ..i18n import N_, _
-from ..model.formatting import format_time
+from ..model.formatting import format_time, format_time_range
 from .charts import FIT_WIDTH, JAX_COLOR, NUMPY_COLOR, TINY_S, _time_axis
 from .pitfalls_view import side_label, sides, speed_text
 
@@ -44,13 +45,24 @@ def _starts_with(word: str) -> str:
     return f"test(/^{pattern}/, datum.value)"
 
 
+def _bounds(side: Mapping[str, Any], key: str, median: float) -> tuple[float, float]:
+    """A side's 95% range (``range`` or ``numpy_range``), the median alone when it has none."""
+    bounds = side.get(key)
+    if not bounds or not all(isinstance(b, int | float) and math.isfinite(b) for b in bounds):
+        return median, median
+    return max(float(bounds[0]), TINY_S), max(float(bounds[1]), TINY_S)
+
+
 def pitfall_rows(pitfall: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """One row per measurement: its role, label, JAX and NumPy seconds and the row's text."""
+    """One row per measurement: its role, label, JAX and NumPy seconds (with their ranges) and
+    the row's text."""
     rows = []
     for order, (role, side) in enumerate(sides(pitfall)):
         jax_s = max(float(side["seconds"]), TINY_S)
         numpy_s = side.get("numpy_seconds")
         numpy_s = max(float(numpy_s), TINY_S) if numpy_s else None
+        jax_lo, jax_hi = _bounds(side, "range", jax_s)
+        numpy_lo, numpy_hi = _bounds(side, "numpy_range", numpy_s) if numpy_s else (None, None)
         text = f"JAX {format_time(side['seconds'])}"
         speed = speed_text(numpy_s, jax_s, subject=False) if numpy_s else ""
         if speed:
@@ -63,6 +75,9 @@ def pitfall_rows(pitfall: Mapping[str, Any]) -> list[dict[str, Any]]:
             "jax_s": jax_s, "numpy_s": numpy_s, "lo_s": min(jax_s, numpy_s or jax_s),
             "hi_s": max(jax_s, numpy_s or jax_s), "text": text, "speed": speed or "—",
             "jax_text": format_time(side["seconds"]), "numpy_text": format_time(numpy_s),
+            "jax_lo_s": jax_lo, "jax_hi_s": jax_hi, "numpy_lo_s": numpy_lo, "numpy_hi_s": numpy_hi,
+            "jax_range": format_time_range(jax_lo, jax_hi),
+            "numpy_range": format_time_range(numpy_lo, numpy_hi) if numpy_s else "—",
         })
     return rows
 
@@ -72,9 +87,11 @@ def dot_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     dots = []
     for row in rows:
         common = {"row": row["row"], "label": row["label"], "role": row["role"], "speed": row["speed"]}
-        dots.append({**common, "side": "JAX", "seconds": row["jax_s"], "time": row["jax_text"]})
+        dots.append({**common, "side": "JAX", "seconds": row["jax_s"], "time": row["jax_text"],
+                     "lo_s": row["jax_lo_s"], "hi_s": row["jax_hi_s"], "range": row["jax_range"]})
         if row["numpy_s"] is not None:
-            dots.append({**common, "side": "NumPy", "seconds": row["numpy_s"], "time": row["numpy_text"]})
+            dots.append({**common, "side": "NumPy", "seconds": row["numpy_s"], "time": row["numpy_text"],
+                         "lo_s": row["numpy_lo_s"], "hi_s": row["numpy_hi_s"], "range": row["numpy_range"]})
     return dots
 
 
@@ -88,8 +105,8 @@ def _ticks(lo: float, hi: float) -> list[float]:
 
 def _domain(rows: list[dict[str, Any]]) -> tuple[float, float, list[float]]:
     """A log domain over the data, at least a decade and a half wide, centred on it."""
-    lo = min(r["lo_s"] for r in rows)
-    hi = max(r["hi_s"] for r in rows)
+    lo = min(min([r["lo_s"], r["jax_lo_s"]] + ([r["numpy_lo_s"]] if r["numpy_s"] else [])) for r in rows)
+    hi = max(max([r["hi_s"], r["jax_hi_s"]] + ([r["numpy_hi_s"]] if r["numpy_s"] else [])) for r in rows)
     pad = max(10 ** ((MIN_DECADES - math.log10(hi / lo)) / 2), 2.5)
     lo, hi = lo / pad, hi * pad
     return lo, hi, _ticks(lo, hi)
@@ -120,9 +137,13 @@ def pitfall_chart(pitfall: Mapping[str, Any]) -> alt.LayerChart:
                                                                      symbolSize=120, labelFontSize=12)),
         shape=alt.Shape("side:N", scale=SIDE_SHAPES, legend=None),
         tooltip=[alt.Tooltip("label:N", title=_("measurement")), alt.Tooltip("side:N", title=_("side")),
-                 alt.Tooltip("time:N", title=_("time per call")), alt.Tooltip("speed:N", title=_("JAX is"))])
-    return alt.layer(gap, dots).properties(
+                 alt.Tooltip("time:N", title=_("time per call")), alt.Tooltip("range:N", title=_("95% range")),
+                 alt.Tooltip("speed:N", title=_("JAX is"))])
+    whiskers = alt.Chart(alt.Data(values=dot_rows(rows))).mark_rule(strokeWidth=2, opacity=0.8).encode(
+        x=alt.X("lo_s:Q", scale=scale), x2="hi_s:Q", y=y, color=alt.Color("side:N", scale=SIDE_DOTS, legend=None),
+        yOffset=alt.YOffset("side:N", scale=alt.Scale(domain=["JAX", "NumPy"], range=[-9, 9])))
+    return alt.layer(gap, whiskers, dots).properties(
         autosize=FIT_WIDTH, width="container", height=ROW_PX * len(rows),
         title=alt.TitleParams(_("Naive vs correct: time per call"), anchor="start",
                               subtitle=_("each row: JAX and NumPy on the same input; the gap between them is "
-                                         "the speedup that row reports")))
+                                         "the speedup that row reports; whiskers: each median's 95% range")))

@@ -12,10 +12,10 @@ from typing import Any, ClassVar
 from urllib.parse import urlencode
 
 from ..analysis.summary import timing_name
-from ..engine.pitfalls import DOCS, PITFALLS, SECTIONS
+from ..engine.pitfalls import DOCS, EFFECTS, PITFALLS, SECTIONS
 from ..i18n import N_, _, translate_text
 from ..model.cases import Case, format_shape
-from ..model.formatting import faster_or_slower, format_time
+from ..model.formatting import faster_or_slower, format_time, format_time_range
 from ..model.result import Result
 from ..model.spec import DEVICES
 from .controls import DEFAULT_CASE, CompareConfig, compare_config_from_query, ordered_cases
@@ -30,7 +30,7 @@ DOC_TITLES = {
     DOCS["faq_transfer"]: N_("FAQ: benchmarking JAX code"),
     DOCS["precision"]: "jax.default_matmul_precision",
 }
-CLOSE_ENOUGH = 1.15  # naive and correct speedups within 15%: "about right here"
+CLOSE_ENOUGH = 1.15  # a report without ranges: naive and correct speedups within 15% are the noise
 BACKEND_NAMES = {"cpu": "CPU", "gpu": "GPU", "tpu": "TPU"}
 
 
@@ -193,11 +193,23 @@ def short_speed(side: Mapping[str, Any]) -> str:
     return speed_text(side.get("numpy_seconds"), side.get("seconds"))
 
 
+def range_text(bounds: Sequence[float] | None) -> str:
+    """'41–46 ms': a median's 95% range, '' when there is none (a report from before ranges)."""
+    if not bounds or len(bounds) != 2 or not all(isinstance(b, int | float) and math.isfinite(b) for b in bounds):
+        return ""
+    return format_time_range(bounds[0], bounds[1])
+
+
 def side_figures(side: Mapping[str, Any]) -> str:
-    """'JAX **43 ms** · NumPy 51.9 ms → JAX 1.21x faster than NumPy' (markdown)."""
+    """'JAX **43 ms** (41–46 ms) · NumPy 51.9 ms (50.2–53 ms) → JAX 1.21x faster than NumPy' (markdown)."""
     text = f"JAX **{format_time(side.get('seconds'))}**"
+    if range_text(side.get("range")):
+        text += f" ({range_text(side['range'])})"
     if side.get("numpy_seconds"):
-        text += f" · NumPy {format_time(side['numpy_seconds'])} → {short_speed(side)}"
+        text += f" · NumPy {format_time(side['numpy_seconds'])}"
+        if range_text(side.get("numpy_range")):
+            text += f" ({range_text(side['numpy_range'])})"
+        text += f" → {short_speed(side)}"
     if side.get("rel_error") is not None:
         text += " · " + _("error vs float64 {error:.2g}").format(error=side["rel_error"])
     return text
@@ -220,6 +232,33 @@ def wrong_factor(pitfall: Mapping[str, Any]) -> float | None:
     return naive / correct
 
 
+def effect(pitfall: Mapping[str, Any]) -> str | None:
+    """'flatters', 'hurts' or 'within_noise', as the engine decided from the ranges; for a
+    report from before ranges, from the factor alone (within 15%: the noise)."""
+    if pitfall.get("effect") in EFFECTS:
+        return pitfall["effect"]
+    factor = wrong_factor(pitfall)
+    if factor is None:
+        return None
+    return "within_noise" if 1 / CLOSE_ENOUGH <= factor <= CLOSE_ENOUGH else "flatters" if factor > 1 else "hurts"
+
+
+def effect_name(pitfall: Mapping[str, Any]) -> str:
+    """'flatters JAX', 'hurts JAX', 'within the noise' in the reader's language ('—': no comparison)."""
+    found = effect(pitfall)
+    return _(EFFECT_NAMES[found]) if found else "—"
+
+
+def effect_range_text(pitfall: Mapping[str, Any]) -> str:
+    """'1.8–2.5x': the 95% range of naive speedup / proper speedup ('' before ranges)."""
+    bounds = pitfall.get("effect_range")
+    if not bounds or not all(isinstance(b, int | float) and math.isfinite(b) and b > 0 for b in bounds):
+        return ""
+    return f"{factor_number(bounds[0])}–{factor_number(bounds[1])}x"
+
+
+# English here (stored), in the reader's language where shown.
+EFFECT_NAMES = {"flatters": N_("flatters JAX"), "hurts": N_("hurts JAX"), "within_noise": N_("within the noise")}
 CLOSE_HINTS = {
     ("transfer", "cpu"): N_("On the CPU backend JAX can use a suitably aligned NumPy buffer in place instead of "
                             "copying it, so passing host arrays costs little here; on a GPU or TPU every call "
@@ -231,7 +270,8 @@ CLOSE_HINTS = {
 
 
 def how_wrong(pitfall: Mapping[str, Any], backend: str = "cpu") -> str:
-    """One sentence: how far the naive conclusion is from the proper one (markdown)."""
+    """One sentence: how far the naive conclusion is from the proper one, and whether that is
+    more than this run's noise (markdown)."""
     factor = wrong_factor(pitfall)
     if factor is None:
         return _("How wrong: no comparison (a time was zero).")
@@ -240,30 +280,34 @@ def how_wrong(pitfall: Mapping[str, Any], backend: str = "cpu") -> str:
         return _("How wrong: not applicable on {backend} — both runs do the same float32 work, so the {gap}x gap "
                  "between them is run-to-run noise, not TF32.").format(
             backend=BACKEND_NAMES.get(backend, backend), gap=factor_number(gap))
-    if 1 / CLOSE_ENOUGH <= factor <= CLOSE_ENOUGH:
+    spread = effect_range_text(pitfall)
+    within = f" ({_('95% range {range}').format(range=spread)})" if spread else ""
+    found = effect(pitfall)
+    if found == "within_noise":
+        text = _("How wrong: **within the noise** — on this machine the {name} pitfall did not show: the naive "
+                 "speedup is {factor}x the proper one{range}, and the run's noise covers 1x.").format(
+            name=short_title(pitfall["id"]).split(". ", 1)[-1], factor=factor_number(factor), range=within)
         hint = CLOSE_HINTS.get((pitfall["id"], backend))
-        if hint:
-            return _("How wrong: **about right here** — the naive speedup is within {within:.0%} of the proper "
-                     "one. {hint}").format(within=abs(factor - 1), hint=_(hint))
-        return _("How wrong: **about right here** — the naive speedup is within {within:.0%} of the proper "
-                 "one.").format(within=abs(factor - 1))
-    if factor > 1:
-        return _("How wrong: the naive way makes JAX look **{factor}x better** than it is.").format(
-            factor=factor_number(factor))
-    return _("How wrong: the naive way makes JAX look **{factor}x worse** than it is.").format(
-        factor=factor_number(1 / factor))
+        return f"{text} {_(hint)}" if hint else text
+    if found == "flatters":
+        return _("How wrong: the naive way makes JAX look **{factor}x better** than it is{range}.").format(
+            factor=factor_number(factor), range=within)
+    return _("How wrong: the naive way makes JAX look **{factor}x worse** than it is{range}.").format(
+        factor=factor_number(1 / factor), range=within)
 
 
 def how_wrong_short(pitfall: Mapping[str, Any], backend: str = "cpu") -> str:
-    """The summary table's cell: '609x worse', '2x better', 'about right', 'n/a on CPU'."""
+    """The summary table's cell: 'JAX looks 609x worse', 'JAX looks 2x better', 'within the
+    noise', 'n/a on CPU'."""
     factor = wrong_factor(pitfall)
     if not_applicable_text(pitfall["id"], backend):
         return _("n/a on {backend}").format(backend=BACKEND_NAMES.get(backend, backend))
     if factor is None:
         return "—"
-    if 1 / CLOSE_ENOUGH <= factor <= CLOSE_ENOUGH:
-        return _("about right here")
-    if factor > 1:
+    found = effect(pitfall)
+    if found == "within_noise":
+        return _("within the noise")
+    if found == "flatters":
         return _("JAX looks {factor}x better").format(factor=factor_number(factor))
     return _("JAX looks {factor}x worse").format(factor=factor_number(1 / factor))
 

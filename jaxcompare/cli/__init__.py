@@ -19,7 +19,7 @@ from ..catalog import builtin_cases, case_from_summary, find_case, get_case
 from ..history.store import traces_dir
 from ..model.cases import Case, format_shape
 from ..model.errors import BadInput, JaxCompareError
-from ..model.formatting import format_crossover, format_speedup, format_time
+from ..model.formatting import format_crossover, format_speedup, format_time, format_time_range
 from ..model.spec import DEVICES, PRECISIONS, TIMING_PRESETS, Spec, TimingConfig, parse_shape
 from . import history as cli_history
 from .report import profile_lines, result_table, write_json
@@ -229,9 +229,24 @@ def cmd_pitfalls(args: argparse.Namespace) -> int:
                 print(f"  (not applicable on {report['backend']}: shown for reference)", file=out)
             for tag, side in [("naive", pitfall["naive"]), ("correct", pitfall["correct"])] + [
                     ("also", s) for s in pitfall["extra"]]:
-                print(f"  {tag:<8}{side['label']:<40}{format_time(side['seconds']):>10}   {side['conclusion']}",
-                      file=out)
+                spread = f"({format_time_range(*side['range'])})" if side.get("range") else ""
+                print(f"  {tag:<8}{side['label']:<40}{format_time(side['seconds']):>10} {spread:<20} "
+                      f"{side['conclusion']}", file=out)
+            print(f"  {pitfall_effect_line(pitfall)}", file=out)
     return 0
+
+
+def pitfall_effect_line(pitfall: dict[str, Any]) -> str:
+    """'effect: flatters JAX (naive/proper speedup 83x, 95% range 11-1500x)', or the lesson
+    that did not show: 'effect: within the noise: on this machine the transfer pitfall did not show'."""
+    from ..engine.pitfalls import EFFECT_WORDS
+
+    low, high = pitfall["effect_range"]
+    figures = f"naive/proper speedup {pitfall['effect_factor']:.3g}x, 95% range {low:.3g}-{high:.3g}x"
+    if pitfall["effect"] == "within_noise":
+        name = pitfall["title"].split(": ", 1)[0].split(". ", 1)[-1].lower()
+        return f"effect: within the noise: on this machine the {name} pitfall did not show ({figures})"
+    return f"effect: {EFFECT_WORDS[pitfall['effect']]} ({figures})"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

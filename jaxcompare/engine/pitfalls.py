@@ -70,6 +70,7 @@ PITFALLS: tuple[dict[str, str], ...] = (
      "doc": DOCS["precision"]},
 )
 SECTIONS = tuple(p["id"] for p in PITFALLS)
+TINY_S = 1e-12  # the floor of a time in a ratio (a dispatch can read 0 ns)
 EFFECTS = ("flatters", "hurts", "within_noise")  # what the naive way does to JAX's speedup
 EFFECT_WORDS = {"flatters": "flatters JAX", "hurts": "hurts JAX", "within_noise": "within the noise"}
 
@@ -112,10 +113,12 @@ def effect_range(naive: tuple[Stats, Stats], correct: tuple[Stats, Stats]) -> tu
                 top.remove(t)
                 bottom.remove(b)
                 break
-    low_bottom = math.prod(x.ci_low_s for x in bottom)
-    low = math.prod(x.ci_low_s for x in top) / math.prod(x.ci_high_s for x in bottom)
-    high = math.prod(x.ci_high_s for x in top) / low_bottom if low_bottom > 0 else math.inf
-    return low, high
+
+    def prod(stats: list[Stats], attr: str) -> float:
+        return math.prod(max(getattr(x, attr), TINY_S) for x in stats)  # a zero time stays a finite ratio
+
+    return (prod(top, "ci_low_s") / prod(bottom, "ci_high_s"),
+            prod(top, "ci_high_s") / prod(bottom, "ci_low_s"))
 
 
 def effect_of(low: float, high: float) -> str:
@@ -134,7 +137,8 @@ def _pitfall(pid: str, naive: dict[str, Any], correct: dict[str, Any], timings: 
     meta = next(p for p in PITFALLS if p["id"] == pid)
     low, high = effect_range(*timings)
     effect = effect_of(low, high)
-    factor = (naive["numpy_seconds"] / naive["seconds"]) / (correct["numpy_seconds"] / correct["seconds"])
+    factor = ((timings[0][1].median_s / max(timings[0][0].median_s, TINY_S))
+              / (timings[1][1].median_s / max(timings[1][0].median_s, TINY_S)))
     return {**meta, "naive": naive, "correct": correct, "extra": extra or [], "applicable": applicable,
             "effect": effect, "effect_factor": factor, "effect_range": [low, high],
             "verdict": f"naive: {naive['conclusion']}; measured properly: {correct['conclusion']}; "

@@ -27,6 +27,15 @@ def format_time(seconds: float | None) -> str:
     return f"{seconds:.3g} s"
 
 
+def format_time_range(low: float | None, high: float | None) -> str:
+    """'41.2–46 ms' (one unit when both share it), '850 µs–1.2 ms' otherwise: a 95% range."""
+    a, b = format_time(low), format_time(high)
+    unit_a, unit_b = a.rpartition(" ")[2], b.rpartition(" ")[2]
+    if unit_a == unit_b and " " in a:
+        return f"{a.rpartition(' ')[0]}–{b}"
+    return f"{a}–{b}"
+
+
 def format_share(share: float | None) -> str:
     """A fraction as a percentage: '87%', '0.4%', '<0.1%', '—' when unknown."""
     if share is None or not math.isfinite(share):
