@@ -10,14 +10,24 @@ import sys
 import pytest
 
 from jaxcompare import Spec, TimingConfig
+from jaxcompare.engine.pitfalls import EFFECTS
 
 QUICK = TimingConfig.quick()
 
 
-@pytest.fixture(scope="module")
-def lab(runner):
+def run_lab(runner) -> dict:
     report = runner.submit_pitfalls(Spec("centered_gram", (1000, 1000), timing=QUICK)).wait(300)
     return {p["id"]: p for p in report["pitfalls"]}
+
+
+@pytest.fixture(scope="module")
+def lab(runner):
+    return run_lab(runner)
+
+
+@pytest.fixture(scope="module")
+def lab_again(runner, lab):
+    return run_lab(runner)  # after the first: a second run minutes apart, as a teacher would
 
 
 def speedup(side: dict) -> float:
@@ -64,12 +74,34 @@ def test_in_an_x64_run_the_fair_side_is_float64_on_both(runner):
     assert speedup(p["naive"]) > 1.2 * speedup(p["correct"])
 
 
-def test_every_right_side_shows_the_same_steady_state_numbers(lab):
-    # One pair of steady-state numbers for the whole lab, so "measured properly" reads alike
-    # in every row the right way is plain steady state (pitfall 3's float32 side included).
-    steady = {(lab[pid]["correct"]["seconds"], lab[pid]["correct"]["numpy_seconds"])
-              for pid in ("jit", "async", "dtype", "transfer")}
-    assert len(steady) == 1
+def test_every_speedup_divides_one_numpy_baseline(lab):
+    # One NumPy baseline for the lab, so it cancels from each naive/proper ratio; the JAX
+    # sides are each pitfall's own, timed in turns (pitfall 3's float32 side is the lab's).
+    baseline = {lab[pid][role]["numpy_seconds"] for pid in ("jit", "async", "transfer", "tf32")
+                for role in ("naive", "correct")}
+    assert baseline == {lab["dtype"]["correct"]["numpy_seconds"]}
+
+
+def test_each_figure_carries_its_range_and_each_pitfall_an_effect(lab):
+    for pitfall in lab.values():
+        for side in [pitfall["naive"], pitfall["correct"], *pitfall["extra"]]:
+            low, high = side["range"]
+            assert 0 <= low <= side["seconds"] <= high, (pitfall["id"], side["label"])
+            low, high = side["numpy_range"]
+            assert 0 < low <= side["numpy_seconds"] <= high, (pitfall["id"], side["label"])
+        low, high = pitfall["effect_range"]
+        assert low <= pitfall["effect_factor"] <= high and pitfall["effect"] in EFFECTS
+        assert (pitfall["effect"] == "flatters") == (low > 1) and (pitfall["effect"] == "hurts") == (high < 1)
+    # Dispatch-only against blocked is tens of times apart: no noise covers that.
+    assert lab["async"]["effect"] == "flatters"
+
+
+def test_a_second_run_never_teaches_the_opposite_lesson(lab, lab_again):
+    # Issue 23: run 1 said the dtype pitfall made JAX look 1.89x worse, run 2 better. A run may
+    # find a lesson within its noise, never the opposite of what another run found.
+    effects = {pid: (lab[pid]["effect"], lab_again[pid]["effect"]) for pid in lab}
+    flips = {pid: pair for pid, pair in effects.items() if set(pair) == {"flatters", "hurts"}}
+    assert not flips, f"{flips}; ranges {[(lab[p]['effect_range'], lab_again[p]['effect_range']) for p in flips]}"
 
 
 def test_an_x32_lab_borrows_the_x64_worker_for_the_fair_float64_side(lab):
@@ -115,5 +147,6 @@ def test_pitfalls_cli_json():
     assert [p["id"] for p in doc["pitfalls"]] == ["jit", "async", "dtype", "transfer", "size", "tf32"]
     for pitfall in doc["pitfalls"]:
         assert {"id", "title", "naive", "correct"} <= set(pitfall)
+        assert pitfall["effect"] in EFFECTS
         for side in ("naive", "correct"):
-            assert {"seconds", "conclusion"} <= set(pitfall[side])
+            assert {"seconds", "range", "conclusion"} <= set(pitfall[side])

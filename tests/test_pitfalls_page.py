@@ -128,13 +128,13 @@ def test_one_section_in_x64_measures_the_fair_float64_side_as_correct():
 
 
 def test_gpu_results_show_tf32_as_applicable():
-    from jaxcompare.engine.pitfalls import _pitfall, _side
+    from _pitfalls import side
 
-    def side(label: str, seconds: float, error: float) -> dict:
-        return _side(label, "f(x)", seconds, 2e-3, rel_error=error, conclusion="…")
+    default, default_t = side("Default matmul precision", "f(x)", 1e-4, 2e-3, rel_error=3e-4, conclusion="…")
+    highest, highest_t = side("precision='highest'", "f(x)", 3e-4, 2e-3, rel_error=2e-7, conclusion="…")
+    from jaxcompare.engine.pitfalls import _pitfall
 
-    tf32 = _pitfall("tf32", side("Default matmul precision", 1e-4, 3e-4), side("precision='highest'", 3e-4, 2e-7),
-                    applicable=True)
+    tf32 = _pitfall("tf32", default, highest, (default_t, highest_t), applicable=True)
     context = {"case": "centered_gram", "shape": [1000, 1000], "precision": "x32", "dtype": "float32",
                "backend": "gpu", "device": "cuda:0"}
     at = page(PAGE)

@@ -281,7 +281,7 @@ def how_wrong(pitfall: Mapping[str, Any], backend: str = "cpu") -> str:
                  "between them is run-to-run noise, not TF32.").format(
             backend=BACKEND_NAMES.get(backend, backend), gap=factor_number(gap))
     spread = effect_range_text(pitfall)
-    within = f" ({_('95% range {range}').format(range=spread)})" if spread else ""
+    within = _(" (95% range {range})").format(range=spread) if spread else ""
     found = effect(pitfall)
     if found == "within_noise":
         text = _("How wrong: **within the noise** — on this machine the {name} pitfall did not show: the naive "
