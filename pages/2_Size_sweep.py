@@ -104,7 +104,8 @@ with st.sidebar:
                   placeholder=_("{shape} (default)").format(shape=format_shape(default_top)),
                   help=_("Leave empty for the default: the case's large preset on CPU, twice that per "
                          "dimension on a GPU or TPU."))
-    language.selectbox(_("Device"), ("auto", "cpu", "gpu", "tpu"), format_func=controls.device_label, key="sweep_device")
+    language.selectbox(_("Device"), ("auto", "cpu", "gpu", "tpu"), format_func=controls.device_label,
+                       key="sweep_device")
     device_problem = environment_view.device_problem(st.session_state["sweep_device"], env)
     if device_problem:
         st.warning(device_problem, icon=":material/warning:")

@@ -42,6 +42,10 @@ def test_pitfalls_in_chinese_run_all_draws_six_charts_and_the_size_gap(server, b
     not_applicable = zh("Not applicable on {backend}: no TF32 here. Both sides compute in full float32, so the "
                         "errors match and the times differ only by noise; the numbers are shown for reference.")
     assert not_applicable.format(backend="CPU") in text
+    # Every figure with its range, every lesson judged against it: the effect's words, in Chinese.
+    assert text.count(zh(" (95% range {range})").split("{range}")[0].strip()) >= 5
+    effects = [zh(w) for w in ("within the noise", "JAX looks {factor}x better", "JAX looks {factor}x worse")]
+    assert any(e.split("{factor}")[0] in text for e in effects)
     profiled = zh("Profiled: the device was busy **{busy}** of **{wall}** per call; the gap, **{gap}**, is host "
                   "overhead.").split("**")[0]
     assert text.count(profiled) == 2, profiled  # the size section's two shapes

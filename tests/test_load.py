@@ -118,7 +118,8 @@ async def drive_browsers(url: str, go: Path, outcomes: list[dict], shots: Path) 
                                               extra_http_headers={"X-Forwarded-For": f"10.8.0.{n}"})
                     for n in range(BROWSER_SESSIONS)]
         precisions = ("x32", "x64")
-        urls = [f"{url}/Compare?case=matmul&shape=small&timing=quick&precision={precisions[n % 2]}" for n in range(len(contexts))]
+        urls = [f"{url}/Compare?case=matmul&shape=small&timing=quick&precision={precisions[n % 2]}"
+                for n in range(len(contexts))]
         pages = [await ctx.new_page() for ctx in contexts]
         await asyncio.gather(*[ready_page(page, address) for page, address in zip(pages, urls, strict=True)])
         started = time.monotonic()

@@ -10,12 +10,14 @@ import pytest
 
 from jaxcompare.engine.timing import (
     BoundCall,
+    Turn,
     blocking_call,
     bound_call,
     calibrate_loops,
     combine_blocks,
     sample,
     sample_round_robin,
+    sample_turns,
 )
 from jaxcompare.model.spec import TimingConfig
 from jaxcompare.model.stats import Stats, median_ci
@@ -307,3 +309,35 @@ def test_round_robin_reports_each_call_at_its_own_pace_not_the_switch(fake_clock
 
     a, b = sample_round_robin([make("a", 1e-3), make("b", 2e-3)], CFG, clock=fake_clock)
     assert a.median_s == pytest.approx(1e-3) and b.median_s == pytest.approx(2e-3)
+
+
+def test_turns_keep_a_cold_call_and_a_loop_call_in_step_through_a_drift(fake_clock):
+    # A cold first call (setup each sample) beside its steady loop, as pitfall 1 times them: a
+    # machine slowing threefold over the run leaves their ratio, sampled in turns, at 10x.
+    cfg = TimingConfig(target_sample_s=0.01, min_samples=12, max_samples=12, phase_budget_s=1.0,
+                       rel_ci=1e-9, warmup_s=0.001)
+    first, steady = drifting_calls(fake_clock, [10e-3, 1e-3])
+    setups = []
+    cold, warm = sample_turns([Turn(first, setup=lambda: setups.append(1), min_samples=12), Turn(steady)], cfg,
+                              clock=fake_clock)
+    assert cold.loops == 1 and warm.loops > 1 and len(setups) == cold.n == 12  # no warm-up of the cold one
+    assert cold.median_s / warm.median_s == pytest.approx(10, rel=0.1)
+
+
+def test_turns_alternate_their_order_so_going_second_favours_neither(fake_clock):
+    # Whichever call runs second in a round gets a 20% discount (a warm cache): two identical
+    # calls must still come out alike.
+    cfg = TimingConfig(target_sample_s=0.001, min_samples=10, max_samples=10, phase_budget_s=1.0,
+                       rel_ci=1e-9, warmup_s=0.001)
+    position = [0]
+
+    def call():
+        fake_clock.advance(1e-3 * (0.8 if position[0] % 2 else 1.0))
+
+    def make():
+        def turn():
+            call()
+        return Turn(turn, teardown=lambda _: position.__setitem__(0, position[0] + 1))
+
+    a, b = sample_turns([make(), make()], cfg, clock=fake_clock)
+    assert a.median_s == pytest.approx(b.median_s, rel=0.15)

@@ -326,8 +326,12 @@ def sample_turns(turns: Sequence[Turn], config: TimingConfig, *, clock: Clock = 
     samples: list[list[float]] = [[] for _ in turns]
     budget_ns = sum(config.phase_budget_s if t.budget_s is None else t.budget_s for t in turns) / NS
     switching = len(turns) > 1
+    order = list(zip(turns, loops, samples, strict=True))
     while True:
-        for turn, n_loops, xs in zip(turns, loops, samples, strict=True):
+        # Every other round in reverse (B A, A B, ...): whatever going first or second costs
+        # lands on every call alike, so a position cannot pass for a difference between calls.
+        order.reverse()
+        for turn, n_loops, xs in order:
             if turn.single:
                 xs.append(one(turn))
                 continue
