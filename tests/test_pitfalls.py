@@ -84,13 +84,20 @@ def test_every_speedup_divides_one_numpy_baseline(lab):
 
 def test_each_figure_carries_its_range_and_each_pitfall_an_effect(lab):
     for pitfall in lab.values():
+        ranged = True
         for side in [pitfall["naive"], pitfall["correct"], *pitfall["extra"]]:
-            low, high = side["range"]
-            assert 0 <= low <= side["seconds"] <= high, (pitfall["id"], side["label"])
-            low, high = side["numpy_range"]
-            assert 0 < low <= side["numpy_seconds"] <= high, (pitfall["id"], side["label"])
+            for key, median in (("range", "seconds"), ("numpy_range", "numpy_seconds")):
+                if side[key] is None:  # a single sample (a very busy machine): no range to claim
+                    ranged = ranged and side not in (pitfall["naive"], pitfall["correct"])
+                    continue
+                low, high = side[key]
+                assert 0 <= low <= side[median] <= high, (pitfall["id"], side["label"], key)
+        assert pitfall["effect"] in EFFECTS
+        if not ranged or pitfall["effect_range"] is None:
+            assert pitfall["effect"] == "within_noise" and pitfall["effect_range"] is None
+            continue
         low, high = pitfall["effect_range"]
-        assert low <= pitfall["effect_factor"] <= high and pitfall["effect"] in EFFECTS
+        assert low <= pitfall["effect_factor"] <= high
         assert (pitfall["effect"] == "flatters") == (low > 1) and (pitfall["effect"] == "hurts") == (high < 1)
     # Dispatch-only against blocked is tens of times apart: no noise covers that.
     assert lab["async"]["effect"] == "flatters"

@@ -241,8 +241,11 @@ def pitfall_effect_line(pitfall: dict[str, Any]) -> str:
     that did not show: 'effect: within the noise: on this machine the transfer pitfall did not show'."""
     from ..engine.pitfalls import EFFECT_WORDS
 
-    low, high = pitfall["effect_range"]
-    figures = f"naive/proper speedup {pitfall['effect_factor']:.3g}x, 95% range {low:.3g}-{high:.3g}x"
+    figures = f"naive/proper speedup {pitfall['effect_factor']:.3g}x"
+    if pitfall.get("effect_range"):
+        figures += ", 95% range {:.3g}-{:.3g}x".format(*pitfall["effect_range"])
+    else:
+        figures += ", no range: a side has a single sample"
     if pitfall["effect"] == "within_noise":
         name = pitfall["title"].split(": ", 1)[0].split(". ", 1)[-1].lower()
         return f"effect: within the noise: on this machine the {name} pitfall did not show ({figures})"

@@ -87,8 +87,9 @@ def speed_words(numpy_s: float, jax_s: float) -> str:
 
 
 def _range(stats: Stats | None) -> list[float] | None:
-    """A median's 95% range, [low, high] seconds (None: nothing was timed)."""
-    return None if stats is None else [stats.ci_low_s, stats.ci_high_s]
+    """A median's 95% range, [low, high] seconds; None when nothing was timed, or one sample
+    only (its "range" would be that sample alone: a certainty nothing measured)."""
+    return None if stats is None or stats.n < 2 else [stats.ci_low_s, stats.ci_high_s]
 
 
 def _side(label: str, code: str, jax: Stats, numpy: Stats | None, conclusion: str | None = None,
@@ -113,6 +114,9 @@ def effect_range(naive: tuple[Stats, Stats], correct: tuple[Stats, Stats]) -> tu
                 top.remove(t)
                 bottom.remove(b)
                 break
+
+    if any(x.n < 2 for x in top + bottom):
+        return 0.0, math.inf  # a single sample has no range: the effect cannot be told from noise
 
     def prod(stats: list[Stats], attr: str) -> float:
         return math.prod(max(getattr(x, attr), TINY_S) for x in stats)  # a zero time stays a finite ratio
@@ -140,9 +144,12 @@ def _pitfall(pid: str, naive: dict[str, Any], correct: dict[str, Any], timings: 
     factor = ((timings[0][1].median_s / max(timings[0][0].median_s, TINY_S))
               / (timings[1][1].median_s / max(timings[1][0].median_s, TINY_S)))
     return {**meta, "naive": naive, "correct": correct, "extra": extra or [], "applicable": applicable,
-            "effect": effect, "effect_factor": factor, "effect_range": [low, high],
+            "effect": effect, "effect_factor": factor,
+            "effect_range": [low, high] if math.isfinite(high) and low > 0 else None,
             "verdict": f"naive: {naive['conclusion']}; measured properly: {correct['conclusion']}; "
-                       f"the naive way {EFFECT_WORDS[effect]} ({factor:.3g}x, 95% range {low:.3g}-{high:.3g}x)"}
+                       f"the naive way {EFFECT_WORDS[effect]} ({factor:.3g}x, 95% range {low:.3g}-{high:.3g}x)"
+                       if math.isfinite(high) else f"the naive way {EFFECT_WORDS[effect]} ({factor:.3g}x, one sample: "
+                       "no range)"}
 
 
 class Lab:
