@@ -81,9 +81,9 @@ def test_run_all_measures_six_sections_in_one_job():
     assert len(specs) == 6
     for index, pid, spec in zip(indices, SECTIONS, specs, strict=True):
         pitfall = results[pid]["pitfall"]
-        assert [layer["mark"]["type"] for layer in spec["layer"]] == ["rule", "point"]
+        assert [layer["mark"]["type"] for layer in spec["layer"]] == ["rule", "rule", "point"]  # gap, ranges, dots
         assert spec["layer"][0]["encoding"]["x"]["scale"]["type"] == "log"
-        assert spec["layer"][1]["encoding"]["color"]["field"] == "side"
+        assert spec["layer"][2]["encoding"]["color"]["field"] == "side"
         rows = {row["label"]: row for row in chart_rows(at, index) if "jax_s" in row}
         assert len(rows) == 2 + len(pitfall["extra"])
         naive = next(r for r in rows.values() if r["role"] == "naive")

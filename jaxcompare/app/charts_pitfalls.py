@@ -88,10 +88,11 @@ def dot_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for row in rows:
         common = {"row": row["row"], "label": row["label"], "role": row["role"], "speed": row["speed"]}
         dots.append({**common, "side": "JAX", "seconds": row["jax_s"], "time": row["jax_text"],
-                     "lo_s": row["jax_lo_s"], "hi_s": row["jax_hi_s"], "range": row["jax_range"]})
+                     "lo_s": row["jax_lo_s"], "hi_s": row["jax_hi_s"], "range": row["jax_range"], "offset_px": -7})
         if row["numpy_s"] is not None:
             dots.append({**common, "side": "NumPy", "seconds": row["numpy_s"], "time": row["numpy_text"],
-                         "lo_s": row["numpy_lo_s"], "hi_s": row["numpy_hi_s"], "range": row["numpy_range"]})
+                         "lo_s": row["numpy_lo_s"], "hi_s": row["numpy_hi_s"], "range": row["numpy_range"],
+                         "offset_px": 7})
     return dots
 
 
@@ -139,11 +140,12 @@ def pitfall_chart(pitfall: Mapping[str, Any]) -> alt.LayerChart:
         tooltip=[alt.Tooltip("label:N", title=_("measurement")), alt.Tooltip("side:N", title=_("side")),
                  alt.Tooltip("time:N", title=_("time per call")), alt.Tooltip("range:N", title=_("95% range")),
                  alt.Tooltip("speed:N", title=_("JAX is"))])
-    whiskers = alt.Chart(alt.Data(values=dot_rows(rows))).mark_rule(strokeWidth=2, opacity=0.8).encode(
-        x=alt.X("lo_s:Q", scale=scale), x2="hi_s:Q", y=y, color=alt.Color("side:N", scale=SIDE_DOTS, legend=None),
-        yOffset=alt.YOffset("side:N", scale=alt.Scale(domain=["JAX", "NumPy"], range=[-9, 9])))
+    # Just above (JAX) and below (NumPy) the gap line, so neither hides in it.
+    whiskers = alt.Chart(alt.Data(values=dot_rows(rows))).mark_rule(
+        strokeWidth=2, opacity=0.8, yOffset=alt.ExprRef("datum.offset_px")).encode(
+        x=alt.X("lo_s:Q", scale=scale), x2="hi_s:Q", y=y, color=alt.Color("side:N", scale=SIDE_DOTS, legend=None))
     return alt.layer(gap, whiskers, dots).properties(
         autosize=FIT_WIDTH, width="container", height=ROW_PX * len(rows),
         title=alt.TitleParams(_("Naive vs correct: time per call"), anchor="start",
-                              subtitle=_("each row: JAX and NumPy on the same input; the gap between them is "
-                                         "the speedup that row reports; whiskers: each median's 95% range")))
+                              subtitle=_("each row: JAX and NumPy on the same input; the gap is that row's "
+                                         "speedup, the whiskers each median's 95% range")))
