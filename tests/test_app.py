@@ -219,7 +219,7 @@ def test_compare_runs_a_case_from_the_users_own_file(tmp_path, loopback_server):
         "              jax_fn=lambda x: jnp.logaddexp(0, x),\n"
         "              make_inputs=lambda s, d, r: (r.standard_normal(s).astype(d),),\n"
         "              small_shape=(1000,), large_shape=(100000,))]\n")
-    at = page("pages/1_Compare.py", timing="quick")
+    at = page("pages/1_Compare.py", shape="small", timing="quick")
     at.text_input(key="cases_file_input").set_value(str(path)).run()
     at = run_until(at, has_case("softplus"))  # a worker loads the file and lists its cases
     assert not at.exception
