@@ -143,13 +143,12 @@ def _pitfall(pid: str, naive: dict[str, Any], correct: dict[str, Any], timings: 
     effect = effect_of(low, high)
     factor = ((timings[0][1].median_s / max(timings[0][0].median_s, TINY_S))
               / (timings[1][1].median_s / max(timings[1][0].median_s, TINY_S)))
+    spread = f"95% range {low:.3g}-{high:.3g}x" if math.isfinite(high) else "one sample: no range"
     return {**meta, "naive": naive, "correct": correct, "extra": extra or [], "applicable": applicable,
             "effect": effect, "effect_factor": factor,
             "effect_range": [low, high] if math.isfinite(high) and low > 0 else None,
             "verdict": f"naive: {naive['conclusion']}; measured properly: {correct['conclusion']}; "
-                       f"the naive way {EFFECT_WORDS[effect]} ({factor:.3g}x, 95% range {low:.3g}-{high:.3g}x)"
-                       if math.isfinite(high) else f"the naive way {EFFECT_WORDS[effect]} ({factor:.3g}x, one sample: "
-                       "no range)"}
+                       f"effect: {EFFECT_WORDS[effect]} ({factor:.3g}x, {spread})"}
 
 
 class Lab:
