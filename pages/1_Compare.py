@@ -12,6 +12,7 @@ from jaxcompare.app import (
     controls,
     environment_view,
     language,
+    navigation,
     pitfalls_view,
     profile_view,
     ui,
@@ -22,8 +23,7 @@ from jaxcompare.i18n import _, translate_text
 from jaxcompare.model import formatting
 from jaxcompare.model.cases import format_shape
 
-st.set_page_config(page_title=_("Compare") + " · jaxcompare", page_icon=":material/compare_arrows:", layout="wide")
-ui.sidebar_nav()
+ui.start_page(navigation.COMPARE)
 
 JOB, RESULT, ERROR = "compare_job", "compare_result", "compare_error"
 CASES = ui.cases()
@@ -144,7 +144,7 @@ with st.sidebar:
 ui.cases_file_ui()
 ui.sync_url(current_config().query())
 
-st.title(_("Compare"))
+st.title(navigation.COMPARE.label)
 st.caption(_("{case}: `{numpy_name}` vs `{jax_name}`. {description}").format(
     case=controls.case_label(case), numpy_name=case.numpy_name, jax_name=case.jax_name,
     description=translate_text(case.description or "")))

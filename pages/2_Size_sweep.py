@@ -5,15 +5,13 @@ from __future__ import annotations
 import streamlit as st
 
 from jaxcompare import JaxCompareError
-from jaxcompare.app import charts, controls, environment_view, language, ui, views
+from jaxcompare.app import charts, controls, environment_view, language, navigation, ui, views
 from jaxcompare.history.exchange import export_csv
 from jaxcompare.i18n import _, translate_text
 from jaxcompare.model import formatting
 from jaxcompare.model.cases import format_shape
 
-st.set_page_config(page_title=_("Size sweep") + " · jaxcompare", page_icon=":material/stacked_line_chart:",
-                   layout="wide")
-ui.sidebar_nav()
+ui.start_page(navigation.SIZE_SWEEP)
 
 RUN, ERROR = "sweep_run", "sweep_error"
 CASES = ui.cases()
@@ -129,7 +127,7 @@ with st.sidebar:
 ui.cases_file_ui()
 ui.sync_url(config.query())
 
-st.title(_("Size sweep"))
+st.title(navigation.SIZE_SWEEP.label)
 st.caption(_("Small inputs favour NumPy (JAX pays dispatch overhead on every call); large ones can favour "
              "JAX. This page measures one case from tiny to large and marks where the speedup crosses 1x."))
 ui.device_banner()

@@ -9,7 +9,7 @@ from typing import Any
 import streamlit as st
 
 from jaxcompare import Case, JaxCompareError
-from jaxcompare.app import controls, environment_view, language, ui
+from jaxcompare.app import controls, environment_view, language, navigation, ui
 from jaxcompare.app import pitfalls_view as pv
 from jaxcompare.app.charts_pitfalls import pitfall_chart
 from jaxcompare.app.charts_profile import size_gap_chart
@@ -18,8 +18,7 @@ from jaxcompare.engine.pitfalls import PITFALLS, SECTIONS
 from jaxcompare.i18n import _, sentences, translate_text
 from jaxcompare.model.cases import format_shape
 
-st.set_page_config(page_title=_("Pitfalls") + " · jaxcompare", page_icon=":material/school:", layout="wide")
-ui.sidebar_nav()
+ui.start_page(navigation.PITFALLS)
 
 JOB, RESULTS, ERROR = "pitfalls_job", "pitfalls_results", "pitfalls_error"
 KEYS = ("case", "size", "custom_shape", "precision", "device", "timing")
@@ -211,7 +210,7 @@ ui.cases_file_ui()
 config = current_config()
 ui.sync_url(config.query())
 
-st.title(_("Pitfalls"))
+st.title(navigation.PITFALLS.label)
 st.caption(_("Each classic JAX benchmarking mistake, measured live beside the right way, for "
              "`{case}` at {shape} ({precision}). "
              "The naive way is what a quick `%timeit` in a notebook shows; the gap to the correct way is "

@@ -7,13 +7,12 @@ import streamlit as st
 
 from jaxcompare import JaxCompareError
 from jaxcompare.analysis.compare import compare_results
-from jaxcompare.app import charts_history, ui
+from jaxcompare.app import charts_history, navigation, ui
 from jaxcompare.app import history_view as hv
 from jaxcompare.history.exchange import export_csv, export_json
 from jaxcompare.i18n import _, ngettext, sentences, translate_text
 
-st.set_page_config(page_title=_("History") + " · jaxcompare", page_icon=":material/history:", layout="wide")
-ui.sidebar_nav()
+ui.start_page(navigation.HISTORY)
 
 TABLE, ROW_IDS = "history_table", "history_row_ids"
 CONFIRM, NOTICE, UPLOADS = "history_confirm_delete", "history_notice", "history_uploads"
@@ -171,7 +170,7 @@ def verdict_block(a, b, labels: list[str]) -> None:
 
 
 # --- page ---------------------------------------------------------------------------------------------
-st.title(_("History"))
+st.title(navigation.HISTORY.label)
 try:
     store = ui.get_store()
     total = store.count()
@@ -203,8 +202,8 @@ if total == 0:
                         "is saved here automatically."), IMPORT_HINT if ui.history_editable() else ""),
             icon=":material/history:")
     links = st.container(horizontal=True)
-    ui.page_link("pages/1_Compare.py", _("Compare"), ":material/compare_arrows:", links)
-    ui.page_link("pages/2_Size_sweep.py", _("Size sweep"), ":material/stacked_line_chart:", links)
+    ui.page_link(navigation.COMPARE, container=links)
+    ui.page_link(navigation.SIZE_SWEEP, container=links)
     st.stop()
 
 try:

@@ -5,13 +5,12 @@ from __future__ import annotations
 import streamlit as st
 
 from jaxcompare.app import environment_view as ev
-from jaxcompare.app import ui
+from jaxcompare.app import navigation, ui
 from jaxcompare.engine.environment import ENV_VARS, host_info
 from jaxcompare.i18n import _, translate_text
 from jaxcompare.model import formatting
 
-st.set_page_config(page_title=_("Environment") + " · jaxcompare", page_icon=":material/settings:", layout="wide")
-ui.sidebar_nav()
+ui.start_page(navigation.ENVIRONMENT)
 
 
 def worker_or_error(precision: str) -> tuple[dict | None, str | None]:
@@ -34,7 +33,7 @@ def refresh() -> None:
     ui.refresh_environment()
 
 
-st.title(_("Environment"))
+st.title(navigation.ENVIRONMENT.label)
 st.caption(_("What the numbers were measured on. Every saved result carries this fingerprint too."))
 host = ui.visible_env(host_info())  # a hosted demo shows visitors no host name or paths
 workers: dict[str, dict] = {}

@@ -302,3 +302,28 @@ def test_json_safe_writes_strict_json() -> None:
     record = {"a": float("inf"), "b": [np.float32(np.nan), np.float64(1.5)], "c": np.int64(3)}
     text = json.dumps(json_safe(record), allow_nan=False)
     assert json.loads(text) == {"a": "inf", "b": ["nan", 1.5], "c": 3}
+
+
+def test_one_set_of_invariants_serves_batches_and_full_matrices() -> None:
+    """The catalog's and a notebook's decompositions share model/invariants: batched inputs and
+    full_matrices=True compare by their invariants, and a wrong factor still fails."""
+    from jaxcompare.model.invariants import qr_invariants, svd_invariants
+
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((3, 6, 6))
+    signs = np.where(np.arange(6) % 2 == 0, -1.0, 1.0)
+    u, s, vh = np.linalg.svd(a, full_matrices=True)
+    flipped = (u * signs, s, (vh.swapaxes(-1, -2) * signs).swapaxes(-1, -2))
+    for got, want in zip(svd_invariants(flipped, (a,)), svd_invariants((u, s, vh), (a,)), strict=True):
+        np.testing.assert_allclose(got, want, atol=1e-10)
+    q, r = np.linalg.qr(a)
+    flipped_qr = (q * signs, signs[:, None] * r)
+    for got, want in zip(qr_invariants(flipped_qr, (a,)), qr_invariants((q, r), (a,)), strict=True):
+        np.testing.assert_allclose(got, want, atol=1e-10)
+    assert not np.allclose(qr_invariants((q, r * 1.01), (a,))[0], qr_invariants((q, r), (a,))[0])
+
+
+def test_a_case_says_how_it_is_compared() -> None:
+    assert get_case("svd").compared_by == "invariants"
+    assert get_case("lu").compared_by == "invariants"
+    assert get_case("matmul").compared_by == "direct"

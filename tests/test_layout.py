@@ -121,3 +121,20 @@ def test_every_relative_link_in_readme_and_docs_resolves_inside_the_repository()
             if not path.exists() or ROOT not in path.parents:
                 broken.append(f"{doc.relative_to(ROOT)} -> {target}")
     assert not broken, broken
+
+
+def test_each_page_is_declared_once_in_the_package():
+    """app.py and pages/ hold exactly the pages the app's list declares, and no page's path or
+    title is typed anywhere else in the app (a renamed page would leave a dead link)."""
+    from jaxcompare.app import navigation
+
+    files = {"app.py", *(f"pages/{p.name}" for p in (ROOT / "pages").glob("*.py"))}
+    assert {page.path for page in navigation.PAGES} == files
+    assert len({page.title for page in navigation.PAGES}) == len(navigation.PAGES)
+    sources = [ROOT / "app.py", *(ROOT / "pages").glob("*.py"),
+               *(p for p in (ROOT / "jaxcompare").rglob("*.py") if p.name != "navigation.py")]
+    for source in sources:
+        text = source.read_text(encoding="utf-8")
+        for page in navigation.PAGES:
+            assert page.path not in text or page.path == "app.py", f"{source.name} types {page.path}"
+            assert f'_("{page.title}")' not in text, f"{source.name} types the title {page.title!r}"

@@ -18,9 +18,9 @@ from ..model.cases import Case, format_shape
 from ..model.formatting import faster_or_slower, format_time, format_time_range
 from ..model.result import Result
 from ..model.spec import DEVICES
+from . import navigation
 from .controls import DEFAULT_CASE, CompareConfig, compare_config_from_query, ordered_cases
 
-PAGE_PATH = "Pitfalls"  # the page's URL path (pages/3_Pitfalls.py)
 ROLES = ("naive", "correct", "also")
 DOC_TITLES = {
     DOCS["benchmarking"]: N_("Benchmarking JAX code"),
@@ -102,7 +102,7 @@ def pitfall_link(pitfall_id: str, case: Case, shape: Sequence[int], precision: s
         size, custom = "custom", format_shape(shape)
     config = PitfallsConfig(case=case.name, size=size, custom_shape=custom, precision=precision,
                             device=device if device in DEVICES else "auto")
-    return f"{PAGE_PATH}?{urlencode({**config.query(), **(also or {})})}#{anchor(pitfall_id)}"
+    return f"{navigation.PITFALLS.url_path}?{urlencode({**config.query(), **(also or {})})}#{anchor(pitfall_id)}"
 
 
 def result_link(pitfall_id: str | None, result: Result, cases: Sequence[Case],

@@ -29,8 +29,9 @@ from ..i18n import N_, _, translate_text
 from ..model.cases import Case
 from ..model.errors import BadInput, JaxCompareError
 from ..model.result import Result
-from . import controls, environment_view, language, views
+from . import controls, environment_view, language, navigation, views
 from .charts import chart_png_bytes
+from .navigation import Page
 
 log = logging.getLogger("jaxcompare.app")
 # pandas is imported above, fully, before any page can draw a chart: Altair (through narwhals)
@@ -431,19 +432,12 @@ def take_finished(job_key: str, error_key: str) -> Job | None:
 
 
 # --- navigation ---------------------------------------------------------------------------------
-PAGES = (
-    ("app.py", N_("Home"), ":material/home:"),
-    ("pages/1_Compare.py", N_("Compare"), ":material/compare_arrows:"),
-    ("pages/2_Size_sweep.py", N_("Size sweep"), ":material/stacked_line_chart:"),
-    ("pages/3_Pitfalls.py", N_("Pitfalls"), ":material/school:"),
-    ("pages/4_History.py", N_("History"), ":material/history:"),
-    ("pages/5_Environment.py", N_("Environment"), ":material/settings:"),
-)
-
-
-def pages() -> list[tuple[str, str, str]]:
-    """(path, label in the reader's language, icon) for every page, in the sidebar's order."""
-    return [(path, _(label), icon) for path, label, icon in PAGES]
+def start_page(page: Page) -> None:
+    """Every page's first lines: its browser tab (title and icon from the page list), then the
+    sidebar (sidebar_nav)."""
+    title = "jaxcompare" if page is navigation.HOME else f"{page.label} · jaxcompare"
+    st.set_page_config(page_title=title, page_icon=page.icon, layout="wide")
+    sidebar_nav()
 
 
 def sidebar_nav() -> None:
@@ -455,15 +449,15 @@ def sidebar_nav() -> None:
         language.language_switch()
     require_login()
     with st.sidebar:
-        for path, label, icon in pages():
-            page_link(path, label, icon)
+        for page in navigation.PAGES:
+            page_link(page)
         st.divider()
 
 
-def page_link(path: str, label: str, icon: str, container: Any = st) -> None:
+def page_link(page: Page, label: str | None = None, container: Any = st) -> None:
     """A link to another page that keeps the reader's language (Streamlit drops the URL's
-    parameters on the way)."""
-    container.page_link(path, label=label, icon=icon, query_params=language.url_params())
+    parameters on the way); ``label``: other words than the page's title."""
+    container.page_link(page.path, label=label or page.label, icon=page.icon, query_params=language.url_params())
 
 
 # --- device banner ---------------------------------------------------------------------------
@@ -564,7 +558,6 @@ def chart(chart_obj: alt.TopLevelMixin, name: str, file_stem: str, *, stretch: b
 
 
 # --- results history --------------------------------------------------------------------------------
-HISTORY_PAGE = "pages/4_History.py"
 _SAVED = "history_saved"  # session state: result id -> None when saved, else why it was not
 
 
@@ -602,4 +595,4 @@ def history_note(results: Sequence[Result]) -> None:
                 else _("All {count} measurements saved to history.").format(count=saved))
         with st.container(horizontal=True, vertical_alignment="center", gap="small"):
             st.caption(f":material/check_circle: {text}", width="content")
-            page_link(HISTORY_PAGE, _("Open History"), ":material/history:")
+            page_link(navigation.HISTORY, _("Open History"))

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..i18n import N_
 from ..model.cases import Arrays, Case, Shape, square
+from ..model.invariants import eigh_invariants, qr_invariants, svd_invariants
 from ._lazy import jnp
 
 
@@ -59,31 +60,6 @@ def _general_inputs(shape: Shape, dtype: np.dtype, rng: np.random.Generator) -> 
 def _symmetric_inputs(shape: Shape, dtype: np.dtype, rng: np.random.Generator) -> Arrays:
     r = _std_normal(shape[0], rng)
     return (((r + r.T) / 2.0).astype(dtype),)
-
-
-def _f64(x: np.ndarray) -> np.ndarray:
-    return np.asarray(x, dtype=np.float64)
-
-
-def qr_invariants(outputs: Arrays, inputs: Arrays) -> Arrays:
-    """Q R, and R with diag(R) >= 0 (unique then). Q itself is not compared: its trailing
-    columns are as sensitive as A is ill-conditioned (float32 error ~ n^2 eps)."""
-    q, r = (_f64(o) for o in outputs)
-    d = np.sign(np.diagonal(r)).copy()
-    d[d == 0] = 1.0
-    return (q @ r, d[:, None] * r)
-
-
-def svd_invariants(outputs: Arrays, inputs: Arrays) -> Arrays:
-    """Singular vectors carry arbitrary signs; singular values and U diag(s) Vh do not."""
-    u, s, vh = (_f64(o) for o in outputs)
-    return (s, (u * s) @ vh)
-
-
-def eigh_invariants(outputs: Arrays, inputs: Arrays) -> Arrays:
-    """Eigenvectors carry arbitrary signs; sorted eigenvalues and V diag(w) V^T do not."""
-    w, v = (_f64(o) for o in outputs)
-    return (w, (v * w) @ v.T)
 
 
 def _solve_jax(a, b):

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..i18n import N_
 from ..model.cases import Arrays, Case, Shape, any_shape, format_shape, matrix, square, vector
+from ..model.invariants import lu_invariants
 from ._lazy import LazyModule, jnp
 
 scipy_linalg = LazyModule("scipy.linalg")
@@ -26,10 +27,6 @@ jax_norm = LazyModule("jax.scipy.stats.norm")
 jax_integrate = LazyModule("jax.scipy.integrate")
 
 KERNEL_2D = 5  # convolve2d kernel side: SciPy convolves directly, cost ~ n*m*KERNEL_2D^2
-
-
-def _f64(x: np.ndarray) -> np.ndarray:
-    return np.asarray(x, dtype=np.float64)
 
 
 def _normal(shape: Shape, dtype: np.dtype, rng: np.random.Generator) -> Arrays:
@@ -99,13 +96,6 @@ def _image(shape: Shape) -> str | None:
         return N_("needs a 2-D image of at least {kernel} like 256x256, got {shape}").format(
             kernel=format_shape((KERNEL_2D, KERNEL_2D)), shape=format_shape(shape))
     return None
-
-
-def lu_invariants(outputs: Arrays, inputs: Arrays) -> Arrays:
-    """Near-tied pivots may be chosen differently; P L U and log|det| = sum log|U_ii| agree
-    whichever is chosen."""
-    p, lower, upper = (_f64(o) for o in outputs)
-    return (p @ lower @ upper, np.sum(np.log(np.abs(np.diagonal(upper))), keepdims=True))
 
 
 def _expm_np(a):

@@ -70,7 +70,7 @@ def compare_outputs(
         "max_rel_err": max_rel,
         "rtol": rtol,
         "atol": atol,
-        "method": "invariants" if case.canonical.__name__ != "default_canonical" else "direct",
+        "method": case.compared_by,
         "numpy_dtype": str(numpy_out[0].dtype) if numpy_out else None,
         "jax_dtype": str(jax_out[0].dtype) if jax_out else None,
     }

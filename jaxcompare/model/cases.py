@@ -116,6 +116,12 @@ class Case:
         object.__setattr__(self, "large_shape", tuple(int(n) for n in self.large_shape))
 
     @property
+    def compared_by(self) -> str:
+        """How its outputs are compared: "direct", or "invariants" where ``canonical`` maps them
+        to what must agree (the agreement record's "method")."""
+        return "direct" if self.canonical is default_canonical else "invariants"
+
+    @property
     def cases_file(self) -> str | None:
         """The user file this case came from (what a Spec must carry); None for built-ins and
         for a notebook's functions (sent to the worker with the job, not loaded from a file)."""

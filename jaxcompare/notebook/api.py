@@ -23,6 +23,7 @@ from ..analysis.sweep import crossover
 from ..engine.runner import Job, Runner
 from ..model.cases import NOTEBOOK, Case, GivenInputs, any_shape, default_canonical, format_shape
 from ..model.errors import BadInput, JaxCompareError
+from ..model.invariants import eigh_invariants, qr_invariants, svd_invariants
 from ..model.spec import DTYPES, MAX_DIMS, PRECISIONS, Spec, TimingConfig, parse_shape
 from .results import NotebookResult, OutputsDisagree, SweepResult
 
@@ -112,39 +113,6 @@ def current_job() -> Job | None:
 
 
 # --- outputs that may legitimately differ --------------------------------------------------------
-def _f64(x: Any) -> np.ndarray:
-    return np.asarray(x, dtype=np.float64)
-
-
-def svd_invariants(outputs: tuple[np.ndarray, ...], inputs: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
-    """Singular vectors carry arbitrary signs; the singular values and U diag(s) Vh do not
-    (also with full_matrices=True, and as they are with compute_uv=False)."""
-    if len(outputs) != 3:
-        return outputs
-    u, s, vh = (_f64(o) for o in outputs)
-    k = s.shape[-1]
-    return (s, (u[..., :, :k] * s[..., None, :]) @ vh[..., :k, :])
-
-
-def eigh_invariants(outputs: tuple[np.ndarray, ...], inputs: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
-    """Eigenvectors carry arbitrary signs; the eigenvalues and V diag(w) V^T do not."""
-    if len(outputs) != 2:
-        return outputs
-    w, v = (_f64(o) for o in outputs)
-    return (w, (v * w[..., None, :]) @ np.swapaxes(v, -1, -2))
-
-
-def qr_invariants(outputs: tuple[np.ndarray, ...], inputs: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
-    """Q and R are unique only up to the signs of R's diagonal: compare Q R, and R with them made
-    non-negative."""
-    if len(outputs) != 2 or np.ndim(outputs[1]) != 2:
-        return outputs
-    q, r = (_f64(o) for o in outputs)
-    signs = np.sign(np.diagonal(r)).copy()
-    signs[signs == 0] = 1.0
-    return (q @ r, signs[:, None] * r)
-
-
 def _unwrap(fn: Any) -> Any:
     while isinstance(fn, Labelled | functools.partial):
         fn = fn.fn if isinstance(fn, Labelled) else fn.func

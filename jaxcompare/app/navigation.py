@@ -1,0 +1,51 @@
+"""The app's pages, each declared once: file, title, icon and the Home page's blurb. The
+sidebar, the Home cards, page titles, links between pages and URLs all read this list
+(Streamlit's pages/ directory mechanism runs the files; never st.navigation: DESIGN)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from ..i18n import N_, _
+
+
+@dataclass(frozen=True)
+class Page:
+    path: str  # relative to the app's root, as st.page_link and st.switch_page take it
+    title: str  # N_(): shown with _()
+    icon: str
+    blurb: str = ""  # N_(): the Home page's card; "" for Home itself
+
+    @property
+    def label(self) -> str:
+        """The title in the reader's language."""
+        return _(self.title)
+
+    @property
+    def url_path(self) -> str:
+        """The page's address under the server root, as Streamlit derives it from the file name
+        ("pages/3_Pitfalls.py" -> "Pitfalls"); "" for Home."""
+        if self.path == HOME.path:
+            return ""
+        return PurePosixPath(self.path).stem.split("_", 1)[-1]
+
+
+HOME = Page("app.py", N_("Home"), ":material/home:")
+COMPARE = Page("pages/1_Compare.py", N_("Compare"), ":material/compare_arrows:", N_(
+    "One case, one shape: NumPy runtime beside JAX's transfer, compile, runtime and dispatch; "
+    "break-even calls; sample noise; agreement; the IPython lines to check it by hand."))
+SIZE_SWEEP = Page("pages/2_Size_sweep.py", N_("Size sweep"), ":material/stacked_line_chart:", N_(
+    "One case from tiny to large inputs: runtime and speedup against size on log-log axes, "
+    "the crossover where JAX starts to win, and how the share of one-off costs shrinks."))
+PITFALLS = Page("pages/3_Pitfalls.py", N_("Pitfalls"), ":material/school:", N_(
+    "The classic benchmarking mistakes — compile in the first call, async dispatch, float64 "
+    "vs float32, transfers, tiny inputs, TF32 — each measured live beside the right way."))
+HISTORY = Page("pages/4_History.py", N_("History"), ":material/history:", N_(
+    "Every saved result: filter, compare two runs (faster, slower or no significant "
+    "difference), import results from another machine, export JSON or CSV."))
+ENVIRONMENT = Page("pages/5_Environment.py", N_("Environment"), ":material/settings:", N_(
+    "Versions, devices, each worker's x64 state, CPU, BLAS threads and XLA flags, with "
+    "warnings when something makes the numbers less trustworthy."))
+# The sidebar's order.
+PAGES = (HOME, COMPARE, SIZE_SWEEP, PITFALLS, HISTORY, ENVIRONMENT)
