@@ -293,6 +293,25 @@ def transfer_rate_text(result: Result) -> str:
     return _("{rate} host→device over {link}").format(rate=format_bandwidth(rate), link=link)
 
 
+# Every ASCII punctuation mark may be backslash-escaped in CommonMark, so escaping them all makes
+# text literal: no link, image, code span, emphasis, autolinked URL or e-mail, or Streamlit directive.
+_MARKDOWN_ESCAPES = {ord(c): "\\" + c for c in "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"}
+SHOWN_CHARS = 80  # what a page echoes of a value it did not write (a URL parameter, say)
+
+
+def cut(text: Any, limit: int = SHOWN_CHARS) -> str:
+    """``text`` as one line of at most ``limit`` characters (an ellipsis ends a longer one)."""
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[:limit - 1] + "…"
+
+
+def markdown_literal(text: Any, limit: int | None = None) -> str:
+    """``text`` made safe to put in Markdown (Streamlit's st.markdown, st.warning...): it shows
+    as written, on one line, cut to ``limit`` characters when given."""
+    line = cut(text, limit) if limit is not None else " ".join(str(text).split())
+    return line.translate(_MARKDOWN_ESCAPES)
+
+
 def _json_safe(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
