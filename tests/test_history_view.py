@@ -119,8 +119,8 @@ def test_history_page_captions_and_prompts():
 
 
 def plain(markdown: str) -> str:
-    """Markdown's backslash escapes undone: the text a reader sees."""
-    return re.sub(r"\\(.)", r"\1", markdown)
+    """Markdown's backslash escapes undone and the invisible word joiners dropped: the text a reader sees."""
+    return re.sub(r"\\(.)", r"\1", markdown).replace("\u2060", "")
 
 
 def test_recorded_strings_show_as_text_wherever_history_uses_markdown():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 from ..i18n import N_, _, ngettext, translate_text
@@ -305,11 +306,17 @@ def cut(text: Any, limit: int = SHOWN_CHARS) -> str:
     return line if len(line) <= limit else line[:limit - 1] + "…"
 
 
+# GFM links bare URLs, www. names and e-mail addresses in the text itself, after escapes are undone:
+# an invisible word joiner inside each (https:⁠//, www⁠., a⁠@b) keeps them text.
+_AUTOLINKS = re.compile(r"(?i)(?<=https:)(?=//)|(?<=http:)(?=//)|(?<=www)(?=\.)|(?=@)")
+WORD_JOINER = "\u2060"
+
+
 def markdown_literal(text: Any, limit: int | None = None) -> str:
     """``text`` made safe to put in Markdown (Streamlit's st.markdown, st.warning...): it shows
-    as written, on one line, cut to ``limit`` characters when given."""
+    as written (no link, image or formatting), on one line, cut to ``limit`` characters when given."""
     line = cut(text, limit) if limit is not None else " ".join(str(text).split())
-    return line.translate(_MARKDOWN_ESCAPES)
+    return _AUTOLINKS.sub(WORD_JOINER, line).translate(_MARKDOWN_ESCAPES)
 
 
 def _json_safe(value: Any) -> Any:
