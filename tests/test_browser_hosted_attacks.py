@@ -25,6 +25,7 @@ pytestmark = pytest.mark.browser
 
 TOKEN = "operator-secret-2b9e"
 RATE = 1
+FORMULA = '=HYPERLINK("https://evil.example/","open me")'
 EVIL = "a[href^='https://evil.example'], img[src^='https://evil.example']"  # a link or image to it
 # Test-only code for the server's processes (hosted_support.serve): the rate limiter's clock is
 # read from a file the test writes (its window moves only when the test says), and in a worker
@@ -60,7 +61,7 @@ elif os.environ.get("JAXCOMPARE_WORKER_PRECISION"):
 def forged_rows(db) -> None:
     """Two results a stranger made, put in the database as an older version let them in."""
     Store(db)
-    for n, (case, kind) in enumerate(((LINK, IMAGE), ("matmul", f"cpu {LINK}"))):
+    for n, (case, kind) in enumerate(((LINK, IMAGE), (FORMULA, f"cpu {LINK}"))):
         data = json.loads(dumps(make_result().to_dict()))
         data["id"], data["case"], data["spec"]["case"], data["device_kind"] = f"forged-{n}", case, case, kind
         data["env"]["versions"] = {"jax": f"0.{n} {IMAGE}"}
@@ -193,9 +194,10 @@ def test_a_forged_result_shows_as_text_and_its_csv_as_text(hosted, browser, tmp_
     page.screenshot(path=str(tmp_path / "forged_history.png"), full_page=True)
     with page.expect_download() as download:
         page.get_by_role("button", name="Selection (CSV)").click()
-    table = list(csv.DictReader(io.StringIO(open(download.value.path(), encoding="utf-8").read())))
-    assert {row["id"] for row in table} == {"forged-0", "forged-1"}
-    assert all(not row["case"].startswith(("=", "+", "-", "@")) for row in table)
+    with open(download.value.path(), encoding="utf-8") as fh:
+        table = {row["id"]: row for row in csv.DictReader(io.StringIO(fh.read()))}
+    assert set(table) == {"forged-0", "forged-1"}
+    assert table["forged-1"]["case"] == "'" + FORMULA  # a spreadsheet shows it, and runs nothing
     context.close()
 
 
