@@ -15,13 +15,12 @@ import urllib.parse
 import pytest
 from _results import make_result
 from browser_support import IDLE, assert_no_error
-from hosted_support import open_page, serve
+from hosted_support import make_serve_command, open_page, serve
 from test_hostile_records import IMAGE, LINK, insert_raw
 
 from jaxcompare.history.store import Store
 from jaxcompare.model.formatting import dumps
 
-pytestmark = pytest.mark.browser
 
 TOKEN = "operator-secret-2b9e"
 RATE = 1
@@ -70,12 +69,40 @@ def forged_rows(db) -> None:
                    created=f"2026-01-0{n + 1}T00:00:00+00:00")
 
 
+def test_make_serve_keeps_uvicorn_from_taking_the_address_from_x_forwarded_for(monkeypatch):
+    # Streamlit builds its uvicorn.Config from the environment `make serve` gives it; uvicorn's
+    # proxy-header middleware is then what decides st.context.ip_address.
+    import asyncio
+
+    import uvicorn
+
+    make_env, _ = make_serve_command(8501, "127.0.0.1")
+    seen = {}
+
+    async def app(scope, receive, send):
+        seen["client"] = scope["client"]
+
+    scope = {"type": "http", "client": ("127.0.0.1", 50000), "headers": [(b"x-forwarded-for", b"198.51.100.7")]}
+    for env, expected in ((make_env, "127.0.0.1"), ({}, "198.51.100.7")):  # uvicorn's default trusts loopback
+        monkeypatch.delenv("FORWARDED_ALLOW_IPS", raising=False)
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        config = uvicorn.Config(app)
+        config.load()
+        asyncio.run(config.loaded_app(dict(scope), None, None))
+        assert seen["client"][0] == expected, env
+
+
 @pytest.fixture(scope="module")
 def hosted(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("attacks")
     forged_rows(tmp / "results.sqlite3")
     (tmp / "clock").write_text("0")
-    env = {"JAXCOMPARE_MAX_JOBS_PER_MINUTE": str(RATE), "JAXCOMPARE_ADMIN_TOKEN": TOKEN,
+    # uvicorn's default, as when Streamlit is started without `make serve` (which turns it off, see
+    # the test above): uvicorn then hands the app whatever address X-Forwarded-For says, and the
+    # app must not believe it.
+    env = {"FORWARDED_ALLOW_IPS": "127.0.0.1,::1", "JAXCOMPARE_MAX_JOBS_PER_MINUTE": str(RATE),
+           "JAXCOMPARE_ADMIN_TOKEN": TOKEN,
            "JAXCOMPARE_MAX_JOBS_PER_CLIENT": "1", "JAXCOMPARE_TEST_GATE": str(tmp / "gate"),
            "JAXCOMPARE_TEST_CLOCK": str(tmp / "clock")}
     with serve(tmp, env=env, site=SITE) as url:
@@ -94,6 +121,7 @@ def text(page) -> str:
     return page.locator("[data-testid='stApp']").inner_text().replace("\u2060", "")
 
 
+@pytest.mark.browser
 def test_a_forged_forwarded_for_makes_no_new_client(hosted, browser):
     url = f"{hosted}/Compare?case=matmul&timing=quick"
     for run in range(RATE + 1):
@@ -106,7 +134,8 @@ def test_a_forged_forwarded_for_makes_no_new_client(hosted, browser):
             page.get_by_text(re.compile(f"rate limit: at most {RATE} runs a minute")).wait_for(timeout=30_000)
         page.wait_for_selector(IDLE, timeout=60_000)
         context.close()
-    assert "198.51.100" not in hosted.log_text()  # the log names the client the limit counted
+    log = hosted.log_text()  # it names the client the limit counted: every such visitor is one
+    assert "198.51.100" not in log and "client forwarded" in log
 
 
 def guess(page, token: str, answer: str) -> None:
@@ -121,8 +150,9 @@ def guess(page, token: str, answer: str) -> None:
     page.get_by_text(answer).wait_for(timeout=30_000)
 
 
+@pytest.mark.browser
 def test_a_visitor_cannot_lock_the_operator_out(hosted, browser):
-    visitor = spoofer(browser, "203.0.113.66")
+    visitor = browser.new_context(viewport={"width": 1400, "height": 1000})  # on the operator's machine
     page = open_page(visitor, f"{hosted}/History")
     for _ in range(5):
         guess(page, "wrong", "That is not the operator token.")
@@ -153,6 +183,7 @@ WATCH = """payloads => {
 }"""
 
 
+@pytest.mark.browser
 def test_link_parameters_show_as_text_on_every_page(hosted, browser):
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     for index, name in enumerate(PAGES):
@@ -179,6 +210,7 @@ def tick(page, row: int, selected: int) -> None:
     page.wait_for_selector(IDLE, timeout=30_000)
 
 
+@pytest.mark.browser
 def test_a_forged_result_shows_as_text_and_its_csv_as_text(hosted, browser, tmp_path):
     context = browser.new_context(viewport={"width": 1400, "height": 1400}, accept_downloads=True)
     page = open_page(context, f"{hosted}/History")
@@ -212,6 +244,7 @@ def wait_for_log(server, pattern: str, timeout_s: float = 60) -> str:
     raise AssertionError(f"no {pattern!r} in the server log within {timeout_s} s")
 
 
+@pytest.mark.browser
 def test_a_closed_tab_stops_its_job_and_one_client_runs_one_at_a_time(hosted, browser):
     hosted.gate.write_text("1000")  # a fresh rate-limit window for this test's runs
     first = spoofer(browser, "192.0.2.10")
