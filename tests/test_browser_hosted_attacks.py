@@ -21,7 +21,6 @@ from test_hostile_records import IMAGE, LINK, insert_raw
 from jaxcompare.history.store import Store
 from jaxcompare.model.formatting import dumps
 
-
 TOKEN = "operator-secret-2b9e"
 RATE = 1
 FORMULA = '=HYPERLINK("https://evil.example/","open me")'
