@@ -58,14 +58,19 @@ browser:
 	{ [ -n "$$JAXCOMPARE_CHROMIUM" ] || command -v chromium >/dev/null 2>&1; } && fc-list :lang=zh | grep -q . \
 	  || { echo "make: $(SYSTEM_HELP)" >&2; exit 1; }
 
+# Streamlit serves through uvicorn, which by default takes a client's address from X-Forwarded-For
+# when the connection comes from loopback: anyone could pick their own. Empty: it never does; the app
+# reads the header only when JAXCOMPARE_TRUSTED_PROXY_HEADER names it (docs/hosting.md).
+NO_PROXY_TRUST := FORWARDED_ALLOW_IPS=
+
 # Local use: loopback only, so your own case files load (docs/hosting.md: safe by default).
 run: install
-	$(BIN)/streamlit run app.py --server.address 127.0.0.1 --server.port $(PORT)
+	$(NO_PROXY_TRUST) $(BIN)/streamlit run app.py --server.address 127.0.0.1 --server.port $(PORT)
 
 # The hosted demo (docs/hosting.md): hosted limits, every interface, generic error messages.
 # JAXCOMPARE_* variables (the database, devices, the operator token...) pass through.
 serve: install
-	JAXCOMPARE_MODE=hosted $(BIN)/streamlit run app.py --server.address $(ADDRESS) --server.port $(PORT) \
+	$(NO_PROXY_TRUST) JAXCOMPARE_MODE=hosted $(BIN)/streamlit run app.py --server.address $(ADDRESS) --server.port $(PORT) \
 	  --server.headless true --client.showErrorDetails none
 
 # Style, then the architecture contracts in pyproject.toml ([tool.importlinter]).

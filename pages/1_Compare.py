@@ -222,7 +222,7 @@ with tab_profile:
             column.metric(figure.label, figure.value, help=figure.help, border=True)
         ui.chart(charts_profile.profile_chart(result), _("Profile chart"), f"{stem}_profile", stretch=True)
         st.dataframe(profile_view.op_rows(profile), hide_index=True, width="stretch")
-        path, where = profile_view.trace_file(profile)
+        path, where = profile_view.trace_file(profile, private=ui.private_details_hidden())
         st.caption(where)
         if path is not None:
             st.download_button(_("Trace (Perfetto)"), data=lambda path=path: path.read_bytes(),

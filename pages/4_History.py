@@ -235,10 +235,15 @@ if not selected:
     st.stop()
 
 try:
-    results = hv.oldest_first(ui.visible(store.load(selected)))
-except JaxCompareError as exc:  # deleted by another session since this table was drawn
+    readable, unreadable = store.load_readable(selected)
+except JaxCompareError as exc:
     st.warning(_("{error}; refresh the page.").format(error=translate_text(str(exc))), icon=":material/warning:")
     st.stop()
+if unreadable:  # deleted by another session since the table was drawn, or a saved row that cannot be read
+    st.warning(hv.unreadable_text(unreadable), icon=":material/warning:")
+if not readable:
+    st.stop()
+results = hv.oldest_first(ui.visible(readable))
 labels = hv.lettered_labels(results)
 selection_actions(results, labels)
 if len(results) < 2:

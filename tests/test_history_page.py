@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 
 import pytest
 from _results import make_result
@@ -74,8 +75,11 @@ def marks(spec: dict) -> list[str]:
 
 
 def texts(at: AppTest) -> str:
-    return "\n".join(str(e.value) for kind in ("markdown", "caption", "info", "success", "error", "warning")
+    """The page's text as a reader sees it: recorded strings go in as plain text (Markdown's
+    escapes and invisible word joiners), undone here."""
+    text = "\n".join(str(e.value) for kind in ("markdown", "caption", "info", "success", "error", "warning")
                      for e in getattr(at, kind))
+    return re.sub(r"\\(.)", r"\1", text).replace("\u2060", "")
 
 
 # --- the History page -------------------------------------------------------------------------------

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import re
 
 from _results import make_result
+from markdown_it import MarkdownIt
 
 from jaxcompare.analysis import compare
 from jaxcompare.app import history_view as hv
@@ -92,7 +94,7 @@ def test_difference_lines_and_messages():
     a = make_result()
     b = gpu_copy(a)
     a = dataclasses.replace(a, env={**a.env, "hostname": "laptop", "versions": {"jax": "0.10.2"}})
-    lines = hv.difference_lines(compare.differences(a, b))
+    lines = [plain(line) for line in hv.difference_lines(compare.differences(a, b))]
     assert "device cpu → gpu" in lines and "jax 0.10.2 → 0.11.0" in lines and "host laptop → gpu-box" in lines
     assert hv.import_message(3, 1, "x.json") == "Imported 3 results (1 already present) from x.json."
     assert hv.speedup_line({"a": 2.0, "b": None}) == "Speedup (NumPy / JAX): A 2.00x → B —"
@@ -114,3 +116,25 @@ def test_history_page_captions_and_prompts():
     warning = hv.comparison_warning(other)
     assert warning.startswith("These two runs are not the same measurement") and "\n- different shapes" in warning
     assert hv.setup_line(other.differences) == "**What differs:** shape 10x10 → 16x16"
+
+
+def plain(markdown: str) -> str:
+    """Markdown's backslash escapes undone and the invisible word joiners dropped: the text a reader sees."""
+    return re.sub(r"\\(.)", r"\1", markdown).replace("\u2060", "")
+
+
+def test_recorded_strings_show_as_text_wherever_history_uses_markdown():
+    # A result imported by the operator, shown to every visitor: its strings were written by whoever
+    # made the file. Rendered as CommonMark, none of them may become a link or an image.
+    link, image = "x`[click me](https://evil.example/)`", "![pic](https://evil.example/pixel.png)"
+    a = dataclasses.replace(make_result(), device_kind=image,
+                            env={"versions": {"jax": "[0.4](https://evil.example/)"}})
+    b = gpu_copy(make_result(shape=(16, 16)))
+    b = dataclasses.replace(b, spec=dataclasses.replace(b.spec, case=link))
+    labels = hv.lettered_labels([a, b])
+    cmp = compare.compare_results(a, b)
+    shown = [hv.which_is_which(labels), hv.setup_line(cmp.differences), hv.comparison_warning(cmp),
+             hv.delete_question(labels, 2)]
+    html = MarkdownIt().render("\n\n".join(shown))
+    assert "<a" not in html and "<img" not in html and "<code" not in html
+    assert link in plain(shown[0]) and image in plain(shown[1]) and link in plain(shown[2])

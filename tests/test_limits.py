@@ -156,3 +156,85 @@ def test_runner_rate_limits_each_session_not_the_cli():
         jobs.append(runner.submit(Spec("matmul", (8, 8), timing=QUICK), owner="alice", rate_limited=False))
         for job in jobs:
             job.cancel()
+
+
+@pytest.mark.parametrize("key", ["JAXCOMPARE_MAX_ELEMENTS", "JAXCOMPARE_MAX_SWEEP_POINTS",
+                                 "JAXCOMPARE_MAX_JOBS_PER_MINUTE", "JAXCOMPARE_MAX_QUEUE",
+                                 "JAXCOMPARE_MAX_JOBS_PER_CLIENT"])
+def test_integer_settings_must_be_whole_numbers(key):
+    # 0.4 used to become 0: every job refused, or (where 0 means no limit) no limit at all.
+    with pytest.raises(BadInput, match=f"setting {key[11:].lower()} must be a whole number, got '0.4'"):
+        Settings.from_env({key: "0.4"})
+    assert getattr(Settings.from_env({key: "3"}), key[11:].lower()) == 3
+    assert getattr(Settings.from_env({key: "3.0"}), key[11:].lower()) == 3
+
+
+def test_hosted_mode_caps_the_jobs_one_client_has_at_once():
+    import dataclasses
+
+    from jaxcompare.engine.runner import Owner
+
+    assert Settings.hosted().max_jobs_per_client == 2 and Settings().max_jobs_per_client is None
+    settings = dataclasses.replace(Settings(), max_jobs_per_client=1)
+    with Runner(settings=settings) as runner:
+        first = runner.submit(Spec("matmul", (16, 16), timing=QUICK), owner=Owner("tab-1", client="10.0.0.7"))
+        assert not first.done  # a fresh worker takes seconds to start: the job is still queued or running
+        with pytest.raises(BadInput, match=r"you already have 1 measurement\(s\) queued or running.*"
+                                           r"JAXCOMPARE_MAX_JOBS_PER_CLIENT=1"):
+            runner.submit(Spec("matmul", (16, 16), timing=QUICK), owner=Owner("tab-2", client="10.0.0.7"))
+        other = runner.submit(Spec("matmul", (16, 16), timing=QUICK), owner=Owner("tab-3", client="10.0.0.8"))
+        first.wait(240)
+        again = runner.submit(Spec("matmul", (16, 16), timing=QUICK), owner=Owner("tab-2", client="10.0.0.7"))
+        other.wait(240), again.wait(240)
+
+
+def test_the_wait_behind_a_running_job_comes_from_jobs_like_it():
+    import time as clock
+
+    from jaxcompare.engine.runner import Job, Step
+
+    def job(case: str) -> Job:
+        spec = Spec(case, (16, 16), timing=QUICK)
+        return Job("measure", (Step("x32", "measure", (spec.to_dict(),)),), 60, spec=spec)
+
+    with Runner() as runner:
+        slow, fast = job("centered_gram"), job("matmul")
+        # Two finished jobs told how long each takes: the slow one 9 s, a fast one 0.4 s after it.
+        for done, seconds in ((slow, 9.0), (fast, 0.4)):
+            done.started_at = clock.time() - seconds
+            runner._finish(done, value=None)
+        lane = runner._lanes[0]
+        running, queued = job("centered_gram"), job("matmul")
+        with runner._cv:  # a stand-in for the dispatcher: the slow kind has just started
+            running.started_at = clock.time()
+            lane.current = running
+            lane.queue.append(queued)
+            behind_running = runner._wait_s(lane, before=queued)
+            at_the_end = runner._wait_s(lane)
+            lane.current = None
+            lane.queue.clear()
+        assert behind_running > 8.0  # was "about 1 s": the last job of any case said how long
+        assert at_the_end - behind_running == pytest.approx(1.0, abs=0.05)  # the fast one: at least a second
+
+
+def test_the_memory_guard_counts_numpy_temporaries():
+    import tracemalloc
+
+    import numpy as np
+
+    case = get_case("elementwise")
+    n = 2_000_000
+    est = estimate(case, (n,), "float32", backend="gpu")
+    # What the worker holds on the host: the float32 inputs and output, then the float64 reference
+    # computed from them, NumPy's temporaries included (NumPy reports its buffers to tracemalloc).
+    tracemalloc.start()
+    try:
+        x = case.make_inputs((n,), np.dtype("float32"), np.random.default_rng(0))
+        y = case.numpy_fn(*x)
+        x64 = tuple(a.astype(np.float64) for a in x)
+        y64 = case.numpy_fn(*x64)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    del y, y64
+    assert est.host_bytes >= peak

@@ -13,6 +13,7 @@ from ..analysis.sweep import ladder
 from ..i18n import N_, _, translate_text
 from ..model.cases import Case, format_shape
 from ..model.errors import BadInput, JaxCompareError
+from ..model.formatting import cut
 from ..model.result import Result
 from ..model.spec import DEVICES, DTYPES, PRECISIONS, Spec, TimingConfig, parse_shape
 
@@ -25,6 +26,7 @@ SIZE_CHOICES = ("small", "large", "custom")
 # Where Compare and Pitfalls open: the JAX docs' "Benchmarking JAX code" example at its large size
 # (as the CLI's default and the README's screenshot), a first result that shows JAX's case.
 DEFAULT_CASE = "centered_gram"
+URL_VALUE_CHARS = 60  # longer than any valid URL value (a case name, a shape)
 DEVICE_LABELS = {"auto": N_("auto (GPU, else TPU, else CPU)"), "cpu": "CPU", "gpu": "GPU", "tpu": "TPU"}
 
 
@@ -85,9 +87,10 @@ def check_shape_text(case: Case, text: str) -> tuple[int, ...]:
 
 # --- URL state -----------------------------------------------------------------------------
 def _first(value: Any) -> str | None:
+    """A URL parameter's value, cut to a length no valid value reaches (a page echoes a bad one)."""
     if isinstance(value, list | tuple):
         value = value[-1] if value else None
-    return None if value is None else str(value)
+    return None if value is None else cut(str(value), URL_VALUE_CHARS)
 
 
 def _case_from_url(raw: str, cases: Sequence[Case]) -> tuple[Case | None, str | None]:
@@ -107,7 +110,7 @@ def _case_from_url(raw: str, cases: Sequence[Case]) -> tuple[Case | None, str | 
 # they are worded in English from N_() templates, and the page shows them with translate_text().
 def _url_warning(key: str, raw: str, reason: str, default: str) -> str:
     # One field for `key=raw`: a value alone ('shape', 'yes') could be a message of its own.
-    return N_("The link's `{setting}` was ignored: {reason}. Using the default, {default}.").format(
+    return N_("The link's {setting} was ignored: {reason}. Using the default, {default}.").format(
         setting=f"{key}={raw}", reason=reason, default=default)
 
 

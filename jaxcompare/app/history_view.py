@@ -10,7 +10,7 @@ from typing import Any
 from ..analysis import compare
 from ..history.exchange import summary
 from ..i18n import N_, _, ngettext, sentences
-from ..model.formatting import format_factor, format_time
+from ..model.formatting import format_factor, format_time, markdown_literal
 from ..model.result import Result, finite_or_none
 
 MAX_COMPARE = 10  # runs drawn side by side; one letter each
@@ -155,7 +155,7 @@ def showing_text(shown: int, total: int, most: int) -> str:
 
 def delete_question(names: Sequence[str], count: int) -> str:
     """Asks before deleting ``count`` results, listing the first eight of ``names``."""
-    listing = "".join(f"\n- {name}" for name in names[:8])
+    listing = "".join(f"\n- {markdown_literal(name)}" for name in names[:8])
     if count > 8:
         listing += "\n- " + _("… and {more} more").format(more=count - 8)
     return ngettext("Delete {count} saved result for good? This cannot be undone; download them first to keep "
@@ -167,12 +167,13 @@ def delete_question(names: Sequence[str], count: int) -> str:
 def which_is_which(labels: Sequence[str]) -> str:
     """'**A** (older): ...  **B** (newer): ...' from lettered labels (markdown, two lines)."""
     return _("**A** (older): {a}  \n**B** (newer): {b}").format(
-        a=labels[0].split(" · ", 1)[-1], b=labels[1].split(" · ", 1)[-1])
+        a=markdown_literal(labels[0].split(" · ", 1)[-1]), b=markdown_literal(labels[1].split(" · ", 1)[-1]))
 
 
 def comparison_warning(cmp: compare.Comparison) -> str | None:
     """Why to read the two verdicts with care, as a markdown list; None when nothing is amiss."""
-    items = "".join(f"\n- {w}" for w in cmp.warnings)  # compare_results words them for the reader
+    # compare_results words them for the reader, with the runs' own strings (case names) in them: plain text.
+    items = "".join(f"\n- {markdown_literal(w)}" for w in cmp.warnings)
     if not cmp.comparable:
         return _("These two runs are not the same measurement, so read the verdicts with care:") + items
     return items.strip() or None
@@ -186,7 +187,8 @@ def setup_line(differences: Sequence[Mapping[str, Any]]) -> str:
 
 
 def difference_lines(differences: Sequence[Mapping[str, Any]]) -> list[str]:
-    """'jax 0.10.2 → 0.11.0', 'device cpu → gpu' from compare.differences()."""
+    """'jax 0.10.2 → 0.11.0', 'device cpu → gpu' from compare.differences(), as Markdown that shows
+    the recorded values as they are."""
     return [f"{field_name(d['field'])} {_text(d['a'])} → {_text(d['b'])}" for d in differences]
 
 
@@ -290,4 +292,13 @@ def _p_value(p: float) -> str:
 
 
 def _text(value: Any) -> str:
-    return "—" if value is None or value == "" else str(value)
+    return "—" if value is None or value == "" else markdown_literal(value, 60)
+
+
+def unreadable_text(ids: Sequence[str]) -> str:
+    """Why some ticked rows are not shown: deleted meanwhile, or saved in a form this version cannot read."""
+    return ngettext("{count} selected result cannot be shown ({ids}): deleted since the table was drawn, or "
+                    "saved in a form this version cannot read. `python -m jaxcompare history` lists it.",
+                    "{count} selected results cannot be shown ({ids}): deleted since the table was drawn, or "
+                    "saved in a form this version cannot read. `python -m jaxcompare history` lists them.",
+                    len(ids)).format(count=len(ids), ids=", ".join(markdown_literal(i[:8]) for i in ids[:8]))

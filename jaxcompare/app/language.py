@@ -12,6 +12,7 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from .. import i18n
+from ..model.formatting import cut, markdown_literal
 
 PARAM = "lang"  # the URL parameter, and the session's language in session state
 SWITCH = "lang_switch"  # the sidebar switch's widget key
@@ -87,8 +88,10 @@ def language_switch() -> None:
                          required=True, on_change=_switched)
     bad = st.session_state.pop(_URL_PROBLEM, None)
     if bad is not None:
-        st.warning(i18n.gettext("The link's `lang={raw}` was ignored: it must be one of {choices}.")
-                   .format(raw=bad, choices=", ".join(i18n.LANGUAGES)), icon=":material/link_off:")
+        # Plain text, cut short: the link says what ``bad`` is, and anyone can write a link.
+        st.warning(markdown_literal(i18n.gettext("The link's lang={raw} was ignored: it must be one of {choices}.")
+                                    .format(raw=cut(bad, 40), choices=", ".join(i18n.LANGUAGES))),
+                   icon=":material/link_off:")
     _write_url()
 
 

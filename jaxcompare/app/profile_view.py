@@ -62,13 +62,18 @@ def op_rows(profile: Profile) -> list[dict[str, str]]:
     return rows
 
 
-def trace_file(profile: Profile) -> tuple[Path | None, str]:
-    """The trace file when it is on this machine, and a line saying where it is (or was)."""
+def trace_file(profile: Profile, *, private: bool = False) -> tuple[Path | None, str]:
+    """The trace file when it is on this machine, and a line saying where it is (or was);
+    ``private``: the line names the file, not the server's folder (a hosted demo's visitors)."""
     if not profile.trace_file:
         return None, _("This profile kept no trace file.")
     path = Path(profile.trace_file)
     if path.is_file():
+        if private:  # its folder is the server's, and the profiler names the file after the host
+            return path, _("The trace is kept on this server: download it below.")
         return path, _("Trace file: `{path}`").format(path=path)
+    if private:
+        return None, _("The trace file is not on this server (any more).")
     return None, _("The trace file `{path}` is not on this machine (any more): measured elsewhere, or "
                    "deleted.").format(path=path)
 

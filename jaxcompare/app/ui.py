@@ -6,6 +6,7 @@ widget code.
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import logging
 import os
@@ -28,6 +29,7 @@ from ..history.store import Store, default_path, traces_dir
 from ..i18n import N_, _, translate_text
 from ..model.cases import Case
 from ..model.errors import BadInput, JaxCompareError
+from ..model.formatting import markdown_literal
 from ..model.result import Result
 from . import controls, environment_view, language, navigation, views
 from .charts import chart_png_bytes
@@ -252,23 +254,52 @@ def case_by_name(name: str) -> Case:
 
 def owner_id() -> Owner:
     """Who asks, as the runner records it with each job: this session, the client it is
-    rate-limited as (which a reload does not change), and the logged-in user, if any."""
+    rate-limited as (which a reload does not change), and the logged-in user, if any. The
+    session's jobs are watched: they are stopped once its browser tab has gone (_SessionWatch)."""
     if "owner_id" not in st.session_state:
         st.session_state["owner_id"] = uuid.uuid4().hex[:12]
+    _session_watch().follow(st.session_state["owner_id"])
     return Owner(session=st.session_state["owner_id"], client=client_id(), user=current_user())
+
+
+# The header uvicorn (Streamlit's server) takes a client's address from when the connection comes
+# from an address in FORWARDED_ALLOW_IPS (loopback unless set): anyone can write it.
+_UVICORN_FORWARDED = "X-Forwarded-For"
+UNVERIFIED_CLIENT = "forwarded"  # every visitor whose address only an unnamed header gave
 
 
 def client_id() -> str:
     """The visitor's address: from the trusted proxy's header when the operator named one
     (the last address in it, the one that proxy saw), else the connection's. Streamlit says
-    None for a loopback connection: every visitor on this machine is one client."""
+    None for a loopback connection: every visitor on this machine is one client. An address
+    that uvicorn took from an X-Forwarded-For nobody named is the visitor's own say: all such
+    visitors are one client (`make serve` sets FORWARDED_ALLOW_IPS= so uvicorn does not)."""
     header = get_runner().settings.trusted_proxy_header
     if header:
         forwarded = (st.context.headers.get(header) or "").split(",")[-1].strip()
         if forwarded:
             return forwarded
     address = st.context.ip_address
-    return address if isinstance(address, str) and address else "localhost"
+    if not isinstance(address, str) or not address:
+        return "localhost"
+    if address in _forwarded_addresses(st.context.headers.get_all(_UVICORN_FORWARDED)):
+        return UNVERIFIED_CLIENT
+    return address
+
+
+def _forwarded_addresses(values: Sequence[str]) -> set[str]:
+    """Every address an X-Forwarded-For header names (each with its port dropped, as uvicorn does)."""
+    out = set()
+    for value in values:
+        for item in value.split(","):
+            host = item.strip()
+            if host.startswith("[") and "]" in host:
+                host = host[1:host.index("]")]
+            elif host.count(":") == 1:
+                host = host.partition(":")[0]
+            if host:
+                out.add(host)
+    return out
 
 
 # --- login (when the operator configures Streamlit's [auth]) ---------------------------------------
@@ -324,9 +355,16 @@ def _admin_token() -> str | None:
     return os.environ.get("JAXCOMPARE_ADMIN_TOKEN") or None
 
 
+# Token guesses: five a minute per session, and per client, but a session's first guess is always
+# heard, so a visitor guessing from the operator's address (say, the same machine) cannot lock the
+# operator out. Reloading for fresh guesses costs a page load each: the token's length is the defence.
+TOKEN_GUESSES_PER_MINUTE = 5
+_GUESSED = "history_token_guessed"
+
+
 @st.cache_resource(show_spinner=False)
-def _token_attempts() -> RateLimiter:
-    return RateLimiter(5)  # guesses per client per minute
+def _token_attempts() -> tuple[RateLimiter, RateLimiter]:
+    return RateLimiter(TOKEN_GUESSES_PER_MINUTE), RateLimiter(TOKEN_GUESSES_PER_MINUTE)  # (session, client)
 
 
 def history_editable() -> bool:
@@ -357,11 +395,18 @@ def _check_token() -> None:
     token = _admin_token()
     if not entered or token is None:
         return
+    per_session, per_client = _token_attempts()
     try:
-        _token_attempts().acquire(client_id())
+        per_session.acquire(owner_id().session)
+        if st.session_state.get(_GUESSED):
+            per_client.acquire(client_id())
+        else:  # counted, but never refused: the session's first guess
+            with contextlib.suppress(BadInput):
+                per_client.acquire(client_id())
     except BadInput:
         st.session_state["history_token_error"] = N_("Too many attempts; try again in a minute.")
         return
+    st.session_state[_GUESSED] = True
     if hmac.compare_digest(entered.encode(), token.encode()):
         st.session_state[OPERATOR] = True
         st.session_state.pop("history_token_error", None)
@@ -390,6 +435,79 @@ def operator_ui() -> None:
     st.text_input(_("Operator token"), type="password", key=TOKEN_INPUT, on_change=_check_token)
     if st.session_state.get("history_token_error"):
         st.error(translate_text(st.session_state["history_token_error"]), icon=":material/error:")
+
+
+# --- jobs whose tab has gone ------------------------------------------------------------------------
+SESSION_GONE_S = 10.0  # a websocket back within this (a network blip, a laptop lid) keeps its jobs
+
+
+class _SessionWatch:
+    """Stops the jobs of a session whose browser tab has gone (closed, reloaded, navigated away):
+    nobody would see their results, and each holds a place in a shared queue. Streamlit has no
+    session-end callback; its runtime says which sessions still have a connected websocket."""
+
+    def __init__(self) -> None:
+        self._sessions: dict[str, str] = {}  # owner id -> Streamlit session id
+        self._gone_since: dict[str, float] = {}
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._runner: Runner | None = None
+
+    def follow(self, owner: str) -> None:
+        """Called from a session's script thread: tie its owner id to its Streamlit session."""
+        from streamlit.runtime import Runtime
+        from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+        ctx = get_script_run_ctx(suppress_warning=True)
+        if ctx is None or not Runtime.exists():  # a script run without a server (AppTest)
+            return
+        with self._lock:
+            self._sessions[owner] = ctx.session_id
+            self._runner = get_runner()  # the one the watch thread uses (looked up on a script thread)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, daemon=True, name="jaxcompare-session-watch")
+                self._thread.start()
+
+    def _loop(self) -> None:
+        while True:
+            time.sleep(1.0)  # a periodic check of the runtime, not a synchronisation
+            try:
+                if self._runner is not None:
+                    self.sweep(self._runner, time.monotonic())
+            except Exception:  # the watch must outlive any one failure
+                log.exception("session watch")
+
+    def sweep(self, runner: Runner, now: float) -> list[Job]:
+        """Cancel the jobs of sessions gone for SESSION_GONE_S; returns them."""
+        from streamlit.runtime import Runtime
+
+        if not Runtime.exists():
+            return []
+        runtime = Runtime.instance()
+        owners = {job.owner for job in runner.active_jobs() if job.owner is not None}
+        cancelled: list[Job] = []
+        with self._lock:
+            for owner in list(self._sessions):
+                if runtime.is_active_session(self._sessions[owner]):
+                    self._gone_since.pop(owner, None)
+                    continue
+                if owner not in owners and owner not in self._gone_since:
+                    del self._sessions[owner]  # gone with nothing running: forget it
+                    continue
+                since = self._gone_since.setdefault(owner, now)
+                if now - since >= SESSION_GONE_S:
+                    cancelled += [job for job in runner.active_jobs() if job.owner == owner]
+                    del self._sessions[owner], self._gone_since[owner]
+        for job in cancelled:
+            log.info("job %s (%s) stopped: its session %s ended (tab closed or reloaded)", job.id, job.kind,
+                     job.owner)
+            job.cancel()
+        return cancelled
+
+
+@st.cache_resource(show_spinner=False)
+def _session_watch() -> _SessionWatch:
+    return _SessionWatch()
 
 
 # --- jobs held in session state -------------------------------------------------------------------
@@ -512,8 +630,9 @@ def sync_url(query: dict[str, str]) -> None:
 
 
 def show_url_warnings(warnings: list[str]) -> None:
+    """The URL's warnings as plain text: they quote what the link said, and anyone can write a link."""
     for text in warnings:
-        st.warning(translate_text(text), icon=":material/link_off:")
+        st.warning(markdown_literal(translate_text(text)), icon=":material/link_off:")
 
 
 # --- jobs ---------------------------------------------------------------------------------------

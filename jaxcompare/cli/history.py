@@ -135,8 +135,11 @@ def cmd_export(args: argparse.Namespace) -> int:
         ids = [r["id"] for r in _selected(store, args)]
     if not ids:
         raise BadInput(f"no saved results match in {store.path}; nothing was exported")
-    n = store.export(args.path, ids)
+    n, unreadable = store.export_report(args.path, ids)
     print(f"exported {n} result{'s' if n != 1 else ''} to {args.path}")
+    if unreadable:  # rows written by hand or damaged: named, and the rest still exported
+        print(f"left out {len(unreadable)} saved result(s) that cannot be read back: {', '.join(unreadable[:8])}"
+              f"{' ...' if len(unreadable) > 8 else ''}", file=sys.stderr)
     return 0
 
 

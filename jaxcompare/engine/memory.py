@@ -87,7 +87,7 @@ def estimate(case: Case, shape: tuple[int, ...], dtype: str, backend: str = "cpu
     outputs = output_bytes(case, shapes, dtype) if with_outputs else None
     out = outputs if outputs is not None else inputs
     widen = 8 / itemsize  # the float64 reference copies
-    host = inputs + out + (inputs + out) * widen
+    host = inputs + out + (inputs + out) * widen + case.numpy_temporaries * out * widen
     device = 2 * (inputs + out)
     if backend == "cpu":  # the CPU "device" is host memory
         host += device

@@ -37,6 +37,7 @@ _MAX_DURATIONS = 64
 _MAX_OWNERS = 4096
 _MAX_CASES_FILES = 16
 _GUESS_S = 5.0  # the wait estimate for a kind of job never seen yet
+_CAPPED_KINDS = ("measure", "pitfalls")  # what a visitor asks for (queue cap, per-client cap)
 
 
 @dataclass(frozen=True)
@@ -349,23 +350,37 @@ class Runner:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def active_jobs(self) -> list[Job]:
+        """Every job queued or running now, on every device (a copy, safe to read)."""
+        with self._cv:
+            return [job for lane in self._lanes for job in (lane.current, *lane.queue) if job is not None]
+
     # --- internals ---------------------------------------------------------------------------
+    def _active_for(self, rate_key: str) -> int:
+        """A client's measurements queued or running (the jobs a queue's cap counts); lock held."""
+        return sum(1 for lane in self._lanes for job in (lane.current, *lane.queue)
+                   if job is not None and job.kind in _CAPPED_KINDS and (job.client or job.owner) == rate_key)
+
     def _idle(self) -> bool:
         return all(not lane.queue and lane.current is None for lane in self._lanes)
 
     @staticmethod
-    def _duration_key(job: Job) -> tuple[str, Any]:
-        """Jobs of one kind and timing settings take alike long (quick vs careful differ 3x)."""
-        return (job.kind, job.spec.timing if job.spec is not None else None)
+    def _duration_keys(job: Job) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+        """The same request (case, shape, precision, timing) takes alike long; failing that, one
+        of the same kind and timing settings (quick vs careful differ 3x)."""
+        spec = job.spec
+        if spec is None:
+            return (job.kind, None, None), (job.kind, None)
+        return (job.kind, spec.case, tuple(spec.shape), spec.precision, spec.timing), (job.kind, spec.timing)
 
     def _typical_s(self, job: Job) -> float:
-        """Last duration of a like job; else of any job of its kind; else a guess. Call with
-        the lock held: the dispatchers write these durations."""
-        key = self._duration_key(job)
-        if key in self._durations:
-            return self._durations[key]
-        same_kind = [d for (kind, _), d in self._durations.items() if kind == job.kind]
-        return same_kind[-1] if same_kind else _GUESS_S
+        """Last duration of the same request; else of a like job; else of any job of its kind;
+        else a guess; never under a second. Call with the lock held: the dispatchers write these."""
+        for key in self._duration_keys(job):
+            if key in self._durations:
+                return max(self._durations[key], 1.0)
+        same_kind = [d for key, d in self._durations.items() if key[0] == job.kind]
+        return max(same_kind[-1], 1.0) if same_kind else _GUESS_S
 
     def _wait_s(self, lane: _Lane, before: Job | None = None) -> float:
         """How long until ``before`` (None: a job joining the end) starts on ``lane``; lock held."""
@@ -373,9 +388,10 @@ class Runner:
         running = lane.current
         if running is before:
             return 0.0
-        if running is not None and running.started_at is not None:
+        if running is not None:
             # One taking longer than usual has not told how much longer: say a second, not zero.
-            wait += max(self._typical_s(running) - (time.time() - running.started_at), 1.0)
+            elapsed = time.time() - running.started_at if running.started_at is not None else 0.0
+            wait += max(self._typical_s(running) - elapsed, 1.0)
         for queued in lane.queue:
             if queued is before:
                 break
@@ -407,6 +423,13 @@ class Runner:
                                   "allows (JAXCOMPARE_MAX_QUEUE={limit}); yours would have waited about {wait}. "
                                   "Try again in a few minutes.").format(
                     waiting=len(lane.queue), limit=limit, wait=_wait_text(self._wait_s(lane))))
+            cap = self.settings.max_jobs_per_client
+            if capped and cap is not None and who is not None:
+                active = self._active_for(who.rate_key)
+                if active >= cap:
+                    raise BadInput(N_("you already have {active} measurement(s) queued or running, the most this "
+                                      "server allows at once (JAXCOMPARE_MAX_JOBS_PER_CLIENT={cap}); wait for one "
+                                      "to finish or stop it").format(active=active, cap=cap))
             if rate_limited and who is not None:
                 self._rate.acquire(who.rate_key)  # last: a refused request spends no token
             job.device, job._runner = lane.device, self
@@ -501,9 +524,9 @@ class Runner:
             if error is None:
                 job.progress = 1.0
                 if job.started_at is not None:
-                    key = self._duration_key(job)
-                    self._durations[key] = job.finished_at - job.started_at
-                    self._durations.move_to_end(key)
+                    for key in self._duration_keys(job):
+                        self._durations[key] = job.finished_at - job.started_at
+                        self._durations.move_to_end(key)
                     while len(self._durations) > _MAX_DURATIONS:
                         self._durations.popitem(last=False)
                 if job.kind == "list_cases" and job.tag is not None:

@@ -41,6 +41,8 @@ class Settings:
     allow_cases_file: bool | None = None
     job_timeout_s: float = 600.0
     max_queue: int | None = None
+    # Measurements one client may have queued or running at once (a reload does not reset it).
+    max_jobs_per_client: int | None = None
     # One worker pair and one queue per device ('gpu:0', 'gpu:1'); empty: the first device.
     devices: tuple[str, ...] = ()
     # The header a trusted reverse proxy puts the client's address in (X-Forwarded-For).
@@ -49,7 +51,7 @@ class Settings:
     @classmethod
     def hosted(cls) -> Settings:
         return cls(mode="hosted", max_elements=2**24, max_sweep_points=8, max_jobs_per_minute=6,
-                   allow_cases_file=False, job_timeout_s=180.0, max_queue=20)
+                   allow_cases_file=False, job_timeout_s=180.0, max_queue=20, max_jobs_per_client=2)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -154,7 +156,7 @@ def _coerce(key: str, raw: Any) -> Any:
         if text in ("0", "false", "no", "off"):
             return False
         raise BadInput(N_("setting {key} must be true or false, got {raw!r}").format(key=key, raw=raw))
-    if key in ("max_elements", "max_jobs_per_minute", "max_queue") and text in ("", "none", "0", "unlimited"):
+    if key in _UNLIMITED and text in ("", "none", "0", "unlimited"):
         return None
     try:
         value = float(text)
@@ -162,7 +164,15 @@ def _coerce(key: str, raw: Any) -> Any:
         raise BadInput(N_("setting {key} must be a number, got {raw!r}").format(key=key, raw=raw)) from None
     if not math.isfinite(value) or value <= 0:
         raise BadInput(N_("setting {key} must be positive, got {raw!r}").format(key=key, raw=raw))
-    return value if key == "job_timeout_s" else int(value)
+    if key == "job_timeout_s":
+        return value
+    if not value.is_integer():  # 0.4 would become 0, which means "no limit" for some of these
+        raise BadInput(N_("setting {key} must be a whole number, got {raw!r}").format(key=key, raw=raw))
+    return int(value)
+
+
+# Integer limits that 0 (or none, unlimited) lifts.
+_UNLIMITED = ("max_elements", "max_jobs_per_minute", "max_queue", "max_jobs_per_client")
 
 
 def _devices(raw: Any) -> tuple[str, ...]:

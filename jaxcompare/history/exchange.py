@@ -21,7 +21,7 @@ from typing import Any
 from ..i18n import N_
 from ..model.cases import format_shape
 from ..model.errors import BadInput
-from ..model.formatting import dumps
+from ..model.formatting import cut, dumps
 from ..model.phases import PHASES
 from ..model.result import SCHEMA as RESULT_SCHEMA
 from ..model.result import Result, finite_or_none
@@ -46,7 +46,11 @@ PRIVATE_ENV = ("hostname", "python_executable")
 
 
 def redact(result: Result) -> Result:
-    """The result without the host name and the interpreter path of the machine that measured it."""
+    """The result without the host name, the interpreter path and the trace file's path (a
+    folder of the server, a file named after the host) of the machine that measured it."""
+    profile = result.profile
+    if profile is not None and profile.trace_file:
+        result = dataclasses.replace(result, profile=dataclasses.replace(profile, trace_file=None))
     if not any(key in result.env for key in PRIVATE_ENV):
         return result
     return dataclasses.replace(result, env={k: v for k, v in result.env.items() if k not in PRIVATE_ENV})
@@ -72,9 +76,9 @@ def summary(result: Result) -> dict[str, Any]:
     }
 
 
-def check(result: Result) -> tuple[dict[str, Any], str]:
-    """Validate a Result beyond from_dict (numbers are numbers, the time parses, strict
-    JSON); returns its summary and its JSON text."""
+def check(result: Result, *, names: bool = True) -> tuple[dict[str, Any], str]:
+    """Validate a Result beyond from_dict (numbers are finite numbers, the time parses, strict
+    JSON; with ``names``, fields that name things hold names); returns its summary and its JSON text."""
     if not isinstance(result, Result):
         raise BadInput(N_("expected a Result, got {kind}").format(kind=type(result).__name__))
     if not result.id or len(result.id) > 200 or not result.id.isprintable():
@@ -89,14 +93,57 @@ def check(result: Result) -> tuple[dict[str, Any], str]:
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise BadInput(N_("phase {name}: {field} must be a number, got {value!r}").format(
                     name=name, field=field, value=value))
+            if not math.isfinite(value):  # JSON's Infinity and NaN: stored as null, they break every reader
+                raise BadInput(N_("phase {name}: {field} must be a finite number, got {value!r}").format(
+                    name=name, field=field, value=value))
+        if not all(math.isfinite(x) for x in stats.samples_s):
+            raise BadInput(N_("phase {name}: samples_s must be finite numbers").format(name=name))
         if isinstance(stats.n, bool) or not isinstance(stats.n, int) or stats.n < 0:
             raise BadInput(N_("phase {name}: n must be a whole number, got {value!r}").format(name=name, value=stats.n))
+    if names:
+        _check_names(result)
     try:
         row = summary(result)
         doc = dumps(result.to_dict(), indent=None)
     except (TypeError, ValueError, AttributeError, ZeroDivisionError) as exc:
         raise BadInput(N_("malformed result: {kind}: {error}").format(kind=type(exc).__name__, error=exc)) from None
     return row, doc
+
+
+# What a field that names something may hold: a device kind ('NVIDIA H200', 'TPU v5 lite'), a
+# version ('0.4.35', '2.1.0rc1+cu12'); a case name (a user's own case may be 'softmax, axis=1') has
+# no link, image, code or HTML marks. Pages show these to every visitor of a hosted demo.
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 _-.:/,+()@")
+_VERSION_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.+")
+_NOT_IN_CASE_NAMES = frozenset("`<>[]\\")
+NAME_MAX = 100
+
+
+def _case_name(value: Any) -> bool:
+    return isinstance(value, str) and value.isprintable() and not set(value) & _NOT_IN_CASE_NAMES
+
+
+def _check_names(result: Result) -> None:
+    """Fields that name things hold names: letters, digits and a few separators, no Markdown."""
+    if not (_case_name(result.case) and result.case.strip() and len(result.case) <= NAME_MAX):
+        raise BadInput(N_("case {value!r} is not a case name: at most {limit} printable characters, none of "
+                          "`<>[]\\").format(value=cut(result.case, 40), limit=NAME_MAX))
+    named = [("device_kind", result.device_kind, _NAME_CHARS, True), ("device", result.device, _NAME_CHARS, True),
+             ("backend", result.backend, _NAME_CHARS, True), ("dtype", result.dtype, _VERSION_CHARS, True),
+             ("precision", result.precision, _VERSION_CHARS, False)]
+    versions = result.env.get("versions") if isinstance(result.env, dict) else None
+    if versions is not None and not isinstance(versions, dict):
+        raise BadInput(N_("env.versions must be an object of package versions"))
+    for package, version in (versions or {}).items():
+        if not isinstance(package, str) or not package or not set(package) <= _VERSION_CHARS or len(package) > 64:
+            raise BadInput(N_("env.versions: {package!r} is not a package name").format(package=cut(package)))
+        if version is not None:
+            named.append((f"env.versions.{package}", version, _VERSION_CHARS, True))
+    for field, value, allowed, may_be_empty in named:
+        ok = isinstance(value, str) and len(value) <= NAME_MAX and set(value) <= allowed and (may_be_empty or value)
+        if not ok:
+            raise BadInput(N_("{field} {value!r} is not a name: at most {limit} letters, digits, spaces and "
+                              "_-.:/,+()@").format(field=field, value=cut(value, 40), limit=NAME_MAX))
 
 
 def read_results(doc: Any, source: str = "upload") -> list[Result]:
@@ -204,10 +251,24 @@ def export_csv(results: Sequence[Result]) -> str:
     return buf.getvalue()
 
 
+# A spreadsheet runs a cell that starts with one of these as a formula (=HYPERLINK(...), +cmd|...);
+# a quote in front makes it text, as OWASP's CSV-injection advice says. Numbers stay numbers.
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
 def _csv_value(value: Any) -> Any:
     if isinstance(value, float):
         return repr(value) if math.isfinite(value) else ""
+    if isinstance(value, str) and value.startswith(_FORMULA_STARTS) and not _is_number(value):
+        return "'" + value
     return value
+
+
+def _is_number(text: str) -> bool:
+    try:
+        return math.isfinite(float(text))
+    except ValueError:
+        return False
 
 
 # --- helpers -------------------------------------------------------------------------------

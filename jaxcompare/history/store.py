@@ -4,8 +4,10 @@ Every write is one short transaction on a fresh connection (WAL journal, busy ti
 concurrent writers queue instead of failing and a crash loses nothing already committed.
 The full Result JSON (``doc``) is the source of truth; the other columns are a summary
 for filtering and listing. A Result's id names one measurement, and a Result is immutable,
-so saving an id that is already present is a no-op (INSERT OR IGNORE): the first copy wins
-and imports report it as "already present".
+so saving an id that is already present is a no-op (ON CONFLICT(id) DO NOTHING: any other
+constraint still fails loudly): the first copy wins and imports report it as "already present".
+A row that cannot be read back (written by hand, or by an older version) is skipped where
+many are read (History, export) and named, never a traceback.
 """
 
 from __future__ import annotations
@@ -235,6 +237,16 @@ class Store:
             out.append(_from_doc(docs[i], i))
         return out
 
+    def load_readable(self, ids: Iterable[str]) -> tuple[list[Result], list[str]]:
+        """Like load, but a saved row that cannot be read back is left out: (results, its ids)."""
+        results, unreadable = [], []
+        for i in ids:
+            try:
+                results += self.load([i])
+            except BadInput:
+                unreadable.append(str(i))
+        return results, unreadable
+
     def all_ids(self) -> list[str]:
         """Every saved id, newest first."""
         with self._connection() as conn:
@@ -244,13 +256,19 @@ class Store:
     def export(self, path: str | os.PathLike[str], ids: Sequence[str] | None = None) -> int:
         """Write results (all, or ``ids``) as JSON or CSV by the file's extension; returns
         how many. The file is written whole or not at all (temporary file, then rename)."""
+        return self.export_report(path, ids)[0]
+
+    def export_report(self, path: str | os.PathLike[str], ids: Sequence[str] | None = None) -> tuple[int, list[str]]:
+        """export, and the ids of saved rows left out because they cannot be read back."""
         target = Path(path)
         kind = target.suffix.lower()
         if kind not in (".json", ".csv"):
             raise BadInput(N_("cannot export to {path!r}: the name must end in .json or .csv").format(path=str(path)))
-        results = self.load(self.all_ids() if ids is None else ids)
+        if ids is not None:
+            ids = [self.resolve(i) for i in ids]  # an unknown id is still an error, not a skipped row
+        results, unreadable = self.load_readable(self.all_ids() if ids is None else ids)
         write_atomically(target, export_json(results) if kind == ".json" else export_csv(results))
-        return len(results)
+        return len(results), unreadable
 
     # --- connections -------------------------------------------------------------------------
     def _open(self) -> None:
@@ -316,14 +334,18 @@ def _row(result: Result) -> dict[str, Any]:
 def _insert(conn: sqlite3.Connection, row: dict[str, Any]) -> int:
     cols = ", ".join(_q(c) for c in row)
     marks = ", ".join("?" * len(row))
-    return conn.execute(f"INSERT OR IGNORE INTO results ({cols}) VALUES ({marks})",
+    return conn.execute(f"INSERT INTO results ({cols}) VALUES ({marks}) ON CONFLICT(id) DO NOTHING",
                         list(row.values())).rowcount
 
 
 def _from_doc(doc: str, id: str) -> Result:
+    """A saved row's Result, its numbers checked as an import's are: a row that would break a reader
+    fails here, named. Its names are not (pages show them as plain text)."""
     try:
-        return Result.from_dict(json.loads(doc))
-    except (ValueError, BadInput) as exc:
+        result = Result.from_dict(json.loads(doc))
+        check(result, names=False)
+        return result
+    except (ValueError, TypeError, BadInput) as exc:
         raise BadInput(N_("saved result {id} is unreadable: {reason}").format(id=id, reason=exc)) from None
 
 
@@ -367,11 +389,32 @@ def _db_message(path: Path, exc: sqlite3.Error) -> str:
                   "try again").format(path=path, timeout=BUSY_TIMEOUT_S)
     if "not a database" in text:
         return N_("{path} is not a jaxcompare results database (not an SQLite file)").format(path=path)
+    if "unable to open" in text or "readonly" in text:
+        where = _read_only_place(path)
+        if where is not None:
+            return where
     if "unable to open" in text:
         return N_("cannot open the results database {path}: {reason}").format(path=path, reason=text)
     if "readonly" in text:
         return N_("the results database {path} is read-only: {reason}").format(path=path, reason=text)
     return N_("results database {path}: {reason}").format(path=path, reason=text)
+
+
+def _read_only_place(path: Path) -> str | None:
+    """Why SQLite cannot write there, when the file system or the folder says (SQLite says only
+    "unable to open database file"); None when neither is read-only."""
+    folder = path.parent
+    try:
+        read_only_fs = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):  # no statvfs on Windows
+        read_only_fs = False
+    if read_only_fs:
+        return N_("the results database {path} is on a read-only file system; set JAXCOMPARE_DB to a file on a "
+                  "writable one").format(path=path)
+    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        return N_("the results database {path} is read-only for this user (or its folder is); set JAXCOMPARE_DB "
+                  "to a file this user can write").format(path=path)
+    return None
 
 
 def _q(column: str) -> str:

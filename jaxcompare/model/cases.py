@@ -98,6 +98,9 @@ class Case:
     # The dtype NumPy really computes in when it differs from the inputs' (numpy.linalg
     # computes float32 inputs in float64 and rounds the result back).
     numpy_computes_in: str | None = None
+    # Output-sized temporaries NumPy holds at once while computing (a chain of ufuncs makes one a
+    # step); the memory guard counts them at float64, the reference's precision.
+    numpy_temporaries: int = 0
     source: str = field(default="builtin", compare=False)
 
     def __post_init__(self) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 from ..i18n import N_, _, ngettext, translate_text
@@ -300,6 +301,31 @@ def transfer_rate_text(result: Result) -> str:
     if link is None:
         return _("{rate}, a copy within host memory").format(rate=format_bandwidth(rate))
     return _("{rate} host→device over {link}").format(rate=format_bandwidth(rate), link=link)
+
+
+# Every ASCII punctuation mark may be backslash-escaped in CommonMark, so escaping them all makes
+# text literal: no link, image, code span, emphasis, autolinked URL or e-mail, or Streamlit directive.
+_MARKDOWN_ESCAPES = {ord(c): "\\" + c for c in "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"}
+SHOWN_CHARS = 80  # what a page echoes of a value it did not write (a URL parameter, say)
+
+
+def cut(text: Any, limit: int = SHOWN_CHARS) -> str:
+    """``text`` as one line of at most ``limit`` characters (an ellipsis ends a longer one)."""
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[:limit - 1] + "…"
+
+
+# GFM links bare URLs, www. names and e-mail addresses in the text itself, after escapes are undone:
+# an invisible word joiner inside each (https:⁠//, www⁠., a⁠@b) keeps them text.
+_AUTOLINKS = re.compile(r"(?i)(?<=https:)(?=//)|(?<=http:)(?=//)|(?<=www)(?=\.)|(?=@)")
+WORD_JOINER = "\u2060"
+
+
+def markdown_literal(text: Any, limit: int | None = None) -> str:
+    """``text`` made safe to put in Markdown (Streamlit's st.markdown, st.warning...): it shows
+    as written (no link, image or formatting), on one line, cut to ``limit`` characters when given."""
+    line = cut(text, limit) if limit is not None else " ".join(str(text).split())
+    return _AUTOLINKS.sub(WORD_JOINER, line).translate(_MARKDOWN_ESCAPES)
 
 
 def _json_safe(value: Any) -> Any:
