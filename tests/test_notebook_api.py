@@ -137,6 +137,7 @@ def _one_sentence(exc: pytest.ExceptionInfo) -> str:
     (lambda: jaxcompare.compare(np.sin, jnp.sin, X, device="npu"), "device must be one of"),
     (lambda: jaxcompare.compare(np.sin, jnp.sin, X, timeout_s=-1), "timeout_s must be a positive number"),
     (lambda: jaxcompare.compare(np.sin, jnp.sin, np.array(1.0)), "every input is a scalar"),
+    (lambda: jaxcompare.compare(np.sin, jnp.sin, X, profile=3), "profile must be True, False or a folder"),
     (lambda: jaxcompare.sweep(np.sin, jnp.sin, X, sizes=[10]), "make_inputs must be a function"),
     (lambda: jaxcompare.sweep(np.sin, jnp.sin, lambda s, d, r: (X,), sizes=10), "sizes must be a non-empty list"),
 ])
@@ -280,3 +281,15 @@ def test_import_jaxcompare_stays_light():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+def test_compare_can_profile_and_the_notebook_shows_where_the_time_goes(tmp_path):
+    """compare(profile=...) sends the option to the worker by name, as the CLI and the app do: the
+    result carries its profile, the trace lies in the folder given, and both reprs show the ops."""
+    r = jaxcompare.compare(lambda a: a @ a.T, lambda a: a @ a.T, np.ones((200, 200), np.float32), timing="quick",
+                           profile=tmp_path)
+    assert r.profile is not None and r.profile.ok and r.profile.ops
+    assert str(tmp_path) in r.profile.trace_file and (tmp_path / r.id).is_dir()
+    text = str(r)
+    assert "traced call(s)" in text and r.profile.ops[0].name[:20] in text
+    assert "Profile</div>" in r._repr_html_()

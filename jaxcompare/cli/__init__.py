@@ -15,6 +15,7 @@ from typing import Any
 
 from ..analysis.checks import checklist, overall
 from ..analysis.sweep import crossover, ladder, parse_sizes
+from ..analysis.text import profile_lines
 from ..catalog import builtin_cases, case_from_summary, find_case, get_case
 from ..history.store import traces_dir
 from ..model.cases import Case, format_shape
@@ -22,7 +23,7 @@ from ..model.errors import BadInput, JaxCompareError
 from ..model.formatting import format_crossover, format_speedup, format_time, format_time_range
 from ..model.spec import DEVICES, PRECISIONS, TIMING_PRESETS, Spec, TimingConfig, parse_shape
 from . import history as cli_history
-from .report import profile_lines, result_table, write_json
+from .report import result_table, write_json
 
 EXIT_USAGE = 2
 

@@ -10,14 +10,10 @@ from typing import Any
 from ..model.cases import format_shape
 from ..model.errors import BadInput
 from ..model.formatting import (
-    PERFETTO_HINT,
     dumps,
     format_break_even,
-    format_share,
     format_speedup,
     format_time,
-    gap_sentence,
-    op_kind_text,
     peak_sentence,
     third_side_verdict,
     transfer_rate_text,
@@ -103,29 +99,6 @@ def _third_side(result: Result, side: JaxSide) -> list[str]:
     return lines
 
 
-def profile_lines(result: Result) -> list[str]:
-    """Where the time goes inside the JAX call: the gap, the top ops, the trace file."""
-    profile = result.profile
-    if profile is None:
-        return []
-    if not profile.ok:
-        return [f"  profile: {gap_sentence(profile)}"]
-    lines = [f"  profile ({profile.calls} traced call(s), {profile.where}):", f"    {gap_sentence(profile)}",
-             f"    (for comparison, the timed runtime without the tracer: {format_time(result.runtime.median_s)})",
-             "", f"    {'XLA op':<32}{'kind':<40}{'per call':>10}{'of wall':>9}"]
-    for op in profile.ops:
-        lines.append(f"    {_clip(op.name, 31):<32}{_clip(op_kind_text(op.kind, op.holds), 39):<40}"
-                     f"{format_time(op.time_s):>10}{format_share(op.share):>9}")
-    if profile.other_ops_s > 0:
-        lines.append(f"    {'(all other ops)':<72}{format_time(profile.other_ops_s):>10}"
-                     f"{format_share(profile.other_ops_s / profile.wall_s):>9}")
-    lines.append(f"  trace: {profile.trace_file}")
-    lines.append(f"    {PERFETTO_HINT}")
-    return lines
-
-
-def _clip(text: str, width: int) -> str:
-    return text if len(text) <= width else text[:width - 1] + "…"
 
 
 def _pairs(result: Result) -> list[str]:

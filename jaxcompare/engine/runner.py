@@ -27,6 +27,7 @@ from ..model.spec import PRECISIONS, Spec
 from .process import Cancelled, Expired, WorkerProcess
 from .settings import RateLimiter, Settings, preflight
 from .shipping import pack_case
+from .worker import MeasureOptions
 
 __all__ = ["Cancelled", "Job", "Owner", "Runner", "Step"]
 
@@ -190,36 +191,29 @@ class Runner:
         """The devices with a queue of their own (None: the worker's first device)."""
         return [lane.device for lane in self._lanes]
 
-    def submit(self, spec: Spec, *, timeout_s: float | None = None, owner: Owner | str | None = None,
-               rate_limited: bool = True, profile_dir: str | os.PathLike[str] | None = None) -> Job:
-        """Queue a measurement; returns at once with a Job to poll or wait on. ``profile_dir``:
-        also trace a few steady-state calls into ``profile_dir/<result id>`` (Result.profile).
+    def submit(self, spec: Spec, *, case: Case | None = None, timeout_s: float | None = None,
+               owner: Owner | str | None = None, rate_limited: bool = True,
+               profile_dir: str | os.PathLike[str] | None = None) -> Job:
+        """Queue a measurement; returns at once with a Job to poll or wait on. ``case``: a Case
+        that is not in the catalog (a notebook's functions), sent with the job, cloudpickled, to
+        the worker of ``spec.precision``. ``profile_dir``: also trace a few steady-state calls
+        into ``profile_dir/<result id>`` (Result.profile).
 
         Raises BadInput / TooLarge at once for a request that cannot run (unknown case, bad
-        shape, over a limit, more memory than the host has, a full queue, over the rate).
-        ``rate_limited=False`` marks a later point of a sweep: it is not counted again and runs
-        on the device of its owner's previous job."""
-        preflight(spec, self.settings)
-        who = _owner(owner)
-        args: tuple[Any, ...] = (spec.to_dict(),)
-        if profile_dir is not None:  # the worker may not share this process's working directory
-            args += (None, os.path.abspath(os.path.expanduser(os.fspath(profile_dir))))
-        job = Job("measure", (Step(spec.precision, "measure", args),), timeout_s or self.timeout_s, spec=spec)
-        return self._enqueue(job, who, capped=True, rate_limited=rate_limited, sticky=not rate_limited)
-
-    def submit_case(self, spec: Spec, case: Case, *, timeout_s: float | None = None,
-                    owner: Owner | str | None = None) -> Job:
-        """Queue a measurement of a Case that is not in the catalog (a notebook's functions):
-        it travels with the job, cloudpickled, to the worker of ``spec.precision``. Raises
-        BadInput at once when it cannot be sent (engine/shipping.py) or cannot run."""
-        if case.name != spec.case:
+        shape, over a limit, more memory than the host has, a case that cannot be sent, a full
+        queue, over the rate). ``rate_limited=False`` marks a later point of a sweep: it is not
+        counted again and runs on the device of its owner's previous job."""
+        if case is not None and case.name != spec.case:
             raise BadInput(N_("the spec names case {spec_case!r} but the case sent is {case!r}").format(
                 spec_case=spec.case, case=case.name))
         preflight(spec, self.settings, case=case)
-        data = pack_case(case)
-        job = Job("measure", (Step(spec.precision, "measure", (spec.to_dict(), data)),),
+        options = MeasureOptions(
+            case_bytes=None if case is None else pack_case(case),
+            # The worker may not share this process's working directory.
+            profile_dir=None if profile_dir is None else os.path.abspath(os.path.expanduser(os.fspath(profile_dir))))
+        job = Job("measure", (Step(spec.precision, "measure", (spec.to_dict(), options)),),
                   timeout_s or self.timeout_s, spec=spec)
-        return self._enqueue(job, _owner(owner), capped=True, rate_limited=True)
+        return self._enqueue(job, _owner(owner), capped=True, rate_limited=rate_limited, sticky=not rate_limited)
 
     def submit_pitfalls(self, spec: Spec, sections: tuple[str, ...] | None = None, *,
                         timeout_s: float | None = None, owner: Owner | str | None = None) -> Job:

@@ -13,6 +13,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -103,11 +104,18 @@ def serve(fd: int) -> None:
             _send(("error", None, text, traceback.format_exc()))
 
 
-def run_measurement(job_id: str, spec_dict: dict[str, Any], case_bytes: bytes | None = None,
-                    profile_dir: str | None = None) -> dict[str, Any]:
-    """Measure one Spec; returns the Result as a dict plus the worker-side time window.
-    ``case_bytes``: a Case sent with the job (engine/shipping.py), measured instead of the catalog's.
-    ``profile_dir``: also trace a few calls into that folder, after the timed phases."""
+@dataclass(frozen=True)
+class MeasureOptions:
+    """What a measurement job carries besides its Spec, each by name: ``case_bytes``, a Case sent
+    with the job (engine/shipping.py) and measured instead of the catalog's; ``profile_dir``, an
+    absolute folder to trace a few calls into, after the timed phases."""
+
+    case_bytes: bytes | None = None
+    profile_dir: str | None = None
+
+
+def run_measurement(job_id: str, spec_dict: dict[str, Any], options: MeasureOptions | None = None) -> dict[str, Any]:
+    """Measure one Spec; returns the Result as a dict plus the worker-side time window."""
     from ..model.spec import Spec
     from .measure import measure
     from .shipping import unpack_case
@@ -115,10 +123,11 @@ def run_measurement(job_id: str, spec_dict: dict[str, Any], case_bytes: bytes | 
     spec = Spec.from_dict(spec_dict)
     if spec.precision != _precision:
         raise RuntimeError(f"job for {spec.precision} sent to the {_precision} worker")
-    case = unpack_case(case_bytes, spec.case) if case_bytes is not None else None
+    options = options or MeasureOptions()
+    case = unpack_case(options.case_bytes, spec.case) if options.case_bytes is not None else None
     started = time.time()
     result = measure(spec, progress=lambda phase, frac: _report(job_id, phase, frac), case=case,
-                     profile_dir=profile_dir)
+                     profile_dir=options.profile_dir)
     return {"result": result.to_dict(), "window": (started, time.time()), "pid": os.getpid()}
 
 

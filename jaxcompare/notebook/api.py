@@ -11,6 +11,7 @@ from __future__ import annotations
 import atexit
 import functools
 import math
+import os
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -21,6 +22,8 @@ import numpy as np
 
 from ..analysis.sweep import crossover
 from ..engine.runner import Job, Runner
+from ..history.store import traces_dir
+from ..i18n import N_
 from ..model.cases import NOTEBOOK, Case, GivenInputs, any_shape, default_canonical, format_shape
 from ..model.errors import BadInput, JaxCompareError
 from ..model.invariants import eigh_invariants, qr_invariants, svd_invariants
@@ -40,7 +43,8 @@ _current: Job | None = None
 def compare(numpy_fn: Callable[..., Any], jax_fn: Callable[..., Any], *inputs: Any, precision: str = "x32",
             device: str = "auto", timing: str | TimingConfig = "careful", name: str | None = None,
             shape: Sequence[int] | str | None = None, seed: int = 0, tolerance: float = 1.0,
-            canonical: Callable[..., Any] | None = None, timeout_s: float | None = None) -> NotebookResult:
+            canonical: Callable[..., Any] | None = None, timeout_s: float | None = None,
+            profile: bool | str | os.PathLike[str] = False) -> NotebookResult:
     """Measure ``numpy_fn`` against ``jax_fn`` (wrapped in ``jax.jit`` here) with every phase of
     the protocol, and return the Result.
 
@@ -49,6 +53,8 @@ def compare(numpy_fn: Callable[..., Any], jax_fn: Callable[..., Any], *inputs: A
     ``make_inputs(shape, dtype, rng)`` with ``shape=``. The outputs must agree within the
     precision's tolerance times ``tolerance``; ``canonical(outputs, inputs)`` maps outputs that
     may legitimately differ to what must agree (NumPy's svd, eigh and qr get theirs by default).
+    ``profile``: also trace a few steady-state calls with jax.profiler (True: into the traces
+    folder beside the History database; or a folder) and show where the time goes (Result.profile).
     Raises a JaxCompareError with one sentence for bad input, and OutputsDisagree (carrying
     ``.result``) when the outputs differ.
     """
@@ -56,7 +62,7 @@ def compare(numpy_fn: Callable[..., Any], jax_fn: Callable[..., Any], *inputs: A
         case, spec, notes = _request(numpy_fn, jax_fn, inputs, precision=precision, device=device,
                                      timing=timing, name=name, shape=shape, seed=seed, tolerance=tolerance,
                                      canonical=canonical, timeout_s=timeout_s)
-        result = _measure(case, spec, timeout_s)
+        result = _measure(case, spec, timeout_s, _profile_dir(profile))
         if notes:
             result = replace(result, notes=result.notes + tuple(notes))
         _check_agreement(result)
@@ -69,7 +75,7 @@ def sweep(numpy_fn: Callable[..., Any], jax_fn: Callable[..., Any], make_inputs:
           sizes: Sequence[int | str | Sequence[int]], *, ndim: int = 2, precision: str = "x32",
           device: str = "auto", timing: str | TimingConfig = "careful", name: str | None = None,
           seed: int = 0, tolerance: float = 1.0, canonical: Callable[..., Any] | None = None,
-          timeout_s: float | None = None) -> SweepResult:
+          timeout_s: float | None = None, profile: bool | str | os.PathLike[str] = False) -> SweepResult:
     """Measure the pair at each of ``sizes``, smallest first, and find the crossover: the size
     where JAX starts to win. A plain size n means n along each of ``ndim`` axes (n x n by
     default); a shape ("300x300" or (300, 300)) is taken as it is."""
@@ -80,7 +86,7 @@ def sweep(numpy_fn: Callable[..., Any], jax_fn: Callable[..., Any], make_inputs:
         for shape in shapes:
             results.append(compare(numpy_fn, jax_fn, make_inputs, shape=shape, precision=precision, device=device,
                                    timing=timing, name=name, seed=seed, tolerance=tolerance, canonical=canonical,
-                                   timeout_s=timeout_s))
+                                   timeout_s=timeout_s, profile=profile))
         return SweepResult(tuple(results), crossover(results))
     except JaxCompareError as exc:
         raise exc.with_traceback(None) from None
@@ -299,10 +305,22 @@ def _sweep_shapes(sizes: Any, ndim: int) -> list[tuple[int, ...]]:
 
 
 # --- running -------------------------------------------------------------------------------
-def _measure(case: Case, spec: Spec, timeout_s: float | None) -> NotebookResult:
+def _profile_dir(profile: bool | str | os.PathLike[str]) -> str | None:
+    """Where compare(profile=...) writes its traces: None (no profile), the traces folder beside
+    the History database (True), or the folder given."""
+    if profile is False or profile is None:
+        return None
+    if profile is True:
+        return str(traces_dir())
+    if isinstance(profile, str | os.PathLike) and os.fspath(profile).strip():
+        return os.fspath(profile)
+    raise BadInput(N_("profile must be True, False or a folder, got {value!r}").format(value=profile))
+
+
+def _measure(case: Case, spec: Spec, timeout_s: float | None, profile_dir: str | None = None) -> NotebookResult:
     """Queue the job and wait for it; Ctrl-C cancels it (its worker is restarted) and re-raises."""
     global _current
-    job = runner().submit_case(spec, case, timeout_s=timeout_s)
+    job = runner().submit(spec, case=case, timeout_s=timeout_s, profile_dir=profile_dir)
     _current = job
     try:
         while not job.finished_within(_POLL_S):

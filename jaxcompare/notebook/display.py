@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from ..analysis import summary
 from ..analysis.checks import FAIL, PASS, WARN, Check, checklist, overall
+from ..analysis.text import profile_lines
 from ..model.cases import format_shape
 from ..model.formatting import format_calls, format_crossover, format_factor, format_speedup, format_time
 from ..model.palette import JAX_COLOR, NUMPY_COLOR
@@ -97,6 +98,8 @@ def result_text(result: Result) -> str:
     width = max(len(c.title) for c in checks) + 2
     lines += [f"  [{c.status:^4}] {c.title:<{width}}{c.reason}" for c in checks]
     lines += [f"  note: {note}" for note in result.notes]
+    if result.profile is not None:
+        lines += ["", *profile_lines(result)]
     return "\n".join(lines)
 
 
@@ -137,6 +140,7 @@ def result_html(result: Result) -> str:
         f'{STATUS_MARK[c.status]} {_e(c.status)}</td><td style="padding:2px 8px 2px 0;white-space:nowrap">'
         f'{_e(c.title)}</td><td style="padding:2px 0">{_e(c.reason)}</td></tr>' for c in checks)
     notes = "".join(f"<li>{_e(n)}</li>" for n in result.notes)
+    profile = "\n".join(line[2:] for line in profile_lines(result))  # the text table, as the CLI prints it
     return (
         f'<div class="jaxcompare-result" style="{_BOX}">'
         f'<div style="font-weight:600;font-size:15px">{_e(sides(result))}</div>'
@@ -149,6 +153,8 @@ def result_html(result: Result) -> str:
         f'<table style="border-collapse:collapse;margin:4px 0;font-size:inherit">{rows}</table>'
         + (f'<div style="font-weight:600;margin-top:6px">Notes</div><ul style="margin:2px 0">{notes}</ul>'
            if notes else "")
+        + (f'<div style="font-weight:600;margin-top:6px">Profile</div>'
+           f'<pre style="margin:2px 0;font-size:12px">{_e(profile)}</pre>' if profile else "")
         + f'<div style="font-size:11px;{_MUTED};margin-top:6px">result.save() keeps it in History · '
         f'result.to_json() · id {_e(result.id[:12])}</div></div>')
 
