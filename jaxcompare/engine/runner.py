@@ -88,7 +88,8 @@ class Job:
     worker_pid: int | None = None
     value: Any = None
     error: JaxCompareError | None = None
-    tag: Any = field(default=None, repr=False)  # the kind's own bookkeeping (a cases file's version)
+    # A list_cases job: the cases file's version (path, size, mtime) its listing is kept under.
+    cases_version: tuple[str, int, int] | None = field(default=None, repr=False)
     _done: threading.Event = field(default_factory=threading.Event, repr=False)
     _cancel: threading.Event = field(default_factory=threading.Event, repr=False)
     _runner: Runner | None = field(default=None, repr=False)
@@ -257,7 +258,7 @@ class Runner:
                               "JAXCOMPARE_ALLOW_CASES_FILE in docs/hosting.md)"))
         version = _file_version(cases_file)
         job = Job("list_cases", (Step("x32", "list_cases", (version[0],)),), timeout_s or self.timeout_s,
-                  tag=version)
+                  cases_version=version)
         with self._cv:
             known = self._cases.get(version)
         if known is not None:
@@ -523,8 +524,8 @@ class Runner:
                         self._durations.move_to_end(key)
                     while len(self._durations) > _MAX_DURATIONS:
                         self._durations.popitem(last=False)
-                if job.kind == "list_cases" and job.tag is not None:
-                    self._cases[job.tag] = list(value)
+                if job.kind == "list_cases" and job.cases_version is not None:
+                    self._cases[job.cases_version] = list(value)
                     while len(self._cases) > _MAX_CASES_FILES:
                         self._cases.popitem(last=False)
             self.history.append(job)
