@@ -21,6 +21,23 @@ from browser_support import IDLE, free_port, wait_until_serving
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
+# For a site's worker processes: a centered_gram measurement waits for the file named by
+# JAXCOMPARE_TEST_GATE, so a job stays running (or queued behind it) until a test lets it go.
+GATED_WORKER = """
+elif os.environ.get("JAXCOMPARE_WORKER_PRECISION"):
+    from jaxcompare.engine import worker
+
+    measure = worker.TARGETS["measure"]
+
+    def gated(job_id, spec, *options):
+        for _ in range(12_000):  # at most ten minutes
+            if spec["case"] != "centered_gram" or os.path.exists(os.environ["JAXCOMPARE_TEST_GATE"]):
+                break
+            time.sleep(0.05)
+        return measure(job_id, spec, *options)
+
+    worker.TARGETS["measure"] = gated
+"""
 
 
 def make_serve_command(port: int, address: str) -> tuple[dict[str, str], list[str]]:

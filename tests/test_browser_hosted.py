@@ -7,7 +7,7 @@ import re
 
 import pytest
 from browser_support import IDLE, assert_no_error
-from hosted_support import open_page, own_address, serve
+from hosted_support import GATED_WORKER, open_page, own_address, serve
 
 pytestmark = pytest.mark.browser
 
@@ -35,20 +35,7 @@ if any(arg.endswith("streamlit") for arg in sys.argv[:1]):
         raise RuntimeError("secret internal detail 4242")
 
     pitfalls_view.summary_rows = summary_rows
-elif os.environ.get("JAXCOMPARE_WORKER_PRECISION"):
-    from jaxcompare.engine import worker
-
-    measure = worker.TARGETS["measure"]
-
-    def gated(job_id, spec):
-        for _ in range(12_000):  # at most ten minutes
-            if spec["case"] != "centered_gram" or os.path.exists(os.environ["JAXCOMPARE_TEST_GATE"]):
-                break
-            time.sleep(0.05)
-        return measure(job_id, spec)
-
-    worker.TARGETS["measure"] = gated
-"""
+""" + GATED_WORKER
 
 
 @pytest.fixture(scope="module")

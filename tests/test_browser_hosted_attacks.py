@@ -15,7 +15,7 @@ import urllib.parse
 import pytest
 from _results import make_result
 from browser_support import IDLE, assert_no_error
-from hosted_support import make_serve_command, open_page, serve
+from hosted_support import GATED_WORKER, make_serve_command, open_page, serve
 from test_hostile_records import IMAGE, LINK, insert_raw
 
 from jaxcompare.history.store import Store
@@ -40,20 +40,7 @@ if any(arg.endswith("streamlit") for arg in sys.argv[:1]):
 
     clock = Path(os.environ["JAXCOMPARE_TEST_CLOCK"])
     runner.RateLimiter = functools.partial(settings.RateLimiter, clock=lambda: float(clock.read_text()))
-elif os.environ.get("JAXCOMPARE_WORKER_PRECISION"):
-    from jaxcompare.engine import worker
-
-    measure = worker.TARGETS["measure"]
-
-    def gated(job_id, spec):
-        for _ in range(12_000):  # at most ten minutes
-            if spec["case"] != "centered_gram" or os.path.exists(os.environ["JAXCOMPARE_TEST_GATE"]):
-                break
-            time.sleep(0.05)
-        return measure(job_id, spec)
-
-    worker.TARGETS["measure"] = gated
-"""
+""" + GATED_WORKER
 
 
 def forged_rows(db) -> None:
