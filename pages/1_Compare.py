@@ -188,8 +188,11 @@ with tab_checks:
     st.dataframe(
         views.checklist_rows(checklist, lambda pitfall: pitfalls_view.result_link(pitfall, result, CASES,
                                                                                   language.url_params())),
-        hide_index=True, width="stretch", height=38 + 35 * len(checklist),  # every check, no inner scroll
-        column_config={_("Pitfall"): st.column_config.LinkColumn(
+        # Rows tall enough for a reason to wrap onto a second and third line: never cut off.
+        hide_index=True, width="stretch", height=38 + views.CHECK_ROW_PX * len(checklist),
+        row_height=views.CHECK_ROW_PX,
+        column_config={_("Why"): st.column_config.TextColumn(_("Why"), width="large"),
+                       _("Pitfall"): st.column_config.LinkColumn(
             _("Explained in"), display_text=r"#pitfall-(.+)$",
             help=_("Opens the Pitfalls page section that measures this mistake, for this case (new tab)."))})
 with tab_phases:

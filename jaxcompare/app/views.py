@@ -10,11 +10,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..analysis import summary
-from ..analysis.checks import FAIL, PASS, WARN, Check, overall
+from ..analysis.checks import FAIL, NA, PASS, WARN, Check, overall
 from ..analysis.sweep import crossover
-from ..i18n import N_, _, translate_text
+from ..analysis.trust import set_aside_text, trusted
+from ..i18n import N_, _, sentences, translate_text
 from ..model.cases import format_shape
-from ..model.formatting import format_calls, format_crossover, format_factor, format_time
+from ..model.formatting import format_calls, format_crossover, format_time
 from ..model.phases import PHASES, phase_kind, phase_label
 from ..model.result import Result
 from ..model.stats import Stats
@@ -104,8 +105,12 @@ def file_stem(result: Result) -> str:
     return f"{result.case}_{format_shape(result.shape)}_{result.precision}"
 
 
-STATUS_ICON = {PASS: N_("✓ pass"), WARN: N_("⚠ warn"), FAIL: N_("✗ fail")}  # shown with _()
+STATUS_ICON = {PASS: N_("✓ pass"), WARN: N_("⚠ warn"), FAIL: N_("✗ fail"), NA: N_("– n/a")}  # shown with _()
 CHECKS_TAB = {PASS: N_("Checks: pass"), WARN: N_("Checks: warn"), FAIL: N_("Checks: fail")}
+
+
+# A checklist row's height: three lines of text, so the longest reason wraps instead of being cut off.
+CHECK_ROW_PX = 66
 
 
 def checks_tab_label(checklist: Sequence[Check]) -> str:
@@ -177,12 +182,13 @@ def sweep_table(results: Sequence[Result]) -> list[dict[str, Any]]:
             "JAX": format_time(r.runtime.median_s),
             **({} if not any(x.jax_cpu for x in results) else {
                 _("JAX on CPU"): format_time(r.jax_cpu.runtime.median_s) if r.jax_cpu else _("n/a")}),
-            _("Speedup"): format_factor(r.speedup),
+            _("Speedup"): summary.speedup_text(r),
             _("Compile"): format_time(r.compile_total_s),
             _("Transfer"): format_time(r.transfer.median_s),
             _("Break-even"): format_calls(r.break_even_calls),
             _("Agree"): _("yes") if r.agreement.get("ok") else _("NO"),
             _("Stable"): _("yes") if r.numpy_runtime.stable and r.runtime.stable else _("no"),
+            _("Trusted"): _("yes") if trusted(r) else _("no: {why}").format(why=summary.doubt_text(r)),
         })
     return rows
 
@@ -204,6 +210,16 @@ def crossover_figure(precision: str, elements: float | None, ndim: int, finished
 
 
 def best_speedup_figure(results: Sequence[Result]) -> summary.Figure:
-    best = max(results, key=lambda r: r.speedup)
-    return summary.Figure(_("Best speedup"), format_factor(best.speedup),
-                          _("At {shape} {precision}.").format(shape=format_shape(best.shape), precision=best.precision))
+    """The highest trusted speedup, with its 95% range; doubtful sizes never lead (analysis/trust.py)."""
+    best = summary.best_trusted(results)
+    aside = set_aside_text(results)
+    if best is None:
+        return summary.Figure(_("Best speedup"), "—", sentences(_("No size could be trusted."), aside or ""))
+    return summary.Figure(_("Best speedup"), summary.speedup_text(best), sentences(
+        _("At {shape} {precision}, among the trusted sizes.").format(shape=format_shape(best.shape),
+                                                                     precision=best.precision), aside or ""))
+
+
+def set_aside_caption(results: Sequence[Result]) -> str | None:
+    """'2 of 7 sizes set aside: the machine was busy', for under the sweep's tiles (None: none were)."""
+    return set_aside_text(results)
