@@ -190,7 +190,9 @@ def check_speedup_steady(r: Result) -> Check:
     pair to pair? A drift of the machine's speed moves both medians, but not their ratio."""
     pairs = r.speedup_pairs
     if not pairs:
-        if r.spec.timing.runtime_blocks > 1:
+        if (r.load.get("recheck") or {}).get("kept") == "recheck":
+            why = _("not checked: timed again on a busy machine, each side's fastest block kept (no pairs)")
+        elif r.spec.timing.runtime_blocks > 1:
             why = _("not checked: no block medians recorded (measured before jaxcompare kept them)")
         else:
             why = _("not checked: one block a side (the thorough timing times four pairs of blocks)")

@@ -148,7 +148,8 @@ def verdict(result: Result, sweep_with: str | None = None) -> str:
         # Never a verdict from a doubtful number: say what was measured, and why it does not count.
         return sentences(_("**No verdict from this run: {why}.** It measured a speedup of {speedup} ({numpy} vs "
                            "{jax}); see the checklist below, and rerun when the machine is quieter.").format(
-            why=doubt, speedup=speedup_text(result), numpy=numpy_time, jax=jax_time))
+            why=doubt, speedup=speedup_text(result), numpy=numpy_time, jax=jax_time),
+            *_rangesentences(result, with_range=False))
     if word == "faster":
         be = result.break_even_calls
         if be is not None and be <= 1:
@@ -169,13 +170,13 @@ def verdict(result: Result, sweep_with: str | None = None) -> str:
     return sentences(first, *_rangesentences(result), sweep)
 
 
-def _rangesentences(result: Result) -> list[str]:
+def _rangesentences(result: Result, with_range: bool = True) -> list[str]:
     """How sure: the speedup's 95% range, whether it still allows 'no difference', and
     whether the speedup held from one pair of runtime blocks to the next (a sentence each,
     none when there is nothing to say)."""
     low, high = result.speedup_range
     sentences = []
-    ranged = math.isfinite(low) and math.isfinite(high)
+    ranged = with_range and math.isfinite(low) and math.isfinite(high)
     if ranged:
         if low <= 1 <= high:
             sentences.append(_("With 95% confidence the speedup is between {low} and {high}, so this run cannot "

@@ -1,7 +1,7 @@
 """Whether a Result's speedup may lead a page: the one rule every headline uses (best speedup,
 crossover, the sweep's and Compare's verdicts), decided from the checklist.
 
-A result is trusted when nothing in its checklist fails, the machine was quiet enough (or the pair
+A result is trusted when nothing in its checklist fails (but "Workload large enough"), the machine was quiet enough (or the pair
 was timed again on the free cores), the speedup held from one pair of runtime blocks to the next
 where there were pairs, and its 95% range is known and narrower than a factor of TRUSTED_SPREAD.
 "Samples stable" alone does not doubt a result: on a shared machine the medians wander by ±20% or
@@ -22,6 +22,9 @@ from .checks import FAIL, WARN, Check, checklist
 # little to lead with. Measured: quick timing on this two-core machine gives about 1.3-1.8.
 TRUSTED_SPREAD = 2.0
 
+# Checks whose failure is what was measured, not a doubt about the measuring.
+MEASURED_NOT_DOUBTED = frozenset({"workload"})
+
 # Why a result is set aside, most serious first; each is worded for "set aside: ...".
 WHY = {
     "fail": N_("a check failed"),
@@ -41,7 +44,9 @@ class Trust:
 def trust(result: Result, checks: Sequence[Check] | None = None) -> Trust:
     """Whether ``result`` may be headlined, and if not the main reason (a WHY key)."""
     by_id = {c.id: c for c in (checks if checks is not None else checklist(result))}
-    if any(c.status == FAIL for c in by_id.values()):
+    # "Workload large enough" fails where dispatch dominates: a true finding about a small size (NumPy
+    # wins there), not a doubt about the measurement, so a sweep keeps it.
+    if any(c.status == FAIL for c in by_id.values() if c.id not in MEASURED_NOT_DOUBTED):
         return Trust(False, "fail")
     if by_id["busy"].status == WARN:
         return Trust(False, "busy")

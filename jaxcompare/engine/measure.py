@@ -223,6 +223,7 @@ class _Run:
     clock: Clock
     progress: Progress
     load: LoadMeter = field(default_factory=LoadMeter)
+    recheck: bool = True
 
 
 StartPhase = Callable[[str], SampleCallback]
@@ -250,7 +251,7 @@ class DevicePhases:
 
 def measure(spec: Spec, progress: ProgressCallback = _no_progress, clock: Clock = time.perf_counter_ns,
             *, cpu_side: bool | None = None, case: Case | None = None,
-            profile_dir: str | None = None) -> Result:
+            profile_dir: str | None = None, recheck: bool = True, load: LoadMeter | None = None) -> Result:
     """Run every phase of the protocol for ``spec`` and return the Result: inputs, transfer,
     cold compile, first call, dispatch, fetch, the two runtimes side by side, the third side
     (JAX on the CPU), the profile when asked, agreement, and the ceilings for the fraction of peak.
@@ -259,7 +260,9 @@ def measure(spec: Spec, progress: ProgressCallback = _no_progress, clock: Clock 
     GPU or TPU (True also measures it on a CPU-only host, where it repeats the main side).
     ``case``: a Case sent with the job (a notebook's functions) instead of the catalog's.
     ``profile_dir``: also trace a few steady-state calls, after every timed phase, into
-    ``profile_dir/<result id>`` (engine/profile.py); the timings are the same either way."""
+    ``profile_dir/<result id>`` (engine/profile.py); the timings are the same either way.
+    ``recheck``: time the runtime pair again when the machine was busy or one side unstable
+    (_recheck; off only in tests of the first pass). ``load``: the meter (tests inject its counters)."""
     check_precision(spec.precision)
     case = get_case(spec.case, spec.cases_file) if case is None else case
     case.check_shape(spec.shape)
@@ -267,7 +270,8 @@ def measure(spec: Spec, progress: ProgressCallback = _no_progress, clock: Clock 
     cpu = cpu_device_or_none()
     want_cpu_side = device.platform != "cpu" if cpu_side is None else cpu_side
     check_memory(case, spec, device, cpu_side=want_cpu_side and cpu is not None)
-    run = _Run(case, spec.timing, clock, Progress(progress, spec.timing, cpu_side=want_cpu_side and cpu is not None))
+    run = _Run(case, spec.timing, clock, Progress(progress, spec.timing, cpu_side=want_cpu_side and cpu is not None),
+               load if load is not None else LoadMeter(), recheck)
 
     host_inputs, numpy_out = _inputs(run, spec)
     main = device_phases(run, host_inputs, device, run.progress.start)
@@ -451,7 +455,7 @@ def _runtimes(run: _Run, jitted: Any, host_inputs: tuple[np.ndarray, ...], dev_i
     cfg = run.timing
     calls = {"numpy": bound_call(run.case.numpy_fn, host_inputs), "runtime": blocking_call(jitted, dev_inputs)}
     compiled_before = _compiled_count(jitted)
-    blocks = _runtime_blocks(run, calls, cfg, run.load)
+    blocks = _runtime_blocks(run, calls, cfg.for_runtime_block(), run.load)
     rel_ci = cfg.for_runtime().rel_ci
     numpy_stats = combine_blocks(blocks["numpy"], rel_ci, cfg.drift_tolerance, N_("the NumPy median"))
     jax_stats = combine_blocks(blocks["runtime"], rel_ci, cfg.drift_tolerance, N_("the JAX median"))
@@ -460,13 +464,13 @@ def _runtimes(run: _Run, jitted: Any, host_inputs: tuple[np.ndarray, ...], dev_i
     return numpy_stats, jax_stats, protocol
 
 
-def _runtime_blocks(run: _Run, calls: dict[str, Any], cfg: TimingConfig, load: LoadMeter,
-                    progress: bool = True) -> dict[str, list[Stats]]:
-    """The NumPy and JAX runtime blocks in runtime_block_order, each library switch settled."""
+def _runtime_blocks(run: _Run, calls: dict[str, Any], block_cfg: TimingConfig, load: LoadMeter,
+                    progress: bool = True, order: list[str] | None = None) -> dict[str, list[Stats]]:
+    """The NumPy and JAX runtime blocks in ``order`` (runtime_block_order of the preset's
+    blocks), each timed with ``block_cfg``, each library switch settled."""
     blocks: dict[str, list[Stats]] = {"numpy": [], "runtime": []}
-    block_cfg = cfg.for_runtime_block()
     previous = "runtime"  # fetch ran JAX
-    for index, library in enumerate(runtime_block_order(cfg.runtime_blocks)):
+    for index, library in enumerate(order or runtime_block_order(run.timing.runtime_blocks)):
         on_sample = run.progress.runtime_block(index, library) if progress else None
         settle_s = BLAS_SETTLE_S if library != previous else 0.0
         with load.phase(library):
@@ -486,13 +490,15 @@ def _recheck(run: _Run, calls: dict[str, Any], numpy_stats: Stats, jax_stats: St
     cores = len(load.cores)
     others = _others(load, ("numpy", "runtime"))
     busy = is_busy(others)
-    if not (busy or numpy_stats.stable != jax_stats.stable) or not load.available:
+    if not run.recheck or not (busy or numpy_stats.stable != jax_stats.stable) or not load.available:
         return numpy_stats, jax_stats
     pinned = free_cores(load.cores, others or 0.0) if busy and cores > 1 else None
-    recheck_cfg = replace(run.timing.for_runtime(), runtime_blocks=2)
+    # Two blocks a side, each half a runtime budget and enough samples for its own range.
+    whole = run.timing.for_runtime()
+    block = replace(whole, phase_budget_s=whole.phase_budget_s / 2)
     meter = load.prefixed("recheck.", pinned)
     with share_cores(pinned) as shared:
-        blocks = _runtime_blocks(run, calls, recheck_cfg, meter, progress=False)
+        blocks = _runtime_blocks(run, calls, block, meter, progress=False, order=runtime_block_order(2))
     record: dict[str, Any] = {"why": "busy" if busy else "unstable", "cores": len(pinned or load.cores),
                               "blas_threads": shared.get("blas_threads"), "pinned": bool(shared),
                               "first_speedup": numpy_stats.median_s / jax_stats.median_s
@@ -501,6 +507,7 @@ def _recheck(run: _Run, calls: dict[str, Any], numpy_stats: Stats, jax_stats: St
     # A busy first pass is the false number itself; otherwise keep the pair whose speedup is known better.
     use_recheck = busy or _spread(*kept) <= _spread(numpy_stats, jax_stats)
     record["kept"] = "recheck" if use_recheck else "first"
+    record["block_medians_s"] = {side: [b.median_s for b in blocks[side]] for side in ("numpy", "runtime")}
     load.notes["recheck"] = record
     return kept if use_recheck else (numpy_stats, jax_stats)
 

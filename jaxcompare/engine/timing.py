@@ -276,13 +276,12 @@ def combine_blocks(blocks: Sequence[Stats], rel_ci: float, tolerance: float,
 
 
 def lowest_block(blocks: Sequence[Stats]) -> Stats:
-    """A phase timed again in several blocks on a busy machine: the block with the lowest median,
-    every block's median kept beside it. Contention only ever adds time, and it comes in stretches
-    longer than a block, so the least disturbed block is the honest estimate; its median (not the
-    plain minimum) keeps one lucky sample out. Stable as that block is on its own
+    """A phase timed again in several blocks on a busy machine: the block with the lowest median.
+    Contention only ever adds time, and it comes in stretches longer than a block, so the least
+    disturbed block is the honest estimate; its median (not the plain minimum) keeps one lucky
+    sample out. Stable as that block is on its own; its range is its own CI. The blocks are not
+    pairs (each side keeps its own best), so no block medians go with it
     (benchmarks/RESULTS.md, "A busy neighbour")."""
     if not blocks:
         raise ValueError("no blocks")
-    best = min(blocks, key=lambda b: b.median_s)
-    medians = tuple(b.median_s for b in blocks)
-    return replace(best, block_medians_s=medians)
+    return min(blocks, key=lambda b: b.median_s)

@@ -11,12 +11,10 @@ from .errors import BadInput
 from .phases import COMPILE_PHASES
 from .profile import Profile
 from .sides import JaxSide, Peak, fraction
-from .spec import Spec
+from .spec import MIN_SAMPLES_FOR_RANGE, Spec
 from .stats import Stats
 
 SCHEMA = "jaxcompare.result/1"
-# The smallest n whose median CI (order statistics) reaches 95% coverage.
-MIN_SAMPLES_FOR_RANGE = 6
 # The load phases the speedup is made of: the NumPy and JAX runtime blocks.
 RUNTIME_PHASES = ("numpy", "runtime")
 
