@@ -193,4 +193,4 @@ def test_a_doubtful_compare_result_gives_no_verdict_but_its_range():
     assert text.startswith("**No verdict from this run: the machine was busy.**")
     assert "5.00x (95%:" in text and "faster" not in text
     speedup = next(f for f in summary.headline(r) if f.label.startswith("Speedup"))
-    assert speedup.label == "Speedup (doubtful)" and "95%" in speedup.value
+    assert speedup.value == "5.00x" and speedup.detail.startswith("95%: ") and speedup.detail.endswith(" · doubtful")

@@ -35,6 +35,7 @@ class Figure:
     label: str
     value: str
     help: str
+    detail: str = ""  # a line under the value (a speedup's 95% range), "" for none
 
 
 def one_off_s(result: Result) -> float:
@@ -73,9 +74,9 @@ def headline(result: Result) -> list[Figure]:
         Figure(_("JAX runtime"), format_time(result.runtime.median_s),
                _("Median time per call of the jitted JAX function, inputs already on the device, "
                  "each call blocked with block_until_ready().")),
-        Figure(_("Speedup") if trusted(result) else _("Speedup (doubtful)"), speedup_text(result), sentences(
+        Figure(_("Speedup"), format_factor(s), sentences(
             _("{speedup}: NumPy runtime / JAX runtime; above 1x JAX is faster.").format(speedup=format_speedup(s)),
-            *_speedup_range_text(result))),
+            *_speedup_range_text(result)), range_detail(result, doubtful=not trusted(result))),
         Figure(_("Compile"), format_time(result.compile_total_s),
                _("Cold trace + lower + XLA compile, paid once per function, shape and dtype.")),
         Figure(_("Transfer"), format_time(result.transfer.median_s), transfer_help(result)),
@@ -229,6 +230,19 @@ def speedup_text(result: Result) -> str:
         return format_factor(result.speedup)
     return _("{speedup} (95%: {low}–{high})").format(speedup=format_factor(result.speedup),
                                                      low=format_factor(low), high=format_factor(high))
+
+
+def range_detail(result: Result, doubtful: bool = False) -> str:
+    """A speedup tile's line under its value: the 95% range ('95%: 2.10x–3.31x'), and 'doubtful'
+    when the result is not trusted. The value holds the speedup alone, so a laptop-wide column
+    shows it whole."""
+    low, high = result.speedup_range
+    parts = []
+    if math.isfinite(low) and math.isfinite(high):
+        parts.append(_("95%: {low}–{high}").format(low=format_factor(low), high=format_factor(high)))
+    if doubtful:
+        parts.append(_("doubtful"))
+    return " · ".join(parts)
 
 
 def doubt_text(result: Result) -> str | None:

@@ -1,9 +1,10 @@
 """Whether a Result's speedup may lead a page: the one rule every headline uses (best speedup,
 crossover, the sweep's and Compare's verdicts), decided from the checklist.
 
-A result is trusted when nothing in its checklist fails (but "Workload large enough"), the machine was quiet enough (or the pair
-was timed again on the free cores), the speedup held from one pair of runtime blocks to the next
-where there were pairs, and its 95% range is known and narrower than a factor of TRUSTED_SPREAD.
+A result is trusted when nothing in its checklist fails (but "Workload large enough"), the
+machine was quiet enough (or the pair was timed again on the free cores), the speedup held from
+one pair of runtime blocks to the next where there were pairs, and its 95% range is known and
+narrower than a factor of TRUSTED_SPREAD.
 "Samples stable" alone does not doubt a result: on a shared machine the medians wander by ±20% or
 so busy or not, and the range already carries that noise (benchmarks/RESULTS.md, "A busy neighbour").
 """

@@ -15,7 +15,7 @@ from ..analysis.sweep import crossover
 from ..analysis.trust import set_aside_text, trusted
 from ..i18n import N_, _, sentences, translate_text
 from ..model.cases import format_shape
-from ..model.formatting import format_calls, format_crossover, format_time
+from ..model.formatting import format_calls, format_crossover, format_factor, format_time
 from ..model.phases import PHASES, phase_kind, phase_label
 from ..model.result import Result
 from ..model.stats import Stats
@@ -201,8 +201,13 @@ def crossovers(results: Sequence[Result]) -> dict[str, float | None]:
     return {p: crossover(rs) for p, rs in sorted(by_precision.items())}
 
 
-def crossover_figure(precision: str, elements: float | None, ndim: int, finished: bool) -> summary.Figure:
-    """The Size sweep's crossover tile; 'not yet' while a running sweep has not crossed."""
+def crossover_figure(precision: str, elements: float | None, ndim: int, finished: bool,
+                     any_trusted: bool = True) -> summary.Figure:
+    """The Size sweep's crossover tile; 'not yet' while a running sweep has not crossed, '—' when
+    no size could be trusted (the crossover is placed between trusted sizes only)."""
+    if not any_trusted and elements is None:
+        return summary.Figure(_("Crossover ({precision})").format(precision=precision), "—",
+                              _("No size could be trusted, so no crossover is placed."))
     value = _("not yet") if elements is None and not finished else format_crossover(elements, ndim, short=True)
     return summary.Figure(_("Crossover ({precision})").format(precision=precision), value,
                           _("Where the speedup first crosses 1x, interpolated on log-log axes: {crossover}.").format(
@@ -215,11 +220,19 @@ def best_speedup_figure(results: Sequence[Result]) -> summary.Figure:
     aside = set_aside_text(results)
     if best is None:
         return summary.Figure(_("Best speedup"), "—", sentences(_("No size could be trusted."), aside or ""))
-    return summary.Figure(_("Best speedup"), summary.speedup_text(best), sentences(
+    return summary.Figure(_("Best speedup"), format_factor(best.speedup), sentences(
         _("At {shape} {precision}, among the trusted sizes.").format(shape=format_shape(best.shape),
-                                                                     precision=best.precision), aside or ""))
+                                                                     precision=best.precision), aside or ""),
+                          summary.range_detail(best))
 
 
-def set_aside_caption(results: Sequence[Result]) -> str | None:
-    """'2 of 7 sizes set aside: the machine was busy', for under the sweep's tiles (None: none were)."""
-    return set_aside_text(results)
+def sweep_verdict(results: Sequence[Result]) -> str:
+    """The sweep's verdict under its tiles, per precision, from trusted points only, with how many
+    sizes were set aside and why (summary.sweep_verdict)."""
+    by_precision: dict[str, list[Result]] = {}
+    for r in results:
+        by_precision.setdefault(r.precision, []).append(r)
+    if len(by_precision) == 1:
+        return summary.sweep_verdict(results, crossover(results))
+    return "\n\n".join(f"**{p}.** " + summary.sweep_verdict(rs, crossover(rs))
+                       for p, rs in sorted(by_precision.items()))

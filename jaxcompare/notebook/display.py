@@ -79,7 +79,7 @@ def result_text(result: Result) -> str:
     lines = [title(result), f"  {sides(result)}", "",
              *map(markdown_text, verdict_lines(result)), ""]
     for row in summary.figure_rows(result):
-        lines.append("  " + "   ".join(f"{f.label}: {f.value}" for f in row))
+        lines.append("  " + "   ".join(f"{f.label}: {f.value}" + (f" ({f.detail})" if f.detail else "") for f in row))
     lines += ["", f"  {'phase':<28}{'median':>11}{'95% CI':>10}{'n':>5}  stable"]
     for name in PHASES:
         s = result.phase(name)
@@ -127,7 +127,9 @@ def result_html(result: Result) -> str:
             f'<div title="{_e(f.help)}" style="border:1px solid rgba(128,128,128,.35);border-radius:6px;'
             f'padding:6px 10px;min-width:150px;cursor:help">'
             f'<div style="font-size:11px;{_MUTED}">{_e(f.label)}</div>'
-            f'<div style="font-size:20px;font-weight:600">{_e(f.value)}</div></div>' for f in row) + "</div>"
+            f'<div style="font-size:20px;font-weight:600">{_e(f.value)}</div>'
+            + (f'<div style="font-size:11px;{_MUTED}">{_e(f.detail)}</div>' if f.detail else "") + "</div>"
+            for f in row) + "</div>"
         for row in summary.figure_rows(result))
     said = "".join(f'<p style="margin:6px 0">{markdown_html(line)}</p>' for line in verdict_lines(result))
     checks = ordered_checks(result)
