@@ -191,8 +191,8 @@ with tab_checks:
         views.checklist_rows(checklist, lambda pitfall: pitfalls_view.result_link(pitfall, result, CASES,
                                                                                   language.url_params())),
         # Rows tall enough for a reason to wrap onto a second and third line: never cut off.
-        hide_index=True, width="stretch", height=38 + views.CHECK_ROW_PX * len(checklist),
-        row_height=views.CHECK_ROW_PX,
+        hide_index=True, width="stretch", height=38 + views.checklist_row_px(checklist) * len(checklist),
+        row_height=views.checklist_row_px(checklist),
         column_config={_("Why"): st.column_config.TextColumn(_("Why"), width="large"),
                        _("Pitfall"): st.column_config.LinkColumn(
             _("Explained in"), display_text=r"#pitfall-(.+)$",

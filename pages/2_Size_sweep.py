@@ -183,7 +183,8 @@ ui.chart(charts.sweep_speedup_chart(results, run.extent()), _("Speedup chart"), 
 ui.chart(charts.sweep_share_chart(results), _("One-off share chart"), f"{stem}_share",
          stretch=len({r.precision for r in results}) == 1)
 
-st.dataframe(views.sweep_table(results), hide_index=True, width="stretch")
+st.dataframe(views.sweep_table(results), hide_index=True, width="stretch",
+             column_config={_("Trusted"): st.column_config.TextColumn(_("Trusted"), width="large")})
 downloads = st.container(horizontal=True)
 shown = ui.visible(results)  # a hosted demo gives visitors no host name or interpreter path
 downloads.download_button(_("Sweep (JSON)"), formatting.dumps([r.to_dict() for r in shown]),

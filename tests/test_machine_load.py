@@ -194,3 +194,18 @@ def test_a_doubtful_compare_result_gives_no_verdict_but_its_range():
     assert "5.00x (95%:" in text and "faster" not in text
     speedup = next(f for f in summary.headline(r) if f.label.startswith("Speedup"))
     assert speedup.value == "5.00x" and speedup.detail.startswith("95%: ") and speedup.detail.endswith(" · doubtful")
+
+
+def test_the_checklist_rows_are_tall_enough_for_the_longest_reason(fair_result):
+    from jaxcompare.app import views
+
+    checks = checklist_of(fair_result)
+    short = views.checklist_row_px(checks)
+    long = [dataclasses.replace(checks[0], reason="x" * 300)] + checks[1:]
+    assert views.checklist_row_px(long) > short and views.checklist_row_px(long) >= 19 * 300 / 70
+
+
+def checklist_of(result):
+    from jaxcompare.analysis.checks import checklist
+
+    return checklist(result)

@@ -118,19 +118,21 @@ class ProgressLog:
 
 def test_progress_reports_every_phase_in_order():
     log = ProgressLog()
-    measure(Spec("matmul", (16, 16), timing=QUICK), progress=log)
-    # The two runtimes the speedup is made of come last, side by side.
+    r = measure(Spec("matmul", (16, 16), timing=QUICK), progress=log)
+    # The two runtimes the speedup is made of come last, side by side (timed again on a busy machine).
     # matmul has a FLOP count, so the ceilings for the fraction of peak come after agreement.
+    recheck = ["recheck"] if "recheck" in r.load else []
     assert log.phases == ["inputs", "transfer", "compile", "first_call", "dispatch", "fetch", "numpy",
-                          "runtime", "agreement", "peak", "done"]
+                          "runtime", *recheck, "agreement", "peak", "done"]
     assert log.only_grows()
 
 
 def test_progress_with_the_third_side_puts_jax_on_the_cpu_after_the_runtimes():
     log = ProgressLog()
-    measure(Spec("elementwise", (1000,), timing=QUICK), progress=log, cpu_side=True)
+    r = measure(Spec("elementwise", (1000,), timing=QUICK), progress=log, cpu_side=True)
+    recheck = ["recheck"] if "recheck" in r.load else []
     assert log.phases == ["inputs", "transfer", "compile", "first_call", "dispatch", "fetch", "numpy",
-                          "runtime", "jax_cpu", "agreement", "done"]
+                          "runtime", *recheck, "jax_cpu", "agreement", "done"]
     assert log.only_grows()
 
 

@@ -109,8 +109,15 @@ STATUS_ICON = {PASS: N_("✓ pass"), WARN: N_("⚠ warn"), FAIL: N_("✗ fail"),
 CHECKS_TAB = {PASS: N_("Checks: pass"), WARN: N_("Checks: warn"), FAIL: N_("Checks: fail")}
 
 
-# A checklist row's height: three lines of text, so the longest reason wraps instead of being cut off.
-CHECK_ROW_PX = 66
+# A checklist row: its lines of wrapped reason at about this many characters each (the Why column
+# of a laptop-wide page), this many pixels a line, plus padding. Measured on a Chromium screenshot.
+WHY_LINE_CHARS, LINE_PX, ROW_PAD_PX = 70, 19, 16
+
+
+def checklist_row_px(checklist: Sequence[Check]) -> int:
+    """Every checklist row this tall: enough lines for the longest reason, so none is cut off."""
+    longest = max((len(c.reason) for c in checklist), default=0)
+    return max(35, ROW_PAD_PX + LINE_PX * math.ceil(longest / WHY_LINE_CHARS))
 
 
 def checks_tab_label(checklist: Sequence[Check]) -> str:

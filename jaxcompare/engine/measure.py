@@ -497,6 +497,7 @@ def _recheck(run: _Run, calls: dict[str, Any], numpy_stats: Stats, jax_stats: St
     whole = run.timing.for_runtime()
     block = replace(whole, phase_budget_s=whole.phase_budget_s / 2)
     meter = load.prefixed("recheck.", pinned)
+    run.progress.start("recheck")  # the page says more blocks are being timed
     with share_cores(pinned) as shared:
         blocks = _runtime_blocks(run, calls, block, meter, progress=False, order=runtime_block_order(2))
     record: dict[str, Any] = {"why": "busy" if busy else "unstable", "cores": len(pinned or load.cores),
