@@ -144,7 +144,7 @@ def test_steady_is_not_checked_without_block_pairs(fair_result):
     from jaxcompare import TimingConfig
 
     single = dataclasses.replace(fair_result, numpy_runtime=dataclasses.replace(fair_result.numpy_runtime,
-                                                                              block_medians_s=()))
+                                                                              block_medians_s=()), load={})
     one_block = by_id(single)["steady"]
     assert one_block.status == NA and "not checked: one block a side" in one_block.reason
     assert overall([one_block]) == PASS  # n/a holds nothing against a result
