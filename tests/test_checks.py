@@ -178,6 +178,10 @@ def test_the_busy_item_names_what_other_programs_used(fair_result):
     assert by_id(loaded(0.1))["busy"].status == PASS
     rechecked = by_id(loaded(1.3, {"kept": "recheck", "pinned": True, "cores": 1}))["busy"]
     assert rechecked.status == PASS and "1 free core" in rechecked.reason
+    # Serial NumPy against parallel XLA: pinning both to one core slows only JAX, so no equal recheck.
+    unequal = by_id(loaded(1.3, {"kept": "recheck", "pinned": True, "cores": 1, "equal": False,
+                                 "own_cores": {"numpy": 1.0, "runtime": 1.4}}))["busy"]
+    assert unequal.status == WARN and "only JAX had run on more than one core" in unequal.reason
     # Saved before the load was recorded: not checked, and said so (n/a, not pass).
     assert by_id(dataclasses.replace(fair_result, load={}))["busy"].status == NA
 

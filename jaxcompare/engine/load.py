@@ -63,13 +63,19 @@ class Span:
 
     wall_s: float = 0.0
     others_cpu_s: float = 0.0
+    own_cpu_s: float = 0.0  # this process tree's CPU meanwhile: own_cpu_s / wall_s cores it used
 
     @property
     def others_cores(self) -> float:
         return self.others_cpu_s / self.wall_s if self.wall_s > 0 else 0.0
 
     def to_dict(self) -> dict[str, float]:
-        return {"wall_s": round(self.wall_s, 6), "others_cpu_s": round(self.others_cpu_s, 4)}
+        return {"wall_s": round(self.wall_s, 6), "others_cpu_s": round(self.others_cpu_s, 4),
+                "own_cpu_s": round(self.own_cpu_s, 4)}
+
+    @property
+    def own_cores(self) -> float:
+        return self.own_cpu_s / self.wall_s if self.wall_s > 0 else 0.0
 
 
 class LoadMeter:
@@ -111,6 +117,7 @@ class LoadMeter:
         span.wall_s += end[0] - start[0]
         # Never below zero: the two counters tick independently, so a short span can read -10 ms.
         span.others_cpu_s += max((end[1] - start[1]) - (end[2] - start[2]), 0.0)
+        span.own_cpu_s += max(end[2] - start[2], 0.0)
         return span
 
     @contextmanager
@@ -140,6 +147,11 @@ BUSY_CORES = 0.5
 
 def is_busy(others_cores: float | None) -> bool:
     return others_cores is not None and others_cores >= BUSY_CORES
+
+
+# A side that used more than this many cores' worth in its runtime blocks ran in parallel: pinned
+# to fewer cores it slows, where a serial side does not. Serial against parallel is no equal recheck.
+PARALLEL_CORES = 1.2
 
 
 def free_cores(cores: list[int], others_cores: float) -> list[int]:
