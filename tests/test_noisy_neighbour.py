@@ -21,9 +21,10 @@ from jaxcompare.analysis.trust import trusted
 from jaxcompare.engine.load import BUSY_CORES
 from jaxcompare.engine.measure import measure
 
-# Multithreaded BLAS beside XLA (where contention makes a false speedup), and single-threaded work.
+# Multithreaded BLAS beside XLA (where contention makes a false speedup), serial NumPy beside
+# parallel XLA (where pinning both to the free core is not equal), and serial work on both sides.
 COMPARISONS = (("matmul", (200, 200)), ("centered_gram", (400, 400)), ("elementwise", (1_000_000,)),
-               ("cumsum", (1_000_000,)))
+               ("cumsum", (1_000_000,)), ("fft", (262_144,)), ("sort", (250_000,)))
 NEIGHBOUR_MAX_S = 120  # the loop ends by itself even if teardown never ran
 NEIGHBOUR = f"import time\nend = time.time() + {NEIGHBOUR_MAX_S}\nwhile time.time() < end: pass\n"
 
@@ -81,11 +82,13 @@ def test_a_busy_neighbour_is_seen_and_trusted_speedups_hold(quiet_results, neigh
     assert (f"{doubtful} of {len(busy_results)} sizes set aside" in text) == (doubtful > 0)
 
     # The quotas need a quiet baseline: on a machine others already load, "quiet" is not.
+    calm = [r for r in quiet_results if (r.others_cores() or 0.0) < BUSY_CORES]
+    if len(calm) >= 2:  # most of the comparisons measured on a quiet machine are trusted
+        assert sum(map(trusted, calm)) > len(calm) / 2, [summary.doubt_text(r) for r in calm]
     background = max(r.others_cores() or 0.0 for r in quiet_results)
-    quiet_trusted = sum(map(trusted, quiet_results))
     if background >= BUSY_CORES:
-        pytest.skip(f"the quiet baseline was not quiet (other programs used {background:.1f} cores), so the "
-                    f"trusted-share quotas cannot be judged ({quiet_trusted} of {len(quiet_results)} trusted then, "
-                    f"{len(kept)} beside the neighbour); the checks above held")
-    assert quiet_trusted > len(quiet_results) / 2, [summary.doubt_text(r) for r in quiet_results]
+        pytest.skip(f"the quiet baseline was not quiet (other programs used up to {background:.1f} cores), so the "
+                    f"neighbour's quota cannot be judged ({sum(map(trusted, quiet_results))} of {len(quiet_results)} "
+                    f"trusted then, {len(calm)} measured quiet; {len(kept)} trusted beside the neighbour); "
+                    "the checks above held")
     assert len(kept) >= math.ceil(len(busy_results) / 3), [summary.doubt_text(r) for r in busy_results]
