@@ -47,8 +47,9 @@ def test_the_meter_counts_what_others_used_per_phase_and_adds_up_blocks():
     with meter.phase("numpy"):  # a second block of the same phase adds up
         c.advance(wall=2.0, ours=1.0, others=0.0)
     doc = meter.to_dict()
-    assert doc["phases"]["numpy"] == {"wall_s": 3.0, "others_cpu_s": 0.5}
-    assert doc["phases"]["runtime"] == {"wall_s": 1.0, "others_cpu_s": 1.5}
+    assert doc["phases"]["numpy"] == {"wall_s": 3.0, "others_cpu_s": 0.5, "own_cpu_s": 3.0}
+    assert doc["phases"]["runtime"] == {"wall_s": 1.0, "others_cpu_s": 1.5, "own_cpu_s": 1.0}
+    assert meter.spans["numpy"].own_cores == pytest.approx(1.0)  # the cores' worth we used ourselves
     r = dataclasses.replace(make_result(), load=doc)
     assert r.others_cores() == pytest.approx(2.0 / 4.0)  # cores' worth: others' CPU s over wall s
     assert r.others_cores(("runtime",)) == pytest.approx(1.5)
