@@ -172,7 +172,9 @@ st.caption(views.result_caption(result, current_config().changed_note(shape, res
 ui.history_note([result])
 for row in summary.figure_rows(result):
     for column, figure in zip(st.columns(3), row, strict=True):
-        column.metric(figure.label, figure.value, help=figure.help, border=True)
+        # The line under a value: a speedup's 95% range, grey and without an arrow.
+        column.metric(figure.label, figure.value, delta=figure.detail or None, delta_color="off",
+                      delta_arrow="off", help=figure.help, border=True)
 for line in views.verdict_lines(result):
     st.markdown(line)
 
@@ -191,8 +193,11 @@ with tab_checks:
     st.dataframe(
         views.checklist_rows(checklist, lambda pitfall: pitfalls_view.result_link(pitfall, result, CASES,
                                                                                   language.url_params())),
-        hide_index=True, width="stretch", height=38 + 35 * len(checklist),  # every check, no inner scroll
-        column_config={_("Pitfall"): st.column_config.LinkColumn(
+        # Rows tall enough for a reason to wrap onto a second and third line: never cut off.
+        hide_index=True, width="stretch", height=38 + views.checklist_row_px(checklist) * len(checklist),
+        row_height=views.checklist_row_px(checklist),
+        column_config={_("Why"): st.column_config.TextColumn(_("Why"), width="large"),
+                       _("Pitfall"): st.column_config.LinkColumn(
             _("Explained in"), display_text=r"#pitfall-(.+)$",
             help=_("Opens the Pitfalls page section that measures this mistake, for this case (new tab)."))})
 with tab_phases:

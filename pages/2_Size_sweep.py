@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from jaxcompare import JaxCompareError
+from jaxcompare.analysis.trust import trusted
 from jaxcompare.app import charts, controls, environment_view, language, navigation, ui, views
 from jaxcompare.history.exchange import export_csv
 from jaxcompare.i18n import _, translate_text
@@ -167,10 +168,13 @@ st.caption(sweep_caption.format(numpy_name=first.case_info.get("numpy_name", "")
                                 jax_name=first.case_info.get("jax_name", ""), backend=first.backend,
                                 device=first.device, done=len(results), total=run.total))
 ui.history_note(results)
-figures = [views.crossover_figure(precision, elements, len(first.shape), run.finished)
+figures = [views.crossover_figure(precision, elements, len(first.shape), run.finished,
+                                  any(trusted(r) for r in results if r.precision == precision))
            for precision, elements in views.crossovers(results).items()]
 for column, figure in zip(st.columns(len(figures) + 1), [*figures, views.best_speedup_figure(results)], strict=True):
-    column.metric(figure.label, figure.value, help=figure.help, border=True)
+    column.metric(figure.label, figure.value, delta=figure.detail or None, delta_color="off", delta_arrow="off",
+                  help=figure.help, border=True)
+st.markdown(views.sweep_verdict(results))  # from trusted sizes only, with how many were set aside
 
 stem = f"sweep_{first.case}"
 ui.chart(charts.sweep_runtime_chart(results, run.extent()), _("Runtime chart"), f"{stem}_runtime", stretch=True)
@@ -178,7 +182,8 @@ ui.chart(charts.sweep_speedup_chart(results, run.extent()), _("Speedup chart"), 
 ui.chart(charts.sweep_share_chart(results), _("One-off share chart"), f"{stem}_share",
          stretch=len({r.precision for r in results}) == 1)
 
-st.dataframe(views.sweep_table(results), hide_index=True, width="stretch")
+st.dataframe(views.sweep_table(results), hide_index=True, width="stretch",
+             column_config={_("Trusted"): st.column_config.TextColumn(_("Trusted"), width="large")})
 downloads = st.container(horizontal=True)
 shown = ui.visible(results)  # a hosted demo gives visitors no host name or interpreter path
 downloads.download_button(_("Sweep (JSON)"), formatting.dumps([r.to_dict() for r in shown]),

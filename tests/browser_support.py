@@ -186,3 +186,27 @@ def tick(page, row: int, selected: int) -> None:
     page.mouse.click(box["x"] + 18, box["y"] + ROW_PX * (row + 1) + ROW_PX / 2)
     page.get_by_text(f"{selected} selected", exact=True).wait_for(timeout=30_000)
     page.wait_for_selector(IDLE, timeout=30_000)
+
+
+_HOLLOW_JS = """index => {
+    const chart = document.querySelectorAll("[data-testid='stVegaLiteChart']")[index];
+    const svg = chart && chart.querySelector("svg.marks");
+    if (!svg) return -1;
+    let n = 0;
+    for (const group of svg.querySelectorAll("g.role-mark.mark-symbol")) {
+        if (group.closest(".role-legend")) continue;
+        for (const item of group.children) {
+            const fill = item.getAttribute("fill");
+            const hollow = !fill || fill === "none" || fill === "transparent";
+            if (hollow && item.getAttribute("stroke") && item.getAttribute("opacity") !== "0") n++;
+        }
+    }
+    return n;
+}"""
+
+
+def hollow_marks(page, index: int) -> int:
+    """How many hollow dots (stroked, not filled) chart ``index`` draws: the sweep's doubtful points."""
+    n = page.evaluate(_HOLLOW_JS, index)
+    assert n >= 0, f"chart {index} has no SVG marks"
+    return n

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from browser_support import CHART, IDLE, JAX_COLOR, NUMPY_COLOR, assert_no_error, chart_marks, wait_for_chart_marks
 
@@ -23,6 +25,9 @@ def test_compare_runs_and_renders_charts(server, browser, tmp_path):
     page.wait_for_selector(IDLE, timeout=60_000)
     assert page.locator("[data-testid='stVegaLiteChart']").count() == 2
     assert page.locator("[data-testid='stMetric']").count() == 6
+    # The speedup never without its 95% range (issue 23), on a line under the value.
+    speedup = page.locator("[data-testid='stMetric']").filter(has_text="Speedup").inner_text()
+    assert re.search(r"95%: \d+\.\d\dx–\d+\.\d\dx", speedup), speedup
     for index in range(2):  # Vega draws after the element appears: wait for JAX's marks
         wait_for_chart_marks(page, index, JAX_COLOR)
     # The phase chart: one dot per phase in its side's colour, every phase inside the plot.

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from jaxcompare.analysis.checks import FAIL, PASS, WARN, checklist, overall
+from jaxcompare.analysis.checks import FAIL, NA, PASS, WARN, checklist, overall
 
 FAIRNESS = ("precision", "blocked", "compile", "transfer", "agreement")
 
@@ -78,13 +78,13 @@ def test_unstable_or_few_samples_warn(fair_result, field):
 
 def test_tf32_warns_only_for_float32_on_gpu(fair_result):
     on_gpu = dataclasses.replace(fair_result, backend="gpu")
-    assert by_id(fair_result)["tf32"].status == PASS
+    assert by_id(fair_result)["tf32"].status == NA  # on a CPU TF32 does not apply: n/a, not pass
     assert by_id(on_gpu)["tf32"].status == WARN
     highest = dataclasses.replace(on_gpu, protocol=on_gpu.protocol | {"matmul_precision": "highest"})
     assert by_id(highest)["tf32"].status == PASS
     float64 = dataclasses.replace(on_gpu, dtype="float64",
                                   agreement=on_gpu.agreement | {"numpy_dtype": "float64", "jax_dtype": "float64"})
-    assert by_id(float64)["tf32"].status == PASS
+    assert by_id(float64)["tf32"].status == NA
 
 
 def test_numpy_linalg_float32_is_flagged_as_double_work(fair_result):
@@ -143,12 +143,51 @@ def test_the_pairs_may_spread_as_far_as_the_blocks_precision_allows(fair_result)
 def test_steady_is_not_checked_without_block_pairs(fair_result):
     from jaxcompare import TimingConfig
 
-    one_block = by_id(fair_result)["steady"]
-    assert one_block.status == PASS and "not checked: one block a side" in one_block.reason
+    single = dataclasses.replace(fair_result, numpy_runtime=dataclasses.replace(fair_result.numpy_runtime,
+                                                                              block_medians_s=()), load={})
+    one_block = by_id(single)["steady"]
+    assert one_block.status == NA and "not checked: one block a side" in one_block.reason
+    assert overall([one_block]) == PASS  # n/a holds nothing against a result
     # A thorough result saved before block medians were kept: it had pairs, none recorded.
-    old = dataclasses.replace(fair_result, spec=dataclasses.replace(fair_result.spec,
+    old = dataclasses.replace(single, spec=dataclasses.replace(fair_result.spec,
                                                                     timing=TimingConfig.preset("thorough")))
     assert "no block medians recorded" in by_id(old)["steady"].reason
     # A zero median cannot make a ratio: no pairs rather than a division by zero.
     zero = _in_pairs(fair_result, [0.0, 10e-3], [5e-3, 5e-3])
     assert zero.speedup_pairs == () and zero.speedup_steady is None
+
+
+def test_every_unstable_side_is_named(fair_result):
+    def shaky(stats, why):
+        return dataclasses.replace(stats, stable=False, unstable_reason=why)
+
+    both = dataclasses.replace(fair_result, numpy_runtime=shaky(fair_result.numpy_runtime, "numpy wobbled"),
+                               runtime=shaky(fair_result.runtime, "jax wobbled"))
+    check = by_id(both)["stable"]
+    assert check.status == WARN and "NumPy: numpy wobbled" in check.reason and "JAX: jax wobbled" in check.reason
+
+
+def test_the_busy_item_names_what_other_programs_used(fair_result):
+    def loaded(others_cpu_s, recheck=None):
+        load = {"cores": 2, "phases": {"numpy": {"wall_s": 1.0, "others_cpu_s": others_cpu_s},
+                                       "runtime": {"wall_s": 1.0, "others_cpu_s": others_cpu_s}}}
+        return dataclasses.replace(fair_result, load=load | ({"recheck": recheck} if recheck else {}))
+
+    busy = by_id(loaded(1.3))["busy"]
+    assert busy.status == WARN and "1.3 cores during the runtime blocks" in busy.reason
+    assert by_id(loaded(0.1))["busy"].status == PASS
+    rechecked = by_id(loaded(1.3, {"kept": "recheck", "pinned": True, "cores": 1}))["busy"]
+    assert rechecked.status == PASS and "1 free core" in rechecked.reason
+    # Serial NumPy against parallel XLA: pinning both to one core slows only JAX, so no equal recheck.
+    unequal = by_id(loaded(1.3, {"kept": "recheck", "pinned": True, "cores": 1, "equal": False,
+                                 "own_cores": {"numpy": 1.0, "runtime": 1.4}}))["busy"]
+    assert unequal.status == WARN and "only JAX had run on more than one core" in unequal.reason
+    # Saved before the load was recorded: not checked, and said so (n/a, not pass).
+    assert by_id(dataclasses.replace(fair_result, load={}))["busy"].status == NA
+
+
+def test_a_first_call_shorter_than_its_compile_is_a_contradiction(fair_result):
+    assert by_id(fair_result)["first_call"].status == PASS
+    fast = dataclasses.replace(fair_result.first_call, median_s=fair_result.compile_total_s / 10)
+    check = by_id(dataclasses.replace(fair_result, first_call=fast))["first_call"]
+    assert check.status == WARN and "less than its own compile" in check.reason

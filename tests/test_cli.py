@@ -124,7 +124,12 @@ def test_sweep_reports_each_size_and_a_verdict():
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert [r["shape"] for r in doc["results"]] == [[8, 8], [32, 32]]
-    assert "crossover" in proc.stderr
+    # The verdict, from trusted sizes only; each point says whether it is trusted, and if not why.
+    assert any(w in proc.stderr for w in ("crossover", "starts to win", "No size could be trusted")), proc.stderr
+    for point in doc["results"]:
+        assert isinstance(point["trusted"], bool) and (point["set_aside"] is None) == point["trusted"]
+        if not point["trusted"]:
+            assert "[set aside: " in proc.stderr
 
 
 def _bad_inputs(tmp_path) -> list[tuple[list[str], str]]:

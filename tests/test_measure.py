@@ -118,19 +118,21 @@ class ProgressLog:
 
 def test_progress_reports_every_phase_in_order():
     log = ProgressLog()
-    measure(Spec("matmul", (16, 16), timing=QUICK), progress=log)
-    # The two runtimes the speedup is made of come last, side by side.
+    r = measure(Spec("matmul", (16, 16), timing=QUICK), progress=log)
+    # The two runtimes the speedup is made of come last, side by side (timed again on a busy machine).
     # matmul has a FLOP count, so the ceilings for the fraction of peak come after agreement.
+    recheck = ["recheck"] if "recheck" in r.load else []
     assert log.phases == ["inputs", "transfer", "compile", "first_call", "dispatch", "fetch", "numpy",
-                          "runtime", "agreement", "peak", "done"]
+                          "runtime", *recheck, "agreement", "peak", "done"]
     assert log.only_grows()
 
 
 def test_progress_with_the_third_side_puts_jax_on_the_cpu_after_the_runtimes():
     log = ProgressLog()
-    measure(Spec("elementwise", (1000,), timing=QUICK), progress=log, cpu_side=True)
+    r = measure(Spec("elementwise", (1000,), timing=QUICK), progress=log, cpu_side=True)
+    recheck = ["recheck"] if "recheck" in r.load else []
     assert log.phases == ["inputs", "transfer", "compile", "first_call", "dispatch", "fetch", "numpy",
-                          "runtime", "jax_cpu", "agreement", "done"]
+                          "runtime", *recheck, "jax_cpu", "agreement", "done"]
     assert log.only_grows()
 
 
@@ -172,8 +174,8 @@ def test_runtime_settings_govern_only_the_speedup_phases():
     # to its budget.
     cfg = TimingConfig(target_sample_s=0.002, min_samples=4, max_samples=40, phase_budget_s=0.05,
                        rel_ci=1e-9, compile_samples=2, warmup_s=0.001, runtime_rel_ci=10.0)
-    r = measure(Spec("elementwise", (1000,), timing=cfg))
-    assert r.numpy_runtime.n == r.runtime.n == 4
+    r = measure(Spec("elementwise", (1000,), timing=cfg), recheck=False)  # the first pass's rules
+    assert r.numpy_runtime.n == r.runtime.n == 6  # min_samples, raised to the 6 a 95% range needs
     assert r.numpy_runtime.stable and r.runtime.stable
     assert r.transfer.n > 4 and not r.transfer.stable
 
@@ -206,7 +208,7 @@ def test_runtime_blocks_are_timed_in_pairs_side_by_side(monkeypatch):
     log = ProgressLog()
     cfg = TimingConfig(target_sample_s=0.002, min_samples=12, max_samples=40, phase_budget_s=0.05,
                        rel_ci=10.0, compile_samples=2, warmup_s=0.001, runtime_blocks=4)
-    r = measure(Spec("elementwise", (1000,), timing=cfg), progress=log)
+    r = measure(Spec("elementwise", (1000,), timing=cfg), progress=log, recheck=False)
     assert log.phases[-6:] == ["fetch", "numpy", "runtime", "recheck", "agreement", "done"]
     assert log.only_grows()  # the bar never goes back between blocks
     # Pairs side by side, alternating which goes first; a switch of library settles first

@@ -250,7 +250,7 @@ def test_the_html_shows_figures_chart_verdict_and_the_checklist_warnings_first(n
     assert "<svg" in page and "Where the time goes" in page
     for line in display.verdict_lines(failing):  # the verdict, bold where the app's is bold
         assert display.markdown_html(line) in page
-    statuses = re.findall(r"[✓⚠✗] (pass|warn|fail)</td>", page)
+    statuses = re.findall(r"[✓⚠✗–] (pass|warn|fail|n/a)</td>", page)
     assert len(statuses) == len(checklist(failing))
     assert statuses[0] == FAIL and statuses == sorted(statuses, key=display.STATUS_ORDER.get)
 

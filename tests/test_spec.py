@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from jaxcompare import BadInput, Spec, TimingConfig, parse_shape
+from jaxcompare.model.spec import MIN_SAMPLES_FOR_RANGE
 
 
 @pytest.mark.parametrize("text, shape", [
@@ -103,7 +106,8 @@ def test_timing_presets_round_trip_and_name_themselves():
 
 def test_runtime_settings_apply_only_to_the_speedup_phases():
     careful = TimingConfig()
-    assert careful.for_runtime() == careful  # no runtime settings: every phase alike
+    # No runtime settings: every phase alike, but for the samples a 95% range needs.
+    assert careful.for_runtime() == dataclasses.replace(careful, min_samples=MIN_SAMPLES_FOR_RANGE)
     thorough = TimingConfig.thorough()
     runtime = thorough.for_runtime()
     assert (runtime.rel_ci, runtime.phase_budget_s) == (0.01, 2.5)

@@ -87,8 +87,10 @@ def test_round_trip_save_list_export_import_is_identical(results, store, tmp_pat
     for r in results:
         assert normal(fresh.get(r.id)) == normal(r)
     assert [row["id"] for row in fresh.list()] == [row["id"] for row in rows]
-    paired = fresh.get(results[2].id)  # the block pairs survive the round trip
-    assert len(paired.speedup_pairs) == 2 and paired.speedup_pairs == results[2].speedup_pairs
+    paired = fresh.get(results[2].id)  # the block pairs (or a busy machine's recheck) survive the round trip
+    assert paired.speedup_pairs == results[2].speedup_pairs and paired.load == results[2].load
+    if (results[2].load.get("recheck") or {}).get("kept") != "recheck":  # a recheck keeps each side's best block
+        assert len(paired.speedup_pairs) == 2
 
 
 def test_save_is_idempotent_for_the_same_id(results, store):

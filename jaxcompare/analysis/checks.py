@@ -1,7 +1,9 @@
 """The credibility checklist: can this Result's comparison be trusted, and if not, why?
 
-Each item is pass / warn / fail with a one-line reason and the pitfall (see pitfalls.py)
-that explains it. Computed from a Result alone, so the CLI and the app show the same.
+Each item is pass / warn / fail, or n/a where it was not checked or does not apply, with a
+one-line reason and the pitfall (see pitfalls.py) that explains it. Computed from a Result
+alone, so the CLI and the app show the same. ``trusted`` says whether a result's speedup may
+lead a page (analysis/trust.py).
 """
 
 from __future__ import annotations
@@ -11,24 +13,29 @@ from typing import Any
 
 import numpy as np
 
+from ..engine.load import is_busy
 from ..i18n import N_, _, translate_text
 from ..model.formatting import format_factor, format_time, transfer_rate_text
 from ..model.result import Result
 
-PASS, WARN, FAIL = "pass", "warn", "fail"
+PASS, WARN, FAIL, NA = "pass", "warn", "fail", "n/a"
 MIN_SAMPLES = 5
 # JAX's per-call overhead is tens of µs on CPU; below ~10x that, dispatch dominates.
 DISPATCH_RATIO_WARN = 10.0
 DISPATCH_RATIO_FAIL = 2.0
+# A first call under this share of its fastest trace + lower + compile contradicts it.
+FIRST_CALL_SHARE = 0.5
 # Each check's title by its id; Check.title is it in the language in force when checklist() runs.
 TITLES = {
     "workload": N_("Workload large enough"),
     "precision": N_("Matched precision"),
     "blocked": N_("Blocked timing"),
     "compile": N_("Compile excluded from runtime"),
+    "first_call": N_("First call includes its compile"),
     "transfer": N_("Inputs already on the device"),
     "agreement": N_("Outputs agree"),
     "stable": N_("Samples stable"),
+    "busy": N_("Machine quiet"),
     "steady": N_("Speedup steady"),
     "samples": N_("Enough samples"),
     "threads": N_("CPU thread parity"),
@@ -170,10 +177,10 @@ def check_agreement(r: Result) -> Check:
 def check_stability(r: Result) -> Check:
     shaky = [(name, s) for name, s in (("NumPy", r.numpy_runtime), ("JAX", r.runtime)) if not s.stable]
     if shaky:
-        name, s = shaky[0]
         # Translators: {reason} says why the samples are unstable.
-        template = _("NumPy: {reason}") if name == "NumPy" else _("JAX: {reason}")
-        return _check("stable", WARN, template.format(reason=translate_text(s.unstable_reason)), None)
+        parts = [(_("NumPy: {reason}") if name == "NumPy" else _("JAX: {reason}")).format(
+            reason=translate_text(s.unstable_reason or "")) for name, s in shaky]
+        return _check("stable", WARN, "; ".join(parts), None)
     return _check("stable", PASS, _("median known to ±{ci:.1%} (95% CI)").format(
         ci=max(r.numpy_runtime.rel_ci, r.runtime.rel_ci)), None)
 
@@ -183,11 +190,13 @@ def check_speedup_steady(r: Result) -> Check:
     pair to pair? A drift of the machine's speed moves both medians, but not their ratio."""
     pairs = r.speedup_pairs
     if not pairs:
-        if r.spec.timing.runtime_blocks > 1:
+        if (r.load.get("recheck") or {}).get("kept") == "recheck":
+            why = _("not checked: timed again on a busy machine, each side's fastest block kept (no pairs)")
+        elif r.spec.timing.runtime_blocks > 1:
             why = _("not checked: no block medians recorded (measured before jaxcompare kept them)")
         else:
             why = _("not checked: one block a side (the thorough timing times four pairs of blocks)")
-        return _check("steady", PASS, why, None)
+        return _check("steady", NA, why, None)
     each = ", ".join(format_factor(p) for p in pairs)
     spread = r.speedup_moved
     tolerance = r.spec.timing.pair_tolerance
@@ -215,7 +224,7 @@ def check_sample_count(r: Result) -> Check:
 
 def check_threads(r: Result) -> Check:
     if r.backend != "cpu":
-        return _check("threads", PASS, _("not applicable: JAX ran on {backend}").format(backend=r.backend), None)
+        return _check("threads", NA, _("not applicable: JAX ran on {backend}").format(backend=r.backend), None)
     cores = r.env.get("cpu_affinity") or r.env.get("cpu_count_logical")
     blas = [b for b in r.env.get("blas", []) if b.get("user_api") == "blas"]
     if not blas or not cores:
@@ -231,9 +240,9 @@ def check_threads(r: Result) -> Check:
 
 def check_tf32(r: Result) -> Check:
     if r.backend != "gpu":
-        return _check("tf32", PASS, _("not applicable on {backend}").format(backend=r.backend), "tf32")
+        return _check("tf32", NA, _("not applicable on {backend}").format(backend=r.backend), "tf32")
     if r.dtype != "float32":
-        return _check("tf32", PASS, _("float64 is never computed in TF32"), "tf32")
+        return _check("tf32", NA, _("float64 is never computed in TF32"), "tf32")
     if r.protocol.get("matmul_precision") == "highest":
         return _check("tf32", PASS, _("matmul precision set to 'highest'"), "tf32")
     return _check("tf32", WARN,
@@ -241,9 +250,57 @@ def check_tf32(r: Result) -> Check:
                     "{err:.2g}").format(err=r.agreement["max_rel_err"]), "tf32")
 
 
+def check_busy(r: Result) -> Check:
+    """Did other programs take the cores while the runtimes were timed? Contention only adds time,
+    and far more to NumPy's BLAS than to XLA (a false speedup), so a busy run is doubtful unless the
+    pair was timed again with both sides on the free cores (engine/measure._recheck)."""
+    others = r.others_cores()
+    if others is None:
+        return _check("busy", NA, _("not checked: this result was saved before jaxcompare recorded the "
+                                    "machine's load"), None)
+    recheck = r.load.get("recheck") or {}
+    figure = format_cores(others)
+    if recheck.get("kept") == "recheck" and recheck.get("pinned") and recheck.get("equal") is False:
+        own = recheck.get("own_cores") or {}
+        parallel = "NumPy" if own.get("numpy", 0.0) > own.get("runtime", 0.0) else "JAX"
+        return _check("busy", WARN, _("other programs used {cores} cores during the runtime blocks; timed again on the "
+                                      "{free} free core(s), but only {side} had run on more than one core, so that "
+                                      "changes the comparison: rerun when the machine is quieter").format(
+            cores=figure, free=recheck.get("cores"), side=parallel), None)
+    if recheck.get("kept") == "recheck" and recheck.get("pinned"):
+        return _check("busy", PASS, _("other programs used {cores} cores during the first runtime blocks, so the "
+                                      "pair was timed again with NumPy and JAX both limited to the {free} free "
+                                      "core(s); the figures are from that second timing").format(
+            cores=figure, free=recheck.get("cores")), None)
+    if is_busy(others):
+        return _check("busy", WARN, _("other programs used {cores} cores during the runtime blocks: contention "
+                                      "slows NumPy's BLAS far more than XLA, so the speedup may be false; rerun "
+                                      "when the machine is quieter").format(cores=figure), None)
+    return _check("busy", PASS, _("other programs used {cores} cores during the runtime blocks").format(
+        cores=figure), None)
+
+
+def format_cores(cores: float) -> str:
+    return f"{cores:.1f}"
+
+
+def check_first_call(r: Result) -> Check:
+    """A first call with a cold cache compiles, so it cannot be much shorter than its own compile.
+    On a busy machine both wander by ±50% (measured), so only under half the fastest compile
+    counts: a cache hit is a hundred times shorter."""
+    first, compile_s = r.first_call.median_s, r.compile_total_s
+    fastest = r.trace.min_s + r.lower.min_s + r.compile.min_s
+    if first > 0 and fastest > 0 and first < FIRST_CALL_SHARE * fastest:
+        return _check("first_call", WARN, _("the first call ({first}) took less than its own compile ({compile}): "
+                                            "a cache answered it, or the clock is wrong").format(
+            first=format_time(first), compile=format_time(compile_s)), "jit")
+    return _check("first_call", PASS, _("the first call ({first}) includes its compile ({compile})").format(
+        first=format_time(first), compile=format_time(compile_s)), "jit")
+
+
 CHECKS = (check_workload, check_precision, check_blocked, check_compile_excluded, check_on_device,
-          check_agreement, check_stability, check_speedup_steady, check_sample_count, check_threads,
-          check_tf32)
+          check_agreement, check_stability, check_busy, check_speedup_steady, check_sample_count,
+          check_first_call, check_threads, check_tf32)
 
 
 def checklist(result: Result) -> list[Check]:
@@ -252,5 +309,6 @@ def checklist(result: Result) -> list[Check]:
 
 
 def overall(checks: list[Check]) -> str:
+    """fail, else warn, else pass: n/a counts as pass (nothing to hold against the result)."""
     statuses = {c.status for c in checks}
     return FAIL if FAIL in statuses else WARN if WARN in statuses else PASS

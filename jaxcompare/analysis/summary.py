@@ -6,13 +6,16 @@ the third side and the fraction of peak. Plain data and Markdown sentences (``**
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..i18n import N_, _, sentences
+from ..model.cases import format_shape
 from ..model.formatting import (
     faster_or_slower,
     format_break_even,
     format_calls,
+    format_crossover,
     format_factor,
     format_speedup,
     format_time,
@@ -22,6 +25,7 @@ from ..model.formatting import (
 )
 from ..model.result import Result
 from ..model.sides import link_name
+from .trust import WHY, set_aside_text, trust, trusted
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,7 @@ class Figure:
     label: str
     value: str
     help: str
+    detail: str = ""  # a line under the value (a speedup's 95% range), "" for none
 
 
 def one_off_s(result: Result) -> float:
@@ -71,7 +76,7 @@ def headline(result: Result) -> list[Figure]:
                  "each call blocked with block_until_ready().")),
         Figure(_("Speedup"), format_factor(s), sentences(
             _("{speedup}: NumPy runtime / JAX runtime; above 1x JAX is faster.").format(speedup=format_speedup(s)),
-            *_speedup_range_text(result))),
+            *_speedup_range_text(result)), range_detail(result, doubtful=not trusted(result))),
         Figure(_("Compile"), format_time(result.compile_total_s),
                _("Cold trace + lower + XLA compile, paid once per function, shape and dtype.")),
         Figure(_("Transfer"), format_time(result.transfer.median_s), transfer_help(result)),
@@ -139,6 +144,13 @@ def verdict(result: Result, sweep_with: str | None = None) -> str:
         return _("JAX's runtime was too small to measure reliably.")
     word, factor = faster_or_slower(s)
     numpy_time, jax_time = format_time(result.numpy_runtime.median_s), format_time(result.runtime.median_s)
+    doubt = doubt_text(result)
+    if doubt is not None:
+        # Never a verdict from a doubtful number: say what was measured, and why it does not count.
+        return sentences(_("**No verdict from this run: {why}.** It measured a speedup of {speedup} ({numpy} vs "
+                           "{jax}); see the checklist below, and rerun when the machine is quieter.").format(
+            why=doubt, speedup=speedup_text(result), numpy=numpy_time, jax=jax_time),
+            *_rangesentences(result, with_range=False))
     if word == "faster":
         be = result.break_even_calls
         if be is not None and be <= 1:
@@ -159,13 +171,13 @@ def verdict(result: Result, sweep_with: str | None = None) -> str:
     return sentences(first, *_rangesentences(result), sweep)
 
 
-def _rangesentences(result: Result) -> list[str]:
+def _rangesentences(result: Result, with_range: bool = True) -> list[str]:
     """How sure: the speedup's 95% range, whether it still allows 'no difference', and
     whether the speedup held from one pair of runtime blocks to the next (a sentence each,
     none when there is nothing to say)."""
     low, high = result.speedup_range
     sentences = []
-    ranged = math.isfinite(low) and math.isfinite(high)
+    ranged = with_range and math.isfinite(low) and math.isfinite(high)
     if ranged:
         if low <= 1 <= high:
             sentences.append(_("With 95% confidence the speedup is between {low} and {high}, so this run cannot "
@@ -208,3 +220,59 @@ def peak_text(result: Result) -> str | None:
     """The fraction-of-peak line (formatting.peak_sentence), or None without a FLOP count."""
     text = peak_sentence(result)
     return _("**Fraction of peak.** {text}").format(text=text) if text else None
+
+
+# --- what a speedup figure says, range and all ----------------------------------------------------
+def speedup_text(result: Result) -> str:
+    """'2.65x (95%: 2.10x–3.31x)': a headline speedup never without its 95% range (where known)."""
+    low, high = result.speedup_range
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return format_factor(result.speedup)
+    return _("{speedup} (95%: {low}–{high})").format(speedup=format_factor(result.speedup),
+                                                     low=format_factor(low), high=format_factor(high))
+
+
+def range_detail(result: Result, doubtful: bool = False) -> str:
+    """A speedup tile's line under its value: the 95% range ('95%: 2.10x–3.31x'), and 'doubtful'
+    when the result is not trusted. The value holds the speedup alone, so a laptop-wide column
+    shows it whole."""
+    low, high = result.speedup_range
+    parts = []
+    if math.isfinite(low) and math.isfinite(high):
+        parts.append(_("95%: {low}–{high}").format(low=format_factor(low), high=format_factor(high)))
+    if doubtful:
+        parts.append(_("doubtful"))
+    return " · ".join(parts)
+
+
+def doubt_text(result: Result) -> str | None:
+    """Why a result's speedup is not headlined ('the machine was busy'), or None when it is trusted."""
+    verdict = trust(result)
+    return None if verdict.trusted else _(WHY[verdict.why or "fail"])
+
+
+# --- a size sweep's headline ----------------------------------------------------------------------
+def best_trusted(results: Sequence[Result]) -> Result | None:
+    """The trusted point with the highest speedup (None when no point is trusted)."""
+    kept = [r for r in results if trusted(r) and math.isfinite(r.speedup)]
+    return max(kept, key=lambda r: r.speedup) if kept else None
+
+
+def sweep_verdict(results: Sequence[Result], crossover_elements: float | None) -> str:
+    """Where JAX starts to win, from trusted points only, then how many were set aside and why."""
+    kept = [r for r in results if trusted(r)]
+    ndim = len(results[0].shape) if results else 1
+    if not kept:
+        first = _("No size could be trusted, so this sweep has no verdict.")
+    elif crossover_elements is not None:
+        first = _("JAX starts to win at {where}.").format(where=format_crossover(crossover_elements, ndim))
+    elif all(r.speedup >= 1 for r in kept):
+        first = _("No crossover: JAX is faster at every trusted size.")
+    elif all(r.speedup < 1 for r in kept):
+        first = _("No crossover: JAX is not faster at any trusted size; try larger sizes.")
+    else:
+        first = _("No single crossover in this range.")
+    best = best_trusted(results)
+    best_line = "" if best is None else _("Best trusted speedup: {speedup} at {shape}.").format(
+        speedup=speedup_text(best), shape=format_shape(best.shape))
+    return sentences(first, best_line, set_aside_text(results) or "")

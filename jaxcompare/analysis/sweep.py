@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from ..model.cases import Case
 from ..model.errors import BadInput
 from ..model.result import Result
 from ..model.spec import parse_shape
+from .trust import trust, trusted
 
 
 def ladder(case: Case, steps: int = 5, largest: Sequence[int] | None = None) -> list[tuple[int, ...]]:
@@ -46,8 +48,10 @@ def parse_sizes(case: Case, sizes: Sequence[str]) -> list[tuple[int, ...]]:
 
 
 def crossover(results: Sequence[Result]) -> float | None:
-    """Element count where speedup crosses 1 (log-log interpolation); None if it never does."""
-    points = sorted((math.prod(r.shape), r.speedup) for r in results if r.speedup > 0)
+    """Element count where the speedup crosses 1 (log-log interpolation) between trusted points
+    (analysis/trust.py); None if it never does. A doubtful point never places the crossover."""
+    points = sorted((math.prod(r.shape), r.speedup) for r in results
+                    if math.isfinite(r.speedup) and r.speedup > 0 and trusted(r))
     for (n0, s0), (n1, s1) in zip(points, points[1:], strict=False):
         if s0 < 1 <= s1 or s0 >= 1 > s1:
             l0, l1 = math.log(s0), math.log(s1)
@@ -57,3 +61,13 @@ def crossover(results: Sequence[Result]) -> float | None:
             return float(math.exp(math.log(n0) + t * (math.log(n1) - math.log(n0))))
     return None
 
+
+
+def sweep_document(case: str, precision: str, results: Sequence[Result], cross: float | None) -> dict[str, Any]:
+    """The JSON of a sweep (``jaxcompare sweep --json``, the notebook's Sweep.to_json): each point
+    says whether it is trusted and, if not, why it was set aside (a trust.WHY key)."""
+    points = []
+    for r in results:
+        verdict = trust(r)
+        points.append(r.to_dict() | {"trusted": verdict.trusted, "set_aside": verdict.why})
+    return {"case": case, "precision": precision, "crossover_elements": cross, "results": points}

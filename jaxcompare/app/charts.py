@@ -14,10 +14,11 @@ from typing import Any
 
 import altair as alt
 
+from ..analysis import summary
 from ..analysis.summary import one_off_s
 from ..i18n import N_, _
 from ..model.cases import format_shape
-from ..model.formatting import format_crossover, format_factor, format_time
+from ..model.formatting import format_crossover, format_time
 from ..model.palette import JAX_COLOR, JAX_CPU_COLOR, NUMPY_COLOR
 from ..model.phases import ONE_OFF_PHASES, PER_CALL_PHASES, phase_label
 from ..model.result import Result
@@ -323,11 +324,19 @@ def sweep_runtime_chart(results: Sequence[Result], extent: Extent = None) -> alt
 
 
 def speedup_rows(results: Sequence[Result]) -> list[dict[str, Any]]:
+    """One row per point: its speedup, 95% range (the speedup itself where unknown) and whether it
+    is trusted (analysis/trust.py), with the reason it was set aside."""
     rows = []
     for r in results:
         if math.isfinite(r.speedup) and r.speedup > 0:
+            low, high = r.speedup_range
+            known = math.isfinite(low) and math.isfinite(high) and low > 0
+            why = summary.doubt_text(r)
             rows.append({"elements": math.prod(r.shape), "shape": format_shape(r.shape),
-                         "precision": r.precision, "speedup": r.speedup, "text": format_factor(r.speedup)})
+                         "precision": r.precision, "speedup": r.speedup, "text": summary.speedup_text(r),
+                         "low": low if known else r.speedup, "high": high if known else r.speedup,
+                         "trusted": why is None, "status": _("trusted") if why is None else
+                         _("set aside: {why}").format(why=why)})
     return sorted(rows, key=lambda row: (row["precision"], row["elements"]))
 
 
@@ -336,7 +345,7 @@ def sweep_speedup_chart(results: Sequence[Result], extent: Extent = None) -> alt
     rows = speedup_rows(results)
     ndim = len(results[0].shape)
     x_scale, x_axis = _elements_axis([r["elements"] for r in rows], extent)
-    values = [r["speedup"] for r in rows] + [1.0]
+    values = [r["speedup"] for r in rows] + [r["low"] for r in rows] + [r["high"] for r in rows] + [1.0]
     lo, hi, ticks = _log_domain(min(values), max(values), pad=2.0)
     y_scale = alt.Scale(type="log", domain=[lo, hi], nice=False)
     y_axis = alt.Axis(title=_("speedup, NumPy time / JAX time (log scale)"), values=ticks, format="~g",
@@ -348,12 +357,21 @@ def sweep_speedup_chart(results: Sequence[Result], extent: Extent = None) -> alt
         color=alt.Color("precision:N", scale=precision_scale(results, PRECISION_COLOR),
                         legend=alt.Legend(title=_("precision"), orient="right")),
         tooltip=[alt.Tooltip("precision:N", title=_("precision")), alt.Tooltip("shape:N", title=_("shape")),
-                 alt.Tooltip("text:N", title=_("speedup"))],
+                 alt.Tooltip("text:N", title=_("speedup")), alt.Tooltip("status:N", title=_("headline"))],
     )
+    # The line joins the trusted points only; a doubtful point is hollow, with its 95% range.
+    trusted_only = alt.datum.trusted
     line = base.mark_line(strokeWidth=2.2).encode(
-        strokeDash=alt.StrokeDash("precision:N", scale=precision_scale(results, PRECISION_DASH), legend=None))
-    points = base.mark_point(filled=True, size=60, opacity=1).encode(
-        shape=alt.Shape("precision:N", scale=precision_scale(results, PRECISION_SHAPE), legend=None))
+        strokeDash=alt.StrokeDash("precision:N", scale=precision_scale(results, PRECISION_DASH), legend=None)
+    ).transform_filter(trusted_only)
+    shape = alt.Shape("precision:N", scale=precision_scale(results, PRECISION_SHAPE), legend=None)
+    points = base.mark_point(filled=True, size=60, opacity=1).encode(shape=shape).transform_filter(trusted_only)
+    # Clamped into the domain: a rule's end below a log axis's minimum would leave the plot.
+    doubtful_range = base.mark_rule(strokeWidth=1.5, opacity=0.55).encode(
+        y=alt.Y("low_in:Q", scale=y_scale), y2="high_in:Q").transform_filter(~trusted_only).transform_calculate(
+        low_in=f"max(datum.low, {lo})", high_in=f"min(datum.high, {hi})")
+    hollow = base.mark_point(filled=False, size=70, opacity=1, strokeWidth=1.8).encode(
+        shape=shape).transform_filter(~trusted_only)
     one = alt.Chart(alt.Data(values=[{"y": 1.0}])).mark_rule(color="#333", strokeDash=[4, 3]).encode(
         y=alt.Y("y:Q", scale=y_scale))
     zone_text = alt.Chart(alt.Data(values=[{"x": x_lo, "y": hi, "text": _("↑ JAX faster")}])).mark_text(
@@ -362,7 +380,7 @@ def sweep_speedup_chart(results: Sequence[Result], extent: Extent = None) -> alt
     zone_text_low = alt.Chart(alt.Data(values=[{"x": x_lo, "y": lo, "text": _("↓ NumPy faster")}])).mark_text(
         align="left", baseline="bottom", dx=6, dy=-4, fontSize=12, color="#555").encode(
         x=alt.X("x:Q", scale=x_scale), y=alt.Y("y:Q", scale=y_scale), text="text:N")
-    layers: list[Any] = [one, zone_text, zone_text_low, line, points]
+    layers: list[Any] = [one, zone_text, zone_text_low, line, doubtful_range, hollow, points]
     cross = [{"precision": p, "elements": e,
               "text": _("{precision} crossover {where}").format(precision=p,
                                                                where=format_crossover(e, ndim, short=True)),
@@ -387,7 +405,8 @@ def sweep_speedup_chart(results: Sequence[Result], extent: Extent = None) -> alt
     return alt.layer(*layers).properties(
         autosize=FIT_WIDTH, width="container", height=330,
         title=alt.TitleParams(_("Speedup vs size"), subtitle=_("above the dashed 1x line JAX is faster per call; "
-                                                               "dotted verticals: where the speedup crosses 1x"),
+                                                               "dotted verticals: where the speedup crosses 1x; "
+                                                               "hollow: set aside as doubtful, with its 95% range"),
                               anchor="start"))
 
 

@@ -10,9 +10,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..analysis import summary
-from ..analysis.checks import FAIL, PASS, WARN, Check, overall
+from ..analysis.checks import FAIL, NA, PASS, WARN, Check, overall
 from ..analysis.sweep import crossover
-from ..i18n import N_, _, translate_text
+from ..analysis.trust import set_aside_text, trusted
+from ..i18n import N_, _, sentences, translate_text
 from ..model.cases import format_shape
 from ..model.formatting import format_calls, format_crossover, format_factor, format_time
 from ..model.phases import PHASES, phase_kind, phase_label
@@ -104,8 +105,19 @@ def file_stem(result: Result) -> str:
     return f"{result.case}_{format_shape(result.shape)}_{result.precision}"
 
 
-STATUS_ICON = {PASS: N_("✓ pass"), WARN: N_("⚠ warn"), FAIL: N_("✗ fail")}  # shown with _()
+STATUS_ICON = {PASS: N_("✓ pass"), WARN: N_("⚠ warn"), FAIL: N_("✗ fail"), NA: N_("– n/a")}  # shown with _()
 CHECKS_TAB = {PASS: N_("Checks: pass"), WARN: N_("Checks: warn"), FAIL: N_("Checks: fail")}
+
+
+# A checklist row: its lines of wrapped reason at about this many characters each (the Why column
+# of a laptop-wide page), this many pixels a line, plus padding. Measured on a Chromium screenshot.
+WHY_LINE_CHARS, LINE_PX, ROW_PAD_PX = 70, 19, 16
+
+
+def checklist_row_px(checklist: Sequence[Check]) -> int:
+    """Every checklist row this tall: enough lines for the longest reason, so none is cut off."""
+    longest = max((len(c.reason) for c in checklist), default=0)
+    return max(35, ROW_PAD_PX + LINE_PX * math.ceil(longest / WHY_LINE_CHARS))
 
 
 def checks_tab_label(checklist: Sequence[Check]) -> str:
@@ -177,12 +189,13 @@ def sweep_table(results: Sequence[Result]) -> list[dict[str, Any]]:
             "JAX": format_time(r.runtime.median_s),
             **({} if not any(x.jax_cpu for x in results) else {
                 _("JAX on CPU"): format_time(r.jax_cpu.runtime.median_s) if r.jax_cpu else _("n/a")}),
-            _("Speedup"): format_factor(r.speedup),
+            _("Speedup"): summary.speedup_text(r),
             _("Compile"): format_time(r.compile_total_s),
             _("Transfer"): format_time(r.transfer.median_s),
             _("Break-even"): format_calls(r.break_even_calls),
             _("Agree"): _("yes") if r.agreement.get("ok") else _("NO"),
             _("Stable"): _("yes") if r.numpy_runtime.stable and r.runtime.stable else _("no"),
+            _("Trusted"): _("yes") if trusted(r) else _("no: {why}").format(why=summary.doubt_text(r)),
         })
     return rows
 
@@ -195,8 +208,13 @@ def crossovers(results: Sequence[Result]) -> dict[str, float | None]:
     return {p: crossover(rs) for p, rs in sorted(by_precision.items())}
 
 
-def crossover_figure(precision: str, elements: float | None, ndim: int, finished: bool) -> summary.Figure:
-    """The Size sweep's crossover tile; 'not yet' while a running sweep has not crossed."""
+def crossover_figure(precision: str, elements: float | None, ndim: int, finished: bool,
+                     any_trusted: bool = True) -> summary.Figure:
+    """The Size sweep's crossover tile; 'not yet' while a running sweep has not crossed, '—' when
+    no size could be trusted (the crossover is placed between trusted sizes only)."""
+    if not any_trusted and elements is None:
+        return summary.Figure(_("Crossover ({precision})").format(precision=precision), "—",
+                              _("No size could be trusted, so no crossover is placed."))
     value = _("not yet") if elements is None and not finished else format_crossover(elements, ndim, short=True)
     return summary.Figure(_("Crossover ({precision})").format(precision=precision), value,
                           _("Where the speedup first crosses 1x, interpolated on log-log axes: {crossover}.").format(
@@ -204,6 +222,24 @@ def crossover_figure(precision: str, elements: float | None, ndim: int, finished
 
 
 def best_speedup_figure(results: Sequence[Result]) -> summary.Figure:
-    best = max(results, key=lambda r: r.speedup)
-    return summary.Figure(_("Best speedup"), format_factor(best.speedup),
-                          _("At {shape} {precision}.").format(shape=format_shape(best.shape), precision=best.precision))
+    """The highest trusted speedup, with its 95% range; doubtful sizes never lead (analysis/trust.py)."""
+    best = summary.best_trusted(results)
+    aside = set_aside_text(results)
+    if best is None:
+        return summary.Figure(_("Best speedup"), "—", sentences(_("No size could be trusted."), aside or ""))
+    return summary.Figure(_("Best speedup"), format_factor(best.speedup), sentences(
+        _("At {shape} {precision}, among the trusted sizes.").format(shape=format_shape(best.shape),
+                                                                     precision=best.precision), aside or ""),
+                          summary.range_detail(best))
+
+
+def sweep_verdict(results: Sequence[Result]) -> str:
+    """The sweep's verdict under its tiles, per precision, from trusted points only, with how many
+    sizes were set aside and why (summary.sweep_verdict)."""
+    by_precision: dict[str, list[Result]] = {}
+    for r in results:
+        by_precision.setdefault(r.precision, []).append(r)
+    if len(by_precision) == 1:
+        return summary.sweep_verdict(results, crossover(results))
+    return "\n\n".join(f"**{p}.** " + summary.sweep_verdict(rs, crossover(rs))
+                       for p, rs in sorted(by_precision.items()))

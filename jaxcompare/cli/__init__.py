@@ -14,13 +14,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..analysis.checks import checklist, overall
-from ..analysis.sweep import crossover, ladder, parse_sizes
+from ..analysis.summary import doubt_text, speedup_text, sweep_verdict
+from ..analysis.sweep import crossover, ladder, parse_sizes, sweep_document
 from ..analysis.text import profile_lines
+from ..analysis.trust import trusted
 from ..catalog import builtin_cases, case_from_summary, find_case, get_case
 from ..history.store import traces_dir
 from ..model.cases import Case, format_shape
 from ..model.errors import BadInput, JaxCompareError
-from ..model.formatting import format_crossover, format_speedup, format_time, format_time_range
+from ..model.formatting import format_speedup, format_time, format_time_range
 from ..model.spec import DEVICES, PRECISIONS, TIMING_PRESETS, Spec, TimingConfig, parse_shape
 from . import history as cli_history
 from .report import result_table, write_json
@@ -152,10 +154,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         result = runner.run(spec, profile_dir=profile_dir)
     checks = checklist(result)
     if args.json:
-        write_json(args.json, result.to_dict() | {"checklist": [c.to_dict() for c in checks]})
+        write_json(args.json, result.to_dict() | {"checklist": [c.to_dict() for c in checks],
+                                                  "trusted": trusted(result)})
     if args.json != "-":
         print(result_table(result), file=out)
         print(f"\n  credibility checklist: {overall(checks).upper()}", file=out)
+        why = doubt_text(result)
+        print("  trusted: yes, the speedup may be quoted" if why is None else
+              f"  trusted: NO ({why}): do not quote this speedup", file=out)
         for c in checks:
             print(f"  [{c.status:^4}] {c.title:<32}{c.reason}", file=out)
         if result.profile is not None:
@@ -184,22 +190,18 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                 cli_history.save_result(result, store)
             print(f"{format_shape(shape):>14}{format_time(result.numpy_runtime.median_s):>11}"
                   f"{format_time(result.runtime.median_s):>11}{format_time(result.compile_total_s):>11}"
-                  f"  {format_speedup(result.speedup)}{_cpu_side(result)}", file=out, flush=True)
-    cross = crossover(results)
-    if cross is None:
-        faster = all(r.speedup >= 1 for r in results)
-        verdict = "no crossover: JAX is " + ("faster at every size" if faster else "not faster at any size")
-    else:
-        verdict = f"crossover at {format_crossover(cross, len(shapes[0]))}"
-    print(verdict, file=out)
+                  f"  {speedup_text(result)}{_doubt(result)}{_cpu_side(result)}", file=out, flush=True)
+    cross = crossover(results)  # from trusted points only
+    print(sweep_verdict(results, cross), file=out)
     if args.json:
-        write_json(args.json, {
-            "case": case.name,
-            "precision": args.precision,
-            "crossover_elements": cross,
-            "results": [r.to_dict() for r in results],
-        })
+        write_json(args.json, sweep_document(case.name, args.precision, results, cross))
     return 0
+
+
+def _doubt(result: Any) -> str:
+    """A sweep line's mark for a doubtful point: why it is left out of the verdict."""
+    why = doubt_text(result)
+    return "" if why is None else f"  [set aside: {why}]"
 
 
 def _cpu_side(result: Any) -> str:

@@ -344,3 +344,15 @@ def sample_turns(turns: Sequence[Turn], config: TimingConfig, *, clock: Clock = 
             break
     return [Stats.from_samples(xs, loops=n, stable=why is None, unstable_reason=why)
             for xs, n, (_, why) in zip(samples, loops, verdicts, strict=True)]
+
+
+def lowest_block(blocks: Sequence[Stats]) -> Stats:
+    """A phase timed again in several blocks on a busy machine: the block with the lowest median.
+    Contention only ever adds time, and it comes in stretches longer than a block, so the least
+    disturbed block is the honest estimate; its median (not the plain minimum) keeps one lucky
+    sample out. Stable as that block is on its own; its range is its own CI. The blocks are not
+    pairs (each side keeps its own best), so no block medians go with it
+    (benchmarks/RESULTS.md, "A busy neighbour")."""
+    if not blocks:
+        raise ValueError("no blocks")
+    return min(blocks, key=lambda b: b.median_s)

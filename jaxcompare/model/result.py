@@ -11,12 +11,12 @@ from .errors import BadInput
 from .phases import COMPILE_PHASES
 from .profile import Profile
 from .sides import JaxSide, Peak, fraction
-from .spec import Spec
+from .spec import MIN_SAMPLES_FOR_RANGE, Spec
 from .stats import Stats
 
 SCHEMA = "jaxcompare.result/1"
-# The smallest n whose median CI (order statistics) reaches 95% coverage.
-MIN_SAMPLES_FOR_RANGE = 6
+# The load phases the speedup is made of: the NumPy and JAX runtime blocks.
+RUNTIME_PHASES = ("numpy", "runtime")
 
 
 
@@ -58,6 +58,9 @@ class Result:
     peak: Peak | None = None
     # Where the time goes inside the JAX call (a profiler trace's summary); None when not asked.
     profile: Profile | None = None
+    # How busy the machine was while each phase was timed (engine/load.py): {"cores": n,
+    # "phases": {phase: {"wall_s", "others_cpu_s"}}, ...}; {} when saved before it was recorded.
+    load: dict[str, Any] = field(default_factory=dict)
 
     # --- derived figures -------------------------------------------------------------
     @property
@@ -105,6 +108,15 @@ class Result:
         speed (and both medians) drifted during the run. None without block pairs."""
         moved = self.speedup_moved
         return None if moved is None else moved <= self.spec.timing.pair_tolerance
+
+    def others_cores(self, phases: tuple[str, ...] = RUNTIME_PHASES) -> float | None:
+        """Cores' worth of CPU other processes used while ``phases`` were timed (the runtime
+        blocks by default): their CPU seconds over the phases' wall time. None: not recorded."""
+        spans = [s for s in ((self.load.get("phases") or {}).get(p) for p in phases) if s]
+        wall = sum(float(s.get("wall_s") or 0.0) for s in spans)
+        if not spans or wall <= 0:
+            return None
+        return sum(float(s.get("others_cpu_s") or 0.0) for s in spans) / wall
 
     @property
     def break_even_calls(self) -> float | None:
@@ -209,6 +221,7 @@ class Result:
             "notes": list(self.notes),
             "protocol": dict(self.protocol),
             "profile": None if self.profile is None else self.profile.to_dict(),
+            "load": dict(self.load),
             "spec": self.spec.to_dict(),
             "env": self.env,
         }
@@ -260,6 +273,7 @@ class Result:
                 jax_cpu=JaxSide.from_dict(data["jax_cpu"]) if data.get("jax_cpu") else None,
                 peak=Peak.from_dict(data["peak"]) if data.get("peak") else None,
                 profile=Profile.from_dict(data.get("profile")),
+                load=dict(data.get("load") or {}),
                 **stats,
             )
         except BadInput:

@@ -9,18 +9,18 @@ import re
 from collections.abc import Sequence
 
 from ..analysis import summary
-from ..analysis.checks import FAIL, PASS, WARN, Check, checklist, overall
+from ..analysis.checks import FAIL, NA, PASS, WARN, Check, checklist, overall
 from ..analysis.text import profile_lines
 from ..model.cases import format_shape
-from ..model.formatting import format_calls, format_crossover, format_factor, format_speedup, format_time
+from ..model.formatting import format_calls, format_crossover, format_time
 from ..model.palette import JAX_COLOR, NUMPY_COLOR
 from ..model.phases import ONE_OFF_PHASES, PER_CALL_PHASES, PHASE_LABELS, PHASES
 from ..model.result import Result
 
-STATUS_COLOR = {PASS: "#2E7D32", WARN: "#B26A00", FAIL: "#C62828"}
-STATUS_MARK = {PASS: "✓", WARN: "⚠", FAIL: "✗"}
+STATUS_COLOR = {PASS: "#2E7D32", WARN: "#B26A00", FAIL: "#C62828", NA: "#6B6B6B"}
+STATUS_MARK = {PASS: "✓", WARN: "⚠", FAIL: "✗", NA: "–"}
 # Warnings first: what needs reading comes before what passed.
-STATUS_ORDER = {FAIL: 0, WARN: 1, PASS: 2}
+STATUS_ORDER = {FAIL: 0, WARN: 1, PASS: 2, NA: 3}
 PHASE_GROUPS = (
     ("One-off costs (paid once per function, shape and dtype)", ONE_OFF_PHASES),
     ("Per-call costs (paid on every call)", PER_CALL_PHASES),
@@ -71,14 +71,8 @@ def title(result: Result) -> str:
 
 
 def sweep_verdict(results: Sequence[Result], crossover_elements: float | None) -> str:
-    ndim = len(results[0].shape)
-    if crossover_elements is not None:
-        return f"JAX starts to win at {format_crossover(crossover_elements, ndim)}."
-    if all(r.speedup >= 1 for r in results):
-        return "No crossover: JAX is faster at every size measured."
-    if all(r.speedup < 1 for r in results):
-        return "No crossover: JAX is not faster at any size measured; try larger sizes."
-    return "No single crossover in this range."
+    """From trusted points only, with how many were set aside (summary.sweep_verdict)."""
+    return summary.sweep_verdict(results, crossover_elements)
 
 
 # --- plain text (a terminal, print(result)) ----------------------------------------------------
@@ -86,7 +80,7 @@ def result_text(result: Result) -> str:
     lines = [title(result), f"  {sides(result)}", "",
              *map(markdown_text, verdict_lines(result)), ""]
     for row in summary.figure_rows(result):
-        lines.append("  " + "   ".join(f"{f.label}: {f.value}" for f in row))
+        lines.append("  " + "   ".join(f"{f.label}: {f.value}" + (f" ({f.detail})" if f.detail else "") for f in row))
     lines += ["", f"  {'phase':<28}{'median':>11}{'95% CI':>10}{'n':>5}  stable"]
     for name in PHASES:
         s = result.phase(name)
@@ -109,9 +103,14 @@ def sweep_text(results: Sequence[Result], crossover_elements: float | None) -> s
     for r in results:
         lines.append(f"{format_shape(r.shape):>14}{format_time(r.numpy_runtime.median_s):>11}"
                      f"{format_time(r.runtime.median_s):>11}{format_time(r.compile_total_s):>11}"
-                     f"  {format_speedup(r.speedup)}")
+                     f"  {summary.speedup_text(r)}{_set_aside(r)}")
     lines.append(sweep_verdict(results, crossover_elements))
     return "\n".join(lines)
+
+
+def _set_aside(result: Result) -> str:
+    why = summary.doubt_text(result)
+    return "" if why is None else f"  [set aside: {why}]"
 
 
 # --- HTML (Jupyter, Colab, VS Code) ------------------------------------------------------------
@@ -131,7 +130,9 @@ def result_html(result: Result) -> str:
             f'<div title="{_e(f.help)}" style="border:1px solid rgba(128,128,128,.35);border-radius:6px;'
             f'padding:6px 10px;min-width:150px;cursor:help">'
             f'<div style="font-size:11px;{_MUTED}">{_e(f.label)}</div>'
-            f'<div style="font-size:20px;font-weight:600">{_e(f.value)}</div></div>' for f in row) + "</div>"
+            f'<div style="font-size:20px;font-weight:600">{_e(f.value)}</div>'
+            + (f'<div style="font-size:11px;{_MUTED}">{_e(f.detail)}</div>' if f.detail else "") + "</div>"
+            for f in row) + "</div>"
         for row in summary.figure_rows(result))
     said = "".join(f'<p style="margin:6px 0">{markdown_html(line)}</p>' for line in verdict_lines(result))
     checks = ordered_checks(result)
@@ -252,9 +253,18 @@ def sweep_svg(results: Sequence[Result], crossover_elements: float | None) -> st
                  f'font-size="10" text-anchor="end" fill-opacity="0.7">1x: JAX faster above</text>')
     path = " ".join(f"{'M' if i == 0 else 'L'}{px(n):.1f},{py(s):.1f}" for i, (n, s) in enumerate(points))
     parts.append(f'<path d="{path}" fill="none" stroke="{JAX_COLOR}" stroke-width="2"/>')
-    for (n, s), r in zip(points, results, strict=False):
-        parts.append(f'<circle cx="{px(n):.1f}" cy="{py(s):.1f}" r="4" fill="{JAX_COLOR}">'
-                     f'<title>{_e(format_shape(r.shape))}: {_e(format_speedup(s))}</title></circle>')
+    shown = [r for r in results if math.isfinite(r.speedup) and r.speedup > 0]
+    for (n, s), r in zip(points, shown, strict=True):
+        # A doubtful point is drawn hollow, with its 95% range, and never leads the verdict.
+        why = summary.doubt_text(r)
+        low, high = r.speedup_range
+        if why is not None and math.isfinite(low) and math.isfinite(high) and low > 0:
+            parts.append(f'<line x1="{px(n):.1f}" y1="{py(max(low, y_lo)):.1f}" x2="{px(n):.1f}" '
+                         f'y2="{py(min(high, y_hi)):.1f}" stroke="{JAX_COLOR}" stroke-opacity="0.5"/>')
+        fill = f'fill="{JAX_COLOR}"' if why is None else f'fill="white" stroke="{JAX_COLOR}" stroke-width="1.5"'
+        tip = summary.speedup_text(r) + ("" if why is None else f" (set aside: {why})")
+        parts.append(f'<circle cx="{px(n):.1f}" cy="{py(s):.1f}" r="4" {fill}>'
+                     f'<title>{_e(format_shape(r.shape))}: {_e(tip)}</title></circle>')
     if crossover_elements is not None:
         cx = px(crossover_elements)
         parts.append(f'<line x1="{cx:.1f}" y1="{top}" x2="{cx:.1f}" y2="{top + plot_h}" stroke="{NUMPY_COLOR}" '
@@ -271,12 +281,14 @@ def sweep_svg(results: Sequence[Result], crossover_elements: float | None) -> st
 def sweep_html(results: Sequence[Result], crossover_elements: float | None) -> str:
     first = results[0]
     head = "".join(f'<th style="text-align:right;padding:2px 8px">{h}</th>'
-                   for h in ("shape", "NumPy", "JAX", "speedup", "compile", "break-even", "checks"))
+                   for h in ("shape", "NumPy", "JAX", "speedup (95% range)", "compile", "break-even", "checks",
+                             "trusted"))
     body = "".join(
         "<tr>" + "".join(f'<td style="text-align:right;padding:2px 8px">{_e(v)}</td>' for v in (
             format_shape(r.shape), format_time(r.numpy_runtime.median_s), format_time(r.runtime.median_s),
-            format_factor(r.speedup), format_time(r.compile_total_s), format_calls(r.break_even_calls),
-            overall(checklist(r)))) + "</tr>" for r in results)
+            summary.speedup_text(r), format_time(r.compile_total_s), format_calls(r.break_even_calls),
+            overall(checklist(r)), "yes" if summary.doubt_text(r) is None else f"no: {summary.doubt_text(r)}"))
+        + "</tr>" for r in results)
     return (f'<div class="jaxcompare-sweep" style="{_BOX}">'
             f'<div style="font-weight:600;font-size:15px">{_e(sides(first))}</div>'
             f'<div style="{_MUTED}">{_e(first.case)} · {_e(first.precision)} ({_e(first.dtype)}) · '

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis.checks import checklist
+from ..analysis.sweep import sweep_document
 from ..history.store import Store
 from ..model.cases import format_shape
 from ..model.errors import BadInput, JaxCompareError
@@ -81,8 +82,7 @@ class SweepResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The document of ``jaxcompare sweep --json``."""
-        return {"case": self.case, "precision": self.precision, "crossover_elements": self.crossover_elements,
-                "results": [r.to_dict() for r in self.results]}
+        return sweep_document(self.case, self.precision, self.results, self.crossover_elements)
 
     def to_json(self, path: str | os.PathLike[str] | None = None) -> str:
         text = dumps(self.to_dict())

@@ -1,0 +1,190 @@
+"""How busy the machine was while a phase was timed: the CPU time other processes used meanwhile.
+
+Contention only ever adds time, and not to both sides alike: OpenBLAS's threads spin at their
+barriers and slow 4-5x with one of two cores taken, XLA's about 1.1x (a false speedup). So every
+timed phase records its wall time and what the rest of the machine burned in that time: the busy
+time of the cores this process may run on (/proc/stat through psutil) minus this process tree's
+own CPU time (every thread, and children). Both counters tick at 10 ms, so a figure is good to
+about 0.02 s per phase; "cores' worth" = others_cpu_s / wall_s.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+try:  # psutil is a dependency; a stripped-down worker without it records no load
+    import psutil
+except ImportError:  # pragma: no cover
+    psutil = None  # type: ignore[assignment]
+
+
+def _cores() -> list[int]:
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return list(range(os.cpu_count() or 1))
+
+
+def busy_cpu_s(cores: list[int]) -> float:
+    """Seconds the given cores spent not idle since boot (user, nice, system, irq, softirq, steal)."""
+    per_cpu = psutil.cpu_times(percpu=True)
+    total = 0.0
+    for index in cores:
+        if index >= len(per_cpu):
+            continue
+        t = per_cpu[index]
+        total += sum(getattr(t, name, 0.0) for name in ("user", "nice", "system", "irq", "softirq", "steal"))
+    return total
+
+
+def own_cpu_s(process: Any = None) -> float:
+    """CPU seconds of this process (every thread) and of its children, live or reaped."""
+    proc = process or psutil.Process()
+    t = proc.cpu_times()
+    total = t.user + t.system + getattr(t, "children_user", 0.0) + getattr(t, "children_system", 0.0)
+    for child in proc.children(recursive=True):
+        try:
+            c = child.cpu_times()
+            total += c.user + c.system
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            pass
+    return total
+
+
+@dataclass
+class Span:
+    """One phase's wall time and what other processes burned on our cores meanwhile."""
+
+    wall_s: float = 0.0
+    others_cpu_s: float = 0.0
+    own_cpu_s: float = 0.0  # this process tree's CPU meanwhile: own_cpu_s / wall_s cores it used
+
+    @property
+    def others_cores(self) -> float:
+        return self.others_cpu_s / self.wall_s if self.wall_s > 0 else 0.0
+
+    def to_dict(self) -> dict[str, float]:
+        return {"wall_s": round(self.wall_s, 6), "others_cpu_s": round(self.others_cpu_s, 4),
+                "own_cpu_s": round(self.own_cpu_s, 4)}
+
+    @property
+    def own_cores(self) -> float:
+        return self.own_cpu_s / self.wall_s if self.wall_s > 0 else 0.0
+
+
+class LoadMeter:
+    """Records a Span per phase name (a phase timed in several blocks adds up its blocks).
+    ``sources``: the counters, injectable for tests (busy CPU s of the given cores, our own CPU s)."""
+
+    def __init__(self, sources: tuple[Callable[[list[int]], float], Callable[[], float]] | None = None,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
+        self.cores = _cores()
+        if sources is None and psutil is not None:
+            process = psutil.Process()
+            sources = (busy_cpu_s, lambda: own_cpu_s(process))
+        self._sources = sources
+        self._clock = clock
+        self.spans: dict[str, Span] = {}
+        self.notes: dict[str, Any] = {}  # shared by prefixed views, like spans
+        self.prefix = ""
+
+    def prefixed(self, prefix: str, cores: list[int] | None = None) -> LoadMeter:
+        """The same meter, its phases named ``prefix + name`` (the third side's "jax_cpu."),
+        optionally counting only ``cores`` (a recheck pinned to the free ones)."""
+        view = copy.copy(self)
+        view.prefix = prefix
+        view.cores = list(cores) if cores else self.cores
+        return view
+
+    @property
+    def available(self) -> bool:
+        return self._sources is not None
+
+    def reading(self) -> tuple[float, float, float]:
+        """(wall clock, busy CPU s of our cores, our CPU s) now."""
+        busy, own = (self._sources[0](self.cores), self._sources[1]()) if self._sources else (0.0, 0.0)
+        return self._clock(), busy, own
+
+    def add(self, phase: str, start: tuple[float, float, float], end: tuple[float, float, float]) -> Span:
+        """Count the interval between two readings into ``phase``."""
+        span = self.spans.setdefault(phase, Span())
+        span.wall_s += end[0] - start[0]
+        # Never below zero: the two counters tick independently, so a short span can read -10 ms.
+        span.others_cpu_s += max((end[1] - start[1]) - (end[2] - start[2]), 0.0)
+        span.own_cpu_s += max(end[2] - start[2], 0.0)
+        return span
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[Span]:
+        start = self.reading()
+        span = self.spans.setdefault(self.prefix + name, Span())
+        try:
+            yield span
+        finally:
+            self.add(self.prefix + name, start, self.reading())
+
+    def to_dict(self) -> dict[str, Any]:
+        """The Result's ``load`` object (docs/json.md); {} when psutil is missing."""
+        if not self.available:
+            return {}
+        return {"cores": len(self.cores), "phases": {name: s.to_dict() for name, s in self.spans.items()},
+                **self.notes}
+
+
+
+# The runtimes count as timed on a busy machine when other processes used this many cores' worth
+# or more meanwhile. Half a core, not a whole one: OpenBLAS spinning at its barriers made a 398x398
+# matmul look 9.6x faster in JAX with others at 1.0 cores of two, and the ticks read that as 0.997
+# (benchmarks/RESULTS.md, "A busy neighbour").
+BUSY_CORES = 0.5
+
+
+def is_busy(others_cores: float | None) -> bool:
+    return others_cores is not None and others_cores >= BUSY_CORES
+
+
+# A side that used more than this many cores' worth in its runtime blocks ran in parallel: pinned
+# to fewer cores it slows, where a serial side does not. Serial against parallel is no equal recheck.
+PARALLEL_CORES = 1.2
+
+
+def free_cores(cores: list[int], others_cores: float) -> list[int]:
+    """The cores left when other processes keep ``others_cores`` busy (at least one): the last
+    ones of our affinity set, so the scheduler moves the others to the first ones."""
+    taken = min(len(cores) - 1, max(1, round(others_cores)))
+    return cores[taken:]
+
+
+def _pin_all_threads(cores: set[int]) -> None:
+    """Every thread of this process on ``cores`` (os.sched_setaffinity(0) moves only the calling
+    thread; XLA's and BLAS's pools are already running)."""
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setaffinity(int(tid), cores)
+        except (OSError, ValueError):  # a thread that ended meanwhile
+            pass
+
+
+@contextmanager
+def share_cores(cores: list[int] | None) -> Iterator[dict[str, Any]]:
+    """Give both libraries only ``cores``, equally: every thread (XLA's pool included) pinned to
+    them and NumPy's BLAS limited to that many threads (threadpoolctl); restored afterwards.
+    None: leave everything as it is. Yields what was done, for the Result."""
+    if not cores or not hasattr(os, "sched_setaffinity") or not os.path.isdir("/proc/self/task"):
+        yield {}
+        return
+    from threadpoolctl import threadpool_limits
+
+    before = set(os.sched_getaffinity(0))
+    _pin_all_threads(set(cores))
+    try:
+        with threadpool_limits(len(cores), user_api="blas"):
+            yield {"cores": len(cores), "blas_threads": len(cores)}
+    finally:
+        _pin_all_threads(before)

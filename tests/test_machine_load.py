@@ -1,0 +1,212 @@
+"""The load accounting (what other programs used while a phase was timed), the estimator kept
+under one-sided noise, the recheck on the free cores, and the trust rule every headline uses."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+from _results import make_result, stats
+
+from jaxcompare.analysis import summary
+from jaxcompare.analysis.sweep import crossover, sweep_document
+from jaxcompare.analysis.trust import set_aside_text, trust, trusted
+from jaxcompare.engine.load import LoadMeter, free_cores, is_busy, own_cpu_s, share_cores
+from jaxcompare.engine.timing import lowest_block
+from jaxcompare.model.result import Result
+from jaxcompare.model.stats import Stats
+
+
+class Counters:
+    """Fake /proc counters: the cores' busy time and this process's own, advanced by hand."""
+
+    def __init__(self) -> None:
+        self.wall = self.busy = self.own = 0.0
+
+    def sources(self):
+        return (lambda cores: self.busy, lambda: self.own)
+
+    def advance(self, wall: float, ours: float, others: float) -> None:
+        self.wall += wall
+        self.own += ours
+        self.busy += ours + others
+
+
+def test_the_meter_counts_what_others_used_per_phase_and_adds_up_blocks():
+    c = Counters()
+    meter = LoadMeter(sources=c.sources(), clock=lambda: c.wall)
+    with meter.phase("numpy"):
+        c.advance(wall=1.0, ours=2.0, others=0.5)
+    with meter.phase("runtime"):
+        c.advance(wall=1.0, ours=1.0, others=1.5)
+    with meter.phase("numpy"):  # a second block of the same phase adds up
+        c.advance(wall=2.0, ours=1.0, others=0.0)
+    doc = meter.to_dict()
+    assert doc["phases"]["numpy"] == {"wall_s": 3.0, "others_cpu_s": 0.5, "own_cpu_s": 3.0}
+    assert doc["phases"]["runtime"] == {"wall_s": 1.0, "others_cpu_s": 1.5, "own_cpu_s": 1.0}
+    assert meter.spans["numpy"].own_cores == pytest.approx(1.0)  # the cores' worth we used ourselves
+    r = dataclasses.replace(make_result(), load=doc)
+    assert r.others_cores() == pytest.approx(2.0 / 4.0)  # cores' worth: others' CPU s over wall s
+    assert r.others_cores(("runtime",)) == pytest.approx(1.5)
+    assert Result.from_dict(r.to_dict()).load == doc  # it round-trips through JSON
+
+
+def test_a_tick_read_backwards_never_counts_as_negative_load():
+    c = Counters()
+    meter = LoadMeter(sources=c.sources(), clock=lambda: c.wall)
+    with meter.phase("numpy"):
+        c.wall += 0.1
+        c.own += 0.01  # our counter ticked, the cores' did not yet
+    assert meter.spans["numpy"].others_cpu_s == 0.0
+
+
+def test_old_results_without_a_load_still_load_and_say_not_recorded():
+    data = make_result().to_dict()
+    del data["load"]
+    r = Result.from_dict(data)
+    assert r.load == {} and r.others_cores() is None
+
+
+def test_the_real_counters_see_our_own_spinning_and_a_childs():
+    """psutil's counters: a busy child is counted as ours (the process tree), not as others'."""
+    before = own = own_cpu_s()
+    child = subprocess.Popen([sys.executable, "-c", "import time\nend = time.process_time() + 0.3\n"
+                              "while time.process_time() < end: pass"])
+    try:
+        deadline = time.time() + 20
+        while child.poll() is None and time.time() < deadline:
+            own = own_cpu_s()  # sampled while the child still runs: its CPU counts as ours
+            time.sleep(0.01)
+    finally:
+        child.kill()
+        child.wait()
+    assert own - before >= 0.1
+
+
+def test_busy_and_the_free_cores():
+    assert not is_busy(None) and not is_busy(0.2) and is_busy(0.5) and is_busy(1.3)
+    assert free_cores([0, 1], 1.3) == [1]
+    assert free_cores([0, 1, 2, 3], 2.2) == [2, 3]
+    assert free_cores([0, 1], 5.0) == [1]  # never none: at least one core is ours
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="Linux only")
+def test_sharing_the_free_cores_pins_every_thread_and_limits_blas_then_restores():
+    from threadpoolctl import threadpool_info
+
+    before = os.sched_getaffinity(0)
+    with share_cores([max(before)]) as shared:
+        assert os.sched_getaffinity(0) == {max(before)}
+        assert shared == {"cores": 1, "blas_threads": 1}
+        assert all(p["num_threads"] == 1 for p in threadpool_info() if p["user_api"] == "blas")
+    assert os.sched_getaffinity(0) == before
+    with share_cores(None) as nothing:
+        assert nothing == {}
+
+
+def test_the_lowest_block_is_kept_under_one_sided_noise():
+    """Contention only adds time: of a quiet block and two slowed ones, the quiet one's median
+    is the estimate."""
+    quiet = Stats.from_samples([1.0, 1.01, 0.99, 1.02, 0.98, 1.0])
+    slowed = [Stats.from_samples([x * k for x in quiet.samples_s]) for k in (1.8, 4.0)]
+    kept = lowest_block([slowed[0], quiet, slowed[1]])
+    assert kept.median_s == quiet.median_s and kept.ci_high_s == quiet.ci_high_s
+    # The plain median of the pooled samples is pulled up by the slowed blocks: it lies.
+    pooled = Stats.from_samples([x for b in (quiet, *slowed) for x in b.samples_s])
+    assert pooled.median_s > 1.5 * kept.median_s
+
+
+def test_a_busy_first_pass_is_timed_again_on_the_free_core(monkeypatch):
+    """A real measurement whose meter reports another program at 1.5 cores: the pair is timed again
+    with both sides on one core, and the Result says so; the checklist's busy item passes."""
+    from jaxcompare import Spec, TimingConfig
+    from jaxcompare.analysis.checks import PASS, checklist
+    from jaxcompare.engine.measure import measure
+
+    start = time.perf_counter()
+    busy = LoadMeter(sources=(lambda cores: 1.5 * (time.perf_counter() - start) * len(cores) / 2, lambda: 0.0))
+    if len(busy.cores) < 2:
+        pytest.skip("needs two cores to leave one free")
+    r = measure(Spec("matmul", (64, 64), timing=TimingConfig.quick()), load=busy)
+    assert r.others_cores() == pytest.approx(1.5, abs=0.05)
+    recheck = r.load["recheck"]
+    assert recheck["why"] == "busy" and recheck["kept"] == "recheck" and recheck["pinned"]
+    assert recheck["cores"] == 1 and recheck["blas_threads"] == 1
+    assert {"recheck.numpy", "recheck.runtime"} <= set(r.load["phases"])
+    assert [len(m) for m in recheck["block_medians_s"].values()] == [2, 2]
+    assert r.numpy_runtime.median_s == min(recheck["block_medians_s"]["numpy"])  # the fastest block kept
+    item = {c.id: c for c in checklist(r)}["busy"]
+    assert item.status == PASS and "1.5 cores" in item.reason and "1 free core" in item.reason
+
+
+# --- the trust rule -----------------------------------------------------------------------------
+def _busy(r: Result, others: float = 1.3) -> Result:
+    load = {"cores": 2, "phases": {p: {"wall_s": 1.0, "others_cpu_s": others} for p in ("numpy", "runtime")}}
+    return dataclasses.replace(r, load=load)
+
+
+def test_trusted_needs_a_quiet_machine_and_a_known_narrow_range():
+    r = make_result(numpy_s=1e-3, jax_s=2e-4)
+    assert trusted(r)
+    assert trust(_busy(r)).why == "busy"
+    few = dataclasses.replace(r, runtime=stats(2e-4, n=5))
+    assert trust(few).why == "no_range"
+    wide = dataclasses.replace(r, runtime=Stats.from_samples([1e-4, 1.5e-4, 2e-4, 3e-4, 4e-4, 5e-4, 6e-4]))
+    assert trust(wide).why == "range"
+    broken = dataclasses.replace(r, protocol=r.protocol | {"blocked": False})
+    assert trust(broken).why == "fail"
+    # Dispatch-dominated is a finding about a small size, not a doubt: still trusted.
+    tiny = dataclasses.replace(r, dispatch=stats(1e-3))
+    assert trusted(tiny)
+
+
+def test_a_sweep_headlines_only_trusted_points():
+    """A busy point with a false 40x never leads: best speedup, crossover, verdict and JSON."""
+    sizes = [(10, 10), (100, 100), (300, 300), (1000, 1000)]
+    # JAX slower at the two small sizes, 2x faster at 1000; the 300 point was busy and says 40x.
+    speedups = [0.2, 0.5, 40.0, 2.0]
+    results = [make_result(shape=s, numpy_s=1e-3 * k, jax_s=1e-3) for s, k in zip(sizes, speedups, strict=True)]
+    results[2] = _busy(results[2])
+    cross = crossover(results)
+    # Between 100x100 (0.5x) and 1000x1000 (2x), log-log: the busy 300x300 would have put it lower.
+    assert cross == pytest.approx(math.exp((math.log(1e4) + math.log(1e6)) / 2), rel=1e-6)
+    assert crossover(results[:2] + results[3:]) == cross
+    best = summary.best_trusted(results)
+    assert best is results[3]
+    text = summary.sweep_verdict(results, cross)
+    assert "1 of 4 sizes set aside: the machine was busy" in text and "2.00x (95%:" in text and "40" not in text
+    assert set_aside_text(results[:2]) is None
+    doc = sweep_document("matmul", "x32", results, cross)
+    assert [p["trusted"] for p in doc["results"]] == [True, True, False, True]
+    assert doc["results"][2]["set_aside"] == "busy"
+    nothing = summary.sweep_verdict([results[2]], None)
+    assert nothing.startswith("No size could be trusted")
+
+
+def test_a_doubtful_compare_result_gives_no_verdict_but_its_range():
+    r = _busy(make_result(numpy_s=1e-3, jax_s=2e-4))
+    text = summary.verdict(r)
+    assert text.startswith("**No verdict from this run: the machine was busy.**")
+    assert "5.00x (95%:" in text and "faster" not in text
+    speedup = next(f for f in summary.headline(r) if f.label.startswith("Speedup"))
+    assert speedup.value == "5.00x" and speedup.detail.startswith("95%: ") and speedup.detail.endswith(" · doubtful")
+
+
+def test_the_checklist_rows_are_tall_enough_for_the_longest_reason(fair_result):
+    from jaxcompare.app import views
+
+    checks = checklist_of(fair_result)
+    short = views.checklist_row_px(checks)
+    long = [dataclasses.replace(checks[0], reason="x" * 300)] + checks[1:]
+    assert views.checklist_row_px(long) > short and views.checklist_row_px(long) >= 19 * 300 / 70
+
+
+def checklist_of(result):
+    from jaxcompare.analysis.checks import checklist
+
+    return checklist(result)
