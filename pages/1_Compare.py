@@ -7,14 +7,18 @@ import streamlit as st
 from jaxcompare import JaxCompareError, Result
 from jaxcompare.analysis import checks, summary
 from jaxcompare.app import (
+    access,
+    cases_ui,
     charts,
     charts_profile,
     controls,
     environment_view,
+    jobs,
     language,
     navigation,
     pitfalls_view,
     profile_view,
+    resources,
     ui,
     views,
 )
@@ -26,7 +30,7 @@ from jaxcompare.model.cases import format_shape
 ui.start_page(navigation.COMPARE)
 
 JOB, RESULT, ERROR = "compare_job", "compare_result", "compare_error"
-CASES = ui.cases()
+CASES = cases_ui.cases()
 
 
 def widget_values(config: controls.CompareConfig) -> dict[str, object]:
@@ -52,7 +56,7 @@ def on_case_change() -> None:
     ss = st.session_state
     if ss["size"] != "custom":
         try:
-            case = ui.case_by_name(ss["case"])
+            case = cases_ui.case_by_name(ss["case"])
         except JaxCompareError:
             return  # the page redraws the Case box with a choice it knows, and says so
         ss["custom_shape"] = controls.preset_shape_text(case, ss["size"])
@@ -67,9 +71,9 @@ def start_run() -> None:
         return  # a second click while running never starts a second job
     config = current_config()
     try:
-        spec = config.spec(ui.case_by_name(config.case))
-        st.session_state[JOB] = ui.get_runner().submit(
-            spec, owner=ui.owner_id(), profile_dir=ui.traces_folder() if config.profile else None)
+        spec = config.spec(cases_ui.case_by_name(config.case))
+        st.session_state[JOB] = resources.get_runner().submit(
+            spec, owner=access.owner_id(), profile_dir=resources.traces_folder() if config.profile else None)
     except JaxCompareError as exc:
         st.session_state[ERROR] = str(exc)
         return
@@ -79,20 +83,20 @@ def start_run() -> None:
 
 def harvest() -> None:
     """Move a finished job's result (or error) into the session."""
-    job = ui.take_finished(JOB, ERROR)
+    job = jobs.take_finished(JOB, ERROR)
     if job is not None and isinstance(job.value, Result):
         st.session_state[RESULT] = job.value
         ui.save_to_history([job.value])
 
 
-@st.fragment(run_every=ui.POLL_S)
+@st.fragment(run_every=jobs.POLL_S)
 def poll_job() -> None:
-    job = ui.polled_job(JOB)
+    job = jobs.polled_job(JOB)
     if job is None:
         return
     spec = job.spec
-    ui.job_progress(job, f"{spec.case} {format_shape(spec.shape)} {spec.precision}")
-    st.button(_("Stop"), icon=":material/stop_circle:", on_click=ui.cancel_job, args=(JOB,), key="stop_compare")
+    jobs.job_progress(job, f"{spec.case} {format_shape(spec.shape)} {spec.precision}")
+    st.button(_("Stop"), icon=":material/stop_circle:", on_click=jobs.cancel_job, args=(JOB,), key="stop_compare")
 
 
 # --- page ---------------------------------------------------------------------------------------
@@ -106,7 +110,7 @@ with st.sidebar:
     labels = {c.name: controls.case_label(c) for c in CASES}
     language.selectbox(_("Case"), case_options, format_func=labels.__getitem__, key="case", on_change=on_case_change,
                         help=_("NumPy cases first, then SciPy. Type to search by name, library or title."))
-    case = ui.case_by_name(st.session_state["case"])
+    case = cases_ui.case_by_name(st.session_state["case"])
     st.segmented_control(_("Shape"), controls.SIZE_CHOICES, format_func=controls.size_labels(case).__getitem__,
                          key="size", required=True, on_change=on_size_change)
     st.text_input(_("Custom shape"), key="custom_shape", disabled=st.session_state["size"] != "custom",
@@ -122,7 +126,7 @@ with st.sidebar:
                          format_func=controls.precision_label,
                          help=_("x32 compares float32 on both sides, x64 float64; each runs in its own worker."))
     language.selectbox(_("Device"), ("auto", "cpu", "gpu", "tpu"), format_func=controls.device_label, key="device")
-    device_problem = environment_view.device_problem(st.session_state["device"], ui.known_environment())
+    device_problem = environment_view.device_problem(st.session_state["device"], resources.known_environment())
     if device_problem:
         st.warning(device_problem, icon=":material/warning:")
     st.segmented_control(_("Timing"), controls.TIMING_MODES, key="timing", required=True,
@@ -141,7 +145,7 @@ with st.sidebar:
     if busy:
         st.caption(_("Measuring… the page stays usable; change settings for the next run."))
 
-ui.cases_file_ui()
+cases_ui.cases_file_ui()
 ui.sync_url(current_config().query())
 
 st.title(navigation.COMPARE.label)
@@ -150,7 +154,7 @@ st.caption(_("{case}: `{numpy_name}` vs `{jax_name}`. {description}").format(
     description=translate_text(case.description or "")))
 env = ui.device_banner()
 ui.show_url_warnings(url_warnings)
-slot = ui.job_slot()
+slot = jobs.job_slot()
 if ERROR in st.session_state:
     st.error(translate_text(st.session_state[ERROR]), icon=":material/error:")
 if running_job() is not None:
@@ -227,7 +231,7 @@ with tab_profile:
             column.metric(figure.label, figure.value, help=figure.help, border=True)
         ui.chart(charts_profile.profile_chart(result), _("Profile chart"), f"{stem}_profile", stretch=True)
         st.dataframe(profile_view.op_rows(profile), hide_index=True, width="stretch")
-        path, where = profile_view.trace_file(profile, private=ui.private_details_hidden())
+        path, where = profile_view.trace_file(profile, private=access.private_details_hidden())
         st.caption(where)
         if path is not None:
             st.download_button(_("Trace (Perfetto)"), data=lambda path=path: path.read_bytes(),
@@ -242,7 +246,7 @@ with tab_notes:
         st.markdown(block)
 
 downloads = st.container(horizontal=True)
-shown = ui.visible([result])  # a hosted demo gives visitors no host name or interpreter path
+shown = access.visible([result])  # a hosted demo gives visitors no host name or interpreter path
 downloads.download_button(_("Result (JSON)"), formatting.dumps(shown[0].to_dict()), file_name=f"{stem}.json",
                           mime="application/json", icon=":material/download:", on_click="ignore",
                           key="download_result_json")

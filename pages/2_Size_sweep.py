@@ -6,7 +6,19 @@ import streamlit as st
 
 from jaxcompare import JaxCompareError
 from jaxcompare.analysis.trust import trusted
-from jaxcompare.app import charts, controls, environment_view, language, navigation, ui, views
+from jaxcompare.app import (
+    access,
+    cases_ui,
+    charts,
+    controls,
+    environment_view,
+    jobs,
+    language,
+    navigation,
+    resources,
+    ui,
+    views,
+)
 from jaxcompare.history.exchange import export_csv
 from jaxcompare.i18n import _, translate_text
 from jaxcompare.model import formatting
@@ -15,7 +27,7 @@ from jaxcompare.model.cases import format_shape
 ui.start_page(navigation.SIZE_SWEEP)
 
 RUN, ERROR = "sweep_run", "sweep_error"
-CASES = ui.cases()
+CASES = cases_ui.cases()
 
 
 def widget_values(config: controls.SweepConfig) -> dict[str, object]:
@@ -41,13 +53,13 @@ def start_sweep() -> None:
     if active_run() is not None:
         return  # never two sweeps at once from one session
     config = current_config()
-    runner = ui.get_runner()
+    runner = resources.get_runner()
     try:
-        run = config.plan(ui.case_by_name(config.case), ui.known_environment())
+        run = config.plan(cases_ui.case_by_name(config.case), resources.known_environment())
         runner.settings.check_sweep(run.total)
         # The whole sweep counts once against the per-session rate limit; its first point
         # carries the check (a refused first point stops the sweep with the message).
-        run.advance(lambda spec: runner.submit(spec, owner=ui.owner_id()))
+        run.advance(lambda spec: runner.submit(spec, owner=access.owner_id()))
     except JaxCompareError as exc:
         st.session_state[ERROR] = str(exc)
         return
@@ -57,7 +69,7 @@ def start_sweep() -> None:
 
 
 def submit(spec):
-    return ui.get_runner().submit(spec, owner=ui.owner_id(), rate_limited=False)
+    return resources.get_runner().submit(spec, owner=access.owner_id(), rate_limited=False)
 
 
 def stop_sweep() -> None:
@@ -66,7 +78,7 @@ def stop_sweep() -> None:
         run.stop()
 
 
-@st.fragment(run_every=ui.POLL_S)
+@st.fragment(run_every=jobs.POLL_S)
 def poll_sweep() -> None:
     """Advance the sweep one job at a time; a full rerun redraws the charts when a size lands."""
     run = st.session_state.get(RUN)
@@ -76,7 +88,7 @@ def poll_sweep() -> None:
     if landed or run.finished:
         st.rerun()
     if run.job is not None:
-        ui.job_progress(run.job, run.progress_label(), overall=run.fraction())
+        jobs.job_progress(run.job, run.progress_label(), overall=run.fraction())
     st.button(_("Stop the sweep"), icon=":material/stop_circle:", on_click=stop_sweep, key="stop_sweep")
 
 
@@ -89,14 +101,14 @@ with st.sidebar:
     labels = {c.name: controls.case_label(c) for c in CASES}
     language.selectbox(_("Case"), [c.name for c in CASES], format_func=labels.__getitem__, key="sweep_case",
                         help=_("NumPy cases first, then SciPy. Type to search."))
-    case = ui.case_by_name(st.session_state["sweep_case"])
+    case = cases_ui.case_by_name(st.session_state["sweep_case"])
     st.pills(_("Precision"), ("x32", "x64"), selection_mode="multi", key="sweep_precisions",
              format_func=controls.precision_label,
              help=_("Pick both to overlay float32 and float64 on the same charts."))
     lo, hi = controls.STEPS_RANGE
     st.slider(_("Sizes"), min_value=lo, max_value=hi, key="sweep_steps",
               help=_("How many sizes, spaced geometrically from the smallest to the largest."))
-    env = ui.known_environment()
+    env = resources.known_environment()
     config = current_config()
     default_top = controls.default_largest(case, controls.backend_for(config.device, env))
     st.text_input(_("Largest shape"), key="sweep_largest", live=True,
@@ -125,7 +137,7 @@ with st.sidebar:
     st.button(_("Run sweep"), type="primary", icon=":material/play_arrow:", on_click=start_sweep,
               disabled=busy or problem is not None, width="stretch", key="run_sweep")
 
-ui.cases_file_ui()
+cases_ui.cases_file_ui()
 ui.sync_url(config.query())
 
 st.title(navigation.SIZE_SWEEP.label)
@@ -133,7 +145,7 @@ st.caption(_("Small inputs favour NumPy (JAX pays dispatch overhead on every cal
              "JAX. This page measures one case from tiny to large and marks where the speedup crosses 1x."))
 ui.device_banner()
 ui.show_url_warnings(url_warnings)
-slot = ui.job_slot()
+slot = jobs.job_slot()
 if ERROR in st.session_state:
     st.error(translate_text(st.session_state[ERROR]), icon=":material/error:")
 
@@ -185,7 +197,7 @@ ui.chart(charts.sweep_share_chart(results), _("One-off share chart"), f"{stem}_s
 st.dataframe(views.sweep_table(results), hide_index=True, width="stretch",
              column_config={_("Trusted"): st.column_config.TextColumn(_("Trusted"), width="large")})
 downloads = st.container(horizontal=True)
-shown = ui.visible(results)  # a hosted demo gives visitors no host name or interpreter path
+shown = access.visible(results)  # a hosted demo gives visitors no host name or interpreter path
 downloads.download_button(_("Sweep (JSON)"), formatting.dumps([r.to_dict() for r in shown]),
                           file_name=f"{stem}.json", mime="application/json",
                           icon=":material/download:", on_click="ignore", key="download_sweep_json")

@@ -9,7 +9,7 @@ from typing import Any
 import streamlit as st
 
 from jaxcompare import Case, JaxCompareError
-from jaxcompare.app import controls, environment_view, language, navigation, ui
+from jaxcompare.app import access, cases_ui, controls, environment_view, jobs, language, navigation, resources, ui
 from jaxcompare.app import pitfalls_view as pv
 from jaxcompare.app.charts_pitfalls import pitfall_chart
 from jaxcompare.app.charts_profile import size_gap_chart
@@ -22,7 +22,7 @@ ui.start_page(navigation.PITFALLS)
 
 JOB, RESULTS, ERROR = "pitfalls_job", "pitfalls_results", "pitfalls_error"
 KEYS = ("case", "size", "custom_shape", "precision", "device", "timing")
-CASES = ui.cases()
+CASES = cases_ui.cases()
 
 
 def key(name: str) -> str:
@@ -47,7 +47,7 @@ def on_case_change() -> None:
     ss = st.session_state
     if ss[key("size")] != "custom":
         try:
-            case = ui.case_by_name(ss[key("case")])
+            case = cases_ui.case_by_name(ss[key("case")])
         except JaxCompareError:
             return  # the page redraws the Case box with a choice it knows, and says so
         ss[key("custom_shape")] = controls.preset_shape_text(case, ss[key("size")])
@@ -58,8 +58,8 @@ def start_run(sections: tuple[str, ...] = SECTIONS) -> None:
         return  # a second click while running never starts a second job
     config = current_config()
     try:
-        spec = config.spec(ui.case_by_name(config.case))
-        job = ui.get_runner().submit_pitfalls(spec, sections, owner=ui.owner_id())
+        spec = config.spec(cases_ui.case_by_name(config.case))
+        job = resources.get_runner().submit_pitfalls(spec, sections, owner=access.owner_id())
     except JaxCompareError as exc:
         st.session_state[ERROR] = str(exc)
         return
@@ -75,25 +75,25 @@ def harvest() -> None:
     if pending is None or not pending.done:
         return
     meta = st.session_state.pop(f"{JOB}_meta", {})
-    job = ui.take_finished(JOB, ERROR)
+    job = jobs.take_finished(JOB, ERROR)
     if job is None:
         return
     entries = pv.section_entries(job.value, meta.get("timing", "careful"))
     st.session_state[RESULTS] = {**st.session_state.get(RESULTS, {}), **entries}
 
 
-@st.fragment(run_every=ui.POLL_S)
+@st.fragment(run_every=jobs.POLL_S)
 def poll_job() -> None:
-    job = ui.polled_job(JOB)
+    job = jobs.polled_job(JOB)
     if job is None:
         return
-    runner = ui.get_runner()
+    runner = resources.get_runner()
     sections = st.session_state.get(f"{JOB}_meta", {}).get("sections", SECTIONS)
     ahead = runner.jobs_ahead(job) if job.status == "queued" else None
     elapsed = time.time() - (job.started_at or time.time())
     st.progress(min(max(job.progress, 0.0), 1.0),
                 text=pv.progress_text(job.phase, job.progress, elapsed, sections, queued_behind=ahead))
-    st.button(_("Stop"), icon=":material/stop_circle:", on_click=ui.cancel_job, args=(JOB,), key="stop_pitfalls")
+    st.button(_("Stop"), icon=":material/stop_circle:", on_click=jobs.cancel_job, args=(JOB,), key="stop_pitfalls")
 
 
 # --- sections -------------------------------------------------------------------------------------
@@ -176,7 +176,7 @@ with st.sidebar:
     language.selectbox(_("Case"), [c.name for c in CASES], format_func=labels.__getitem__, key=key("case"),
                         on_change=on_case_change,
                         help=_("The JAX docs' benchmarking example, centered_gram, is the default."))
-    case = ui.case_by_name(st.session_state[key("case")])
+    case = cases_ui.case_by_name(st.session_state[key("case")])
     st.segmented_control(_("Shape"), controls.SIZE_CHOICES, format_func=controls.size_labels(case).__getitem__,
                          key=key("size"),
                          required=True, on_change=on_case_change)
@@ -192,7 +192,7 @@ with st.sidebar:
                          format_func=controls.precision_label,
                          help=_("The worker's mode. Pitfall 3 measures the other dtype too."))
     language.selectbox(_("Device"), ("auto", "cpu", "gpu", "tpu"), format_func=controls.device_label, key=key("device"))
-    device_problem = environment_view.device_problem(st.session_state[key("device")], ui.known_environment())
+    device_problem = environment_view.device_problem(st.session_state[key("device")], resources.known_environment())
     if device_problem:
         st.warning(device_problem, icon=":material/warning:")
     st.segmented_control(_("Timing"), pv.PitfallsConfig.TIMING_MODES, key=key("timing"), required=True,
@@ -206,7 +206,7 @@ with st.sidebar:
     if busy:
         st.caption(_("Measuring… the page stays usable; change settings for the next run."))
 
-ui.cases_file_ui()
+cases_ui.cases_file_ui()
 config = current_config()
 ui.sync_url(config.query())
 
@@ -218,7 +218,7 @@ st.caption(_("Each classic JAX benchmarking mistake, measured live beside the ri
                                                     precision=config.precision))
 env = ui.device_banner()
 ui.show_url_warnings(url_warnings)
-slot = ui.job_slot()
+slot = jobs.job_slot()
 if ERROR in st.session_state:
     st.error(translate_text(st.session_state[ERROR]), icon=":material/error:")
 

@@ -7,7 +7,7 @@ import streamlit as st
 
 from jaxcompare import JaxCompareError
 from jaxcompare.analysis.compare import compare_results
-from jaxcompare.app import charts_history, navigation, ui
+from jaxcompare.app import access, charts_history, navigation, resources, ui
 from jaxcompare.app import history_view as hv
 from jaxcompare.history.exchange import export_csv, export_json
 from jaxcompare.i18n import _, ngettext, sentences, translate_text
@@ -40,10 +40,10 @@ def select_rows(rows: list[int]) -> None:
 # --- callbacks (run before the script) ----------------------------------------------------------
 def on_upload(key: str) -> None:
     uploaded = st.session_state.get(key)
-    if uploaded is None or not ui.history_editable():
+    if uploaded is None or not access.history_editable():
         return
     try:
-        added, present = ui.get_store().import_json(uploaded.getvalue(), source=uploaded.name)
+        added, present = resources.get_store().import_json(uploaded.getvalue(), source=uploaded.name)
     except JaxCompareError as exc:
         notify("error", translate_text(str(exc)))
         return
@@ -61,10 +61,10 @@ def cancel_delete() -> None:
 
 def confirm_delete() -> None:
     ids = st.session_state.pop(CONFIRM, [])
-    if not ui.history_editable():  # the button is not drawn then; a forged click ends here
+    if not access.history_editable():  # the button is not drawn then; a forged click ends here
         return
     try:
-        deleted = ui.get_store().delete(ids)
+        deleted = resources.get_store().delete(ids)
     except JaxCompareError as exc:
         notify("error", _("Nothing was deleted: {error}").format(error=translate_text(str(exc))))
         return
@@ -89,7 +89,7 @@ def filter_widgets(facets: dict[str, list[str]]) -> dict[str, object]:
     st.segmented_control(_("Precision"), ("x32", "x64"), key=PRECISION,
                          format_func=lambda p: f"{p} · {'float32' if p == 'x32' else 'float64'}")
     st.selectbox(_("Device"), options[DEVICE], index=None, placeholder=_("All devices"), key=DEVICE)
-    if not ui.private_details_hidden():
+    if not access.private_details_hidden():
         st.selectbox(_("Host"), options[HOST], index=None, placeholder=_("All hosts"), key=HOST,
                      format_func=lambda h: h or _("(unknown host)"))
     st.date_input(_("Measured between (UTC)"), value=(), key=DATES, format="YYYY-MM-DD",
@@ -100,7 +100,7 @@ def filter_widgets(facets: dict[str, list[str]]) -> dict[str, object]:
               key="history_clear_filters")
     return {"case": st.session_state.get(CASE), "precision": st.session_state.get(PRECISION),
             "device": st.session_state.get(DEVICE),
-            "host": None if ui.private_details_hidden() else st.session_state.get(HOST),
+            "host": None if access.private_details_hidden() else st.session_state.get(HOST),
             "since": since, "until": until}
 
 
@@ -133,7 +133,7 @@ def selection_actions(results: list, labels: list[str]) -> None:
                         key="history_download_json")
     bar.download_button(_("Selection (CSV)"), data=lambda: export_csv(results), file_name="jaxcompare_results.csv",
                         mime="text/csv", icon=":material/download:", on_click="ignore", key="history_download_csv")
-    if not ui.history_editable():
+    if not access.history_editable():
         return
     bar.button(_("Delete {count} selected").format(count=n), icon=":material/delete:", on_click=ask_delete,
                args=([r.id for r in results],), key="history_delete")
@@ -172,7 +172,7 @@ def verdict_block(a, b, labels: list[str]) -> None:
 # --- page ---------------------------------------------------------------------------------------------
 st.title(navigation.HISTORY.label)
 try:
-    store = ui.get_store()
+    store = resources.get_store()
     total = store.count()
     facets = store.facets()
 except JaxCompareError as exc:
@@ -183,11 +183,11 @@ except JaxCompareError as exc:
 
 with st.sidebar:
     filters = filter_widgets(facets) if total else {}
-    if ui.history_editable():
+    if access.history_editable():
         import_widget()
-    ui.operator_ui()
+    access.operator_ui()
 
-if ui.private_details_hidden():
+if access.private_details_hidden():
     st.caption(_("Every Compare result and every Size-sweep point is saved here automatically · {total} saved")
                .format(total=total))
 else:
@@ -199,7 +199,7 @@ if NOTICE in st.session_state:
 
 if total == 0:
     st.info(sentences(_("No saved results yet. Run a comparison on **Compare** or a **Size sweep**: every result "
-                        "is saved here automatically."), IMPORT_HINT if ui.history_editable() else ""),
+                        "is saved here automatically."), IMPORT_HINT if access.history_editable() else ""),
             icon=":material/history:")
     links = st.container(horizontal=True)
     ui.page_link(navigation.COMPARE, container=links)
@@ -220,7 +220,7 @@ ids = [row["id"] for row in rows]
 keep_selection(ids)
 st.caption(hv.showing_text(len(rows), total, MAX_ROWS))
 event = st.dataframe(
-    hv.table_rows(rows, host=not ui.private_details_hidden()), key=TABLE, on_select="rerun",
+    hv.table_rows(rows, host=not access.private_details_hidden()), key=TABLE, on_select="rerun",
     selection_mode="multi-row", hide_index=True,
     width="stretch", height=min(38 + 35 * len(rows), 420),
     column_config={_("Speedup"): st.column_config.NumberColumn(
@@ -243,7 +243,7 @@ if unreadable:  # deleted by another session since the table was drawn, or a sav
     st.warning(hv.unreadable_text(unreadable), icon=":material/warning:")
 if not readable:
     st.stop()
-results = hv.oldest_first(ui.visible(readable))
+results = hv.oldest_first(access.visible(readable))
 labels = hv.lettered_labels(results)
 selection_actions(results, labels)
 if len(results) < 2:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
+from jaxcompare.app import access, navigation, resources, ui
 from jaxcompare.app import environment_view as ev
-from jaxcompare.app import navigation, ui
 from jaxcompare.engine.environment import ENV_VARS, host_info
 from jaxcompare.i18n import _, translate_text
 from jaxcompare.model import formatting
@@ -15,7 +15,7 @@ ui.start_page(navigation.ENVIRONMENT)
 
 def worker_or_error(precision: str) -> tuple[dict | None, str | None]:
     try:
-        return ui.worker_environment(precision), None
+        return resources.worker_environment(precision), None
     except Exception as exc:
         return None, _("The {precision} worker could not report: {error}").format(
             precision=precision, error=translate_text(str(exc)))
@@ -23,25 +23,25 @@ def worker_or_error(precision: str) -> tuple[dict | None, str | None]:
 
 @st.fragment(run_every=1.0)
 def wait_for_workers() -> None:
-    if all(ui.worker_environment_ready(p) for p in ("x32", "x64")):
+    if all(resources.worker_environment_ready(p) for p in ("x32", "x64")):
         st.rerun()
     st.info(_("Asking the x32 and x64 workers what they see (the first visit starts them: a few seconds)…"),
             icon=":material/hourglass_top:")
 
 
 def refresh() -> None:
-    ui.refresh_environment()
+    resources.refresh_environment()
 
 
 st.title(navigation.ENVIRONMENT.label)
 st.caption(_("What the numbers were measured on. Every saved result carries this fingerprint too."))
-host = ui.visible_env(host_info())  # a hosted demo shows visitors no host name or paths
+host = access.visible_env(host_info())  # a hosted demo shows visitors no host name or paths
 workers: dict[str, dict] = {}
 problems = []
 for precision in ("x32", "x64"):
     env, problem = worker_or_error(precision)
     if env is not None:
-        workers[precision] = ui.visible_env(env)
+        workers[precision] = access.visible_env(env)
     if problem:
         problems.append(problem)
 for problem in problems:

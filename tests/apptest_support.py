@@ -31,9 +31,9 @@ def app_runner():
     """The app's shared Runner (st.cache_resource) lives for one test module; clearing it
     runs on_release, which closes the Runner, cancels anything in flight, and stops its workers."""
     yield
-    from jaxcompare.app import ui
+    from jaxcompare.app import resources
 
-    ui.get_runner.clear()
+    resources.get_runner.clear()
 
 
 def page(name: str, **query: str) -> AppTest:
@@ -50,7 +50,7 @@ def page(name: str, **query: str) -> AppTest:
 def run_until(at: AppTest, done, timeout: float = 120.0) -> AppTest:
     """Rerun the script (as the polling fragment would) until ``done(at)``. Between reruns it
     waits for the app's runner to go idle — on the work itself, not on a sleep."""
-    from jaxcompare.app import ui
+    from jaxcompare.app import resources
 
     deadline = time.monotonic() + timeout
     while not done(at):
@@ -58,6 +58,6 @@ def run_until(at: AppTest, done, timeout: float = 120.0) -> AppTest:
         left = deadline - time.monotonic()
         if left <= 0:
             raise AssertionError("timed out waiting for the page")
-        ui.get_runner().wait_idle(timeout=min(left, 30.0))
+        resources.get_runner().wait_idle(timeout=min(left, 30.0))
         at.run()
     return at

@@ -48,8 +48,8 @@ def _drive(config: dict) -> None:
     from jaxcompare.engine.runner import Owner
     from jaxcompare.history.store import Store, default_path
 
-    ui = sys.modules["jaxcompare.app.ui"]  # the test opened a page first: the app made its Runner
-    runner = ui.get_runner()
+    resources = sys.modules["jaxcompare.app.resources"]  # the test opened a page first: the app made its Runner
+    runner = resources.get_runner()
     store = Store(default_path())
     lock = threading.Lock()
     outcomes: list[dict] = []

@@ -198,13 +198,13 @@ def loopback_server():
     """The app as `make run` serves it, on 127.0.0.1: the only place it loads case files."""
     import streamlit as st
 
-    from jaxcompare.app import ui
+    from jaxcompare.app import resources
 
     st.config.set_option("server.address", "127.0.0.1")
-    ui.get_runner.clear()  # a Runner for this address
+    resources.get_runner.clear()  # a Runner for this address
     yield
     st.config.set_option("server.address", None)
-    ui.get_runner.clear()
+    resources.get_runner.clear()
 
 
 def has_case(name: str):

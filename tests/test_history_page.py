@@ -32,15 +32,15 @@ def db(tmp_path, monkeypatch, runner):
     """JAXCOMPARE_DB at a fresh file; the app shares the test session's Runner (no new workers)."""
     import streamlit as st
 
-    from jaxcompare.app import ui
+    from jaxcompare.app import resources
 
     path = tmp_path / "results.sqlite3"
     monkeypatch.setenv("JAXCOMPARE_DB", str(path))
-    monkeypatch.setattr(ui, "get_runner", lambda: runner)
+    monkeypatch.setattr(resources, "get_runner", lambda: runner)
     st.cache_data.clear()
-    ui._store_at.clear()
+    resources._store_at.clear()
     yield path
-    ui._store_at.clear()
+    resources._store_at.clear()
 
 
 @pytest.fixture

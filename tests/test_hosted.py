@@ -16,11 +16,11 @@ if str(ROOT) not in sys.path:
 
 @pytest.fixture
 def shared_runner():
-    from jaxcompare.app import ui
+    from jaxcompare.app import resources
 
-    ui.get_runner.clear()
+    resources.get_runner.clear()
     yield
-    ui.get_runner.clear()  # closes the Runner and its workers
+    resources.get_runner.clear()  # closes the Runner and its workers
 
 
 def compare_session(case: str, precision: str) -> AppTest:

@@ -26,18 +26,18 @@ def serve(monkeypatch):
     Streamlit's server.address); a fresh Runner each time, closed afterwards."""
     import streamlit as st
 
-    from jaxcompare.app import ui
+    from jaxcompare.app import resources
 
     def start(address: str | None = "127.0.0.1", **env: str) -> None:
         for key, value in env.items():
             monkeypatch.setenv(key, value)
         st.config.set_option("server.address", address)
-        ui.get_runner.clear()
+        resources.get_runner.clear()
 
     yield start
     st.config.set_option("server.address", None)
     st.config.set_option("client.showErrorDetails", "type")
-    ui.get_runner.clear()
+    resources.get_runner.clear()
 
 
 def cases_box(at: AppTest) -> tuple[bool, bool]:
@@ -80,13 +80,13 @@ def test_a_refused_server_ignores_a_forged_path(serve, tmp_path):
     path.write_text(f"open({str(marker)!r}, 'w').close()\nCASES = []\n")
     at = page("pages/1_Compare.py")
     at.session_state["cases_file_input"] = str(path)
-    from jaxcompare.app import ui
+    from jaxcompare.app import resources
 
     with pytest.raises(Exception, match="disabled"):
-        ui.get_runner().submit_list_cases(str(path))
+        resources.get_runner().submit_list_cases(str(path))
     at.run()
-    assert ui.get_runner().wait_idle(120)
-    assert "list_cases" not in [job.kind for job in ui.get_runner().history]
+    assert resources.get_runner().wait_idle(120)
+    assert "list_cases" not in [job.kind for job in resources.get_runner().history]
     assert not marker.exists() and "cases_file_cases" not in at.session_state
 
 
@@ -108,17 +108,17 @@ def test_a_case_file_that_hangs_at_import_can_be_abandoned(serve, tmp_path):
 @pytest.fixture
 def saved(tmp_path, monkeypatch) -> Store:
     """A results database with two runs from a machine called secret-gpu-box."""
-    from jaxcompare.app import ui
+    from jaxcompare.app import resources
 
     monkeypatch.setenv("JAXCOMPARE_DB", str(tmp_path / "results.sqlite3"))
-    ui._store_at.clear()
+    resources._store_at.clear()
     store = Store(tmp_path / "results.sqlite3")
     for i, numpy_s in enumerate((1e-3, 2e-3)):
         result = make_result(numpy_s=numpy_s)
         env = {**result.env, "hostname": "secret-gpu-box", "python_executable": "/srv/secret/venv/bin/python"}
         store.save(dataclasses.replace(result, id=f"{result.id}-{i}", env=env))
     yield store
-    ui._store_at.clear()
+    resources._store_at.clear()
 
 
 def select_all(at: AppTest) -> AppTest:
@@ -145,9 +145,9 @@ def test_history_is_read_only_for_visitors_and_hides_the_server(serve, saved):
     assert "secret" not in everything(at) and str(saved.path) not in everything(at)
     assert [s.label for s in at.selectbox] == ["Case", "Device"]  # no host filter
     assert at.get("download_button")  # the selection can be downloaded, without the host name
-    from jaxcompare.app import ui
+    from jaxcompare.app import access
 
-    shown = ui.visible(saved.load([r["id"] for r in saved.list()]))
+    shown = access.visible(saved.load([r["id"] for r in saved.list()]))
     assert all("hostname" not in r.env and "python_executable" not in r.env for r in shown)
 
     # A wrong token is refused; the right one unlocks delete and import for this session only.
@@ -190,9 +190,9 @@ def hosted_runner():
 
 
 def test_the_rate_limit_counts_the_client_not_the_session(hosted_runner, monkeypatch):
-    from jaxcompare.app import ui
+    from jaxcompare.app import resources
 
-    monkeypatch.setattr(ui, "get_runner", lambda: hosted_runner)
+    monkeypatch.setattr(resources, "get_runner", lambda: hosted_runner)
     for _ in range(2):  # two runs, each from a fresh session: a reload
         at = page("pages/1_Compare.py", case="matmul", shape="small", timing="quick")
         at.button(key="run_compare").click().run()
@@ -205,9 +205,9 @@ def test_the_rate_limit_counts_the_client_not_the_session(hosted_runner, monkeyp
 
 
 def test_a_sweep_longer_than_the_cap_is_refused_with_the_limit_named(hosted_runner, monkeypatch):
-    from jaxcompare.app import ui
+    from jaxcompare.app import resources
 
-    monkeypatch.setattr(ui, "get_runner", lambda: hosted_runner)
+    monkeypatch.setattr(resources, "get_runner", lambda: hosted_runner)
     at = page("pages/2_Size_sweep.py", case="matmul", steps="10", timing="quick")
     at.button(key="run_sweep").click().run()
     assert any("a sweep of 10 sizes is longer than this server allows (8)" in e.value for e in at.error)
@@ -238,6 +238,6 @@ def test_with_a_login_configured_no_page_runs_or_shows_anything_before_login(ser
     assert [b.key for b in at.button] == ["login_default"]
     assert not at.dataframe and not at.get("vega_lite_chart") and not at.metric
     assert "secret-gpu-box" not in everything(at) and "test-matmul" not in everything(at)
-    from jaxcompare.app import ui
+    from jaxcompare.app import resources
 
-    assert ui.get_runner().queue_length() == 0 and not ui.get_runner().history
+    assert resources.get_runner().queue_length() == 0 and not resources.get_runner().history

@@ -116,15 +116,15 @@ def _(message: str) -> str:
 
 
 def worker_ready(at: AppTest) -> bool:
-    from jaxcompare.app import ui
+    from jaxcompare.app import resources
 
-    return ui.known_environment() is not None
+    return resources.known_environment() is not None
 
 
 def cpu_model() -> tuple[str, ...]:
-    from jaxcompare.app import ui
+    from jaxcompare.app import resources
 
-    env = ui.known_environment() or {}
+    env = resources.known_environment() or {}
     return tuple(filter(None, [env.get("cpu_model")]))
 
 
@@ -199,12 +199,12 @@ def test_pitfalls_in_chinese_before_and_after_a_run():
 
 def test_history_verdict_in_chinese():
     """Two saved runs of one case side by side: the verdict, its statistics and the charts."""
-    from jaxcompare.app import ui
+    from jaxcompare.app import resources
 
     older = make_result(jax_s=2e-4)
     newer = dataclasses.replace(make_result(jax_s=1e-4), id="test-faster", created="2026-01-02T00:00:00+00:00")
     for result in (older, newer):
-        ui.get_store().save(result)
+        resources.get_store().save(result)
     at = zh("pages/4_History.py")
     chinese(at)
     ids = at.session_state["history_row_ids"]
@@ -221,12 +221,12 @@ def test_a_hosted_demo_in_chinese(monkeypatch):
     """What only a hosted demo shows: case files off, History read-only, the operator's token."""
     import streamlit as st
 
-    from jaxcompare.app import ui
+    from jaxcompare.app import resources
 
     monkeypatch.setenv("JAXCOMPARE_MODE", "hosted")
     monkeypatch.setenv("JAXCOMPARE_ADMIN_TOKEN", "the operator's secret")
     st.config.set_option("server.address", "0.0.0.0")
-    ui.get_runner.clear()
+    resources.get_runner.clear()
     try:
         at = zh("pages/1_Compare.py", case="matmul")
         chinese(at)
@@ -242,7 +242,7 @@ def test_a_hosted_demo_in_chinese(monkeypatch):
     finally:
         st.config.set_option("server.address", None)
         st.config.set_option("client.showErrorDetails", "type")
-        ui.get_runner.clear()
+        resources.get_runner.clear()
 
 
 def test_bad_links_say_so_in_chinese():
