@@ -26,24 +26,17 @@ from jaxcompare.history.exchange import export_csv
 from jaxcompare.i18n import _, translate_text
 from jaxcompare.model import formatting
 from jaxcompare.model.cases import format_shape
+from jaxcompare.model.spec import DEVICES, PRECISIONS
 
 ui.start_page(navigation.COMPARE)
 
 JOB, RESULT, ERROR = "compare_job", "compare_result", "compare_error"
 CASES = cases_ui.cases()
-
-
-def widget_values(config: controls.CompareConfig) -> dict[str, object]:
-    return {"case": config.case, "size": config.size, "custom_shape": config.custom_shape,
-            "precision": config.precision, "device": config.device, "timing": config.timing,
-            "profile": config.profile}
+key = controls.CompareConfig.key  # the widgets' keys: the config's field names
 
 
 def current_config() -> controls.CompareConfig:
-    ss = st.session_state
-    return controls.CompareConfig(case=ss["case"], size=ss["size"], custom_shape=ss["custom_shape"],
-                             precision=ss["precision"], device=ss["device"], timing=ss["timing"],
-                             profile=ss["profile"])
+    return controls.CompareConfig.from_widgets(st.session_state)
 
 
 def running_job():
@@ -54,12 +47,12 @@ def running_job():
 # --- callbacks (run before the script, so they never block it) ---------------------------------
 def on_case_change() -> None:
     ss = st.session_state
-    if ss["size"] != "custom":
+    if ss[key("size")] != "custom":
         try:
-            case = cases_ui.case_by_name(ss["case"])
+            case = cases_ui.case_by_name(ss[key("case")])
         except JaxCompareError:
             return  # the page redraws the Case box with a choice it knows, and says so
-        ss["custom_shape"] = controls.preset_shape_text(case, ss["size"])
+        ss[key("custom_shape")] = controls.preset_shape_text(case, ss[key("size")])
 
 
 def on_size_change() -> None:
@@ -100,20 +93,20 @@ def poll_job() -> None:
 
 
 # --- page ---------------------------------------------------------------------------------------
-url_warnings = ui.seed_from_url(
-    "compare", lambda query: controls.compare_config_from_query(query, CASES), widget_values)
+url_warnings = ui.seed_from_url("compare", lambda query: controls.compare_config_from_query(query, CASES))
 harvest()
 
 with st.sidebar:
     st.header(_("Configuration"))
     case_options = [c.name for c in CASES]
     labels = {c.name: controls.case_label(c) for c in CASES}
-    language.selectbox(_("Case"), case_options, format_func=labels.__getitem__, key="case", on_change=on_case_change,
-                        help=_("NumPy cases first, then SciPy. Type to search by name, library or title."))
-    case = cases_ui.case_by_name(st.session_state["case"])
+    language.selectbox(_("Case"), case_options, format_func=labels.__getitem__, key=key("case"),
+                       on_change=on_case_change,
+                       help=_("NumPy cases first, then SciPy. Type to search by name, library or title."))
+    case = cases_ui.case_by_name(st.session_state[key("case")])
     st.segmented_control(_("Shape"), controls.SIZE_CHOICES, format_func=controls.size_labels(case).__getitem__,
-                         key="size", required=True, on_change=on_size_change)
-    st.text_input(_("Custom shape"), key="custom_shape", disabled=st.session_state["size"] != "custom",
+                         key=key("size"), required=True, on_change=on_size_change)
+    st.text_input(_("Custom shape"), key=key("custom_shape"), disabled=st.session_state[key("size")] != "custom",
                   live=True, placeholder=_("e.g. 500x500"),
                   help=_("Sizes separated by x, like 500x500 (or 100000 for a vector)."))
     shape_problem, shape = None, None
@@ -122,20 +115,20 @@ with st.sidebar:
     except JaxCompareError as exc:
         shape_problem = translate_text(str(exc))
         st.error(shape_problem, icon=":material/error:")
-    st.segmented_control(_("Precision"), ("x32", "x64"), key="precision", required=True,
+    st.segmented_control(_("Precision"), PRECISIONS, key=key("precision"), required=True,
                          format_func=controls.precision_label,
                          help=_("x32 compares float32 on both sides, x64 float64; each runs in its own worker."))
-    language.selectbox(_("Device"), ("auto", "cpu", "gpu", "tpu"), format_func=controls.device_label, key="device")
-    device_problem = environment_view.device_problem(st.session_state["device"], resources.known_environment())
+    language.selectbox(_("Device"), DEVICES, format_func=controls.device_label, key=key("device"))
+    device_problem = environment_view.device_problem(st.session_state[key("device")], resources.known_environment())
     if device_problem:
         st.warning(device_problem, icon=":material/warning:")
-    st.segmented_control(_("Timing"), controls.TIMING_MODES, key="timing", required=True,
+    st.segmented_control(_("Timing"), controls.CompareConfig.TIMING_PRESETS, key=key("timing"), required=True,
                          format_func=controls.timing_label,
                          help=_("Careful stops when each median is known to ±3%; quick stops at ±10%. "
                                 "Thorough samples the NumPy and JAX runtimes until each is known to ±1% "
                                 "(up to 2.5 s each) in four pairs of blocks side by side, and checks that "
                                 "the speedup held from pair to pair (*Speedup steady*)."))
-    st.toggle(_("Profile the JAX call"), key="profile",
+    st.toggle(_("Profile the JAX call"), key=key("profile"),
               help=_("After the timed phases, trace a few steady-state JAX calls with jax.profiler: the XLA ops "
                      "that take the device's time, and how much of each call is host overhead. The timings are "
                      "the same either way; the Perfetto trace can be downloaded from the Profile tab."))

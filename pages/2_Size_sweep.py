@@ -23,25 +23,17 @@ from jaxcompare.history.exchange import export_csv
 from jaxcompare.i18n import _, translate_text
 from jaxcompare.model import formatting
 from jaxcompare.model.cases import format_shape
+from jaxcompare.model.spec import DEVICES, PRECISIONS
 
 ui.start_page(navigation.SIZE_SWEEP)
 
 RUN, ERROR = "sweep_run", "sweep_error"
 CASES = cases_ui.cases()
-
-
-def widget_values(config: controls.SweepConfig) -> dict[str, object]:
-    return {"sweep_case": config.case, "sweep_precisions": list(config.precisions),
-            "sweep_steps": config.steps, "sweep_largest": config.largest,
-            "sweep_device": config.device, "sweep_timing": config.timing}
+key = controls.SweepConfig.key  # the widgets' keys: sweep_ and the config's field names
 
 
 def current_config() -> controls.SweepConfig:
-    ss = st.session_state
-    precisions = tuple(p for p in ("x32", "x64") if p in (ss["sweep_precisions"] or []))
-    return controls.SweepConfig(case=ss["sweep_case"], precisions=precisions, steps=int(ss["sweep_steps"]),
-                           largest=(ss["sweep_largest"] or "").strip(), device=ss["sweep_device"],
-                           timing=ss["sweep_timing"])
+    return controls.SweepConfig.from_widgets(st.session_state)
 
 
 def active_run() -> controls.SweepRun | None:
@@ -93,34 +85,32 @@ def poll_sweep() -> None:
 
 
 # --- page ---------------------------------------------------------------------------------------
-url_warnings = ui.seed_from_url(
-    "sweep", lambda query: controls.sweep_config_from_query(query, CASES), widget_values)
+url_warnings = ui.seed_from_url("sweep", lambda query: controls.sweep_config_from_query(query, CASES))
 
 with st.sidebar:
     st.header(_("Sweep"))
     labels = {c.name: controls.case_label(c) for c in CASES}
-    language.selectbox(_("Case"), [c.name for c in CASES], format_func=labels.__getitem__, key="sweep_case",
+    language.selectbox(_("Case"), [c.name for c in CASES], format_func=labels.__getitem__, key=key("case"),
                         help=_("NumPy cases first, then SciPy. Type to search."))
-    case = cases_ui.case_by_name(st.session_state["sweep_case"])
-    st.pills(_("Precision"), ("x32", "x64"), selection_mode="multi", key="sweep_precisions",
+    case = cases_ui.case_by_name(st.session_state[key("case")])
+    st.pills(_("Precision"), PRECISIONS, selection_mode="multi", key=key("precisions"),
              format_func=controls.precision_label,
              help=_("Pick both to overlay float32 and float64 on the same charts."))
     lo, hi = controls.STEPS_RANGE
-    st.slider(_("Sizes"), min_value=lo, max_value=hi, key="sweep_steps",
+    st.slider(_("Sizes"), min_value=lo, max_value=hi, key=key("steps"),
               help=_("How many sizes, spaced geometrically from the smallest to the largest."))
     env = resources.known_environment()
     config = current_config()
     default_top = controls.default_largest(case, controls.backend_for(config.device, env))
-    st.text_input(_("Largest shape"), key="sweep_largest", live=True,
+    st.text_input(_("Largest shape"), key=key("largest"), live=True,
                   placeholder=_("{shape} (default)").format(shape=format_shape(default_top)),
                   help=_("Leave empty for the default: the case's large preset on CPU, twice that per "
                          "dimension on a GPU or TPU."))
-    language.selectbox(_("Device"), ("auto", "cpu", "gpu", "tpu"), format_func=controls.device_label,
-                       key="sweep_device")
-    device_problem = environment_view.device_problem(st.session_state["sweep_device"], env)
+    language.selectbox(_("Device"), DEVICES, format_func=controls.device_label, key=key("device"))
+    device_problem = environment_view.device_problem(st.session_state[key("device")], env)
     if device_problem:
         st.warning(device_problem, icon=":material/warning:")
-    st.segmented_control(_("Timing"), controls.TIMING_MODES, key="sweep_timing", required=True,
+    st.segmented_control(_("Timing"), controls.SweepConfig.TIMING_PRESETS, key=key("timing"), required=True,
                          format_func=controls.timing_label,
                          help=_("Quick is the default for sweeps; careful samples longer at every size; thorough "
                                 "samples the NumPy and JAX runtimes to ±1% at every size (times are per size)."))

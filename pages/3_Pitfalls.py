@@ -17,24 +17,17 @@ from jaxcompare.app.profile_view import side_gap_text
 from jaxcompare.engine.pitfalls import PITFALLS, SECTIONS
 from jaxcompare.i18n import _, sentences, translate_text
 from jaxcompare.model.cases import format_shape
+from jaxcompare.model.spec import DEVICES, PRECISIONS
 
 ui.start_page(navigation.PITFALLS)
 
 JOB, RESULTS, ERROR = "pitfalls_job", "pitfalls_results", "pitfalls_error"
-KEYS = ("case", "size", "custom_shape", "precision", "device", "timing")
 CASES = cases_ui.cases()
-
-
-def key(name: str) -> str:
-    return f"pf_{name}"
-
-
-def widget_values(config: pv.PitfallsConfig) -> dict[str, object]:
-    return {key(name): getattr(config, name) for name in KEYS}
+key = pv.PitfallsConfig.key  # the widgets' keys: pf_ and the config's field names
 
 
 def current_config() -> pv.PitfallsConfig:
-    return pv.PitfallsConfig(**{name: st.session_state[key(name)] for name in KEYS})
+    return pv.PitfallsConfig.from_widgets(st.session_state)
 
 
 def running_job():
@@ -167,7 +160,7 @@ def section(meta: Mapping[str, str], entry: Mapping[str, Any] | None, case: Case
 
 
 # --- page -------------------------------------------------------------------------------------------
-url_warnings = ui.seed_from_url("pitfalls", lambda query: pv.config_from_query(query, CASES), widget_values)
+url_warnings = ui.seed_from_url("pitfalls", lambda query: pv.config_from_query(query, CASES))
 harvest()
 
 with st.sidebar:
@@ -188,14 +181,14 @@ with st.sidebar:
         shape = current_config().shape(case)
     except JaxCompareError as exc:
         st.error(translate_text(str(exc)), icon=":material/error:")
-    st.segmented_control(_("Precision"), ("x32", "x64"), key=key("precision"), required=True,
+    st.segmented_control(_("Precision"), PRECISIONS, key=key("precision"), required=True,
                          format_func=controls.precision_label,
                          help=_("The worker's mode. Pitfall 3 measures the other dtype too."))
-    language.selectbox(_("Device"), ("auto", "cpu", "gpu", "tpu"), format_func=controls.device_label, key=key("device"))
+    language.selectbox(_("Device"), DEVICES, format_func=controls.device_label, key=key("device"))
     device_problem = environment_view.device_problem(st.session_state[key("device")], resources.known_environment())
     if device_problem:
         st.warning(device_problem, icon=":material/warning:")
-    st.segmented_control(_("Timing"), pv.PitfallsConfig.TIMING_MODES, key=key("timing"), required=True,
+    st.segmented_control(_("Timing"), pv.PitfallsConfig.TIMING_PRESETS, key=key("timing"), required=True,
                          format_func=controls.timing_label,
                          help=_("Careful samples longer and stops when the median is known to ±3%; "
                                 "quick stops at ±10%. Six sections take several times one comparison."))

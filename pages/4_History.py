@@ -7,10 +7,11 @@ import streamlit as st
 
 from jaxcompare import JaxCompareError
 from jaxcompare.analysis.compare import compare_results
-from jaxcompare.app import access, charts_history, navigation, resources, ui
+from jaxcompare.app import access, charts_history, controls, navigation, resources, ui
 from jaxcompare.app import history_view as hv
 from jaxcompare.history.exchange import export_csv, export_json
 from jaxcompare.i18n import _, ngettext, sentences, translate_text
+from jaxcompare.model.spec import PRECISIONS
 
 ui.start_page(navigation.HISTORY)
 
@@ -86,8 +87,7 @@ def filter_widgets(facets: dict[str, list[str]]) -> dict[str, object]:
             st.session_state[key] = None
     st.header(_("Filters"))
     st.selectbox(_("Case"), options[CASE], index=None, placeholder=_("All cases"), key=CASE)
-    st.segmented_control(_("Precision"), ("x32", "x64"), key=PRECISION,
-                         format_func=lambda p: f"{p} · {'float32' if p == 'x32' else 'float64'}")
+    st.segmented_control(_("Precision"), PRECISIONS, key=PRECISION, format_func=controls.precision_label)
     st.selectbox(_("Device"), options[DEVICE], index=None, placeholder=_("All devices"), key=DEVICE)
     if not access.private_details_hidden():
         st.selectbox(_("Host"), options[HOST], index=None, placeholder=_("All hosts"), key=HOST,

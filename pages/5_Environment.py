@@ -9,6 +9,7 @@ from jaxcompare.app import environment_view as ev
 from jaxcompare.engine.environment import ENV_VARS, host_info
 from jaxcompare.i18n import _, translate_text
 from jaxcompare.model import formatting
+from jaxcompare.model.spec import PRECISIONS
 
 ui.start_page(navigation.ENVIRONMENT)
 
@@ -23,7 +24,7 @@ def worker_or_error(precision: str) -> tuple[dict | None, str | None]:
 
 @st.fragment(run_every=1.0)
 def wait_for_workers() -> None:
-    if all(resources.worker_environment_ready(p) for p in ("x32", "x64")):
+    if all(resources.worker_environment_ready(p) for p in PRECISIONS):
         st.rerun()
     st.info(_("Asking the x32 and x64 workers what they see (the first visit starts them: a few seconds)…"),
             icon=":material/hourglass_top:")
@@ -38,7 +39,7 @@ st.caption(_("What the numbers were measured on. Every saved result carries this
 host = access.visible_env(host_info())  # a hosted demo shows visitors no host name or paths
 workers: dict[str, dict] = {}
 problems = []
-for precision in ("x32", "x64"):
+for precision in PRECISIONS:
     env, problem = worker_or_error(precision)
     if env is not None:
         workers[precision] = access.visible_env(env)

@@ -78,6 +78,30 @@ def test_sweep_url_round_trip_and_bad_values():
         {"case": "matmul", "precision": "x99", "steps": "40", "largest": "5x5"}, CASES)
     assert bad == controls.SweepConfig("matmul")
     assert len(warnings) == 3
+    assert controls.SweepConfig("matmul").query() == {"case": "matmul"}  # the defaults stay out of the URL
+
+
+def test_each_page_reads_back_from_its_widgets_what_it_seeded_there():
+    """A page's widget keys and values come from its config's fields: what seed_from_url writes,
+    from_widgets reads back, under the keys the pages' widgets (and their tests) use."""
+    from jaxcompare.app import pitfalls_view as pv
+
+    compare = controls.CompareConfig("matmul", size="custom", custom_shape="200x200", precision="x64",
+                                     device="cpu", timing="thorough", profile=True)
+    sweep = controls.SweepConfig("matmul", precisions=("x32", "x64"), steps=4, largest="300x300", device="gpu",
+                                 timing="careful")
+    pitfalls = pv.PitfallsConfig("matmul", size="small", custom_shape="10x10", device="cpu", timing="quick")
+    for config in (compare, sweep, pitfalls):
+        assert type(config).from_widgets(config.widgets()) == config
+    assert set(compare.widgets()) == {"case", "size", "custom_shape", "precision", "device", "timing", "profile"}
+    assert set(sweep.widgets()) == {"sweep_case", "sweep_precisions", "sweep_steps", "sweep_largest",
+                                    "sweep_device", "sweep_timing"}
+    assert set(pitfalls.widgets()) == {"pf_case", "pf_size", "pf_custom_shape", "pf_precision", "pf_device",
+                                       "pf_timing"}  # the lab has no profile switch
+    assert sweep.widgets()["sweep_precisions"] == ["x32", "x64"]  # a multi-select holds a list
+    # As the widgets hold them: precisions in click order, the slider's number, a padded text box.
+    held = {**sweep.widgets(), "sweep_precisions": ["x64", "x32"], "sweep_steps": 4.0, "sweep_largest": " 300x300 "}
+    assert controls.SweepConfig.from_widgets(held) == sweep
 
 
 def test_default_largest_grows_on_accelerators():

@@ -1,13 +1,14 @@
 """What the app's controls hold and how a URL encodes them (no Streamlit here): case labels,
-the Compare and Size sweep configurations with their URL parsing (a bad value becomes a warning
-and the default), and the size sweep a page advances one job at a time."""
+the Compare and Size sweep configurations (each field one widget, its default the page's and the
+URL's) with their URL parsing (a bad value becomes a warning and the default), and the size
+sweep a page advances one job at a time."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, ClassVar, Self
 
 from ..analysis.sweep import ladder
 from ..i18n import N_, _, translate_text
@@ -15,10 +16,9 @@ from ..model.cases import Case, format_shape
 from ..model.errors import BadInput, JaxCompareError
 from ..model.formatting import cut
 from ..model.result import Result
-from ..model.spec import DEVICES, DTYPES, PRECISIONS, Spec, TimingConfig, parse_shape
+from ..model.spec import DEVICES, DTYPES, PRECISIONS, TIMING_PRESETS, Spec, TimingConfig, parse_shape
 
 GROUP_LABELS = {"numpy": "NumPy", "scipy": "SciPy"}
-TIMING_MODES = ("quick", "careful", "thorough")
 # Shown in the reader's language by timing_label() and device_label() (the controls' format_func).
 TIMING_LABELS = {"careful": N_("Careful (≈3–5 s)"), "quick": N_("Quick (≈1–2 s)"),
                  "thorough": N_("Thorough (≈6–10 s)")}
@@ -114,15 +114,50 @@ def _url_warning(key: str, raw: str, reason: str, default: str) -> str:
         setting=f"{key}={raw}", reason=reason, default=default)
 
 
+class PageConfig:
+    """A page's controls as a frozen dataclass: each field (but those in NOT_CONTROLS) is one
+    widget, keyed KEY_PREFIX + its name in session state; each field's default is the page's
+    and the URL's default."""
+
+    KEY_PREFIX: ClassVar[str] = ""
+    NOT_CONTROLS: ClassVar[frozenset[str]] = frozenset()
+    TIMING_PRESETS: ClassVar[tuple[str, ...]] = TIMING_PRESETS  # the page's timing choices
+
+    @classmethod
+    def key(cls, name: str) -> str:
+        """The session-state key of the widget for field ``name``."""
+        return cls.KEY_PREFIX + name
+
+    @classmethod
+    def default(cls, name: str) -> Any:
+        return next(f.default for f in fields(cls) if f.name == name)  # type: ignore[arg-type]
+
+    @classmethod
+    def controls(cls) -> list[str]:
+        return [f.name for f in fields(cls) if f.name not in cls.NOT_CONTROLS]  # type: ignore[arg-type]
+
+    def widgets(self) -> dict[str, Any]:
+        """The widgets' values (by key) that show these settings."""
+        return {self.key(name): self.widget_value(name) for name in self.controls()}
+
+    @classmethod
+    def from_widgets(cls, state: Mapping[str, Any]) -> Self:
+        """The settings the page's widgets hold now."""
+        return cls(**{name: cls.field_value(name, state[cls.key(name)]) for name in cls.controls()})
+
+    def widget_value(self, name: str) -> Any:
+        return getattr(self, name)
+
+    @classmethod
+    def field_value(cls, name: str, value: Any) -> Any:
+        return value
+
+
 @dataclass(frozen=True)
-class CompareConfig:
+class CompareConfig(PageConfig):
     """Everything the Compare page's controls hold; what its URL encodes."""
 
-    DEFAULT_CASE: ClassVar[str] = DEFAULT_CASE
-    DEFAULT_SIZE: ClassVar[str] = "large"
-    TIMING_MODES: ClassVar[tuple[str, ...]] = TIMING_MODES
-
-    case: str
+    case: str = DEFAULT_CASE
     size: str = "large"  # small | large | custom
     custom_shape: str = ""
     precision: str = "x32"
@@ -153,10 +188,10 @@ class CompareConfig:
         out = {"case": self.case}
         if self.size == "custom":
             out["shape"] = self.custom_shape.replace(" ", "")
-        elif self.size != self.DEFAULT_SIZE:
+        elif self.size != self.default("size"):
             out["shape"] = self.size
-        for key, default in (("precision", "x32"), ("device", "auto"), ("timing", "careful")):
-            if getattr(self, key) != default:
+        for key in ("precision", "device", "timing"):
+            if getattr(self, key) != self.default(key):
                 out[key] = getattr(self, key)
         if self.profile:
             out["profile"] = "1"
@@ -177,11 +212,12 @@ def _choice(query: Mapping[str, Any], key: str, options: Sequence[str], default:
 
 def compare_config_from_query(query: Mapping[str, Any], cases: Sequence[Case],
                               cls: type[CompareConfig] = CompareConfig) -> tuple[CompareConfig, list[str]]:
-    """Read a page's URL into ``cls`` (its defaults: case and preset); every bad value becomes
-    a warning and its default."""
+    """Read a page's URL into ``cls`` (its fields' defaults); every bad value becomes a warning
+    and its default."""
     warnings: list[str] = []
+    default = cls.default
     ordered = ordered_cases(cases)
-    default_case = next((c for c in ordered if c.name == cls.DEFAULT_CASE), ordered[0])
+    default_case = next((c for c in ordered if c.name == default("case")), ordered[0])
     case = default_case
     raw_case = _first(query.get("case"))
     if raw_case is not None:
@@ -191,7 +227,7 @@ def compare_config_from_query(query: Mapping[str, Any], cases: Sequence[Case],
         else:
             case = found
     presets = {"small": case.small_shape, "large": case.large_shape}
-    size = cls.DEFAULT_SIZE
+    size = default("size")
     custom = format_shape(presets[size])
     raw_shape = _first(query.get("shape"))
     if raw_shape is not None:
@@ -201,26 +237,28 @@ def compare_config_from_query(query: Mapping[str, Any], cases: Sequence[Case],
             try:
                 shape = check_shape_text(case, raw_shape)
                 custom = format_shape(shape)
-                size = next((name for name in (cls.DEFAULT_SIZE, "small", "large") if presets[name] == shape),
+                size = next((name for name in (default("size"), "small", "large") if presets[name] == shape),
                             "custom")
             except JaxCompareError as exc:
                 preset = (N_("the small preset {shape}") if size == "small" else N_("the large preset {shape}"))
                 warnings.append(_url_warning("shape", raw_shape, str(exc), preset.format(shape=custom)))
     config = cls(
         case=case.name, size=size, custom_shape=custom,
-        precision=_choice(query, "precision", PRECISIONS, "x32", warnings),
-        device=_choice(query, "device", DEVICES, "auto", warnings),
-        timing=_choice(query, "timing", cls.TIMING_MODES, "careful", warnings),
-        profile=_choice(query, "profile", ("0", "1"), "0", warnings) == "1",
+        precision=_choice(query, "precision", PRECISIONS, default("precision"), warnings),
+        device=_choice(query, "device", DEVICES, default("device"), warnings),
+        timing=_choice(query, "timing", cls.TIMING_PRESETS, default("timing"), warnings),
+        profile=_choice(query, "profile", ("0", "1"), "1" if default("profile") else "0", warnings) == "1",
     )
     return config, warnings
 
 
 @dataclass(frozen=True)
-class SweepConfig:
+class SweepConfig(PageConfig):
     """The Size sweep page's controls; what its URL encodes."""
 
-    case: str
+    KEY_PREFIX: ClassVar[str] = "sweep_"
+
+    case: str = DEFAULT_CASE
     precisions: tuple[str, ...] = ("x32",)
     steps: int = 6
     largest: str = ""  # "" = the default for the device (see default_largest)
@@ -244,18 +282,31 @@ class SweepConfig:
         return SweepRun.plan(self.base_spec(case), shapes, self.precisions)
 
     def query(self) -> dict[str, str]:
+        """URL parameters: the case always, the rest only when not the default."""
         out = {"case": self.case}
-        if self.precisions != ("x32",):
+        if self.precisions != self.default("precisions"):
             out["precision"] = ",".join(self.precisions)
-        if self.steps != 6:
+        if self.steps != self.default("steps"):
             out["steps"] = str(self.steps)
-        if self.largest:
+        if self.largest != self.default("largest"):
             out["largest"] = self.largest.replace(" ", "")
-        if self.device != "auto":
-            out["device"] = self.device
-        if self.timing != "quick":
-            out["timing"] = self.timing
+        for key in ("device", "timing"):
+            if getattr(self, key) != self.default(key):
+                out[key] = getattr(self, key)
         return out
+
+    def widget_value(self, name: str) -> Any:
+        return list(self.precisions) if name == "precisions" else getattr(self, name)  # a multi-select's list
+
+    @classmethod
+    def field_value(cls, name: str, value: Any) -> Any:
+        if name == "precisions":  # in the model's order, whichever was picked first
+            return tuple(p for p in PRECISIONS if p in (value or []))
+        if name == "steps":
+            return int(value)
+        if name == "largest":
+            return (value or "").strip()
+        return value
 
 
 STEPS_RANGE = (3, 10)
@@ -302,20 +353,22 @@ def check_largest(case: Case, text: str) -> tuple[int, ...]:
 def sweep_config_from_query(query: Mapping[str, Any], cases: Sequence[Case]
                             ) -> tuple[SweepConfig, list[str]]:
     warnings: list[str] = []
+    default = SweepConfig.default
     compare, case_warnings = compare_config_from_query({"case": query.get("case")} if "case" in query
                                                         else {}, cases)
     warnings += case_warnings
     case = next(c for c in cases if c.name == compare.case)
-    precisions: tuple[str, ...] = ("x32",)
+    precisions: tuple[str, ...] = default("precisions")
     raw = _first(query.get("precision"))
     if raw is not None:
         parts = tuple(p.strip() for p in raw.split(",") if p.strip())
         bad = [p for p in parts if p not in PRECISIONS]
         if bad or not parts:
-            warnings.append(_url_warning("precision", raw, N_("give x32, x64 or x32,x64"), "x32"))
+            warnings.append(_url_warning("precision", raw, N_("give x32, x64 or x32,x64"),
+                                        ",".join(default("precisions"))))
         else:
             precisions = tuple(p for p in PRECISIONS if p in parts)
-    steps = 6
+    steps = default("steps")
     raw = _first(query.get("steps"))
     if raw is not None:
         lo, hi = STEPS_RANGE
@@ -323,8 +376,8 @@ def sweep_config_from_query(query: Mapping[str, Any], cases: Sequence[Case]
             steps = int(raw)
         else:
             warnings.append(_url_warning("steps", raw, N_("it must be a whole number from {lo} to {hi}").format(
-                lo=lo, hi=hi), "6"))
-    largest = ""
+                lo=lo, hi=hi), str(default("steps"))))
+    largest = default("largest")
     raw = _first(query.get("largest"))
     if raw is not None:
         try:
@@ -333,8 +386,8 @@ def sweep_config_from_query(query: Mapping[str, Any], cases: Sequence[Case]
             warnings.append(_url_warning("largest", raw, str(exc), N_("the case's large preset")))
     config = SweepConfig(
         case=case.name, precisions=precisions, steps=steps, largest=largest,
-        device=_choice(query, "device", DEVICES, "auto", warnings),
-        timing=_choice(query, "timing", TIMING_MODES, "quick", warnings),
+        device=_choice(query, "device", DEVICES, default("device"), warnings),
+        timing=_choice(query, "timing", SweepConfig.TIMING_PRESETS, default("timing"), warnings),
     )
     return config, warnings
 

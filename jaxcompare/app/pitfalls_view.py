@@ -73,10 +73,10 @@ def doc_title(url: str) -> str:
 class PitfallsConfig(CompareConfig):
     """The Pitfalls page's controls; defaults as Compare's: the JAX docs' example at its large size."""
 
+    KEY_PREFIX: ClassVar[str] = "pf_"
+    NOT_CONTROLS: ClassVar[frozenset[str]] = frozenset({"profile"})  # the lab traces nothing
     # Every section is a ratio of several runtimes; thorough would make the lab take minutes.
-    TIMING_MODES: ClassVar[tuple[str, ...]] = ("quick", "careful")
-
-    case: str = DEFAULT_CASE
+    TIMING_PRESETS: ClassVar[tuple[str, ...]] = ("quick", "careful")
 
 
 def default_case(cases: Sequence[Case]) -> Case:

@@ -18,6 +18,7 @@ from ..model.formatting import markdown_literal
 from ..model.result import Result
 from . import access, environment_view, language, navigation, resources
 from .charts import chart_png_bytes
+from .controls import PageConfig
 from .navigation import Page
 
 # pandas is imported above, fully, before any page can draw a chart: Altair (through narwhals)
@@ -85,12 +86,11 @@ def _pending_banner() -> None:
 
 
 # --- URL state ----------------------------------------------------------------------------------
-def seed_from_url(page: str, read: Callable[[Mapping[str, Any]], tuple[Any, list[str]]],
-                  widgets: Callable[[Any], dict[str, Any]]) -> list[str]:
+def seed_from_url(page: str, read: Callable[[Mapping[str, Any]], tuple[PageConfig, list[str]]]) -> list[str]:
     """Fill the page's widget keys from the URL when they are missing (a first visit, a shared
     link, a return from another page); bad values become warnings and their defaults."""
     config, warnings = read(st.query_params.to_dict())
-    values = widgets(config)
+    values = config.widgets()
     if any(key not in st.session_state for key in values):
         for key, value in values.items():
             if key not in st.session_state:
