@@ -182,6 +182,10 @@ def test_the_busy_item_names_what_other_programs_used(fair_result):
     unequal = by_id(loaded(1.3, {"kept": "recheck", "pinned": True, "cores": 1, "equal": False,
                                  "own_cores": {"numpy": 1.0, "runtime": 1.4}}))["busy"]
     assert unequal.status == WARN and "only JAX had run on more than one core" in unequal.reason
+    # Both parallel: they lose cores unequally (BLAS scales further than XLA), so no equal recheck either.
+    both = by_id(loaded(1.3, {"kept": "recheck", "pinned": True, "cores": 1, "equal": False,
+                              "parallel": ["numpy", "runtime"]}))["busy"]
+    assert both.status == WARN and "both run on more than one core" in both.reason
     # Saved before the load was recorded: not checked, and said so (n/a, not pass).
     assert by_id(dataclasses.replace(fair_result, load={}))["busy"].status == NA
 

@@ -210,3 +210,16 @@ def checklist_of(result):
     from jaxcompare.analysis.checks import checklist
 
     return checklist(result)
+
+
+def test_a_side_counts_as_parallel_by_its_threads_when_a_neighbour_hides_it_in_the_cores():
+    """Beside a neighbour a two-thread side reads about one core's worth, like a serial one: the
+    threads' CPU times still tell them apart (engine/measure._recheck keeps only serial pairs)."""
+    from jaxcompare.engine.load import Span
+
+    two_threads = Span(wall_s=1.0, own_cpu_s=1.02, thread_cpu_s={1: 0.05, 2: 0.49, 3: 0.48})
+    one_thread = Span(wall_s=1.0, own_cpu_s=1.0, thread_cpu_s={1: 0.97, 2: 0.03})
+    assert two_threads.threads == 2 and two_threads.parallel
+    assert one_thread.threads == 1 and not one_thread.parallel
+    assert Span(wall_s=1.0, own_cpu_s=1.6).parallel and Span(wall_s=1.0, own_cpu_s=0.99).threads is None
+    assert "threads" in two_threads.to_dict() and "threads" not in Span(wall_s=1.0).to_dict()

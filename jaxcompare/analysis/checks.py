@@ -261,12 +261,20 @@ def check_busy(r: Result) -> Check:
     recheck = r.load.get("recheck") or {}
     figure = format_cores(others)
     if recheck.get("kept") == "recheck" and recheck.get("pinned") and recheck.get("equal") is False:
-        own = recheck.get("own_cores") or {}
-        parallel = "NumPy" if own.get("numpy", 0.0) > own.get("runtime", 0.0) else "JAX"
+        sides = recheck.get("parallel")
+        if sides is None:  # recorded before the sides were named: the one that used more cores
+            own = recheck.get("own_cores") or {}
+            sides = ["numpy" if own.get("numpy", 0.0) > own.get("runtime", 0.0) else "runtime"]
+        if len(sides) > 1:
+            return _check("busy", WARN, _("other programs used {cores} cores during the runtime blocks; timed again "
+                                          "on the {free} free core(s), but NumPy and JAX had both run on more than one "
+                                          "core and lose cores unequally, so that changes the comparison: rerun when "
+                                          "the machine is quieter").format(cores=figure, free=recheck.get("cores")),
+                          None)
         return _check("busy", WARN, _("other programs used {cores} cores during the runtime blocks; timed again on the "
                                       "{free} free core(s), but only {side} had run on more than one core, so that "
                                       "changes the comparison: rerun when the machine is quieter").format(
-            cores=figure, free=recheck.get("cores"), side=parallel), None)
+            cores=figure, free=recheck.get("cores"), side="NumPy" if sides == ["numpy"] else "JAX"), None)
     if recheck.get("kept") == "recheck" and recheck.get("pinned"):
         return _check("busy", PASS, _("other programs used {cores} cores during the first runtime blocks, so the "
                                       "pair was timed again with NumPy and JAX both limited to the {free} free "

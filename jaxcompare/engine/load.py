@@ -15,7 +15,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 try:  # psutil is a dependency; a stripped-down worker without it records no load
@@ -57,6 +57,14 @@ def own_cpu_s(process: Any = None) -> float:
     return total
 
 
+def thread_cpu_s(process: Any) -> dict[int, float]:
+    """CPU seconds of each thread of ``process`` so far."""
+    try:
+        return {t.id: t.user_time + t.system_time for t in process.threads()}
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return {}
+
+
 @dataclass
 class Span:
     """One phase's wall time and what other processes burned on our cores meanwhile."""
@@ -64,6 +72,23 @@ class Span:
     wall_s: float = 0.0
     others_cpu_s: float = 0.0
     own_cpu_s: float = 0.0  # this process tree's CPU meanwhile: own_cpu_s / wall_s cores it used
+    # CPU seconds of each of this process's threads meanwhile (thread id -> s); {} when not read.
+    thread_cpu_s: dict[int, float] = field(default_factory=dict)
+
+    @property
+    def threads(self) -> int | None:
+        """How many threads did the work: those with a fifth or more of the threads' CPU time (None
+        when not read). A busy machine hides parallelism in the cores' worth, not in this."""
+        total = sum(self.thread_cpu_s.values())
+        if total <= 0:
+            return None
+        return sum(1 for t in self.thread_cpu_s.values() if t >= total / 5)
+
+    @property
+    def parallel(self) -> bool:
+        """Any sign that the work ran on more than one thread: more than one core's worth, or
+        two threads or more doing it (the two may disagree; either makes a pinned recheck unequal)."""
+        return self.own_cores > PARALLEL_CORES or (self.threads or 0) >= 2
 
     @property
     def others_cores(self) -> float:
@@ -71,7 +96,7 @@ class Span:
 
     def to_dict(self) -> dict[str, float]:
         return {"wall_s": round(self.wall_s, 6), "others_cpu_s": round(self.others_cpu_s, 4),
-                "own_cpu_s": round(self.own_cpu_s, 4)}
+                "own_cpu_s": round(self.own_cpu_s, 4)} | ({} if self.threads is None else {"threads": self.threads})
 
     @property
     def own_cores(self) -> float:
@@ -88,6 +113,9 @@ class LoadMeter:
         if sources is None and psutil is not None:
             process = psutil.Process()
             sources = (busy_cpu_s, lambda: own_cpu_s(process))
+            self._threads: Callable[[], dict[int, float]] | None = lambda: thread_cpu_s(process)
+        else:
+            self._threads = None
         self._sources = sources
         self._clock = clock
         self.spans: dict[str, Span] = {}
@@ -122,12 +150,18 @@ class LoadMeter:
 
     @contextmanager
     def phase(self, name: str) -> Iterator[Span]:
+        threads_before = self._threads() if self._threads is not None else {}
         start = self.reading()
         span = self.spans.setdefault(self.prefix + name, Span())
         try:
             yield span
         finally:
             self.add(self.prefix + name, start, self.reading())
+            if self._threads is not None:
+                for tid, seconds in self._threads().items():
+                    used = seconds - threads_before.get(tid, 0.0)
+                    if used > 0:
+                        span.thread_cpu_s[tid] = span.thread_cpu_s.get(tid, 0.0) + used
 
     def to_dict(self) -> dict[str, Any]:
         """The Result's ``load`` object (docs/json.md); {} when psutil is missing."""
@@ -151,7 +185,9 @@ def is_busy(others_cores: float | None) -> bool:
 
 # A side that used more than this many cores' worth in its runtime blocks ran in parallel: pinned
 # to fewer cores it slows, where a serial side does not. Serial against parallel is no equal recheck.
-PARALLEL_CORES = 1.2
+# Just above one core. Beside a neighbour a parallel side reads about one core all the same (XLA's
+# elementwise at 1e6: 1.00-1.06, NumPy's serial 0.97-1.04), so Span.parallel also counts threads.
+PARALLEL_CORES = 1.05
 
 
 def free_cores(cores: list[int], others_cores: float) -> list[int]:
