@@ -9,6 +9,7 @@ from jaxcompare.analysis import checks, summary
 from jaxcompare.app import (
     access,
     cases_ui,
+    chart_ui,
     charts,
     charts_profile,
     controls,
@@ -178,9 +179,9 @@ for line in views.verdict_lines(result):
 stem = views.file_stem(result)
 left, right = st.columns([6, 5], gap="large")
 with left:
-    ui.chart(charts.phase_breakdown_chart(result), _("Phase chart"), f"{stem}_phases", stretch=True)
+    chart_ui.chart(charts.phase_breakdown_chart(result), _("Phase chart"), f"{stem}_phases", stretch=True)
 with right:
-    ui.chart(charts.samples_chart(result), _("Samples chart"), f"{stem}_samples", stretch=True)
+    chart_ui.chart(charts.samples_chart(result), _("Samples chart"), f"{stem}_samples", stretch=True)
 
 checklist = checks.checklist(result)
 tab_checks, tab_phases, tab_agree, tab_profile, tab_ipython, tab_notes = st.tabs(
@@ -222,7 +223,7 @@ with tab_profile:
     else:
         for column, figure in zip(st.columns(3), profile_view.gap_figures(result), strict=True):
             column.metric(figure.label, figure.value, help=figure.help, border=True)
-        ui.chart(charts_profile.profile_chart(result), _("Profile chart"), f"{stem}_profile", stretch=True)
+        chart_ui.chart(charts_profile.profile_chart(result), _("Profile chart"), f"{stem}_profile", stretch=True)
         st.dataframe(profile_view.op_rows(profile), hide_index=True, width="stretch")
         path, where = profile_view.trace_file(profile, private=access.private_details_hidden())
         st.caption(where)

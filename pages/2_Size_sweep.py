@@ -9,6 +9,7 @@ from jaxcompare.analysis.trust import trusted
 from jaxcompare.app import (
     access,
     cases_ui,
+    chart_ui,
     charts,
     controls,
     environment_view,
@@ -179,9 +180,9 @@ for column, figure in zip(st.columns(len(figures) + 1), [*figures, views.best_sp
 st.markdown(views.sweep_verdict(results))  # from trusted sizes only, with how many were set aside
 
 stem = f"sweep_{first.case}"
-ui.chart(charts.sweep_runtime_chart(results, run.extent()), _("Runtime chart"), f"{stem}_runtime", stretch=True)
-ui.chart(charts.sweep_speedup_chart(results, run.extent()), _("Speedup chart"), f"{stem}_speedup", stretch=True)
-ui.chart(charts.sweep_share_chart(results), _("One-off share chart"), f"{stem}_share",
+chart_ui.chart(charts.sweep_runtime_chart(results, run.extent()), _("Runtime chart"), f"{stem}_runtime", stretch=True)
+chart_ui.chart(charts.sweep_speedup_chart(results, run.extent()), _("Speedup chart"), f"{stem}_speedup", stretch=True)
+chart_ui.chart(charts.sweep_share_chart(results), _("One-off share chart"), f"{stem}_share",
          stretch=len({r.precision for r in results}) == 1)
 
 st.dataframe(views.sweep_table(results), hide_index=True, width="stretch",

@@ -9,7 +9,18 @@ from typing import Any
 import streamlit as st
 
 from jaxcompare import Case, JaxCompareError
-from jaxcompare.app import access, cases_ui, controls, environment_view, jobs, language, navigation, resources, ui
+from jaxcompare.app import (
+    access,
+    cases_ui,
+    chart_ui,
+    controls,
+    environment_view,
+    jobs,
+    language,
+    navigation,
+    resources,
+    ui,
+)
 from jaxcompare.app import pitfalls_view as pv
 from jaxcompare.app.charts_pitfalls import pitfall_chart
 from jaxcompare.app.charts_profile import size_gap_chart
@@ -141,10 +152,10 @@ def section(meta: Mapping[str, str], entry: Mapping[str, Any] | None, case: Case
     if pitfall is not None:
         context = entry["context"]
         chart = pitfall_chart(pitfall)
-        st.altair_chart(ui.svg_rendered(chart), width="stretch")
+        st.altair_chart(chart_ui.svg_rendered(chart), width="stretch")
         gap_chart = size_gap_chart(pitfall) if pid == "size" else None
         if gap_chart is not None:
-            st.altair_chart(ui.svg_rendered(gap_chart), width="stretch")
+            st.altair_chart(chart_ui.svg_rendered(gap_chart), width="stretch")
         st.caption(pv.measured_caption(context, entry["timing"])
                    + config.changed_note(shape, context["case"], context["shape"], context["precision"]))
     row = st.container(horizontal=True)
@@ -155,8 +166,9 @@ def section(meta: Mapping[str, str], entry: Mapping[str, Any] | None, case: Case
         row.caption(_("Measuring… progress is at the top of the page."))
     if pitfall is not None:
         stem = pv.file_stem(pid, context)
-        row.download_button(_("Chart (PNG)"), data=lambda chart=chart: ui.png_bytes(chart), file_name=f"{stem}.png",
-                            mime="image/png", icon=":material/download:", on_click="ignore", key=f"png_{pid}")
+        row.download_button(_("Chart (PNG)"), data=lambda chart=chart: chart_ui.png_bytes(chart),
+                            file_name=f"{stem}.png", mime="image/png", icon=":material/download:", on_click="ignore",
+                            key=f"png_{pid}")
 
 
 # --- page -------------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import streamlit as st
 
 from jaxcompare import JaxCompareError
 from jaxcompare.analysis.compare import compare_results
-from jaxcompare.app import access, charts_history, controls, navigation, resources, ui
+from jaxcompare.app import access, chart_ui, charts_history, controls, navigation, resources, ui
 from jaxcompare.app import history_view as hv
 from jaxcompare.history.exchange import export_csv, export_json
 from jaxcompare.i18n import _, ngettext, sentences, translate_text
@@ -260,6 +260,7 @@ if len(results) == 2:
 st.subheader(_("{count} runs side by side").format(count=len(shown_results)))
 if len(results) > 2:
     st.caption(_("Select exactly two runs for a faster / slower / no significant difference verdict."))
-ui.chart(charts_history.phase_chart(shown_results, shown_labels), _("Phase chart"), "history_phases", stretch=True)
-ui.chart(charts_history.speedup_chart(shown_results, shown_labels), _("Speedup chart"), "history_speedups",
-         stretch=True)
+chart_ui.chart(charts_history.phase_chart(shown_results, shown_labels), _("Phase chart"), "history_phases",
+               stretch=True)
+chart_ui.chart(charts_history.speedup_chart(shown_results, shown_labels), _("Speedup chart"), "history_speedups",
+               stretch=True)

@@ -164,7 +164,7 @@ def chart_marks(page, index: int, color: str | None = None, mark: str | None = N
     """How many mark items chart ``index`` (in page order) draws in its plot area: points, bars,
     rules, lines (one per series), not legends, axes or text; optionally only those filled or
     stroked in ``color``, or of one Vega mark type (``mark="symbol"``: the dots). The app pins
-    Vega's SVG renderer (ui.svg_rendered); a chart drawn on a canvas fails here."""
+    Vega's SVG renderer (chart_ui.svg_rendered); a chart drawn on a canvas fails here."""
     n = page.evaluate(_MARKS_JS, [index, color, mark])
     assert n >= 0, f"chart {index} was drawn on a canvas: the app's charts must render as SVG"
     return n

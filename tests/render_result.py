@@ -17,7 +17,7 @@ import streamlit as st
 
 from jaxcompare import Result
 from jaxcompare.analysis import checks, summary
-from jaxcompare.app import charts, ui, views
+from jaxcompare.app import chart_ui, charts, views
 
 st.set_page_config(page_title="Result · jaxcompare tests", layout="wide")
 results = [Result.from_dict(doc) for doc in json.loads(Path(os.environ["JAXCOMPARE_RENDER_RESULT"]).read_text())]
@@ -33,13 +33,13 @@ for line in views.verdict_lines(result):
     st.markdown(line)
 left, right = st.columns([6, 5], gap="large")
 with left:
-    st.altair_chart(ui.svg_rendered(charts.phase_breakdown_chart(result)), width="stretch")
+    st.altair_chart(chart_ui.svg_rendered(charts.phase_breakdown_chart(result)), width="stretch")
 with right:
-    st.altair_chart(ui.svg_rendered(charts.samples_chart(result)), width="stretch")
+    st.altair_chart(chart_ui.svg_rendered(charts.samples_chart(result)), width="stretch")
 st.dataframe(views.phase_table(result), hide_index=True, width="stretch")
 st.dataframe(views.checklist_rows(checks.checklist(result), lambda pitfall: None), hide_index=True,
              width="stretch")
 
 st.header("Size sweep")
-st.altair_chart(ui.svg_rendered(charts.sweep_runtime_chart(results)), width="stretch")
+st.altair_chart(chart_ui.svg_rendered(charts.sweep_runtime_chart(results)), width="stretch")
 st.dataframe(views.sweep_table(results), hide_index=True, width="stretch")

@@ -272,7 +272,7 @@ def test_a_chinese_png_export_draws_every_glyph():
     assert CJK.search(spec), "the chart has no Chinese to draw"
     boxed = type(chart).from_dict(json.loads(CJK.sub("口", spec)))
 
-    font = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())["theme"]["font"]  # as ui.png_bytes
+    font = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())["theme"]["font"]  # as chart_ui.png_bytes
 
     def pixels(c) -> Image.Image:
         return Image.open(io.BytesIO(charts.chart_png_bytes(c, font=font))).convert("RGB")

@@ -138,3 +138,15 @@ def test_each_page_is_declared_once_in_the_package():
         for page in navigation.PAGES:
             assert page.path not in text or page.path == "app.py", f"{source.name} types {page.path}"
             assert f'_("{page.title}")' not in text, f"{source.name} types the title {page.title!r}"
+
+
+def test_the_home_page_imports_neither_altair_nor_jax():
+    """Home shows no chart and measures nothing: what it imports is its first paint's wait."""
+    code = ("import ast, sys; tree = ast.parse(open('app.py').read())\n"
+            "for node in ast.walk(tree):\n"
+            "    if isinstance(node, ast.ImportFrom) and node.module.startswith('jaxcompare'):\n"
+            "        __import__(node.module, fromlist=[a.name for a in node.names])\n"
+            "print(sorted(m for m in ('altair', 'pandas', 'jax', 'vl_convert') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

@@ -9,21 +9,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import altair as alt
-import pandas  # noqa: F401  (see below)
 import streamlit as st
 
 from ..i18n import _, translate_text
 from ..model.formatting import markdown_literal
 from ..model.result import Result
 from . import access, environment_view, language, navigation, resources
-from .charts import chart_png_bytes
 from .controls import PageConfig
 from .navigation import Page
-
-# pandas is imported above, fully, before any page can draw a chart: Altair (through narwhals)
-# uses pandas when it finds it in sys.modules, and two sessions drawing their first charts at
-# once could otherwise find it there half-imported (AttributeError: partially initialized module).
 
 BANNER_ICONS = {"success": ":material/memory:", "warning": ":material/warning:", "info": ":material/hourglass_top:"}
 
@@ -111,30 +104,6 @@ def show_url_warnings(warnings: list[str]) -> None:
     """The URL's warnings as plain text: they quote what the link said, and anyone can write a link."""
     for text in warnings:
         st.warning(markdown_literal(translate_text(text)), icon=":material/link_off:")
-
-
-# --- charts ---------------------------------------------------------------------------------------
-def svg_rendered(chart_obj: alt.TopLevelMixin) -> alt.TopLevelMixin:
-    """The chart with Vega's SVG renderer pinned: Streamlit draws charts of many points on a canvas,
-    where a browser test cannot tell a plotted mark from a legend swatch; in SVG each mark is an element."""
-    usermeta = chart_obj.usermeta if isinstance(chart_obj.usermeta, dict) else {}
-    embed = {**(usermeta.get("embedOptions") or {}), "renderer": "svg"}
-    return chart_obj.properties(usermeta={**usermeta, "embedOptions": embed})
-
-
-def png_bytes(chart_obj: alt.TopLevelMixin) -> bytes:
-    """A chart's PNG download, drawn in the app's fonts (theme.font: Chinese in its own glyph forms)."""
-    return chart_png_bytes(chart_obj, font=st.get_option("theme.font"))
-
-
-def chart(chart_obj: alt.TopLevelMixin, name: str, file_stem: str, *, stretch: bool = False) -> None:
-    """An Altair chart (drawn as SVG) and a button that downloads it as PNG (made only when clicked);
-    ``name`` (the button says "{name} (PNG)") comes in the reader's language."""
-    st.altair_chart(svg_rendered(chart_obj), width="stretch" if stretch else "content")
-    st.download_button(
-        _("{name} (PNG)").format(name=name), data=lambda: png_bytes(chart_obj), file_name=f"{file_stem}.png",
-        mime="image/png", icon=":material/download:", on_click="ignore", key=f"png_{file_stem}",
-    )
 
 
 # --- results history --------------------------------------------------------------------------------
