@@ -12,7 +12,7 @@ import pytest
 from jaxcompare import Spec, TimingConfig
 from jaxcompare.catalog import get_case
 from jaxcompare.engine.measure import (
-    PHASES,
+    PROGRESS_WEIGHTS,
     Progress,
     build_inputs,
     measure,
@@ -152,7 +152,7 @@ def test_progress_starts_each_phase_where_the_ones_before_it_end():
     progress.complete()
     fractions = [f for _, f in reports]
     assert fractions == sorted(fractions) and reports[-1] == ("done", 1.0)
-    names = [name for name, _ in PHASES]
+    names = [name for name, _ in PROGRESS_WEIGHTS]
     starts = {}
     for phase, fraction in reports:
         starts.setdefault(phase, fraction)

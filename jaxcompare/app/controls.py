@@ -86,8 +86,9 @@ def check_shape_text(case: Case, text: str) -> tuple[int, ...]:
 
 
 # --- URL state -----------------------------------------------------------------------------
-def _first(value: Any) -> str | None:
-    """A URL parameter's value, cut to a length no valid value reaches (a page echoes a bad one)."""
+def _url_value(value: Any) -> str | None:
+    """A URL parameter's value (the last where the parameter is repeated, as st.query_params reads
+    it), cut to a length no valid value reaches (a page echoes a bad one)."""
     if isinstance(value, list | tuple):
         value = value[-1] if value else None
     return None if value is None else cut(str(value), URL_VALUE_CHARS)
@@ -200,7 +201,7 @@ class CompareConfig(PageConfig):
 
 def _choice(query: Mapping[str, Any], key: str, options: Sequence[str], default: str,
             warnings: list[str]) -> str:
-    raw = _first(query.get(key))
+    raw = _url_value(query.get(key))
     if raw is None:
         return default
     if raw in options:
@@ -219,7 +220,7 @@ def compare_config_from_query(query: Mapping[str, Any], cases: Sequence[Case],
     ordered = ordered_cases(cases)
     default_case = next((c for c in ordered if c.name == default("case")), ordered[0])
     case = default_case
-    raw_case = _first(query.get("case"))
+    raw_case = _url_value(query.get("case"))
     if raw_case is not None:
         found, problem = _case_from_url(raw_case, ordered)
         if found is None:
@@ -229,7 +230,7 @@ def compare_config_from_query(query: Mapping[str, Any], cases: Sequence[Case],
     presets = {"small": case.small_shape, "large": case.large_shape}
     size = default("size")
     custom = format_shape(presets[size])
-    raw_shape = _first(query.get("shape"))
+    raw_shape = _url_value(query.get("shape"))
     if raw_shape is not None:
         if raw_shape in presets:
             size, custom = raw_shape, format_shape(presets[raw_shape])  # the box shows the chosen preset
@@ -359,7 +360,7 @@ def sweep_config_from_query(query: Mapping[str, Any], cases: Sequence[Case]
     warnings += case_warnings
     case = next(c for c in cases if c.name == compare.case)
     precisions: tuple[str, ...] = default("precisions")
-    raw = _first(query.get("precision"))
+    raw = _url_value(query.get("precision"))
     if raw is not None:
         parts = tuple(p.strip() for p in raw.split(",") if p.strip())
         bad = [p for p in parts if p not in PRECISIONS]
@@ -369,7 +370,7 @@ def sweep_config_from_query(query: Mapping[str, Any], cases: Sequence[Case]
         else:
             precisions = tuple(p for p in PRECISIONS if p in parts)
     steps = default("steps")
-    raw = _first(query.get("steps"))
+    raw = _url_value(query.get("steps"))
     if raw is not None:
         lo, hi = STEPS_RANGE
         if raw.isdigit() and lo <= int(raw) <= hi:
@@ -378,7 +379,7 @@ def sweep_config_from_query(query: Mapping[str, Any], cases: Sequence[Case]
             warnings.append(_url_warning("steps", raw, N_("it must be a whole number from {lo} to {hi}").format(
                 lo=lo, hi=hi), str(default("steps"))))
     largest = default("largest")
-    raw = _first(query.get("largest"))
+    raw = _url_value(query.get("largest"))
     if raw is not None:
         try:
             largest = format_shape(check_largest(case, raw))

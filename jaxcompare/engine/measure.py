@@ -37,7 +37,7 @@ ProgressCallback = Callable[[str, float], None]
 SampleCallback = Callable[[int], None]
 
 # Phase name -> share of the progress bar (roughly how long each takes).
-PHASES = (
+PROGRESS_WEIGHTS = (
     ("inputs", 0.02),
     ("transfer", 0.08),
     ("compile", 0.28),
@@ -69,7 +69,7 @@ def phase_weights(runtime_blocks: int, cpu_side: bool = False) -> dict[str, floa
     """Each phase's share of the bar; the later runtime blocks ("recheck") take about as
     long as the first pair, so with more than one pair the shares are rescaled, and so they
     are with the third side (JAX on the CPU)."""
-    weights = dict(PHASES)
+    weights = dict(PROGRESS_WEIGHTS)
     if runtime_blocks > 1:
         weights["recheck"] = (weights["numpy"] + weights["runtime"]) * (runtime_blocks - 1)
     if cpu_side:
