@@ -19,6 +19,7 @@ import pytest
 import jaxcompare
 from jaxcompare import BadInput, JaxCompareError, OutputsDisagree, Result
 from jaxcompare.analysis.checks import FAIL, checklist
+from jaxcompare.analysis.text import STATUS_ORDER
 from jaxcompare.history.store import Store
 from jaxcompare.model.phases import PHASES
 from jaxcompare.notebook import api, display
@@ -252,7 +253,7 @@ def test_the_html_shows_figures_chart_verdict_and_the_checklist_warnings_first(n
         assert display.markdown_html(line) in page
     statuses = re.findall(r"[✓⚠✗–] (pass|warn|fail|n/a)</td>", page)
     assert len(statuses) == len(checklist(failing))
-    assert statuses[0] == FAIL and statuses == sorted(statuses, key=display.STATUS_ORDER.get)
+    assert statuses[0] == FAIL and statuses == sorted(statuses, key=STATUS_ORDER.get)
 
 
 def test_the_text_repr_for_a_terminal(notebook_result):

@@ -1,33 +1,188 @@
 """The plain-text renderings that every front end prints alike (the CLI's tables, a notebook's
-text repr): one wording, written once."""
+text repr): one wording, written once, in the current language (``i18n.using``).
+
+Columns are padded by display width, not by characters: a Chinese character takes two columns
+of a terminal, so ``str.ljust`` would shift every cell after a Chinese label.
+"""
 
 from __future__ import annotations
 
-from ..model.formatting import PERFETTO_HINT, format_share, format_time, gap_sentence, op_kind_text
+import math
+import unicodedata
+from collections.abc import Sequence
+
+from ..i18n import N_, _, translate_text
+from ..model.cases import format_shape
+from ..model.formatting import (
+    PERFETTO_HINT,
+    format_share,
+    format_speedup,
+    format_time,
+    gap_sentence,
+    op_kind_text,
+)
+from ..model.phases import PHASE_LABELS, PHASES
 from ..model.result import Result
+from ..model.stats import Stats
+from .checks import FAIL, NA, PASS, WARN, Check, checklist, overall
+from .summary import doubt_text, speedup_text, sweep_verdict
+
+# A check's status as a reader sees it (the stored value stays 'pass', 'warn', ...).
+STATUS_WORDS = {PASS: N_("pass"), WARN: N_("warn"), FAIL: N_("fail"), NA: N_("n/a")}
+# Warnings first: what needs reading comes before what passed.
+STATUS_ORDER = {FAIL: 0, WARN: 1, PASS: 2, NA: 3}
 
 
+# --- display width ------------------------------------------------------------------------------
+def display_width(text: str) -> int:
+    """Columns ``text`` takes in a terminal: East Asian Wide and Fullwidth characters two,
+    combining marks none, everything else one (Ambiguous ones too, as terminals outside a CJK
+    locale draw them: ±, →, …)."""
+    return sum(0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+               for ch in text)
+
+
+def pad(text: str, width: int, align: str = "<") -> str:
+    """``text`` padded with spaces to ``width`` display columns, left ('<'), right ('>') or
+    centred ('^'); text already as wide is left as it is."""
+    room = max(width - display_width(text), 0)
+    if align == ">":
+        return " " * room + text
+    if align == "^":
+        return " " * (room // 2) + text + " " * (room - room // 2)
+    return text + " " * room
+
+
+def clip(text: str, width: int) -> str:
+    """``text`` cut to ``width`` display columns, an ellipsis marking the cut."""
+    if display_width(text) <= width:
+        return text
+    out = ""
+    for ch in text:
+        if display_width(out + ch) > width - 1:
+            break
+        out += ch
+    return out + "…"
+
+
+def table_lines(header: Sequence[str], rows: Sequence[Sequence[str]], columns: Sequence[tuple[str, int]],
+                indent: str = "  ") -> list[str]:
+    """Rows under a header, each column padded to its widest cell (at least its given width,
+    which holds the space before it); the last column is free text, left as it is."""
+    widths = [max([w] + [display_width(r[i]) + 2 for r in [header, *rows]]) for i, (_a, w) in enumerate(columns)]
+
+    def line(cells: Sequence[str]) -> str:
+        body = "".join(pad(c, w, a) for c, (a, _w), w in zip(cells, columns, widths, strict=False))
+        return (indent + body + "".join(f"  {c}" for c in cells[len(columns):])).rstrip()
+
+    return [line(header), *map(line, rows)]
+
+
+# --- a result ------------------------------------------------------------------------------------
+PHASE_COLUMNS = (("<", 28), (">", 11), (">", 10), (">", 11), (">", 11), (">", 5), (">", 7))
+
+
+def _stable(s: Stats) -> str:
+    return _("yes") if s.stable else _("no: {reason}").format(reason=translate_text(s.unstable_reason))
+
+
+def _phase_row(name: str, s: Stats) -> list[str]:
+    ci = "—" if not math.isfinite(s.rel_ci) else f"±{s.rel_ci:.1%}"
+    return [_(PHASE_LABELS[name]), format_time(s.median_s), ci, format_time(s.min_s), format_time(s.iqr_s),
+            str(s.n), str(s.loops), _stable(s)]
+
+
+def phase_header() -> list[str]:
+    return [_("phase"), _("median"), _("95% CI"), _("min"), _("IQR"), _("n"), _("loops"), _("stable")]
+
+
+def phase_table_lines(result: Result) -> list[str]:
+    """Every phase with its median, the median's 95% CI, min, IQR, samples and loops, and
+    whether its samples were stable; the third side's JAX phases beneath, when there is one."""
+    rows = [_phase_row(name, result.phase(name)) for name in PHASES]
+    side = result.jax_cpu
+    if side is not None:
+        cpu = [_phase_row(name, getattr(side, name)) for name in PHASES if name != "numpy"]
+        # One table, so the third side's columns line up with the first two sides'.
+        lines = table_lines(phase_header(), rows + cpu, PHASE_COLUMNS)
+        head = lines[:len(rows) + 1]
+        return [*head, "", "  " + _("JAX on the CPU ({device}), the third side:").format(device=side.device),
+                *lines[len(rows) + 1:]]
+    return table_lines(phase_header(), rows, PHASE_COLUMNS)
+
+
+def ordered_checks(result: Result) -> list[Check]:
+    """The checklist, failures and warnings first (each group in the checklist's order)."""
+    return sorted(checklist(result), key=lambda c: STATUS_ORDER[c.status])
+
+
+def checklist_lines(result: Result) -> list[str]:
+    """The checklist's verdict, whether the speedup may be quoted, then each check (failures
+    and warnings first): status, title, reason, in columns."""
+    checks = ordered_checks(result)
+    why = doubt_text(result)
+    lines = ["  " + _("credibility checklist: {overall}").format(overall=_(STATUS_WORDS[overall(checks)]).upper()),
+             "  " + (_("trusted: yes, the speedup may be quoted") if why is None else
+                     _("trusted: NO ({why}): do not quote this speedup").format(why=why))]
+    status_w = max(display_width(_(w)) for w in STATUS_WORDS.values())
+    title_w = max(display_width(c.title) for c in checks) + 2
+    lines += [f"  [{pad(_(STATUS_WORDS[c.status]), status_w, '^')}] {pad(c.title, title_w)}{c.reason}".rstrip()
+              for c in checks]
+    return lines
+
+
+def note_lines(result: Result) -> list[str]:
+    return ["  " + _("note: {note}").format(note=translate_text(note)) for note in result.notes]
+
+
+# --- a sweep ----------------------------------------------------------------------------------
+# Fixed widths: the CLI prints each size as it is measured, before the next one is known.
+SWEEP_COLUMNS = ((">", 14), (">", 11), (">", 11), (">", 11))
+
+
+def sweep_header_line() -> str:
+    return "".join(pad(h, w, a) for h, (a, w) in zip((_("shape"), _("NumPy"), _("JAX"), _("compile")),
+                                                     SWEEP_COLUMNS, strict=True)) + "  " + _("speedup")
+
+
+def sweep_row_line(result: Result) -> str:
+    """One size: its times and speedup, why it is set aside when it is, and JAX on the CPU
+    where there is a third side."""
+    cells = (format_shape(result.shape), format_time(result.numpy_runtime.median_s),
+             format_time(result.runtime.median_s), format_time(result.compile_total_s))
+    line = "".join(pad(c, w, a) for c, (a, w) in zip(cells, SWEEP_COLUMNS, strict=True))
+    line += "  " + speedup_text(result)
+    why = doubt_text(result)
+    if why is not None:
+        line += "  " + _("[set aside: {why}]").format(why=why)
+    if result.jax_cpu is not None:
+        line += "  " + _("| JAX on the CPU {time}, {speedup}").format(
+            time=format_time(result.jax_cpu.runtime.median_s), speedup=format_speedup(result.cpu_speedup))
+    return line
+
+
+def sweep_lines(results: Sequence[Result], crossover_elements: float | None) -> list[str]:
+    """The table of a sweep and its verdict (from trusted sizes only)."""
+    return [sweep_header_line(), *map(sweep_row_line, results), sweep_verdict(results, crossover_elements)]
+
+
+# --- a profile --------------------------------------------------------------------------------
 def profile_lines(result: Result) -> list[str]:
     """Where the time goes inside the JAX call: the gap, the top ops, the trace file."""
     profile = result.profile
     if profile is None:
         return []
     if not profile.ok:
-        return [f"  profile: {gap_sentence(profile)}"]
-    lines = [f"  profile ({profile.calls} traced call(s), {profile.where}):", f"    {gap_sentence(profile)}",
-             f"    (for comparison, the timed runtime without the tracer: {format_time(result.runtime.median_s)})",
-             "", f"    {'XLA op':<32}{'kind':<40}{'per call':>10}{'of wall':>9}"]
-    for op in profile.ops:
-        lines.append(f"    {clip(op.name, 31):<32}{clip(op_kind_text(op.kind, op.holds), 39):<40}"
-                     f"{format_time(op.time_s):>10}{format_share(op.share):>9}")
+        return ["  " + _("profile: {text}").format(text=gap_sentence(profile))]
+    header = [_("XLA op"), _("kind"), _("per call"), _("of wall")]
+    rows = [[clip(op.name, 31), clip(op_kind_text(op.kind, op.holds), 39), format_time(op.time_s),
+             format_share(op.share)] for op in profile.ops]
     if profile.other_ops_s > 0:
-        lines.append(f"    {'(all other ops)':<72}{format_time(profile.other_ops_s):>10}"
-                     f"{format_share(profile.other_ops_s / profile.wall_s):>9}")
-    lines.append(f"  trace: {profile.trace_file}")
-    lines.append(f"    {PERFETTO_HINT}")
-    return lines
-
-
-def clip(text: str, width: int) -> str:
-    """``text`` cut to ``width`` characters, an ellipsis marking the cut."""
-    return text if len(text) <= width else text[:width - 1] + "…"
+        rows.append([_("(all other ops)"), "", format_time(profile.other_ops_s),
+                     format_share(profile.other_ops_s / profile.wall_s)])
+    table = table_lines(header, rows, (("<", 32), ("<", 40), (">", 10), (">", 9)), indent="    ")
+    return ["  " + _("profile ({calls} traced call(s), {where}):").format(calls=profile.calls, where=profile.where),
+            f"    {gap_sentence(profile)}",
+            "    " + _("(for comparison, the timed runtime without the tracer: {runtime})").format(
+                runtime=format_time(result.runtime.median_s)),
+            "", *table, "  " + _("trace: {path}").format(path=profile.trace_file), f"    {_(PERFETTO_HINT)}"]

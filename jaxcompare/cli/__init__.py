@@ -13,21 +13,24 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ..analysis.checks import checklist, overall
-from ..analysis.summary import doubt_text, speedup_text, sweep_verdict
+from .. import i18n
+from ..analysis.checks import checklist
+from ..analysis.summary import sweep_verdict
 from ..analysis.sweep import crossover, ladder, parse_sizes, sweep_document
-from ..analysis.text import profile_lines
+from ..analysis.text import checklist_lines, display_width, pad, profile_lines, sweep_header_line, sweep_row_line
 from ..analysis.trust import trusted
 from ..catalog import builtin_cases, case_from_summary, find_case, get_case
 from ..history.store import traces_dir
+from ..i18n import N_, _, translate_text
 from ..model.cases import Case, format_shape
 from ..model.errors import BadInput, JaxCompareError
-from ..model.formatting import format_speedup, format_time, format_time_range
+from ..model.formatting import format_time, format_time_range
 from ..model.spec import DEVICES, PRECISIONS, TIMING_PRESETS, Spec, TimingConfig, parse_shape
 from . import history as cli_history
 from .report import result_table, write_json
 
 EXIT_USAGE = 2
+LANG_ENV = "JAXCOMPARE_LANG"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -86,7 +89,23 @@ def build_parser() -> argparse.ArgumentParser:
     p_pit.add_argument("--timeout", type=float, default=None)
     p_pit.add_argument("--json", metavar="PATH|-")
     cli_history.add_commands(sub)
+    for command in sub.choices.values():
+        command.add_argument("--lang", help=f"language of the readable output: {', '.join(i18n.LANGUAGES)} "
+                             f"(default: ${LANG_ENV}, else en); JSON stays English")
     return parser
+
+
+def chosen_language(args: argparse.Namespace) -> str:
+    """--lang, else $JAXCOMPARE_LANG, else English; a language without a catalog is bad input."""
+    lang, where = args.lang, "--lang"
+    if not lang:
+        lang, where = os.environ.get(LANG_ENV, ""), LANG_ENV
+    if not lang:
+        return i18n.SOURCE_LANGUAGE
+    if lang not in i18n.LANGUAGES:
+        raise BadInput(N_("{option} {lang!r} is not a language jaxcompare speaks: choose one of {choices}").format(
+            option=where, lang=lang, choices=", ".join(i18n.LANGUAGES)))
+    return lang
 
 
 def _human(args: argparse.Namespace) -> Any:
@@ -118,17 +137,18 @@ def cmd_list(args: argparse.Namespace) -> int:
         write_json(args.json, [c.summary() for c in cases])
         if args.json == "-":
             return 0
-    width = max(len(c.name) for c in cases)
+    width = max(display_width(c.name) for c in cases)
     for c in cases:
         shapes = f"{format_shape(c.small_shape)} .. {format_shape(c.large_shape)}"
-        print(f"{c.name:<{width}}  {c.group:<6}  {shapes:<22}  {c.numpy_name}  ->  {c.jax_name}")
+        print(f"{pad(c.name, width)}  {pad(c.group, 6)}  {pad(shapes, 22)}  {c.numpy_name}  ->  {c.jax_name}"
+              f"  {translate_text(c.title)}")
     return 0
 
 
 def _timing(args: argparse.Namespace) -> TimingConfig:
     name = getattr(args, "timing", None)
     if args.quick and name not in (None, "quick"):
-        raise BadInput(f"--quick and --timing {name} contradict each other: give one")
+        raise BadInput(N_("--quick and --timing {name} contradict each other: give one").format(name=name))
     return TimingConfig.preset("quick" if args.quick else name or "careful")
 
 
@@ -150,20 +170,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         spec = _base_spec(args, shape)
         store = cli_history.open_store(args.db) if args.save else None  # a bad --db fails before measuring
         out = _human(args)
-        print(f"measuring {case.name} at {format_shape(shape)} ({args.precision}) ...", file=sys.stderr)
+        print(_("measuring {case} at {shape} ({precision}) ...").format(
+            case=case.name, shape=format_shape(shape), precision=args.precision), file=sys.stderr)
         result = runner.run(spec, profile_dir=profile_dir)
-    checks = checklist(result)
     if args.json:
-        write_json(args.json, result.to_dict() | {"checklist": [c.to_dict() for c in checks],
-                                                  "trusted": trusted(result)})
+        with i18n.using(i18n.SOURCE_LANGUAGE):  # JSON is English whatever the reader's language
+            checks = [c.to_dict() for c in checklist(result)]
+        write_json(args.json, result.to_dict() | {"checklist": checks, "trusted": trusted(result)})
     if args.json != "-":
         print(result_table(result), file=out)
-        print(f"\n  credibility checklist: {overall(checks).upper()}", file=out)
-        why = doubt_text(result)
-        print("  trusted: yes, the speedup may be quoted" if why is None else
-              f"  trusted: NO ({why}): do not quote this speedup", file=out)
-        for c in checks:
-            print(f"  [{c.status:^4}] {c.title:<32}{c.reason}", file=out)
+        print("\n" + "\n".join(checklist_lines(result)), file=out)
         if result.profile is not None:
             print("\n" + "\n".join(profile_lines(result)), file=out)
     if store is not None:
@@ -182,34 +198,20 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         store = cli_history.open_store(args.db) if args.save else None
         out = _human(args)
         results = []
-        print(f"{'shape':>14}{'NumPy':>11}{'JAX':>11}{'compile':>11}  speedup", file=out)
+        print(sweep_header_line(), file=out)
         for shape in shapes:
             result = runner.run(_base_spec(args, shape))
             results.append(result)
             if store is not None:  # saved as measured: an interrupted sweep keeps what it did
                 cli_history.save_result(result, store)
-            print(f"{format_shape(shape):>14}{format_time(result.numpy_runtime.median_s):>11}"
-                  f"{format_time(result.runtime.median_s):>11}{format_time(result.compile_total_s):>11}"
-                  f"  {speedup_text(result)}{_doubt(result)}{_cpu_side(result)}", file=out, flush=True)
+            print(sweep_row_line(result), file=out, flush=True)
     cross = crossover(results)  # from trusted points only
     print(sweep_verdict(results, cross), file=out)
     if args.json:
-        write_json(args.json, sweep_document(case.name, args.precision, results, cross))
+        with i18n.using(i18n.SOURCE_LANGUAGE):
+            document = sweep_document(case.name, args.precision, results, cross)
+        write_json(args.json, document)
     return 0
-
-
-def _doubt(result: Any) -> str:
-    """A sweep line's mark for a doubtful point: why it is left out of the verdict."""
-    why = doubt_text(result)
-    return "" if why is None else f"  [set aside: {why}]"
-
-
-def _cpu_side(result: Any) -> str:
-    """A sweep line's third side, where there is one: JAX on the CPU's time and speedup."""
-    if result.jax_cpu is None:
-        return ""
-    return (f"  | JAX on the CPU {format_time(result.jax_cpu.runtime.median_s)}, "
-            f"{format_speedup(result.cpu_speedup)}")
 
 
 def cmd_pitfalls(args: argparse.Namespace) -> int:
@@ -220,23 +222,36 @@ def cmd_pitfalls(args: argparse.Namespace) -> int:
         shape = parse_shape(args.shape) if args.shape else case.large_shape
         case.check_shape(shape)
         out = _human(args)
-        print(f"measuring the pitfalls for {case.name} at {format_shape(shape)} ({args.precision}) ...",
-              file=sys.stderr)
+        print(_("measuring the pitfalls for {case} at {shape} ({precision}) ...").format(
+            case=case.name, shape=format_shape(shape), precision=args.precision), file=sys.stderr)
         report = runner.submit_pitfalls(_base_spec(args, shape)).wait()
     if args.json:
         write_json(args.json, report)
     if args.json != "-":
         for pitfall in report["pitfalls"]:
-            print(f"\n{pitfall['title']}", file=out)
-            if not pitfall["applicable"]:
-                print(f"  (not applicable on {report['backend']}: shown for reference)", file=out)
-            for tag, side in [("naive", pitfall["naive"]), ("correct", pitfall["correct"])] + [
-                    ("also", s) for s in pitfall["extra"]]:
-                spread = f"({format_time_range(*side['range'])})" if side.get("range") else ""
-                print(f"  {tag:<8}{side['label']:<40}{format_time(side['seconds']):>10} {spread:<20} "
-                      f"{side['conclusion']}", file=out)
-            print(f"  {pitfall_effect_line(pitfall)}", file=out)
+            print("\n" + "\n".join(pitfall_lines(pitfall, report["backend"])), file=out)
     return 0
+
+
+SIDE_TAGS = {"naive": N_("naive"), "correct": N_("correct"), "also": N_("also")}
+
+
+def pitfall_lines(pitfall: dict[str, Any], backend: str) -> list[str]:
+    """A pitfall as the worker measured it: its title, each side's time and conclusion in
+    columns (padded by display width), and its effect, in the current language."""
+    lines = [translate_text(pitfall["title"])]
+    if not pitfall["applicable"]:
+        lines.append("  " + _("(not applicable on {backend}: shown for reference)").format(backend=backend))
+    sides = [("naive", pitfall["naive"]), ("correct", pitfall["correct"])] + [("also", s) for s in pitfall["extra"]]
+    tag_w = max(8, *(display_width(_(SIDE_TAGS[t])) + 2 for t in SIDE_TAGS))
+    label_w = max(40, *(display_width(translate_text(s["label"])) + 2 for _t, s in sides))
+    for tag, side in sides:
+        spread = f"({format_time_range(*side['range'])})" if side.get("range") else ""
+        lines.append(f"  {pad(_(SIDE_TAGS[tag]), tag_w)}{pad(translate_text(side['label']), label_w)}"
+                     f"{pad(format_time(side['seconds']), 10, '>')} {pad(spread, 20)} "
+                     f"{translate_text(side['conclusion'] or '')}".rstrip())
+    lines.append(f"  {pitfall_effect_line(pitfall)}")
+    return lines
 
 
 def pitfall_effect_line(pitfall: dict[str, Any]) -> str:
@@ -244,15 +259,19 @@ def pitfall_effect_line(pitfall: dict[str, Any]) -> str:
     that did not show: 'effect: within the noise: on this machine the transfer pitfall did not show'."""
     from ..engine.pitfalls import EFFECT_WORDS
 
-    figures = f"naive/proper speedup {pitfall['effect_factor']:.3g}x"
+    factor = f"{pitfall['effect_factor']:.3g}x"
     if pitfall.get("effect_range"):
-        figures += ", 95% range {:.3g}-{:.3g}x".format(*pitfall["effect_range"])
+        low, high = pitfall["effect_range"]
+        figures = _("naive/proper speedup {factor}, 95% range {low}-{high}x").format(
+            factor=factor, low=f"{low:.3g}", high=f"{high:.3g}")
     else:
-        figures += ", no range: a side has a single sample"
+        figures = _("naive/proper speedup {factor}, no range: a side has a single sample").format(factor=factor)
     if pitfall["effect"] == "within_noise":
-        name = pitfall["title"].split(": ", 1)[0].split(". ", 1)[-1].lower()
-        return f"effect: within the noise: on this machine the {name} pitfall did not show ({figures})"
-    return f"effect: {EFFECT_WORDS[pitfall['effect']]} ({figures})"
+        title = translate_text(pitfall["title"])
+        name = title.split(": ", 1)[0].split("：", 1)[0].split(". ", 1)[-1]
+        return _("effect: within the noise: on this machine the {name} pitfall did not show ({figures})").format(
+            name=name.lower() if title == pitfall["title"] else name, figures=figures)  # no case in Chinese
+    return _("effect: {effect} ({figures})").format(effect=_(EFFECT_WORDS[pitfall["effect"]]), figures=figures)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -264,13 +283,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     handlers = {"list": cmd_list, "run": cmd_run, "sweep": cmd_sweep, "pitfalls": cmd_pitfalls,
                 **dict.fromkeys(cli_history.COMMANDS, cli_history.handle)}
     try:
-        return handlers[args.command](args)
-    except JaxCompareError as exc:
+        lang = chosen_language(args)
+    except BadInput as exc:  # said in English: the language is what could not be understood
         print(f"jaxcompare: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("jaxcompare: interrupted", file=sys.stderr)
-        return 130
+    with i18n.using(lang):
+        try:
+            return handlers[args.command](args)
+        except JaxCompareError as exc:
+            print("jaxcompare: " + _("error: {message}").format(message=translate_text(str(exc))), file=sys.stderr)
+            return EXIT_USAGE
+        except KeyboardInterrupt:
+            print("jaxcompare: " + _("interrupted"), file=sys.stderr)
+            return 130
 
 
 if __name__ == "__main__":

@@ -12,7 +12,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..analysis.text import clip, table_lines
 from ..history.store import Store, default_path
+from ..i18n import N_, _, ngettext
 from ..model.errors import BadInput
 from ..model.formatting import format_factor, format_time
 from ..model.result import Result
@@ -76,7 +78,7 @@ def save_result(result: Result, db: str | Store | None = None) -> str:
     Open the store before measuring (``open_store``) so a bad --db fails before the wait."""
     store = open_store(db)
     store.save(result)
-    print(f"saved {result.id[:8]} to {store.path}", file=sys.stderr)
+    print(_("saved {id} to {path}").format(id=result.id[:8], path=store.path), file=sys.stderr)
     return result.id
 
 
@@ -88,7 +90,7 @@ def _selected(store: Store, args: argparse.Namespace, limit: int | None = None) 
 
 def cmd_history(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit <= 0:
-        raise BadInput(f"--limit must be a positive whole number, got {args.limit}")
+        raise BadInput(N_("--limit must be a positive whole number, got {limit}").format(limit=args.limit))
     store = open_store(args.db)
     rows = _selected(store, args, args.limit)
     missed = _nothing_matched(store, args) if not rows else None
@@ -113,15 +115,18 @@ def _nothing_matched(store: Store, args: argparse.Namespace) -> str | None:
         return None
     total = store.count()
     if not total:
-        return f"no saved results in {store.path} yet, so none match {' '.join(given)}"
-    text = f"no saved results match {' '.join(given)} in {store.path} ({total} saved)"
+        return _("no saved results in {path} yet, so none match {filters}").format(path=store.path,
+                                                                                    filters=" ".join(given))
+    text = _("no saved results match {filters} in {path} ({total} saved)").format(
+        filters=" ".join(given), path=store.path, total=total)
     cases = store.facets()["case"]
     if args.case and args.case not in cases:
         import difflib
 
         close = difflib.get_close_matches(args.case, cases, n=3)
-        text += (f"; did you mean {', '.join(close)}?" if close
-                 else f"; the saved cases are {', '.join(cases[:12])}{' …' if len(cases) > 12 else ''}")
+        text += (_("; did you mean {names}?").format(names=", ".join(close)) if close else
+                 _("; the saved cases are {names}").format(
+                     names=", ".join(cases[:12]) + (" …" if len(cases) > 12 else "")))
     return text
 
 
@@ -134,27 +139,31 @@ def cmd_export(args: argparse.Namespace) -> int:
     else:
         ids = [r["id"] for r in _selected(store, args)]
     if not ids:
-        raise BadInput(f"no saved results match in {store.path}; nothing was exported")
+        raise BadInput(N_("no saved results match in {path}; nothing was exported").format(path=store.path))
     n, unreadable = store.export_report(args.path, ids)
-    print(f"exported {n} result{'s' if n != 1 else ''} to {args.path}")
+    print(ngettext("exported {n} result to {path}", "exported {n} results to {path}", n).format(n=n, path=args.path))
     if unreadable:  # rows written by hand or damaged: named, and the rest still exported
-        print(f"left out {len(unreadable)} saved result(s) that cannot be read back: {', '.join(unreadable[:8])}"
-              f"{' ...' if len(unreadable) > 8 else ''}", file=sys.stderr)
+        print(_("left out {n} saved result(s) that cannot be read back: {ids}").format(
+            n=len(unreadable), ids=", ".join(unreadable[:8]) + (" ..." if len(unreadable) > 8 else "")),
+            file=sys.stderr)
     return 0
 
 
 def cmd_import(args: argparse.Namespace) -> int:
     store = open_store(args.db)
     added, skipped = store.import_file(args.path)
-    print(f"imported {added} result{'s' if added != 1 else ''} ({skipped} already present) "
-          f"into {store.path}")
+    print(ngettext("imported {n} result ({skipped} already present) into {path}",
+                   "imported {n} results ({skipped} already present) into {path}", added).format(
+        n=added, skipped=skipped, path=store.path))
     return 0
 
 
 # --- rendering -----------------------------------------------------------------------------
+# Each column's header, its least width and its alignment; a cell wider than its column is cut.
 HISTORY_COLUMNS = (
-    ("id", 8), ("created", 16), ("case", 18), ("shape", 11), ("prec", 4), ("device", 14),
-    ("host", 14), ("NumPy", 9), ("JAX", 9), ("speedup", 8),
+    (N_("id"), 8, "<"), (N_("created"), 16, "<"), (N_("case"), 18, "<"), (N_("shape"), 11, "<"),
+    (N_("prec"), 4, "<"), (N_("device"), 14, "<"), (N_("host"), 14, "<"), (N_("NumPy"), 9, ">"),
+    (N_("JAX"), 9, ">"), (N_("speedup"), 8, ">"),
 )
 
 
@@ -162,10 +171,8 @@ def history_table(rows: list[dict[str, Any]], path: Path | str | None = None) ->
     """The readable table ``history`` prints, newest first."""
     where = path if path is not None else default_path()
     if not rows:
-        return f"no saved results match in {where}"
-    header = "  ".join(f"{name:<{w}}" if name not in ("NumPy", "JAX", "speedup") else f"{name:>{w}}"
-                       for name, w in HISTORY_COLUMNS)
-    lines = [header.rstrip()]
+        return _("no saved results match in {path}").format(path=where)
+    body = []
     for r in rows:
         device = r["backend"] if r["device"] in ("", r["backend"]) else f"{r['backend']}/{r['device']}"
         cells = [
@@ -173,14 +180,11 @@ def history_table(rows: list[dict[str, Any]], path: Path | str | None = None) ->
             device, r["host"], format_time(r["numpy_median_s"]), format_time(r["jax_median_s"]),
             format_factor(r["speedup"]),
         ]
-        parts = []
-        for (name, w), cell in zip(HISTORY_COLUMNS, cells, strict=True):
-            text = _fit(str(cell), w)
-            parts.append(f"{text:>{w}}" if name in ("NumPy", "JAX", "speedup") else f"{text:<{w}}")
-        lines.append("  ".join(parts).rstrip())
-    lines.append(f"{len(rows)} result{'s' if len(rows) != 1 else ''} in {where}")
+        body.append([clip(str(cell), w) for (_name, w, _a), cell in zip(HISTORY_COLUMNS, cells, strict=True)])
+    header = [_(name) for name, _w, _a in HISTORY_COLUMNS]
+    # Two spaces between columns: after a left-aligned one, before a right-aligned one after another.
+    columns = [(a, w + 2 if a == "<" or HISTORY_COLUMNS[i - 1][2] == ">" else w)
+               for i, (_name, w, a) in enumerate(HISTORY_COLUMNS)]
+    lines = table_lines(header, body, columns, indent="")
+    lines.append(ngettext("{n} result in {path}", "{n} results in {path}", len(rows)).format(n=len(rows), path=where))
     return "\n".join(lines)
-
-
-def _fit(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"

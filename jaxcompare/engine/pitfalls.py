@@ -72,18 +72,18 @@ PITFALLS: tuple[dict[str, str], ...] = (
 SECTIONS = tuple(p["id"] for p in PITFALLS)
 TINY_S = 1e-12  # the floor of a time in a ratio (a dispatch can read 0 ns)
 EFFECTS = ("flatters", "hurts", "within_noise")  # what the naive way does to JAX's speedup
-EFFECT_WORDS = {"flatters": "flatters JAX", "hurts": "hurts JAX", "within_noise": "within the noise"}
+EFFECT_WORDS = {"flatters": N_("flatters JAX"), "hurts": N_("hurts JAX"), "within_noise": N_("within the noise")}
 
 
 def speed_words(numpy_s: float, jax_s: float) -> str:
-    """'JAX 37x faster than NumPy' / 'JAX 3.2x slower than NumPy': the CLI's words (the app
-    words a side from its seconds, in the reader's language: app/pitfalls_view.py)."""
+    """'JAX 37x faster than NumPy' / 'JAX 3.2x slower than NumPy': recorded English that the CLI
+    shows with translate_text (the app words a side from its seconds: app/pitfalls_view.py)."""
     if jax_s <= 0 or numpy_s <= 0:
-        return "no comparison"
+        return N_("no comparison")
     ratio = numpy_s / jax_s
     if ratio >= 1:
-        return f"JAX {ratio:.3g}x faster than NumPy"
-    return f"JAX {1 / ratio:.3g}x slower than NumPy"
+        return N_("JAX {ratio}x faster than NumPy").format(ratio=f"{ratio:.3g}")
+    return N_("JAX {ratio}x slower than NumPy").format(ratio=f"{1 / ratio:.3g}")
 
 
 def _range(stats: Stats | None) -> list[float] | None:
@@ -96,7 +96,8 @@ def _side(label: str, code: str, jax: Stats, numpy: Stats | None, conclusion: st
           **extra: Any) -> dict[str, Any]:
     seconds, numpy_s = jax.median_s, None if numpy is None else numpy.median_s
     if conclusion is None and numpy_s is not None:
-        conclusion = f"{speed_words(numpy_s, seconds)} ({format_time(seconds)} vs {format_time(numpy_s)})"
+        conclusion = N_("{speed} ({jax} vs {numpy})").format(speed=speed_words(numpy_s, seconds),
+                                                              jax=format_time(seconds), numpy=format_time(numpy_s))
     return {"label": label, "code": code, "seconds": seconds, "range": _range(jax), "numpy_seconds": numpy_s,
             "numpy_range": _range(numpy), "conclusion": conclusion, **extra}
 
@@ -340,15 +341,18 @@ def pitfall_tf32(lab: Lab) -> dict[str, Any]:
     highest_err = error(fh(*lab.dev))
     default, highest = lab.turns(Turn(blocking_call(lab.f, lab.dev)), Turn(blocking_call(fh, lab.dev)))
     on_gpu = lab.device.platform == "gpu"
-    note = "" if on_gpu else " (no TF32 on this backend: both should match)"
+    # Recorded English from templates, so the CLI can show them in the reader's language.
+    worded = N_("{speed}, error vs float64 {error}") if on_gpu else N_(
+        "{speed}, error vs float64 {error} (no TF32 on this backend: both should match)")
     return _pitfall(
         "tf32",
         _side(N_("Default matmul precision"), "f(x)", default, lab.numpy, rel_error=default_err,
-              conclusion=f"{speed_words(lab.numpy.median_s, default.median_s)}, error vs float64 "
-                         f"{default_err:.2g}{note}"),
+              conclusion=worded.format(speed=speed_words(lab.numpy.median_s, default.median_s),
+                                       error=f"{default_err:.2g}")),
         _side("precision='highest'", "with jax.default_matmul_precision('highest'):\n    f(x)",
               highest, lab.numpy, rel_error=highest_err,
-              conclusion=f"{speed_words(lab.numpy.median_s, highest.median_s)}, error vs float64 {highest_err:.2g}"),
+              conclusion=N_("{speed}, error vs float64 {error}").format(
+                  speed=speed_words(lab.numpy.median_s, highest.median_s), error=f"{highest_err:.2g}")),
         ((default, lab.numpy), (highest, lab.numpy)),
         applicable=on_gpu,
     )

@@ -65,7 +65,7 @@ def op_kind_text(kind: str, holds: tuple[str, ...] | list[str]) -> str:
     return f"{kind} ({', '.join(holds)})" if holds else kind
 
 
-# Shown with _(PERFETTO_HINT) where the reader's language applies (the CLI prints it in English).
+# Shown with _(PERFETTO_HINT), in the reader's language.
 PERFETTO_HINT = N_("open it in ui.perfetto.dev (Open trace file: your browser reads it, nothing is uploaded) or in "
                    "XProf/TensorBoard (pip install 'jax[xprof]')")
 

@@ -9,8 +9,8 @@ import re
 from collections.abc import Sequence
 
 from ..analysis import summary
-from ..analysis.checks import FAIL, NA, PASS, WARN, Check, checklist, overall
-from ..analysis.text import profile_lines
+from ..analysis.checks import FAIL, NA, PASS, WARN, checklist, overall
+from ..analysis.text import checklist_lines, note_lines, ordered_checks, phase_table_lines, profile_lines, sweep_lines
 from ..model.cases import format_shape
 from ..model.formatting import format_calls, format_crossover, format_time
 from ..model.palette import JAX_COLOR, NUMPY_COLOR
@@ -19,8 +19,6 @@ from ..model.result import Result
 
 STATUS_COLOR = {PASS: "#2E7D32", WARN: "#B26A00", FAIL: "#C62828", NA: "#6B6B6B"}
 STATUS_MARK = {PASS: "✓", WARN: "⚠", FAIL: "✗", NA: "–"}
-# Warnings first: what needs reading comes before what passed.
-STATUS_ORDER = {FAIL: 0, WARN: 1, PASS: 2, NA: 3}
 PHASE_GROUPS = (
     ("One-off costs (paid once per function, shape and dtype)", ONE_OFF_PHASES),
     ("Per-call costs (paid on every call)", PER_CALL_PHASES),
@@ -52,11 +50,6 @@ def verdict_lines(result: Result) -> list[str]:
     return summary.verdict_lines(result, SWEEP_WITH)
 
 
-def ordered_checks(result: Result) -> list[Check]:
-    """The checklist, failures and warnings first (each group in the checklist's order)."""
-    return sorted(checklist(result), key=lambda c: STATUS_ORDER[c.status])
-
-
 def sides(result: Result) -> str:
     """'np.linalg.svd(x) vs jnp.linalg.svd(x)'; one function serving both sides is named once."""
     numpy_name, jax_name = result.case_info.get("numpy_name", ""), result.case_info.get("jax_name", "")
@@ -81,36 +74,15 @@ def result_text(result: Result) -> str:
              *map(markdown_text, verdict_lines(result)), ""]
     for row in summary.figure_rows(result):
         lines.append("  " + "   ".join(f"{f.label}: {f.value}" + (f" ({f.detail})" if f.detail else "") for f in row))
-    lines += ["", f"  {'phase':<28}{'median':>11}{'95% CI':>10}{'n':>5}  stable"]
-    for name in PHASES:
-        s = result.phase(name)
-        ci = "—" if not math.isfinite(s.rel_ci) else f"±{s.rel_ci:.1%}"
-        flag = "yes" if s.stable else f"no: {s.unstable_reason}"
-        lines.append(f"  {PHASE_LABELS[name]:<28}{format_time(s.median_s):>11}{ci:>10}{s.n:>5}  {flag}")
-    checks = ordered_checks(result)
-    lines += ["", f"  credibility checklist: {overall(checks).upper()}"]
-    width = max(len(c.title) for c in checks) + 2
-    lines += [f"  [{c.status:^4}] {c.title:<{width}}{c.reason}" for c in checks]
-    lines += [f"  note: {note}" for note in result.notes]
+    lines += ["", *phase_table_lines(result), "", *checklist_lines(result), *note_lines(result)]
     if result.profile is not None:
         lines += ["", *profile_lines(result)]
     return "\n".join(lines)
 
 
 def sweep_text(results: Sequence[Result], crossover_elements: float | None) -> str:
-    lines = [f"{results[0].case} · {results[0].precision} · {len(results)} sizes",
-             f"{'shape':>14}{'NumPy':>11}{'JAX':>11}{'compile':>11}  speedup"]
-    for r in results:
-        lines.append(f"{format_shape(r.shape):>14}{format_time(r.numpy_runtime.median_s):>11}"
-                     f"{format_time(r.runtime.median_s):>11}{format_time(r.compile_total_s):>11}"
-                     f"  {summary.speedup_text(r)}{_set_aside(r)}")
-    lines.append(sweep_verdict(results, crossover_elements))
-    return "\n".join(lines)
-
-
-def _set_aside(result: Result) -> str:
-    why = summary.doubt_text(result)
-    return "" if why is None else f"  [set aside: {why}]"
+    return "\n".join([f"{results[0].case} · {results[0].precision} · {len(results)} sizes",
+                      *sweep_lines(results, crossover_elements)])
 
 
 # --- HTML (Jupyter, Colab, VS Code) ------------------------------------------------------------
