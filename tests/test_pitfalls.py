@@ -119,9 +119,12 @@ def test_an_x32_lab_borrows_the_x64_worker_for_the_fair_float64_side(lab):
 
 def test_tiny_inputs_favour_numpy(lab):
     p = lab["size"]
-    # The direction the docs teach; on a 2-core CPU the large case itself is only ~1.1x, so a
-    # factor between the two is the machine's, not the lesson's (it failed runs at 2x).
-    assert speedup(p["naive"]) < speedup(p["correct"])
+    # The direction the docs teach, or "within the noise" where this machine cannot tell: on a
+    # 2-core CPU the large case itself is about 1x (a clean run read 1.02x tiny, 0.98x large). Never
+    # the opposite lesson, and medians the wrong way round are never worded as a lesson.
+    assert p["effect"] in ("hurts", "within_noise"), p["effect"]
+    if speedup(p["naive"]) >= speedup(p["correct"]):
+        assert p["effect"] == "within_noise"
 
 
 def test_the_size_pitfall_profiles_both_shapes_and_the_tiny_one_is_mostly_overhead(lab):
