@@ -48,13 +48,7 @@ def running_job():
 
 # --- callbacks (run before the script, so they never block it) ---------------------------------
 def on_case_change() -> None:
-    ss = st.session_state
-    if ss[key("size")] != "custom":
-        try:
-            case = cases_ui.case_by_name(ss[key("case")])
-        except JaxCompareError:
-            return  # the page redraws the Case box with a choice it knows, and says so
-        ss[key("custom_shape")] = controls.preset_shape_text(case, ss[key("size")])
+    cases_ui.fill_preset_shape(pv.PitfallsConfig)
 
 
 def start_run(sections: tuple[str, ...] = SECTIONS) -> None:

@@ -127,3 +127,15 @@ def case_by_name(name: str) -> Case:
     if found is None:
         raise BadInput(N_("there is no case called {name!r}: choose one from the Case list").format(name=name))
     return found
+
+
+def fill_preset_shape(config: type[controls.PageConfig]) -> None:
+    """A Case or Size box's callback: the Custom shape box shows the chosen preset's shape (the
+    Compare and Pitfalls pages, each with its config's widget keys)."""
+    ss, key = st.session_state, config.key
+    if ss[key("size")] != "custom":
+        try:
+            case = case_by_name(ss[key("case")])
+        except JaxCompareError:
+            return  # the page redraws the Case box with a choice it knows, and says so
+        ss[key("custom_shape")] = controls.preset_shape_text(case, ss[key("size")])
