@@ -93,17 +93,20 @@ def measuring_worker(server_pid: int, before: dict[int, float]) -> psutil.Proces
 
 
 def start_long_run(page) -> None:
-    """Press Run on LONG_RUN and wait until the page shows it measuring (not queued)."""
+    """Press Run on LONG_RUN and wait until the page shows it measuring (not queued, and past
+    the worker's start: a Stop then reaches a running measurement)."""
     page.get_by_role("button", name="Run comparison").click()
     page.locator(PROGRESS).wait_for(timeout=30_000)
     page.get_by_role("button", name="Stop").wait_for(timeout=30_000)
+    page.locator(PROGRESS).filter(has_not_text="Starting the worker").filter(has_not_text="Waiting in the device queue").filter(has_not_text="queued behind").wait_for(
+        timeout=60_000)
 
 
 def run_small_quick(page) -> None:
     """In the same page (same session): pick the small shape and quick timing, run, and wait for
     the headline figures of that run."""
     page.get_by_role("radio", name="Small · 10x10").click()
-    page.wait_for_function("() => !location.search.includes('shape=')", timeout=30_000)
+    page.wait_for_function("() => location.search.includes('shape=small')", timeout=30_000)
     page.get_by_role("radio", name="Quick (≈1–2 s)").click()
     page.wait_for_function("() => location.search.includes('timing=quick')", timeout=30_000)
     page.wait_for_selector(IDLE, timeout=30_000)

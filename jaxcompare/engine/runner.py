@@ -352,9 +352,11 @@ class Runner:
 
     # --- internals ---------------------------------------------------------------------------
     def _active_for(self, rate_key: str) -> int:
-        """A client's measurements queued or running (the jobs a queue's cap counts); lock held."""
+        """A client's measurements queued or running (the jobs a queue's cap counts); lock held.
+        A finished job stops counting at once, before its dispatcher clears ``lane.current``."""
         return sum(1 for lane in self._lanes for job in (lane.current, *lane.queue)
-                   if job is not None and job.kind in _CAPPED_KINDS and (job.client or job.owner) == rate_key)
+                   if job is not None and not job.done and job.kind in _CAPPED_KINDS
+                   and (job.client or job.owner) == rate_key)
 
     def _idle(self) -> bool:
         return all(not lane.queue and lane.current is None for lane in self._lanes)
