@@ -109,7 +109,7 @@ def text(page) -> str:
 
 @pytest.mark.browser
 def test_a_forged_forwarded_for_makes_no_new_client(hosted, browser):
-    url = f"{hosted}/Compare?case=matmul&timing=quick"
+    url = f"{hosted}/Compare?case=matmul&shape=small&timing=quick"
     for run in range(RATE + 1):
         context = spoofer(browser, f"198.51.100.{run + 1}")  # a new address each run: one client all the same
         page = open_page(context, url)
@@ -238,7 +238,7 @@ def test_a_closed_tab_stops_its_job_and_one_client_runs_one_at_a_time(hosted, br
     held.get_by_role("button", name="Run comparison").click()  # held in its worker: it never ends alone
     held.locator("[data-testid='stProgress']").wait_for(timeout=60_000)
     second = spoofer(browser, "192.0.2.11")  # the same client whatever it says
-    page = open_page(second, f"{hosted}/Compare?case=matmul&timing=quick")
+    page = open_page(second, f"{hosted}/Compare?case=matmul&shape=small&timing=quick")
     page.get_by_role("button", name="Run comparison").click()
     page.get_by_text(re.compile(r"you already have 1 measurement\(s\) queued or running")).wait_for(timeout=30_000)
     first.close()  # the tab goes; nobody will see that job's result

@@ -26,7 +26,7 @@ def shared_runner():
 def compare_session(case: str, precision: str) -> AppTest:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
     at.switch_page("pages/1_Compare.py")
-    at.query_params.update({"case": case, "precision": precision, "timing": "quick"})
+    at.query_params.update({"case": case, "precision": precision, "shape": "small", "timing": "quick"})
     return at.run()
 
 
