@@ -139,7 +139,7 @@ def test_each_device_has_its_own_queue_and_workers(gate):
         result = other.wait(240)  # finishes while the first device is still held by the gate
         assert not blocker.done and runner.position(blocker) in (0, 1)
         assert {blocker.device, other.device} == {"cpu:0", "cpu:1"}
-        assert result.device == other.device  # measured on the device of its queue
+        assert result.jax.device == other.device  # measured on the device of its queue
         assert result.env["env_vars"]["JAXCOMPARE_WORKER_DEVICE"] == other.device
         # A sweep's later point stays on its owner's device, even with the other one idle.
         later = runner.submit(_spec(), owner="sweeper", rate_limited=False)

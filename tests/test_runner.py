@@ -25,8 +25,8 @@ def test_precisions_never_leak_between_runs(order):
         for precision in order:
             result = runner.run(_spec(precision))
             want = "float64" if precision == "x64" else "float32"
-            assert result.agreement["numpy_dtype"] == want, (precision, result.agreement)
-            assert result.agreement["jax_dtype"] == want, (precision, result.agreement)
+            assert result.jax.agreement["numpy_dtype"] == want, (precision, result.jax.agreement)
+            assert result.jax.agreement["jax_dtype"] == want, (precision, result.jax.agreement)
             assert result.env["jax"]["x64_enabled"] is (precision == "x64")
 
 
@@ -59,7 +59,7 @@ def test_custom_cases_file(runner, tmp_path):
                       small_shape=(10,), large_shape=(100000,))]
     """))
     result = runner.run(_spec("x32", case="softplus", shape=(1000,), cases_file=str(path)))
-    assert result.agreement["ok"]
+    assert result.jax.agreement["ok"]
     assert result.case_info["source"] == str(path)
 
 
