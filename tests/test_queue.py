@@ -146,7 +146,7 @@ def test_each_device_has_its_own_queue_and_workers(gate):
         assert later.device == blocker.device and runner.position(later) >= 1
         gate.open()
         blocker.wait(240)
-        assert later.wait(240).device == blocker.device
+        assert later.wait(240).jax.device == blocker.device
         windows = {}
         for job in (blocker, other, later):
             windows.setdefault(job.device, []).append(job.window)
