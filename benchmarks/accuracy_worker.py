@@ -285,11 +285,12 @@ def measure_showcase(precision: str, shape: tuple[int, ...], repeats: int, log: 
                               timing=TimingConfig.preset(timing)))
         runs[showcase_tool(timing)].append({
             "wall_s": time.perf_counter() - start, "speedup": result.speedup,
-            "numpy_s": result.numpy_runtime.median_s, "jax_s": result.runtime.median_s,
-            "first_call_s": result.first_call.median_s, "speedup_range": list(result.speedup_range),
-            "stable": result.numpy_runtime.stable and result.runtime.stable,
+            "numpy_s": result.numpy_runtime.median_s, "jax_s": result.jax.runtime.median_s,
+            "first_call_s": result.jax.first_call.median_s, "speedup_range": list(result.speedup_range),
+            "stable": result.numpy_runtime.stable and result.jax.runtime.stable,
             "steady": result.speedup_steady, "speedup_pairs": list(result.speedup_pairs),
-            "unstable_reasons": [s.unstable_reason for s in (result.numpy_runtime, result.runtime) if not s.stable]})
+            "unstable_reasons": [s.unstable_reason for s in (result.numpy_runtime, result.jax.runtime)
+                                 if not s.stable]})
 
     def run_ipython() -> None:
         ns = dict(setup["numpy"]["namespace"])

@@ -22,11 +22,11 @@ NEIGHBOUR = "import time\nend = time.time() + 600\nwhile time.time() < end: pass
 
 
 def estimates(r) -> dict[str, float]:
-    n, j = np.asarray(r.numpy_runtime.samples_s), np.asarray(r.runtime.samples_s)
+    n, j = np.asarray(r.numpy_runtime.samples_s), np.asarray(r.jax.runtime.samples_s)
     out = {"median": r.speedup, "min": n.min() / j.min(),
            "q10": np.quantile(n, 0.1) / np.quantile(j, 0.1), "q25": np.quantile(n, 0.25) / np.quantile(j, 0.25)}
     if r.numpy_runtime.block_medians_s:
-        out["minblock"] = min(r.numpy_runtime.block_medians_s) / min(r.runtime.block_medians_s)
+        out["minblock"] = min(r.numpy_runtime.block_medians_s) / min(r.jax.runtime.block_medians_s)
     return out
 
 

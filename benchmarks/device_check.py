@@ -134,9 +134,9 @@ def docs_rows(result: Result) -> list[tuple[str, str, str]]:
     colab_speedup = COLAB["numpy"] / COLAB["runtime"]
     rows = [
         ("NumPy runtime", format_time(result.numpy_runtime.median_s), format_time(COLAB["numpy"])),
-        ("Transfer host→device", format_time(result.transfer.median_s), format_time(COLAB["transfer"])),
-        ("Compile (trace+lower+XLA)", format_time(result.compile_total_s), format_time(COLAB["compile"])),
-        ("JAX runtime (blocked)", format_time(result.runtime.median_s), format_time(COLAB["runtime"])),
+        ("Transfer host→device", format_time(result.jax.transfer.median_s), format_time(COLAB["transfer"])),
+        ("Compile (trace+lower+XLA)", format_time(result.jax.compile_total_s), format_time(COLAB["compile"])),
+        ("JAX runtime (blocked)", format_time(result.jax.runtime.median_s), format_time(COLAB["runtime"])),
         ("Speedup", format_factor(result.speedup), format_factor(colab_speedup)),
     ]
     if result.jax_cpu is not None:
@@ -159,7 +159,7 @@ def sweep(runner: Runner, plan: Plan) -> list[Result]:
         r = runner.run(Spec("matmul", shape, precision="x32", timing=plan.sweep_timing))
         cpu = f", JAX on the CPU {format_time(r.jax_cpu.runtime.median_s)}" if r.jax_cpu else ""
         say(f"   {format_shape(shape):>10}: NumPy {format_time(r.numpy_runtime.median_s)}, JAX "
-            f"{format_time(r.runtime.median_s)}{cpu}, speedup {format_factor(r.speedup)}")
+            f"{format_time(r.jax.runtime.median_s)}{cpu}, speedup {format_factor(r.speedup)}")
         results.append(r)
     return results
 
@@ -211,7 +211,7 @@ def device_md(report: dict[str, Any], plan: Plan, docs: Result | None, pits: dic
         if docs.shape != DOCS_SHAPE:
             lines += [f"At {format_shape(docs.shape)}, not the docs' 1000x1000: the Colab column is a reference "
                       "for the order of things only.", ""]
-        lines += table([f"phase ({docs.device_kind})", "this machine", "JAX docs (Colab GPU)"],
+        lines += table([f"phase ({docs.jax.device_kind})", "this machine", "JAX docs (Colab GPU)"],
                        [list(row) for row in docs_rows(docs)]) + [""]
         rate = transfer_rate_text(docs)
         for line in filter(None, (third_side_verdict(docs), peak_sentence(docs),
@@ -227,7 +227,7 @@ def device_md(report: dict[str, Any], plan: Plan, docs: Result | None, pits: dic
 
     if results:
         lines += ["## Matmul size sweep (x32, quick timing)", ""]
-        rows = [[format_shape(r.shape), format_time(r.numpy_runtime.median_s), format_time(r.runtime.median_s),
+        rows = [[format_shape(r.shape), format_time(r.numpy_runtime.median_s), format_time(r.jax.runtime.median_s),
                  format_time(r.jax_cpu.runtime.median_s) if r.jax_cpu else "n/a", format_factor(r.speedup),
                  percent(r.peak_fraction("jax")), percent(r.peak_fraction("numpy"))] for r in results]
         lines += table(["shape", "NumPy", "JAX", "JAX on the CPU", "speedup", "JAX of peak", "NumPy of peak"],

@@ -203,7 +203,7 @@ with tab_agree:
     else:
         st.error(text, icon=":material/error:")
     st.markdown(views.dtypes_text(result))
-    float64_rows = views.float64_rows(result.agreement)
+    float64_rows = views.float64_rows(result.jax.agreement)
     if float64_rows:
         st.dataframe(float64_rows, hide_index=True)
         st.caption(_("Both sides against a float64 NumPy reference: what the precision costs."))

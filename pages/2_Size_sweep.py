@@ -169,7 +169,7 @@ sweep_caption = (_("`{numpy_name}` vs `{jax_name}` · {backend} device `{device}
                    "so far"))
 st.caption(sweep_caption.format(numpy_name=first.case_info.get("numpy_name", ""),
                                 jax_name=first.case_info.get("jax_name", ""), backend=first.backend,
-                                device=first.device, done=len(results), total=run.total))
+                                device=first.jax.device, done=len(results), total=run.total))
 ui.history_note(results)
 figures = [views.crossover_figure(precision, elements, len(first.shape), run.finished,
                                   any(trusted(r) for r in results if r.precision == precision))

@@ -10,7 +10,7 @@ from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
-from _results import make_result, stats
+from _results import make_result, stats, with_jax
 
 from jaxcompare import Result, Spec, TimingConfig
 from jaxcompare.analysis.checks import check_on_device
@@ -18,6 +18,7 @@ from jaxcompare.engine import ceilings
 from jaxcompare.engine.measure import measure
 from jaxcompare.model.formatting import dumps, peak_sentence, third_side_verdict, transfer_rate_text
 from jaxcompare.model.peaks import peak_for
+from jaxcompare.model.phases import JAX_PHASES
 from jaxcompare.model.sides import JaxSide, Peak, link_name
 
 QUICK = TimingConfig.quick()
@@ -33,8 +34,8 @@ def third_side():
 def test_the_third_side_has_real_statistics_of_every_phase(third_side):
     side = third_side.jax_cpu
     assert side is not None and side.device == "cpu:0"
-    for name in ("transfer", "trace", "lower", "compile", "first_call", "runtime", "dispatch", "fetch"):
-        s = getattr(side, name)
+    for name in JAX_PHASES:
+        s = side.phase(name)
         assert s.n >= 1 and s.median_s > 0 and len(s.samples_s) == s.n, name
     assert side.runtime.n >= QUICK.min_samples
     # Directions the protocol promises, measured in this run: a cold first call pays for the
@@ -48,9 +49,10 @@ def test_the_third_side_has_real_statistics_of_every_phase(third_side):
 def test_the_third_side_is_in_the_json_and_survives_a_round_trip(third_side):
     doc = json.loads(dumps(third_side.to_dict()))
     cpu = doc["jax_cpu"]
-    assert set(cpu) >= {"device", "transfer", "compile", "first_call", "runtime", "dispatch", "fetch", "speedup",
-                        "gflops", "protocol"}
-    assert cpu["speedup"] == pytest.approx(doc["numpy"]["runtime"]["median_s"] / cpu["runtime"]["median_s"])
+    assert set(cpu) == set(doc["jax"])  # one layout for both JAX sides
+    assert set(cpu) >= {"device", "transfer", "compile", "first_call", "runtime", "dispatch", "fetch", "protocol"}
+    assert doc["cpu_speedup"] == pytest.approx(doc["numpy"]["runtime"]["median_s"] / cpu["runtime"]["median_s"])
+    assert doc["gflops"]["jax_cpu"] == pytest.approx(doc["flops"] / cpu["runtime"]["median_s"] / 1e9)
     assert cpu["compile"]["total_s"] == pytest.approx(sum(cpu["compile"][p]["median_s"]
                                                           for p in ("trace", "lower", "compile")))
     again = Result.from_dict(doc)
@@ -71,7 +73,7 @@ def test_on_the_cpu_backend_both_sides_are_held_to_the_measured_cpu_rate(third_s
     assert peak.label == peak.numpy_label == "float32 matmul"
     doc = third_side.to_dict()["peak"]
     flops = 2 * 200**3
-    assert doc["jax_fraction"] == pytest.approx(flops / third_side.runtime.median_s / peak.flops_per_s)
+    assert doc["jax_fraction"] == pytest.approx(flops / third_side.jax.runtime.median_s / peak.flops_per_s)
     assert doc["numpy_fraction"] == pytest.approx(flops / third_side.numpy_runtime.median_s / peak.flops_per_s)
     assert doc["jax_cpu_fraction"] == pytest.approx(flops / third_side.jax_cpu.runtime.median_s / peak.flops_per_s)
     assert doc["describes"] == "this CPU's measured float32 matmul rate"
@@ -150,7 +152,7 @@ def test_a_device_missing_from_the_table_has_an_unknown_peak_not_a_wrong_one():
     peak = ceilings.ceilings(SimpleNamespace(platform="gpu", device_kind="NVIDIA A30"), "float32", "float32",
                              with_cpu_side=False)
     assert peak.flops_per_s is None and peak.source is None and peak.cpu_flops_per_s is None
-    r = replace(make_result(shape=(100, 100)), flops=2e6, backend="gpu", device_kind="NVIDIA A30", peak=peak)
+    r = replace(with_jax(make_result(shape=(100, 100)), device_kind="NVIDIA A30"), flops=2e6, backend="gpu", peak=peak)
     assert r.peak_fraction("jax") is None and r.peak_fraction("numpy") > 0
     assert "unknown" in peak_sentence(r) and "NVIDIA A30" in peak_sentence(r)
 
@@ -164,8 +166,8 @@ def _gpu_result(numpy_s: float, gpu_s: float, cpu_s: float) -> Result:
     peak = Peak(flops_per_s=494.5e12, source="table", device="NVIDIA H200", label="TF32",
                 numpy_flops_per_s=1e11, numpy_label="float32 matmul", cpu="Test CPU", cpu_flops_per_s=1e11)
     protocol = {"blocked": True, "compile_excluded": True, "inputs_on_device": True, "matmul_precision": "default"}
-    return replace(base, backend="gpu", device="cuda:0", device_kind="NVIDIA H200", flops=2e9,
-                   transfer_bytes=4_000_000, jax_cpu=side, peak=peak, protocol=protocol)
+    gpu = with_jax(base, device="cuda:0", device_kind="NVIDIA H200", transfer_bytes=4_000_000, protocol=protocol)
+    return replace(gpu, backend="gpu", flops=2e9, jax_cpu=side, peak=peak)
 
 
 def test_the_quantecon_surprise_reads_at_a_glance():
@@ -199,16 +201,16 @@ def test_the_peak_sentence_names_each_ceiling():
 
 def test_transfer_rate_says_which_link_it_crossed(fair_result):
     gpu = _gpu_result(numpy_s=1e-2, gpu_s=1e-4, cpu_s=2e-2)
-    assert gpu.transfer_bytes_per_s == pytest.approx(4e6 / gpu.transfer.median_s)
+    assert gpu.jax.transfer_bytes_per_s == pytest.approx(4e6 / gpu.jax.transfer.median_s)
     assert transfer_rate_text(gpu) == "40 GB/s host→device over PCIe"
     assert link_name("gpu", "NVIDIA GH200 480GB") == "NVLink-C2C" and link_name("tpu", "TPU v5 lite") == "PCIe"
     assert "over PCIe" in check_on_device(gpu).reason
     # On the CPU backend the inputs were aliased or copied within host memory, never "PCIe".
     cpu_text = transfer_rate_text(fair_result)
-    if fair_result.transfer_zero_copy:
-        assert cpu_text.startswith("no copy") and fair_result.transfer_bytes_per_s is None
+    if fair_result.jax.transfer_zero_copy:
+        assert cpu_text.startswith("no copy") and fair_result.jax.transfer_bytes_per_s is None
     else:
-        assert cpu_text.endswith(", a copy within host memory") and fair_result.transfer_bytes_per_s > 0
+        assert cpu_text.endswith(", a copy within host memory") and fair_result.jax.transfer_bytes_per_s > 0
     assert "PCIe" not in cpu_text
 
 
@@ -218,8 +220,8 @@ def test_results_saved_before_have_neither_third_side_nor_peak():
         doc.pop(key)
     doc["jax"].pop("transfer_bytes")
     old = Result.from_dict(doc)
-    assert old.jax_cpu is None and old.peak is None and old.transfer_bytes is None
-    assert old.transfer_bytes_per_s is None and transfer_rate_text(old) == ""
+    assert old.jax_cpu is None and old.peak is None and old.jax.transfer_bytes is None
+    assert old.jax.transfer_bytes_per_s is None and transfer_rate_text(old) == ""
     assert math.isfinite(old.speedup)
 
 
@@ -303,7 +305,7 @@ def test_history_keeps_the_third_side_and_rejects_a_malformed_one(tmp_path):
     store = Store(tmp_path / "results.sqlite3")
     store.save(gpu)
     again = store.get(gpu.id)
-    assert again.jax_cpu == gpu.jax_cpu and again.peak == gpu.peak and again.transfer_bytes == 4_000_000
+    assert again.jax_cpu == gpu.jax_cpu and again.peak == gpu.peak and again.jax.transfer_bytes == 4_000_000
     doc = json.loads(dumps(gpu.to_dict()))
     doc["jax_cpu"]["runtime"]["median_s"] = "fast"
     with pytest.raises(BadInput, match=r"phase jax_cpu\.runtime: median_s must be a number"):

@@ -70,18 +70,19 @@ def test_compare_runs_a_small_case_to_charts_and_figures():
     assert any(unit in values["Compile"] for unit in ("ms", "µs", " s"))
     result = at.session_state["compare_result"]
     assert result.case == "matmul" and result.shape == (10, 10)
-    assert result.agreement["jax_dtype"] == result.agreement["numpy_dtype"] == "float32"  # the outputs themselves
+    agreement = result.jax.agreement
+    assert agreement["jax_dtype"] == agreement["numpy_dtype"] == "float32"  # the outputs themselves
 
     phases, samples = vega_specs(at)
     assert layer_marks(phases) == ["rule", "rule", "circle", "text"]
     assert phases["layer"][0]["encoding"]["x"]["scale"]["type"] == "log"
     rows = {row["phase"]: row for row in chart_rows(at, 0)}
     assert len(rows) == 8
-    assert rows["compile"]["median_s"] == pytest.approx(result.compile.median_s)
+    assert rows["compile"]["median_s"] == pytest.approx(result.jax.compile.median_s)
     assert rows["numpy"]["median_s"] == pytest.approx(result.numpy_runtime.median_s)
     assert layer_marks(samples) == ["bar", "tick", "tick"]
     sample_count = sum(1 for row in chart_rows(at, 1) if "deviation" in row)
-    assert sample_count == result.numpy_runtime.n + result.runtime.n
+    assert sample_count == result.numpy_runtime.n + result.jax.runtime.n
 
     code = "\n".join(c.value for c in at.code)
     assert "%timeit" in code and "block_until_ready" in code
@@ -230,7 +231,7 @@ def test_compare_runs_a_case_from_the_users_own_file(tmp_path, loopback_server):
     at = run_until(at, lambda a: "compare_result" in a.session_state)
     result = at.session_state["compare_result"]
     assert result.case == "softplus" and result.spec.cases_file == str(path)
-    assert result.agreement["ok"]
+    assert result.jax.agreement["ok"]
 
 
 def test_a_broken_cases_file_is_a_clear_message(tmp_path, loopback_server):

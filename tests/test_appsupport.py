@@ -123,7 +123,7 @@ def test_compare_page_words_come_from_views(sample_result):
     ok, text = views.agreement_text(r)
     assert ok and text.startswith("JAX and NumPy agree: max abs error 1e-07") and text.endswith("compared directly).")
     assert views.dtypes_text(r) == "Output dtypes: NumPy `float32`, JAX `float32`; inputs `float32`."
-    assert views.float64_rows(r.agreement) == []
+    assert views.float64_rows(r.jax.agreement) == []
     ref = {"numpy_max_abs_err": 1e-6, "numpy_max_rel_err": 2e-7, "jax_max_abs_err": 3e-6, "jax_max_rel_err": 4e-7}
     assert views.float64_rows({"vs_float64": ref})[1] == {
         "Side": "JAX", "Max abs error vs float64": "3e-06", "Max rel error vs float64": "4e-07"}

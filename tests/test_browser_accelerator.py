@@ -31,7 +31,8 @@ H200 = SimpleNamespace(platform="gpu", device_kind="NVIDIA H200")
 def as_if_on_an_h200(result):
     """The same numbers, labelled as a run on an H200 (the table's TF32 peak for JAX)."""
     peak = ceilings(H200, result.dtype, result.dtype, with_cpu_side=True)
-    return replace(result, backend="gpu", device="cuda:0", device_kind="NVIDIA H200", peak=peak)
+    on_h200 = replace(result.jax, device="cuda:0", device_kind="NVIDIA H200")
+    return replace(result, backend="gpu", jax=on_h200, peak=peak)
 
 
 @pytest.fixture(scope="module")

@@ -48,7 +48,7 @@ def forged_rows(db) -> None:
     Store(db)
     for n, (case, kind) in enumerate(((LINK, IMAGE), (FORMULA, f"cpu {LINK}"))):
         data = json.loads(dumps(make_result().to_dict()))
-        data["id"], data["case"], data["spec"]["case"], data["device_kind"] = f"forged-{n}", case, case, kind
+        data["id"], data["case"], data["spec"]["case"], data["jax"]["device_kind"] = f"forged-{n}", case, case, kind
         data["env"]["versions"] = {"jax": f"0.{n} {IMAGE}"}
         data["notes"] = [f"note {LINK}"]
         insert_raw(db, data["id"], json.dumps(data), case=case, device_kind=kind, jax_version=f"0.{n} {IMAGE}",

@@ -278,7 +278,7 @@ def test_history_selection_json_imports_back_unchanged(server, browser, tmp_path
     back = {r.id: r for r in fresh.load([a.id, c.id])}
     for seeded in (a, c):
         got = back[seeded.id]
-        assert got.runtime.samples_s == seeded.runtime.samples_s
+        assert got.jax.runtime.samples_s == seeded.jax.runtime.samples_s
         assert got.numpy_runtime.samples_s == seeded.numpy_runtime.samples_s
-        assert got.speedup == seeded.speedup and got.compile.median_s == seeded.compile.median_s
+        assert got.speedup == seeded.speedup and got.jax.compile.median_s == seeded.jax.compile.median_s
         assert got.to_dict() == seeded.to_dict()

@@ -100,7 +100,7 @@ def test_measuring_a_user_case_runs_none_of_its_code_here(runner, tmp_path):
     marker = tmp_path / "marker"
     path = marked_cases(tmp_path / "mine.py", marker)
     job = runner.submit(Spec("softplus", (1000,), timing=QUICK, cases_file=path), owner="someone")
-    assert job.wait(240).agreement["ok"]
+    assert job.wait(240).jax.agreement["ok"]
     assert pids(marker, "import") and pids(marker, "inputs")
     assert os.getpid() not in pids(marker, "import") + pids(marker, "inputs")  # no import, no memory probe here
 
@@ -113,7 +113,7 @@ def test_measuring_a_user_case_runs_none_of_its_code_here(runner, tmp_path):
 def test_a_file_that_hangs_or_crashes_at_import_is_one_clear_error(runner, bad_files, name, words):
     with pytest.raises(JobFailed, match=words):
         runner.list_cases(bad_files[name], timeout_s=3)
-    assert runner.run(Spec("matmul", (8, 8), timing=QUICK)).agreement["ok"]  # still standing
+    assert runner.run(Spec("matmul", (8, 8), timing=QUICK)).jax.agreement["ok"]  # still standing
 
 
 def test_the_deadline_covers_loading_the_file_for_a_measurement(runner, bad_files):

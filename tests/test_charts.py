@@ -78,7 +78,7 @@ def test_phase_breakdown_lollipops_on_a_log_axis(result):
     assert y_domain.index(PHASE_LABELS["compile"]) < y_domain.index(PHASE_LABELS["runtime"])
     rows = {r["phase"]: r for r in data_values(spec, stem)}
     assert set(rows) == {"transfer", "trace", "lower", "compile", "runtime", "numpy", "dispatch", "fetch"}
-    assert rows["compile"]["median_s"] == pytest.approx(result.compile.median_s)
+    assert rows["compile"]["median_s"] == pytest.approx(result.jax.compile.median_s)
     assert rows["numpy"]["side"] == "NumPy" and rows["runtime"]["side"] == "JAX"
     # the baseline sits below every value, so no lollipop has zero length
     lo, hi = stem["encoding"]["x"]["scale"]["domain"]
@@ -93,7 +93,7 @@ def test_samples_chart_shows_every_sample_of_both_sides(result):
     layers = list(units(spec))
     assert [mark_type(u) for u in layers] == ["bar", "tick", "tick"]
     ticks = data_values(spec, layers[1])
-    assert len(ticks) == result.numpy_runtime.n + result.runtime.n
+    assert len(ticks) == result.numpy_runtime.n + result.jax.runtime.n
     assert {t["side"] for t in ticks} == {"NumPy", "JAX"}
     numpy_ticks = sorted(t["time_s"] for t in ticks if t["side"] == "NumPy")
     assert numpy_ticks == sorted(result.numpy_runtime.samples_s)
@@ -117,7 +117,7 @@ def test_sweep_runtime_chart_is_log_log_with_both_sides_and_precisions(sweep_res
 def test_sweep_speedup_chart_marks_one_x_and_the_crossover(sweep_results):
     from dataclasses import replace
 
-    from _results import stats
+    from _results import stats, with_jax
 
     spec = charts.sweep_speedup_chart(sweep_results).to_dict()
     layers = list(units(spec))
@@ -129,7 +129,7 @@ def test_sweep_speedup_chart_marks_one_x_and_the_crossover(sweep_results):
     lo, hi = line["encoding"]["y"]["scale"]["domain"]
     assert lo < 1 < hi
     # Force a crossover: JAX slower at the small size, faster at the largest.
-    forced = [replace(r, numpy_runtime=stats(1e-3), runtime=stats(1e-3 * (4 if i < 2 else 0.25)))
+    forced = [replace(with_jax(r, runtime=stats(1e-3 * (4 if i < 2 else 0.25))), numpy_runtime=stats(1e-3))
               for i, r in enumerate(sweep_results)]
     spec = charts.sweep_speedup_chart(forced).to_dict()
     rules = [u for u in units(spec) if mark_type(u) == "rule" and "transform" not in u]

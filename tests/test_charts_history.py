@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 import pytest
-from _results import make_result
+from _results import make_result, with_jax
 
 from jaxcompare.app import charts_history
 from jaxcompare.app.history_view import lettered_labels
@@ -53,7 +53,7 @@ def test_phase_chart_dots_per_run_on_a_log_time_axis(runs):
     rows = charts_history.phase_rows(runs, labels)
     assert len(rows) == 3 * 9
     by = {(r["run"], r["phase"]): r for r in rows}
-    assert by[(labels[1], "runtime")]["median_s"] == pytest.approx(runs[1].runtime.median_s)
+    assert by[(labels[1], "runtime")]["median_s"] == pytest.approx(runs[1].jax.runtime.median_s)
     assert by[(labels[0], "numpy")]["median_s"] == pytest.approx(runs[0].numpy_runtime.median_s)
     assert all(r["ci_low_s"] <= r["median_s"] * 1.0001 <= r["ci_high_s"] * 1.0002 for r in rows)
     lo, hi = layers[0]["encoding"]["x"]["scale"]["domain"]
@@ -89,7 +89,8 @@ def test_default_labels_and_colours_are_shared(runs):
 
 
 def test_infinite_speedup_is_left_out_not_drawn_at_infinity(runs):
-    zero = dataclasses.replace(runs[0], runtime=dataclasses.replace(runs[0].runtime, median_s=0.0), id="zero")
+    zero = dataclasses.replace(with_jax(runs[0], runtime=dataclasses.replace(runs[0].jax.runtime, median_s=0.0)),
+                               id="zero")
     rows = charts_history.speedup_rows([zero, runs[1]])
     assert len(rows) == 1 and math.isfinite(rows[0]["speedup"])
     charts_history.speedup_chart([zero, runs[1]]).to_dict()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from _results import with_jax
 
 from jaxcompare.analysis.checks import FAIL, NA, PASS, WARN, checklist, overall
 
@@ -25,8 +26,8 @@ def test_a_fair_result_passes(fair_result):
 
 
 def test_unblocked_timing_fails(fair_result):
-    unfair = dataclasses.replace(fair_result, runtime=fair_result.dispatch,
-                                 protocol=fair_result.protocol | {"blocked": False})
+    unfair = with_jax(fair_result, runtime=fair_result.jax.dispatch,
+                      protocol=fair_result.jax.protocol | {"blocked": False})
     checks = by_id(unfair)
     assert checks["blocked"].status == FAIL
     assert checks["blocked"].pitfall == "async"
@@ -35,15 +36,15 @@ def test_unblocked_timing_fails(fair_result):
 
 def test_a_result_without_a_recorded_protocol_is_not_passed(fair_result):
     """Results saved before measure() recorded what it did: the checks say so, not pass."""
-    old = dataclasses.replace(fair_result, protocol={})
+    old = with_jax(fair_result, protocol={})
     checks = by_id(old)
     for cid in ("blocked", "compile", "transfer"):
         assert checks[cid].status == WARN and "not recorded" in checks[cid].reason, checks[cid]
 
 
 def test_mixed_precision_fails(fair_result):
-    agreement = fair_result.agreement | {"numpy_dtype": "float64", "jax_dtype": "float32"}
-    check = by_id(dataclasses.replace(fair_result, agreement=agreement))["precision"]
+    agreement = fair_result.jax.agreement | {"numpy_dtype": "float64", "jax_dtype": "float32"}
+    check = by_id(with_jax(fair_result, agreement=agreement))["precision"]
     assert check.status == FAIL and "float64" in check.reason
 
 
@@ -54,24 +55,25 @@ def test_tiny_workload_warns_or_fails(tiny_result):
 
 
 def test_disagreeing_outputs_fail(fair_result):
-    agreement = fair_result.agreement | {"ok": False, "max_rel_err": 0.3}
-    assert by_id(dataclasses.replace(fair_result, agreement=agreement))["agreement"].status == FAIL
+    agreement = fair_result.jax.agreement | {"ok": False, "max_rel_err": 0.3}
+    assert by_id(with_jax(fair_result, agreement=agreement))["agreement"].status == FAIL
 
 
 def test_compile_in_runtime_and_host_inputs_fail(fair_result):
-    unfair = dataclasses.replace(fair_result, protocol={"blocked": True, "compile_excluded": False,
-                                                        "inputs_on_device": False})
+    unfair = with_jax(fair_result, protocol={"blocked": True, "compile_excluded": False, "inputs_on_device": False})
     checks = by_id(unfair)
     assert checks["compile"].status == FAIL and checks["transfer"].status == FAIL
 
 
-@pytest.mark.parametrize("field", ["numpy_runtime", "runtime"])
-def test_unstable_or_few_samples_warn(fair_result, field):
-    other = "runtime" if field == "numpy_runtime" else "numpy_runtime"
-    steady = dataclasses.replace(getattr(fair_result, other), stable=True, unstable_reason=None)
-    shaky = dataclasses.replace(getattr(fair_result, field), stable=False,
-                                unstable_reason="median still varies by ±30%", n=2)
-    checks = by_id(dataclasses.replace(fair_result, **{field: shaky, other: steady}))
+@pytest.mark.parametrize("shaky_side", ["numpy", "jax"])
+def test_unstable_or_few_samples_warn(fair_result, shaky_side):
+    def runtime(stats, shaky: bool):
+        if shaky:
+            return dataclasses.replace(stats, stable=False, unstable_reason="median still varies by ±30%", n=2)
+        return dataclasses.replace(stats, stable=True, unstable_reason=None)
+
+    r = with_jax(fair_result, runtime=runtime(fair_result.jax.runtime, shaky_side == "jax"))
+    checks = by_id(dataclasses.replace(r, numpy_runtime=runtime(r.numpy_runtime, shaky_side == "numpy")))
     assert checks["stable"].status == WARN and "30%" in checks["stable"].reason
     assert checks["samples"].status == FAIL
 
@@ -80,10 +82,10 @@ def test_tf32_warns_only_for_float32_on_gpu(fair_result):
     on_gpu = dataclasses.replace(fair_result, backend="gpu")
     assert by_id(fair_result)["tf32"].status == NA  # on a CPU TF32 does not apply: n/a, not pass
     assert by_id(on_gpu)["tf32"].status == WARN
-    highest = dataclasses.replace(on_gpu, protocol=on_gpu.protocol | {"matmul_precision": "highest"})
+    highest = with_jax(on_gpu, protocol=on_gpu.jax.protocol | {"matmul_precision": "highest"})
     assert by_id(highest)["tf32"].status == PASS
-    float64 = dataclasses.replace(on_gpu, dtype="float64",
-                                  agreement=on_gpu.agreement | {"numpy_dtype": "float64", "jax_dtype": "float64"})
+    float64 = with_jax(dataclasses.replace(on_gpu, dtype="float64"),
+                       agreement=on_gpu.jax.agreement | {"numpy_dtype": "float64", "jax_dtype": "float64"})
     assert by_id(float64)["tf32"].status == NA
 
 
@@ -107,8 +109,8 @@ def _in_pairs(result, numpy_blocks, jax_blocks, timing=None):
         return combine_blocks(blocks, timing.for_runtime().rel_ci, timing.drift_tolerance, what)
 
     spec = dataclasses.replace(result.spec, timing=timing)
-    return dataclasses.replace(result, spec=spec, numpy_runtime=side(numpy_blocks, "the NumPy median"),
-                               runtime=side(jax_blocks, "the JAX median"))
+    return dataclasses.replace(with_jax(result, runtime=side(jax_blocks, "the JAX median")), spec=spec,
+                               numpy_runtime=side(numpy_blocks, "the NumPy median"))
 
 
 def test_a_speedup_that_held_through_a_drift_passes_while_the_drift_warns(fair_result):
@@ -161,8 +163,8 @@ def test_every_unstable_side_is_named(fair_result):
     def shaky(stats, why):
         return dataclasses.replace(stats, stable=False, unstable_reason=why)
 
-    both = dataclasses.replace(fair_result, numpy_runtime=shaky(fair_result.numpy_runtime, "numpy wobbled"),
-                               runtime=shaky(fair_result.runtime, "jax wobbled"))
+    both = dataclasses.replace(with_jax(fair_result, runtime=shaky(fair_result.jax.runtime, "jax wobbled")),
+                               numpy_runtime=shaky(fair_result.numpy_runtime, "numpy wobbled"))
     check = by_id(both)["stable"]
     assert check.status == WARN and "NumPy: numpy wobbled" in check.reason and "JAX: jax wobbled" in check.reason
 
@@ -192,6 +194,6 @@ def test_the_busy_item_names_what_other_programs_used(fair_result):
 
 def test_a_first_call_shorter_than_its_compile_is_a_contradiction(fair_result):
     assert by_id(fair_result)["first_call"].status == PASS
-    fast = dataclasses.replace(fair_result.first_call, median_s=fair_result.compile_total_s / 10)
-    check = by_id(dataclasses.replace(fair_result, first_call=fast))["first_call"]
+    fast = dataclasses.replace(fair_result.jax.first_call, median_s=fair_result.jax.compile_total_s / 10)
+    check = by_id(with_jax(fair_result, first_call=fast))["first_call"]
     assert check.status == WARN and "less than its own compile" in check.reason

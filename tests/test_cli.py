@@ -53,7 +53,7 @@ def test_run_json_is_one_document_with_documented_fields(run_json):
     doc = json.loads(run_json.stdout)  # fails if anything else was printed on stdout
     assert doc["case"] == "centered_gram" and doc["shape"] == [64, 64]
     assert doc["precision"] == "x64" and doc["dtype"] == "float64"
-    assert doc["backend"] == "cpu" and doc["device"]
+    assert doc["backend"] == "cpu" and doc["jax"]["device"]
     _assert_stats(doc["numpy"]["runtime"], "numpy.runtime")
     for phase in ("transfer", "first_call", "runtime", "dispatch", "fetch"):
         _assert_stats(doc["jax"][phase], f"jax.{phase}")
@@ -67,8 +67,8 @@ def test_run_json_is_one_document_with_documented_fields(run_json):
         assert doc["speedup_range"] == [None, None]
     else:
         assert doc["speedup_range"][0] <= doc["speedup"] <= doc["speedup_range"][1]
-    assert {"ok", "max_abs_err", "max_rel_err", "rtol", "atol"} <= set(doc["agreement"])
-    assert doc["agreement"]["ok"] is True
+    assert {"ok", "max_abs_err", "max_rel_err", "rtol", "atol"} <= set(doc["jax"]["agreement"])
+    assert doc["jax"]["agreement"]["ok"] is True
     assert doc["env"]["versions"]["jax"] and doc["env"]["jax"]["x64_enabled"] is True
     assert "measuring" in run_json.stderr  # progress goes to stderr, not stdout
     assert doc["profile"] is None  # only with --profile
@@ -178,6 +178,6 @@ def test_cases_file_cases_run_from_the_cli(tmp_path):
     proc = cli("run", "--case", "square_plus_one", "--cases-file", str(path), "--shape", "100",
                "--quick", "--json", "-")
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["agreement"]["ok"]
+    assert json.loads(proc.stdout)["jax"]["agreement"]["ok"]
     listing = cli("list", "--cases-file", str(path))
     assert "square_plus_one" in listing.stdout

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _results import with_jax
 
 from jaxcompare.analysis.compare import FASTER, SAME, SLOWER, TOO_FEW, compare_results, verdict
 from jaxcompare.app.history_view import verdict_explanation
 from jaxcompare.model.result import Result
+from jaxcompare.model.sides import JaxSide
 from jaxcompare.model.spec import Spec
 from jaxcompare.model.stats import Stats
 
@@ -78,9 +80,10 @@ def make_result(numpy_median: float, jax_median: float, *, case: str = "matmul",
     return Result(
         id=id, created="2025-01-01T00:00:00+00:00", spec=Spec(case, shape, precision=precision),
         case_info={}, dtype="float32" if precision == "x32" else "float64", backend="cpu",
-        device="cpu:0", device_kind="cpu", numpy_runtime=noisy(numpy_median, seed=seed),
-        runtime=noisy(jax_median, seed=seed + 100), agreement={"ok": True},
-        env={"hostname": f"host{seed}", "versions": {"jax": "0.10.2"}}, **phases,
+        numpy_runtime=noisy(numpy_median, seed=seed),
+        jax=JaxSide(device="cpu:0", device_kind="cpu", runtime=noisy(jax_median, seed=seed + 100),
+                    agreement={"ok": True}, **phases),
+        env={"hostname": f"host{seed}", "versions": {"jax": "0.10.2"}},
     )
 
 
@@ -110,10 +113,10 @@ def test_compare_results_warns_when_a_runs_speedup_moved_between_its_pairs():
     from jaxcompare import TimingConfig
 
     a = make_result(2e-3, 1e-3, seed=1, id="a")
-    paired = dataclasses.replace(a, spec=dataclasses.replace(a.spec, timing=TimingConfig.preset("thorough")),
-                                 numpy_runtime=dataclasses.replace(a.numpy_runtime, block_medians_s=(2e-3, 2e-3)),
-                                 runtime=dataclasses.replace(a.runtime, block_medians_s=(1e-3, 1.25e-3)))
+    paired = with_jax(a, runtime=dataclasses.replace(a.jax.runtime, block_medians_s=(1e-3, 1.25e-3)))
+    paired = dataclasses.replace(paired, spec=dataclasses.replace(a.spec, timing=TimingConfig.preset("thorough")),
+                                 numpy_runtime=dataclasses.replace(a.numpy_runtime, block_medians_s=(2e-3, 2e-3)))
     text = " ".join(compare_results(paired, a).warnings)
     assert "A's speedup moved between its pairs of blocks (1.60x to 2.00x)" in text
-    held = dataclasses.replace(paired, runtime=dataclasses.replace(a.runtime, block_medians_s=(1e-3, 1e-3)))
+    held = with_jax(paired, runtime=dataclasses.replace(a.jax.runtime, block_medians_s=(1e-3, 1e-3)))
     assert compare_results(held, a).warnings == []

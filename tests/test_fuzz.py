@@ -115,7 +115,7 @@ def test_odd_small_shapes_run_or_fail_clearly_in_the_worker(runner, case, dims, 
         return
     except JobFailed as exc:  # a worker that died, hung or raised something unexpected is a defect
         pytest.fail(f"{case} {spec_shape} {precision}: {exc}")
-    assert result.runtime.median_s > 0
+    assert result.jax.runtime.median_s > 0
 
 
 url_values = st.one_of(st.text(max_size=24), st.lists(st.text(max_size=8), max_size=3),

@@ -6,7 +6,7 @@ import dataclasses
 import datetime as dt
 import re
 
-from _results import make_result
+from _results import make_result, with_jax
 from markdown_it import MarkdownIt
 
 from jaxcompare.analysis import compare
@@ -15,8 +15,8 @@ from jaxcompare.history.exchange import summary
 
 
 def gpu_copy(result, **env):
-    return dataclasses.replace(result, id="gpu-run", backend="gpu", device="cuda:0", device_kind="NVIDIA H200",
-                               created="2026-11-29T21:58:31.5+00:00",
+    result = with_jax(result, device="cuda:0", device_kind="NVIDIA H200")
+    return dataclasses.replace(result, id="gpu-run", backend="gpu", created="2026-11-29T21:58:31.5+00:00",
                                env={**result.env, "hostname": "gpu-box", "versions": {"jax": "0.11.0"}, **env})
 
 
@@ -62,28 +62,29 @@ def test_device_options_and_date_bounds():
 
 def test_verdict_words():
     slow, fast = make_result(jax_s=2e-4), make_result(jax_s=1e-4)
-    v = compare.verdict(slow.runtime, fast.runtime)
+    v = compare.verdict(slow.jax.runtime, fast.jax.runtime)
     assert hv.verdict_headline(v) == ("success", "B is 2.00x faster than A")
-    assert hv.verdict_headline(compare.verdict(fast.runtime, slow.runtime)) == ("error", "B is 2.00x slower than A")
-    same = compare.verdict(slow.runtime, slow.runtime)
+    slower = compare.verdict(fast.jax.runtime, slow.jax.runtime)
+    assert hv.verdict_headline(slower) == ("error", "B is 2.00x slower than A")
+    same = compare.verdict(slow.jax.runtime, slow.jax.runtime)
     assert hv.verdict_headline(same) == ("info", "No significant difference")
     stats = hv.verdict_stats(v)
     assert stats.startswith("p < 0.001 · ")  # 7 samples each side, no overlap: the smallest p they allow
     assert "median B / A = 0.5" in stats and "95% CI" in stats and "samples A 7, B 7" in stats
-    few = compare.verdict(dataclasses.replace(slow.runtime, samples_s=(1e-4,)), slow.runtime)
+    few = compare.verdict(dataclasses.replace(slow.jax.runtime, samples_s=(1e-4,)), slow.jax.runtime)
     assert hv.verdict_headline(few) == ("warning", "Too few samples to judge")
 
 
 def test_verdict_explanations_are_the_pages_sentences():
     """The verdict is data (analysis/compare.py); these are the sentences the History page shows."""
     slow, fast = make_result(jax_s=2e-4), make_result(jax_s=1e-4)
-    assert hv.verdict_explanation(compare.verdict(slow.runtime, fast.runtime), "JAX runtime") == (
+    assert hv.verdict_explanation(compare.verdict(slow.jax.runtime, fast.jax.runtime), "JAX runtime") == (
         "B's JAX runtime is 2.00x faster than A's JAX runtime (median 100 µs vs 200 µs; p<0.001; 95% CI of the "
         "speedup 1.98x–2.02x).")
-    assert hv.verdict_explanation(compare.verdict(slow.runtime, slow.runtime), "JAX runtime") == (
+    assert hv.verdict_explanation(compare.verdict(slow.jax.runtime, slow.jax.runtime), "JAX runtime") == (
         "No significant difference: the 0.0% difference in medians is within the noise (median 200 µs vs 200 µs; "
         "p=1.000; 95% CI of the slowdown 0.99x–1.01x).")
-    few = compare.verdict(dataclasses.replace(slow.runtime, samples_s=(1e-4,)), slow.runtime)
+    few = compare.verdict(dataclasses.replace(slow.jax.runtime, samples_s=(1e-4,)), slow.jax.runtime)
     assert hv.verdict_explanation(few, "JAX runtime") == (
         "Too few samples to judge: A's JAX runtime has 1 and B's JAX runtime has 7; at least 3 positive samples "
         "each are needed (medians 100 µs vs 200 µs).")
@@ -127,7 +128,7 @@ def test_recorded_strings_show_as_text_wherever_history_uses_markdown():
     # A result imported by the operator, shown to every visitor: its strings were written by whoever
     # made the file. Rendered as CommonMark, none of them may become a link or an image.
     link, image = "x`[click me](https://evil.example/)`", "![pic](https://evil.example/pixel.png)"
-    a = dataclasses.replace(make_result(), device_kind=image,
+    a = dataclasses.replace(with_jax(make_result(), device_kind=image),
                             env={"versions": {"jax": "[0.4](https://evil.example/)"}})
     b = gpu_copy(make_result(shape=(16, 16)))
     b = dataclasses.replace(b, spec=dataclasses.replace(b.spec, case=link))

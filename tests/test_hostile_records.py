@@ -12,7 +12,7 @@ import os
 import sqlite3
 
 import pytest
-from _results import make_result
+from _results import make_result, with_jax
 
 from jaxcompare import BadInput
 from jaxcompare.cli import history as cli_history
@@ -33,6 +33,8 @@ def doc(**changes) -> dict:
         target = data
         *parents, last = path.split("__")
         for key in parents:
+            if key == "jax_cpu" and data["jax_cpu"] is None:
+                data["jax_cpu"] = json.loads(json.dumps(data["jax"]))  # a third side to forge
             target = target.setdefault(key, {})
         target[last] = value
     return data
@@ -58,7 +60,8 @@ def test_non_finite_numbers_are_refused_naming_the_field(tmp_path, text, field):
 
 @pytest.mark.parametrize("path, value, field", [
     ("case", LINK, "case"),
-    ("device_kind", IMAGE, "device_kind"),
+    ("jax__device_kind", IMAGE, "device_kind"),
+    ("jax_cpu__device", IMAGE, "jax_cpu.device"),
     ("env__versions__jax", "0.4.35 [x](https://evil.example/)", "env.versions.jax"),
     ("backend", "<img src=x>", "backend"),
 ])
@@ -71,8 +74,8 @@ def test_names_that_carry_markdown_are_refused_at_import(tmp_path, path, value, 
     assert "\n" not in str(info.value)
 
 
-def forged(result_id: str, case: str, **fields):
-    result = make_result()
+def forged(result_id: str, case: str, *, device: str, device_kind: str, **fields):
+    result = with_jax(make_result(), device=device, device_kind=device_kind)
     return dataclasses.replace(result, id=result_id, spec=dataclasses.replace(result.spec, case=case), **fields)
 
 
@@ -127,7 +130,7 @@ def test_csv_cells_that_a_spreadsheet_would_run_open_as_text():
     assert rows[0]["case"] == "'+cmd|' /C calc'!A0"
     # Numbers stay numbers, negative ones too (a spreadsheet reads them as numbers, not formulas).
     assert float(rows[1]["numpy_median_s"]) > 0 and not rows[1]["case"].startswith("'")
-    negative = dataclasses.replace(make_result(), agreement={**make_result().agreement, "max_abs_err": -1e-7})
+    negative = with_jax(make_result(), agreement={**make_result().jax.agreement, "max_abs_err": -1e-7})
     assert list(csv.DictReader(io.StringIO(export_csv([negative]))))[0]["max_abs_err"] == "-1e-07"
 
 

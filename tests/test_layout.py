@@ -91,9 +91,9 @@ def test_results_saved_before_the_layout_change_still_load(tmp_path):
     results = store.load(store.all_ids())
     assert {r.id for r in results} == old_ids and len(old_ids) == 2
     assert {r.spec.case for r in results} == {"centered_gram", "svd"}
-    assert all(r.runtime.median_s > 0 and r.numpy_runtime.n > 0 for r in results)
+    assert all(r.jax.runtime.median_s > 0 and r.numpy_runtime.n > 0 for r in results)
     # Saved before the third side and the fraction of peak: both read as "not measured".
-    assert all(r.jax_cpu is None and r.peak is None and r.transfer_bytes is None for r in results)
+    assert all(r.jax_cpu is None and r.peak is None and r.jax.transfer_bytes is None for r in results)
     assert all(r.to_dict()["jax_cpu"] is None and r.to_dict()["peak"] is None for r in results)
 
     fresh = Store(tmp_path / "fresh.sqlite3")

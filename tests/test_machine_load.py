@@ -11,7 +11,7 @@ import sys
 import time
 
 import pytest
-from _results import make_result, stats
+from _results import make_result, stats, with_jax
 
 from jaxcompare.analysis import summary
 from jaxcompare.analysis.sweep import crossover, sweep_document
@@ -154,14 +154,14 @@ def test_trusted_needs_a_quiet_machine_and_a_known_narrow_range():
     r = make_result(numpy_s=1e-3, jax_s=2e-4)
     assert trusted(r)
     assert trust(_busy(r)).why == "busy"
-    few = dataclasses.replace(r, runtime=stats(2e-4, n=5))
+    few = with_jax(r, runtime=stats(2e-4, n=5))
     assert trust(few).why == "no_range"
-    wide = dataclasses.replace(r, runtime=Stats.from_samples([1e-4, 1.5e-4, 2e-4, 3e-4, 4e-4, 5e-4, 6e-4]))
+    wide = with_jax(r, runtime=Stats.from_samples([1e-4, 1.5e-4, 2e-4, 3e-4, 4e-4, 5e-4, 6e-4]))
     assert trust(wide).why == "range"
-    broken = dataclasses.replace(r, protocol=r.protocol | {"blocked": False})
+    broken = with_jax(r, protocol=r.jax.protocol | {"blocked": False})
     assert trust(broken).why == "fail"
     # Dispatch-dominated is a finding about a small size, not a doubt: still trusted.
-    tiny = dataclasses.replace(r, dispatch=stats(1e-3))
+    tiny = with_jax(r, dispatch=stats(1e-3))
     assert trusted(tiny)
 
 

@@ -4,7 +4,6 @@ differs from the right one in the direction the JAX docs describe."""
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -43,39 +42,39 @@ def test_cold_compile_is_slower_than_a_cache_hit():
 
 
 def test_blocked_runtime_exceeds_dispatch_only_for_a_large_workload(big_result, tiny_result):
-    assert big_result.runtime.median_s > 3 * big_result.dispatch.median_s
+    assert big_result.jax.runtime.median_s > 3 * big_result.jax.dispatch.median_s
     # At 10x10 the work is about as cheap as enqueueing it: the gap is far smaller there.
-    big_gap = big_result.runtime.median_s / big_result.dispatch.median_s
-    assert big_gap > 3 * tiny_result.runtime.median_s / tiny_result.dispatch.median_s
+    big_gap = big_result.jax.runtime.median_s / big_result.jax.dispatch.median_s
+    assert big_gap > 3 * tiny_result.jax.runtime.median_s / tiny_result.jax.dispatch.median_s
 
 
 def test_first_call_includes_compilation(big_result):
     r = big_result
-    assert r.first_call.median_s > r.runtime.median_s + 0.5 * r.compile.median_s
+    assert r.jax.first_call.median_s > r.jax.runtime.median_s + 0.5 * r.jax.compile.median_s
 
 
 def test_result_is_complete_and_agrees(big_result):
     r = big_result
     assert r.backend == "cpu"
-    assert r.agreement["ok"], r.agreement
-    assert r.agreement["jax_dtype"] == r.agreement["numpy_dtype"] == "float32"
+    assert r.jax.agreement["ok"], r.jax.agreement
+    assert r.jax.agreement["jax_dtype"] == r.jax.agreement["numpy_dtype"] == "float32"
     for name in ("numpy", "transfer", "trace", "lower", "compile", "first_call", "runtime",
                  "dispatch", "fetch"):
         stats = r.phase(name)
         assert stats.n >= 1 and stats.median_s > 0 and len(stats.samples_s) == stats.n, name
         assert stats.min_s <= stats.median_s
-    assert r.speedup == pytest.approx(r.numpy_runtime.median_s / r.runtime.median_s)
+    assert r.speedup == pytest.approx(r.numpy_runtime.median_s / r.jax.runtime.median_s)
     assert r.flops == pytest.approx(2 * 1000**3 + 2 * 1000**2)
     assert r.env["jax"]["x64_enabled"] is False
 
 
 def test_break_even_follows_its_definition(big_result):
     r = big_result
-    saving = r.numpy_runtime.median_s - r.runtime.median_s
+    saving = r.numpy_runtime.median_s - r.jax.runtime.median_s
     if saving <= 0:
         assert r.break_even_calls is None
     else:
-        one_off = r.transfer.median_s + r.trace.median_s + r.lower.median_s + r.compile.median_s
+        one_off = r.jax.transfer.median_s + r.jax.trace.median_s + r.jax.lower.median_s + r.jax.compile.median_s
         assert r.break_even_calls == pytest.approx(one_off / saving)
 
 
@@ -88,7 +87,7 @@ def test_break_even_of_a_known_result():
 
     r = make_result(numpy_s=1e-3, jax_s=2e-4, compile_s=0.02, transfer_s=1e-4)
     assert r.break_even_calls == pytest.approx((1e-4 + 0.02) / (1e-3 - 2e-4))  # 25.125 calls
-    assert replace(r, numpy_runtime=stats(r.runtime.median_s)).break_even_calls is None
+    assert replace(r, numpy_runtime=stats(r.jax.runtime.median_s)).break_even_calls is None
 
 
 def test_inputs_are_seeded_and_typed():
@@ -175,20 +174,20 @@ def test_runtime_settings_govern_only_the_speedup_phases():
     cfg = TimingConfig(target_sample_s=0.002, min_samples=4, max_samples=40, phase_budget_s=0.05,
                        rel_ci=1e-9, compile_samples=2, warmup_s=0.001, runtime_rel_ci=10.0)
     r = measure(Spec("elementwise", (1000,), timing=cfg), recheck=False)  # the first pass's rules
-    assert r.numpy_runtime.n == r.runtime.n == 6  # min_samples, raised to the 6 a 95% range needs
-    assert r.numpy_runtime.stable and r.runtime.stable
-    assert r.transfer.n > 4 and not r.transfer.stable
+    assert r.numpy_runtime.n == r.jax.runtime.n == 6  # min_samples, raised to the 6 a 95% range needs
+    assert r.numpy_runtime.stable and r.jax.runtime.stable
+    assert r.jax.transfer.n > 4 and not r.jax.transfer.stable
 
 
 def test_speedup_range_comes_from_the_two_cis_and_only_with_enough_samples():
-    from _results import make_result, stats
+    from _results import make_result, stats, with_jax
 
     r = make_result(numpy_s=1e-3, jax_s=2e-4)  # 7 samples a side
     low, high = r.speedup_range
-    assert low == pytest.approx(r.numpy_runtime.ci_low_s / r.runtime.ci_high_s)
-    assert high == pytest.approx(r.numpy_runtime.ci_high_s / r.runtime.ci_low_s)
+    assert low == pytest.approx(r.numpy_runtime.ci_low_s / r.jax.runtime.ci_high_s)
+    assert high == pytest.approx(r.numpy_runtime.ci_high_s / r.jax.runtime.ci_low_s)
     assert low < r.speedup < high
-    few = replace(r, runtime=stats(2e-4, n=5))
+    few = with_jax(r, runtime=stats(2e-4, n=5))
     assert all(math.isnan(x) for x in few.speedup_range)  # [min, max] of 5 covers only 94%
 
 
@@ -217,6 +216,6 @@ def test_runtime_blocks_are_timed_in_pairs_side_by_side(monkeypatch):
     assert runtime_blocks == [("numpy", s), ("jax", s), ("jax", 0.0), ("numpy", s),
                               ("numpy", 0.0), ("jax", s), ("jax", 0.0), ("numpy", s)]
     # Four blocks of at least 3 samples each (min_samples shared between them), pooled.
-    assert r.numpy_runtime.n == r.runtime.n == 12
-    assert len(r.numpy_runtime.block_medians_s) == len(r.runtime.block_medians_s) == 4
+    assert r.numpy_runtime.n == r.jax.runtime.n == 12
+    assert len(r.numpy_runtime.block_medians_s) == len(r.jax.runtime.block_medians_s) == 4
     assert len(r.speedup_pairs) == 4 and r.speedup_steady is not None

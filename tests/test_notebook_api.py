@@ -5,7 +5,6 @@ Ctrl-C, History and JSON, and what a result shows in Jupyter."""
 from __future__ import annotations
 
 import _thread
-import dataclasses
 import json
 import re
 import sys
@@ -15,6 +14,7 @@ import types
 
 import numpy as np
 import pytest
+from _results import with_jax
 
 import jaxcompare
 from jaxcompare import BadInput, JaxCompareError, OutputsDisagree, Result
@@ -57,8 +57,8 @@ def test_compare_runs_a_lambda_and_a_closure_at_the_requested_precision(notebook
     want = "float64" if r.precision == "x64" else "float32"
     assert isinstance(r, Result)
     assert r.dtype == want
-    assert r.agreement["numpy_dtype"] == want and r.agreement["jax_dtype"] == want, r.agreement
-    assert r.agreement["ok"] is True
+    assert r.jax.agreement["numpy_dtype"] == want and r.jax.agreement["jax_dtype"] == want, r.jax.agreement
+    assert r.jax.agreement["ok"] is True
     assert r.env["jax"]["x64_enabled"] is (r.precision == "x64")
     for phase in PHASES:
         stats = r.phase(phase)
@@ -82,7 +82,7 @@ def test_the_result_round_trips_and_writes_the_clis_json(notebook_result, tmp_pa
     text = notebook_result.to_json(path)
     doc = json.loads(path.read_text())
     assert doc == json.loads(text)
-    assert doc["schema"] == "jaxcompare.result/1"
+    assert doc["schema"] == "jaxcompare.result/2"
     assert {c["id"] for c in doc["checklist"]} == {c.id for c in checklist(notebook_result)}
 
 
@@ -104,7 +104,7 @@ def test_functions_of_main_take_their_globals_along():
         cell.__dict__)
     assert cell.softplus_np.__module__ == "__main__"
     r = jaxcompare.compare(cell.softplus_np, cell.softplus_jax, cell.make_inputs, shape=1000, timing="quick")
-    assert r.case == "softplus" and r.shape == (1000,) and r.agreement["ok"]
+    assert r.case == "softplus" and r.shape == (1000,) and r.jax.agreement["ok"]
     assert r.case_info["numpy_name"] == "softplus_np"
 
 
@@ -185,13 +185,13 @@ def test_outputs_that_disagree_raise_with_the_measurement():
     text = _one_sentence(exc)
     assert "disagree" in text and ".result" in text
     assert isinstance(exc.value, JaxCompareError)
-    assert exc.value.result.agreement["ok"] is False
+    assert exc.value.result.jax.agreement["ok"] is False
 
 
 def test_svd_is_compared_by_its_invariants():
     """Singular vectors differ in sign between LAPACK and XLA; compare() knows np.linalg.svd."""
     r = jaxcompare.compare(np.linalg.svd, jnp.linalg.svd, _matrix(24), precision="x64", timing="quick")
-    assert r.case == "svd" and r.agreement["ok"] and r.agreement["method"] == "invariants"
+    assert r.case == "svd" and r.jax.agreement["ok"] and r.jax.agreement["method"] == "invariants"
     assert r.case_info["numpy_computes_in"] == "float64"
 
 
@@ -223,7 +223,7 @@ def test_ctrl_c_stops_the_running_job_and_the_next_call_runs():
     assert api.current_job() is None
     assert api.runner().queue_length() == 0 and api.runner().wait_idle(timeout=0)
     r = jaxcompare.compare(np.sin, jnp.sin, X, timing="quick")  # a fresh worker takes the next job
-    assert r.agreement["ok"]
+    assert r.jax.agreement["ok"]
 
 
 def test_sweep_measures_each_size_and_finds_the_crossover(tmp_path):
@@ -244,7 +244,7 @@ def test_sweep_measures_each_size_and_finds_the_crossover(tmp_path):
 
 # --- what a result shows -------------------------------------------------------------------
 def test_the_html_shows_figures_chart_verdict_and_the_checklist_warnings_first(notebook_result):
-    failing = dataclasses.replace(notebook_result, agreement=notebook_result.agreement | {"ok": False})
+    failing = with_jax(notebook_result, agreement=notebook_result.jax.agreement | {"ok": False})
     page = failing._repr_html_()
     for label in ("NumPy runtime", "JAX runtime", "Speedup", "Compile", "Transfer", "Break-even"):
         assert f">{label}<" in page

@@ -41,9 +41,9 @@ def test_line_magic_compares_two_calls_on_the_notebooks_variables(shell, svd_out
     assert svd_outcome.success, svd_outcome.error_in_exec
     r = svd_outcome.result
     assert isinstance(r, NotebookResult)
-    assert r.precision == "x64" and r.dtype == "float64" and r.agreement["jax_dtype"] == "float64"
+    assert r.precision == "x64" and r.dtype == "float64" and r.jax.agreement["jax_dtype"] == "float64"
     assert r.env["jax"]["x64_enabled"] is True
-    assert r.case == "svd" and r.shape == (32, 32) and r.agreement["ok"]
+    assert r.case == "svd" and r.shape == (32, 32) and r.jax.agreement["ok"]
     assert r.case_info["numpy_name"] == "np.linalg.svd(x)" and r.case_info["jax_name"] == "jnp.linalg.svd(x)"
 
 
@@ -54,7 +54,7 @@ def test_cell_magic_with_keywords_two_inputs_and_save(shell):
                              "jnp.tensordot(x, y, axes=1)\n")
     assert outcome.success, outcome.error_in_exec
     r = outcome.result
-    assert r.case == "dot_axis" and r.precision == "x32" and r.dtype == "float32" and r.agreement["ok"]
+    assert r.case == "dot_axis" and r.precision == "x32" and r.dtype == "float32" and r.jax.agreement["ok"]
     assert r.spec.timing.preset_name == "quick"
     assert Store().get(r.id).to_dict() == r.to_dict()  # -s saved it (a temporary database in tests)
 

@@ -20,17 +20,17 @@ def matmul_result():
 def test_every_timed_jax_call_was_finished_when_the_clock_stopped(matmul_result):
     """measure() checks each runtime sample's last output is ready the moment its clock stops;
     an unblocked timer stops while XLA still works on a 400x400 product (~2.5 ms)."""
-    assert matmul_result.protocol["blocked"] is True, matmul_result.protocol
+    assert matmul_result.jax.protocol["blocked"] is True, matmul_result.jax.protocol
 
 
 def test_no_compile_inside_the_timed_runtime(matmul_result):
     """The jitted function was compiled before the runtime phase and not again during it."""
-    assert matmul_result.protocol["compile_excluded"] is True, matmul_result.protocol
+    assert matmul_result.jax.protocol["compile_excluded"] is True, matmul_result.jax.protocol
 
 
 def test_runtime_inputs_were_device_arrays(matmul_result):
     """measure() records what the JAX runtime was called with, and the checklist reads that."""
-    assert matmul_result.protocol["inputs_on_device"] is True, matmul_result.protocol
+    assert matmul_result.jax.protocol["inputs_on_device"] is True, matmul_result.jax.protocol
 
 
 def test_x32_and_x64_run_in_different_worker_processes_with_their_own_dtypes():
@@ -42,4 +42,5 @@ def test_x32_and_x64_run_in_different_worker_processes_with_their_own_dtypes():
         r = results[precision]
         # Read off arrays in the worker: a default-dtype array, and both functions' outputs.
         assert r.env["jax"]["default_float"] == want, (precision, r.env["jax"])
-        assert r.agreement["jax_dtype"] == want and r.agreement["numpy_dtype"] == want, (precision, r.agreement)
+        agreement = r.jax.agreement
+        assert agreement["jax_dtype"] == want and agreement["numpy_dtype"] == want, (precision, agreement)

@@ -139,14 +139,14 @@ def test_each_device_has_its_own_queue_and_workers(gate):
         result = other.wait(240)  # finishes while the first device is still held by the gate
         assert not blocker.done and runner.position(blocker) in (0, 1)
         assert {blocker.device, other.device} == {"cpu:0", "cpu:1"}
-        assert result.device == other.device  # measured on the device of its queue
+        assert result.jax.device == other.device  # measured on the device of its queue
         assert result.env["env_vars"]["JAXCOMPARE_WORKER_DEVICE"] == other.device
         # A sweep's later point stays on its owner's device, even with the other one idle.
         later = runner.submit(_spec(), owner="sweeper", rate_limited=False)
         assert later.device == blocker.device and runner.position(later) >= 1
         gate.open()
         blocker.wait(240)
-        assert later.wait(240).device == blocker.device
+        assert later.wait(240).jax.device == blocker.device
         windows = {}
         for job in (blocker, other, later):
             windows.setdefault(job.device, []).append(job.window)

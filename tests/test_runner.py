@@ -25,8 +25,8 @@ def test_precisions_never_leak_between_runs(order):
         for precision in order:
             result = runner.run(_spec(precision))
             want = "float64" if precision == "x64" else "float32"
-            assert result.agreement["numpy_dtype"] == want, (precision, result.agreement)
-            assert result.agreement["jax_dtype"] == want, (precision, result.agreement)
+            assert result.jax.agreement["numpy_dtype"] == want, (precision, result.jax.agreement)
+            assert result.jax.agreement["jax_dtype"] == want, (precision, result.jax.agreement)
             assert result.env["jax"]["x64_enabled"] is (precision == "x64")
 
 
@@ -59,7 +59,7 @@ def test_custom_cases_file(runner, tmp_path):
                       small_shape=(10,), large_shape=(100000,))]
     """))
     result = runner.run(_spec("x32", case="softplus", shape=(1000,), cases_file=str(path)))
-    assert result.agreement["ok"]
+    assert result.jax.agreement["ok"]
     assert result.case_info["source"] == str(path)
 
 
@@ -75,7 +75,7 @@ def test_broken_custom_case_is_reported_not_crashed(runner, tmp_path):
     """))
     with pytest.raises(BadInput, match="this port is broken"):
         runner.run(_spec("x32", case="broken", shape=(10,), cases_file=str(path)))
-    assert runner.run(_spec("x32")).agreement["ok"]
+    assert runner.run(_spec("x32")).jax.agreement["ok"]
 
 
 @pytest.fixture
@@ -137,7 +137,7 @@ def test_worker_killed_mid_job_is_restarted(faulty_cases):
         with pytest.raises(JobFailed, match=r"died \(exit code 13"):
             crash.wait(120)
         after = runner.submit(_spec("x32"))
-        assert after.wait(120).agreement["ok"]
+        assert after.wait(120).jax.agreement["ok"]
         assert after.worker_pid != first.worker_pid and after.status == "done"
 
 
@@ -147,7 +147,7 @@ def test_job_past_its_deadline_is_stopped_and_next_runs(faulty_cases):
         nxt = runner.submit(_spec("x32"))
         with pytest.raises(JobFailed, match="deadline"):
             hung.wait(120)
-        assert nxt.wait(120).agreement["ok"]
+        assert nxt.wait(120).jax.agreement["ok"]
 
 
 def test_concurrent_submitters_never_overlap(runner):

@@ -70,7 +70,7 @@ def test_round_trip_save_list_export_import_is_identical(results, store, tmp_pat
         assert row["shape"] == "x".join(map(str, r.shape))
         assert row["backend"] == "cpu" and row["host"] == r.env["hostname"]
         assert row["jax_version"] == r.env["versions"]["jax"]
-        assert row["numpy_median_s"] == r.numpy_runtime.median_s and row["jax_median_s"] == r.runtime.median_s
+        assert row["numpy_median_s"] == r.numpy_runtime.median_s and row["jax_median_s"] == r.jax.runtime.median_s
         assert row["speedup"] == pytest.approx(r.speedup)
         assert normal(store.get(r.id)) == normal(r)
     assert normal(store.get(results[0].id[:10])) == normal(results[0])  # unique prefix
@@ -119,7 +119,7 @@ def test_list_filters_and_limit(results, store):
     assert len(store.list(precision="x64")) == 1
     assert len(store.list(case="matmul", precision="x32")) == 2
     assert len(store.list(device="CPU")) == 3  # the backend, any case
-    assert len(store.list(device=results[0].device)) == 3
+    assert len(store.list(device=results[0].jax.device)) == 3
     assert store.list(device="gpu") == []
     assert len(store.list(host=results[0].env["hostname"])) == 3
     assert store.list(host="no-such-host") == []
@@ -144,7 +144,7 @@ def test_csv_export_has_a_header_and_one_row_per_result(results, store, tmp_path
     assert len(rows) == 2
     assert {"id", "case", "speedup", "jax_runtime_median_s", "numpy_runtime_iqr_s", "compile_n"} <= set(header)
     assert rows[0]["id"] == results[0].id
-    assert float(rows[0]["jax_runtime_median_s"]) == results[0].runtime.median_s
+    assert float(rows[0]["jax_runtime_median_s"]) == results[0].jax.runtime.median_s
     assert int(rows[1]["numpy_runtime_n"]) == results[1].numpy_runtime.n
 
 
@@ -167,7 +167,7 @@ def test_csv_has_every_phase_statistic_the_pages_used_to_write_one_row_per_phase
     assert float(rows[0]["numpy_runtime_median_s"]) == r.numpy_runtime.median_s
     assert rows[0]["id"] == r.id and rows[0]["case"] == "matmul" and rows[0]["shape"] == "10x10"
     assert rows[0]["jax_runtime_stable"] == "True" and rows[0]["fetch_unstable_reason"] == ""
-    assert float(rows[0]["max_rel_err"]) == r.agreement["max_rel_err"]
+    assert float(rows[0]["max_rel_err"]) == r.jax.agreement["max_rel_err"]
 
 
 def test_export_to_an_unknown_extension_writes_nothing(results, store, tmp_path):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from _results import make_result, stats
+from _results import make_result, stats, with_jax
 
 from jaxcompare.analysis import summary
 from jaxcompare.model.formatting import format_break_even, format_calls
@@ -58,8 +58,8 @@ def test_verdict_says_whether_the_speedup_held_through_a_drift():
 
     def timed_in_pairs(numpy_blocks, jax_blocks):
         return dataclasses.replace(
-            r, numpy_runtime=dataclasses.replace(drifted, block_medians_s=numpy_blocks),
-            runtime=dataclasses.replace(r.runtime, block_medians_s=jax_blocks))
+            with_jax(r, runtime=dataclasses.replace(r.jax.runtime, block_medians_s=jax_blocks)),
+            numpy_runtime=dataclasses.replace(drifted, block_medians_s=numpy_blocks))
 
     one_block = dataclasses.replace(r, numpy_runtime=drifted)
     assert "assumes the machine held still" in summary.verdict(one_block)
@@ -72,8 +72,8 @@ def test_verdict_says_whether_the_speedup_held_through_a_drift():
 
 def test_verdict_mentions_a_moved_speedup_even_without_a_range():
     r = make_result(numpy_s=1e-3, jax_s=2e-4)
-    few = dataclasses.replace(r, numpy_runtime=dataclasses.replace(stats(1e-3, n=5), block_medians_s=(1e-3, 1e-3)),
-                              runtime=dataclasses.replace(r.runtime, block_medians_s=(2e-4, 2.5e-4)))
+    few = dataclasses.replace(with_jax(r, runtime=dataclasses.replace(r.jax.runtime, block_medians_s=(2e-4, 2.5e-4))),
+                              numpy_runtime=dataclasses.replace(stats(1e-3, n=5), block_medians_s=(1e-3, 1e-3)))
     assert all(math.isnan(x) for x in few.speedup_range)
     text = summary.verdict(few)
     assert "95% confidence" not in text and " The speedup moved from one pair of blocks to the next" in text

@@ -76,8 +76,8 @@ def _precision_bits(dtype: str | None) -> int | None:
 
 
 def check_workload(r: Result) -> Check:
-    ratio = r.runtime.median_s / r.dispatch.median_s if r.dispatch.median_s > 0 else float("inf")
-    times = {"runtime": format_time(r.runtime.median_s), "dispatch": format_time(r.dispatch.median_s)}
+    ratio = r.jax.runtime.median_s / r.jax.dispatch.median_s if r.jax.dispatch.median_s > 0 else float("inf")
+    times = {"runtime": format_time(r.jax.runtime.median_s), "dispatch": format_time(r.jax.dispatch.median_s)}
     if ratio < DISPATCH_RATIO_FAIL:
         return _check("workload", FAIL, _("JAX runtime {runtime} vs dispatch {dispatch}: the call is mostly "
                                           "dispatch overhead; try a larger shape").format(**times), "size")
@@ -89,7 +89,7 @@ def check_workload(r: Result) -> Check:
 
 
 def check_precision(r: Result) -> Check:
-    a = r.agreement
+    a = r.jax.agreement
     bits = {side: _precision_bits(a.get(f"{side}_dtype")) for side in ("numpy", "jax")}
     want = _precision_bits(r.dtype)
     if bits["numpy"] is None or bits["jax"] is None:
@@ -117,40 +117,40 @@ def _not_recorded(check_id: str, pitfall: str) -> Check:
 
 
 def check_blocked(r: Result) -> Check:
-    if "blocked" not in r.protocol:
+    if "blocked" not in r.jax.protocol:
         return _not_recorded("blocked", "async")
-    if not r.protocol["blocked"]:
+    if not r.jax.protocol["blocked"]:
         return _check("blocked", FAIL,
                       _("a timed JAX call's output was not ready when its clock stopped: the time is dispatch, "
                         "not the work"), "async")
-    if r.runtime.median_s < r.dispatch.median_s:
+    if r.jax.runtime.median_s < r.jax.dispatch.median_s:
         return _check("blocked", WARN,
                       _("blocked runtime is below dispatch time: the numbers look inconsistent"), "async")
     return _check("blocked", PASS, _("every timed JAX call ends in block_until_ready()"), "async")
 
 
 def check_compile_excluded(r: Result) -> Check:
-    if "compile_excluded" not in r.protocol:
+    if "compile_excluded" not in r.jax.protocol:
         return _not_recorded("compile", "jit")
-    if not r.protocol["compile_excluded"]:
+    if not r.jax.protocol["compile_excluded"]:
         return _check("compile", FAIL,
                       _("the function was not compiled before the timed calls, or compiled again during them"),
                       "jit")
-    worst = max(r.runtime.samples_s) if r.runtime.samples_s else 0.0
-    if r.compile_total_s > 0 and worst > 0.5 * r.compile_total_s and worst > 5 * r.runtime.median_s:
+    worst = max(r.jax.runtime.samples_s) if r.jax.runtime.samples_s else 0.0
+    if r.jax.compile_total_s > 0 and worst > 0.5 * r.jax.compile_total_s and worst > 5 * r.jax.runtime.median_s:
         return _check("compile", WARN, _("one runtime sample ({time}) looks like a recompile").format(
             time=format_time(worst)), "jit")
     return _check("compile", PASS, _("warmed up first; compile ({time}) reported separately").format(
-        time=format_time(r.compile_total_s)), "jit")
+        time=format_time(r.jax.compile_total_s)), "jit")
 
 
 def check_on_device(r: Result) -> Check:
-    if "inputs_on_device" not in r.protocol:
+    if "inputs_on_device" not in r.jax.protocol:
         return _not_recorded("transfer", "transfer")
-    if not r.protocol["inputs_on_device"]:
+    if not r.jax.protocol["inputs_on_device"]:
         return _check("transfer", FAIL, _("host arrays were passed in, so every call paid a transfer"), "transfer")
     rate = transfer_rate_text(r)
-    transfer = format_time(r.transfer.median_s)
+    transfer = format_time(r.jax.transfer.median_s)
     if rate:
         reason = _("device_put once; transfer ({transfer}) reported separately: {rate}").format(
             transfer=transfer, rate=rate)
@@ -164,7 +164,7 @@ COMPARED = {"direct": N_("direct"), "invariants": N_("invariants")}
 
 
 def check_agreement(r: Result) -> Check:
-    a = r.agreement
+    a = r.jax.agreement
     method = a.get("method", "direct")
     values = {"err": a["max_rel_err"], "rtol": a["rtol"], "method": _(COMPARED.get(method, method))}
     if not a.get("ok"):
@@ -175,14 +175,14 @@ def check_agreement(r: Result) -> Check:
 
 
 def check_stability(r: Result) -> Check:
-    shaky = [(name, s) for name, s in (("NumPy", r.numpy_runtime), ("JAX", r.runtime)) if not s.stable]
+    shaky = [(name, s) for name, s in (("NumPy", r.numpy_runtime), ("JAX", r.jax.runtime)) if not s.stable]
     if shaky:
         # Translators: {reason} says why the samples are unstable.
         parts = [(_("NumPy: {reason}") if name == "NumPy" else _("JAX: {reason}")).format(
             reason=translate_text(s.unstable_reason or "")) for name, s in shaky]
         return _check("stable", WARN, "; ".join(parts), None)
     return _check("stable", PASS, _("median known to ±{ci:.1%} (95% CI)").format(
-        ci=max(r.numpy_runtime.rel_ci, r.runtime.rel_ci)), None)
+        ci=max(r.numpy_runtime.rel_ci, r.jax.runtime.rel_ci)), None)
 
 
 def check_speedup_steady(r: Result) -> Check:
@@ -211,15 +211,15 @@ def check_speedup_steady(r: Result) -> Check:
 
 
 def check_sample_count(r: Result) -> Check:
-    n = min(r.numpy_runtime.n, r.runtime.n)
+    n = min(r.numpy_runtime.n, r.jax.runtime.n)
     if n < 3:
         return _check("samples", FAIL, _("only {n} sample(s) on one side").format(n=n), None)
     if n < MIN_SAMPLES:
         return _check("samples", WARN, _("only {n} samples on one side").format(n=n), None)
     return _check("samples", PASS,
                   _("NumPy {numpy_n} x {numpy_loops} loops, JAX {jax_n} x {jax_loops} loops").format(
-                      numpy_n=r.numpy_runtime.n, numpy_loops=r.numpy_runtime.loops, jax_n=r.runtime.n,
-                      jax_loops=r.runtime.loops), None)
+                      numpy_n=r.numpy_runtime.n, numpy_loops=r.numpy_runtime.loops, jax_n=r.jax.runtime.n,
+                      jax_loops=r.jax.runtime.loops), None)
 
 
 def check_threads(r: Result) -> Check:
@@ -243,11 +243,11 @@ def check_tf32(r: Result) -> Check:
         return _check("tf32", NA, _("not applicable on {backend}").format(backend=r.backend), "tf32")
     if r.dtype != "float32":
         return _check("tf32", NA, _("float64 is never computed in TF32"), "tf32")
-    if r.protocol.get("matmul_precision") == "highest":
+    if r.jax.protocol.get("matmul_precision") == "highest":
         return _check("tf32", PASS, _("matmul precision set to 'highest'"), "tf32")
     return _check("tf32", WARN,
                   _("float32 matmuls on this GPU may use TF32 (about 10 mantissa bits); agreement error "
-                    "{err:.2g}").format(err=r.agreement["max_rel_err"]), "tf32")
+                    "{err:.2g}").format(err=r.jax.agreement["max_rel_err"]), "tf32")
 
 
 def check_busy(r: Result) -> Check:
@@ -296,8 +296,8 @@ def check_first_call(r: Result) -> Check:
     """A first call with a cold cache compiles, so it cannot be much shorter than its own compile.
     On a busy machine both wander by ±50% (measured), so only under half the fastest compile
     counts: a cache hit is a hundred times shorter."""
-    first, compile_s = r.first_call.median_s, r.compile_total_s
-    fastest = r.trace.min_s + r.lower.min_s + r.compile.min_s
+    first, compile_s = r.jax.first_call.median_s, r.jax.compile_total_s
+    fastest = r.jax.trace.min_s + r.jax.lower.min_s + r.jax.compile.min_s
     if first > 0 and fastest > 0 and first < FIRST_CALL_SHARE * fastest:
         return _check("first_call", WARN, _("the first call ({first}) took less than its own compile ({compile}): "
                                             "a cache answered it, or the clock is wrong").format(

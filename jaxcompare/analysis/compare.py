@@ -154,7 +154,7 @@ def compare_results(a: Result, b: Result, alpha: float = 0.05, min_effect: float
         comparable=a.case == b.case and tuple(a.shape) == tuple(b.shape) and a.precision == b.precision,
         warnings=warnings,
         differences=differences(a, b),
-        jax_runtime=verdict(a.runtime, b.runtime, alpha, min_effect),
+        jax_runtime=verdict(a.jax.runtime, b.jax.runtime, alpha, min_effect),
         numpy_runtime=verdict(a.numpy_runtime, b.numpy_runtime, alpha, min_effect),
         speedup={"a": finite_or_none(a.speedup), "b": finite_or_none(b.speedup)},
     )
@@ -166,7 +166,7 @@ def differences(a: Result, b: Result) -> list[dict[str, Any]]:
         versions = r.env.get("versions") or {}
         return {
             "case": r.case, "shape": format_shape(r.shape), "precision": r.precision, "dtype": r.dtype,
-            "backend": r.backend, "device_kind": r.device_kind, "host": r.env.get("hostname"),
+            "backend": r.backend, "device_kind": r.jax.device_kind, "host": r.env.get("hostname"),
             "cpu_model": r.env.get("cpu_model"), "jax": versions.get("jax"),
             "jaxlib": versions.get("jaxlib"), "numpy": versions.get("numpy"),
             "scipy": versions.get("scipy"),

@@ -40,7 +40,7 @@ class Figure:
 
 def one_off_s(result: Result) -> float:
     """What JAX pays once before its first call: the transfer and the cold compile."""
-    return result.transfer.median_s + result.compile_total_s
+    return result.jax.transfer.median_s + result.jax.compile_total_s
 
 
 # --- headline figures ---------------------------------------------------------------------------
@@ -71,15 +71,15 @@ def headline(result: Result) -> list[Figure]:
     return [
         Figure(_("NumPy runtime"), format_time(result.numpy_runtime.median_s),
                _("Median time per call of the NumPy/SciPy function on host arrays.")),
-        Figure(_("JAX runtime"), format_time(result.runtime.median_s),
+        Figure(_("JAX runtime"), format_time(result.jax.runtime.median_s),
                _("Median time per call of the jitted JAX function, inputs already on the device, "
                  "each call blocked with block_until_ready().")),
         Figure(_("Speedup"), format_factor(s), sentences(
             _("{speedup}: NumPy runtime / JAX runtime; above 1x JAX is faster.").format(speedup=format_speedup(s)),
             *_speedup_range_text(result)), range_detail(result, doubtful=not trusted(result))),
-        Figure(_("Compile"), format_time(result.compile_total_s),
+        Figure(_("Compile"), format_time(result.jax.compile_total_s),
                _("Cold trace + lower + XLA compile, paid once per function, shape and dtype.")),
-        Figure(_("Transfer"), format_time(result.transfer.median_s), transfer_help(result)),
+        Figure(_("Transfer"), format_time(result.jax.transfer.median_s), transfer_help(result)),
         Figure(_("Break-even"), format_calls(be),
                _("Calls before JAX's one-off costs (transfer + compile) are paid back by its faster "
                  "runtime: {calls}.").format(calls=format_break_even(be))),
@@ -89,9 +89,9 @@ def headline(result: Result) -> list[Figure]:
 def transfer_help(result: Result) -> str:
     """The Transfer figure's help: what was copied, across which link, how fast."""
     text = _("Host→device copy of the inputs (device_put, blocked).")
-    if result.transfer_zero_copy:
+    if result.jax.transfer_zero_copy:
         return sentences(text, _("Near zero here: the CPU backend aliased the NumPy buffer (no copy)."))
-    link = link_name(result.backend, result.device_kind)
+    link = link_name(result.backend, result.jax.device_kind)
     crosses = "" if link is None else _(
         "On a {backend} the copy crosses {link} from host memory to the device's.").format(
         backend=result.backend.upper(), link=link)
@@ -106,7 +106,7 @@ def third_side_figures(result: Result) -> list[Figure]:
     if side is None:
         return []
     accel = result.backend.upper()
-    gain = side.runtime.median_s / result.runtime.median_s if result.runtime.median_s > 0 else math.inf
+    gain = side.runtime.median_s / result.jax.runtime.median_s if result.jax.runtime.median_s > 0 else math.inf
     return [
         Figure(_("JAX on CPU"), format_time(side.runtime.median_s),
                _("The same jitted function on this machine's CPU (XLA's CPU backend), inputs already there, "
@@ -143,7 +143,7 @@ def verdict(result: Result, sweep_with: str | None = None) -> str:
     if not math.isfinite(s):
         return _("JAX's runtime was too small to measure reliably.")
     word, factor = faster_or_slower(s)
-    numpy_time, jax_time = format_time(result.numpy_runtime.median_s), format_time(result.runtime.median_s)
+    numpy_time, jax_time = format_time(result.numpy_runtime.median_s), format_time(result.jax.runtime.median_s)
     doubt = doubt_text(result)
     if doubt is not None:
         # Never a verdict from a doubtful number: say what was measured, and why it does not count.
@@ -195,7 +195,7 @@ def _rangesentences(result: Result, with_range: bool = True) -> list[str]:
             template = _("The speedup moved from one pair of blocks to the next ({least} to {most}): "
                          "see *Speedup steady* below.")
         sentences.append(template.format(least=least, most=most))
-    elif not (result.numpy_runtime.stable and result.runtime.stable):
+    elif not (result.numpy_runtime.stable and result.jax.runtime.stable):
         if result.speedup_steady and len(pairs) == 2:
             sentences.append(_("The machine's speed drifted during the run (see *Samples stable* below), but the "
                                "speedup held in both pairs of blocks timed side by side ({least} to "

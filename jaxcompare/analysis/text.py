@@ -21,7 +21,7 @@ from ..model.formatting import (
     gap_sentence,
     op_kind_text,
 )
-from ..model.phases import PHASE_LABELS, PHASES
+from ..model.phases import JAX_PHASES, PHASE_LABELS, PHASES
 from ..model.result import Result
 from ..model.stats import Stats
 from .checks import FAIL, NA, PASS, WARN, Check, checklist, overall
@@ -102,7 +102,7 @@ def phase_table_lines(result: Result) -> list[str]:
     rows = [_phase_row(name, result.phase(name)) for name in PHASES]
     side = result.jax_cpu
     if side is not None:
-        cpu = [_phase_row(name, getattr(side, name)) for name in PHASES if name != "numpy"]
+        cpu = [_phase_row(name, side.phase(name)) for name in JAX_PHASES]
         # One table, so the third side's columns line up with the first two sides'.
         lines = table_lines(phase_header(), rows + cpu, PHASE_COLUMNS)
         head = lines[:len(rows) + 1]
@@ -149,7 +149,7 @@ def sweep_row_line(result: Result) -> str:
     """One size: its times and speedup, why it is set aside when it is, and JAX on the CPU
     where there is a third side."""
     cells = (format_shape(result.shape), format_time(result.numpy_runtime.median_s),
-             format_time(result.runtime.median_s), format_time(result.compile_total_s))
+             format_time(result.jax.runtime.median_s), format_time(result.jax.compile_total_s))
     line = "".join(pad(c, w, a) for c, (a, w) in zip(cells, SWEEP_COLUMNS, strict=True))
     line += "  " + speedup_text(result)
     why = doubt_text(result)
@@ -184,5 +184,5 @@ def profile_lines(result: Result) -> list[str]:
     return ["  " + _("profile ({calls} traced call(s), {where}):").format(calls=profile.calls, where=profile.where),
             f"    {gap_sentence(profile)}",
             "    " + _("(for comparison, the timed runtime without the tracer: {runtime})").format(
-                runtime=format_time(result.runtime.median_s)),
+                runtime=format_time(result.jax.runtime.median_s)),
             "", *table, "  " + _("trace: {path}").format(path=profile.trace_file), f"    {_(PERFETTO_HINT)}"]

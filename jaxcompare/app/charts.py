@@ -100,7 +100,7 @@ def _side(phase: str) -> str:
 
 def _subtitle(result: Result) -> str:
     return (f"{result.case} · {format_shape(result.shape)} · {result.dtype} · {result.backend} "
-            f"({result.device_kind})")
+            f"({result.jax.device_kind})")
 
 
 # --- Compare page ------------------------------------------------------------------------------
@@ -115,7 +115,7 @@ def phase_rows(result: Result) -> list[dict[str, Any]]:
             rows.append(_phase_row(name, _(group), order, _side(name), result.phase(name),
                                    -PAIR_OFFSET if paired else 0))
             if paired:
-                rows.append(_phase_row(name, _(group), order, jax_cpu_side(), getattr(third, name), PAIR_OFFSET))
+                rows.append(_phase_row(name, _(group), order, jax_cpu_side(), third.phase(name), PAIR_OFFSET))
     return rows
 
 
@@ -201,7 +201,7 @@ def phase_breakdown_chart(result: Result) -> alt.LayerChart:
 
 def _runtime_sides(result: Result) -> list[tuple[str, str, Any]]:
     """(phase, side, Stats) of each runtime: NumPy, JAX, and JAX on the CPU where measured."""
-    sides = [("numpy", "NumPy", result.numpy_runtime), ("runtime", "JAX", result.runtime)]
+    sides = [("numpy", "NumPy", result.numpy_runtime), ("runtime", "JAX", result.jax.runtime)]
     if result.jax_cpu is not None:
         sides.append(("jax_cpu", jax_cpu_side(), result.jax_cpu.runtime))
     return sides
@@ -259,7 +259,7 @@ def sweep_rows(results: Sequence[Result]) -> list[dict[str, Any]]:
     rows = []
     for r in results:
         elements = math.prod(r.shape)
-        sides = [("NumPy", "NumPy", r.numpy_runtime), ("JAX", "JAX", r.runtime)]
+        sides = [("NumPy", "NumPy", r.numpy_runtime), ("JAX", "JAX", r.jax.runtime)]
         if r.jax_cpu is not None:
             sides.append((JAX_CPU, jax_cpu_side(), r.jax_cpu.runtime))
         for key, side, s in sides:

@@ -41,7 +41,7 @@ def gap_figures(result: Result) -> list[Figure]:
         Figure(_("Host wall time per call"), format_time(profile.wall_s),
                _("The mean over {calls} traced, blocked calls, from the call's start on the host to "
                  "block_until_ready() returning. The tracer adds host time: the timed (untraced) runtime was "
-                 "{runtime}.").format(calls=profile.calls, runtime=format_time(result.runtime.median_s))),
+                 "{runtime}.").format(calls=profile.calls, runtime=format_time(result.jax.runtime.median_s))),
         Figure(_("Device busy"), f"{format_time(profile.device_busy_s)} · {format_share(profile.busy_share)}",
                _("The union of the XLA ops' intervals inside each call ({where}); ops running at once "
                  "on several threads count once.").format(where=translate_text(profile.where))),

@@ -95,8 +95,8 @@ def result_caption(result: Result, changed: str = "") -> str:
     return _("`{numpy_name}` vs `{jax_name}` · shape {shape} · {precision} ({dtype}) · {backend} device "
              "`{device}` ({device_kind}) · {timing} · measured {created}").format(
         numpy_name=info.get("numpy_name", ""), jax_name=info.get("jax_name", ""), shape=format_shape(result.shape),
-        precision=result.precision, dtype=result.dtype, backend=result.backend, device=result.device,
-        device_kind=result.device_kind, timing=summary.timing_name(result.spec.timing.preset_name),
+        precision=result.precision, dtype=result.dtype, backend=result.backend, device=result.jax.device,
+        device_kind=result.jax.device_kind, timing=summary.timing_name(result.spec.timing.preset_name),
         created=result.created) + changed
 
 
@@ -136,7 +136,7 @@ def checklist_rows(checklist: Sequence[Check], link: Callable[[str | None], str 
 
 def agreement_text(result: Result) -> tuple[bool, str]:
     """(whether the outputs agree, the sentence that says so with the errors and tolerances)."""
-    a = result.agreement
+    a = result.jax.agreement
     values = {"abs_err": a["max_abs_err"], "rel_err": a["max_rel_err"], "rtol": a["rtol"], "atol": a["atol"]}
     if a.get("method") == "invariants":
         text = _("max abs error {abs_err:.3g}, max rel error {rel_err:.3g} (tolerance rtol {rtol:.0e}, "
@@ -151,7 +151,7 @@ def agreement_text(result: Result) -> tuple[bool, str]:
 
 
 def dtypes_text(result: Result) -> str:
-    a = result.agreement
+    a = result.jax.agreement
     return _("Output dtypes: NumPy `{numpy_dtype}`, JAX `{jax_dtype}`; inputs `{dtype}`.").format(
         numpy_dtype=a.get("numpy_dtype"), jax_dtype=a.get("jax_dtype"), dtype=result.dtype)
 
@@ -176,7 +176,8 @@ def notes_markdown(result: Result) -> list[str]:
     return ["\n".join(f"- {note}" for note in notes),
             "- " + _("A naive first call took **{first_call}** — that is what `%time f(x)` reports, mostly "
                      "compile, not the {runtime} runtime.").format(
-                first_call=format_time(result.first_call.median_s), runtime=format_time(result.runtime.median_s))]
+                first_call=format_time(result.jax.first_call.median_s),
+                runtime=format_time(result.jax.runtime.median_s))]
 
 
 def sweep_table(results: Sequence[Result]) -> list[dict[str, Any]]:
@@ -186,15 +187,15 @@ def sweep_table(results: Sequence[Result]) -> list[dict[str, Any]]:
             _("Shape"): format_shape(r.shape),
             _("Precision"): f"{r.precision} ({r.dtype})",
             "NumPy": format_time(r.numpy_runtime.median_s),
-            "JAX": format_time(r.runtime.median_s),
+            "JAX": format_time(r.jax.runtime.median_s),
             **({} if not any(x.jax_cpu for x in results) else {
                 _("JAX on CPU"): format_time(r.jax_cpu.runtime.median_s) if r.jax_cpu else _("n/a")}),
             _("Speedup"): summary.speedup_text(r),
-            _("Compile"): format_time(r.compile_total_s),
-            _("Transfer"): format_time(r.transfer.median_s),
+            _("Compile"): format_time(r.jax.compile_total_s),
+            _("Transfer"): format_time(r.jax.transfer.median_s),
             _("Break-even"): format_calls(r.break_even_calls),
-            _("Agree"): _("yes") if r.agreement.get("ok") else _("NO"),
-            _("Stable"): _("yes") if r.numpy_runtime.stable and r.runtime.stable else _("no"),
+            _("Agree"): _("yes") if r.jax.agreement.get("ok") else _("NO"),
+            _("Stable"): _("yes") if r.numpy_runtime.stable and r.jax.runtime.stable else _("no"),
             _("Trusted"): _("yes") if trusted(r) else _("no: {why}").format(why=summary.doubt_text(r)),
         })
     return rows

@@ -48,19 +48,19 @@ def result_table(result: Result) -> str:
         f"{translate_text(info.get('title', spec.case))}  [{spec.case}]",
         "  " + _("{numpy}  vs  {jax}").format(numpy=info.get("numpy_name", ""), jax=info.get("jax_name", "")),
         "  " + _("shape {shape}, {precision} ({dtype}), device {device} ({backend}), {timing}").format(
-            shape=format_shape(spec.shape), precision=spec.precision, dtype=result.dtype, device=result.device,
+            shape=format_shape(spec.shape), precision=spec.precision, dtype=result.dtype, device=result.jax.device,
             backend=result.backend, timing=timing_name(spec.timing.preset_name)),
         "",
         *phase_table_lines(result),
     ]
-    agreement = result.agreement
+    agreement = result.jax.agreement
     lines += [
         "",
         "  " + _("speedup (NumPy / JAX runtime): {speedup}").format(speedup=format_speedup(result.speedup))
         + _range(result.speedup_range),
         *_pairs(result),
         "  " + _("compile total: {compile};  break-even: {break_even}").format(
-            compile=format_time(result.compile_total_s), break_even=format_break_even(result.break_even_calls)),
+            compile=format_time(result.jax.compile_total_s), break_even=format_break_even(result.break_even_calls)),
         "  " + _("agreement: {verdict}  max abs err {abs_err}, max rel err {rel_err} (rtol {rtol}, {method})").format(
             verdict=_("OK") if agreement["ok"] else _("MISMATCH"), abs_err=f"{agreement['max_abs_err']:.3g}",
             rel_err=f"{agreement['max_rel_err']:.3g}", rtol=f"{agreement['rtol']:.0e}", method=agreement["method"]),

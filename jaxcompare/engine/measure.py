@@ -6,13 +6,14 @@ unblocked call) never mixes into the steady-state runtime.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -229,24 +230,18 @@ class _Run:
 StartPhase = Callable[[str], SampleCallback]
 
 
-@dataclass(frozen=True)
-class DevicePhases:
-    """JAX's one-off and per-call phases on one device, and what the later phases reuse: the
-    warm jitted function, the inputs on the device, and JAX's output on the host."""
+class Warm(NamedTuple):
+    """What the phases after device_phases reuse: the warm jitted function, the inputs on the
+    device, and JAX's output on the host."""
 
-    transfer: Stats
-    trace: Stats
-    lower: Stats
-    compile: Stats
-    first_call: Stats
-    dispatch: Stats
-    fetch: Stats
-    transfer_zero_copy: bool
-    fetch_zero_copy: bool
-    transfer_bytes: int
     jitted: Any
     dev_inputs: Any
     jax_out: tuple[np.ndarray, ...]
+
+
+# A JaxSide less what is measured after device_phases: called with runtime, protocol and
+# agreement, it is the JaxSide (so no side exists before its runtime does).
+SideToFinish = Callable[..., JaxSide]
 
 
 def measure(spec: Spec, progress: ProgressCallback = _no_progress, clock: Clock = time.perf_counter_ns,
@@ -274,8 +269,8 @@ def measure(spec: Spec, progress: ProgressCallback = _no_progress, clock: Clock 
                load if load is not None else LoadMeter(), recheck)
 
     host_inputs, numpy_out = _inputs(run, spec)
-    main = device_phases(run, host_inputs, device, run.progress.start)
-    numpy_stats, runtime_stats, protocol = _runtimes(run, main.jitted, host_inputs, main.dev_inputs, device)
+    side, warm = device_phases(run, host_inputs, device, run.progress.start)
+    numpy_stats, runtime_stats, protocol = _runtimes(run, warm.jitted, host_inputs, warm.dev_inputs, device)
     protocol["matmul_precision"] = matmul_precision()
     jax_cpu = None
     if want_cpu_side and cpu is not None:
@@ -284,8 +279,9 @@ def measure(spec: Spec, progress: ProgressCallback = _no_progress, clock: Clock 
     profile = None
     if profile_dir is not None:
         run.progress.start("profile")
-        profile = profile_jitted(main.jitted, main.dev_inputs, Path(profile_dir) / result_id, runtime_stats.median_s)
-    agreement = _agreement(run, spec, host_inputs, numpy_out, main.jax_out)
+        profile = profile_jitted(warm.jitted, warm.dev_inputs, Path(profile_dir) / result_id, runtime_stats.median_s)
+    jax = side(runtime=runtime_stats, protocol=protocol,
+               agreement=_agreement(run, spec, host_inputs, numpy_out, warm.jax_out))
     flops = case.flop_count(spec.shape)
     peak = _peak(run, spec, device, flops, with_cpu_side=jax_cpu is not None)
     run.progress.complete()
@@ -296,25 +292,11 @@ def measure(spec: Spec, progress: ProgressCallback = _no_progress, clock: Clock 
         case_info=case.summary(),
         dtype=spec.dtype,
         backend=device.platform,
-        device=str(device),
-        device_kind=getattr(device, "device_kind", device.platform),
         numpy_runtime=numpy_stats,
-        transfer=main.transfer,
-        trace=main.trace,
-        lower=main.lower,
-        compile=main.compile,
-        first_call=main.first_call,
-        runtime=runtime_stats,
-        dispatch=main.dispatch,
-        fetch=main.fetch,
-        agreement=agreement,
+        jax=jax,
         env=collect_env(),
         flops=flops,
-        transfer_zero_copy=main.transfer_zero_copy,
-        fetch_zero_copy=main.fetch_zero_copy,
-        notes=_notes(spec, agreement, main.transfer_zero_copy, cpu_side_missing=want_cpu_side and cpu is None),
-        protocol=protocol,
-        transfer_bytes=main.transfer_bytes,
+        notes=_notes(spec, jax, cpu_side_missing=want_cpu_side and cpu is None),
         jax_cpu=jax_cpu,
         peak=peak,
         profile=profile,
@@ -322,21 +304,23 @@ def measure(spec: Spec, progress: ProgressCallback = _no_progress, clock: Clock 
     )
 
 
-def device_phases(run: _Run, host_inputs: tuple[np.ndarray, ...], device: Any, start: StartPhase) -> DevicePhases:
+def device_phases(run: _Run, host_inputs: tuple[np.ndarray, ...], device: Any,
+                  start: StartPhase) -> tuple[SideToFinish, Warm]:
     """JAX's phases on ``device``: transfer, cold compile, first call, dispatch, fetch. The
     accelerator and the third side (JAX on the CPU) both go through here; ``start(phase)``
-    reports a phase's start and returns the callback for its samples."""
-    transfer_stats, dev_inputs, transfer_zero_copy = _transfer(run, host_inputs, device, start)
-    trace_stats, lower_stats, compile_stats = _cold_compile(run, dev_inputs, start)
-    first_call_stats = _first_call(run, dev_inputs, start)
-    jitted, dispatch_stats = _dispatch(run, dev_inputs, start)
-    fetch_stats, jax_out, fetch_zero_copy = _fetch(run, jitted, dev_inputs, start)
-    return DevicePhases(
-        transfer=transfer_stats, trace=trace_stats, lower=lower_stats, compile=compile_stats,
-        first_call=first_call_stats, dispatch=dispatch_stats, fetch=fetch_stats,
-        transfer_zero_copy=transfer_zero_copy, fetch_zero_copy=fetch_zero_copy,
-        transfer_bytes=int(sum(a.nbytes for a in host_inputs)), jitted=jitted, dev_inputs=dev_inputs,
-        jax_out=jax_out)
+    reports a phase's start and returns the callback for its samples. Returns the side, to be
+    finished with its runtime, protocol and agreement, and what the later phases reuse."""
+    transfer, dev_inputs, transfer_zero_copy = _transfer(run, host_inputs, device, start)
+    trace, lower, compile_ = _cold_compile(run, dev_inputs, start)
+    first_call = _first_call(run, dev_inputs, start)
+    jitted, dispatch = _dispatch(run, dev_inputs, start)
+    fetch, jax_out, fetch_zero_copy = _fetch(run, jitted, dev_inputs, start)
+    side = functools.partial(
+        JaxSide, device=str(device), device_kind=getattr(device, "device_kind", device.platform),
+        transfer=transfer, trace=trace, lower=lower, compile=compile_, first_call=first_call,
+        dispatch=dispatch, fetch=fetch, transfer_zero_copy=transfer_zero_copy, fetch_zero_copy=fetch_zero_copy,
+        transfer_bytes=int(sum(a.nbytes for a in host_inputs)))
+    return side, Warm(jitted, dev_inputs, jax_out)
 
 
 def measure_jax_side(run: _Run, spec: Spec, host_inputs: tuple[np.ndarray, ...],
@@ -348,22 +332,15 @@ def measure_jax_side(run: _Run, spec: Spec, host_inputs: tuple[np.ndarray, ...],
         return run.progress.part("jax_cpu", CPU_SIDE_PARTS.index(phase), len(CPU_SIDE_PARTS))
 
     run = replace(run, load=run.load.prefixed("jax_cpu."))
-    phases = device_phases(run, host_inputs, device, start)
-    call = blocking_call(phases.jitted, phases.dev_inputs)
-    compiled_before = _compiled_count(phases.jitted)
+    side, warm = device_phases(run, host_inputs, device, start)
+    call = blocking_call(warm.jitted, warm.dev_inputs)
+    compiled_before = _compiled_count(warm.jitted)
     with run.load.phase("runtime"):
         runtime = sample(call, run.timing.for_runtime(), clock=run.clock, settle_s=BLAS_SETTLE_S,
                          on_sample=start("runtime"))
-    agreement = compare_outputs(run.case, spec.dtype, host_inputs, numpy_out, phases.jax_out, None)
-    return JaxSide(
-        device=str(device), device_kind=getattr(device, "device_kind", device.platform),
-        transfer=phases.transfer, trace=phases.trace, lower=phases.lower, compile=phases.compile,
-        first_call=phases.first_call, runtime=runtime, dispatch=phases.dispatch, fetch=phases.fetch,
-        transfer_zero_copy=phases.transfer_zero_copy, fetch_zero_copy=phases.fetch_zero_copy,
-        transfer_bytes=phases.transfer_bytes,
-        protocol=_protocol(call, phases.jitted, compiled_before, phases.dev_inputs, device),
-        agreement={k: agreement[k] for k in ("ok", "max_abs_err", "max_rel_err", "rtol", "method")},
-    )
+    agreement = compare_outputs(run.case, spec.dtype, host_inputs, numpy_out, warm.jax_out, None)
+    return side(runtime=runtime, protocol=_protocol(call, warm.jitted, compiled_before, warm.dev_inputs, device),
+                agreement={k: agreement[k] for k in ("ok", "max_abs_err", "max_rel_err", "rtol", "method")})
 
 
 def _inputs(run: _Run, spec: Spec) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
@@ -581,14 +558,14 @@ def _agreement(run: _Run, spec: Spec, host_inputs: tuple[np.ndarray, ...], numpy
     return compare_outputs(run.case, spec.dtype, host_inputs, numpy_out, jax_out, ref64)
 
 
-def _notes(spec: Spec, agreement: dict[str, Any], transfer_zero_copy: bool, *,
-           cpu_side_missing: bool = False) -> tuple[str, ...]:
+def _notes(spec: Spec, jax: JaxSide, *, cpu_side_missing: bool = False) -> tuple[str, ...]:
     """What a reader of the Result must know to read its numbers right."""
+    agreement = jax.agreement
     notes = []
     if cpu_side_missing:
         notes.append(N_("JAX on the CPU was not measured: this worker's JAX has no CPU backend "
                         "(JAX_PLATFORMS leaves it out)"))
-    if transfer_zero_copy:
+    if jax.transfer_zero_copy:
         notes.append(N_(
             "transfer is near zero because the CPU backend aliased the NumPy buffer (zero-copy): "
             "no bytes were copied"

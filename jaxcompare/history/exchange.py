@@ -22,8 +22,9 @@ from ..i18n import N_
 from ..model.cases import format_shape
 from ..model.errors import BadInput
 from ..model.formatting import cut, dumps
-from ..model.phases import PHASES
+from ..model.phases import JAX_PHASES, PHASES
 from ..model.result import SCHEMA as RESULT_SCHEMA
+from ..model.result import SCHEMA_V1 as RESULT_SCHEMA_V1
 from ..model.result import Result, finite_or_none
 
 EXPORT_SCHEMA = "jaxcompare.export/1"
@@ -66,13 +67,13 @@ def summary(result: Result) -> dict[str, Any]:
         "precision": result.precision,
         "dtype": result.dtype,
         "backend": result.backend,
-        "device": result.device,
-        "device_kind": result.device_kind,
+        "device": result.jax.device,
+        "device_kind": result.jax.device_kind,
         "host": str(result.env.get("hostname") or ""),
         "jax_version": str((result.env.get("versions") or {}).get("jax") or ""),
         "speedup": finite_or_none(result.speedup),
         "numpy_median_s": result.numpy_runtime.median_s,
-        "jax_median_s": result.runtime.median_s,
+        "jax_median_s": result.jax.runtime.median_s,
     }
 
 
@@ -83,10 +84,9 @@ def check(result: Result, *, names: bool = True) -> tuple[dict[str, Any], str]:
         raise BadInput(N_("expected a Result, got {kind}").format(kind=type(result).__name__))
     if not result.id or len(result.id) > 200 or not result.id.isprintable():
         raise BadInput(N_("result id {id!r} must be 1–200 printable characters").format(id=result.id))
-    third = result.jax_cpu
     phases = [(name, result.phase(name)) for name in PHASES]
-    if third is not None:  # the third side's phases are checked the same way
-        phases += [(f"jax_cpu.{name}", getattr(third, name)) for name in PHASES if name != "numpy"]
+    if result.jax_cpu is not None:  # the third side's phases are checked the same way
+        phases += [(f"jax_cpu.{name}", result.jax_cpu.phase(name)) for name in JAX_PHASES]
     for name, stats in phases:
         for field in ("median_s", "min_s", "mean_s", "std_s", "iqr_s"):
             value = getattr(stats, field)
@@ -128,9 +128,11 @@ def _check_names(result: Result) -> None:
     if not (_case_name(result.case) and result.case.strip() and len(result.case) <= NAME_MAX):
         raise BadInput(N_("case {value!r} is not a case name: at most {limit} printable characters, none of "
                           "`<>[]\\").format(value=cut(result.case, 40), limit=NAME_MAX))
-    named = [("device_kind", result.device_kind, _NAME_CHARS, True), ("device", result.device, _NAME_CHARS, True),
-             ("backend", result.backend, _NAME_CHARS, True), ("dtype", result.dtype, _VERSION_CHARS, True),
-             ("precision", result.precision, _VERSION_CHARS, False)]
+    sides = [("jax", result.jax)] + ([("jax_cpu", result.jax_cpu)] if result.jax_cpu is not None else [])
+    named = [(f"{key}.{field}", getattr(side, field), _NAME_CHARS, True)
+             for key, side in sides for field in ("device_kind", "device")]
+    named += [("backend", result.backend, _NAME_CHARS, True), ("dtype", result.dtype, _VERSION_CHARS, True),
+              ("precision", result.precision, _VERSION_CHARS, False)]
     versions = result.env.get("versions") if isinstance(result.env, dict) else None
     if versions is not None and not isinstance(versions, dict):
         raise BadInput(N_("env.versions must be an object of package versions"))
@@ -194,7 +196,7 @@ def _extract_results(doc: Any, source: str) -> list[Any]:
         items = doc
     elif isinstance(doc, dict):
         schema = doc.get("schema")
-        if schema == RESULT_SCHEMA:
+        if schema in (RESULT_SCHEMA, RESULT_SCHEMA_V1):
             items = [doc]
         elif schema == EXPORT_SCHEMA or (schema is None and "results" in doc):
             items = doc.get("results")
@@ -227,9 +229,9 @@ def export_json(results: Sequence[Result]) -> str:
 
 def csv_row(result: Result) -> dict[str, Any]:
     """One result as the CSV's row (CSV_COLUMNS), values as they are."""
-    agreement = result.agreement
+    agreement = result.jax.agreement
     row = summary(result) | {
-        "compile_total_s": result.compile_total_s, "break_even_calls": result.break_even_calls,
+        "compile_total_s": result.jax.compile_total_s, "break_even_calls": result.break_even_calls,
         "agreement_ok": agreement.get("ok"), "max_abs_err": agreement.get("max_abs_err"),
         "max_rel_err": agreement.get("max_rel_err"), "rtol": agreement.get("rtol"),
     }

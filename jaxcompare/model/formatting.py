@@ -235,8 +235,8 @@ def third_side_verdict(result: Result) -> str | None:
     side = result.jax_cpu
     if side is None:
         return None
-    accel = result.backend.upper() if result.backend in ("gpu", "tpu") else result.device_kind or result.backend
-    numpy_s, device_s, cpu_s = result.numpy_runtime.median_s, result.runtime.median_s, side.runtime.median_s
+    accel = result.backend.upper() if result.backend in ("gpu", "tpu") else result.jax.device_kind or result.backend
+    numpy_s, device_s, cpu_s = result.numpy_runtime.median_s, result.jax.runtime.median_s, side.runtime.median_s
     if not (numpy_s > 0 and device_s > 0 and cpu_s > 0):
         return None
     # Translators: the three runtimes; {accel} is the device (GPU, TPU).
@@ -292,12 +292,12 @@ def transfer_rate_text(result: Result) -> str:
     """What the transfer moved and how fast: '12.3 GB/s host→device over PCIe', 'no copy: the
     CPU backend aliased the NumPy buffer', '1.2 GB/s, a copy within host memory'; '' when the
     size was not recorded."""
-    if result.transfer_zero_copy:
+    if result.jax.transfer_zero_copy:
         return _("no copy: the CPU backend aliased the NumPy buffer")
-    rate = result.transfer_bytes_per_s
+    rate = result.jax.transfer_bytes_per_s
     if rate is None:
         return ""
-    link = link_name(result.backend, result.device_kind)
+    link = link_name(result.backend, result.jax.device_kind)
     if link is None:
         return _("{rate}, a copy within host memory").format(rate=format_bandwidth(rate))
     return _("{rate} host→device over {link}").format(rate=format_bandwidth(rate), link=link)

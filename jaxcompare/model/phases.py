@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from ..i18n import N_, _
 
-# Display order: the NumPy reference, then JAX's phases in the order a first call pays them.
-PHASES = ("numpy", "transfer", "trace", "lower", "compile", "first_call", "runtime", "dispatch", "fetch")
+# Display order: the NumPy reference, then JAX's phases (a JaxSide's) in the order a first call pays them.
+JAX_PHASES = ("transfer", "trace", "lower", "compile", "first_call", "runtime", "dispatch", "fetch")
+PHASES = ("numpy", *JAX_PHASES)
 COMPILE_PHASES = ("trace", "lower", "compile")
 # Paid once per function, shape and dtype.
 ONE_OFF_PHASES = ("transfer", *COMPILE_PHASES)

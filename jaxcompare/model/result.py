@@ -8,21 +8,29 @@ from typing import Any
 
 from ..i18n import N_
 from .errors import BadInput
-from .phases import COMPILE_PHASES
 from .profile import Profile
 from .sides import JaxSide, Peak, fraction
 from .spec import MIN_SAMPLES_FOR_RANGE, Spec
 from .stats import Stats
 
-SCHEMA = "jaxcompare.result/1"
+SCHEMA = "jaxcompare.result/2"
+SCHEMA_V1 = "jaxcompare.result/1"
+# What changed between the result schemas, oldest first: every document carries it as "history"
+# (docs/json.md), so a reader holding one document knows what an older reader expects.
+SCHEMA_HISTORY = (
+    {"schema": SCHEMA_V1, "change": "the first versioned layout"},
+    {"schema": SCHEMA, "change": "the JAX side is one object: device, device_kind, protocol and agreement moved "
+                                 "from the top level into jax, so jax and jax_cpu share one layout; jax_cpu's "
+                                 "speedup and gflops moved to the top-level cpu_speedup and gflops.jax_cpu"},
+)
 # The load phases the speedup is made of: the NumPy and JAX runtime blocks.
 RUNTIME_PHASES = ("numpy", "runtime")
 
 
-
 @dataclass(frozen=True)
 class Result:
-    """One comparison's numbers. Times are seconds per call (see Stats)."""
+    """One comparison's numbers: NumPy's runtime beside JAX's side (JaxSide: every phase, how it
+    was timed, its agreement with NumPy). Times are seconds per call (see Stats)."""
 
     id: str
     created: str
@@ -30,28 +38,11 @@ class Result:
     case_info: dict[str, Any]
     dtype: str
     backend: str
-    device: str
-    device_kind: str
     numpy_runtime: Stats
-    transfer: Stats
-    trace: Stats
-    lower: Stats
-    compile: Stats
-    first_call: Stats
-    runtime: Stats
-    dispatch: Stats
-    fetch: Stats
-    agreement: dict[str, Any]
+    jax: JaxSide
     env: dict[str, Any]
     flops: float | None = None
-    transfer_zero_copy: bool = False
-    fetch_zero_copy: bool = False
     notes: tuple[str, ...] = field(default=())
-    # How the JAX runtime was really timed, as measure() observed it on the arrays: blocked,
-    # compile_excluded, inputs_on_device (bools). Empty when not recorded; the checklist reads it.
-    protocol: dict[str, Any] = field(default_factory=dict)
-    # Bytes of the inputs the transfer phase copied (None: saved before it was recorded).
-    transfer_bytes: int | None = None
     # JAX on the CPU beside JAX on a GPU/TPU (None on a CPU-only host, or when not measured).
     jax_cpu: JaxSide | None = None
     # The ceilings for the fraction of peak (None without a FLOP count).
@@ -64,15 +55,11 @@ class Result:
 
     # --- derived figures -------------------------------------------------------------
     @property
-    def compile_total_s(self) -> float:
-        return self.trace.median_s + self.lower.median_s + self.compile.median_s
-
-    @property
     def speedup(self) -> float:
         """NumPy median over JAX blocked median: above 1 means JAX is faster."""
-        if self.runtime.median_s <= 0:
+        if self.jax.runtime.median_s <= 0:
             return math.inf
-        return self.numpy_runtime.median_s / self.runtime.median_s
+        return self.numpy_runtime.median_s / self.jax.runtime.median_s
 
     @property
     def speedup_range(self) -> tuple[float, float]:
@@ -80,7 +67,7 @@ class Result:
         (NumPy's low end over JAX's high end, and the reverse). nan where a CI is unknown, or
         where a side has fewer than 6 samples: their order-statistics interval is then the
         whole sample range, which covers the median less than 95% of the time (n=5: 94%)."""
-        n, j = self.numpy_runtime, self.runtime
+        n, j = self.numpy_runtime, self.jax.runtime
         bounds = (n.ci_low_s, n.ci_high_s, j.ci_low_s, j.ci_high_s)
         if min(n.n, j.n) < MIN_SAMPLES_FOR_RANGE or not all(math.isfinite(b) and b > 0 for b in bounds):
             return math.nan, math.nan
@@ -90,7 +77,7 @@ class Result:
     def speedup_pairs(self) -> tuple[float, ...]:
         """The speedup of each pair of runtime blocks timed side by side (NumPy block k over
         JAX block k; TimingConfig.runtime_blocks > 1), in the order timed; () otherwise."""
-        n, j = self.numpy_runtime.block_medians_s, self.runtime.block_medians_s
+        n, j = self.numpy_runtime.block_medians_s, self.jax.runtime.block_medians_s
         if len(n) < 2 or len(n) != len(j) or not all(math.isfinite(x) and x > 0 for x in n + j):
             return ()
         return tuple(a / b for a, b in zip(n, j, strict=True))
@@ -121,10 +108,10 @@ class Result:
     @property
     def break_even_calls(self) -> float | None:
         """Calls before JAX's one-off costs (transfer + compile) are paid back; None: never."""
-        saving = self.numpy_runtime.median_s - self.runtime.median_s
+        saving = self.numpy_runtime.median_s - self.jax.runtime.median_s
         if saving <= 0:
             return None
-        return (self.transfer.median_s + self.compile_total_s) / saving
+        return (self.jax.transfer.median_s + self.jax.compile_total_s) / saving
 
     def gflops(self, side: str) -> float | None:
         """Throughput of ``side`` ("numpy", "jax" or "jax_cpu") in GFLOP/s; None without one."""
@@ -137,7 +124,7 @@ class Result:
         """The runtime statistics of "numpy", "jax" or "jax_cpu" (None when not measured)."""
         if side == "jax_cpu":
             return self.jax_cpu.runtime if self.jax_cpu is not None else None
-        return self.numpy_runtime if side == "numpy" else self.runtime
+        return self.numpy_runtime if side == "numpy" else self.jax.runtime
 
     @property
     def cpu_speedup(self) -> float | None:
@@ -158,14 +145,6 @@ class Result:
         return fraction(self.flops, stats.median_s, ceiling) if stats is not None else None
 
     @property
-    def transfer_bytes_per_s(self) -> float | None:
-        """Host->device bytes per second of the transfer phase; None when nothing was copied
-        (CPU zero-copy) or the size is unknown."""
-        if self.transfer_zero_copy or not self.transfer_bytes or not self.transfer.median_s > 0:
-            return None
-        return self.transfer_bytes / self.transfer.median_s
-
-    @property
     def case(self) -> str:
         return self.spec.case
 
@@ -178,13 +157,16 @@ class Result:
         return self.spec.precision
 
     def phase(self, name: str) -> Stats:
-        return self.numpy_runtime if name == "numpy" else getattr(self, name)
+        """A phase of PHASES by name: "numpy" is NumPy's runtime, the others the JAX side's."""
+        return self.numpy_runtime if name == "numpy" else self.jax.phase(name)
 
     # --- JSON round trip ---------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        be = self.break_even_calls
+        """The schema-2 document (docs/json.md): the measurements, and derived figures beside them
+        for readers (the speedups, GFLOP/s, fractions of peak), which from_dict recomputes."""
         return {
             "schema": SCHEMA,
+            "history": [dict(change) for change in SCHEMA_HISTORY],
             "id": self.id,
             "created": self.created,
             "case": self.spec.case,
@@ -193,44 +175,24 @@ class Result:
             "precision": self.spec.precision,
             "dtype": self.dtype,
             "backend": self.backend,
-            "device": self.device,
-            "device_kind": self.device_kind,
             "numpy": {"runtime": self.numpy_runtime.to_dict()},
-            "jax": {
-                "transfer": self.transfer.to_dict(),
-                "transfer_zero_copy": self.transfer_zero_copy,
-                "compile": {p: getattr(self, p).to_dict() for p in COMPILE_PHASES}
-                | {"total_s": self.compile_total_s},
-                "first_call": self.first_call.to_dict(),
-                "runtime": self.runtime.to_dict(),
-                "dispatch": self.dispatch.to_dict(),
-                "fetch": self.fetch.to_dict(),
-                "fetch_zero_copy": self.fetch_zero_copy,
-                "transfer_bytes": self.transfer_bytes,
-            },
-            "jax_cpu": self._jax_cpu_dict(),
+            "jax": self.jax.to_dict(),
+            "jax_cpu": None if self.jax_cpu is None else self.jax_cpu.to_dict(),
             "speedup": finite_or_none(self.speedup),
             "speedup_range": [finite_or_none(x) for x in self.speedup_range],
             "speedup_pairs": list(self.speedup_pairs),
             "speedup_steady": self.speedup_steady,
-            "break_even_calls": be,
+            "break_even_calls": self.break_even_calls,
+            "cpu_speedup": finite_or_none(self.cpu_speedup),
             "flops": self.flops,
-            "gflops": {"numpy": self.gflops("numpy"), "jax": self.gflops("jax")},
+            "gflops": {side: self.gflops(side) for side in ("numpy", "jax", "jax_cpu")},
             "peak": self._peak_dict(),
-            "agreement": self.agreement,
             "notes": list(self.notes),
-            "protocol": dict(self.protocol),
             "profile": None if self.profile is None else self.profile.to_dict(),
             "load": dict(self.load),
             "spec": self.spec.to_dict(),
             "env": self.env,
         }
-
-    def _jax_cpu_dict(self) -> dict[str, Any] | None:
-        if self.jax_cpu is None:
-            return None
-        return self.jax_cpu.to_dict() | {"speedup": finite_or_none(self.cpu_speedup),
-                                         "gflops": self.gflops("jax_cpu")}
 
     def _peak_dict(self) -> dict[str, Any] | None:
         if self.peak is None:
@@ -240,17 +202,15 @@ class Result:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Result:
-        """Rebuild a Result from ``to_dict`` output; BadInput names what is wrong."""
+        """Rebuild a Result from ``to_dict`` output, schema 2 or 1; BadInput names what is wrong."""
         if not isinstance(data, dict):
             raise BadInput(N_("a result must be a JSON object"))
-        if data.get("schema") != SCHEMA:
+        if data.get("schema") not in (SCHEMA, SCHEMA_V1):
             raise BadInput(N_("not a jaxcompare result (schema {found!r}, expected {expected!r})").format(
                 found=data.get("schema"), expected=SCHEMA))
         try:
-            jax = data["jax"]
-            stats = {p: Stats.from_dict(jax["compile"][p]) for p in COMPILE_PHASES}
-            for p in ("transfer", "first_call", "runtime", "dispatch", "fetch"):
-                stats[p] = Stats.from_dict(jax[p])
+            if data["schema"] == SCHEMA_V1:
+                data = _from_v1(data)
             return cls(
                 id=str(data["id"]),
                 created=str(data["created"]),
@@ -258,23 +218,16 @@ class Result:
                 case_info=dict(data.get("case_info") or {}),
                 dtype=str(data["dtype"]),
                 backend=str(data["backend"]),
-                device=str(data["device"]),
-                device_kind=str(data.get("device_kind", "")),
                 numpy_runtime=Stats.from_dict(data["numpy"]["runtime"]),
-                agreement=dict(data["agreement"]),
+                jax=JaxSide.from_dict(data["jax"]),
                 env=dict(data["env"]),
                 flops=data.get("flops"),
-                transfer_zero_copy=bool(jax.get("transfer_zero_copy", False)),
-                fetch_zero_copy=bool(jax.get("fetch_zero_copy", False)),
                 notes=tuple(data.get("notes") or ()),
-                protocol=dict(data.get("protocol") or {}),
-                transfer_bytes=_int_or_none(jax.get("transfer_bytes")),
                 # Results saved before the third side and the peaks have neither key.
                 jax_cpu=JaxSide.from_dict(data["jax_cpu"]) if data.get("jax_cpu") else None,
                 peak=Peak.from_dict(data["peak"]) if data.get("peak") else None,
                 profile=Profile.from_dict(data.get("profile")),
                 load=dict(data.get("load") or {}),
-                **stats,
             )
         except BadInput:
             raise
@@ -282,8 +235,15 @@ class Result:
             raise BadInput(N_("malformed result: {kind}: {error}").format(kind=type(exc).__name__, error=exc)) from None
 
 
-def _int_or_none(value: Any) -> int | None:
-    return None if value is None or isinstance(value, bool) else int(value)
+def _from_v1(data: dict[str, Any]) -> dict[str, Any]:
+    """A schema-1 document in schema 2's layout: the main JAX side's device, device_kind,
+    protocol and agreement move from the top level into "jax" (SCHEMA_HISTORY). jax_cpu already
+    had that layout; its speedup and gflops were derived figures, which from_dict never reads."""
+    jax = dict(data["jax"]) | {
+        "device": data["device"], "device_kind": data.get("device_kind", ""),
+        "protocol": data.get("protocol") or {}, "agreement": data["agreement"],
+    }
+    return data | {"schema": SCHEMA, "jax": jax}
 
 
 def finite_or_none(value: Any) -> float | None:

@@ -1,6 +1,6 @@
-"""The parts of a Result that only apply on some machines: JAX's phases on a second device (the
-"third side": JAX on the CPU beside JAX on a GPU or TPU), and the compute ceilings that turn a
-FLOP rate into a fraction of peak.
+"""The sides of a Result: JAX's phases on one device (the main side, and on a GPU or TPU run the
+"third side", JAX on the CPU), and the compute ceilings that turn a FLOP rate into a fraction of
+peak.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 from ..i18n import N_, _
 from .errors import BadInput
-from .phases import COMPILE_PHASES
+from .phases import COMPILE_PHASES, JAX_PHASES
 from .stats import Stats
 
 # The JAX phases of one device, in the JSON's "jax" layout (besides "compile").
@@ -19,8 +19,9 @@ SIDE_PHASES = ("transfer", "first_call", "runtime", "dispatch", "fetch")
 
 @dataclass(frozen=True)
 class JaxSide:
-    """JAX's phases on one device, measured like the main JAX side (transfer, cold compile,
-    first call, dispatch, fetch, blocked runtime). Times are seconds per call."""
+    """JAX's phases on one device (transfer, cold compile, first call, dispatch, fetch, blocked
+    runtime), how its runtime was timed, and its output against NumPy's. ``Result.jax`` is the
+    main side, ``Result.jax_cpu`` the third. Times are seconds per call."""
 
     device: str
     device_kind: str
@@ -35,14 +36,31 @@ class JaxSide:
     transfer_zero_copy: bool = False
     fetch_zero_copy: bool = False
     transfer_bytes: int | None = None
-    # How its runtime was timed, observed on the arrays (see Result.protocol).
+    # How its runtime was really timed, as measure() observed it on the arrays: blocked,
+    # compile_excluded, inputs_on_device (bools; the main side adds matmul_precision). Empty when
+    # not recorded; the checklist reads it.
     protocol: dict[str, Any] = field(default_factory=dict)
-    # Its output against NumPy's: ok, max_abs_err, max_rel_err, rtol.
+    # Its output against NumPy's: ok, max_abs_err, max_rel_err, rtol, method; the main side's
+    # also atol, numpy_dtype, jax_dtype and vs_float64 (both against a float64 reference).
     agreement: dict[str, Any] = field(default_factory=dict)
 
     @property
     def compile_total_s(self) -> float:
         return self.trace.median_s + self.lower.median_s + self.compile.median_s
+
+    @property
+    def transfer_bytes_per_s(self) -> float | None:
+        """Host->device bytes per second of the transfer phase; None when nothing was copied
+        (CPU zero-copy) or the size is unknown."""
+        if self.transfer_zero_copy or not self.transfer_bytes or not self.transfer.median_s > 0:
+            return None
+        return self.transfer_bytes / self.transfer.median_s
+
+    def phase(self, name: str) -> Stats:
+        """One of its phases by name ("transfer", "trace", ..., "fetch"; model/phases.py)."""
+        if name not in JAX_PHASES:
+            raise KeyError(name)
+        return getattr(self, name)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -60,13 +78,17 @@ class JaxSide:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> JaxSide:
+        """Rebuild a side from ``to_dict`` output; a malformed one raises KeyError, TypeError or
+        ValueError (Result.from_dict turns them into a BadInput)."""
+        if not isinstance(data, dict):
+            raise TypeError(f"a JAX side must be an object, not {type(data).__name__}")
         stats = {p: Stats.from_dict(data["compile"][p]) for p in COMPILE_PHASES}
         stats |= {p: Stats.from_dict(data[p]) for p in SIDE_PHASES}
         return cls(device=str(data["device"]), device_kind=str(data.get("device_kind", "")),
                    transfer_zero_copy=bool(data.get("transfer_zero_copy", False)),
                    fetch_zero_copy=bool(data.get("fetch_zero_copy", False)),
                    transfer_bytes=_int_or_none(data.get("transfer_bytes")),
-                   protocol=dict(data.get("protocol") or {}), agreement=dict(data.get("agreement") or {}),
+                   protocol=dict(data.get("protocol") or {}), agreement=dict(data["agreement"]),
                    **stats)
 
 
@@ -154,6 +176,4 @@ def _float_or_none(value: Any) -> float | None:
 
 
 def _int_or_none(value: Any) -> int | None:
-    if value is None or isinstance(value, bool):
-        return None
-    return int(value)
+    return None if value is None or isinstance(value, bool) else int(value)

@@ -335,7 +335,7 @@ def _measure(case: Case, spec: Spec, timeout_s: float | None, profile_dir: str |
 
 
 def _check_agreement(result: NotebookResult) -> None:
-    a = result.agreement
+    a = result.jax.agreement
     if a.get("ok"):
         return
     raise OutputsDisagree(

@@ -60,7 +60,7 @@ def sides(result: Result) -> str:
 
 def title(result: Result) -> str:
     return (f"{result.case} · {format_shape(result.shape)} · {result.precision} ({result.dtype}) · "
-            f"{result.device} ({result.device_kind}) · {result.spec.timing.preset_name} timing")
+            f"{result.jax.device} ({result.jax.device_kind}) · {result.spec.timing.preset_name} timing")
 
 
 def sweep_verdict(results: Sequence[Result], crossover_elements: float | None) -> str:
@@ -257,14 +257,14 @@ def sweep_html(results: Sequence[Result], crossover_elements: float | None) -> s
                              "trusted"))
     body = "".join(
         "<tr>" + "".join(f'<td style="text-align:right;padding:2px 8px">{_e(v)}</td>' for v in (
-            format_shape(r.shape), format_time(r.numpy_runtime.median_s), format_time(r.runtime.median_s),
-            summary.speedup_text(r), format_time(r.compile_total_s), format_calls(r.break_even_calls),
+            format_shape(r.shape), format_time(r.numpy_runtime.median_s), format_time(r.jax.runtime.median_s),
+            summary.speedup_text(r), format_time(r.jax.compile_total_s), format_calls(r.break_even_calls),
             overall(checklist(r)), "yes" if summary.doubt_text(r) is None else f"no: {summary.doubt_text(r)}"))
         + "</tr>" for r in results)
     return (f'<div class="jaxcompare-sweep" style="{_BOX}">'
             f'<div style="font-weight:600;font-size:15px">{_e(sides(first))}</div>'
             f'<div style="{_MUTED}">{_e(first.case)} · {_e(first.precision)} ({_e(first.dtype)}) · '
-            f'{_e(first.device)} · {len(results)} sizes</div>'
+            f'{_e(first.jax.device)} · {len(results)} sizes</div>'
             f'<p style="font-size:14px;margin:8px 0">{_e(sweep_verdict(results, crossover_elements))}</p>'
             f'{sweep_svg(results, crossover_elements)}'
             f'<table style="border-collapse:collapse;margin:6px 0;font-size:inherit"><tr>{head}</tr>{body}</table>'

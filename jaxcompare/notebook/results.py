@@ -60,8 +60,8 @@ class NotebookResult(Result):
         return display.result_text(self)
 
     def __repr__(self) -> str:
-        agree = "agree" if self.agreement.get("ok") else "DISAGREE"
-        return (f"<jaxcompare Result {self.case} {format_shape(self.shape)} {self.precision} on {self.device}: "
+        agree = "agree" if self.jax.agreement.get("ok") else "DISAGREE"
+        return (f"<jaxcompare Result {self.case} {format_shape(self.shape)} {self.precision} on {self.jax.device}: "
                 f"speedup {format_factor(self.speedup)}, outputs {agree}>")
 
 
