@@ -11,8 +11,9 @@ from types import SimpleNamespace
 
 import pytest
 from _results import make_result, stats, with_jax
+from support import QUICK
 
-from jaxcompare import Result, Spec, TimingConfig
+from jaxcompare import Result, Spec
 from jaxcompare.analysis.checks import check_on_device
 from jaxcompare.engine import ceilings
 from jaxcompare.engine.measure import measure
@@ -20,8 +21,6 @@ from jaxcompare.model.formatting import dumps, peak_sentence, third_side_verdict
 from jaxcompare.model.peaks import peak_for
 from jaxcompare.model.phases import JAX_PHASES
 from jaxcompare.model.sides import JaxSide, Peak, link_name
-
-QUICK = TimingConfig.quick()
 
 
 @pytest.fixture(scope="module")

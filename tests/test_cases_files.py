@@ -4,18 +4,14 @@ file that hangs or crashes at import leaves the server and the CLI standing."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import textwrap
 import time
 from pathlib import Path
 
 import pytest
+from support import QUICK, cli
 
-from jaxcompare import JobFailed, Spec, TimingConfig
-
-ROOT = Path(__file__).resolve().parents[1]
-QUICK = TimingConfig.quick()
+from jaxcompare import JobFailed, Spec
 
 
 def marked_cases(path: Path, marker: Path, names=("softplus",)) -> str:
@@ -120,12 +116,6 @@ def test_the_deadline_covers_loading_the_file_for_a_measurement(runner, bad_file
     job = runner.submit(Spec("x", (4,), timing=QUICK, cases_file=bad_files["hang"]), timeout_s=3)
     with pytest.raises(JobFailed, match="deadline"):
         job.wait(120)
-
-
-def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "JAX_PLATFORMS": "cpu"}
-    return subprocess.run([sys.executable, "-m", "jaxcompare", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=180)
 
 
 def test_cli_returns_from_a_file_that_hangs_or_crashes(bad_files, tmp_path):

@@ -3,19 +3,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from support import cli
 
 STATS_FIELDS = {"median_s", "min_s", "mean_s", "std_s", "iqr_s", "n", "loops", "samples_s", "stable"}
-
-
-def cli(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "jaxcompare", *args], capture_output=True,
-                          text=True, timeout=timeout)
 
 
 def _assert_stats(obj: dict, where: str) -> None:

@@ -7,10 +7,9 @@ import json
 import os
 import re
 import subprocess
-import sys
 
 import pytest
-from test_cli import cli
+from support import cli
 
 # An independent measure of terminal columns (not the package's own): wcwidth comes with IPython.
 wcwidth = pytest.importorskip("wcwidth")
@@ -101,8 +100,7 @@ def test_the_language_comes_from_lang_else_the_environment():
     env = os.environ | {"JAXCOMPARE_LANG": "zh"}
 
     def listing(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "jaxcompare", "list", *args], capture_output=True, text=True,
-                              env=env, timeout=120)
+        return cli("list", *args, env=env, timeout=120)
 
     assert "矩阵乘积" in listing().stdout
     assert "Matrix product" in listing("--lang", "en").stdout  # --lang wins

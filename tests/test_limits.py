@@ -5,13 +5,12 @@ from __future__ import annotations
 import math
 
 import pytest
+from support import QUICK
 
-from jaxcompare import BadInput, Runner, Spec, TimingConfig, TooLarge
+from jaxcompare import BadInput, Runner, Spec, TooLarge
 from jaxcompare.catalog import get_case
 from jaxcompare.engine.memory import estimate, input_shapes
 from jaxcompare.engine.settings import RateLimiter, Settings
-
-QUICK = TimingConfig.quick()
 
 
 @pytest.mark.parametrize("case, shape, expected", [

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from support import QUICK
 
 from jaxcompare import Spec, TimingConfig
 from jaxcompare.catalog import get_case
@@ -19,8 +20,6 @@ from jaxcompare.engine.measure import (
     phase_weights,
     runtime_block_order,
 )
-
-QUICK = TimingConfig.quick()
 
 
 @pytest.fixture

@@ -4,15 +4,12 @@ describe — measured live on the CPU, compared as ratios within one run."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
+from support import QUICK, cli
 
-from jaxcompare import Spec, TimingConfig
+from jaxcompare import Spec
 from jaxcompare.engine.pitfalls import EFFECTS
-
-QUICK = TimingConfig.quick()
 
 
 def run_lab(runner) -> dict:
@@ -150,8 +147,7 @@ def test_host_arrays_pay_a_transfer_on_every_call(runner):
 
 
 def test_pitfalls_cli_json():
-    proc = subprocess.run([sys.executable, "-m", "jaxcompare", "pitfalls", "--shape", "200x200",
-                           "--quick", "--json", "-"], capture_output=True, text=True, timeout=300)
+    proc = cli("pitfalls", "--shape", "200x200", "--quick", "--json", "-", timeout=300)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert [p["id"] for p in doc["pitfalls"]] == ["jit", "async", "dtype", "transfer", "size", "tf32"]

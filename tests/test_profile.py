@@ -9,13 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support import QUICK
 
-from jaxcompare import Result, Spec, TimingConfig
+from jaxcompare import Result, Spec
 from jaxcompare.engine.measure import measure
 from jaxcompare.engine.profile import CALL_MARK, attribute, hlo_index, summarize, trace_calls
 from jaxcompare.model.profile import Profile
-
-QUICK = TimingConfig.quick()
 
 
 @pytest.fixture(scope="module")

@@ -4,11 +4,10 @@ fails when JAX is broken in one of the ways tests/breakjax can break it (test_br
 from __future__ import annotations
 
 import pytest
+from support import QUICK
 
-from jaxcompare import Runner, Spec, TimingConfig
+from jaxcompare import Runner, Spec
 from jaxcompare.engine.measure import measure
-
-QUICK = TimingConfig.quick()
 
 
 @pytest.fixture(scope="module")

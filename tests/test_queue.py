@@ -11,16 +11,11 @@ import threading
 from pathlib import Path
 
 import pytest
+from support import QUICK, quick_spec
 
-from jaxcompare import BadInput, JobFailed, Runner, Spec, TimingConfig
+from jaxcompare import BadInput, JobFailed, Runner, Spec
 from jaxcompare.engine.runner import Owner
 from jaxcompare.engine.settings import Settings
-
-QUICK = TimingConfig.quick()
-
-
-def _spec(case: str = "matmul", shape=(8, 8), **kw) -> Spec:
-    return Spec(case, shape, timing=QUICK, **kw)
 
 
 class Gate:
@@ -86,19 +81,19 @@ def test_a_full_queue_refuses_at_once_and_refusals_spend_no_token(gate):
         blocker = runner.submit(gate.spec())  # the CLI's own job: no owner, never rate-limited
         gate.wait_running(listening)  # out of the queue: the two places are for the jobs below
         alice = Owner("session-a", client="10.0.0.7")
-        first = runner.submit(_spec(), owner=alice)
-        second = runner.submit(_spec(), owner=Owner("session-b", client="10.0.0.7"))  # same client
+        first = runner.submit(quick_spec(), owner=alice)
+        second = runner.submit(quick_spec(), owner=Owner("session-b", client="10.0.0.7"))  # same client
         assert runner.queue_length() == 3
         with pytest.raises(BadInput, match=r"queue is full: 2 measurements are waiting.*would have waited about \d+"):
-            runner.submit(_spec(), owner=alice)
+            runner.submit(quick_spec(), owner=alice)
         with pytest.raises(BadInput, match="square"):  # invalid: refused before any token is spent
-            runner.submit(_spec(shape=(8, 9)), owner=alice)
+            runner.submit(quick_spec(shape=(8, 9)), owner=alice)
         first.cancel()  # one place frees up at once
-        third = runner.submit(_spec(), owner=alice)  # the third token: the refusals spent none
+        third = runner.submit(quick_spec(), owner=alice)  # the third token: the refusals spent none
         third.cancel()
         with pytest.raises(BadInput, match="rate limit: at most 3 runs a minute"):
-            runner.submit(_spec(), owner=Owner("session-c", client="10.0.0.7"))  # a new session, same client
-        other = runner.submit(_spec(), owner=Owner("session-d", client="10.0.0.8"))
+            runner.submit(quick_spec(), owner=Owner("session-c", client="10.0.0.7"))  # a new session, same client
+        other = runner.submit(quick_spec(), owner=Owner("session-d", client="10.0.0.8"))
         gate.open()
         for job in (blocker, second, other):
             job.wait(240)
@@ -108,8 +103,8 @@ def test_a_full_queue_refuses_at_once_and_refusals_spend_no_token(gate):
 def test_stop_on_a_queued_job_frees_its_place_at_once(gate):
     with Runner(timeout_s=240) as runner:
         blocker = runner.submit(gate.spec())
-        done_before = runner.submit(_spec())
-        queued = [runner.submit(_spec()) for _ in range(3)]
+        done_before = runner.submit(quick_spec())
+        queued = [runner.submit(quick_spec()) for _ in range(3)]
         base = runner.position(queued[0])
         assert [runner.position(j) for j in queued] == [base, base + 1, base + 2]
         waits = [runner.estimate_wait_s(j) for j in queued]
@@ -135,14 +130,14 @@ def test_each_device_has_its_own_queue_and_workers(gate):
     with Runner(settings=settings, worker_env=env, timeout_s=240) as runner:
         assert runner.devices == ["cpu:0", "cpu:1"]
         blocker = runner.submit(gate.spec(), owner="sweeper")
-        other = runner.submit(_spec(), owner="visitor")
+        other = runner.submit(quick_spec(), owner="visitor")
         result = other.wait(240)  # finishes while the first device is still held by the gate
         assert not blocker.done and runner.position(blocker) in (0, 1)
         assert {blocker.device, other.device} == {"cpu:0", "cpu:1"}
         assert result.jax.device == other.device  # measured on the device of its queue
         assert result.env["env_vars"]["JAXCOMPARE_WORKER_DEVICE"] == other.device
         # A sweep's later point stays on its owner's device, even with the other one idle.
-        later = runner.submit(_spec(), owner="sweeper", rate_limited=False)
+        later = runner.submit(quick_spec(), owner="sweeper", rate_limited=False)
         assert later.device == blocker.device and runner.position(later) >= 1
         gate.open()
         blocker.wait(240)

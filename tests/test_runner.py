@@ -8,22 +8,17 @@ import threading
 from pathlib import Path
 
 import pytest
+from support import quick_spec
 
-from jaxcompare import BadInput, DeviceUnavailable, JobFailed, Runner, Spec, TimingConfig
+from jaxcompare import BadInput, DeviceUnavailable, JobFailed, Runner
 from jaxcompare.engine.runner import Job
-
-QUICK = TimingConfig.quick()
-
-
-def _spec(precision: str, case: str = "matmul", shape=(32, 32), **kw) -> Spec:
-    return Spec(case, shape, precision=precision, timing=QUICK, **kw)
 
 
 @pytest.mark.parametrize("order", [("x32", "x64", "x32", "x64"), ("x64", "x32", "x64", "x32")])
 def test_precisions_never_leak_between_runs(order):
     with Runner(timeout_s=240) as runner:
         for precision in order:
-            result = runner.run(_spec(precision))
+            result = runner.run(quick_spec(precision=precision))
             want = "float64" if precision == "x64" else "float32"
             assert result.jax.agreement["numpy_dtype"] == want, (precision, result.jax.agreement)
             assert result.jax.agreement["jax_dtype"] == want, (precision, result.jax.agreement)
@@ -32,7 +27,7 @@ def test_precisions_never_leak_between_runs(order):
 
 def test_missing_device_names_the_present_ones(runner):
     with pytest.raises(DeviceUnavailable, match=r"no (GPU|TPU).*present: .*cpu"):
-        runner.run(_spec("x32", device="gpu" if "gpu" not in _platforms(runner) else "tpu"))
+        runner.run(quick_spec(device="gpu" if "gpu" not in _platforms(runner) else "tpu"))
 
 
 def _platforms(runner: Runner) -> set[str]:
@@ -41,7 +36,7 @@ def _platforms(runner: Runner) -> set[str]:
 
 def test_bad_shape_for_case_is_a_clear_error(runner):
     with pytest.raises(BadInput, match="square"):
-        runner.run(_spec("x32", shape=(10, 20)))
+        runner.run(quick_spec(shape=(10, 20)))
 
 
 def test_custom_cases_file(runner, tmp_path):
@@ -58,7 +53,7 @@ def test_custom_cases_file(runner, tmp_path):
                       jax_fn=lambda x: jnp.logaddexp(0, x), make_inputs=make,
                       small_shape=(10,), large_shape=(100000,))]
     """))
-    result = runner.run(_spec("x32", case="softplus", shape=(1000,), cases_file=str(path)))
+    result = runner.run(quick_spec(case="softplus", shape=(1000,), cases_file=str(path)))
     assert result.jax.agreement["ok"]
     assert result.case_info["source"] == str(path)
 
@@ -74,8 +69,8 @@ def test_broken_custom_case_is_reported_not_crashed(runner, tmp_path):
                       make_inputs=lambda s, d, r: (r.random(s).astype(d),))]
     """))
     with pytest.raises(BadInput, match="this port is broken"):
-        runner.run(_spec("x32", case="broken", shape=(10,), cases_file=str(path)))
-    assert runner.run(_spec("x32")).jax.agreement["ok"]
+        runner.run(quick_spec(case="broken", shape=(10,), cases_file=str(path)))
+    assert runner.run(quick_spec()).jax.agreement["ok"]
 
 
 @pytest.fixture
@@ -126,17 +121,17 @@ def _open_gate(faulty_cases: str) -> None:
 
 
 def _fault(runner: Runner, faulty_cases: str, how: str, timeout_s: float) -> Job:
-    return runner.submit(_spec("x32", case=how, shape=(4,), cases_file=faulty_cases), timeout_s=timeout_s)
+    return runner.submit(quick_spec(case=how, shape=(4,), cases_file=faulty_cases), timeout_s=timeout_s)
 
 
 def test_worker_killed_mid_job_is_restarted(faulty_cases):
     with Runner(timeout_s=60) as runner:
-        first = runner.submit(_spec("x32"))
+        first = runner.submit(quick_spec())
         first.wait(120)
         crash = _fault(runner, faulty_cases, "dies", timeout_s=30)
         with pytest.raises(JobFailed, match=r"died \(exit code 13"):
             crash.wait(120)
-        after = runner.submit(_spec("x32"))
+        after = runner.submit(quick_spec())
         assert after.wait(120).jax.agreement["ok"]
         assert after.worker_pid != first.worker_pid and after.status == "done"
 
@@ -144,7 +139,7 @@ def test_worker_killed_mid_job_is_restarted(faulty_cases):
 def test_job_past_its_deadline_is_stopped_and_next_runs(faulty_cases):
     with Runner(timeout_s=60) as runner:
         hung = _fault(runner, faulty_cases, "hangs", timeout_s=5)
-        nxt = runner.submit(_spec("x32"))
+        nxt = runner.submit(quick_spec())
         with pytest.raises(JobFailed, match="deadline"):
             hung.wait(120)
         assert nxt.wait(120).jax.agreement["ok"]
@@ -155,7 +150,7 @@ def test_concurrent_submitters_never_overlap(runner):
     lock = threading.Lock()
 
     def submit(precision: str) -> None:
-        job = runner.submit(_spec(precision, shape=(24, 24)))
+        job = runner.submit(quick_spec(precision=precision, shape=(24, 24)))
         with lock:
             jobs.append(job)
 
@@ -174,7 +169,7 @@ def test_concurrent_submitters_never_overlap(runner):
 
 def test_cancel_a_queued_job(runner, faulty_cases):
     blocker = _fault(runner, faulty_cases, "gated", timeout_s=240)  # cannot finish before the gate opens
-    queued = runner.submit(_spec("x32"))
+    queued = runner.submit(quick_spec())
     assert runner.position(queued) >= 1
     queued.cancel()
     _open_gate(faulty_cases)
@@ -203,11 +198,11 @@ def test_workers_never_rerun_the_parents_main_script(tmp_path):
 
 
 def test_queue_position_and_wait_estimate(runner, faulty_cases):
-    done = runner.submit(_spec("x32"))
+    done = runner.submit(quick_spec())
     done.wait(240)
     blocker = _fault(runner, faulty_cases, "gated", timeout_s=240)  # cannot finish before the gate opens
-    first = runner.submit(_spec("x32"))
-    second = runner.submit(_spec("x32"))
+    first = runner.submit(quick_spec())
+    second = runner.submit(quick_spec())
     assert runner.position(second) > runner.position(first) >= 1
     assert runner.estimate_wait_s(second) > runner.estimate_wait_s(first)
     _open_gate(faulty_cases)
@@ -219,11 +214,11 @@ def test_queue_position_and_wait_estimate(runner, faulty_cases):
 def test_close_while_a_job_runs_cancels_it_and_returns(faulty_cases):
     runner = Runner(timeout_s=120)
     hung = _fault(runner, faulty_cases, "hangs", timeout_s=120)
-    queued = runner.submit(_spec("x32"))
+    queued = runner.submit(quick_spec())
     while hung.status != "running" and not hung.done:
         hung._done.wait(0.05)  # wait for the dispatcher to pick it up (an event, not a sleep)
     runner.close()
     assert hung.done and hung.status == "cancelled"
     assert queued.done and queued.status == "cancelled"
     with pytest.raises(JobFailed, match="shut down"):
-        runner.submit(_spec("x32"))
+        runner.submit(quick_spec())

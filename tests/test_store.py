@@ -16,13 +16,12 @@ import uuid
 from pathlib import Path
 
 import pytest
+from support import QUICK, cli
 
-from jaxcompare import BadInput, Result, Spec, TimingConfig
+from jaxcompare import BadInput, Result, Spec
 from jaxcompare.cli import history as cli_history
 from jaxcompare.history.store import EXPORT_SCHEMA, Store, default_path
 from jaxcompare.model.formatting import dumps
-
-QUICK = TimingConfig.quick()
 
 
 @pytest.fixture(scope="module")
@@ -424,8 +423,7 @@ def test_python_m_jaxcompare_import_of_a_bad_file_exits_2(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     env_db = tmp_path / "db.sqlite3"
-    run = lambda *a: subprocess.run([sys.executable, "-m", "jaxcompare", *a, "--db", str(env_db)],
-                                    capture_output=True, text=True, timeout=60)
+    run = lambda *a: cli(*a, "--db", str(env_db), timeout=60)
     proc = run("import", str(bad))
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "bad.json" in proc.stderr
     proc = run("history", "--json", "-")
