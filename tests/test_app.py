@@ -3,7 +3,6 @@ headline figures, URL state and bad URL values."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import textwrap
@@ -11,35 +10,12 @@ from pathlib import Path
 
 import pytest
 from apptest_support import app_runner, fresh_caches, page, run_until  # noqa: F401
+from chart_support import chart_rows, layer_marks, mark_type, vega_specs
 from streamlit.testing.v1 import AppTest
 
 
 def banner_ready(at: AppTest) -> bool:
     return not any("Checking which device" in str(i.value) for i in at.info)
-
-
-def vega_specs(at: AppTest) -> list[dict]:
-    return [json.loads(chart.proto.spec) for chart in at.get("vega_lite_chart")]
-
-
-def chart_rows(at: AppTest, index: int) -> list[dict]:
-    """The rows a chart ships with: Streamlit moves shared data into Arrow and leaves
-    per-layer data inline in the spec."""
-    import pyarrow as pa
-
-    proto = at.get("vega_lite_chart")[index].proto
-    rows = []
-    for blob in [proto.data.data] + [d.data.data for d in proto.datasets]:
-        if blob:
-            rows += pa.ipc.open_stream(blob).read_all().to_pylist()
-    spec = json.loads(proto.spec)
-    for part in [spec, *spec.get("layer", [])]:
-        rows += (part.get("data") or {}).get("values", [])
-    return rows
-
-
-def layer_marks(spec: dict) -> list[str]:
-    return [(u["mark"]["type"] if isinstance(u["mark"], dict) else u["mark"]) for u in spec.get("layer", [])]
 
 
 def test_home_names_the_device_and_links_the_pages():
@@ -138,9 +114,9 @@ def test_size_sweep_overlays_precisions_and_marks_crossover_axes():
     run = at.session_state["sweep_run"]
     assert len(run.results) == 6 and not run.failures
     runtime, speedup, share = vega_specs(at)
-    line = next(u for u in runtime["layer"] if u["mark"] == "line" or u["mark"].get("type") == "line")
+    line = next(u for u in runtime["layer"] if mark_type(u) == "line")
     assert line["encoding"]["x"]["scale"]["type"] == "log" and line["encoding"]["y"]["scale"]["type"] == "log"
-    one = next(u for u in speedup["layer"] if (u["mark"] == "rule" or u["mark"].get("type") == "rule"))
+    one = next(u for u in speedup["layer"] if mark_type(u) == "rule")
     assert one["encoding"]["y"]["field"] == "y" and {"y": 1.0} in chart_rows(at, 1)  # the 1x line
     assert share["facet"]["column"]["field"] == "precision"
     runtime_rows = {(r["series"], r["elements"]): r["median_s"] for r in chart_rows(at, 0) if "series" in r}

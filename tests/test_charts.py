@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from chart_support import mark_type
 
 from jaxcompare import Spec, TimingConfig
 from jaxcompare.app import charts
@@ -39,11 +40,6 @@ def units(spec: dict[str, Any]) -> Iterator[dict[str, Any]]:
             yield from units(child)
     if "spec" in spec:
         yield from units(spec["spec"])
-
-
-def mark_type(unit: dict[str, Any]) -> str:
-    mark = unit["mark"]
-    return mark["type"] if isinstance(mark, dict) else mark
 
 
 def data_values(spec: dict[str, Any], unit: dict[str, Any]) -> list[dict[str, Any]]:

@@ -10,13 +10,10 @@ import math
 import numpy as np
 import pytest
 from _results import make_result, with_jax
+from chart_support import mark_type
 
 from jaxcompare.app import charts_history
 from jaxcompare.app.history_view import lettered_labels
-
-
-def mark_type(unit: dict) -> str:
-    return unit["mark"]["type"] if isinstance(unit["mark"], dict) else unit["mark"]
 
 
 @pytest.fixture(scope="module")

@@ -4,12 +4,12 @@ Compare and Size sweep saving every finished result to the store."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 
 import pytest
 from _results import make_result
 from apptest_support import page, run_until
+from chart_support import layer_marks, vega_specs
 from streamlit.testing.v1 import AppTest
 
 from jaxcompare import Spec, TimingConfig
@@ -66,14 +66,6 @@ def select(at: AppTest, ids: list[str]) -> AppTest:
     return at
 
 
-def specs(at: AppTest) -> list[dict]:
-    return [json.loads(chart.proto.spec) for chart in at.get("vega_lite_chart")]
-
-
-def marks(spec: dict) -> list[str]:
-    return [u["mark"]["type"] if isinstance(u["mark"], dict) else u["mark"] for u in spec["layer"]]
-
-
 def texts(at: AppTest) -> str:
     """The page's text as a reader sees it: recorded strings go in as plain text (Markdown's
     escapes and invisible word joiners), undone here."""
@@ -125,13 +117,13 @@ def test_two_runs_of_one_case_get_charts_and_a_verdict(store, measured):
     downloads = {d.proto.label for d in at.get("download_button")}
     assert {"Selection (JSON)", "Selection (CSV)", "Phase chart (PNG)", "Speedup chart (PNG)"} <= downloads
 
-    phases, speedups = specs(at)
-    assert marks(phases) == ["rule", "rule", "circle"]
+    phases, speedups = vega_specs(at)
+    assert layer_marks(phases) == ["rule", "rule", "circle"]
     dot = phases["layer"][2]["encoding"]
     assert dot["x"]["scale"]["type"] == "log" and dot["yOffset"]["field"] == "run"
     assert dot["color"]["field"] == "run" and len(dot["color"]["scale"]["domain"]) == 2
     assert dot["color"]["scale"]["domain"][0].startswith("A · matmul 10x10 x32")
-    assert marks(speedups)[:3] == ["rule", "rule", "circle"]
+    assert layer_marks(speedups)[:3] == ["rule", "rule", "circle"]
     assert speedups["layer"][0]["data"]["values"] == [{"x": 1.0}]
     assert speedups["layer"][2]["encoding"]["x"]["scale"]["type"] == "log"
 
@@ -157,7 +149,7 @@ def test_different_shapes_warn_and_three_runs_have_no_verdict(store, measured):
     at = select(at, [r.id for r in measured])
     assert "3 selected" in texts(at) and "Select exactly two runs" in texts(at)
     assert not any(h.value == "Is B faster than A?" for h in at.subheader)
-    phases, speedups = specs(at)
+    phases, speedups = vega_specs(at)
     assert len(phases["layer"][2]["encoding"]["color"]["scale"]["domain"]) == 3
     assert len(speedups["layer"][2]["encoding"]["y"]["scale"]["domain"]) == 3
 

@@ -9,17 +9,13 @@ import re
 
 import pytest
 from apptest_support import app_runner, fresh_caches, page, run_until  # noqa: F401
+from chart_support import chart_rows, vega_specs
 from streamlit.testing.v1 import AppTest
 
 from jaxcompare.app import pitfalls_view as pv
 from jaxcompare.engine.pitfalls import SECTIONS
 
 PAGE = "pages/3_Pitfalls.py"
-
-
-def chart_rows(at: AppTest, index: int) -> list[dict]:
-    spec = json.loads(at.get("vega_lite_chart")[index].proto.spec)
-    return [row for part in spec.get("layer", []) for row in (part.get("data") or {}).get("values", [])]
 
 
 def markdown(at: AppTest) -> list[str]:
@@ -72,7 +68,7 @@ def test_run_all_measures_six_sections_in_one_job():
     results = at.session_state["pitfalls_results"]
     assert list(results) == list(SECTIONS)
 
-    charts = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
+    charts = vega_specs(at)
     # The size section adds a chart after its own: each shape's profiled busy time and gap.
     [gap] = [i for i, spec in enumerate(charts) if spec["layer"][0]["mark"]["type"] == "bar"]
     assert gap == SECTIONS.index("size") + 1
