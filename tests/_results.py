@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from jaxcompare import Result, Spec, Stats, TimingConfig, get_case
+from support import QUICK
+
+from jaxcompare import Result, Spec, Stats, get_case
 from jaxcompare.model.sides import JaxSide
 
 
@@ -16,7 +18,7 @@ def stats(median_s: float, spread: float = 0.02, n: int = 7) -> Stats:
 def make_result(case: str = "matmul", shape: tuple[int, ...] = (10, 10), precision: str = "x32", *,
                 numpy_s: float = 1e-3, jax_s: float = 2e-4, compile_s: float = 0.02,
                 transfer_s: float = 1e-4) -> Result:
-    spec = Spec(case, shape, precision=precision, timing=TimingConfig.quick())
+    spec = Spec(case, shape, precision=precision, timing=QUICK)
     dtype = spec.dtype
     return Result(
         id=f"test-{case}-{'x'.join(map(str, shape))}-{precision}", created="2026-01-01T00:00:00+00:00",

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
-from _results import with_jax
+from _results import make_result, with_jax
 
 from jaxcompare.analysis.compare import FASTER, SAME, SLOWER, TOO_FEW, compare_results, verdict
 from jaxcompare.app.history_view import verdict_explanation
 from jaxcompare.model.result import Result
-from jaxcompare.model.sides import JaxSide
-from jaxcompare.model.spec import Spec
 from jaxcompare.model.stats import Stats
 
 
@@ -73,23 +73,19 @@ def test_verdict_is_deterministic():
 
 
 # --- whole results ----------------------------------------------------------------------------
-def make_result(numpy_median: float, jax_median: float, *, case: str = "matmul", shape=(64, 64),
-                precision: str = "x32", seed: int = 0, id: str = "a") -> Result:
-    one = Stats.from_samples([1e-4, 1.1e-4, 0.9e-4])
-    phases = {p: one for p in ("transfer", "trace", "lower", "compile", "first_call", "dispatch", "fetch")}
-    return Result(
-        id=id, created="2025-01-01T00:00:00+00:00", spec=Spec(case, shape, precision=precision),
-        case_info={}, dtype="float32" if precision == "x32" else "float64", backend="cpu",
-        numpy_runtime=noisy(numpy_median, seed=seed),
-        jax=JaxSide(device="cpu:0", device_kind="cpu", runtime=noisy(jax_median, seed=seed + 100),
-                    agreement={"ok": True}, **phases),
-        env={"hostname": f"host{seed}", "versions": {"jax": "0.10.2"}},
-    )
+def noisy_result(numpy_median: float, jax_median: float, *, shape=(64, 64), seed: int = 0, id: str = "a",
+                 **spec) -> Result:
+    """A synthetic result whose two runtimes are 30 noisy samples around these medians, from a
+    host named after ``seed`` (``spec``: the case and precision)."""
+    base = make_result(shape=shape, **spec)
+    return dataclasses.replace(with_jax(base, runtime=noisy(jax_median, seed=seed + 100)), id=id,
+                               numpy_runtime=noisy(numpy_median, seed=seed),
+                               env={**base.env, "hostname": f"host{seed}", "versions": {"jax": "0.10.2"}})
 
 
 def test_compare_results_gives_both_verdicts_and_speedups():
-    a = make_result(2e-3, 1e-3, seed=1, id="a")
-    b = make_result(2e-3, 0.5e-3, seed=2, id="b")  # same NumPy, JAX twice as fast
+    a = noisy_result(2e-3, 1e-3, seed=1, id="a")
+    b = noisy_result(2e-3, 0.5e-3, seed=2, id="b")  # same NumPy, JAX twice as fast
     out = compare_results(a, b)
     assert out.comparable and out.warnings == []
     assert out.jax_runtime.direction == FASTER
@@ -100,7 +96,7 @@ def test_compare_results_gives_both_verdicts_and_speedups():
 
 
 def test_compare_results_warns_when_runs_are_not_comparable():
-    out = compare_results(make_result(1e-3, 1e-3), make_result(1e-3, 1e-3, precision="x64", shape=(32, 32)))
+    out = compare_results(noisy_result(1e-3, 1e-3), noisy_result(1e-3, 1e-3, precision="x64", shape=(32, 32)))
     assert not out.comparable
     text = " ".join(out.warnings)
     assert "precisions" in text and "shapes" in text
@@ -108,11 +104,9 @@ def test_compare_results_warns_when_runs_are_not_comparable():
 
 
 def test_compare_results_warns_when_a_runs_speedup_moved_between_its_pairs():
-    import dataclasses
-
     from jaxcompare import TimingConfig
 
-    a = make_result(2e-3, 1e-3, seed=1, id="a")
+    a = noisy_result(2e-3, 1e-3, seed=1, id="a")
     paired = with_jax(a, runtime=dataclasses.replace(a.jax.runtime, block_medians_s=(1e-3, 1.25e-3)))
     paired = dataclasses.replace(paired, spec=dataclasses.replace(a.spec, timing=TimingConfig.preset("thorough")),
                                  numpy_runtime=dataclasses.replace(a.numpy_runtime, block_medians_s=(2e-3, 2e-3)))
