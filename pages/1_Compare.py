@@ -40,11 +40,6 @@ def current_config() -> controls.CompareConfig:
     return controls.CompareConfig.from_widgets(st.session_state)
 
 
-def running_job():
-    job = st.session_state.get(JOB)
-    return job if job is not None and not job.done else None
-
-
 # --- callbacks (run before the script, so they never block it) ---------------------------------
 def on_case_change() -> None:
     cases_ui.fill_preset_shape(controls.CompareConfig)
@@ -55,7 +50,7 @@ def on_size_change() -> None:
 
 
 def start_run() -> None:
-    if running_job() is not None:
+    if jobs.running_job(JOB) is not None:
         return  # a second click while running never starts a second job
     config = current_config()
     try:
@@ -127,7 +122,7 @@ with st.sidebar:
               help=_("After the timed phases, trace a few steady-state JAX calls with jax.profiler: the XLA ops "
                      "that take the device's time, and how much of each call is host overhead. The timings are "
                      "the same either way; the Perfetto trace can be downloaded from the Profile tab."))
-    busy = running_job() is not None
+    busy = jobs.running_job(JOB) is not None
     st.button(_("Run comparison"), type="primary", icon=":material/play_arrow:", on_click=start_run,
               disabled=busy or shape_problem is not None, width="stretch", key="run_compare")
     if busy:
@@ -145,13 +140,13 @@ ui.show_url_warnings(url_warnings)
 slot = jobs.job_slot()
 if ERROR in st.session_state:
     st.error(translate_text(st.session_state[ERROR]), icon=":material/error:")
-if running_job() is not None:
+if jobs.running_job(JOB) is not None:
     with slot:
         poll_job()
 
 result: Result | None = st.session_state.get(RESULT)
 if result is None:
-    if running_job() is None:
+    if jobs.running_job(JOB) is None:
         st.info(_("Pick a case and a shape in the sidebar, then **Run comparison**. A run times NumPy, "
                   "then JAX's transfer, cold compile, first call, blocked runtime, dispatch and fetch."),
                 icon=":material/play_arrow:")

@@ -41,18 +41,13 @@ def current_config() -> pv.PitfallsConfig:
     return pv.PitfallsConfig.from_widgets(st.session_state)
 
 
-def running_job():
-    job = st.session_state.get(JOB)
-    return job if job is not None and not job.done else None
-
-
 # --- callbacks (run before the script, so they never block it) ---------------------------------
 def on_case_change() -> None:
     cases_ui.fill_preset_shape(pv.PitfallsConfig)
 
 
 def start_run(sections: tuple[str, ...] = SECTIONS) -> None:
-    if running_job() is not None:
+    if jobs.running_job(JOB) is not None:
         return  # a second click while running never starts a second job
     config = current_config()
     try:
@@ -198,7 +193,7 @@ with st.sidebar:
                          format_func=controls.timing_label,
                          help=_("Careful samples longer and stops when the median is known to ±3%; "
                                 "quick stops at ±10%. Six sections take several times one comparison."))
-    busy = running_job() is not None
+    busy = jobs.running_job(JOB) is not None
     st.button(_("Run all pitfalls"), type="primary", icon=":material/play_arrow:", on_click=start_run,
               disabled=busy or shape is None, width="stretch", key="run_all_pitfalls",
               help=_("Measures every section in one job, one after another."))

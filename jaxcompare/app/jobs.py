@@ -101,6 +101,12 @@ def cancel_job(job_key: str) -> None:
         job.cancel()
 
 
+def running_job(job_key: str) -> Job | None:
+    """This session's job under ``job_key`` while it is queued or running; None once it is done."""
+    job = st.session_state.get(job_key)
+    return job if job is not None and not job.done else None
+
+
 def job_slot() -> Any:
     """A container, drawn on every run before the page's messages, to call its polling fragment
     in. A poll the browser had already asked for when the job ended (a Stop click ends a queued
