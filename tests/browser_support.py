@@ -4,6 +4,7 @@ Test modules import the fixtures (`from browser_support import browser, server`)
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -12,15 +13,17 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("JAXCOMPARE_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
+MAIN = "[data-testid='stMain']"
 CHART = "[data-testid='stVegaLiteChart'] canvas, [data-testid='stVegaLiteChart'] svg"
 ROW_PX = 35  # st.dataframe's default row (and header) height
 
@@ -32,11 +35,20 @@ def free_port() -> int:
 
 
 class Server(str):
-    """The server's base URL (a plain str to f-strings) with ``db``: its results database file,
-    and ``pid``: the `streamlit run` process (its workers are its children)."""
+    """A running `streamlit run`: its base URL (a plain str to f-strings), its process (its
+    workers are its children), log file and results database."""
 
+    proc: subprocess.Popen
+    log: Path
     db: Path
-    pid: int
+    gate: Path  # for a test's own use
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace")
 
 
 def wait_until_serving(url: str, proc: subprocess.Popen, log_path: Path, *, timeout_s: float) -> None:
@@ -54,36 +66,80 @@ def wait_until_serving(url: str, proc: subprocess.Popen, log_path: Path, *, time
         time.sleep(0.25)  # polling a process that is starting up; nothing to wait on
 
 
+def streamlit_command(script: str, port: int, address: str) -> list[str]:
+    """`streamlit run SCRIPT`, headless, on ``address``:``port``, with this interpreter's streamlit."""
+    return [str(Path(sys.executable).with_name("streamlit")), "run", script, "--server.headless", "true",
+            "--server.port", str(port), "--server.address", address, "--browser.gatherUsageStats", "false"]
+
+
+def server_env(tmp: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """A test server's environment: this process's, JAX on the CPU unless it says otherwise, the
+    results database in ``tmp``, this checkout importable; then ``extra``."""
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    return {**os.environ, "JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS", "cpu"),
+            "JAXCOMPARE_DB": str(tmp / "results.sqlite3"), "PYTHONUNBUFFERED": "1", "PYTHONPATH": path,
+            **(extra or {})}
+
+
+@contextlib.contextmanager
+def run_server(tmp: Path, port: int, command: list[str], env: dict[str, str],
+               address: str = "127.0.0.1") -> Iterator[Server]:
+    """Run ``command`` (a `streamlit run` on ``port``) until the block ends, logging to
+    tmp/streamlit.log; then stop it and its workers (its process group)."""
+    log_path = tmp / "streamlit.log"
+    with log_path.open("w") as log:
+        proc = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                start_new_session=True)
+        host = f"[{address}]" if ":" in address else address
+        url = Server(f"http://{host}:{port}")
+        url.proc, url.log, url.db = proc, log_path, Path(env["JAXCOMPARE_DB"])
+        try:
+            wait_until_serving(url, proc, log_path, timeout_s=90)
+            yield url
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
+
+
+@contextlib.contextmanager
+def streamlit_run(tmp: Path, script: str = "app.py", *, address: str = "127.0.0.1",
+                  env: dict[str, str] | None = None) -> Iterator[Server]:
+    """`streamlit run SCRIPT` in local mode on a free port of ``address`` until the block ends."""
+    port = free_port()
+    with run_server(tmp, port, streamlit_command(script, port, address), server_env(tmp, env), address) as url:
+        yield url
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """`streamlit run app.py` on a free loopback port; always stopped (with its workers)."""
-    port = free_port()
-    log_path = tmp_path_factory.mktemp("server") / "streamlit.log"
-    db_path = log_path.parent / "results.sqlite3"
-    log = log_path.open("w")
-    streamlit = Path(sys.executable).with_name("streamlit")
-    proc = subprocess.Popen(
-        [str(streamlit), "run", "app.py", "--server.headless", "true", "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        env={**os.environ, "JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS", "cpu"),
-             "JAXCOMPARE_DB": str(db_path)},
-    )
-    url = Server(f"http://127.0.0.1:{port}")
-    url.db = db_path
-    url.pid = proc.pid
-    try:
-        wait_until_serving(url, proc, log_path, timeout_s=60)
+    with streamlit_run(tmp_path_factory.mktemp("server")) as url:
         yield url
-    finally:
-        # The server's process group holds its worker processes too.
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=15)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=5)
-        log.close()
+
+
+PENDING = "Checking which device the measurements will run on"
+
+
+def open_page(opener, url: str, *, height: int | None = None, timeout: float = 90_000):
+    """A page of ``url``, idle, its device banner final: until then the banner's own rerun can
+    swallow a click. ``opener``: a browser context (the page gets its viewport) or, with
+    ``height``, the browser (a page 1400 by ``height`` pixels)."""
+    page = opener.new_page() if height is None else opener.new_page(viewport={"width": 1400, "height": height})
+    page.goto(url)
+    page.wait_for_selector(IDLE, timeout=timeout)
+    page.wait_for_function(f"() => !document.body.innerText.includes({PENDING!r})", timeout=timeout)
+    page.wait_for_selector(IDLE, timeout=timeout)
+    return page
+
+
+def main_text(page) -> str:
+    """What the page's main area reads (the sidebar left out)."""
+    return page.locator(MAIN).inner_text()
 
 
 INSTALL_HELP = ("Install Chromium with 'make browser' (or 'sudo apt-get install chromium'), or set "

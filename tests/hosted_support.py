@@ -10,16 +10,22 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
-import signal
 import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
-from browser_support import IDLE, free_port, wait_until_serving
+from browser_support import (
+    PENDING,  # noqa: F401  (test_load.py imports it from here)
+    Server,
+    free_port,
+    run_server,
+    server_env,
+    streamlit_command,
+)
+from support import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
 # For a site's worker processes: a centered_gram measurement waits for the file named by
 # JAXCOMPARE_TEST_GATE, so a job stays running (or queued behind it) until a test lets it go.
@@ -57,18 +63,6 @@ def make_serve_command(port: int, address: str) -> tuple[dict[str, str], list[st
     return env, words
 
 
-class Server(str):
-    """The server's base URL (a str) with its process, log file and database."""
-
-    proc: subprocess.Popen
-    log: Path
-    db: Path
-    gate: Path  # for a test's own use
-
-    def log_text(self) -> str:
-        return self.log.read_text(errors="replace")
-
-
 @contextlib.contextmanager
 def serve(tmp: Path, *, env: dict[str, str] | None = None, address: str = "127.0.0.1", hosted: bool = True,
           site: str | None = None) -> Iterator[Server]:
@@ -76,53 +70,15 @@ def serve(tmp: Path, *, env: dict[str, str] | None = None, address: str = "127.0
     ``hosted=False`` a plain local-mode `streamlit run` there. ``site`` is the body of a
     sitecustomize module for the server process."""
     port = free_port()
-    if hosted:
-        make_env, cmd = make_serve_command(port, address)
-    else:
-        make_env = {}
-        cmd = [str(Path(sys.executable).with_name("streamlit")), "run", "app.py", "--server.port", str(port),
-               "--server.address", address, "--server.headless", "true"]
-    full_env = {**os.environ, "JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS", "cpu"),
-                "JAXCOMPARE_DB": str(tmp / "results.sqlite3"), "PYTHONUNBUFFERED": "1",
-                "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p),
-                **make_env, **(env or {})}
+    make_env, cmd = make_serve_command(port, address) if hosted else ({}, streamlit_command("app.py", port, address))
+    full_env = server_env(tmp, {**make_env, **(env or {})})
     if site is not None:
         site_dir = tmp / "site"
         site_dir.mkdir(exist_ok=True)
         (site_dir / "sitecustomize.py").write_text(textwrap.dedent(site))
         full_env["PYTHONPATH"] = os.pathsep.join((str(site_dir), str(TESTS), full_env["PYTHONPATH"]))
-    log_path = tmp / "streamlit.log"
-    with log_path.open("w") as log:
-        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=full_env,
-                                start_new_session=True)
-        host = f"[{address}]" if ":" in address else address
-        url = Server(f"http://{host}:{port}")
-        url.proc, url.log, url.db = proc, log_path, tmp / "results.sqlite3"
-        try:
-            wait_until_serving(url, proc, log_path, timeout_s=90)
-            yield url
-        finally:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)  # the server's group holds its workers too
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=10)
-
-
-PENDING = "Checking which device the measurements will run on"
-
-
-def open_page(context, url: str, timeout: float = 90_000):
-    """A page of ``url``, idle, its device banner final: until then the banner's own rerun can
-    swallow a click."""
-    page = context.new_page()
-    page.goto(url)
-    page.wait_for_selector(IDLE, timeout=timeout)
-    page.wait_for_function(f"() => !document.body.innerText.includes({PENDING!r})", timeout=timeout)
-    page.wait_for_selector(IDLE, timeout=timeout)
-    return page
+    with run_server(tmp, port, cmd, full_env, address) as url:
+        yield url
 
 
 def own_address() -> str | None:

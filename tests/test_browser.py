@@ -5,15 +5,22 @@ from __future__ import annotations
 import re
 
 import pytest
-from browser_support import CHART, IDLE, JAX_COLOR, NUMPY_COLOR, assert_no_error, chart_marks, wait_for_chart_marks
+from browser_support import (
+    CHART,
+    IDLE,
+    JAX_COLOR,
+    NUMPY_COLOR,
+    assert_no_error,
+    chart_marks,
+    open_page,
+    wait_for_chart_marks,
+)
 
 pytestmark = pytest.mark.browser
 
 
 def test_compare_runs_and_renders_charts(server, browser, tmp_path):
-    page = browser.new_page(viewport={"width": 1400, "height": 1800})
-    page.goto(f"{server}/Compare?case=matmul&shape=large&timing=quick")
-    page.wait_for_selector(IDLE, timeout=60_000)
+    page = open_page(browser, f"{server}/Compare?case=matmul&shape=large&timing=quick", height=1800)
     assert_no_error(page)
     for label in ("Quick (≈1–2 s)", "Careful (≈3–5 s)", "Thorough (≈6–10 s)"):  # the timing presets
         page.get_by_role("radio", name=label).wait_for(timeout=30_000)  # the sidebar may still be drawing

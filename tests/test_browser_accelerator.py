@@ -7,17 +7,15 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from browser_support import CHART, IDLE, ROOT, assert_no_error, free_port, wait_for_chart_marks, wait_until_serving
+from browser_support import CHART, IDLE, assert_no_error, streamlit_run, wait_for_chart_marks
+from support import QUICK
 
-from jaxcompare import Spec, TimingConfig
+from jaxcompare import Spec
 from jaxcompare.engine.ceilings import ceilings
 from jaxcompare.engine.measure import measure
 from jaxcompare.model.formatting import dumps
@@ -39,25 +37,12 @@ def as_if_on_an_h200(result):
 def rendered(tmp_path_factory):
     """`streamlit run tests/render_result.py` on two real matmul results with the third side."""
     folder = tmp_path_factory.mktemp("render")
-    results = [as_if_on_an_h200(measure(Spec("matmul", (n, n), device="cpu", timing=TimingConfig.quick()),
+    results = [as_if_on_an_h200(measure(Spec("matmul", (n, n), device="cpu", timing=QUICK),
                                         cpu_side=True)) for n in (48, 256)]
     path = folder / "results.json"
     path.write_text(dumps([r.to_dict() for r in results]))
-    port = free_port()
-    log = (folder / "streamlit.log").open("w")
-    proc = subprocess.Popen(
-        [str(Path(sys.executable).with_name("streamlit")), "run", str(SCRIPT), "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        env={**os.environ, "JAXCOMPARE_RENDER_RESULT": str(path), "PYTHONPATH": str(ROOT)})
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_serving(url, proc, folder / "streamlit.log", timeout_s=60)
+    with streamlit_run(folder, str(SCRIPT), env={"JAXCOMPARE_RENDER_RESULT": str(path)}) as url:
         yield url, results
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=15)
-        log.close()
 
 
 def test_the_third_side_and_the_peak_line_render(rendered, browser, tmp_path):

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from browser_support import IDLE, assert_no_error
-from hosted_support import GATED_WORKER, open_page, own_address, serve
+from browser_support import IDLE, assert_no_error, open_page
+from hosted_support import GATED_WORKER, own_address, serve
 
 pytestmark = pytest.mark.browser
 

@@ -14,8 +14,8 @@ import urllib.parse
 
 import pytest
 from _results import make_result
-from browser_support import IDLE, assert_no_error
-from hosted_support import GATED_WORKER, make_serve_command, open_page, serve
+from browser_support import IDLE, assert_no_error, open_page
+from hosted_support import GATED_WORKER, make_serve_command, serve
 from test_hostile_records import IMAGE, LINK, insert_raw
 
 from jaxcompare.history.store import Store

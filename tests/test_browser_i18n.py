@@ -6,16 +6,19 @@ test_browser_pitfalls.py.)"""
 from __future__ import annotations
 
 import pytest
-from browser_support import CHART, IDLE, JAX_COLOR, assert_no_error, chart_marks, wait_for_chart_marks
-
-from jaxcompare import i18n
+from browser_support import (
+    CHART,
+    IDLE,
+    JAX_COLOR,
+    assert_no_error,
+    chart_marks,
+    main_text,
+    open_page,
+    wait_for_chart_marks,
+)
+from support import zh
 
 pytestmark = pytest.mark.browser
-
-
-def zh(message: str) -> str:
-    with i18n.using("zh"):
-        return i18n.gettext(message)
 
 
 def svg_text(page, index: int) -> str:
@@ -25,9 +28,7 @@ def svg_text(page, index: int) -> str:
 
 
 def test_compare_in_chinese_runs_and_draws_chinese_charts(server, browser, tmp_path):
-    page = browser.new_page(viewport={"width": 1400, "height": 1800})
-    page.goto(f"{server}/Compare?case=matmul&shape=small&timing=quick&lang=zh")
-    page.wait_for_selector(IDLE, timeout=60_000)
+    page = open_page(browser, f"{server}/Compare?case=matmul&shape=small&timing=quick&lang=zh", height=1800)
     assert_no_error(page)
     page.get_by_role("button", name=zh("Run comparison")).click()
     page.wait_for_selector(CHART, timeout=120_000)
@@ -42,7 +43,7 @@ def test_compare_in_chinese_runs_and_draws_chinese_charts(server, browser, tmp_p
     assert [label.strip() for label in labels][:3] == [zh("NumPy runtime"), zh("JAX runtime"), zh("Speedup")]
     values = page.locator("[data-testid='stMetricValue']").all_inner_texts()
     assert values[0].strip().endswith(("s", "ms", "µs", "ns")) and values[2].strip().endswith("x")  # numbers stay
-    main = page.locator("[data-testid='stMain']").inner_text()
+    main = main_text(page)
     assert zh("Checks: warn") in main or zh("Checks: pass") in main or zh("Checks: fail") in main
     assert "lang=zh" in page.url and "case=matmul" in page.url
     assert_no_error(page)
@@ -54,9 +55,7 @@ def test_compare_in_chinese_runs_and_draws_chinese_charts(server, browser, tmp_p
 
 def test_a_chinese_browser_gets_chinese_and_the_switch_holds_across_pages(server, browser):
     context = browser.new_context(locale="zh-CN", viewport={"width": 1300, "height": 900})
-    page = context.new_page()
-    page.goto(server)
-    page.wait_for_selector(IDLE, timeout=60_000)
+    page = open_page(context, server)
     assert_no_error(page)
     page.get_by_role("heading", name=zh("How to read the numbers")).wait_for(timeout=30_000)
     page.wait_for_function("() => location.search.includes('lang=zh')", timeout=30_000)  # shareable as it is

@@ -18,10 +18,13 @@ from browser_support import (
     CHART,
     IDLE,
     JAX_COLOR,
+    MAIN,
     NUMPY_COLOR,
     assert_no_error,
     chart_marks,
     hollow_marks,
+    main_text,
+    open_page,
     tick,
     wait_for_chart_marks,
 )
@@ -30,23 +33,11 @@ from jaxcompare.history.store import Store
 
 pytestmark = pytest.mark.browser
 
-MAIN = "[data-testid='stMain']"
 METRIC = "[data-testid='stMetric']"
 PROGRESS = "[data-testid='stProgress']"
 # Compare with a workload that measures for several seconds (thorough timing, 1000x1000), so
 # there is time to kill its worker or press Stop while it runs.
 LONG_RUN = "/Compare?case=centered_gram&shape=large&timing=thorough"
-
-
-def open_page(browser, url: str, height: int = 1800):
-    page = browser.new_page(viewport={"width": 1400, "height": height})
-    page.goto(url)
-    page.wait_for_selector(IDLE, timeout=60_000)
-    return page
-
-
-def main_text(page) -> str:
-    return page.locator(MAIN).inner_text()
 
 
 def poll_until(condition, timeout_s: float, what: str):
@@ -98,7 +89,8 @@ def start_long_run(page) -> None:
     page.get_by_role("button", name="Run comparison").click()
     page.locator(PROGRESS).wait_for(timeout=30_000)
     page.get_by_role("button", name="Stop").wait_for(timeout=30_000)
-    page.locator(PROGRESS).filter(has_not_text="Starting the worker").filter(has_not_text="Waiting in the device queue").filter(has_not_text="queued behind").wait_for(
+    measuring = page.locator(PROGRESS).filter(has_not_text="Starting the worker")
+    measuring.filter(has_not_text="Waiting in the device queue").filter(has_not_text="queued behind").wait_for(
         timeout=60_000)
 
 
@@ -122,7 +114,7 @@ def run_small_quick(page) -> None:
 
 # --- Home, Environment, Size sweep -----------------------------------------------------------------------
 def test_home_loads_names_the_device_and_links_every_page(server, browser):
-    page = open_page(browser, f"{server}/")
+    page = open_page(browser, f"{server}/", height=1800)
     # The banner says which device once the x32 worker reports (CPU here, a GPU or TPU elsewhere).
     page.get_by_text(re.compile(r"Measuring on|No GPU or TPU found")).first.wait_for(timeout=60_000)
     page.wait_for_selector(IDLE, timeout=30_000)
@@ -137,7 +129,7 @@ def test_home_loads_names_the_device_and_links_every_page(server, browser):
 
 
 def test_environment_shows_both_workers(server, browser):
-    page = open_page(browser, f"{server}/Environment")
+    page = open_page(browser, f"{server}/Environment", height=1800)
     page.get_by_text("Workers and devices").wait_for(timeout=30_000)
     # Until both workers report, the page says it is waiting; then it draws their tables.
     page.wait_for_function(f"""() => {{
@@ -162,7 +154,7 @@ def test_environment_shows_both_workers(server, browser):
 
 
 def test_size_sweep_runs_and_draws_the_crossover(server, browser):
-    page = open_page(browser, f"{server}/Size_sweep?case=matmul&steps=3&largest=100x100&timing=quick", 2600)
+    page = open_page(browser, f"{server}/Size_sweep?case=matmul&steps=3&largest=100x100&timing=quick", height=2600)
     sidebar = page.locator("[data-testid='stSidebar']")
     sidebar.get_by_text("10x10 → 32x32 → 100x100: 3 measurement(s).").wait_for(timeout=30_000)  # the URL's plan
     page.get_by_role("button", name="Run sweep").click()
@@ -204,7 +196,7 @@ def test_size_sweep_runs_and_draws_the_crossover(server, browser):
 
 # --- a worker killed mid-measurement, and Stop --------------------------------------------------------
 def test_a_worker_killed_mid_measurement_is_reported_and_replaced(server, browser):
-    page = open_page(browser, f"{server}{LONG_RUN}")
+    page = open_page(browser, f"{server}{LONG_RUN}", height=1800)
     before = {proc.pid: cpu_seconds(proc) for proc in worker_processes(server.pid)}
     start_long_run(page)
     worker = measuring_worker(server.pid, before)
@@ -229,7 +221,7 @@ def test_a_worker_killed_mid_measurement_is_reported_and_replaced(server, browse
 
 
 def test_stop_a_running_comparison_then_run_again(server, browser):
-    page = open_page(browser, f"{server}{LONG_RUN}")
+    page = open_page(browser, f"{server}{LONG_RUN}", height=1800)
     start_long_run(page)
     page.get_by_role("button", name="Stop").click()
     stopped = page.locator("[data-testid='stAlert']").filter(has_text="Stopped:")
@@ -258,7 +250,7 @@ def seed_history(db) -> list:
 
 def test_history_selection_json_imports_back_unchanged(server, browser, tmp_path):
     a, b, c = seed_history(server.db)
-    page = open_page(browser, f"{server}/History", 2400)
+    page = open_page(browser, f"{server}/History", height=2400)
     page.wait_for_selector("[data-testid='stDataFrame']", timeout=60_000)
     assert_no_error(page)
     # Rows are listed newest first, as Store.list orders them; other tests' results may be there too.

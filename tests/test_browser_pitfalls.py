@@ -5,23 +5,25 @@ section. (The English page: tests/test_pitfalls_page.py.)"""
 from __future__ import annotations
 
 import pytest
-from browser_support import CHART, IDLE, JAX_COLOR, assert_no_error, chart_marks, wait_for_chart_marks
+from browser_support import (
+    CHART,
+    IDLE,
+    JAX_COLOR,
+    assert_no_error,
+    chart_marks,
+    main_text,
+    open_page,
+    wait_for_chart_marks,
+)
+from support import zh
 
-from jaxcompare import i18n
 from jaxcompare.app.charts_profile import BUSY_COLOR, GAP_COLOR
 
 pytestmark = pytest.mark.browser
 
 
-def zh(message: str) -> str:
-    with i18n.using("zh"):
-        return i18n.gettext(message)
-
-
 def test_pitfalls_in_chinese_run_all_draws_six_charts_and_the_size_gap(server, browser, tmp_path):
-    page = browser.new_page(viewport={"width": 1400, "height": 1200})
-    page.goto(f"{server}/Pitfalls?case=centered_gram&shape=200x200&timing=quick&lang=zh")
-    page.wait_for_selector(IDLE, timeout=60_000)
+    page = open_page(browser, f"{server}/Pitfalls?case=centered_gram&shape=200x200&timing=quick&lang=zh", height=1200)
     assert_no_error(page)
     for pid in ("jit", "async", "dtype", "transfer", "size", "tf32"):
         assert page.locator(f"#pitfall-{pid}").count() == 1, f"no anchor for {pid}"
@@ -36,7 +38,7 @@ def test_pitfalls_in_chinese_run_all_draws_six_charts_and_the_size_gap(server, b
     assert wait_for_chart_marks(page, gap_chart, BUSY_COLOR, mark="rect", at_least=2) == 2
     assert chart_marks(page, gap_chart, GAP_COLOR, mark="rect") == 2
     assert_no_error(page)
-    text = page.locator("[data-testid='stMain']").inner_text()
+    text = main_text(page)
     measured_properly = zh("naive: {naive}; measured properly: {correct}").split("{correct}")[0].split("{naive}")[1]
     assert text.count(measured_properly) >= 6, measured_properly  # each section's verdict, in Chinese
     not_applicable = zh("Not applicable on {backend}: no TF32 here. Both sides compute in full float32, so the "
@@ -65,9 +67,7 @@ def test_pitfalls_in_chinese_run_all_draws_six_charts_and_the_size_gap(server, b
 
 
 def test_a_deep_link_scrolls_to_its_section(server, browser):
-    page = browser.new_page(viewport={"width": 1400, "height": 900})
-    page.goto(f"{server}/Pitfalls?case=matmul#pitfall-size")
-    page.wait_for_selector(IDLE, timeout=60_000)
+    page = open_page(browser, f"{server}/Pitfalls?case=matmul#pitfall-size", height=900)
     assert_no_error(page)
     heading = page.locator("#pitfall-size")
     heading.wait_for(timeout=10_000)

@@ -7,7 +7,15 @@ import gzip
 import json
 
 import pytest
-from browser_support import CHART, IDLE, JAX_COLOR, assert_no_error, chart_marks, wait_for_chart_marks
+from browser_support import (
+    CHART,
+    IDLE,
+    JAX_COLOR,
+    assert_no_error,
+    chart_marks,
+    open_page,
+    wait_for_chart_marks,
+)
 
 from jaxcompare.app.charts_profile import GAP_COLOR
 
@@ -15,9 +23,7 @@ pytestmark = pytest.mark.browser
 
 
 def test_compare_with_profile_shows_the_tab_and_downloads_the_trace(server, browser, tmp_path):
-    page = browser.new_page(viewport={"width": 1400, "height": 1800})
-    page.goto(f"{server}/Compare?case=centered_gram&shape=200x200&timing=quick&profile=1")
-    page.wait_for_selector(IDLE, timeout=60_000)
+    page = open_page(browser, f"{server}/Compare?case=centered_gram&shape=200x200&timing=quick&profile=1", height=1800)
     assert page.get_by_role("switch", name="Profile the JAX call").is_checked()  # from the URL
     page.get_by_role("button", name="Run comparison").click()
     page.wait_for_selector(CHART, timeout=120_000)
