@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from browser_support import IDLE, assert_no_error, open_page
+from browser_support import IDLE, assert_no_error, open_page, tick
 from hosted_support import GATED_WORKER, own_address, serve
 
 pytestmark = pytest.mark.browser
@@ -145,19 +145,11 @@ def test_a_second_visitor_sees_the_queue_and_stop_frees_the_place_at_once(hosted
     second.context.close()
 
 
-def tick_first_row(page) -> None:
-    """Select the first row of the History table (a canvas grid: click its checkbox by position)."""
-    box = page.locator("[data-testid='stDataFrame']").first.bounding_box()
-    page.mouse.click(box["x"] + 18, box["y"] + 35 + 35 / 2)
-    page.get_by_text("1 selected", exact=True).wait_for(timeout=30_000)
-    page.wait_for_selector(IDLE, timeout=30_000)
-
-
 def test_history_offers_no_delete_or_import_without_the_token(hosted, browser, tmp_path):
     context = visitor(browser, "10.0.0.6")
     page = open_page(context, f"{hosted}/History")
     page.locator("[data-testid='stDataFrame']").wait_for(timeout=30_000)
-    tick_first_row(page)
+    tick(page, 0, 1)  # the first row of the History table
     assert page.get_by_role("button", name=re.compile("Delete")).count() == 0
     assert page.locator("[data-testid='stFileUploader']").count() == 0
     assert "read-only for visitors" in text(page) and str(hosted.db) not in text(page)

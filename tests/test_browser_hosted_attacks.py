@@ -14,7 +14,7 @@ import urllib.parse
 
 import pytest
 from _results import make_result
-from browser_support import IDLE, assert_no_error, open_page
+from browser_support import IDLE, assert_no_error, open_page, tick
 from hosted_support import GATED_WORKER, make_serve_command, serve
 from test_hostile_records import IMAGE, LINK, insert_raw
 
@@ -187,13 +187,6 @@ def test_link_parameters_show_as_text_on_every_page(hosted, browser):
         assert_no_error(page)
         page.close()
     context.close()
-
-
-def tick(page, row: int, selected: int) -> None:
-    box = page.locator("[data-testid='stDataFrame']").first.bounding_box()
-    page.mouse.click(box["x"] + 18, box["y"] + 35 * (row + 1) + 35 / 2)
-    page.get_by_text(f"{selected} selected", exact=True).wait_for(timeout=30_000)
-    page.wait_for_selector(IDLE, timeout=30_000)
 
 
 @pytest.mark.browser
