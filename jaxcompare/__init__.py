@@ -6,16 +6,22 @@ comparison with :class:`Spec`, run it with a :class:`Runner` (worker processes p
 one device queue), read the :class:`Result`.
 """
 
+import importlib
 from typing import Any
 
-from .catalog import all_cases, builtin_cases, get_case
-from .engine.runner import Job, Runner
-from .model.cases import Case
-from .model.errors import BadInput, DeviceUnavailable, JaxCompareError, JobFailed, TooLarge
-from .model.result import Result
-from .model.spec import Spec, TimingConfig, parse_shape
-from .model.stats import Stats
-from .notebook import OutputsDisagree, compare, shutdown, sweep
+# Each public name and the module it lives in, imported on first use (PEP 562): the app's Home
+# page and `import jaxcompare.model...` never pay for the catalog, the engine or NumPy they skip.
+_EXPORTS = {
+    "all_cases": "catalog", "builtin_cases": "catalog", "get_case": "catalog",
+    "Job": "engine.runner", "Runner": "engine.runner",
+    "Case": "model.cases",
+    "BadInput": "model.errors", "DeviceUnavailable": "model.errors", "JaxCompareError": "model.errors",
+    "JobFailed": "model.errors", "TooLarge": "model.errors",
+    "Result": "model.result",
+    "Spec": "model.spec", "TimingConfig": "model.spec", "parse_shape": "model.spec",
+    "Stats": "model.stats",
+    "OutputsDisagree": "notebook", "compare": "notebook", "shutdown": "notebook", "sweep": "notebook",
+}
 
 __all__ = [
     "BadInput", "Case", "DeviceUnavailable", "Job", "JaxCompareError", "JobFailed", "OutputsDisagree",
@@ -23,6 +29,19 @@ __all__ = [
     "compare", "get_case", "load_ipython_extension", "parse_shape", "shutdown", "sweep",
 ]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'jaxcompare' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # the next lookup is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
 
 
 def load_ipython_extension(ipython: Any) -> None:
