@@ -78,8 +78,11 @@ lint: install-dev
 	$(BIN)/ruff check jaxcompare tests pages app.py benchmarks tools examples
 	$(BIN)/lint-imports
 
+# Two test processes (pytest-xdist), each module on one of them with its fixtures; TEST_WORKERS=0
+# runs them in this process.
+TEST_WORKERS ?= 2
 test: install-dev browser lint
-	JAX_PLATFORMS=cpu $(BIN)/python -m pytest -q
+	JAX_PLATFORMS=cpu $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope
 
 # On a GPU or TPU box: devices, self-check, the JAX docs' example beside its Colab numbers, the
 # pitfalls (TF32 too) and a matmul sweep; writes benchmarks/DEVICE.md and device-check.json.

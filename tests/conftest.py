@@ -20,6 +20,12 @@ os.environ["JAXCOMPARE_DB"] = os.path.join(_TEST_DB_DIR, "results.sqlite3")
 pytest_plugins = ["browser_support"]
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Modules marked slow first (a stable sort keeps every module's own order): parallel
+    workers then end together instead of one starting the longest module last."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 class FakeClock:
     """A nanosecond clock that only moves when told to (inject as ``clock=``)."""
 

@@ -13,6 +13,8 @@ from apptest_support import app_runner, fresh_caches, page, run_until  # noqa: F
 from chart_support import chart_rows, layer_marks, mark_type, vega_specs
 from streamlit.testing.v1 import AppTest
 
+pytestmark = pytest.mark.slow  # a minute or more: collected first (conftest)
+
 
 def banner_ready(at: AppTest) -> bool:
     return not any("Checking which device" in str(i.value) for i in at.info)

@@ -9,7 +9,7 @@ import pytest
 from browser_support import IDLE, assert_no_error, open_page, tick
 from hosted_support import GATED_WORKER, own_address, serve
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 TOKEN = "operator-secret-7f3a"
 RATE = 3

@@ -21,6 +21,8 @@ from test_hostile_records import IMAGE, LINK, insert_raw
 from jaxcompare.history.store import Store
 from jaxcompare.model.formatting import dumps
 
+pytestmark = pytest.mark.slow  # a minute or more: collected first (conftest)
+
 TOKEN = "operator-secret-2b9e"
 RATE = 1
 FORMULA = '=HYPERLINK("https://evil.example/","open me")'

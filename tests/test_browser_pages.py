@@ -31,7 +31,7 @@ from browser_support import (
 
 from jaxcompare.history.store import Store
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 METRIC = "[data-testid='stMetric']"
 PROGRESS = "[data-testid='stProgress']"

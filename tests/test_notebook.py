@@ -53,6 +53,7 @@ def kernel_of_this_python(tmp_path, monkeypatch):
     return KERNEL
 
 
+@pytest.mark.slow
 def test_the_notebook_executes_headless(kernel_of_this_python, tmp_path):
     nb = _read()
     client = nbclient.NotebookClient(nb, kernel_name=kernel_of_this_python, timeout=240,

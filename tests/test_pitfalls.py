@@ -9,7 +9,10 @@ import pytest
 from support import QUICK, cli
 
 from jaxcompare import Spec
+from jaxcompare.engine.load import LoadMeter, is_busy
 from jaxcompare.engine.pitfalls import EFFECTS
+
+pytestmark = pytest.mark.slow  # a minute or more: collected first (conftest)
 
 
 def run_lab(runner) -> dict:
@@ -53,12 +56,21 @@ def test_dispatch_only_is_well_below_blocked(lab):
 def test_float64_numpy_against_float32_jax_flatters_jax(runner):
     # At the default timing, not quick: the ratio of two NumPy runtimes taken in turns needs
     # more than quick's three samples a side on a loaded host (one slow stretch then decides).
-    report = runner.submit_pitfalls(Spec("centered_gram", (1000, 1000)), sections=("dtype",)).wait(300)
+    meter = LoadMeter()
+    with meter.phase("lab") as span:
+        report = runner.submit_pitfalls(Spec("centered_gram", (1000, 1000)), sections=("dtype",)).wait(300)
     p = report["pitfalls"][0]
     assert (p["naive"]["dtype"], p["correct"]["dtype"]) == ("mixed", "float32")
+    assert p["naive"]["seconds"] == p["correct"]["seconds"]  # one JAX float32 number for both
+    assert p["effect"] != "hurts", p  # never the opposite lesson, however busy the machine
+    if is_busy(span.others_cores):
+        # Others' CPU on our cores (tests beside this one) can starve float32 BLAS as much as
+        # float64: the lab may then find the lesson within its noise, as it must say.
+        assert p["effect"] in ("flatters", "within_noise")
+        return
     assert p["naive"]["numpy_seconds"] > 1.2 * p["correct"]["numpy_seconds"]
     assert speedup(p["naive"]) > 1.2 * speedup(p["correct"])
-    assert p["naive"]["seconds"] == p["correct"]["seconds"]  # one JAX float32 number for both
+    assert p["effect"] == "flatters"
 
 
 def test_in_an_x64_run_the_fair_side_is_float64_on_both(runner):
