@@ -21,8 +21,17 @@ def run_lab(runner) -> dict:
 
 
 @pytest.fixture(scope="module")
-def lab(runner):
-    return run_lab(runner)
+def lab_and_load(runner):
+    """The lab, and whether other processes used our cores while it ran (engine.load)."""
+    meter = LoadMeter()
+    with meter.phase("lab") as span:
+        report = run_lab(runner)
+    return report, is_busy(span.others_cores)
+
+
+@pytest.fixture(scope="module")
+def lab(lab_and_load):
+    return lab_and_load[0]
 
 
 @pytest.fixture(scope="module")
@@ -43,9 +52,13 @@ def test_every_pitfall_is_reported_with_both_sides(lab):
         assert pitfall["doc"].startswith("https://docs.jax.dev/")
 
 
-def test_first_call_is_well_above_steady_state(lab):
+def test_first_call_is_well_above_steady_state(lab_and_load):
+    lab, busy = lab_and_load
     p = lab["jit"]
-    assert p["naive"]["seconds"] > 2 * p["correct"]["seconds"]
+    assert p["effect"] != "flatters", p  # the first call never makes JAX look faster
+    # Quiet, the compile doubles the first call at least; a busy machine slows the 1000x1000
+    # runtime more than the compile (1.99x read beside a second test process).
+    assert p["naive"]["seconds"] > (1.2 if busy else 2) * p["correct"]["seconds"]
 
 
 def test_dispatch_only_is_well_below_blocked(lab):
