@@ -157,3 +157,13 @@ def test_any_imported_file_is_refused_clearly_and_changes_nothing(tmp_path, data
     except JaxCompareError as exc:
         assert str(exc) and "\n" not in str(exc)
     assert store.count() == before
+
+
+def test_unicode_digits_in_a_url_are_a_warning_not_a_traceback():
+    # '²'.isdigit() is True but int('²') raises: found by the URL fuzz test above.
+    from jaxcompare.app import controls
+
+    cases = list(builtin_cases())
+    config, warnings = controls.sweep_config_from_query({"steps": "²"}, cases)
+    assert config.steps == controls.sweep_config_from_query({}, cases)[0].steps
+    assert any("steps" in w for w in warnings)

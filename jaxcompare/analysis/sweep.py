@@ -35,7 +35,7 @@ def parse_sizes(case: Case, sizes: Sequence[str]) -> list[tuple[int, ...]]:
     shapes = []
     for text in sizes:
         text = str(text).strip()
-        if text.isdigit() or (text.replace("_", "").isdigit()):
+        if text.isdecimal() or (text.replace("_", "").isdecimal()):
             shape = (int(text.replace("_", "")),) * len(case.large_shape)
             shape = parse_shape(list(shape))
         else:

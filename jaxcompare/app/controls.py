@@ -373,7 +373,7 @@ def sweep_config_from_query(query: Mapping[str, Any], cases: Sequence[Case]
     raw = _url_value(query.get("steps"))
     if raw is not None:
         lo, hi = STEPS_RANGE
-        if raw.isdigit() and lo <= int(raw) <= hi:
+        if raw.isdecimal() and lo <= int(raw) <= hi:
             steps = int(raw)
         else:
             warnings.append(_url_warning("steps", raw, N_("it must be a whole number from {lo} to {hi}").format(

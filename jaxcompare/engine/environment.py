@@ -115,7 +115,7 @@ def pin_device(name: str) -> Any:
     platform, _, index = name.partition(":")
     platforms = present_platforms()
     devices = platforms.get(platform, [])
-    if not index.isdigit() or int(index) >= len(devices):
+    if not index.isdecimal() or int(index) >= len(devices):
         present = ", ".join(f"{p}:0..{len(d) - 1}" for p, d in platforms.items())
         raise DeviceUnavailable(N_("device {name!r} is not here; present: {present}").format(
             name=name, present=present))

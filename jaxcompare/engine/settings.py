@@ -183,7 +183,7 @@ def _devices(raw: Any) -> tuple[str, ...]:
         if not item:
             continue
         platform, _, index = item.partition(":")
-        if platform not in PLATFORMS or not index.isdigit():
+        if platform not in PLATFORMS or not index.isdecimal():
             raise BadInput(N_("setting devices: {item!r} is not a device like gpu:0 or cpu:1 (platforms: {platforms})")
                            .format(item=item, platforms=", ".join(PLATFORMS)))
         name = f"{platform}:{int(index)}"
