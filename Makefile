@@ -78,9 +78,9 @@ lint: install-dev
 	$(BIN)/ruff check jaxcompare tests pages app.py benchmarks tools examples
 	$(BIN)/lint-imports
 
-# Two test processes (pytest-xdist), each module on one of them with its fixtures; TEST_WORKERS=0
-# runs them in this process.
-TEST_WORKERS ?= 2
+# One test process by default: on 2 cores, two (TEST_WORKERS=2, pytest-xdist, a module each) took
+# 0.75x the time but made timing tests race each other (benchmarks/RESULTS.md).
+TEST_WORKERS ?= 0
 test: install-dev browser lint
 	JAX_PLATFORMS=cpu $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope
 
