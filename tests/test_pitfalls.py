@@ -20,13 +20,16 @@ def run_lab(runner) -> dict:
     return {p["id"]: p for p in report["pitfalls"]}
 
 
+def while_watched(run):
+    """``run()``'s value, and whether other processes used our cores meanwhile (engine.load)."""
+    with LoadMeter().phase("watched") as span:
+        value = run()
+    return value, is_busy(span.others_cores)
+
+
 @pytest.fixture(scope="module")
 def lab_and_load(runner):
-    """The lab, and whether other processes used our cores while it ran (engine.load)."""
-    meter = LoadMeter()
-    with meter.phase("lab") as span:
-        report = run_lab(runner)
-    return report, is_busy(span.others_cores)
+    return while_watched(lambda: run_lab(runner))
 
 
 @pytest.fixture(scope="module")
@@ -69,14 +72,13 @@ def test_dispatch_only_is_well_below_blocked(lab):
 def test_float64_numpy_against_float32_jax_flatters_jax(runner):
     # At the default timing, not quick: the ratio of two NumPy runtimes taken in turns needs
     # more than quick's three samples a side on a loaded host (one slow stretch then decides).
-    meter = LoadMeter()
-    with meter.phase("lab") as span:
-        report = runner.submit_pitfalls(Spec("centered_gram", (1000, 1000)), sections=("dtype",)).wait(300)
+    report, busy = while_watched(
+        lambda: runner.submit_pitfalls(Spec("centered_gram", (1000, 1000)), sections=("dtype",)).wait(300))
     p = report["pitfalls"][0]
     assert (p["naive"]["dtype"], p["correct"]["dtype"]) == ("mixed", "float32")
     assert p["naive"]["seconds"] == p["correct"]["seconds"]  # one JAX float32 number for both
     assert p["effect"] != "hurts", p  # never the opposite lesson, however busy the machine
-    if is_busy(span.others_cores):
+    if busy:
         # Others' CPU on our cores (tests beside this one) can starve float32 BLAS as much as
         # float64: the lab may then find the lesson within its noise, as it must say.
         assert p["effect"] in ("flatters", "within_noise")
