@@ -52,7 +52,7 @@ PROGRESS_WEIGHTS = (
     ("jax_cpu", 0.0),  # only with the third side, JAX on the CPU (weights rescaled)
     ("profile", 0.0),  # only when asked: a few traced calls, after every timed phase
     ("agreement", 0.06),
-    ("peak", 0.0),  # the CPU's matmul rate: cached after the first run on a host
+    ("peak", 0.0),  # the ceilings (the CPU's are cached after a host's first run), the empty calls
 )
 # The third side's phases, each an equal slice of the "jax_cpu" share.
 CPU_SIDE_PARTS = ("transfer", "compile", "first_call", "dispatch", "fetch", "runtime")
