@@ -15,6 +15,8 @@ from ..i18n import N_, _, translate_text
 from ..model.cases import format_shape
 from ..model.formatting import (
     PERFETTO_HINT,
+    format_flops,
+    format_percent,
     format_share,
     format_speedup,
     format_time,
@@ -23,6 +25,7 @@ from ..model.formatting import (
 )
 from ..model.phases import JAX_PHASES, PHASE_LABELS, PHASES
 from ..model.result import Result
+from ..model.roofline import LIMIT_WORDS, ROOFLINE_SIDES
 from ..model.stats import Stats
 from .checks import FAIL, NA, PASS, WARN, Check, checklist, overall
 from .summary import doubt_text, speedup_text, sweep_verdict
@@ -133,6 +136,31 @@ def checklist_lines(result: Result) -> list[str]:
 
 def note_lines(result: Result) -> list[str]:
     return ["  " + _("note: {note}").format(note=translate_text(note)) for note in result.notes]
+
+
+# --- the roofline ------------------------------------------------------------------------------
+ROOFLINE_SIDE_NAMES = {"numpy": "NumPy", "jax": "JAX", "jax_cpu": N_("JAX on the CPU")}
+
+
+def roofline_lines(result: Result) -> list[str]:
+    """One line: what holds each side back (compute, memory or per-call overhead) and the share
+    of its roofline bound it reached; "not recorded" for a result saved before the roofline."""
+    roofline = result.roofline
+    if roofline is None:
+        return ["  " + _("roofline: not recorded")]
+    clauses = []
+    for side in ROOFLINE_SIDES:
+        if roofline.side(side) is None:
+            continue
+        name, limit = _(ROOFLINE_SIDE_NAMES[side]), roofline.limit(side)
+        if limit is None:
+            clauses.append(_("{side}: limit not known").format(side=name))
+            continue
+        bound = roofline.bound_flops_per_s(side)
+        clauses.append(_("{side} {limit}, {share} of its bound ({bound})").format(
+            side=name, limit=_(LIMIT_WORDS[limit]), share=format_percent(roofline.fraction(side)),
+            bound=format_flops(bound)))
+    return ["  " + _("roofline: {sides}").format(sides=_("; ").join(clauses))]
 
 
 # --- a sweep ----------------------------------------------------------------------------------

@@ -4,7 +4,9 @@ once per host and cached beside the results database.
 
 A CPU has no table: its peak depends on the cores this process may use, their vector units and
 clocks, and the BLAS. So the ceiling is measured, as the best rate of a large square matmul by
-NumPy's BLAS and by XLA's CPU backend (the faster of the two: both sides are held to it).
+NumPy's BLAS and by XLA's CPU backend (the faster of the two: both sides are held to it). Its
+memory bandwidth is measured the same way, once per host: a STREAM-style triad and a read-only
+sum in NumPy and in XLA, the best of them. An accelerator's bandwidth is its published figure.
 """
 
 from __future__ import annotations
@@ -13,12 +15,13 @@ import contextlib
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..model.peaks import peak_for
+from ..model.peaks import bandwidth_for, peak_for
 from ..model.sides import Peak
 from .environment import cpu_model, host_info
 from .timing import Clock
@@ -36,6 +39,13 @@ MEMORY_SHARE = 0.05
 MIN_N = 128
 # A rate measured on a busy machine is measured again on up to this many later runs.
 BUSY_RETRIES = 3
+# The bandwidth kernels' working set: past any core's private cache, and as large as the catalog's
+# large cases (a 4000x4000 float32 matrix is 64 MiB), so their traffic meets a rate measured alike.
+BANDWIDTH_BYTES = 64 * 2**20
+# NumPy's triad runs in chunks this long (float32: 128 KiB), so s*c stays in cache and each of
+# a, b, c crosses memory once, as in STREAM's one-loop triad.
+TRIAD_CHUNK = 2**15
+TRIAD_SCALAR = 3.0
 
 
 def cache_path() -> Path:
@@ -96,8 +106,8 @@ def _write_cache(path: Path, key: str, entry: dict[str, Any]) -> None:
             tmp.unlink()
 
 
-def _best_rate(call: Any, n: int, budget_s: float, clock: Clock) -> float:
-    """2n³ over the fastest of at least three calls within ``budget_s``."""
+def _best_time(call: Any, budget_s: float, clock: Clock) -> float:
+    """The fastest of at least three calls within ``budget_s``, in seconds."""
     best = float("inf")
     deadline = clock() + budget_s * 1e9
     calls = 0
@@ -106,18 +116,17 @@ def _best_rate(call: Any, n: int, budget_s: float, clock: Clock) -> float:
         call()
         best = min(best, (clock() - start) * 1e-9)
         calls += 1
-    return 2.0 * n**3 / best
+    return best
+
+
+def _best_rate(call: Any, n: int, budget_s: float, clock: Clock) -> float:
+    """2n³ over the fastest of at least three calls within ``budget_s``."""
+    return 2.0 * n**3 / _best_time(call, budget_s, clock)
 
 
 def _size(dtype: np.dtype, clock: Clock) -> int:
     """The matmul size: doubled until one NumPy call lasts MIN_CALL_S, within memory."""
-    try:
-        import psutil
-
-        available = psutil.virtual_memory().available
-    except Exception:
-        available = 2 * 1024**3
-    limit = int((MEMORY_SHARE * available / (6 * dtype.itemsize)) ** 0.5)
+    limit = int((MEMORY_SHARE * _available() / (6 * dtype.itemsize)) ** 0.5)
     n = MIN_N
     while 2 * n <= min(MAX_N, max(limit, MIN_N)):
         a = np.ones((n, n), dtype)
@@ -163,28 +172,103 @@ def _jax_holds(dtype: np.dtype) -> bool:
 def cpu_rate(dtype: str, cpu_device: Any | None, *, path: Path | None = None,
              clock: Clock = time.perf_counter_ns) -> float:
     """This CPU's matmul rate at ``dtype`` (FLOP/s): the faster of NumPy and XLA, from the cache
-    when this host measured it before, else measured now (about a second) and cached.
+    when this host measured it before, else measured now (about a second) and cached
+    (_cached_entry: measured again after a busy measurement)."""
+    can_jax = cpu_device is not None and _jax_holds(np.dtype(dtype))
+    entry = _cached_entry(path or cache_path(), host_key(dtype), ("numpy_flops_per_s", "jax_flops_per_s"),
+                          lambda: measure_cpu_rates(dtype, cpu_device if can_jax else None, clock=clock), can_jax)
+    return max(r for r in (entry.get("numpy_flops_per_s"), entry.get("jax_flops_per_s")) if r)
+
+
+def bandwidth_key() -> str:
+    """What the measured bandwidth depends on: the CPU, the cores this process may use and the
+    libraries' versions (float32 kernels only: bytes are bytes)."""
+    info = host_info()
+    versions = info["versions"]
+    return (f"bandwidth | {cpu_model()} | {info['cpu_affinity']} cores | numpy {versions.get('numpy')} | "
+            f"jax {versions.get('jax')}")
+
+
+def measure_cpu_bandwidth(cpu_device: Any | None, *, budget_s: float = BUDGET_S,
+                          clock: Clock = time.perf_counter_ns) -> dict[str, Any]:
+    """NumPy's and (with a CPU device) XLA's best memory bandwidth in bytes/s, each the better of
+    a triad a = b + s*c (3 arrays' bytes a call) and a read-only sum (1 array's): reads stream
+    faster than the triad's mix with writes, and a reduction is all reads."""
+    dt = np.dtype("float32")
+    size = min(BANDWIDTH_BYTES, int(MEMORY_SHARE * _available() / 2))
+    n = max(size // (3 * dt.itemsize), TRIAD_CHUNK)
+    rng = np.random.default_rng(0)
+    b, c = (rng.standard_normal(n).astype(dt) for _ in range(2))
+    a, tmp, s = np.empty_like(b), np.empty(TRIAD_CHUNK, dt), dt.type(TRIAD_SCALAR)
+    x = rng.standard_normal(3 * n).astype(dt)
+    triad_bytes, read_bytes = 3 * b.nbytes, x.nbytes
+
+    def numpy_triad() -> None:
+        for k in range(0, n, TRIAD_CHUNK):
+            part = slice(k, k + TRIAD_CHUNK)
+            m = min(TRIAD_CHUNK, n - k)
+            np.multiply(c[part], s, out=tmp[:m])
+            np.add(b[part], tmp[:m], out=a[part])
+
+    kernels = {"numpy_triad": triad_bytes / _best_time(numpy_triad, budget_s / 2, clock),
+               "numpy_read": read_bytes / _best_time(x.sum, budget_s / 2, clock)}
+    if cpu_device is not None:
+        import jax
+        import jax.numpy as jnp
+
+        bj, cj, xj = jax.device_put((b, c, x), cpu_device)
+        triad = jax.jit(lambda b, c: b + s * c)
+        read = jax.jit(jnp.sum)
+        jax.block_until_ready((triad(bj, cj), read(xj)))
+        kernels["jax_triad"] = triad_bytes / _best_time(lambda: triad(bj, cj).block_until_ready(), budget_s / 2, clock)
+        kernels["jax_read"] = read_bytes / _best_time(lambda: read(xj).block_until_ready(), budget_s / 2, clock)
+    return {"bytes": triad_bytes, "kernels": kernels,
+            "numpy_bytes_per_s": max(kernels["numpy_triad"], kernels["numpy_read"]),
+            "jax_bytes_per_s": max(kernels["jax_triad"], kernels["jax_read"]) if cpu_device is not None else None,
+            "measured": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "measurements": 1}
+
+
+def cpu_bandwidth(cpu_device: Any | None, *, path: Path | None = None,
+                  clock: Clock = time.perf_counter_ns) -> float:
+    """This CPU's memory bandwidth (bytes/s): the better of NumPy's and XLA's, cached like the
+    matmul rate under its own key (bandwidth_key) and measured again the same way when busy."""
+    entry = _cached_entry(path or cache_path(), bandwidth_key(), ("numpy_bytes_per_s", "jax_bytes_per_s"),
+                          lambda: measure_cpu_bandwidth(cpu_device, clock=clock), cpu_device is not None)
+    return max(r for r in (entry.get("numpy_bytes_per_s"), entry.get("jax_bytes_per_s")) if r)
+
+
+def _cached_entry(path: Path, key: str, rates: tuple[str, str], measure: Callable[[], dict[str, Any]],
+                  can_jax: bool) -> dict[str, Any]:
+    """The cache's entry at ``key`` (NumPy's rate, then XLA's: ``rates``), measured now when missing.
 
     A rate measured while the machine was busy understates the peak, so such an entry is
     measured again on later runs (at most BUSY_RETRIES times), keeping each library's best. An
     entry that lacks XLA's rate (measured in a process whose JAX could not hold the dtype) gains
     it when this process can."""
-    path = path or cache_path()
-    key = host_key(dtype)
+    numpy_rate, jax_rate = rates
     entry = _read_cache(path).get(key)
-    can_jax = cpu_device is not None and _jax_holds(np.dtype(dtype))
-    stale = _valid(entry) and entry.get("busy") and entry.get("measurements", 1) <= BUSY_RETRIES
-    if not _valid(entry) or stale or (can_jax and not entry.get("jax_flops_per_s")):
-        fresh = measure_cpu_rates(dtype, cpu_device if can_jax else None, clock=clock)
+    valid = _valid(entry, numpy_rate)
+    stale = valid and entry.get("busy") and entry.get("measurements", 1) <= BUSY_RETRIES
+    if not valid or stale or (can_jax and not entry.get(jax_rate)):
+        fresh = measure()
         fresh["busy"] = _busy()
-        if _valid(entry):
-            for rate in ("numpy_flops_per_s", "jax_flops_per_s"):
+        if valid:
+            for rate in rates:
                 fresh[rate] = max((r for r in (fresh.get(rate), entry.get(rate)) if r), default=None)
             fresh["busy"] = fresh["busy"] and bool(entry.get("busy"))
             fresh["measurements"] = entry.get("measurements", 1) + 1
         entry = fresh
         _write_cache(path, key, entry)
-    return max(r for r in (entry.get("numpy_flops_per_s"), entry.get("jax_flops_per_s")) if r)
+    return entry
+
+
+def _available() -> int:
+    try:
+        import psutil
+
+        return int(psutil.virtual_memory().available)
+    except Exception:
+        return 2 * 1024**3
 
 
 def _busy() -> bool:
@@ -198,8 +282,8 @@ def _busy() -> bool:
     return load > 1 + 0.5 * cores
 
 
-def _valid(entry: Any) -> bool:
-    rate = entry.get("numpy_flops_per_s") if isinstance(entry, dict) else None
+def _valid(entry: Any, key: str = "numpy_flops_per_s") -> bool:
+    rate = entry.get(key) if isinstance(entry, dict) else None
     return isinstance(rate, int | float) and not isinstance(rate, bool) and rate > 0
 
 
@@ -238,3 +322,12 @@ def ceilings(device: Any, dtype: str, numpy_dtype: str, *, with_cpu_side: bool,
     return Peak(flops_per_s=flops, source=source, device=name, label=label, numpy_flops_per_s=numpy_rate,
                 numpy_label=f"{numpy_dtype} matmul", cpu=cpu_model(),
                 cpu_flops_per_s=rate(dtype) if with_cpu_side else None, matmul_precision=precision)
+
+
+def bandwidth_ceiling(device: Any, *, clock: Clock = time.perf_counter_ns) -> tuple[float | None, str | None]:
+    """JAX's memory ceiling on ``device`` and its source: this CPU's measured bandwidth on the
+    CPU backend ("measured"), else the device's published figure ("table"), else (None, None)."""
+    if device.platform == "cpu":
+        return cpu_bandwidth(cpu_device_or_none(), clock=clock), "measured"
+    found = bandwidth_for(getattr(device, "device_kind", device.platform))
+    return found, ("table" if found else None)

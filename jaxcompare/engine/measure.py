@@ -22,11 +22,12 @@ from ..i18n import N_
 from ..model.cases import Case, as_tuple, format_shape
 from ..model.errors import BadInput
 from ..model.result import Result
+from ..model.roofline import Roofline, RooflineSide, choose_counts, xla_counts
 from ..model.sides import JaxSide, Peak
 from ..model.spec import Spec, TimingConfig
 from ..model.stats import Stats
 from .agreement import compare_outputs
-from .ceilings import ceilings, cpu_device_or_none, matmul_precision
+from .ceilings import bandwidth_ceiling, ceilings, cpu_bandwidth, cpu_device_or_none, matmul_precision
 from .environment import collect as collect_env
 from .environment import resolve_device
 from .load import LoadMeter, free_cores, is_busy, share_cores
@@ -51,7 +52,7 @@ PROGRESS_WEIGHTS = (
     ("jax_cpu", 0.0),  # only with the third side, JAX on the CPU (weights rescaled)
     ("profile", 0.0),  # only when asked: a few traced calls, after every timed phase
     ("agreement", 0.06),
-    ("peak", 0.0),  # the CPU's matmul rate: cached after the first run on a host
+    ("peak", 0.0),  # the ceilings (the CPU's are cached after a host's first run), the empty calls
 )
 # The third side's phases, each an equal slice of the "jax_cpu" share.
 CPU_SIDE_PARTS = ("transfer", "compile", "first_call", "dispatch", "fetch", "runtime")
@@ -60,6 +61,9 @@ CPU_SIDE_WEIGHT = 0.6
 # A phase's samples move the bar through at most this much of its share: sampling may run
 # past min_samples, and the bar must not reach the next phase before that phase starts.
 SAMPLED_SHARE = 0.95
+# An empty call's runtime, the roofline's measure of fixed cost: a few short samples (~30 ms).
+EMPTY_CALL_TIMING = TimingConfig(target_sample_s=0.002, min_samples=5, max_samples=15, phase_budget_s=0.03,
+                                 rel_ci=0.1, compile_samples=1, warmup_s=0.002)
 
 
 def _no_progress(phase: str, fraction: float) -> None:
@@ -187,9 +191,11 @@ def build_inputs(case: Case, spec: Spec) -> tuple[np.ndarray, ...]:
 def measure_compile(
     fn: Callable[..., Any], args: tuple[Any, ...], cfg: TimingConfig, *, cold: bool = True,
     clock: Clock = time.perf_counter_ns, on_sample: SampleCallback | None = None,
+    on_compiled: Callable[[Any], None] | None = None,
 ) -> tuple[Stats, Stats, Stats]:
     """Trace, lower and compile times. ``cold`` clears JAX's caches before each sample;
-    without that a second ``jax.jit(f)`` hits the cache and "compiles" in microseconds."""
+    without that a second ``jax.jit(f)`` hits the cache and "compiles" in microseconds.
+    ``on_compiled`` gets each sample's compiled executable (its cost analysis costs no compile)."""
     import jax
 
     samples: tuple[list[float], list[float], list[float]] = ([], [], [])
@@ -206,8 +212,10 @@ def measure_compile(
         t1 = clock()
         lowered = traced.lower()
         t2 = clock()
-        lowered.compile()
+        compiled = lowered.compile()
         t3 = clock()
+        if on_compiled is not None:
+            on_compiled(compiled)
         for bucket, (a, b) in zip(samples, ((t0, t1), (t1, t2), (t2, t3)), strict=True):
             bucket.append((b - a) * NS)
         if on_sample is not None:
@@ -232,11 +240,12 @@ StartPhase = Callable[[str], SampleCallback]
 
 class Warm(NamedTuple):
     """What the phases after device_phases reuse: the warm jitted function, the inputs on the
-    device, and JAX's output on the host."""
+    device, JAX's output on the host, and XLA's counts of the compiled program (xla_counts)."""
 
     jitted: Any
     dev_inputs: Any
     jax_out: tuple[np.ndarray, ...]
+    cost: dict[str, float | None] | None = None
 
 
 # A JaxSide less what is measured after device_phases: called with runtime, protocol and
@@ -283,7 +292,8 @@ def measure(spec: Spec, progress: ProgressCallback = _no_progress, clock: Clock 
     jax = side(runtime=runtime_stats, protocol=protocol,
                agreement=_agreement(run, spec, host_inputs, numpy_out, warm.jax_out))
     flops = case.flop_count(spec.shape)
-    peak = _peak(run, spec, device, flops, with_cpu_side=jax_cpu is not None)
+    peak = _peak(run, spec, device, with_cpu_side=jax_cpu is not None)
+    roofline = _roofline(run, spec, device, peak, warm.cost, flops, numpy_stats, jax, jax_cpu, cpu)
     run.progress.complete()
     return Result(
         id=result_id,
@@ -298,9 +308,10 @@ def measure(spec: Spec, progress: ProgressCallback = _no_progress, clock: Clock 
         flops=flops,
         notes=_notes(spec, jax, cpu_side_missing=want_cpu_side and cpu is None),
         jax_cpu=jax_cpu,
-        peak=peak,
+        peak=peak if flops is not None else None,  # the fraction of peak needs the catalog's count
         profile=profile,
         load=run.load.to_dict(),
+        roofline=roofline,
     )
 
 
@@ -311,7 +322,7 @@ def device_phases(run: _Run, host_inputs: tuple[np.ndarray, ...], device: Any,
     reports a phase's start and returns the callback for its samples. Returns the side, to be
     finished with its runtime, protocol and agreement, and what the later phases reuse."""
     transfer, dev_inputs, transfer_zero_copy = _transfer(run, host_inputs, device, start)
-    trace, lower, compile_ = _cold_compile(run, dev_inputs, start)
+    (trace, lower, compile_), cost = _cold_compile(run, dev_inputs, start)
     first_call = _first_call(run, dev_inputs, start)
     jitted, dispatch = _dispatch(run, dev_inputs, start)
     fetch, jax_out, fetch_zero_copy = _fetch(run, jitted, dev_inputs, start)
@@ -320,7 +331,7 @@ def device_phases(run: _Run, host_inputs: tuple[np.ndarray, ...], device: Any,
         transfer=transfer, trace=trace, lower=lower, compile=compile_, first_call=first_call,
         dispatch=dispatch, fetch=fetch, transfer_zero_copy=transfer_zero_copy, fetch_zero_copy=fetch_zero_copy,
         transfer_bytes=int(sum(a.nbytes for a in host_inputs)))
-    return side, Warm(jitted, dev_inputs, jax_out)
+    return side, Warm(jitted, dev_inputs, jax_out, cost)
 
 
 def measure_jax_side(run: _Run, spec: Spec, host_inputs: tuple[np.ndarray, ...],
@@ -368,14 +379,26 @@ def _transfer(run: _Run, host_inputs: tuple[np.ndarray, ...], device: Any,
     return stats, dev_inputs, _aliases(host_inputs, dev_inputs)
 
 
-def _cold_compile(run: _Run, dev_inputs: Any, start: StartPhase) -> tuple[Stats, Stats, Stats]:
-    """Trace, lower and compile, caches cleared before each sample."""
+def _cold_compile(run: _Run, dev_inputs: Any,
+                  start: StartPhase) -> tuple[tuple[Stats, Stats, Stats], dict[str, float | None] | None]:
+    """Trace, lower and compile, caches cleared before each sample; and XLA's counts (FLOPs,
+    bytes, transcendentals) of the last sample's executable, the program every later call runs."""
     import jax
 
     _user_call(run.case, "jax_fn", jax.jit(run.case.jax_fn), dev_inputs)  # a broken port fails here
+    compiled: list[Any] = []
     with run.load.phase("compile"):
-        return measure_compile(run.case.jax_fn, dev_inputs, run.timing, clock=run.clock,
-                               on_sample=start("compile"))
+        stats = measure_compile(run.case.jax_fn, dev_inputs, run.timing, clock=run.clock,
+                                on_sample=start("compile"), on_compiled=compiled.append)
+    return stats, _cost(compiled[-1]) if compiled else None
+
+
+def _cost(compiled: Any) -> dict[str, float | None] | None:
+    """XLA's counts of a compiled executable; None where the backend has no cost analysis."""
+    try:
+        return xla_counts(compiled.cost_analysis())
+    except Exception:  # NotImplementedError, or a backend's runtime error: the counts are not known
+        return None
 
 
 def _first_call(run: _Run, dev_inputs: Any, start: StartPhase) -> Stats:
@@ -520,14 +543,49 @@ def _protocol(call: Any, jitted: Any, compiled_before: int | None, dev_inputs: A
     }
 
 
-def _peak(run: _Run, spec: Spec, device: Any, flops: float | None, *, with_cpu_side: bool) -> Peak | None:
-    """The ceilings for the fraction of peak, for cases with a FLOP count. NumPy's is the CPU's
+def _peak(run: _Run, spec: Spec, device: Any, *, with_cpu_side: bool) -> Peak:
+    """The compute ceilings, for the fraction of peak and the roofline. NumPy's is the CPU's
     rate at the dtype NumPy computes in (numpy.linalg upcasts float32 to float64)."""
-    if flops is None:
-        return None
     run.progress.start("peak")
     numpy_dtype = run.case.summary().get("numpy_computes_in") or spec.dtype
     return ceilings(device, spec.dtype, numpy_dtype, with_cpu_side=with_cpu_side)
+
+
+def _roofline(run: _Run, spec: Spec, device: Any, peak: Peak, cost: dict[str, float | None] | None,
+              catalog_flops: float | None, numpy_stats: Stats, jax: JaxSide, jax_cpu: JaxSide | None,
+              cpu: Any | None) -> Roofline:
+    """Each side's point on the roofline: XLA's counts of the main side's program (NumPy and JAX
+    on the CPU do the same maths), each side's ceilings, and an empty call on each side."""
+    counts = choose_counts(cost, catalog_flops)
+    cpu_bw = cpu_bandwidth(cpu, clock=run.clock)
+    jax_bw, jax_bw_source = bandwidth_ceiling(device, clock=run.clock)
+    numpy_side = RooflineSide(numpy_stats.median_s, peak.numpy_flops_per_s, "measured", cpu_bw, "measured",
+                              _empty_call(run, None, spec.dtype))
+    jax_side = RooflineSide(jax.runtime.median_s, peak.flops_per_s, peak.source, jax_bw, jax_bw_source,
+                            _empty_call(run, device, spec.dtype))
+    cpu_side = None
+    if jax_cpu is not None:
+        cpu_side = RooflineSide(jax_cpu.runtime.median_s, peak.cpu_flops_per_s, "measured", cpu_bw, "measured",
+                                _empty_call(run, cpu, spec.dtype))
+    return Roofline(**counts, catalog_flops=catalog_flops, xla=cost, numpy=numpy_side, jax=jax_side,
+                    jax_cpu=cpu_side)
+
+
+def _empty_call(run: _Run, device: Any | None, dtype: str) -> float:
+    """The median runtime of a call that does next to nothing: on ``device``, a jitted x + 1 on
+    one element, blocked (dispatch, one executable run, sync); None for NumPy's, np.add on one
+    element. The roofline's measure of what any call costs (model/roofline.py, OVERHEAD_CALLS)."""
+    import jax
+
+    one = np.zeros(1, dtype=dtype)
+    if device is None:
+        call = bound_call(np.add, (one, one))
+    else:
+        x = jax.device_put(one, device)
+        plus_one = jax.jit(lambda a: a + 1)
+        jax.block_until_ready(plus_one(x))
+        call = blocking_call(plus_one, (x,))
+    return sample(call, EMPTY_CALL_TIMING, clock=run.clock).median_s
 
 
 def _compiled_count(jitted: Any) -> int | None:

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["DevicePeak", "lookup", "peak_for", "known_devices"]
+__all__ = ["DevicePeak", "lookup", "peak_for", "bandwidth_for", "known_devices"]
 
 _T = 1e12  # tera
 _P = 1e15  # peta
@@ -192,3 +192,10 @@ def peak_for(device_kind: str, dtype: str, matmul_precision: str = "default") ->
     else:
         value, label = peak.fp32, "FP32"
     return (value, label) if value is not None else None
+
+
+def bandwidth_for(device_kind: str) -> float | None:
+    """The published memory (HBM) bandwidth of an accelerator in bytes/s, the roofline's memory
+    ceiling; None when the device or its bandwidth is not in the table."""
+    entry = _find(device_kind)
+    return entry.peak.memory_bandwidth if entry else None

@@ -9,6 +9,7 @@ from typing import Any
 from ..i18n import N_
 from .errors import BadInput
 from .profile import Profile
+from .roofline import Roofline
 from .sides import JaxSide, Peak, fraction
 from .spec import MIN_SAMPLES_FOR_RANGE, Spec
 from .stats import Stats
@@ -52,6 +53,8 @@ class Result:
     # How busy the machine was while each phase was timed (engine/load.py): {"cores": n,
     # "phases": {phase: {"wall_s", "others_cpu_s"}}, ...}; {} when saved before it was recorded.
     load: dict[str, Any] = field(default_factory=dict)
+    # Each side's counts, ceilings and limit (model/roofline.py); None when saved before it was recorded.
+    roofline: Roofline | None = None
 
     # --- derived figures -------------------------------------------------------------
     @property
@@ -187,6 +190,7 @@ class Result:
             "flops": self.flops,
             "gflops": {side: self.gflops(side) for side in ("numpy", "jax", "jax_cpu")},
             "peak": self._peak_dict(),
+            "roofline": None if self.roofline is None else self.roofline.to_dict(),
             "notes": list(self.notes),
             "profile": None if self.profile is None else self.profile.to_dict(),
             "load": dict(self.load),
@@ -228,6 +232,7 @@ class Result:
                 peak=Peak.from_dict(data["peak"]) if data.get("peak") else None,
                 profile=Profile.from_dict(data.get("profile")),
                 load=dict(data.get("load") or {}),
+                roofline=Roofline.from_dict(data.get("roofline")),
             )
         except BadInput:
             raise

@@ -10,7 +10,15 @@ from collections.abc import Sequence
 
 from ..analysis import summary
 from ..analysis.checks import FAIL, NA, PASS, WARN, checklist, overall
-from ..analysis.text import checklist_lines, note_lines, ordered_checks, phase_table_lines, profile_lines, sweep_lines
+from ..analysis.text import (
+    checklist_lines,
+    note_lines,
+    ordered_checks,
+    phase_table_lines,
+    profile_lines,
+    roofline_lines,
+    sweep_lines,
+)
 from ..model.cases import format_shape
 from ..model.formatting import format_calls, format_crossover, format_time
 from ..model.palette import JAX_COLOR, NUMPY_COLOR
@@ -74,6 +82,7 @@ def result_text(result: Result) -> str:
              *map(markdown_text, verdict_lines(result)), ""]
     for row in summary.figure_rows(result):
         lines.append("  " + "   ".join(f"{f.label}: {f.value}" + (f" ({f.detail})" if f.detail else "") for f in row))
+    lines += roofline_lines(result)
     lines += ["", *phase_table_lines(result), "", *checklist_lines(result), *note_lines(result)]
     if result.profile is not None:
         lines += ["", *profile_lines(result)]

@@ -1,0 +1,205 @@
+"""The roofline of one comparison: how much work a call does (FLOPs, transcendentals, bytes),
+the two ceilings each side runs under (compute, memory bandwidth), and which one holds it back
+(or whether the call is mostly fixed cost). The counts come from XLA's cost analysis of the
+compiled JAX program; NumPy does the same maths, so its side uses the same counts.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..i18n import N_
+
+# Where a count came from; None means "not known" (never a guess).
+XLA_COST = "xla cost analysis"
+CATALOG_COUNT = "catalog count"
+COUNTS = ("flops", "bytes", "transcendentals")
+LIMITS = ("compute", "memory", "overhead")
+ROOFLINE_SIDES = ("numpy", "jax", "jax_cpu")
+LIMIT_WORDS = {"compute": N_("compute-bound"), "memory": N_("memory-bound"), "overhead": N_("overhead-bound")}
+# XLA's count misses work inside custom calls (LAPACK, some FFTs; DESIGN.md, "Throughput"):
+# below this share of the catalog's hand count, the hand count is the one used.
+CUSTOM_CALL_SHARE = 0.5
+# Overhead: a call is mostly fixed cost when it takes under OVERHEAD_CALLS empty calls of its
+# side (then a third or more of it is what any call costs), or when its work at the roofline
+# bound would take less than one empty call (no implementation could make it work-bound).
+OVERHEAD_CALLS = 3.0
+
+
+@dataclass(frozen=True)
+class RooflineSide:
+    """What one side's point on the roofline is made of: its steady-state runtime (the median),
+    the ceilings it runs under with where they came from ("measured": this CPU; "table": the
+    device's published figure; None: unknown), and an empty call's runtime on that side."""
+
+    runtime_s: float
+    peak_flops_per_s: float | None
+    peak_source: str | None
+    bandwidth_bytes_per_s: float | None
+    bandwidth_source: str | None
+    empty_call_s: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"runtime_s": self.runtime_s, "peak_flops_per_s": self.peak_flops_per_s,
+                "peak_source": self.peak_source, "bandwidth_bytes_per_s": self.bandwidth_bytes_per_s,
+                "bandwidth_source": self.bandwidth_source, "empty_call_s": self.empty_call_s}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RooflineSide:
+        return cls(runtime_s=float(data["runtime_s"]), peak_flops_per_s=_number(data.get("peak_flops_per_s")),
+                   peak_source=data.get("peak_source"),
+                   bandwidth_bytes_per_s=_number(data.get("bandwidth_bytes_per_s")),
+                   bandwidth_source=data.get("bandwidth_source"), empty_call_s=_number(data.get("empty_call_s")))
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """The counts of one call and each side's ceilings; the derived figures (intensity, attained
+    rates, bound, fraction, limit) are computed from them, never stored apart from them.
+
+    Transcendentals are work: each counts as one FLOP in the roofline's work (``work``), a lower
+    bound of what a sin or exp costs, so a transcendental-heavy loop is not called memory-bound
+    on FLOPs alone."""
+
+    flops: float | None
+    bytes: float | None
+    transcendentals: float | None
+    # Each count's origin: XLA_COST, CATALOG_COUNT or None (not known).
+    source: dict[str, str | None] = field(default_factory=dict)
+    # The catalog's hand FLOP count (the cross-check), and XLA's own counts as it gave them.
+    catalog_flops: float | None = None
+    xla: dict[str, float | None] | None = None
+    numpy: RooflineSide | None = None
+    jax: RooflineSide | None = None
+    jax_cpu: RooflineSide | None = None
+
+    @property
+    def work(self) -> float | None:
+        """FLOPs plus transcendentals (unknown transcendentals count as none), or None."""
+        if self.flops is None:
+            return None
+        return self.flops + (self.transcendentals or 0.0)
+
+    @property
+    def intensity(self) -> float | None:
+        """Work per byte accessed (FLOP/byte); None when either is unknown or no byte moves."""
+        work = self.work
+        if work is None or not self.bytes or self.bytes <= 0:
+            return None
+        return work / self.bytes
+
+    def side(self, name: str) -> RooflineSide | None:
+        if name not in ROOFLINE_SIDES:
+            raise KeyError(name)
+        return getattr(self, name)
+
+    def flops_per_s(self, name: str) -> float | None:
+        """The side's attained work rate (FLOP/s, transcendentals included)."""
+        side, work = self.side(name), self.work
+        return work / side.runtime_s if side is not None and work is not None and side.runtime_s > 0 else None
+
+    def bytes_per_s(self, name: str) -> float | None:
+        side = self.side(name)
+        return self.bytes / side.runtime_s if side is not None and self.bytes is not None and side.runtime_s > 0 \
+            else None
+
+    def bound_flops_per_s(self, name: str) -> float | None:
+        """min(compute peak, intensity x bandwidth) over the ceilings that are known; None
+        without the counts or any ceiling."""
+        side, intensity = self.side(name), self.intensity
+        if side is None or intensity is None:
+            return None
+        roofs = [r for r in (side.peak_flops_per_s, _product(intensity, side.bandwidth_bytes_per_s)) if r]
+        return min(roofs) if roofs else None
+
+    def fraction(self, name: str) -> float | None:
+        """The attained rate as a share of the bound."""
+        rate, bound = self.flops_per_s(name), self.bound_flops_per_s(name)
+        return rate / bound if rate is not None and bound else None
+
+    def limit(self, name: str) -> str | None:
+        """"overhead" (OVERHEAD_CALLS), else "memory" or "compute" by which roof is lower at the
+        call's intensity; None when that cannot be told (a count or a ceiling unknown)."""
+        side = self.side(name)
+        if side is None:
+            return None
+        bound, work = self.bound_flops_per_s(name), self.work
+        if side.empty_call_s and side.empty_call_s > 0:
+            if side.runtime_s < OVERHEAD_CALLS * side.empty_call_s:
+                return "overhead"
+            if bound and work is not None and work / bound < side.empty_call_s:
+                return "overhead"
+        memory_roof = _product(self.intensity, side.bandwidth_bytes_per_s)
+        if memory_roof is None or not side.peak_flops_per_s:
+            return None
+        return "memory" if memory_roof < side.peak_flops_per_s else "compute"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The counts and, per side, its ceilings and the derived figures (docs/json.md)."""
+        doc: dict[str, Any] = {"flops": self.flops, "bytes": self.bytes, "transcendentals": self.transcendentals,
+                               "source": {k: self.source.get(k) for k in COUNTS},
+                               "catalog_flops": self.catalog_flops, "xla": None if self.xla is None else dict(self.xla),
+                               "work": self.work, "intensity": self.intensity}
+        for name in ROOFLINE_SIDES:
+            side = self.side(name)
+            doc[name] = None if side is None else side.to_dict() | {
+                "intensity": self.intensity, "flops_per_s": self.flops_per_s(name),
+                "bytes_per_s": self.bytes_per_s(name), "bound_flops_per_s": self.bound_flops_per_s(name),
+                "fraction": self.fraction(name), "limit": self.limit(name)}
+        return doc
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Roofline | None:
+        """The measured part of ``to_dict`` output; None for a result saved without a roofline."""
+        if not isinstance(data, dict):
+            return None
+        source = data.get("source") or {}
+        xla = data.get("xla")
+        return cls(flops=_number(data.get("flops")), bytes=_number(data.get("bytes")),
+                   transcendentals=_number(data.get("transcendentals")),
+                   source={k: source.get(k) for k in COUNTS},
+                   catalog_flops=_number(data.get("catalog_flops")),
+                   xla={k: _number(v) for k, v in xla.items()} if isinstance(xla, dict) else None,
+                   **{name: RooflineSide.from_dict(data[name]) if data.get(name) else None
+                      for name in ROOFLINE_SIDES})
+
+
+def xla_counts(cost: Any) -> dict[str, float | None] | None:
+    """FLOPs, bytes accessed and transcendentals from ``compiled.cost_analysis()`` (a dict; a
+    list of one dict before JAX 0.4.38). XLA leaves a zero count out (a matmul's dict has no
+    "transcendentals"), so a missing key is 0 when the dict holds any count; None without one."""
+    if isinstance(cost, list | tuple):
+        cost = cost[0] if len(cost) == 1 else None
+    if not isinstance(cost, dict):
+        return None
+    keys = {"flops": "flops", "bytes": "bytes accessed", "transcendentals": "transcendentals"}
+    found = {name: _number(cost.get(key)) for name, key in keys.items()}
+    if all(v is None for v in found.values()):
+        return None
+    return {name: (0.0 if v is None else v) for name, v in found.items()}
+
+
+def choose_counts(xla: dict[str, float | None] | None, catalog_flops: float | None) -> dict[str, Any]:
+    """The counts the roofline uses and where each came from: XLA's, except FLOPs where the
+    catalog's hand count is far above XLA's (work inside a custom call XLA cannot see)."""
+    xla = xla or {}
+    flops, flops_source = xla.get("flops"), XLA_COST if xla.get("flops") is not None else None
+    if catalog_flops is not None and (flops is None or flops < CUSTOM_CALL_SHARE * catalog_flops):
+        flops, flops_source = float(catalog_flops), CATALOG_COUNT
+    counts: dict[str, Any] = {"flops": flops, "bytes": xla.get("bytes"), "transcendentals": xla.get("transcendentals")}
+    source = {"flops": flops_source} | {k: XLA_COST if counts[k] is not None else None
+                                         for k in ("bytes", "transcendentals")}
+    return counts | {"source": source}
+
+
+def _product(a: float | None, b: float | None) -> float | None:
+    return a * b if a is not None and b is not None else None
+
+
+def _number(value: Any) -> float | None:
+    if value is None or isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None

@@ -1,0 +1,197 @@
+"""The roofline on real JAX (CPU, in this process, x32): XLA's counts of the compiled program,
+this CPU's two ceilings, and each side's limit. One measured result per case, shared."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from support import QUICK
+
+import jaxcompare
+from jaxcompare import Spec
+from jaxcompare.analysis.text import roofline_lines
+from jaxcompare.engine import ceilings
+from jaxcompare.engine.measure import measure
+from jaxcompare.model.peaks import bandwidth_for
+from jaxcompare.model.result import Result
+from jaxcompare.model.roofline import (
+    CATALOG_COUNT,
+    OVERHEAD_CALLS,
+    XLA_COST,
+    Roofline,
+    RooflineSide,
+    choose_counts,
+    xla_counts,
+)
+
+DATA = Path(__file__).parent / "data"
+
+
+def _measured(case: str, shape: tuple[int, ...], **kw) -> Result:
+    return measure(Spec(case, shape, device="cpu", timing=QUICK, **kw))
+
+
+@pytest.fixture(scope="module")
+def matmul():
+    return _measured("matmul", (1000, 1000))
+
+
+@pytest.fixture(scope="module")
+def column_sums():
+    return _measured("reduction", (4000, 4000))
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return _measured("reduction", (10, 10))
+
+
+@pytest.fixture(scope="module")
+def elementwise():
+    return _measured("elementwise", (100_000,))
+
+
+def test_matmul_counts_come_from_xla_and_match_2n_cubed(matmul):
+    roofline = matmul.roofline
+    assert roofline.flops == pytest.approx(2 * 1000**3, rel=0.01)
+    assert roofline.source["flops"] == roofline.source["bytes"] == XLA_COST
+    assert roofline.catalog_flops == 2 * 1000**3  # the hand count stays beside it as a cross-check
+    # Two float32 operands read and the product written: at least 12 MB.
+    assert roofline.bytes >= 3 * 1000**2 * 4
+    assert roofline.limit("jax") == "compute"
+    assert roofline.jax.peak_source == roofline.jax.bandwidth_source == "measured"
+    assert 0 < roofline.fraction("jax") < 1.5
+
+
+def test_column_sums_are_memory_bound_and_no_faster_than_the_measured_bandwidth(column_sums):
+    roofline = column_sums.roofline
+    for side in ("numpy", "jax"):
+        assert roofline.limit(side) == "memory", side
+        # The bandwidth is recorded with the result: both numbers are from this run.
+        assert roofline.bytes_per_s(side) <= 1.15 * roofline.side(side).bandwidth_bytes_per_s, side
+    assert roofline.bound_flops_per_s("jax") == pytest.approx(roofline.intensity * roofline.jax.bandwidth_bytes_per_s)
+
+
+def test_a_10x10_call_is_overhead(tiny):
+    roofline = tiny.roofline
+    assert roofline.limit("jax") == "overhead"
+    assert roofline.limit("numpy") == "overhead"
+    assert roofline.jax.empty_call_s > 0 and roofline.numpy.empty_call_s > 0
+
+
+def test_the_elementwise_case_counts_its_transcendentals_as_work(elementwise):
+    roofline = elementwise.roofline
+    n = 100_000
+    # sin, exp and tanh of every element; no hand count for this case.
+    assert roofline.transcendentals == pytest.approx(3 * n)
+    assert roofline.source["transcendentals"] == XLA_COST and roofline.catalog_flops is None
+    assert roofline.work == roofline.flops + roofline.transcendentals
+    assert roofline.flops_per_s("jax") == pytest.approx(roofline.work / elementwise.jax.runtime.median_s)
+
+
+def test_a_users_own_function_gets_counts_with_no_hand_count():
+    import jax.numpy as jnp
+
+    try:
+        r = jaxcompare.compare(lambda x: np.sqrt(x * x + 1.0).sum(axis=0), lambda x: jnp.sqrt(x * x + 1.0).sum(axis=0),
+                               np.random.default_rng(0).standard_normal((300, 300)), timing="quick")
+    finally:
+        jaxcompare.shutdown()
+    assert r.flops is None  # nobody counted by hand
+    assert r.roofline.flops > 300 * 300 and r.roofline.bytes >= 300 * 300 * 4
+    assert r.roofline.source["flops"] == XLA_COST and r.roofline.limit("jax") is not None
+
+
+def test_a_cases_file_case_gets_counts_with_no_hand_count(tmp_path):
+    path = tmp_path / "cases.py"
+    path.write_text(textwrap.dedent("""
+        import numpy as np
+        import jax.numpy as jnp
+        from jaxcompare import Case
+
+        CASES = [Case(name="softplus", numpy_fn=lambda x: np.log1p(np.exp(x)),
+                      jax_fn=lambda x: jnp.log1p(jnp.exp(x)),
+                      make_inputs=lambda shape, dtype, rng: (rng.standard_normal(shape).astype(dtype),))]
+    """))
+    r = _measured("softplus", (1000,), cases_file=str(path))
+    assert r.roofline.flops is not None and r.roofline.bytes >= 2 * 1000 * 4
+    assert r.roofline.transcendentals >= 2 * 1000
+
+
+def test_the_roofline_survives_the_json_round_trip(column_sums):
+    doc = json.loads(json.dumps(column_sums.to_dict()))
+    block = doc["roofline"]
+    assert block["jax"]["limit"] == "memory" and block["source"]["bytes"] == XLA_COST
+    again = Result.from_dict(doc)
+    assert again.roofline == column_sums.roofline
+    assert again.roofline.fraction("jax") == block["jax"]["fraction"]
+
+
+def test_an_old_result_loads_with_no_roofline():
+    r = Result.from_dict(json.loads((DATA / "result-v1-third-side.json").read_text()))
+    assert r.roofline is None and r.to_dict()["roofline"] is None
+    assert roofline_lines(r) == ["  roofline: not recorded"]
+
+
+def test_the_cli_line_names_each_sides_limit_and_share(matmul):
+    (line,) = roofline_lines(matmul)
+    assert "NumPy compute-bound" in line and "JAX compute-bound" in line and "of its bound" in line
+
+
+# --- the rule, on counts and runtimes given by hand (no timing) ---------------------------------
+def _side(runtime_s: float, empty_call_s: float = 1e-6) -> RooflineSide:
+    return RooflineSide(runtime_s, 100e9, "measured", 10e9, "measured", empty_call_s)
+
+
+def test_the_limit_rule():
+    # Ridge point: 100 GFLOP/s over 10 GB/s = 10 FLOP/byte.
+    heavy = Roofline(flops=1e9, bytes=1e6, transcendentals=0.0, jax=_side(0.02))
+    light = Roofline(flops=1e6, bytes=1e8, transcendentals=0.0, jax=_side(0.02))
+    assert heavy.limit("jax") == "compute" and light.limit("jax") == "memory"
+    assert heavy.bound_flops_per_s("jax") == 100e9 and light.bound_flops_per_s("jax") == pytest.approx(0.01 * 10e9)
+    # Under OVERHEAD_CALLS empty calls, the call is mostly fixed cost whatever its counts.
+    assert Roofline(flops=1e9, bytes=1e6, transcendentals=0.0,
+                    jax=_side(OVERHEAD_CALLS * 0.9e-6)).limit("jax") == "overhead"
+    # Work that would take less than one empty call at the bound: overhead, even at 10 empty calls.
+    assert Roofline(flops=1e3, bytes=1e3, transcendentals=0.0, jax=_side(1e-5)).limit("jax") == "overhead"
+    # Transcendentals are work: they move a call across the ridge point.
+    assert Roofline(flops=1e6, bytes=1e6, transcendentals=2e7, jax=_side(0.02)).limit("jax") == "compute"
+    # A count or a ceiling not known: no limit, no guess.
+    assert Roofline(flops=None, bytes=1e6, transcendentals=None, jax=_side(0.02)).limit("jax") is None
+    unknown = RooflineSide(0.02, None, None, 10e9, "measured", 1e-6)
+    assert Roofline(flops=1e9, bytes=1e6, transcendentals=0.0, jax=unknown).limit("jax") is None
+
+
+def test_xla_counts_and_which_count_is_used():
+    assert xla_counts([{"flops": 2.0, "bytes accessed": 8.0}]) == {"flops": 2.0, "bytes": 8.0, "transcendentals": 0.0}
+    assert xla_counts(None) is None and xla_counts({}) is None and xla_counts([]) is None
+    # LAPACK behind a custom call: XLA sees almost nothing, so the hand count is used.
+    counts = choose_counts({"flops": 3e4, "bytes": 2.8e5, "transcendentals": 0.0}, 1.6e7)
+    assert counts["flops"] == 1.6e7 and counts["source"] == {"flops": CATALOG_COUNT, "bytes": XLA_COST,
+                                                              "transcendentals": XLA_COST}
+    assert choose_counts(None, None) == {"flops": None, "bytes": None, "transcendentals": None,
+                                         "source": {"flops": None, "bytes": None, "transcendentals": None}}
+
+
+def test_published_bandwidths():
+    assert bandwidth_for("NVIDIA H200") == 4.8e12
+    assert bandwidth_for("NVIDIA H100 80GB HBM3") == 3.35e12
+    assert bandwidth_for("TPU v6 lite") == 1638e9
+    assert bandwidth_for("Some Future Chip") is None
+
+
+def test_the_bandwidth_is_measured_once_and_then_read_from_the_cache(tmp_path):
+    path = tmp_path / "cpu_peaks.json"
+    cpu = ceilings.cpu_device_or_none()
+    first = ceilings.cpu_bandwidth(cpu, path=path)
+    doc = json.loads(path.read_text())
+    entry = doc["peaks"][ceilings.bandwidth_key()]
+    assert first == max(entry["numpy_bytes_per_s"], entry["jax_bytes_per_s"]) > 1e8
+    assert set(entry["kernels"]) == {"numpy_triad", "numpy_read", "jax_triad", "jax_read"}
+    entry.update(numpy_bytes_per_s=12345.0, jax_bytes_per_s=6789.0, busy=False)
+    path.write_text(json.dumps(doc))
+    assert ceilings.cpu_bandwidth(cpu, path=path) == 12345.0
