@@ -12,7 +12,7 @@ from hosted_support import GATED_WORKER, own_address, serve
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 TOKEN = "operator-secret-7f3a"
-RATE = 3
+RATE = 2
 # Test-only code for the server's processes (hosted_support.serve puts it in a sitecustomize):
 # in the server, the Pitfalls page meets an internal error whose details must not reach the page;
 # in a worker, centered_gram waits for a gate file, so one visitor's job holds the queue for as

@@ -1,6 +1,6 @@
 """Twenty visitors at once on the hosted demo: 16 sessions on the Runner API inside the server
 (tests/load_driver.py) and 4 Chromium sessions, all on the server's one queue, submitting for
-JAXCOMPARE_LOAD_S seconds (default 20; JAXCOMPARE_LOAD_S=120 for two minutes).
+JAXCOMPARE_LOAD_S seconds (default 10; JAXCOMPARE_LOAD_S=120 for two minutes).
 
 Every job completes or is refused with a message, no two measurements overlap on the device,
 the server's memory stays flat, and every completed result is in History exactly once."""
@@ -23,7 +23,7 @@ from jaxcompare.history.store import Store
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 API_SESSIONS, BROWSER_SESSIONS = 16, 4
-SECONDS = float(os.environ.get("JAXCOMPARE_LOAD_S", "20"))
+SECONDS = float(os.environ.get("JAXCOMPARE_LOAD_S", "10"))
 MAX_QUEUE = 12  # below the number of sessions, so some requests meet a full queue
 REFUSALS = ("the queue is full", "rate limit")
 SITE = """
