@@ -17,6 +17,9 @@ pytest.importorskip("ipykernel")
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "examples" / "benchmarking-jax.ipynb"
 KERNEL = "jaxcompare-tests"
+# %timeit's own choice (7 repeats of loops filling 0.2 s) took 68 of the run's 85 s: the test
+# asks for fewer, as it asks for a smaller N; what each cell shows is the same.
+TIMEIT_FEWER = "%timeit -r 2 -n 5 "
 
 
 def _read():
@@ -53,9 +56,18 @@ def kernel_of_this_python(tmp_path, monkeypatch):
     return KERNEL
 
 
+def _with_fewer_timeit_loops(nb):
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.source = "\n".join(TIMEIT_FEWER + line.removeprefix("%timeit ") if line.startswith("%timeit ")
+                                    else line for line in cell.source.splitlines())
+    return nb
+
+
 @pytest.mark.slow
 def test_the_notebook_executes_headless(kernel_of_this_python, tmp_path):
-    nb = _read()
+    nb = _with_fewer_timeit_loops(_read())
+    assert sum(c.source.count(TIMEIT_FEWER) for c in nb.cells) >= 10  # every %timeit line, not none
     client = nbclient.NotebookClient(nb, kernel_name=kernel_of_this_python, timeout=240,
                                      resources={"metadata": {"path": str(tmp_path)}})
     client.execute()  # raises CellExecutionError, naming the cell, on any error
