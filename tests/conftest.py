@@ -15,6 +15,9 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 _TEST_DB_DIR = tempfile.mkdtemp(prefix="jaxcompare-test-db-")
 atexit.register(shutil.rmtree, _TEST_DB_DIR, ignore_errors=True)
 os.environ["JAXCOMPARE_DB"] = os.path.join(_TEST_DB_DIR, "results.sqlite3")
+# One measured CPU ceiling for the whole run, as on a user's host: without it every test server's
+# fresh database folder measured the matmul rate and bandwidth again (3-4 s each).
+os.environ["JAXCOMPARE_CPU_PEAKS"] = os.path.join(_TEST_DB_DIR, "cpu_peaks.json")
 
 # `server` and `browser` fixtures for the real-browser tests.
 pytest_plugins = ["browser_support"]

@@ -123,9 +123,12 @@ def test_a_corrupt_cache_is_measured_again(tmp_path):
     assert ceilings.host_key("float64") in json.loads(path.read_text())["peaks"]
 
 
-def test_the_cache_lives_beside_the_results_database(monkeypatch, tmp_path):
+def test_the_cache_lives_beside_the_results_database_unless_named(monkeypatch, tmp_path):
+    monkeypatch.delenv("JAXCOMPARE_CPU_PEAKS", raising=False)
     monkeypatch.setenv("JAXCOMPARE_DB", str(tmp_path / "db" / "results.sqlite3"))
     assert ceilings.cache_path() == tmp_path / "db" / "cpu_peaks.json"
+    monkeypatch.setenv("JAXCOMPARE_CPU_PEAKS", str(tmp_path / "host" / "peaks.json"))
+    assert ceilings.cache_path() == tmp_path / "host" / "peaks.json"
 
 
 @pytest.mark.parametrize(("dtype", "precision", "label", "value"), [

@@ -49,8 +49,12 @@ TRIAD_SCALAR = 3.0
 
 
 def cache_path() -> Path:
-    """Beside the results database: $JAXCOMPARE_DB's folder, else ~/.jaxcompare. (The same rule
-    as history/store.py's default_path, repeated: the engine sits below the history layer.)"""
+    """$JAXCOMPARE_CPU_PEAKS (one file for every database on a host), else beside the results
+    database: $JAXCOMPARE_DB's folder, else ~/.jaxcompare. (The same rule as history/store.py's
+    default_path, repeated: the engine sits below the history layer.)"""
+    own = os.environ.get("JAXCOMPARE_CPU_PEAKS")
+    if own:
+        return Path(own).expanduser()
     db = os.environ.get("JAXCOMPARE_DB")
     folder = Path(db).expanduser().parent if db else Path.home() / ".jaxcompare"
     return folder / CACHE_NAME
