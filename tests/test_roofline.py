@@ -56,7 +56,7 @@ def tiny():
 
 @pytest.fixture(scope="module")
 def elementwise():
-    return _measured("elementwise", (100_000,))
+    return _measured("elementwise", (1_000_000,))
 
 
 def test_matmul_counts_come_from_xla_and_match_2n_cubed(matmul):
@@ -89,12 +89,19 @@ def test_a_10x10_call_is_overhead(tiny):
 
 def test_the_elementwise_case_counts_its_transcendentals_as_work(elementwise):
     roofline = elementwise.roofline
-    n = 100_000
+    n = 1_000_000
     # sin, exp and tanh of every element; no hand count for this case.
     assert roofline.transcendentals == pytest.approx(3 * n)
     assert roofline.source["transcendentals"] == XLA_COST and roofline.catalog_flops is None
     assert roofline.work == roofline.flops + roofline.transcendentals
     assert roofline.flops_per_s("jax") == pytest.approx(roofline.work / elementwise.jax.runtime.median_s)
+    # Held to this CPU's measured sin/exp/tanh rate, the loop is bound by its transcendentals,
+    # not by its 8 bytes an element: compute-bound on both sides, each within its roof.
+    for side in ("numpy", "jax"):
+        times = roofline.roof_times(side)
+        assert roofline.side(side).transcendentals_per_s > 0 and times["transcendental"] > times["memory"], side
+        assert roofline.limit(side) == "compute", (side, times)
+        assert roofline.fraction(side) <= 1.15, (side, roofline.fraction(side))
 
 
 def test_a_users_own_function_gets_counts_with_no_hand_count():
@@ -164,6 +171,18 @@ def test_the_limit_rule():
     assert Roofline(flops=1e3, bytes=1e3, transcendentals=0.0, jax=_side(1e-5)).limit("jax") == "overhead"
     # Transcendentals are work: they move a call across the ridge point.
     assert Roofline(flops=1e6, bytes=1e6, transcendentals=2e7, jax=_side(0.02)).limit("jax") == "compute"
+    # With a measured transcendental rate they are a roof of their own: 1e7 at 1e9/s is 10 ms,
+    # against 1 ms for the bytes and 0.1 ms for the FLOPs at the peak.
+    rated = RooflineSide(0.02, 100e9, "measured", 10e9, "measured", 1e-6, 1e9, "measured")
+    mixed = Roofline(flops=1e7, bytes=1e7, transcendentals=1e7, jax=rated)
+    assert mixed.roof_times("jax") == pytest.approx({"compute": 1e-4, "transcendental": 1e-2, "memory": 1e-3})
+    assert mixed.limit("jax") == "compute"
+    assert mixed.bound_flops_per_s("jax") == pytest.approx(2e7 / 1e-2)
+    assert mixed.fraction("jax") == pytest.approx(0.5)  # 20 ms against a 10 ms bound
+    assert mixed.compute_roof_flops_per_s("jax") == mixed.bound_flops_per_s("jax")
+    # Without transcendentals the rate changes nothing.
+    plain = Roofline(flops=1e7, bytes=1e7, transcendentals=0.0, jax=rated)
+    assert "transcendental" not in plain.roof_times("jax") and plain.limit("jax") == "memory"
     # A count or a ceiling not known: no limit, no guess.
     assert Roofline(flops=None, bytes=1e6, transcendentals=None, jax=_side(0.02)).limit("jax") is None
     unknown = RooflineSide(0.02, None, None, 10e9, "measured", 1e-6)

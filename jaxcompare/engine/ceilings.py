@@ -46,6 +46,10 @@ BANDWIDTH_BYTES = 64 * 2**20
 # a, b, c crosses memory once, as in STREAM's one-loop triad.
 TRIAD_CHUNK = 2**15
 TRIAD_SCALAR = 3.0
+# The transcendental rate: sin, exp and tanh over this many elements (4 MiB in float32: each
+# call costs far more in arithmetic than in memory traffic, and XLA's CPU code runs threaded).
+TRANSCENDENTAL_N = 2**20
+TRANSCENDENTAL_FNS = ("sin", "exp", "tanh")
 
 
 def cache_path() -> Path:
@@ -241,6 +245,50 @@ def cpu_bandwidth(cpu_device: Any | None, *, path: Path | None = None,
     return max(r for r in (entry.get("numpy_bytes_per_s"), entry.get("jax_bytes_per_s")) if r)
 
 
+def transcendental_key(dtype: str) -> str:
+    """What the measured transcendental rate depends on: as the matmul rate's key (host_key)."""
+    return f"transcendentals | {host_key(dtype)}"
+
+
+def measure_cpu_transcendentals(dtype: str, cpu_device: Any | None, *, budget_s: float = BUDGET_S,
+                                clock: Clock = time.perf_counter_ns) -> dict[str, Any]:
+    """NumPy's and (with a CPU device) XLA's transcendentals per second at ``dtype``: an equal mix
+    of sin, exp and tanh (TRANSCENDENTAL_FNS), each timed on its own, the mix's rate being
+    3n over the three best times."""
+    dt = np.dtype(dtype)
+    x = np.random.default_rng(0).uniform(-2.0, 2.0, TRANSCENDENTAL_N).astype(dt)
+    share = budget_s / (2 * len(TRANSCENDENTAL_FNS))
+    out = np.empty_like(x)
+    numpy_s = 0.0
+    for name in TRANSCENDENTAL_FNS:
+        fn = getattr(np, name)
+        numpy_s += _best_time(lambda fn=fn: fn(x, out=out), share, clock)
+    rates = {"numpy_per_s": len(TRANSCENDENTAL_FNS) * x.size / numpy_s, "jax_per_s": None}
+    if cpu_device is not None and _jax_holds(dt):
+        import jax
+        import jax.numpy as jnp
+
+        xj = jax.device_put(x, cpu_device)
+        jax_s = 0.0
+        for name in TRANSCENDENTAL_FNS:
+            fn = jax.jit(getattr(jnp, name))
+            fn(xj).block_until_ready()
+            jax_s += _best_time(lambda fn=fn: fn(xj).block_until_ready(), share, clock)
+        rates["jax_per_s"] = len(TRANSCENDENTAL_FNS) * x.size / jax_s
+    return {"n": x.size, "functions": list(TRANSCENDENTAL_FNS), **rates,
+            "measured": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "measurements": 1}
+
+
+def cpu_transcendental_rate(dtype: str, cpu_device: Any | None, *, path: Path | None = None,
+                            clock: Clock = time.perf_counter_ns) -> float:
+    """This CPU's transcendentals per second at ``dtype``: the better of NumPy's and XLA's,
+    cached and measured again when busy like the matmul rate."""
+    entry = _cached_entry(path or cache_path(), transcendental_key(dtype), ("numpy_per_s", "jax_per_s"),
+                          lambda: measure_cpu_transcendentals(dtype, cpu_device, clock=clock),
+                          cpu_device is not None and _jax_holds(np.dtype(dtype)))
+    return max(r for r in (entry.get("numpy_per_s"), entry.get("jax_per_s")) if r)
+
+
 def _cached_entry(path: Path, key: str, rates: tuple[str, str], measure: Callable[[], dict[str, Any]],
                   can_jax: bool) -> dict[str, Any]:
     """The cache's entry at ``key`` (NumPy's rate, then XLA's: ``rates``), measured now when missing.
@@ -335,3 +383,13 @@ def bandwidth_ceiling(device: Any, *, clock: Clock = time.perf_counter_ns) -> tu
         return cpu_bandwidth(cpu_device_or_none(), clock=clock), "measured"
     found = bandwidth_for(getattr(device, "device_kind", device.platform))
     return found, ("table" if found else None)
+
+
+def transcendental_ceiling(device: Any, dtype: str, *,
+                           clock: Clock = time.perf_counter_ns) -> tuple[float | None, str | None]:
+    """JAX's transcendental rate on ``device`` and its source: this CPU's measured rate on the
+    CPU backend; no accelerator publishes one (a GPU's special-function units are not a table
+    figure), so (None, None) there and transcendentals count as FLOPs (model/roofline.py)."""
+    if device.platform == "cpu":
+        return cpu_transcendental_rate(dtype, cpu_device_or_none(), clock=clock), "measured"
+    return None, None

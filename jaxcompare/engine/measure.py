@@ -27,7 +27,15 @@ from ..model.sides import JaxSide, Peak
 from ..model.spec import Spec, TimingConfig
 from ..model.stats import Stats
 from .agreement import compare_outputs
-from .ceilings import bandwidth_ceiling, ceilings, cpu_bandwidth, cpu_device_or_none, matmul_precision
+from .ceilings import (
+    bandwidth_ceiling,
+    ceilings,
+    cpu_bandwidth,
+    cpu_device_or_none,
+    cpu_transcendental_rate,
+    matmul_precision,
+    transcendental_ceiling,
+)
 from .environment import collect as collect_env
 from .environment import resolve_device
 from .load import LoadMeter, free_cores, is_busy, share_cores
@@ -555,18 +563,24 @@ def _roofline(run: _Run, spec: Spec, device: Any, peak: Peak, cost: dict[str, fl
               catalog_flops: float | None, numpy_stats: Stats, jax: JaxSide, jax_cpu: JaxSide | None,
               cpu: Any | None) -> Roofline:
     """Each side's point on the roofline: XLA's counts of the main side's program (NumPy and JAX
-    on the CPU do the same maths), each side's ceilings, and an empty call on each side."""
+    on the CPU do the same maths), each side's ceilings, and an empty call on each side. The
+    transcendental rate is measured (once per host) only for a call that has transcendentals."""
     counts = choose_counts(cost, catalog_flops)
     cpu_bw = cpu_bandwidth(cpu, clock=run.clock)
     jax_bw, jax_bw_source = bandwidth_ceiling(device, clock=run.clock)
+    numpy_trans = jax_trans = cpu_trans = (None, None)
+    if counts["transcendentals"]:
+        numpy_trans = (cpu_transcendental_rate(spec.dtype, cpu, clock=run.clock), "measured")
+        jax_trans = transcendental_ceiling(device, spec.dtype, clock=run.clock)
+        cpu_trans = numpy_trans
     numpy_side = RooflineSide(numpy_stats.median_s, peak.numpy_flops_per_s, "measured", cpu_bw, "measured",
-                              _empty_call(run, None, spec.dtype))
+                              _empty_call(run, None, spec.dtype), *numpy_trans)
     jax_side = RooflineSide(jax.runtime.median_s, peak.flops_per_s, peak.source, jax_bw, jax_bw_source,
-                            _empty_call(run, device, spec.dtype))
+                            _empty_call(run, device, spec.dtype), *jax_trans)
     cpu_side = None
     if jax_cpu is not None:
         cpu_side = RooflineSide(jax_cpu.runtime.median_s, peak.cpu_flops_per_s, "measured", cpu_bw, "measured",
-                                _empty_call(run, cpu, spec.dtype))
+                                _empty_call(run, cpu, spec.dtype), *cpu_trans)
     return Roofline(**counts, catalog_flops=catalog_flops, xla=cost, numpy=numpy_side, jax=jax_side,
                     jax_cpu=cpu_side)
 

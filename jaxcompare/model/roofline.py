@@ -1,7 +1,8 @@
 """The roofline of one comparison: how much work a call does (FLOPs, transcendentals, bytes),
-the two ceilings each side runs under (compute, memory bandwidth), and which one holds it back
-(or whether the call is mostly fixed cost). The counts come from XLA's cost analysis of the
-compiled JAX program; NumPy does the same maths, so its side uses the same counts.
+the ceilings each side runs under (compute, memory bandwidth, and on the CPU a transcendental
+rate), and which one holds it back (or whether the call is mostly fixed cost). The counts come
+from XLA's cost analysis of the compiled JAX program; NumPy does the same maths, so its side
+uses the same counts.
 """
 
 from __future__ import annotations
@@ -40,18 +41,25 @@ class RooflineSide:
     bandwidth_bytes_per_s: float | None
     bandwidth_source: str | None
     empty_call_s: float | None = None
+    # sin/exp/tanh per second (measured on the CPU; None elsewhere: then each counts as a FLOP).
+    transcendentals_per_s: float | None = None
+    transcendentals_source: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"runtime_s": self.runtime_s, "peak_flops_per_s": self.peak_flops_per_s,
                 "peak_source": self.peak_source, "bandwidth_bytes_per_s": self.bandwidth_bytes_per_s,
-                "bandwidth_source": self.bandwidth_source, "empty_call_s": self.empty_call_s}
+                "bandwidth_source": self.bandwidth_source, "empty_call_s": self.empty_call_s,
+                "transcendentals_per_s": self.transcendentals_per_s,
+                "transcendentals_source": self.transcendentals_source}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RooflineSide:
         return cls(runtime_s=float(data["runtime_s"]), peak_flops_per_s=_number(data.get("peak_flops_per_s")),
                    peak_source=data.get("peak_source"),
                    bandwidth_bytes_per_s=_number(data.get("bandwidth_bytes_per_s")),
-                   bandwidth_source=data.get("bandwidth_source"), empty_call_s=_number(data.get("empty_call_s")))
+                   bandwidth_source=data.get("bandwidth_source"), empty_call_s=_number(data.get("empty_call_s")),
+                   transcendentals_per_s=_number(data.get("transcendentals_per_s")),
+                   transcendentals_source=data.get("transcendentals_source"))
 
 
 @dataclass(frozen=True)
@@ -59,9 +67,9 @@ class Roofline:
     """The counts of one call and each side's ceilings; the derived figures (intensity, attained
     rates, bound, fraction, limit) are computed from them, never stored apart from them.
 
-    Transcendentals are work: each counts as one FLOP in the roofline's work (``work``), a lower
-    bound of what a sin or exp costs, so a transcendental-heavy loop is not called memory-bound
-    on FLOPs alone."""
+    Transcendentals are work: a side with a measured transcendental rate has a third roof, the
+    time its sin/exp/tanh take at that rate; without one, each counts as one FLOP (a lower bound
+    of what it costs). Either way they are in ``work``, the attained rate's numerator."""
 
     flops: float | None
     bytes: float | None
@@ -105,14 +113,38 @@ class Roofline:
         return self.bytes / side.runtime_s if side is not None and self.bytes is not None and side.runtime_s > 0 \
             else None
 
+    def roof_times(self, name: str) -> dict[str, float]:
+        """The least time a call could take under each known roof: "compute" (its FLOPs at the
+        peak, transcendentals too where the side has no rate of its own for them),
+        "transcendental" (at the side's measured rate) and "memory" (its bytes at the bandwidth)."""
+        side = self.side(name)
+        if side is None or self.flops is None or not self.bytes or self.bytes <= 0:
+            return {}
+        trans = self.transcendentals or 0.0
+        own_rate = side.transcendentals_per_s if side.transcendentals_per_s and trans else None
+        times: dict[str, float] = {}
+        if side.peak_flops_per_s:
+            times["compute"] = (self.flops + (0.0 if own_rate else trans)) / side.peak_flops_per_s
+        if own_rate:
+            times["transcendental"] = trans / own_rate
+        if side.bandwidth_bytes_per_s:
+            times["memory"] = self.bytes / side.bandwidth_bytes_per_s
+        return times
+
     def bound_flops_per_s(self, name: str) -> float | None:
-        """min(compute peak, intensity x bandwidth) over the ceilings that are known; None
-        without the counts or any ceiling."""
-        side, intensity = self.side(name), self.intensity
-        if side is None or intensity is None:
-            return None
-        roofs = [r for r in (side.peak_flops_per_s, _product(intensity, side.bandwidth_bytes_per_s)) if r]
-        return min(roofs) if roofs else None
+        """The work rate the roofs allow: the work over the longest of the roof times (with no
+        transcendental rate, min(compute peak, intensity x bandwidth)); None without the counts
+        or any ceiling."""
+        times, work = self.roof_times(name), self.work
+        longest = max(times.values(), default=0.0)
+        return work / longest if work and longest > 0 else None
+
+    def compute_roof_flops_per_s(self, name: str) -> float | None:
+        """The flat roof at this call's mix of FLOPs and transcendentals (the compute peak when it
+        has none): what the chart draws as the compute ceiling."""
+        times, work = self.roof_times(name), self.work
+        longest = max((times[k] for k in ("compute", "transcendental") if k in times), default=0.0)
+        return work / longest if work and longest > 0 else None
 
     def fraction(self, name: str) -> float | None:
         """The attained rate as a share of the bound."""
@@ -120,8 +152,8 @@ class Roofline:
         return rate / bound if rate is not None and bound else None
 
     def limit(self, name: str) -> str | None:
-        """"overhead" (OVERHEAD_CALLS), else "memory" or "compute" by which roof is lower at the
-        call's intensity; None when that cannot be told (a count or a ceiling unknown)."""
+        """"overhead" (OVERHEAD_CALLS), else "memory" or "compute" (transcendentals included) by
+        which roof takes longer; None when that cannot be told (a count or a ceiling unknown)."""
         side = self.side(name)
         if side is None:
             return None
@@ -131,10 +163,11 @@ class Roofline:
                 return "overhead"
             if bound and work is not None and work / bound < side.empty_call_s:
                 return "overhead"
-        memory_roof = _product(self.intensity, side.bandwidth_bytes_per_s)
-        if memory_roof is None or not side.peak_flops_per_s:
+        times = self.roof_times(name)
+        if "memory" not in times or "compute" not in times:
             return None
-        return "memory" if memory_roof < side.peak_flops_per_s else "compute"
+        compute = max(times["compute"], times.get("transcendental", 0.0))
+        return "memory" if times["memory"] > compute else "compute"
 
     def to_dict(self) -> dict[str, Any]:
         """The counts and, per side, its ceilings and the derived figures (docs/json.md)."""
@@ -147,6 +180,7 @@ class Roofline:
             doc[name] = None if side is None else side.to_dict() | {
                 "intensity": self.intensity, "flops_per_s": self.flops_per_s(name),
                 "bytes_per_s": self.bytes_per_s(name), "bound_flops_per_s": self.bound_flops_per_s(name),
+                "compute_roof_flops_per_s": self.compute_roof_flops_per_s(name),
                 "fraction": self.fraction(name), "limit": self.limit(name)}
         return doc
 
