@@ -142,6 +142,20 @@ def test_the_roofline_survives_the_json_round_trip(column_sums):
     assert again.roofline.fraction("jax") == block["jax"]["fraction"]
 
 
+def test_the_csv_has_the_counts_and_each_sides_limit_and_share(column_sums):
+    import csv
+    import io
+
+    from jaxcompare.history.exchange import export_csv
+
+    old = Result.from_dict(json.loads((DATA / "result-v1-third-side.json").read_text()))
+    new, before = csv.DictReader(io.StringIO(export_csv([column_sums, old])))
+    roofline = column_sums.roofline
+    assert float(new["bytes"]) == roofline.bytes and new["jax_limit"] == "memory"
+    assert float(new["numpy_fraction"]) == roofline.fraction("numpy") and new["jax_cpu_limit"] == ""
+    assert all(before[c] == "" for c in ("flops", "jax_limit", "jax_fraction", "jax_cpu_fraction"))
+
+
 def test_an_old_result_loads_with_no_roofline():
     r = Result.from_dict(json.loads((DATA / "result-v1-third-side.json").read_text()))
     assert r.roofline is None and r.to_dict()["roofline"] is None

@@ -26,6 +26,7 @@ from ..model.phases import JAX_PHASES, PHASES
 from ..model.result import SCHEMA as RESULT_SCHEMA
 from ..model.result import SCHEMA_V1 as RESULT_SCHEMA_V1
 from ..model.result import Result, finite_or_none
+from ..model.roofline import ROOFLINE_SIDES
 
 EXPORT_SCHEMA = "jaxcompare.export/1"
 SUMMARY_FIELDS = (
@@ -39,7 +40,12 @@ CSV_RESULT_FIELDS = (*SUMMARY_FIELDS, "compile_total_s", "break_even_calls", "ag
 CSV_STATS = ("median_s", "min_s", "mean_s", "std_s", "iqr_s", "ci_low_s", "ci_high_s", "n", "loops", "stable",
              "unstable_reason")
 CSV_PREFIX = {"numpy": "numpy_runtime", "runtime": "jax_runtime"}  # column name prefix per phase
-CSV_COLUMNS = (*CSV_RESULT_FIELDS, *(f"{CSV_PREFIX.get(p, p)}_{s}" for p in PHASES for s in CSV_STATS))
+# The roofline: the call's counts, then each side's limit and share of its bound (empty where
+# the result has none: saved before the roofline, or a side it did not run).
+CSV_ROOFLINE = ("flops", "bytes", "transcendentals",
+                *(f"{side}_{field}" for side in ROOFLINE_SIDES for field in ("limit", "fraction")))
+CSV_COLUMNS = (*CSV_RESULT_FIELDS, *CSV_ROOFLINE,
+               *(f"{CSV_PREFIX.get(p, p)}_{s}" for p in PHASES for s in CSV_STATS))
 
 
 # What a saved result tells about the server itself: left out of what a hosted demo shows visitors.
@@ -234,7 +240,13 @@ def csv_row(result: Result) -> dict[str, Any]:
         "compile_total_s": result.jax.compile_total_s, "break_even_calls": result.break_even_calls,
         "agreement_ok": agreement.get("ok"), "max_abs_err": agreement.get("max_abs_err"),
         "max_rel_err": agreement.get("max_rel_err"), "rtol": agreement.get("rtol"),
-    }
+    } | dict.fromkeys(CSV_ROOFLINE)
+    roofline = result.roofline
+    if roofline is not None:
+        row |= {"flops": roofline.flops, "bytes": roofline.bytes, "transcendentals": roofline.transcendentals}
+        for side in ROOFLINE_SIDES:
+            if roofline.side(side) is not None:
+                row |= {f"{side}_limit": roofline.limit(side), f"{side}_fraction": roofline.fraction(side)}
     for p in PHASES:
         stats = result.phase(p)
         for s in CSV_STATS:
