@@ -23,9 +23,22 @@ os.environ["JAXCOMPARE_CPU_PEAKS"] = os.path.join(_TEST_DB_DIR, "cpu_peaks.json"
 pytest_plugins = ["browser_support"]
 
 
+# Modules whose tests compare two times measured here (a first call against its compile, a
+# fraction of a measured ceiling, a lesson's direction): a second test process beside them is a
+# neighbour they were not written for, so `make test` runs them alone (marker `serial`).
+SERIAL_MODULES = frozenset({
+    "test_accelerator", "test_breakages", "test_charts", "test_cli", "test_machine_load", "test_measure",
+    "test_noisy_neighbour", "test_pitfalls", "test_protocol", "test_roofline", "test_timing",
+})
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Modules marked slow first (a stable sort keeps every module's own order): parallel
-    workers then end together instead of one starting the longest module last."""
+    """Mark SERIAL_MODULES' tests serial; then modules marked slow first (a stable sort keeps
+    every module's own order): parallel workers then end together instead of one starting the
+    longest module last."""
+    for item in items:
+        if item.path.stem in SERIAL_MODULES:
+            item.add_marker(pytest.mark.serial)
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
