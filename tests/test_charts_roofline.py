@@ -126,3 +126,15 @@ def test_the_chart_in_chinese(column_sums):
     assert spec["title"]["text"] == zh("Roofline: what holds each side back")
     assert spec["layer"][0]["encoding"]["x"]["title"] == zh("arithmetic intensity (FLOP per byte)")
     assert {p["limit"] for p in data["points"]} == {zh("memory-bound")}
+
+
+def test_two_roofs_close_together_get_labels_a_line_apart(column_sums):
+    # NumPy's and JAX's CPU ceilings, measured apart, can differ by a few percent: two roofs, two labels.
+    r = column_sums.roofline
+    numpy = dataclasses.replace(r.numpy, bandwidth_bytes_per_s=r.numpy.bandwidth_bytes_per_s * 1.02)
+    data = charts_roofline.roofline_rows(dataclasses.replace(column_sums, roofline=dataclasses.replace(
+        r, numpy=numpy)))
+    assert sorted(label["roof"] for label in data["labels"]) == ["JAX", "NumPy"]
+    assert sorted(label["lift_px"] for label in data["labels"]) == [0, charts_roofline.LABEL_LINE_PX]
+    gpu = charts_roofline.roofline_rows(on_an_h200())  # roofs decades apart: nothing lifted
+    assert [label["lift_px"] for label in gpu["labels"]] == [0, 0]

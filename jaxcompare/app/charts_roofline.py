@@ -19,6 +19,8 @@ from .charts import FIT_WIDTH, _subtitle, jax_cpu_side
 
 ROOF_COLOR = "#6B6B6B"
 HEIGHT_PX = 340
+# A roof's label sits this far above its line; labels closer than a line apart are stacked.
+LABEL_GAP_PX, LABEL_LINE_PX = 6, 14
 # A roof is drawn this far (in decades) either side of the points and ridge points it frames.
 MARGIN_DECADES = 1
 # Vega expressions: power-of-ten ticks with SI prefixes (10 GFLOP/s) and plain numbers (0.1).
@@ -51,6 +53,19 @@ def _roofs(roofline: Roofline) -> list[dict[str, Any]]:
         key = (side.peak_flops_per_s or None, side.bandwidth_bytes_per_s or None)
         roofs.setdefault(key, {"peak": key[0], "bandwidth": key[1], "sides": []})["sides"].append(side_name(name))
     return list(roofs.values())
+
+
+def _lift_labels(labels: list[dict[str, Any]], px_per_decade: float) -> None:
+    """Each roof label's ``lift_px``: two roofs with nearly the same peak (NumPy's and JAX's CPU
+    ceilings measured apart) would print their labels on top of each other, so the higher of two
+    labels closer than a line of text is lifted by a line (an estimate: the plot is a bit shorter
+    than the chart)."""
+    placed: list[float] = []  # each label's height in pixels from the lowest, once lifted
+    for label in sorted(labels, key=lambda row: row["flops_per_s"]):
+        at = math.log10(label["flops_per_s"]) * px_per_decade
+        lifted = max([at, *(p + LABEL_LINE_PX for p in placed if at - p < LABEL_LINE_PX)])
+        label["lift_px"] = round(lifted - at)
+        placed.append(lifted)
 
 
 def roofline_rows(result: Result) -> dict[str, list[dict[str, Any]]] | None:
@@ -98,6 +113,7 @@ def roofline_rows(result: Result) -> dict[str, list[dict[str, Any]]] | None:
     ys = [p["flops_per_s"] for p in points] + [row["flops_per_s"] for row in lines]
     # The roofs run to the x domain's ends, so their corners already frame the y axis.
     y_lo, y_hi, y_ticks = _decades(min(ys), max(ys))
+    _lift_labels(labels, HEIGHT_PX / math.log10(y_hi / y_lo))
     return {"points": points, "roofs": lines, "ridges": ridge_rows, "labels": labels,
             "domain": [{"x": [x_lo, x_hi], "x_ticks": x_ticks, "y": [y_lo, y_hi], "y_ticks": y_ticks}]}
 
@@ -118,11 +134,11 @@ def roofline_chart(result: Result) -> alt.LayerChart | None:
     roofs = alt.Chart(alt.Data(values=data["roofs"])).mark_line(color=ROOF_COLOR, strokeWidth=2).encode(
         x=x, y=y, detail="roof:N", order="order:Q",
         tooltip=[alt.Tooltip("roof:N", title=_("roof of"))])
-    # A roof's ceilings above its right end.
-    labels = alt.Chart(alt.Data(values=data["labels"])).mark_text(
-        align="right", baseline="bottom", dx=-4, dy=-6, fontSize=11, color=ROOF_COLOR).encode(
-        x=x, y=y, text="text:N")
-    layers: list[alt.Chart] = [roofs, labels]
+    # A roof's ceilings above its right end, lifted clear of a label just below it.
+    labels = [alt.Chart(alt.Data(values=[label])).mark_text(
+        align="right", baseline="bottom", dx=-4, dy=-LABEL_GAP_PX - label["lift_px"], fontSize=11,
+        color=ROOF_COLOR).encode(x=x, y=y, text="text:N") for label in data["labels"]]
+    layers: list[alt.Chart] = [roofs, *labels]
     if data["ridges"]:
         layers.append(alt.Chart(alt.Data(values=data["ridges"])).mark_point(
             shape="diamond", filled=True, size=90, color=ROOF_COLOR).encode(
