@@ -12,6 +12,7 @@ from jaxcompare.app import (
     chart_ui,
     charts,
     charts_profile,
+    charts_roofline,
     controls,
     environment_view,
     jobs,
@@ -172,6 +173,15 @@ with left:
 with right:
     chart_ui.chart(charts.samples_chart(result), _("Samples chart"), f"{stem}_samples", stretch=True)
 
+roofline_chart = charts_roofline.roofline_chart(result)
+if roofline_chart is None:
+    st.caption(views.roofline_missing_text(result))
+else:
+    chart_ui.chart(roofline_chart, _("Roofline chart"), f"{stem}_roofline", stretch=True)
+advice_text = views.advice_markdown(result)
+if advice_text:
+    st.markdown(advice_text)
+
 checklist = checks.checklist(result)
 tab_checks, tab_phases, tab_agree, tab_profile, tab_ipython, tab_notes = st.tabs(
     [views.checks_tab_label(checklist), _("All phases"), _("Agreement"), _("Profile"), _("Reproduce in IPython"),
@@ -230,7 +240,8 @@ with tab_notes:
 
 downloads = st.container(horizontal=True)
 shown = access.visible([result])  # a hosted demo gives visitors no host name or interpreter path
-downloads.download_button(_("Result (JSON)"), formatting.dumps(shown[0].to_dict()), file_name=f"{stem}.json",
+downloads.download_button(_("Result (JSON)"), formatting.dumps(views.result_document(shown[0])),
+                          file_name=f"{stem}.json",
                           mime="application/json", icon=":material/download:", on_click="ignore",
                           key="download_result_json")
 downloads.download_button(_("Result (CSV)"), export_csv(shown), file_name=f"{stem}.csv",

@@ -170,6 +170,7 @@ def assert_no_error(page) -> None:
 
 JAX_COLOR = "#E4572E"  # jaxcompare.model.palette.JAX_COLOR: JAX's side in every chart
 NUMPY_COLOR = "#4C78A8"  # jaxcompare.model.palette.NUMPY_COLOR
+ROOF_COLOR = "#6B6B6B"  # jaxcompare.app.charts_roofline.ROOF_COLOR: the roofline's ceilings and ridge points
 
 # Vega's SVG output: each mark is a `g.mark-<type>.role-mark` whose children are its items
 # (one per datum; one path per series for lines and areas). Legends and axes draw under
@@ -214,6 +215,21 @@ _MARKS_JS = """([index, color, mark]) => {
     }
     return n;
 }"""
+
+
+def svg_text(page, index: int) -> str:
+    """The text chart ``index`` drew (titles, axes, legends), from its SVG."""
+    return page.evaluate("i => document.querySelectorAll(\"[data-testid='stVegaLiteChart'] svg.marks\")[i]"
+                         ".textContent", index)
+
+
+def roofline_marks(page, index: int) -> dict[str, int]:
+    """What a roofline chart drew in its plot: roofs (lines), ridge points, and each side's dot."""
+    wait_for_chart_marks(page, index, JAX_COLOR, mark="symbol")
+    return {"roofs": chart_marks(page, index, ROOF_COLOR, mark="line"),
+            "ridges": chart_marks(page, index, ROOF_COLOR, mark="symbol"),
+            "numpy": chart_marks(page, index, NUMPY_COLOR, mark="symbol"),
+            "jax": chart_marks(page, index, JAX_COLOR, mark="symbol")}
 
 
 def chart_marks(page, index: int, color: str | None = None, mark: str | None = None) -> int:

@@ -51,7 +51,7 @@ def test_compare_runs_a_small_case_to_charts_and_figures():
     agreement = result.jax.agreement
     assert agreement["jax_dtype"] == agreement["numpy_dtype"] == "float32"  # the outputs themselves
 
-    phases, samples = vega_specs(at)
+    phases, samples, roofline = vega_specs(at)
     assert layer_marks(phases) == ["rule", "rule", "circle", "text"]
     assert phases["layer"][0]["encoding"]["x"]["scale"]["type"] == "log"
     rows = {row["phase"]: row for row in chart_rows(at, 0)}
@@ -61,11 +61,19 @@ def test_compare_runs_a_small_case_to_charts_and_figures():
     assert layer_marks(samples) == ["bar", "tick", "tick"]
     sample_count = sum(1 for row in chart_rows(at, 1) if "deviation" in row)
     assert sample_count == result.numpy_runtime.n + result.jax.runtime.n
+    # The roofline: this CPU's roof, its ridge point and a dot per side; at 10x10 JAX's call is mostly
+    # fixed cost, and what would help most says so under the chart.
+    assert layer_marks(roofline) == ["line", "text", "point", "point"]
+    dots = {row["side"]: row for row in chart_rows(at, 2) if "legend" in row}
+    assert set(dots) == {"NumPy", "JAX"} and dots["JAX"]["limit"] == "overhead-bound"
+    advice = next(m.value for m in at.markdown if m.value.startswith("**What would help most**"))
+    assert "empty jitted calls" in advice and "vmap" in advice
 
     code = "\n".join(c.value for c in at.code)
     assert "%timeit" in code and "block_until_ready" in code
     downloads = [d.proto.label for d in at.get("download_button")]
-    assert {"Result (JSON)", "Result (CSV)", "Phase chart (PNG)", "Samples chart (PNG)"} <= set(downloads)
+    assert {"Result (JSON)", "Result (CSV)", "Phase chart (PNG)", "Samples chart (PNG)",
+            "Roofline chart (PNG)"} <= set(downloads)
     assert dict(at.query_params) == {"case": "matmul", "shape": "small", "timing": "quick"}  # the URL reproduces it
 
 

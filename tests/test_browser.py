@@ -12,7 +12,10 @@ from browser_support import (
     NUMPY_COLOR,
     assert_no_error,
     chart_marks,
+    main_text,
     open_page,
+    roofline_marks,
+    svg_text,
     wait_for_chart_marks,
 )
 
@@ -30,7 +33,7 @@ def test_compare_runs_and_renders_charts(server, browser, tmp_path):
     page.get_by_role("button", name="Run comparison").click()
     page.wait_for_selector(CHART, timeout=120_000)
     page.wait_for_selector(IDLE, timeout=60_000)
-    assert page.locator("[data-testid='stVegaLiteChart']").count() == 2
+    assert page.locator("[data-testid='stVegaLiteChart']").count() == 3  # phases, samples, roofline
     assert page.locator("[data-testid='stMetric']").count() == 6
     # The speedup never without its 95% range (issue 23), on a line under the value.
     speedup = page.locator("[data-testid='stMetric']").filter(has_text="Speedup").inner_text()
@@ -41,6 +44,11 @@ def test_compare_runs_and_renders_charts(server, browser, tmp_path):
     jax_phases = 7  # transfer, trace, lower, compile, runtime, dispatch, fetch: all but NumPy's runtime
     assert chart_marks(page, 0, JAX_COLOR, mark="symbol") == jax_phases
     assert chart_marks(page, 0, NUMPY_COLOR, mark="symbol") == 1
+    # The roofline: one roof for this CPU (NumPy and JAX share its ceilings), its ridge point, a dot
+    # per side; a 10x10 JAX call is mostly fixed cost, and what would help most says so under it.
+    assert roofline_marks(page, 2) == {"roofs": 1, "ridges": 1, "numpy": 1, "jax": 1}
+    assert "Roofline: what holds each side back" in svg_text(page, 2) and "JAX: overhead-bound" in svg_text(page, 2)
+    assert "What would help most" in main_text(page) and "empty jitted calls" in main_text(page)
     assert_no_error(page)
     assert "case=matmul" in page.url and "timing=quick" in page.url
     shot = tmp_path / "compare.png"

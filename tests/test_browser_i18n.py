@@ -14,17 +14,13 @@ from browser_support import (
     chart_marks,
     main_text,
     open_page,
+    roofline_marks,
+    svg_text,
     wait_for_chart_marks,
 )
 from support import zh
 
 pytestmark = pytest.mark.browser
-
-
-def svg_text(page, index: int) -> str:
-    """The text a chart drew (titles, axes, legends), from its SVG."""
-    return page.evaluate("i => document.querySelectorAll(\"[data-testid='stVegaLiteChart'] svg.marks\")[i]"
-                         ".textContent", index)
 
 
 def test_compare_in_chinese_runs_and_draws_chinese_charts(server, browser, tmp_path):
@@ -39,6 +35,11 @@ def test_compare_in_chinese_runs_and_draws_chinese_charts(server, browser, tmp_p
     assert zh("Where the time goes") in svg_text(page, 0)
     assert zh("Compile: XLA compile") in svg_text(page, 0)  # the phase rows
     assert zh("Samples: how noisy is each side?") in svg_text(page, 1)
+    # The roofline in Chinese: this CPU's roof, its ridge point and a dot per side, as in English.
+    assert roofline_marks(page, 2) == {"roofs": 1, "ridges": 1, "numpy": 1, "jax": 1}
+    assert zh("Roofline: what holds each side back") in svg_text(page, 2)
+    assert zh("arithmetic intensity (FLOP per byte)") in svg_text(page, 2)
+    assert zh("**What would help most**").strip("*") in main_text(page)
     labels = page.locator("[data-testid='stMetricLabel']").all_inner_texts()
     assert [label.strip() for label in labels][:3] == [zh("NumPy runtime"), zh("JAX runtime"), zh("Speedup")]
     values = page.locator("[data-testid='stMetricValue']").all_inner_texts()

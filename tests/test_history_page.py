@@ -221,7 +221,7 @@ def test_an_unwritable_database_warns_and_keeps_the_result(db, tmp_path, monkeyp
     at = run_until(at, lambda a: len(a.metric) >= 6)
     warnings = [w.value for w in at.warning if "not saved to history" in w.value]
     assert len(warnings) == 1 and "cannot create the folder" in warnings[0]
-    assert at.session_state["compare_result"].case == "matmul" and len(at.get("vega_lite_chart")) == 2
+    assert at.session_state["compare_result"].case == "matmul" and len(at.get("vega_lite_chart")) == 3
     assert not at.exception
 
 

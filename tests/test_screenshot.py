@@ -16,10 +16,11 @@ pytestmark = pytest.mark.browser
 
 VIEWPORT = {"width": 1280, "height": 900}
 ERROR_BOX = "[data-testid='stAlertContentError']"
-# Both charts drawn: each has marks in the JAX colour (#E4572E), on a canvas or in an SVG.
+# All three charts (phases, samples, roofline) drawn: each has marks in the JAX colour (#E4572E),
+# on a canvas or in an SVG.
 CHARTS_DRAWN = """() => {
     const charts = [...document.querySelectorAll("[data-testid='stVegaLiteChart']")];
-    if (charts.length !== 2) return false;
+    if (charts.length !== 3) return false;
     return charts.every(chart => {
         const canvas = chart.querySelector('canvas');
         if (!canvas) return /#e4572e|rgb\\(228, ?87, ?46\\)/i.test(chart.innerHTML);

@@ -27,6 +27,7 @@ from ..model.phases import JAX_PHASES, PHASE_LABELS, PHASES
 from ..model.result import Result
 from ..model.roofline import LIMIT_WORDS, ROOFLINE_SIDES
 from ..model.stats import Stats
+from .advice import advice
 from .checks import FAIL, NA, PASS, WARN, Check, checklist, overall
 from .summary import doubt_text, speedup_text, sweep_verdict
 
@@ -161,6 +162,15 @@ def roofline_lines(result: Result) -> list[str]:
             side=name, limit=_(LIMIT_WORDS[limit]), share=format_percent(roofline.fraction(side)),
             bound=format_flops(bound)))
     return ["  " + _("roofline: {sides}").format(sides=_("; ").join(clauses))]
+
+
+def advice_lines(result: Result) -> list[str]:
+    """"What would help most": each rule that fires, its sentence in the reader's language; none
+    when no rule fires."""
+    found = advice(result)
+    if not found:
+        return []
+    return ["  " + _("what would help most:"), *("    - " + translate_text(a.text) for a in found)]
 
 
 # --- a sweep ----------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..analysis import summary
+from ..analysis.advice import advice, advice_document
 from ..analysis.checks import FAIL, NA, PASS, WARN, Check, overall
 from ..analysis.sweep import crossover
 from ..analysis.trust import set_aside_text, trusted
@@ -244,3 +245,26 @@ def sweep_verdict(results: Sequence[Result]) -> str:
         return summary.sweep_verdict(results, crossover(results))
     return "\n\n".join(f"**{p}.** " + summary.sweep_verdict(rs, crossover(rs))
                        for p, rs in sorted(by_precision.items()))
+
+
+# --- the roofline and what would help most ------------------------------------------------------
+def roofline_missing_text(result: Result) -> str:
+    """Why a result has no roofline chart: saved before the roofline was recorded, or its counts
+    (FLOPs, bytes) are not known on this backend."""
+    if result.roofline is None:
+        return _("Roofline: not recorded (this result was saved by a version that did not measure it).")
+    return _("Roofline: not known (XLA's cost analysis gave no FLOP or byte count for this call).")
+
+
+def advice_markdown(result: Result) -> str | None:
+    """'What would help most': each rule that fired, with its numbers, as a Markdown list in the
+    reader's language; None when no rule fires."""
+    found = advice(result)
+    if not found:
+        return None
+    return "\n".join([_("**What would help most**"), "", *(f"- {translate_text(a.text)}" for a in found)])
+
+
+def result_document(result: Result) -> dict[str, Any]:
+    """The Result (JSON) download: the result's document and its advice (recorded English, as the CLI writes it)."""
+    return result.to_dict() | {"advice": advice_document(result)}

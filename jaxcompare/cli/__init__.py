@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import i18n
+from ..analysis.advice import advice_document
 from ..analysis.checks import checklist
 from ..analysis.summary import sweep_verdict
 from ..analysis.sweep import crossover, ladder, parse_sizes, sweep_document
@@ -176,7 +177,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         with i18n.using(i18n.SOURCE_LANGUAGE):  # JSON is English whatever the reader's language
             checks = [c.to_dict() for c in checklist(result)]
-        write_json(args.json, result.to_dict() | {"checklist": checks, "trusted": trusted(result)})
+        write_json(args.json, result.to_dict() | {"checklist": checks, "trusted": trusted(result),
+                                                  "advice": advice_document(result)})
     if args.json != "-":
         print(result_table(result), file=out)
         print("\n" + "\n".join(checklist_lines(result)), file=out)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis.summary import timing_name
-from ..analysis.text import note_lines, phase_table_lines, roofline_lines
+from ..analysis.text import advice_lines, note_lines, phase_table_lines, roofline_lines
 from ..i18n import N_, _, translate_text
 from ..model.cases import format_shape
 from ..model.errors import BadInput
@@ -79,6 +79,7 @@ def result_table(result: Result) -> str:
     if peak:
         lines.append("  " + _("fraction of peak: {text}").format(text=peak))
     lines += roofline_lines(result)
+    lines += advice_lines(result)
     if result.jax_cpu is not None:
         lines.append("  " + _("speedup on the CPU (NumPy / JAX on the CPU): {speedup}").format(
             speedup=format_speedup(result.cpu_speedup)))

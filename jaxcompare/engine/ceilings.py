@@ -376,20 +376,22 @@ def ceilings(device: Any, dtype: str, numpy_dtype: str, *, with_cpu_side: bool,
                 cpu_flops_per_s=rate(dtype) if with_cpu_side else None, matmul_precision=precision)
 
 
-def bandwidth_ceiling(device: Any, *, clock: Clock = time.perf_counter_ns) -> tuple[float | None, str | None]:
-    """JAX's memory ceiling on ``device`` and its source: this CPU's measured bandwidth on the
-    CPU backend ("measured"), else the device's published figure ("table"), else (None, None)."""
+def bandwidth_ceiling(device: Any, cpu_bytes_per_s: float) -> tuple[float | None, str | None]:
+    """JAX's memory ceiling on ``device`` and its source: this CPU's measured bandwidth (read once
+    a run and passed in) on the CPU backend ("measured"), else the device's published figure
+    ("table"), else (None, None). Reading the cache again could measure again (a busy entry is
+    retried), and NumPy and JAX on one CPU would then get two different ceilings."""
     if device.platform == "cpu":
-        return cpu_bandwidth(cpu_device_or_none(), clock=clock), "measured"
+        return cpu_bytes_per_s, "measured"
     found = bandwidth_for(getattr(device, "device_kind", device.platform))
     return found, ("table" if found else None)
 
 
-def transcendental_ceiling(device: Any, dtype: str, *,
-                           clock: Clock = time.perf_counter_ns) -> tuple[float | None, str | None]:
-    """JAX's transcendental rate on ``device`` and its source: this CPU's measured rate on the
-    CPU backend; no accelerator publishes one (a GPU's special-function units are not a table
-    figure), so (None, None) there and transcendentals count as FLOPs (model/roofline.py)."""
+def transcendental_ceiling(device: Any, cpu_rate: float | None) -> tuple[float | None, str | None]:
+    """JAX's transcendental rate on ``device`` and its source: this CPU's measured rate (read once
+    a run and passed in, as for bandwidth_ceiling) on the CPU backend; no accelerator publishes
+    one (a GPU's special-function units are not a table figure), so (None, None) there and
+    transcendentals count as FLOPs (model/roofline.py)."""
     if device.platform == "cpu":
-        return cpu_transcendental_rate(dtype, cpu_device_or_none(), clock=clock), "measured"
+        return cpu_rate, "measured"
     return None, None

@@ -567,11 +567,11 @@ def _roofline(run: _Run, spec: Spec, device: Any, peak: Peak, cost: dict[str, fl
     transcendental rate is measured (once per host) only for a call that has transcendentals."""
     counts = choose_counts(cost, catalog_flops)
     cpu_bw = cpu_bandwidth(cpu, clock=run.clock)
-    jax_bw, jax_bw_source = bandwidth_ceiling(device, clock=run.clock)
+    jax_bw, jax_bw_source = bandwidth_ceiling(device, cpu_bw)
     numpy_trans = jax_trans = cpu_trans = (None, None)
     if counts["transcendentals"]:
         numpy_trans = (cpu_transcendental_rate(spec.dtype, cpu, clock=run.clock), "measured")
-        jax_trans = transcendental_ceiling(device, spec.dtype, clock=run.clock)
+        jax_trans = transcendental_ceiling(device, numpy_trans[0])
         cpu_trans = numpy_trans
     numpy_side = RooflineSide(numpy_stats.median_s, peak.numpy_flops_per_s, "measured", cpu_bw, "measured",
                               _empty_call(run, None, spec.dtype), *numpy_trans)

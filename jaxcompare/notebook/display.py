@@ -9,8 +9,10 @@ import re
 from collections.abc import Sequence
 
 from ..analysis import summary
+from ..analysis.advice import advice
 from ..analysis.checks import FAIL, NA, PASS, WARN, checklist, overall
 from ..analysis.text import (
+    advice_lines,
     checklist_lines,
     note_lines,
     ordered_checks,
@@ -19,6 +21,7 @@ from ..analysis.text import (
     roofline_lines,
     sweep_lines,
 )
+from ..i18n import translate_text
 from ..model.cases import format_shape
 from ..model.formatting import format_calls, format_crossover, format_time
 from ..model.palette import JAX_COLOR, NUMPY_COLOR
@@ -83,6 +86,7 @@ def result_text(result: Result) -> str:
     for row in summary.figure_rows(result):
         lines.append("  " + "   ".join(f"{f.label}: {f.value}" + (f" ({f.detail})" if f.detail else "") for f in row))
     lines += roofline_lines(result)
+    lines += advice_lines(result)
     lines += ["", *phase_table_lines(result), "", *checklist_lines(result), *note_lines(result)]
     if result.profile is not None:
         lines += ["", *profile_lines(result)]
@@ -122,6 +126,7 @@ def result_html(result: Result) -> str:
         f'{STATUS_MARK[c.status]} {_e(c.status)}</td><td style="padding:2px 8px 2px 0;white-space:nowrap">'
         f'{_e(c.title)}</td><td style="padding:2px 0">{_e(c.reason)}</td></tr>' for c in checks)
     notes = "".join(f"<li>{_e(n)}</li>" for n in result.notes)
+    helps = "".join(f"<li>{_e(translate_text(a.text))}</li>" for a in advice(result))
     profile = "\n".join(line[2:] for line in profile_lines(result))  # the text table, as the CLI prints it
     return (
         f'<div class="jaxcompare-result" style="{_BOX}">'
@@ -130,7 +135,9 @@ def result_html(result: Result) -> str:
         f'<div style="font-size:14px;margin:8px 0">{said}</div>'
         f'{tiles}'
         f'{phase_svg(result)}'
-        f'<div style="font-weight:600;margin-top:8px">Credibility checklist: '
+        + (f'<div style="font-weight:600;margin-top:6px">What would help most</div><ul style="margin:2px 0">'
+           f'{helps}</ul>' if helps else "")
+        + f'<div style="font-weight:600;margin-top:8px">Credibility checklist: '
         f'<span style="color:{STATUS_COLOR[overall(checks)]}">{_e(overall(checks))}</span></div>'
         f'<table style="border-collapse:collapse;margin:4px 0;font-size:inherit">{rows}</table>'
         + (f'<div style="font-weight:600;margin-top:6px">Notes</div><ul style="margin:2px 0">{notes}</ul>'

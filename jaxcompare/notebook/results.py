@@ -9,6 +9,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from ..analysis.advice import advice_document
 from ..analysis.checks import checklist
 from ..analysis.sweep import sweep_document
 from ..history.store import Store
@@ -41,7 +42,8 @@ class NotebookResult(Result):
     def to_json(self, path: str | os.PathLike[str] | None = None) -> str:
         """The JSON document of ``jaxcompare run --json`` (with the checklist); also written to
         ``path`` when given."""
-        text = dumps(self.to_dict() | {"checklist": [c.to_dict() for c in checklist(self)]})
+        text = dumps(self.to_dict() | {"checklist": [c.to_dict() for c in checklist(self)],
+                                       "advice": advice_document(self)})
         _write(path, text)
         return text
 

@@ -1,0 +1,127 @@
+"""What would help most: a few sentences, each with its evidence, from what holds the JAX side
+back (the roofline's limit) and what its one-off costs are made of (the break-even).
+
+Derived on read, like the checklist, not stored: every sentence is a pure function of numbers the
+Result already records (the roofline, the phases, the device's published peaks), so one fact lives
+in one place and a saved result gets a corrected rule too. The JSON documents that carry the
+checklist carry ``advice_document`` beside it. Each text is English, filled from an ``N_()``
+template (recorded text): a reader sees it through ``translate_text``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ..i18n import N_
+from ..model.formatting import format_bandwidth, format_flops, format_percent, format_time
+from ..model.peaks import peak_for
+from ..model.result import Result
+
+# The rules, in the order they are offered: what holds the call back comes before its one-off costs.
+RULES = ("overhead", "memory", "float64", "transfer", "compile")
+# A break-even under this many calls is paid back almost at once: no advice about one-off costs.
+BREAK_EVEN_WORTH = 10.0
+
+OVERHEAD = N_("JAX's call takes {runtime}, {calls} empty jitted calls ({empty} each), while its work at the "
+              "roofline bound would take {ideal}: the call is mostly fixed cost. Do more work per call: vmap over "
+              "a batch, jit the outer function, make fewer calls from Python.")
+OVERHEAD_NO_BOUND = N_("JAX's call takes {runtime}, {calls} empty jitted calls ({empty} each): the call is mostly "
+                       "fixed cost. Do more work per call: vmap over a batch, jit the outer function, make fewer "
+                       "calls from Python.")
+MEMORY = N_("JAX is memory-bound: it moves {rate}, {share} of the {bandwidth} the device's memory allows, at "
+            "{intensity} FLOP/byte (the ridge point is at {ridge}). Make fewer passes over the data: fuse the steps "
+            "under one jit and avoid temporaries; a smaller dtype than {dtype} moves fewer bytes where the "
+            "accuracy allows.")
+FLOAT64 = N_("JAX is compute-bound in float64 on the {device}, whose FP64 peak is {fp64} against {fp32} in float32 "
+             "({label}), {factor}x the ceiling: run in x32 where the accuracy allows.")
+TRANSFER = N_("Copying the inputs to the device ({transfer}) is {share} of the {one_off} JAX pays before it is "
+              "faster ({calls} calls to break even): keep the data on the device between calls (jax.device_put "
+              "once, then pass device arrays from one JAX function to the next).")
+COMPILE = N_("The cold compile ({compile}) is {share} of the {one_off} JAX pays before it is faster ({calls} calls "
+             "to break even): the persistent compilation cache (jax.config.update(\"jax_compilation_cache_dir\", "
+             "...)) lets a restarted process load the executable instead of compiling it again.")
+
+
+@dataclass(frozen=True)
+class Advice:
+    """One rule that fired and its sentence (English, with the numbers it rests on)."""
+
+    rule: str
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def advice(result: Result) -> list[Advice]:
+    """Every rule that fires for ``result``, in RULES order; [] when none does (or, for the limit
+    rules, when the result was saved without a roofline)."""
+    found = [_limit_advice(result), _break_even_advice(result)]
+    return [a for a in found if a is not None]
+
+
+def advice_document(result: Result) -> list[dict[str, Any]]:
+    """The ``advice`` list of a result's JSON document (docs/json.md)."""
+    return [a.to_dict() for a in advice(result)]
+
+
+def _limit_advice(result: Result) -> Advice | None:
+    roofline = result.roofline
+    if roofline is None or roofline.jax is None:
+        return None
+    limit, side = roofline.limit("jax"), roofline.jax
+    if limit == "overhead" and side.empty_call_s:
+        values = {"runtime": format_time(side.runtime_s), "empty": format_time(side.empty_call_s),
+                  "calls": f"{side.runtime_s / side.empty_call_s:.1f}"}
+        bound, work = roofline.bound_flops_per_s("jax"), roofline.work
+        if bound and work is not None:
+            return Advice("overhead", OVERHEAD.format(ideal=format_time(work / bound), **values))
+        return Advice("overhead", OVERHEAD_NO_BOUND.format(**values))
+    if limit == "memory":
+        rate, bandwidth = roofline.bytes_per_s("jax"), side.bandwidth_bytes_per_s
+        # The memory limit needs both ceilings, so the ridge point (peak / bandwidth) is known here.
+        return Advice("memory", MEMORY.format(
+            rate=format_bandwidth(rate), bandwidth=format_bandwidth(bandwidth),
+            share=format_percent(rate / bandwidth if rate is not None and bandwidth else None),
+            intensity=f"{roofline.intensity:.3g}", ridge=f"{side.peak_flops_per_s / bandwidth:.3g}",
+            dtype=result.dtype))
+    if limit == "compute":
+        return _float64_advice(result)
+    return None
+
+
+def _float64_advice(result: Result) -> Advice | None:
+    """float64 on a GPU: the device's FP64 peak against the float32 one at the worker's matmul
+    precision (TF32 on recent NVIDIA parts); only where the table knows both and float32 is faster."""
+    if result.backend != "gpu" or result.dtype != "float64":
+        return None
+    kind = result.jax.device_kind
+    precision = str(result.jax.protocol.get("matmul_precision") or "default")
+    try:
+        fp64, fp32 = peak_for(kind, "float64", precision), peak_for(kind, "float32", precision)
+    except ValueError:  # a precision the table does not name: no evidence, no advice
+        return None
+    if fp64 is None or fp32 is None or fp32[0] <= fp64[0]:
+        return None
+    return Advice("float64", FLOAT64.format(device=kind, fp64=format_flops(fp64[0]), fp32=format_flops(fp32[0]),
+                                            label=fp32[1], factor=f"{fp32[0] / fp64[0]:.3g}"))
+
+
+def _break_even_advice(result: Result) -> Advice | None:
+    """Transfer or compile, whichever is the larger part of the one-off cost, when JAX is faster
+    per call but needs BREAK_EVEN_WORTH calls or more to pay that cost back."""
+    calls = result.break_even_calls
+    if calls is None or not math.isfinite(calls) or calls < BREAK_EVEN_WORTH:
+        return None
+    transfer, compile_s = result.jax.transfer.median_s, result.jax.compile_total_s
+    one_off = transfer + compile_s
+    if one_off <= 0:
+        return None
+    values = {"one_off": format_time(one_off), "calls": f"{math.ceil(calls):,}"}
+    if transfer > compile_s:
+        return Advice("transfer", TRANSFER.format(transfer=format_time(transfer),
+                                                  share=format_percent(transfer / one_off), **values))
+    return Advice("compile", COMPILE.format(compile=format_time(compile_s),
+                                            share=format_percent(compile_s / one_off), **values))
