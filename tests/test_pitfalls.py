@@ -8,15 +8,16 @@ import json
 import pytest
 from support import QUICK, cli
 
-from jaxcompare import Spec
+from jaxcompare import JobFailed, Spec
 from jaxcompare.engine.load import LoadMeter, is_busy
-from jaxcompare.engine.pitfalls import EFFECTS
+from jaxcompare.engine.pitfalls import EFFECTS, SECTIONS
+from jaxcompare.engine.restart import fresh_first_call
 
 pytestmark = pytest.mark.slow  # a minute or more: collected first (conftest)
 
 
-def run_lab(runner) -> dict:
-    report = runner.submit_pitfalls(Spec("centered_gram", (1000, 1000), timing=QUICK)).wait(300)
+def run_lab(runner, sections: tuple[str, ...] | None = None) -> dict:
+    report = runner.submit_pitfalls(Spec("centered_gram", (1000, 1000), timing=QUICK), sections).wait(300)
     return {p["id"]: p for p in report["pitfalls"]}
 
 
@@ -39,7 +40,9 @@ def lab(lab_and_load):
 
 @pytest.fixture(scope="module")
 def lab_again(runner, lab):
-    return run_lab(runner)  # after the first: a second run minutes apart, as a teacher would
+    # After the first: a second run minutes apart, as a teacher would. Without pitfall 7: its
+    # fresh processes cost seconds each, and its lesson is checked on the first run.
+    return run_lab(runner, tuple(pid for pid in SECTIONS if pid != "cache"))
 
 
 def speedup(side: dict) -> float:
@@ -47,7 +50,7 @@ def speedup(side: dict) -> float:
 
 
 def test_every_pitfall_is_reported_with_both_sides(lab):
-    assert list(lab) == ["jit", "async", "dtype", "transfer", "size", "tf32"]
+    assert list(lab) == ["jit", "async", "dtype", "transfer", "size", "tf32", "cache"]
     for pitfall in lab.values():
         for side in ("naive", "correct"):
             assert pitfall[side]["seconds"] > 0 and pitfall[side]["conclusion"]
@@ -101,7 +104,7 @@ def test_in_an_x64_run_the_fair_side_is_float64_on_both(runner):
 def test_every_speedup_divides_one_numpy_baseline(lab):
     # One NumPy baseline for the lab, so it cancels from each naive/proper ratio; the JAX
     # sides are each pitfall's own, timed in turns (pitfall 3's float32 side is the lab's).
-    baseline = {lab[pid][role]["numpy_seconds"] for pid in ("jit", "async", "transfer", "tf32")
+    baseline = {lab[pid][role]["numpy_seconds"] for pid in ("jit", "async", "transfer", "tf32", "cache")
                 for role in ("naive", "correct")}
     assert baseline == {lab["dtype"]["correct"]["numpy_seconds"]}
 
@@ -130,7 +133,7 @@ def test_each_figure_carries_its_range_and_each_pitfall_an_effect(lab):
 def test_a_second_run_never_teaches_the_opposite_lesson(lab, lab_again):
     # Issue 23: run 1 said the dtype pitfall made JAX look 1.89x worse, run 2 better. A run may
     # find a lesson within its noise, never the opposite of what another run found.
-    effects = {pid: (lab[pid]["effect"], lab_again[pid]["effect"]) for pid in lab}
+    effects = {pid: (lab[pid]["effect"], lab_again[pid]["effect"]) for pid in lab_again}
     flips = {pid: pair for pid, pair in effects.items() if set(pair) == {"flatters", "hurts"}}
     assert not flips, f"{flips}; ranges {[(lab[p]['effect_range'], lab_again[p]['effect_range']) for p in flips]}"
 
@@ -165,6 +168,26 @@ def test_tf32_is_marked_not_applicable_on_cpu(lab):
     assert p["naive"]["rel_error"] == pytest.approx(p["correct"]["rel_error"], rel=0.5)
 
 
+def test_a_restarted_process_compiles_again_unless_the_persistent_cache_is_hit(lab):
+    p = lab["cache"]
+    cold, hit = p["naive"], p["correct"]
+    fill, start = p["extra"]
+    assert cold["cache_hits"] == 0 and hit["cache_hits"] == hit["processes"] >= 2  # every cached process hit
+    assert fill["cache_hits"] == 0 and fill["cache_files"] >= 1  # the first process wrote what the others read
+    # Same run, processes taken in turns: reading the executable costs less than compiling it.
+    assert hit["compile_seconds"] < cold["compile_seconds"]
+    assert p["effect"] != "flatters", p  # a restart without the cache never makes JAX look faster
+    assert start["numpy_seconds"] is None and start["seconds"] > 0
+
+
+def test_a_failing_fresh_process_is_one_clear_line():
+    with pytest.raises(JobFailed) as caught:
+        fresh_first_call(Spec("no_such_case", (2, 2)), None)
+    message = str(caught.value)
+    assert message.startswith("pitfall 7: the fresh process without a cache failed: BadInput: unknown case")
+    assert "\n" not in message and "Traceback" not in message
+
+
 def test_host_arrays_pay_a_transfer_on_every_call(runner):
     # A memory-bound case, so the per-call copy is a clear share of the time.
     report = runner.submit_pitfalls(Spec("reduction", (3000, 3000), timing=QUICK),
@@ -177,9 +200,12 @@ def test_pitfalls_cli_json():
     proc = cli("pitfalls", "--shape", "200x200", "--quick", "--json", "-", timeout=300)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
-    assert [p["id"] for p in doc["pitfalls"]] == ["jit", "async", "dtype", "transfer", "size", "tf32"]
+    assert [p["id"] for p in doc["pitfalls"]] == ["jit", "async", "dtype", "transfer", "size", "tf32", "cache"]
     for pitfall in doc["pitfalls"]:
         assert {"id", "title", "naive", "correct"} <= set(pitfall)
         assert pitfall["effect"] in EFFECTS
         for side in ("naive", "correct"):
             assert {"seconds", "range", "conclusion"} <= set(pitfall[side])
+    cache = doc["pitfalls"][-1]
+    assert cache["doc"].endswith("/persistent_compilation_cache.html")
+    assert cache["correct"]["compile_seconds"] < cache["naive"]["compile_seconds"]

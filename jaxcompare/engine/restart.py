@@ -120,8 +120,11 @@ def _exit_with_parent() -> None:
 
 
 def _first_call(request: dict[str, Any]) -> dict[str, Any]:
+    from ..catalog import get_case
+
     spec = Spec.from_dict(request["spec"])
     cache_dir = request["cache_dir"]
+    case = get_case(spec.case, spec.cases_file)
     import jax
 
     jax.config.update("jax_enable_x64", spec.precision == "x64")
@@ -139,7 +142,6 @@ def _first_call(request: dict[str, Any]) -> dict[str, Any]:
     jax.monitoring.register_event_listener(lambda event, **_: events.update([event]))
     jax.monitoring.register_event_duration_secs_listener(
         lambda event, duration_secs, **_: compile_s.append(duration_secs) if event == BACKEND_COMPILE_EVENT else None)
-    from ..catalog import get_case
     from .environment import pin_device, resolve_device
     from .measure import build_inputs
 
@@ -147,7 +149,6 @@ def _first_call(request: dict[str, Any]) -> dict[str, Any]:
     if pinned:
         jax.config.update("jax_default_device", pin_device(pinned))
     device = resolve_device(spec.device)
-    case = get_case(spec.case, spec.cases_file)
     ready_ns = time.monotonic_ns()
     dev = jax.block_until_ready(jax.device_put(build_inputs(case, spec), device))
     compile_s.clear()  # only the first call's compile and cache lookups count
