@@ -191,8 +191,9 @@ with st.sidebar:
         st.warning(device_problem, icon=":material/warning:")
     st.segmented_control(_("Timing"), pv.PitfallsConfig.TIMING_PRESETS, key=key("timing"), required=True,
                          format_func=controls.timing_label,
-                         help=_("Careful samples longer and stops when the median is known to ±3%; "
-                                "quick stops at ±10%. Six sections take several times one comparison."))
+                         help=_("Careful samples longer and stops when the median is known to ±3%; quick "
+                                "stops at ±10%. The {count} sections take several times one comparison.").format(
+                             count=len(PITFALLS)))
     busy = jobs.running_job(JOB) is not None
     st.button(_("Run all pitfalls"), type="primary", icon=":material/play_arrow:", on_click=start_run,
               disabled=busy or shape is None, width="stretch", key="run_all_pitfalls",
@@ -222,8 +223,8 @@ if busy:
     with slot:
         poll_job()
 elif not results:
-    st.info(_("**Run all pitfalls** (sidebar) measures all six sections in one job; each section can also be "
-              "measured on its own."), icon=":material/play_arrow:")
+    st.info(_("**Run all pitfalls** (sidebar) measures all {count} sections in one job; each section can also "
+              "be measured on its own.").format(count=len(PITFALLS)), icon=":material/play_arrow:")
 st.markdown(pv.markdown_table(pv.summary_rows(results)))
 
 for meta in PITFALLS:

@@ -1,8 +1,10 @@
 """A real browser against `streamlit run app.py`: the Pitfalls page, in Chinese (a teacher's
-class), runs all six sections at a small shape and draws every chart; a deep link lands on its
+class), runs all seven sections at a small shape and draws every chart; a deep link lands on its
 section. (The English page: tests/test_pitfalls_page.py.)"""
 
 from __future__ import annotations
+
+import os
 
 import pytest
 from browser_support import (
@@ -22,17 +24,28 @@ from jaxcompare.app.charts_profile import BUSY_COLOR, GAP_COLOR
 pytestmark = pytest.mark.browser
 
 
-def test_pitfalls_in_chinese_run_all_draws_six_charts_and_the_size_gap(server, browser, tmp_path):
+def section_box(page, pid: str) -> dict:
+    """The page region from a section's heading to the next heading (or the page's end)."""
+    return page.evaluate("""pid => {
+        const heads = [...document.querySelectorAll("[data-testid='stHeading']")];
+        const top = document.getElementById(`pitfall-${pid}`).getBoundingClientRect().top + window.scrollY;
+        const next = heads.map(h => h.getBoundingClientRect().top + window.scrollY).find(y => y > top + 5);
+        const end = next ?? document.querySelector("[data-testid='stMain']").scrollHeight;
+        return {x: 0, y: Math.max(top - 10, 0), width: window.innerWidth, height: end - top};
+    }""", pid)
+
+
+def test_pitfalls_in_chinese_run_all_draws_seven_charts_and_the_size_gap(server, browser, tmp_path):
     page = open_page(browser, f"{server}/Pitfalls?case=centered_gram&shape=200x200&timing=quick&lang=zh", height=1200)
     assert_no_error(page)
-    for pid in ("jit", "async", "dtype", "transfer", "size", "tf32"):
+    for pid in ("jit", "async", "dtype", "transfer", "size", "tf32", "cache"):
         assert page.locator(f"#pitfall-{pid}").count() == 1, f"no anchor for {pid}"
     page.get_by_role("button", name=zh("Run all pitfalls")).click()
-    page.wait_for_function(f"() => document.querySelectorAll(\"{CHART}\").length >= 7", timeout=180_000)
+    page.wait_for_function(f"() => document.querySelectorAll(\"{CHART}\").length >= 8", timeout=180_000)
     page.wait_for_selector(IDLE, timeout=60_000)
-    # Six pitfall charts, and after the size section's, the busy-vs-gap bars of its two shapes.
-    assert page.locator("[data-testid='stVegaLiteChart']").count() == 7
-    pitfall_charts, gap_chart = [0, 1, 2, 3, 4, 6], 5
+    # Seven pitfall charts, and after the size section's, the busy-vs-gap bars of its two shapes.
+    assert page.locator("[data-testid='stVegaLiteChart']").count() == 8
+    pitfall_charts, gap_chart = [0, 1, 2, 3, 4, 6, 7], 5
     for index in pitfall_charts:
         assert wait_for_chart_marks(page, index, JAX_COLOR) > 0, f"chart {index} drew no JAX dots"
     assert wait_for_chart_marks(page, gap_chart, BUSY_COLOR, mark="rect", at_least=2) == 2
@@ -40,7 +53,7 @@ def test_pitfalls_in_chinese_run_all_draws_six_charts_and_the_size_gap(server, b
     assert_no_error(page)
     text = main_text(page)
     measured_properly = zh("naive: {naive}; measured properly: {correct}").split("{correct}")[0].split("{naive}")[1]
-    assert text.count(measured_properly) >= 6, measured_properly  # each section's verdict, in Chinese
+    assert text.count(measured_properly) >= 7, measured_properly  # each section's verdict, in Chinese
     not_applicable = zh("Not applicable on {backend}: no TF32 here. Both sides compute in full float32, so the "
                         "errors match and the times differ only by noise; the numbers are shown for reference.")
     assert not_applicable.format(backend="CPU") in text
@@ -60,9 +73,17 @@ def test_pitfalls_in_chinese_run_all_draws_six_charts_and_the_size_gap(server, b
     page.wait_for_selector(IDLE, timeout=30_000)
     for index in pitfall_charts:  # still drawn after the resize (the width is unchanged: no redraw due)
         assert chart_marks(page, index, JAX_COLOR) > 0, f"chart {index} lost its JAX dots"
+    # Pitfall 7's rows name each first call's compile step, in Chinese, in its chart.
+    cache_svg = page.evaluate("i => document.querySelectorAll(\"[data-testid='stVegaLiteChart'] svg.marks\")[i]"
+                              ".textContent", pitfall_charts[-1])
+    assert zh("compiling {time}").split("{time}")[0].strip() in cache_svg
+    assert zh("read from the cache in {time}").split("{time}")[0].strip() in cache_svg
     shot = tmp_path / "pitfalls.png"
     page.screenshot(path=str(shot), full_page=True)
     assert shot.stat().st_size > 50_000
+    section = os.environ.get("JAXCOMPARE_SHOT_DIR") or str(tmp_path)  # where a person looks at it
+    page.screenshot(path=f"{section}/pitfall_cache_zh.png", full_page=True,
+                    clip=section_box(page, "cache"))
     page.close()
 
 

@@ -94,3 +94,21 @@ def test_zero_times_stay_on_the_log_axis():
 def test_chart_renders_to_png():
     png = chart_png_bytes(pitfall_chart(jit_pitfall()))
     assert png.startswith(b"\x89PNG") and len(png) > 10_000
+
+
+def test_cache_rows_name_the_compile_step_and_the_process_start_has_no_numpy_dot():
+    numpy = timed(0.006)
+    cold, hit = timed(0.31), timed(0.15)
+    pitfall = _pitfall(
+        "cache", _side("Restarted process, no cache", "f(x)", cold, numpy, compile_seconds=0.103, cache_hits=0),
+        _side("Restarted process, persistent cache hit", "f(x)", hit, numpy, compile_seconds=0.0073, cache_hits=2),
+        ((cold, numpy), (hit, numpy)),
+        [_side("Process start: Python, import jax, backend up", "python", timed(1.5), None, conclusion="paid")])
+    rows = pitfall_rows(pitfall)
+    assert rows[0]["text"] == "JAX 310 ms · 51.7x slower than NumPy · compiling 103 ms"
+    assert rows[1]["text"].endswith("· read from the cache in 7.3 ms")
+    assert rows[2]["numpy_s"] is None and rows[2]["text"] == "JAX 1.5 s"
+    assert [d["side"] for d in dot_rows(rows)] == ["JAX", "NumPy", "JAX", "NumPy", "JAX"]
+    spec = pitfall_chart(pitfall).to_dict()
+    lo, hi = layers(spec)[0]["encoding"]["x"]["scale"]["domain"]
+    assert lo < 0.006 and hi > 1.5

@@ -8,15 +8,16 @@ import json
 import pytest
 from support import QUICK, cli
 
-from jaxcompare import Spec
+from jaxcompare import JobFailed, Spec
 from jaxcompare.engine.load import LoadMeter, is_busy
-from jaxcompare.engine.pitfalls import EFFECTS
+from jaxcompare.engine.pitfalls import EFFECTS, SECTIONS
+from jaxcompare.engine.restart import fresh_first_call
 
 pytestmark = pytest.mark.slow  # a minute or more: collected first (conftest)
 
 
-def run_lab(runner) -> dict:
-    report = runner.submit_pitfalls(Spec("centered_gram", (1000, 1000), timing=QUICK)).wait(300)
+def run_lab(runner, sections: tuple[str, ...] | None = None) -> dict:
+    report = runner.submit_pitfalls(Spec("centered_gram", (1000, 1000), timing=QUICK), sections).wait(300)
     return {p["id"]: p for p in report["pitfalls"]}
 
 
@@ -27,9 +28,14 @@ def while_watched(run):
     return value, is_busy(span.others_cores)
 
 
+# Pitfall 7's fresh processes cost seconds each (importing JAX), so the lab runs the first six
+# here and pitfall 7 is checked once, on the CLI's run of all seven (cli_doc).
+SIX = tuple(pid for pid in SECTIONS if pid != "cache")
+
+
 @pytest.fixture(scope="module")
 def lab_and_load(runner):
-    return while_watched(lambda: run_lab(runner))
+    return while_watched(lambda: run_lab(runner, SIX))
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +45,7 @@ def lab(lab_and_load):
 
 @pytest.fixture(scope="module")
 def lab_again(runner, lab):
-    return run_lab(runner)  # after the first: a second run minutes apart, as a teacher would
+    return run_lab(runner, SIX)  # after the first: a second run minutes apart, as a teacher would
 
 
 def speedup(side: dict) -> float:
@@ -108,23 +114,28 @@ def test_every_speedup_divides_one_numpy_baseline(lab):
 
 def test_each_figure_carries_its_range_and_each_pitfall_an_effect(lab):
     for pitfall in lab.values():
-        ranged = True
-        for side in [pitfall["naive"], pitfall["correct"], *pitfall["extra"]]:
-            for key, median in (("range", "seconds"), ("numpy_range", "numpy_seconds")):
-                if side[key] is None:  # a single sample (a very busy machine): no range to claim
-                    ranged = ranged and side not in (pitfall["naive"], pitfall["correct"])
-                    continue
-                low, high = side[key]
-                assert 0 <= low <= side[median] <= high, (pitfall["id"], side["label"], key)
-        assert pitfall["effect"] in EFFECTS
-        if not ranged or pitfall["effect_range"] is None:
-            assert pitfall["effect"] == "within_noise" and pitfall["effect_range"] is None
-            continue
-        low, high = pitfall["effect_range"]
-        assert low <= pitfall["effect_factor"] <= high
-        assert (pitfall["effect"] == "flatters") == (low > 1) and (pitfall["effect"] == "hurts") == (high < 1)
+        check_ranges_and_effect(pitfall)
     # Dispatch-only against blocked is tens of times apart: no noise covers that.
     assert lab["async"]["effect"] == "flatters"
+
+
+def check_ranges_and_effect(pitfall: dict) -> None:
+    """Each median inside its 95% range, and the effect the one its range decides."""
+    ranged = True
+    for side in [pitfall["naive"], pitfall["correct"], *pitfall["extra"]]:
+        for key, median in (("range", "seconds"), ("numpy_range", "numpy_seconds")):
+            if side[key] is None:  # a single sample (a very busy machine): no range to claim
+                ranged = ranged and side not in (pitfall["naive"], pitfall["correct"])
+                continue
+            low, high = side[key]
+            assert 0 <= low <= side[median] <= high, (pitfall["id"], side["label"], key)
+    assert pitfall["effect"] in EFFECTS
+    if not ranged or pitfall["effect_range"] is None:
+        assert pitfall["effect"] == "within_noise" and pitfall["effect_range"] is None
+        return
+    low, high = pitfall["effect_range"]
+    assert low <= pitfall["effect_factor"] <= high
+    assert (pitfall["effect"] == "flatters") == (low > 1) and (pitfall["effect"] == "hurts") == (high < 1)
 
 
 def test_a_second_run_never_teaches_the_opposite_lesson(lab, lab_again):
@@ -165,6 +176,29 @@ def test_tf32_is_marked_not_applicable_on_cpu(lab):
     assert p["naive"]["rel_error"] == pytest.approx(p["correct"]["rel_error"], rel=0.5)
 
 
+def test_a_restarted_process_compiles_again_unless_the_persistent_cache_is_hit(cli_doc):
+    p = cli_doc["pitfalls"][SECTIONS.index("cache")]
+    cold, hit = p["naive"], p["correct"]
+    fill, start = p["extra"]
+    assert cold["cache_hits"] == 0 and hit["cache_hits"] == hit["processes"] >= 2  # every cached process hit
+    assert fill["cache_hits"] == 0 and fill["cache_files"] >= 1  # the first process wrote what the others read
+    # Same run, processes taken in turns: reading the executable costs less than compiling it.
+    assert hit["compile_seconds"] < cold["compile_seconds"]
+    assert p["effect"] != "flatters", p  # a restart without the cache never makes JAX look faster
+    assert start["numpy_seconds"] is None and start["seconds"] > 0
+    jit = cli_doc["pitfalls"][SECTIONS.index("jit")]
+    assert cold["numpy_seconds"] == hit["numpy_seconds"] == jit["naive"]["numpy_seconds"]  # the lab's baseline
+    check_ranges_and_effect(p)
+
+
+def test_a_failing_fresh_process_is_one_clear_line():
+    with pytest.raises(JobFailed) as caught:
+        fresh_first_call(Spec("no_such_case", (2, 2)), None)
+    message = str(caught.value)
+    assert message.startswith("pitfall 7: the fresh process without a cache failed: BadInput: unknown case")
+    assert "\n" not in message and "Traceback" not in message
+
+
 def test_host_arrays_pay_a_transfer_on_every_call(runner):
     # A memory-bound case, so the per-call copy is a clear share of the time.
     report = runner.submit_pitfalls(Spec("reduction", (3000, 3000), timing=QUICK),
@@ -173,13 +207,21 @@ def test_host_arrays_pay_a_transfer_on_every_call(runner):
     assert p["naive"]["seconds"] > 1.5 * p["correct"]["seconds"]
 
 
-def test_pitfalls_cli_json():
+@pytest.fixture(scope="module")
+def cli_doc() -> dict:
     proc = cli("pitfalls", "--shape", "200x200", "--quick", "--json", "-", timeout=300)
     assert proc.returncode == 0, proc.stderr
-    doc = json.loads(proc.stdout)
-    assert [p["id"] for p in doc["pitfalls"]] == ["jit", "async", "dtype", "transfer", "size", "tf32"]
+    return json.loads(proc.stdout)
+
+
+def test_pitfalls_cli_json(cli_doc):
+    doc = cli_doc
+    assert [p["id"] for p in doc["pitfalls"]] == ["jit", "async", "dtype", "transfer", "size", "tf32", "cache"]
     for pitfall in doc["pitfalls"]:
         assert {"id", "title", "naive", "correct"} <= set(pitfall)
         assert pitfall["effect"] in EFFECTS
         for side in ("naive", "correct"):
             assert {"seconds", "range", "conclusion"} <= set(pitfall[side])
+    cache = doc["pitfalls"][-1]
+    assert cache["doc"].endswith("/persistent_compilation_cache.html")
+    assert cache["correct"]["compile_seconds"] < cache["naive"]["compile_seconds"]

@@ -1,4 +1,4 @@
-"""The Pitfalls page under Streamlit's AppTest: the default configuration, a real run of all six
+"""The Pitfalls page under Streamlit's AppTest: the default configuration, a real run of all seven
 sections at a small shape (CPU, quick timing), one job at a time, Stop, bad URL values, and the
 Compare checklist's links into the page."""
 
@@ -51,7 +51,7 @@ def test_bad_url_values_warn_and_use_the_defaults():
     assert dict(at.query_params) == {"case": "centered_gram"}  # the URL is rewritten to what runs
 
 
-def test_run_all_measures_six_sections_in_one_job():
+def test_run_all_measures_seven_sections_in_one_job():
     at = page(PAGE, case="centered_gram", shape="200x200", timing="quick")
     at.button(key="run_all_pitfalls").click().run()
     job = at.session_state["pitfalls_job"]
@@ -76,7 +76,7 @@ def test_run_all_measures_six_sections_in_one_job():
     assert shapes == ["10x10", "10x10", "200x200", "200x200"]
     indices = [i for i in range(len(charts)) if i != gap]
     specs = [charts[i] for i in indices]
-    assert len(specs) == 6
+    assert len(specs) == 7
     for index, pid, spec in zip(indices, SECTIONS, specs, strict=True):
         pitfall = results[pid]["pitfall"]
         assert [layer["mark"]["type"] for layer in spec["layer"]] == ["rule", "rule", "point"]  # gap, ranges, dots
@@ -96,16 +96,20 @@ def test_run_all_measures_six_sections_in_one_job():
 
     texts = markdown(at)
     verdicts = [t for t in texts if t.startswith("**naive: JAX ") and "; measured properly: JAX " in t]
-    assert len(verdicts) == 6
-    assert sum(t.startswith("How wrong:") for t in texts) == 6
-    assert verdicts[-1].endswith("(not applicable on CPU: no TF32 here)**")
+    assert len(verdicts) == 7
+    assert sum(t.startswith("How wrong:") for t in texts) == 7
+    assert verdicts[SECTIONS.index("tf32")].endswith("(not applicable on CPU: no TF32 here)**")
     assert any(i.value.startswith("Not applicable on CPU: no TF32 here") for i in at.info)
     assert any("Agreement with float64" in t for t in texts)
     assert any("Both float64 (jax_enable_x64)" in t for t in texts)  # the x64 worker's fair side
     table = next(t for t in texts if t.startswith("| Pitfall |"))
-    assert "not measured yet" not in table and "[6. GPU float32" in table
+    assert "not measured yet" not in table and "[6. GPU float32" in table and "[7. Restarts" in table
+    # Pitfall 7 names the compile step of each fresh process's first call, and the cache's docs.
+    assert any("compiling " in t and t.startswith("JAX **") for t in texts)
+    assert any("read from the cache in " in t for t in texts)
+    assert any("persistent_compilation_cache.html" in t for t in texts)
     downloads = [d.proto.label for d in at.get("download_button")]
-    assert downloads.count("Chart (PNG)") == 6
+    assert downloads.count("Chart (PNG)") == 7
     assert not at.button(key="run_all_pitfalls").disabled
 
 

@@ -127,10 +127,12 @@ def test_summary_table_links_every_section():
     results = {"jit": {"pitfall": pitfall("jit", (0.174, 0.0519), (0.043, 0.0519)), "context": {"backend": "cpu"}}}
     rows = pv.summary_rows(results)
     assert [r["Pitfall"].split("](")[1] for r in rows] == [
-        "#pitfall-jit)", "#pitfall-async)", "#pitfall-dtype)", "#pitfall-transfer)", "#pitfall-size)", "#pitfall-tf32)"]
+        "#pitfall-jit)", "#pitfall-async)", "#pitfall-dtype)", "#pitfall-transfer)", "#pitfall-size)", "#pitfall-tf32)",
+        "#pitfall-cache)"]
     assert rows[0]["How wrong"] == "JAX looks 4.05x worse" and rows[1]["How wrong"] == "not measured yet"
     table = pv.markdown_table(rows)
-    assert table.count("\n") == 7 and "[1. JIT](#pitfall-jit)" in table  # header, rule, six pitfalls
+    assert table.count("\n") == 8 and "[1. JIT](#pitfall-jit)" in table  # header, rule, seven pitfalls
+    assert "[7. Restarts](#pitfall-cache)" in table
 
 
 def test_factors_read_without_exponents():
@@ -138,7 +140,8 @@ def test_factors_read_without_exponents():
 
 
 def test_progress_text_names_the_section():
-    assert pv.phase_text("async") == "Measuring 2 of 6: Async dispatch"
+    assert pv.phase_text("async") == "Measuring 2 of 7: Async dispatch"
+    assert pv.phase_text("cache") == "Measuring 7 of 7: Restarts"
     assert pv.phase_text("size", ("size",)) == "Measuring 1 of 1: Workload size"
     assert pv.phase_text("starting worker").startswith("Preparing")
     assert pv.phase_text("something_else") == "Something else"
@@ -152,6 +155,20 @@ def test_preview_has_naive_and_correct_code_for_every_section():
             assert all(side["code"] and side["label"] for role in pv.ROLES for side in preview[role])
     dtype32 = pv.preview("dtype", case("centered_gram"), (1000, 1000), "x32")
     assert dtype32["correct"][0]["label"] == "Both float32" and "float64" in dtype32["also"][0]["label"]
+
+
+def test_the_cache_section_names_its_compile_step_and_the_docs_page():
+    cold = {"seconds": 0.31, "numpy_seconds": 0.006, "compile_seconds": 0.103, "cache_hits": 0}
+    hit = {**cold, "seconds": 0.15, "compile_seconds": 0.0073, "cache_hits": 2}
+    assert pv.compile_text(cold) == "compiling 103 ms"
+    assert pv.compile_text(hit) == "read from the cache in 7.3 ms"
+    assert pv.compile_text({"seconds": 0.1}) is None
+    assert pv.side_figures(hit).endswith("→ JAX 25x slower than NumPy · read from the cache in 7.3 ms")
+    assert pv.doc_title(pv.meta("cache")["doc"]) == "Persistent compilation cache"
+    preview = pv.preview("cache", case("centered_gram"), (1000, 1000), "x32")
+    assert "jax_persistent_cache_min_compile_time_secs" in preview["correct"][0]["code"]
+    assert [s["label"] for s in preview["also"]] == ["First process, empty cache: compiles and writes it",
+                                                     "Process start: Python, import jax, backend up"]
 
 
 def test_thorough_timing_is_for_compare_not_for_the_lab():

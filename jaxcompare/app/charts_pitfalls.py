@@ -19,7 +19,7 @@ import altair as alt
 from ..i18n import N_, _
 from ..model.formatting import format_time, format_time_range
 from .charts import FIT_WIDTH, JAX_COLOR, NUMPY_COLOR, TINY_S, _time_axis
-from .pitfalls_view import side_label, sides, speed_text
+from .pitfalls_view import compile_text, side_label, sides, speed_text
 
 # English here, translated where a row is labelled (role_word()).
 ROLE_WORDS = {"naive": N_("NAIVE"), "correct": N_("CORRECT"), "also": N_("ALSO")}
@@ -69,6 +69,8 @@ def pitfall_rows(pitfall: Mapping[str, Any]) -> list[dict[str, Any]]:
             text += f" · {speed}"
         if side.get("rel_error") is not None:
             text += " · " + _("error {error:.2g}").format(error=side["rel_error"])
+        if compile_text(side):
+            text += f" · {compile_text(side)}"
         label = f"{role_word(role)} · {side_label(side)}"
         rows.append({
             "order": order, "role": role, "label": label, "row": f"{label}{SEP}{text}",

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 from urllib.parse import urlencode
 
 from ..analysis.summary import timing_name
-from ..engine.pitfalls import DOCS, EFFECTS, PITFALLS, SECTIONS
+from ..engine.pitfalls import CACHE_SETTINGS, DOCS, EFFECTS, PITFALLS, SECTIONS
 from ..i18n import N_, _, translate_text
 from ..model.cases import Case, format_shape
 from ..model.formatting import faster_or_slower, format_time, format_time_range
@@ -29,6 +29,7 @@ DOC_TITLES = {
     DOCS["x64"]: N_("Default dtypes and the X64 flag"),
     DOCS["faq_transfer"]: N_("FAQ: benchmarking JAX code"),
     DOCS["precision"]: "jax.default_matmul_precision",
+    DOCS["cache"]: N_("Persistent compilation cache"),
 }
 CLOSE_ENOUGH = 1.15  # a report without ranges: naive and correct speedups within 15% are the noise
 BACKEND_NAMES = {"cpu": "CPU", "gpu": "GPU", "tpu": "TPU"}
@@ -146,6 +147,14 @@ def preview(pitfall_id: str, case: Case, shape: Sequence[int], precision: str) -
         "tf32": ({"label": N_("Default matmul precision"), "code": "f(x)"},
                  {"label": "precision='highest'", "code": "with jax.default_matmul_precision('highest'):\n    f(x)"},
                  []),
+        "cache": ({"label": N_("Restarted process, no cache"),
+                   "code": "# a fresh python process\n%time f(x).block_until_ready()"},
+                  {"label": N_("Restarted process, persistent cache hit"),
+                   "code": CACHE_SETTINGS + "%time f(x).block_until_ready()"},
+                  [{"label": N_("First process, empty cache: compiles and writes it"),
+                    "code": CACHE_SETTINGS + "%time f(x).block_until_ready()  # nothing cached yet"},
+                   {"label": N_("Process start: Python, import jax, backend up"),
+                    "code": "python -c 'import jax; jax.devices()'"}]),
     }
     naive, correct, extra = sides[pitfall_id]
     return {"naive": [naive], "correct": [correct], "also": extra}
@@ -212,7 +221,20 @@ def side_figures(side: Mapping[str, Any]) -> str:
         text += f" → {short_speed(side)}"
     if side.get("rel_error") is not None:
         text += " · " + _("error vs float64 {error:.2g}").format(error=side["rel_error"])
+    if compile_text(side):
+        text += f" · {compile_text(side)}"
     return text
+
+
+def compile_text(side: Mapping[str, Any]) -> str | None:
+    """Pitfall 7's compile step within a first call: 'compiling 103 ms', or on a cache hit
+    'read from the cache in 7.3 ms' (None for a side that did not time it)."""
+    seconds = side.get("compile_seconds")
+    if seconds is None:
+        return None
+    if side.get("cache_hits"):
+        return _("read from the cache in {time}").format(time=format_time(seconds))
+    return _("compiling {time}").format(time=format_time(seconds))
 
 
 def verdict_text(pitfall: Mapping[str, Any], backend: str | None = None) -> str:

@@ -11,6 +11,7 @@ hurts, within_noise) is decided from the ranges: a lesson this machine did not s
 from __future__ import annotations
 
 import math
+import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -29,6 +30,7 @@ from .agreement import normwise_errors
 from .environment import resolve_device
 from .measure import build_inputs, check_memory, check_precision
 from .profile import profile_jitted
+from .restart import FreshCall, fresh_first_call
 from .timing import BLAS_SETTLE_S, Clock, Turn, blocking_call, bound_call, sample_round_robin, sample_turns
 
 DOCS = {
@@ -38,6 +40,7 @@ DOCS = {
     "x64": "https://docs.jax.dev/en/latest/default_dtypes.html",
     "faq_transfer": "https://docs.jax.dev/en/latest/faq.html#benchmarking-jax-code",
     "precision": "https://docs.jax.dev/en/latest/_autosummary/jax.default_matmul_precision.html",
+    "cache": "https://docs.jax.dev/en/latest/persistent_compilation_cache.html",
 }
 
 PITFALLS: tuple[dict[str, str], ...] = (
@@ -68,6 +71,13 @@ PITFALLS: tuple[dict[str, str], ...] = (
                     "default: faster, with about 10 mantissa bits. "
                     "jax.default_matmul_precision('highest') gives the fair float32 comparison."),
      "doc": DOCS["precision"]},
+    {"id": "cache", "title": N_("7. Restarts: every new process compiles again"),
+     "explanation": N_("Compiled code lives in the process: a restarted app, a new notebook kernel or a new "
+                    "worker traces and compiles again on its first call. With jax_compilation_cache_dir set, "
+                    "JAX writes each executable to disk and a later process reads it instead of compiling "
+                    "(jax_persistent_cache_min_compile_time_secs=0 lets a function that compiles in under a "
+                    "second be cached too). Tracing and lowering still run in every process."),
+     "doc": DOCS["cache"]},
 )
 SECTIONS = tuple(p["id"] for p in PITFALLS)
 TINY_S = 1e-12  # the floor of a time in a ratio (a dispatch can read 0 ns)
@@ -358,8 +368,69 @@ def pitfall_tf32(lab: Lab) -> dict[str, Any]:
     )
 
 
+CACHE_SETTINGS = ('jax.config.update("jax_compilation_cache_dir", "/tmp/jax-cache")\n'
+                  'jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)\n'
+                  'jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)\n')
+
+
+def pitfall_cache(lab: Lab) -> dict[str, Any]:
+    """Fresh processes, one first call each: one with an empty cache folder (it compiles and
+    fills it), then in turns one without the cache (the naive restart) and one with the filled
+    cache (the hit), compile_samples of each; the folder is removed afterwards."""
+    spec, pairs = lab.spec, max(lab.cfg.compile_samples, 2)  # two a side at least: a range to judge by
+    cold: list[FreshCall] = []
+    hit: list[FreshCall] = []
+    with tempfile.TemporaryDirectory(prefix="jaxcompare-cache-", ignore_cleanup_errors=True) as folder:
+        fill = fresh_first_call(spec, folder, "empty")
+        entries = len(os.listdir(folder))
+        for _ in range(pairs):
+            cold.append(fresh_first_call(spec, None))
+            hit.append(fresh_first_call(spec, folder, "filled"))
+
+    def stats(calls: list[FreshCall], attr: str = "first_call_s") -> Stats:
+        return Stats.from_samples([getattr(c, attr) for c in calls])
+
+    def compile_median(calls: list[FreshCall]) -> float | None:
+        times = [c.compile_s for c in calls if c.compile_s is not None]
+        return float(np.median(times)) if times else None
+
+    def figures(calls: list[FreshCall]) -> dict[str, Any]:
+        return {"compile_seconds": compile_median(calls), "cache_hits": sum(c.cache_hits for c in calls),
+                "processes": len(calls)}
+
+    cold_s, hit_s, numpy_s = stats(cold), stats(hit), lab.numpy.median_s
+    hits = sum(c.cache_hits for c in hit)
+    if hits == len(hit):
+        correct_words = N_("{speed}; compiled code read from the cache: {compile} of it")
+    else:  # a backend without executable serialisation, or a cache that failed to write: said, not hidden
+        correct_words = N_("{speed}; the cache was not hit ({hits} of {processes} processes), so it compiled again")
+    return _pitfall(
+        "cache",
+        _side(N_("Restarted process, no cache"), "# a fresh python process\n%time f(x).block_until_ready()",
+              cold_s, lab.numpy, conclusion=N_("{speed}; compiling: {compile} of it").format(
+                  speed=speed_words(numpy_s, cold_s.median_s), compile=format_time(compile_median(cold))),
+              **figures(cold)),
+        _side(N_("Restarted process, persistent cache hit"), CACHE_SETTINGS + "%time f(x).block_until_ready()",
+              hit_s, lab.numpy, conclusion=correct_words.format(
+                  speed=speed_words(numpy_s, hit_s.median_s), compile=format_time(compile_median(hit)),
+                  hits=hits, processes=len(hit)),
+              **figures(hit)),
+        ((cold_s, lab.numpy), (hit_s, lab.numpy)),
+        [_side(N_("First process, empty cache: compiles and writes it"),
+               CACHE_SETTINGS + "%time f(x).block_until_ready()  # nothing cached yet", stats([fill]), lab.numpy,
+               conclusion=N_("{speed}; compiling and writing {entries} cache file(s): {compile} of it").format(
+                   speed=speed_words(numpy_s, fill.first_call_s), entries=entries,
+                   compile=format_time(fill.compile_s)),
+               cache_files=entries, **figures([fill])),
+         _side(N_("Process start: Python, import jax, backend up"), "python -c 'import jax; jax.devices()'",
+               stats([fill, *cold, *hit], "start_s"), None,
+               conclusion=N_("paid by every restart, cache or not (median of {processes} processes)").format(
+                   processes=1 + len(cold) + len(hit)))],
+    )
+
+
 MEASURE = {"jit": pitfall_jit, "async": pitfall_async, "dtype": pitfall_dtype,
-           "transfer": pitfall_transfer, "size": pitfall_size, "tf32": pitfall_tf32}
+           "transfer": pitfall_transfer, "size": pitfall_size, "tf32": pitfall_tf32, "cache": pitfall_cache}
 
 
 def measure_pitfalls(spec: Spec, sections: tuple[str, ...] = SECTIONS,

@@ -1,0 +1,160 @@
+"""Pitfall 7's fresh processes: what a restarted app pays for its first call, with and without
+JAX's persistent compilation cache. The lab (in a worker) starts each child with its own
+interpreter and environment (``python -c``, as engine/process.py starts workers); the child
+imports JAX, builds the case's inputs, times one first jitted call and prints a JSON report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from ..i18n import N_
+from ..model.errors import JobFailed
+from ..model.spec import Spec
+
+# A child imports JAX and, on a GPU, creates its client: seconds, more on a busy machine.
+CHILD_TIMEOUT_S = 180.0
+# A user's own cache settings would turn the cold process into a cache hit.
+CACHE_ENV = ("JAX_COMPILATION_CACHE_DIR", "JAX_ENABLE_COMPILATION_CACHE",
+             "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES")
+# The child gets the parent's sys.path, so it imports the same jaxcompare (as workers do).
+_ENTRY = ("import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
+          "from jaxcompare.engine.restart import child_main; child_main(sys.argv[2])")
+BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"  # jax._src.dispatch: compile or cache read
+CACHE_HIT_EVENT, CACHE_MISS_EVENT = "/jax/compilation_cache/cache_hits", "/jax/compilation_cache/cache_misses"
+PROCESS_NAMES = {None: N_("without a cache"), "empty": N_("with an empty cache"), "filled": N_("with the filled cache")}
+
+
+@dataclass(frozen=True)
+class FreshCall:
+    """One fresh process's first call: the whole call (trace, lower, compile or cache read,
+    run), the compile step alone, the process's start (spawn until JAX's backend is up) and
+    what the persistent cache saw."""
+
+    first_call_s: float
+    compile_s: float | None
+    start_s: float
+    cache_hits: int
+    cache_misses: int
+
+
+def fresh_first_call(spec: Spec, cache_dir: str | None, state: str | None = None, *,
+                     timeout_s: float = CHILD_TIMEOUT_S) -> FreshCall:
+    """Start a fresh process of this interpreter, with this worker's environment (JAX_PLATFORMS,
+    the pinned device) and precision, and time its first call of ``spec``'s case; with
+    ``cache_dir``, JAX's persistent cache reads and writes there. ``state`` names the cache
+    in errors (PROCESS_NAMES). A failing child is a JobFailed of one line."""
+    env = {k: v for k, v in os.environ.items() if k not in CACHE_ENV}
+    env["JAX_ENABLE_X64"] = "1" if spec.precision == "x64" else "0"
+    request = json.dumps({"spec": spec.to_dict(), "cache_dir": cache_dir})
+    which = PROCESS_NAMES[state if cache_dir else None]
+    spawned_ns = time.monotonic_ns()  # CLOCK_MONOTONIC: one clock for every process on the host
+    try:
+        proc = subprocess.run([sys.executable, "-c", _ENTRY, json.dumps(sys.path), request], env=env,
+                              stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout_s, check=False)
+    except subprocess.TimeoutExpired:
+        raise JobFailed(N_("pitfall 7: the fresh process {which} did not finish within {timeout_s:g} s").format(
+            which=which, timeout_s=timeout_s)) from None
+    except OSError as exc:
+        raise JobFailed(N_("pitfall 7: the fresh process {which} could not be started: {error}").format(
+            which=which, error=exc)) from None
+    report = _last_json(proc.stdout)
+    if report is None or "error" in report:
+        error = report["error"] if report else _last_line(proc.stderr) or f"exit code {proc.returncode}"
+        raise JobFailed(N_("pitfall 7: the fresh process {which} failed: {error}").format(which=which, error=error))
+    return FreshCall(first_call_s=report["first_call_s"], compile_s=report["compile_s"],
+                     start_s=(report["ready_ns"] - spawned_ns) / 1e9, cache_hits=report["cache_hits"],
+                     cache_misses=report["cache_misses"])
+
+
+def _last_json(out: bytes) -> dict[str, Any] | None:
+    for line in reversed(out.decode(errors="replace").splitlines()):
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    return None
+
+
+def _last_line(out: bytes) -> str:
+    lines = [line.strip() for line in out.decode(errors="replace").splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+# --- in the child ---------------------------------------------------------------------------------
+def child_main(request: str) -> None:
+    """The child's whole life: report one first call as a line of JSON on stdout (anything a
+    library prints goes to stderr), or one line saying why not; never a traceback."""
+    report_fd = os.dup(1)
+    os.dup2(2, 1)
+    _exit_with_parent()
+    try:
+        report = _first_call(json.loads(request))
+    except BaseException as exc:  # the parent shows this line as the section's error
+        text = f"{type(exc).__name__}: {exc}".strip().splitlines()
+        report = {"error": text[0] if text else type(exc).__name__}
+    with os.fdopen(report_fd, "w") as out:
+        out.write(json.dumps(report) + "\n")
+
+
+def _exit_with_parent() -> None:
+    """A worker stopped at its job's deadline is killed; its child must not measure on."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.2)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="exit-with-parent").start()
+
+
+def _first_call(request: dict[str, Any]) -> dict[str, Any]:
+    from ..catalog import get_case
+
+    spec = Spec.from_dict(request["spec"])
+    cache_dir = request["cache_dir"]
+    case = get_case(spec.case, spec.cases_file)
+    import jax
+
+    jax.config.update("jax_enable_x64", spec.precision == "x64")
+    if cache_dir is None:
+        jax.config.update("jax_enable_compilation_cache", False)
+    else:
+        jax.config.update("jax_enable_compilation_cache", True)
+        jax.config.update("jax_compilation_cache_dir", cache_dir)
+        # The defaults skip what compiles in under a second, so a small function is never
+        # cached; -1 also stops JAX raising the size floor for the file system (JAX docs).
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+    events: Counter[str] = Counter()
+    compile_s: list[float] = []
+    jax.monitoring.register_event_listener(lambda event, **_: events.update([event]))
+    jax.monitoring.register_event_duration_secs_listener(
+        lambda event, duration_secs, **_: compile_s.append(duration_secs) if event == BACKEND_COMPILE_EVENT else None)
+    from .environment import pin_device, resolve_device
+    from .measure import build_inputs
+
+    pinned = os.environ.get("JAXCOMPARE_WORKER_DEVICE")
+    if pinned:
+        jax.config.update("jax_default_device", pin_device(pinned))
+    device = resolve_device(spec.device)
+    ready_ns = time.monotonic_ns()
+    dev = jax.block_until_ready(jax.device_put(build_inputs(case, spec), device))
+    compile_s.clear()  # only the first call's compile and cache lookups count
+    events.clear()
+    started = time.perf_counter_ns()
+    jax.block_until_ready(jax.jit(case.jax_fn)(*dev))
+    first_call_s = (time.perf_counter_ns() - started) / 1e9
+    return {"first_call_s": first_call_s, "compile_s": sum(compile_s) if compile_s else None,
+            "ready_ns": ready_ns, "cache_hits": events[CACHE_HIT_EVENT], "cache_misses": events[CACHE_MISS_EVENT]}
