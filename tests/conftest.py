@@ -28,7 +28,7 @@ pytest_plugins = ["browser_support"]
 # neighbour they were not written for, so `make test` runs them alone (marker `serial`).
 SERIAL_MODULES = frozenset({
     "test_accelerator", "test_breakages", "test_charts", "test_cli", "test_machine_load", "test_measure",
-    "test_noisy_neighbour", "test_pitfalls", "test_protocol", "test_roofline", "test_timing",
+    "test_noisy_neighbour", "test_pitfalls", "test_profile", "test_protocol", "test_roofline", "test_timing",
 })
 
 

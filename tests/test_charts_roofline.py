@@ -138,3 +138,14 @@ def test_two_roofs_close_together_get_labels_a_line_apart(column_sums):
     assert sorted(label["lift_px"] for label in data["labels"]) == [0, charts_roofline.LABEL_LINE_PX]
     gpu = charts_roofline.roofline_rows(on_an_h200())  # roofs decades apart: nothing lifted
     assert [label["lift_px"] for label in gpu["labels"]] == [0, 0]
+
+
+def test_a_transcendental_bound_call_gets_the_roof_of_its_mix():
+    # 1e7 transcendentals at 1e9/s (10 ms) bound this call, not its FLOPs at the 1e11 peak: the
+    # flat roof is its work over 10 ms, and the dot, at 20 ms, sits half way under it.
+    side = RooflineSide(0.02, 1e11, "measured", 1e10, "measured", 1e-6, 1e9, "measured")
+    roofline = Roofline(flops=1e7, bytes=1e7, transcendentals=1e7, numpy=side, jax=side)
+    rows = charts_roofline.roofline_rows(dataclasses.replace(recorded(), roofline=roofline))
+    flat = max(row["flops_per_s"] for row in rows["roofs"])
+    assert flat == pytest.approx(2e7 / 1e-2) and flat < side.peak_flops_per_s
+    assert [p["flops_per_s"] for p in rows["points"]] == pytest.approx([flat / 2, flat / 2])

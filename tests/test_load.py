@@ -117,8 +117,10 @@ async def browser_session(page, url: str, end: float, outcomes: list[dict], n: i
             await page.wait_for_timeout(1000)  # a refused visitor tries again a little later
         elif "Saved to history." in after:
             outcomes.append({"session": n, "outcome": "done"})
-        else:
-            outcomes.append({"session": n, "outcome": "unclear", "message": after[-500:]})
+        else:  # with a screenshot: the page's words alone did not say what became of the request
+            shot = shots / f"unclear_{n}.png"
+            await page.screenshot(path=str(shot), full_page=True)
+            outcomes.append({"session": n, "outcome": "unclear", "message": f"({shot}) {after[-1500:]}"})
         if time.monotonic() >= end:
             return
         await ready_page(page, url)

@@ -44,13 +44,15 @@ def _decades(lo: float, hi: float, margin: int = 0) -> tuple[float, float, list[
 
 def _roofs(roofline: Roofline) -> list[dict[str, Any]]:
     """One roof per distinct pair of ceilings (on a CPU-only host NumPy and JAX share one), with
-    the sides it holds; a roof needs at least one known ceiling."""
+    the sides it holds; a roof needs at least one known ceiling. The flat roof is the compute
+    roof at this call's mix: lower than the peak where its transcendentals bound it."""
     roofs: dict[tuple[float | None, float | None], dict[str, Any]] = {}
     for name in ROOFLINE_SIDES:
         side = roofline.side(name)
         if side is None or not (side.peak_flops_per_s or side.bandwidth_bytes_per_s):
             continue
-        key = (side.peak_flops_per_s or None, side.bandwidth_bytes_per_s or None)
+        flat = roofline.compute_roof_flops_per_s(name) or side.peak_flops_per_s
+        key = (flat or None, side.bandwidth_bytes_per_s or None)
         roofs.setdefault(key, {"peak": key[0], "bandwidth": key[1], "sides": []})["sides"].append(side_name(name))
     return list(roofs.values())
 
