@@ -19,6 +19,7 @@ from apptest_support import app_runner, fresh_caches, page, run_until  # noqa: F
 from streamlit.testing.v1 import AppTest
 
 from jaxcompare import all_cases, i18n
+from jaxcompare.engine.pitfalls import SECTIONS
 
 ROOT = Path(__file__).resolve().parents[1]
 # Three words in a row, after code, links, names and fields are taken out: English prose.
@@ -192,7 +193,7 @@ def test_pitfalls_in_chinese_before_and_after_a_run():
     at.button(key="run_all_pitfalls").click().run()
     at = run_until(at, lambda a: "pitfalls_job" not in a.session_state, timeout=300)
     chinese(at)
-    assert len(at.session_state["pitfalls_results"]) == 6
+    assert len(at.session_state["pitfalls_results"]) == len(SECTIONS) == 7
     left = english_left(at, also_names=cpu_model())
     assert left == [], "\n".join(left)
 
