@@ -78,11 +78,18 @@ lint: install-dev
 	$(BIN)/ruff check jaxcompare tests pages app.py benchmarks tools examples
 	$(BIN)/lint-imports
 
-# One test process by default: on 2 cores, two (TEST_WORKERS=2, pytest-xdist, a module each) took
-# 0.75x the time but made timing tests race each other (benchmarks/RESULTS.md).
+# One test process by default. TEST_WORKERS=2 runs all but the `serial` tests (those comparing
+# times measured here: tests/conftest.py) in two processes (pytest-xdist, a module each), then
+# the serial ones alone; on 2 cores that took 0.75x the time (benchmarks/RESULTS.md).
 TEST_WORKERS ?= 0
+PYTEST = JAX_PLATFORMS=cpu $(BIN)/python -m pytest -q
 test: install-dev browser lint
-	JAX_PLATFORMS=cpu $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope
+ifeq ($(TEST_WORKERS),0)
+	$(PYTEST) -n 0
+else
+	$(PYTEST) -n $(TEST_WORKERS) --dist loadscope -m "not serial"
+	$(PYTEST) -n 0 -m serial
+endif
 
 # On a GPU or TPU box: devices, self-check, the JAX docs' example beside its Colab numbers, the
 # pitfalls (TF32 too) and a matmul sweep; writes benchmarks/DEVICE.md and device-check.json.
