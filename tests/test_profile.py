@@ -73,6 +73,13 @@ def test_the_largest_op_of_matmul_is_a_dot(large):
 def test_a_tiny_input_is_mostly_overhead_a_large_one_mostly_work(tiny, large):
     assert tiny.profile.gap_share > large.profile.gap_share
     assert tiny.profile.gap_share > 0.5 > large.profile.gap_share
+    # The roofline takes its overhead verdict from the profile where there is one.
+    assert tiny.roofline.jax.host_gap_share == tiny.profile.gap_share
+    assert tiny.roofline.limit("jax") == "overhead" != large.roofline.limit("jax")
+    from jaxcompare.analysis.advice import advice
+
+    overhead = [a for a in advice(tiny) if a.rule == "overhead"]
+    assert len(overhead) == 1 and "its profile shows the device idle for" in overhead[0].text
 
 
 def test_profiling_runs_after_the_timed_phases_and_the_result_round_trips(traces):

@@ -3,6 +3,7 @@ this CPU's two ceilings, and each side's limit. One measured result per case, sh
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import textwrap
 from pathlib import Path
@@ -194,6 +195,11 @@ def test_the_limit_rule():
     assert mixed.bound_flops_per_s("jax") == pytest.approx(2e7 / 1e-2)
     assert mixed.fraction("jax") == pytest.approx(0.5)  # 20 ms against a 10 ms bound
     assert mixed.compute_roof_flops_per_s("jax") == mixed.bound_flops_per_s("jax")
+    # A profile's host gap decides overhead where there is one, whatever the empty calls say.
+    gap = dataclasses.replace(_side(OVERHEAD_CALLS * 0.9e-6), host_gap_share=0.3)
+    assert Roofline(flops=1e9, bytes=1e6, transcendentals=0.0, jax=gap).limit("jax") == "compute"
+    gap = dataclasses.replace(_side(0.02), host_gap_share=0.8)
+    assert Roofline(flops=1e9, bytes=1e6, transcendentals=0.0, jax=gap).limit("jax") == "overhead"
     # Without transcendentals the rate changes nothing.
     plain = Roofline(flops=1e7, bytes=1e7, transcendentals=0.0, jax=rated)
     assert "transcendental" not in plain.roof_times("jax") and plain.limit("jax") == "memory"

@@ -30,6 +30,9 @@ OVERHEAD = N_("JAX's call takes {runtime}, {calls} empty jitted calls ({empty} e
 OVERHEAD_NO_BOUND = N_("JAX's call takes {runtime}, {calls} empty jitted calls ({empty} each): the call is mostly "
                        "fixed cost. Do more work per call: vmap over a batch, jit the outer function, make fewer "
                        "calls from Python.")
+OVERHEAD_PROFILED = N_("JAX's call takes {runtime}, and its profile shows the device idle for {gap} of it: the call "
+                       "is mostly fixed cost on the host. Do more work per call: vmap over a batch, jit the outer "
+                       "function, make fewer calls from Python.")
 MEMORY = N_("JAX is memory-bound: it moves {rate}, {share} of the {bandwidth} the device's memory allows, at "
             "{intensity} FLOP/byte (the ridge point is at {ridge}). Make fewer passes over the data: fuse the steps "
             "under one jit and avoid temporaries; a smaller dtype than {dtype} moves fewer bytes where the "
@@ -72,6 +75,9 @@ def _limit_advice(result: Result) -> Advice | None:
     if roofline is None or roofline.jax is None:
         return None
     limit, side = roofline.limit("jax"), roofline.jax
+    if limit == "overhead" and side.host_gap_share is not None:  # the profile's own evidence
+        return Advice("overhead", OVERHEAD_PROFILED.format(runtime=format_time(side.runtime_s),
+                                                           gap=format_percent(side.host_gap_share)))
     if limit == "overhead" and side.empty_call_s:
         values = {"runtime": format_time(side.runtime_s), "empty": format_time(side.empty_call_s),
                   "calls": f"{side.runtime_s / side.empty_call_s:.1f}"}

@@ -301,7 +301,8 @@ def measure(spec: Spec, progress: ProgressCallback = _no_progress, clock: Clock 
                agreement=_agreement(run, spec, host_inputs, numpy_out, warm.jax_out))
     flops = case.flop_count(spec.shape)
     peak = _peak(run, spec, device, with_cpu_side=jax_cpu is not None)
-    roofline = _roofline(run, spec, device, peak, warm.cost, flops, numpy_stats, jax, jax_cpu, cpu)
+    roofline = _roofline(run, spec, device, peak, warm.cost, flops, numpy_stats, jax, jax_cpu, cpu,
+                         host_gap_share=None if profile is None else profile.gap_share)
     run.progress.complete()
     return Result(
         id=result_id,
@@ -561,7 +562,7 @@ def _peak(run: _Run, spec: Spec, device: Any, *, with_cpu_side: bool) -> Peak:
 
 def _roofline(run: _Run, spec: Spec, device: Any, peak: Peak, cost: dict[str, float | None] | None,
               catalog_flops: float | None, numpy_stats: Stats, jax: JaxSide, jax_cpu: JaxSide | None,
-              cpu: Any | None) -> Roofline:
+              cpu: Any | None, *, host_gap_share: float | None = None) -> Roofline:
     """Each side's point on the roofline: XLA's counts of the main side's program (NumPy and JAX
     on the CPU do the same maths), each side's ceilings, and an empty call on each side. The
     transcendental rate is measured (once per host) only for a call that has transcendentals."""
@@ -576,7 +577,7 @@ def _roofline(run: _Run, spec: Spec, device: Any, peak: Peak, cost: dict[str, fl
     numpy_side = RooflineSide(numpy_stats.median_s, peak.numpy_flops_per_s, "measured", cpu_bw, "measured",
                               _empty_call(run, None, spec.dtype), *numpy_trans)
     jax_side = RooflineSide(jax.runtime.median_s, peak.flops_per_s, peak.source, jax_bw, jax_bw_source,
-                            _empty_call(run, device, spec.dtype), *jax_trans)
+                            _empty_call(run, device, spec.dtype), *jax_trans, host_gap_share=host_gap_share)
     cpu_side = None
     if jax_cpu is not None:
         cpu_side = RooflineSide(jax_cpu.runtime.median_s, peak.cpu_flops_per_s, "measured", cpu_bw, "measured",

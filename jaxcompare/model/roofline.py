@@ -27,6 +27,9 @@ CUSTOM_CALL_SHARE = 0.5
 # side (then a third or more of it is what any call costs), or when its work at the roofline
 # bound would take less than one empty call (no implementation could make it work-bound).
 OVERHEAD_CALLS = 3.0
+# Where a profile was taken, it says so itself: the device idle for more than this share of
+# each call's wall time (the host gap) is a call mostly made of fixed cost.
+OVERHEAD_GAP_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -44,13 +47,15 @@ class RooflineSide:
     # sin/exp/tanh per second (measured on the CPU; None elsewhere: then each counts as a FLOP).
     transcendentals_per_s: float | None = None
     transcendentals_source: str | None = None
+    # JAX's side with a profile: the share of each call's wall time the device sat idle.
+    host_gap_share: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"runtime_s": self.runtime_s, "peak_flops_per_s": self.peak_flops_per_s,
                 "peak_source": self.peak_source, "bandwidth_bytes_per_s": self.bandwidth_bytes_per_s,
                 "bandwidth_source": self.bandwidth_source, "empty_call_s": self.empty_call_s,
                 "transcendentals_per_s": self.transcendentals_per_s,
-                "transcendentals_source": self.transcendentals_source}
+                "transcendentals_source": self.transcendentals_source, "host_gap_share": self.host_gap_share}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RooflineSide:
@@ -59,7 +64,8 @@ class RooflineSide:
                    bandwidth_bytes_per_s=_number(data.get("bandwidth_bytes_per_s")),
                    bandwidth_source=data.get("bandwidth_source"), empty_call_s=_number(data.get("empty_call_s")),
                    transcendentals_per_s=_number(data.get("transcendentals_per_s")),
-                   transcendentals_source=data.get("transcendentals_source"))
+                   transcendentals_source=data.get("transcendentals_source"),
+                   host_gap_share=_number(data.get("host_gap_share")))
 
 
 @dataclass(frozen=True)
@@ -152,13 +158,17 @@ class Roofline:
         return rate / bound if rate is not None and bound else None
 
     def limit(self, name: str) -> str | None:
-        """"overhead" (OVERHEAD_CALLS), else "memory" or "compute" (transcendentals included) by
-        which roof takes longer; None when that cannot be told (a count or a ceiling unknown)."""
+        """"overhead" (the profile's host gap over OVERHEAD_GAP_SHARE where a profile was taken,
+        else OVERHEAD_CALLS), else "memory" or "compute" (transcendentals included) by which roof
+        takes longer; None when that cannot be told (a count or a ceiling unknown)."""
         side = self.side(name)
         if side is None:
             return None
         bound, work = self.bound_flops_per_s(name), self.work
-        if side.empty_call_s and side.empty_call_s > 0:
+        if side.host_gap_share is not None:
+            if side.host_gap_share > OVERHEAD_GAP_SHARE:
+                return "overhead"
+        elif side.empty_call_s and side.empty_call_s > 0:
             if side.runtime_s < OVERHEAD_CALLS * side.empty_call_s:
                 return "overhead"
             if bound and work is not None and work / bound < side.empty_call_s:
