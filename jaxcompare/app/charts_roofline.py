@@ -6,17 +6,19 @@ a dot under its roof. Every value drawn is positive: a log axis has no place for
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import altair as alt
 
 from ..analysis.roofline_plot import Roof, decades, intensity_domain, roofs
 from ..i18n import _
+from ..model.cases import format_shape
 from ..model.formatting import format_bandwidth, format_flops, format_percent
 from ..model.palette import JAX_COLOR, JAX_CPU_COLOR, NUMPY_COLOR
 from ..model.result import Result
 from ..model.roofline import LIMIT_WORDS, ROOFLINE_SIDES, Roofline
-from .charts import FIT_WIDTH, _subtitle, jax_cpu_side
+from .charts import FIT_WIDTH, PRECISION_DASH, _subtitle, jax_cpu_side, precision_scale, side_scale
 
 ROOF_COLOR = "#6B6B6B"
 HEIGHT_PX = 340
@@ -164,3 +166,71 @@ def roofline_chart(result: Result) -> alt.LayerChart | None:
                                         _("{intensity} FLOP per byte; a dot under the slope is limited by memory, "
                                           "under the flat by compute, far below both by per-call overhead").format(
                                             intensity=f"{intensity:.3g}")]))
+
+
+# --- Size sweep ---------------------------------------------------------------------------------
+def sweep_roofline_rows(results: Sequence[Result]) -> dict[str, list[dict[str, Any]]] | None:
+    """The sweep's roofline: ``points`` (each size per side and precision, ``order`` its element
+    count, so a side's line runs in size order), the roofs of each precision's largest size (the
+    ceilings are the host's, the same at every size; the flat roof is at that size's mix) and the
+    axes' ``domain``. Sizes without a roofline or counts are left out; None when none has one."""
+    by_precision: dict[str, list[Result]] = {}
+    for r in sorted(results, key=lambda r: math.prod(r.shape)):
+        if r.roofline is not None and r.roofline.intensity is not None:
+            by_precision.setdefault(r.precision, []).append(r)
+    points: list[dict[str, Any]] = []
+    roof_list: list[tuple[Roof, str]] = []
+    for precision, sized in sorted(by_precision.items()):
+        for r in sized:
+            for name in ROOFLINE_SIDES:
+                point = _point(r.roofline, name)
+                if point is not None:
+                    points.append(point | {"precision": precision, "series": f"{point['side']} {precision}",
+                                           "order": math.prod(r.shape), "shape": format_shape(r.shape),
+                                           "end_label": ""})
+        suffix = f" {precision}" if len(by_precision) > 1 else ""
+        roof_list += [(roof, suffix) for roof in roofs(sized[-1].roofline)]
+    if not points:
+        return None
+    x_lo, x_hi, x_ticks = intensity_domain([p["intensity"] for p in points], [roof for roof, _s in roof_list])
+    lines, ridge_rows, labels = [], [], []
+    for roof, suffix in roof_list:
+        more = roof_rows([roof], x_lo, x_hi, suffix)
+        lines, ridge_rows, labels = lines + more[0], ridge_rows + more[1], labels + more[2]
+    # The path's ends name their sizes: the smallest sits near the overhead corner, the largest nearest the roof.
+    for series in {p["series"] for p in points}:
+        own = [p for p in points if p["series"] == series]
+        for p in (own[0], own[-1]):
+            p["end_label"] = p["shape"]
+    return {"points": points, "roofs": lines, "ridges": ridge_rows, "labels": labels,
+            "domain": _domain(points, lines, labels, x_lo, x_hi, x_ticks)}
+
+
+def sweep_roofline_chart(results: Sequence[Result]) -> alt.LayerChart | None:
+    """The sizes as a path per side (and precision) under the roofs: small sizes far below, held
+    back by per-call overhead, larger ones climbing towards the roof; None without a roofline."""
+    data = sweep_roofline_rows(results)
+    if data is None:
+        return None
+    x, y = _axes(data["domain"][0])
+    layers = roof_layers(data, x, y)
+    rows = alt.Data(values=data["points"])
+    tooltip = [alt.Tooltip("side:N", title=_("side")), alt.Tooltip("precision:N", title=_("precision")),
+               alt.Tooltip("shape:N", title=_("shape")), alt.Tooltip("limit:N", title=_("limit")),
+               alt.Tooltip("fraction:N", title=_("share of its bound")), alt.Tooltip("rate:N", title=_("attained")),
+               alt.Tooltip("bound:N", title=_("bound"))]
+    color = alt.Color("side:N", scale=side_scale(any(p["side"] == jax_cpu_side() for p in data["points"])),
+                      legend=alt.Legend(title=_("side"), orient="top", direction="horizontal"))
+    dash = alt.StrokeDash("precision:N", scale=precision_scale(results, PRECISION_DASH),
+                          legend=alt.Legend(title=_("precision"), orient="top", direction="horizontal"))
+    base = alt.Chart(rows).encode(x=x, y=y, color=color, detail="series:N", order="order:Q")
+    layers += [base.mark_line(strokeWidth=2).encode(strokeDash=dash),
+               base.mark_point(filled=True, size=60, opacity=1).encode(tooltip=tooltip),
+               base.mark_text(align="left", dx=6, dy=-6, fontSize=10).encode(text="end_label:N")]
+    first = results[0]
+    return alt.layer(*layers).properties(
+        autosize=FIT_WIDTH, width="container", height=HEIGHT_PX,
+        title=alt.TitleParams(_("Roofline by size: how close each size gets to the roof"), anchor="start",
+                              subtitle=[f"{first.case} · {first.backend} ({first.jax.device_kind})",
+                                        _("a dot per size, joined in size order; small sizes sit far below "
+                                          "the roof (per-call overhead), larger ones climb towards it")]))
