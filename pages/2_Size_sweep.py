@@ -11,6 +11,7 @@ from jaxcompare.app import (
     cases_ui,
     chart_ui,
     charts,
+    charts_roofline,
     controls,
     environment_view,
     jobs,
@@ -184,6 +185,11 @@ chart_ui.chart(charts.sweep_runtime_chart(results, run.extent()), _("Runtime cha
 chart_ui.chart(charts.sweep_speedup_chart(results, run.extent()), _("Speedup chart"), f"{stem}_speedup", stretch=True)
 chart_ui.chart(charts.sweep_share_chart(results), _("One-off share chart"), f"{stem}_share",
          stretch=len({r.precision for r in results}) == 1)
+sweep_roofline = charts_roofline.sweep_roofline_chart(results)
+if sweep_roofline is None:
+    st.caption(views.roofline_missing_text(results[-1]))
+else:
+    chart_ui.chart(sweep_roofline, _("Roofline chart"), f"{stem}_roofline", stretch=True)
 
 st.dataframe(views.sweep_table(results), hide_index=True, width="stretch",
              column_config={_("Trusted"): st.column_config.TextColumn(_("Trusted"), width="large")})

@@ -246,6 +246,8 @@ if not readable:
 results = hv.oldest_first(access.visible(readable))
 labels = hv.lettered_labels(results)
 selection_actions(results, labels)
+for result, label in zip(results[:hv.MAX_COMPARE], labels, strict=False):
+    st.caption(hv.roofline_line(result, label))
 if len(results) < 2:
     st.caption(_("Select one more run to compare them side by side."))
     st.stop()

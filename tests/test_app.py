@@ -123,7 +123,11 @@ def test_size_sweep_overlays_precisions_and_marks_crossover_axes():
     at = run_until(at, lambda a: a.session_state["sweep_run"].finished, timeout=120)
     run = at.session_state["sweep_run"]
     assert len(run.results) == 6 and not run.failures
-    runtime, speedup, share = vega_specs(at)
+    runtime, speedup, share, roofline = vega_specs(at)
+    # The roofline: a path per side and precision through every size, and a roof per precision.
+    paths = {(r["series"], r["order"]) for r in chart_rows(at, 3) if "series" in r}
+    assert {series for series, _ in paths} == {"NumPy x32", "JAX x32", "NumPy x64", "JAX x64"} and len(paths) == 12
+    assert roofline["title"]["text"] == "Roofline by size: how close each size gets to the roof"
     line = next(u for u in runtime["layer"] if mark_type(u) == "line")
     assert line["encoding"]["x"]["scale"]["type"] == "log" and line["encoding"]["y"]["scale"]["type"] == "log"
     one = next(u for u in speedup["layer"] if mark_type(u) == "rule")

@@ -149,3 +149,48 @@ def test_a_transcendental_bound_call_gets_the_roof_of_its_mix():
     flat = max(row["flops_per_s"] for row in rows["roofs"])
     assert flat == pytest.approx(2e7 / 1e-2) and flat < side.peak_flops_per_s
     assert [p["flops_per_s"] for p in rows["points"]] == pytest.approx([flat / 2, flat / 2])
+
+
+# --- Size sweep ---------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def matmul_sweep():
+    """A real small sweep on the CPU: a matmul's intensity grows with n, so its path runs right."""
+    return [measure(Spec("matmul", (n, n), device="cpu", timing=QUICK)) for n in (8, 64, 256)]
+
+
+def test_the_sweep_is_a_path_per_side_in_size_order(matmul_sweep):
+    data = charts_roofline.sweep_roofline_rows(matmul_sweep)
+    for side in ("NumPy", "JAX"):
+        path = [p for p in data["points"] if p["side"] == side]
+        assert [p["shape"] for p in path] == ["8x8", "64x64", "256x256"]
+        assert [p["order"] for p in path] == sorted(p["order"] for p in path)
+        intensities = [p["intensity"] for p in path]
+        assert intensities == sorted(intensities) and intensities[0] < intensities[-1]  # ~n/6 FLOP/byte
+        assert [p["end_label"] for p in path] == ["8x8", "", "256x256"]
+        assert path[0]["limit"] == "overhead-bound"  # 8x8: the fixed cost of a call
+    # The CPU's ceilings hold both sides at every size: one roof, the Compare chart's (same geometry).
+    assert [row["roof"] for row in data["ridges"]] == ["NumPy, JAX"]
+    largest = charts_roofline.roofline_rows(matmul_sweep[-1])
+    assert data["ridges"][0]["intensity"] == pytest.approx(largest["ridges"][0]["intensity"])
+    domain = data["domain"][0]
+    for key in ("points", "roofs", "ridges", "labels"):
+        assert positive(data[key], "intensity", "flops_per_s"), key
+        assert all(domain["x"][0] <= row["intensity"] <= domain["x"][1] for row in data[key])
+        assert all(domain["y"][0] <= row["flops_per_s"] <= domain["y"][1] for row in data[key])
+    spec = charts_roofline.sweep_roofline_chart(matmul_sweep).to_dict()
+    assert layer_marks(spec).count("line") == 2 and "text" in layer_marks(spec)  # the roof and the paths
+    assert len(chart_png_bytes(charts_roofline.sweep_roofline_chart(matmul_sweep))) > 10_000
+
+
+def test_sizes_without_a_roofline_are_left_out(matmul_sweep):
+    old = dataclasses.replace(matmul_sweep[1], roofline=None)
+    unknown = dataclasses.replace(matmul_sweep[2], roofline=Roofline(flops=None, bytes=None, transcendentals=None))
+    data = charts_roofline.sweep_roofline_rows([matmul_sweep[0], old, unknown])
+    assert {p["shape"] for p in data["points"]} == {"8x8"}
+    assert charts_roofline.sweep_roofline_chart([old, unknown]) is None
+
+
+def test_the_sweep_chart_in_chinese(matmul_sweep):
+    with i18n.using("zh"):
+        spec = charts_roofline.sweep_roofline_chart(matmul_sweep).to_dict()
+    assert spec["title"]["text"] == zh("Roofline by size: how close each size gets to the roof")

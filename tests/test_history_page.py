@@ -258,3 +258,16 @@ def test_the_compare_pages_csv_is_historys_export_of_the_same_result(db, monkeyp
     assert not at.exception, [e.value for e in at.exception]
     select(history(), [result.id])
     assert csv_files["Result (CSV)"] == csv_files["Selection (CSV)"] == export_csv([result])
+
+
+def test_each_selected_run_shows_its_roofline_limit_or_not_recorded(store, measured):
+    a = measured[0]
+    old = dataclasses.replace(a, id="0ld" + a.id[3:], created="2026-01-01T00:00:00+00:00", roofline=None)
+    store.save(old)  # a result saved before the roofline was recorded
+    at = select(history(), [a.id, old.id])
+    body = texts(at)
+    # A is the older (roofline-less) run, B the measured one: matmul 10x10 is mostly per-call overhead.
+    lines = [t for t in body.splitlines() if " · roofline: " in t]
+    assert len(lines) == 2 and lines[0].startswith("**A · ") and lines[0].endswith("** · roofline: not recorded")
+    line = lines[1]
+    assert "JAX overhead-bound" in line and "of its bound" in line and "%" in line

@@ -5,6 +5,7 @@ Ctrl-C, History and JSON, and what a result shows in Jupyter."""
 from __future__ import annotations
 
 import _thread
+import dataclasses
 import json
 import re
 import sys
@@ -254,6 +255,18 @@ def test_the_html_shows_figures_chart_verdict_and_the_checklist_warnings_first(n
     statuses = re.findall(r"[✓⚠✗–] (pass|warn|fail|n/a)</td>", page)
     assert len(statuses) == len(checklist(failing))
     assert statuses[0] == FAIL and statuses == sorted(statuses, key=STATUS_ORDER.get)
+
+
+def test_the_html_draws_the_roofline_as_inline_svg_or_says_not_recorded(notebook_result):
+    # A user's own function gets XLA's counts: its roofline is drawn, each side's dot with its limit.
+    assert notebook_result.roofline is not None and notebook_result.roofline.intensity is not None
+    page = notebook_result._repr_html_()
+    drawn = re.search(r'<svg role="img" aria-label="Roofline".*?</svg>', page, re.S)
+    assert drawn is not None and drawn.group(0).count("<circle") == 2  # NumPy and JAX
+    assert "of its bound" in page and "ridge point" in drawn.group(0)
+    old = dataclasses.replace(notebook_result, roofline=None)._repr_html_()  # saved before the roofline
+    assert 'aria-label="Roofline"' not in old and "roofline: not recorded" in old
+    assert 'aria-label="Where the time goes"' in old
 
 
 def test_the_text_repr_for_a_terminal(notebook_result):

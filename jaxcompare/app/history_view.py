@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..analysis import compare
+from ..analysis.text import roofline_lines
 from ..history.exchange import summary
 from ..i18n import N_, _, ngettext, sentences
 from ..model.formatting import format_factor, format_time, markdown_literal
@@ -302,3 +303,9 @@ def unreadable_text(ids: Sequence[str]) -> str:
                     "{count} selected results cannot be shown ({ids}): deleted since the table was drawn, or "
                     "saved in a form this version cannot read. `python -m jaxcompare history` lists them.",
                     len(ids)).format(count=len(ids), ids=", ".join(markdown_literal(i[:8]) for i in ids[:8]))
+
+
+def roofline_line(result: Result, label: str) -> str:
+    """A selected run's roofline in one line: each side's limit and the share of its bound it
+    reached (analysis/text's line, as the CLI prints it), "not recorded" for an old result."""
+    return f"**{label}** · " + markdown_literal(" ".join(line.strip() for line in roofline_lines(result)))

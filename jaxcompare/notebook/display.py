@@ -27,6 +27,7 @@ from ..model.formatting import format_calls, format_crossover, format_time
 from ..model.palette import JAX_COLOR, NUMPY_COLOR
 from ..model.phases import ONE_OFF_PHASES, PER_CALL_PHASES, PHASE_LABELS, PHASES
 from ..model.result import Result
+from .roofline_svg import roofline_svg
 
 STATUS_COLOR = {PASS: "#2E7D32", WARN: "#B26A00", FAIL: "#C62828", NA: "#6B6B6B"}
 STATUS_MARK = {PASS: "✓", WARN: "⚠", FAIL: "✗", NA: "–"}
@@ -109,7 +110,8 @@ _MUTED = "opacity:0.7"
 
 def result_html(result: Result) -> str:
     """The verdict (with the third side and the fraction of peak where there are), the figures
-    (their help on hover), where the time goes, the checklist (warnings first), notes."""
+    (their help on hover), where the time goes, the roofline (what holds each side back), the
+    checklist (warnings first), notes."""
     tiles = "".join(
         '<div style="display:flex;flex-wrap:wrap;gap:8px;margin:8px 0">' + "".join(
             f'<div title="{_e(f.help)}" style="border:1px solid rgba(128,128,128,.35);border-radius:6px;'
@@ -135,6 +137,8 @@ def result_html(result: Result) -> str:
         f'<div style="font-size:14px;margin:8px 0">{said}</div>'
         f'{tiles}'
         f'{phase_svg(result)}'
+        f'{roofline_svg(result)}'
+        + "".join(f'<div style="margin:4px 0">{_e(line.strip())}</div>' for line in roofline_lines(result))
         + (f'<div style="font-weight:600;margin-top:6px">What would help most</div><ul style="margin:2px 0">'
            f'{helps}</ul>' if helps else "")
         + f'<div style="font-weight:600;margin-top:8px">Credibility checklist: '
