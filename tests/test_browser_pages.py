@@ -25,6 +25,7 @@ from browser_support import (
     hollow_marks,
     main_text,
     open_page,
+    roofline_marks,
     tick,
     wait_for_chart_marks,
 )
@@ -173,8 +174,8 @@ def test_size_sweep_runs_and_draws_the_crossover(server, browser):
     assert crossover.count() == 1 and "not yet" not in crossover.inner_text()
     best = metrics.filter(has_text="Best speedup").inner_text()
     assert page.locator("[data-testid='stDataFrame']").count() == 1
-    # Runtime, speedup and one-off share charts, each with a mark per size inside its plot.
-    assert page.locator("[data-testid='stVegaLiteChart']").count() == 3
+    # Runtime, speedup, one-off share and roofline charts, each with a mark per size inside its plot.
+    assert page.locator("[data-testid='stVegaLiteChart']").count() == 4
     assert wait_for_chart_marks(page, 0, JAX_COLOR, mark="symbol", at_least=3) == 3  # JAX dot per size
     assert chart_marks(page, 0, NUMPY_COLOR, mark="symbol") == 3  # NumPy dot per size
     assert wait_for_chart_marks(page, 1, JAX_COLOR, mark="symbol", at_least=3) == 3  # x32 speedup per size
@@ -189,6 +190,8 @@ def test_size_sweep_runs_and_draws_the_crossover(server, browser):
     else:  # the best trusted speedup, with its 95% range under it
         assert re.search(r"Best speedup\s+\d+\.\d\dx\s+95%: \d+\.\d\dx–\d+\.\d\dx", best), best
     assert wait_for_chart_marks(page, 2, JAX_COLOR, mark="rect", at_least=3) == 3  # XLA compile share bars
+    # The roofline: one shared CPU roof and its ridge, and each side's path through the 3 sizes.
+    assert roofline_marks(page, 3) == {"roofs": 1, "ridges": 1, "numpy": 3, "jax": 3}
     saved = {row["shape"] for row in Store(server.db).list(case="matmul")}
     assert {"10x10", "32x32", "100x100"} <= saved, f"the sweep's points were not all saved: {saved}"
     page.close()
