@@ -42,6 +42,7 @@ from .exchange import (
 from .schema import SCHEMA_VERSION, migration
 
 __all__ = ["EXPORT_SCHEMA", "SCHEMA_VERSION", "SUMMARY_COLUMNS", "Store", "default_location", "default_path",
+           "shown_location",
            "export_csv", "export_json"]
 
 APPLICATION_ID = 0x6A617863  # "jaxc": marks the file as ours
@@ -66,6 +67,12 @@ def default_path() -> Path:
     the variable is a PostgreSQL URL, for what lives beside the database)."""
     location = default_location()
     return HOME_PATH.expanduser() if postgres.is_url(location) else Path(location).expanduser()
+
+
+def shown_location(where: str | os.PathLike[str] | None = None) -> str:
+    """What to show of a database location (default: the default one): a URL's password hidden."""
+    where = default_location() if where is None else where
+    return postgres.redact(where) if postgres.is_url(where) else str(Path(where).expanduser())
 
 
 def traces_dir(db_path: str | os.PathLike[str] | None = None) -> Path:
