@@ -6,7 +6,7 @@ PORT   ?= 8501
 # Where `make serve` listens: every interface (a hosted demo); `make run` listens on 127.0.0.1 only.
 ADDRESS ?= 0.0.0.0
 
-.PHONY: run serve test lint install install-dev install-plan browser translations clean
+.PHONY: run serve test lint install install-dev install-plan browser postgres translations clean
 
 # JAX for this machine's accelerator: jax, jax[cuda12], jax[cuda13] or jax[tpu] (ACCEL= overrides).
 JAX_REQ := $(shell $(PYTHON) tools/accelerator.py choose 2>/dev/null)
@@ -58,6 +58,20 @@ browser:
 	{ [ -n "$$JAXCOMPARE_CHROMIUM" ] || command -v chromium >/dev/null 2>&1; } && fc-list :lang=zh | grep -q . \
 	  || { echo "make: $(SYSTEM_HELP)" >&2; exit 1; }
 
+# The PostgreSQL server the history tests start in a temporary folder (tests/postgres_support.py):
+# Debian's `postgresql` puts initdb and pg_ctl in /usr/lib/postgresql/<version>/bin. Installed as above.
+PG_HELP := The history tests need a PostgreSQL server (initdb, pg_ctl) and it could not be installed without a \
+password. Install it once with 'sudo apt-get install postgresql' (Debian/Ubuntu), or put PostgreSQL's bin folder \
+on PATH, then run 'make test' again.
+PG_FOUND = command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1
+postgres:
+	@$(PG_FOUND) && exit 0; \
+	if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq postgresql >/dev/null; \
+	elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then \
+	  sudo -n apt-get update -qq && sudo -n apt-get install -y -qq postgresql >/dev/null; \
+	else echo "make: $(PG_HELP)" >&2; exit 1; fi; \
+	$(PG_FOUND) || { echo "make: $(PG_HELP)" >&2; exit 1; }
+
 # Streamlit serves through uvicorn, which by default takes a client's address from X-Forwarded-For
 # when the connection comes from loopback: anyone could pick their own. Empty: it never does; the app
 # reads the header only when JAXCOMPARE_TRUSTED_PROXY_HEADER names it (docs/hosting.md).
@@ -83,7 +97,7 @@ lint: install-dev
 # the serial ones alone; on 2 cores that took 0.75x the time (benchmarks/RESULTS.md).
 TEST_WORKERS ?= 0
 PYTEST = JAX_PLATFORMS=cpu $(BIN)/python -m pytest -q
-test: install-dev browser lint
+test: install-dev browser postgres lint
 ifeq ($(TEST_WORKERS),0)
 	$(PYTEST) -n 0
 else

@@ -192,7 +192,7 @@ if access.private_details_hidden():
                .format(total=total))
 else:
     st.caption(_("Every Compare result and every Size-sweep point is saved here automatically · {total} saved in "
-                 "`{path}`").format(total=total, path=store.path))
+                 "`{path}`").format(total=total, path=store.location))
 if NOTICE in st.session_state:
     level, text = st.session_state.pop(NOTICE)
     NOTICE_BOX[level](text, icon=NOTICE_ICON[level])

@@ -19,8 +19,8 @@ os.environ["JAXCOMPARE_DB"] = os.path.join(_TEST_DB_DIR, "results.sqlite3")
 # fresh database folder measured the matmul rate and bandwidth again (3-4 s each).
 os.environ["JAXCOMPARE_CPU_PEAKS"] = os.path.join(_TEST_DB_DIR, "cpu_peaks.json")
 
-# `server` and `browser` fixtures for the real-browser tests.
-pytest_plugins = ["browser_support"]
+# `server` and `browser` fixtures for the real-browser tests; `postgres` and `pg_url`, a real PostgreSQL server.
+pytest_plugins = ["browser_support", "postgres_support"]
 
 
 # Modules whose tests compare two times measured here (a first call against its compile, a

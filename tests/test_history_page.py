@@ -199,6 +199,25 @@ def test_unopenable_database_is_one_clear_error(tmp_path, monkeypatch, db):
     assert any("results database cannot be opened" in e.value for e in at.error)
 
 
+def test_a_postgresql_history_never_shows_its_password(db, monkeypatch, pg_url):
+    """JAXCOMPARE_DB with a password in the URL: the page names the database with the password hidden,
+    also when the server refuses it."""
+    from postgres_support import PASSWORD
+
+    from jaxcompare.app import resources
+
+    Store(pg_url).import_docs([dataclasses.replace(make_result(), id=f"{i:032x}").to_dict() for i in range(3)])
+    monkeypatch.setenv("JAXCOMPARE_DB", pg_url)
+    shown = texts(history())
+    assert "3 saved in" in shown and "postgresql://jc:***@127.0.0.1:" in shown and PASSWORD not in shown
+    monkeypatch.setenv("JAXCOMPARE_DB", pg_url.replace(PASSWORD, "Wrong-" + PASSWORD[::-1]))
+    resources._store_at.clear()
+    at = history()
+    refused = " ".join(e.value for e in at.error)
+    assert "cannot be opened" in refused and "password authentication failed" in refused
+    assert PASSWORD[::-1] not in refused + texts(at)
+
+
 # --- saving from Compare and Size sweep ------------------------------------------------------------
 def test_a_compare_run_is_saved_to_history(db):
     at = page("pages/1_Compare.py", case="matmul", shape="small", timing="quick")

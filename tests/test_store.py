@@ -1,4 +1,5 @@
-"""The results database: round trips, concurrent writers, crash safety, bad imports, CLI."""
+"""The results database: round trips, concurrent writers, crash safety, bad imports, CLI. The tests
+of the Store API run on SQLite and on a real PostgreSQL server alike (the ``store`` fixture)."""
 
 from __future__ import annotations
 
@@ -38,19 +39,27 @@ def normal(result: Result) -> dict:
     return json.loads(dumps(result.to_dict()))
 
 
-def snapshot(path: Path) -> list[tuple]:
-    """Every row of the database file, read with plain sqlite3."""
-    with sqlite3.connect(path) as conn:
-        return conn.execute("SELECT * FROM results ORDER BY id").fetchall()
+def snapshot(store: Store) -> list[tuple]:
+    """Every row of the database, read with plain SQL."""
+    with store._connection() as conn:
+        return [tuple(r) for r in conn.execute("SELECT * FROM results ORDER BY id").fetchall()]
+
+
+def where(store: Store) -> str:
+    """What opens this store again in another process: its file, or its URL with the password."""
+    return store._pg.url if store._pg else str(store.path)
 
 
 def copies(result: Result, n: int) -> list[Result]:
     return [dataclasses.replace(result, id=uuid.uuid4().hex) for _ in range(n)]
 
 
-@pytest.fixture
-def store(tmp_path) -> Store:
-    return Store(tmp_path / "results.sqlite3")
+@pytest.fixture(params=["sqlite", "postgres"])
+def store(request, tmp_path) -> Store:
+    """An empty store: an SQLite file, or a fresh database on the session's PostgreSQL server."""
+    if request.param == "sqlite":
+        return Store(tmp_path / "results.sqlite3")
+    return Store(request.getfixturevalue("pg_url"))
 
 
 # --- round trip ------------------------------------------------------------------------------
@@ -241,7 +250,7 @@ def test_concurrent_threads_leave_a_consistent_database(results, store):
     assert store.count() == 160
     ids = [r.id for b in batches for r in b]
     assert {r.id for r in store.load(ids)} == set(ids)
-    _assert_integrity(store.path)
+    _assert_integrity(store)
 
 
 def _save_copies(path: str, docs: list[dict], go) -> None:
@@ -255,7 +264,7 @@ def test_concurrent_processes_leave_a_consistent_database(results, store):
     ctx = multiprocessing.get_context("spawn")
     batches = [[r.to_dict() for r in copies(results[i], 20)] for i in range(3)]
     go = ctx.Event()
-    procs = [ctx.Process(target=_save_copies, args=(str(store.path), b, go)) for b in batches]
+    procs = [ctx.Process(target=_save_copies, args=(where(store), b, go)) for b in batches]
     for p in procs:
         p.start()
     go.set()
@@ -268,7 +277,7 @@ def test_concurrent_processes_leave_a_consistent_database(results, store):
     assert store.count() == 80
     ids = [d["id"] for b in batches for d in b] + [r.id for r in local]
     assert len(store.load(ids)) == 80
-    _assert_integrity(store.path)
+    _assert_integrity(store)
 
 
 CRASH = """
@@ -287,19 +296,21 @@ with store._transaction() as conn:   # a write in flight when the process dies
 
 
 def test_a_crash_mid_write_loses_nothing_already_saved(results, store):
-    proc = subprocess.run([sys.executable, "-c", CRASH, str(store.path)], input=dumps(results[0].to_dict()),
+    proc = subprocess.run([sys.executable, "-c", CRASH, where(store)], input=dumps(results[0].to_dict()),
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 9, proc.stderr
     assert store.count() == 5
     assert len(store.load([row["id"] for row in store.list()])) == 5
-    _assert_integrity(store.path)
+    _assert_integrity(store)
     store.save(results[1])  # and the database is still writable
     assert store.count() == 6
 
 
-def _assert_integrity(path: Path) -> None:
-    with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+def _assert_integrity(store: Store) -> None:
+    """SQLite's own check of the file (PostgreSQL has no such pragma; its rows were counted)."""
+    if store.path is not None:
+        with sqlite3.connect(store.path) as conn:
+            assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
 # --- bad imports ------------------------------------------------------------------------------
@@ -349,7 +360,7 @@ BAD = ["not json", "binary", "truncated", "wrong schema", "newer schema", "forei
 @pytest.mark.parametrize("kind", BAD)
 def test_bad_imports_are_rejected_and_change_nothing(kind, results, store, tmp_path):
     store.save(results[0])
-    before = snapshot(store.path)
+    before = snapshot(store)
     # Fresh copies, so a half-done import would show up as new rows.
     fresh = [dataclasses.replace(r, id=uuid.uuid4().hex) for r in results]
     path = _bad_file(kind, tmp_path, fresh)
@@ -358,7 +369,7 @@ def test_bad_imports_are_rejected_and_change_nothing(kind, results, store, tmp_p
     message = str(info.value)
     assert "\n" not in message and str(path) in message, message
     assert store.count() == 1
-    assert snapshot(store.path) == before
+    assert snapshot(store) == before
 
 
 def test_bad_import_messages_say_what_is_wrong(results, store, tmp_path):

@@ -12,7 +12,7 @@ import streamlit as st
 
 from ..engine.runner import Runner
 from ..engine.settings import Settings
-from ..history.store import Store, default_path, traces_dir
+from ..history.store import Store, default_location, traces_dir
 
 log = logging.getLogger("jaxcompare.app")
 
@@ -71,15 +71,16 @@ def _store_at(path: str) -> Store:
 
 
 def get_store() -> Store:
-    """The results database ($JAXCOMPARE_DB, else ~/.jaxcompare/results.sqlite3), one Store per
-    path per server: it opens a connection per operation, so every session's thread can share it."""
-    return _store_at(str(default_path()))
+    """The results database ($JAXCOMPARE_DB: a file or a postgresql:// URL, else
+    ~/.jaxcompare/results.sqlite3), one Store per location per server: it hands each operation its
+    own connection, so every session's thread can share it."""
+    return _store_at(default_location())
 
 
 def traces_folder() -> str:
     """Where the Compare page's profiler traces go: a traces folder beside the results
     database, one subfolder per result id (the server reads them back for the download)."""
-    return str(traces_dir(default_path()))
+    return str(traces_dir(default_location()))
 
 
 @st.cache_resource(show_spinner=False)

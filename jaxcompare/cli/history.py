@@ -1,4 +1,5 @@
-"""CLI commands for saved results: ``history``, ``export``, ``import``, and ``run --save``.
+"""CLI commands for saved results: ``history`` (and ``history copy --to``), ``export``, ``import``,
+and ``run --save``. Where the database is named, a URL's password is hidden (Store.location).
 
 cli.py registers these with ``add_commands`` and dispatches with ``handle``. Errors are
 BadInput (one line, exit status 2 from cli.main). With ``--json -`` stdout carries one
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis.text import clip, table_lines
-from ..history.store import Store, default_path
+from ..history.store import Store, shown_location
 from ..i18n import N_, _, ngettext
 from ..model.errors import BadInput
 from ..model.formatting import format_factor, format_time
@@ -22,7 +23,8 @@ from ..model.spec import PRECISIONS
 from .report import write_json
 
 COMMANDS = ("history", "export", "import")
-DB_HELP = "results database (default: $JAXCOMPARE_DB or ~/.jaxcompare/results.sqlite3)"
+DB_HELP = ("results database: an SQLite file or a postgresql:// URL (default: $JAXCOMPARE_DB or "
+           "~/.jaxcompare/results.sqlite3)")
 
 
 def add_save_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,7 +44,10 @@ def _filters(p: argparse.ArgumentParser) -> None:
 
 def add_commands(subparsers: Any) -> None:
     """Register history, export and import on cli.py's subparsers."""
-    p_hist = subparsers.add_parser("history", help="saved results, newest first")
+    p_hist = subparsers.add_parser("history", help="saved results, newest first; `history copy --to URL` copies them")
+    p_hist.add_argument("action", nargs="?", choices=["copy"],
+                        help="copy: every saved result into the database --to names, all or nothing")
+    p_hist.add_argument("--to", metavar="URL|PATH", help="with copy: the target database (a postgresql:// URL)")
     _filters(p_hist)
     p_hist.add_argument("--limit", type=int, help="show at most this many")
     p_hist.add_argument("--json", metavar="PATH|-", help="write the rows as one JSON list ('-' = stdout)")
@@ -78,7 +83,7 @@ def save_result(result: Result, db: str | Store | None = None) -> str:
     Open the store before measuring (``open_store``) so a bad --db fails before the wait."""
     store = open_store(db)
     store.save(result)
-    print(_("saved {id} to {path}").format(id=result.id[:8], path=store.path), file=sys.stderr)
+    print(_("saved {id} to {path}").format(id=result.id[:8], path=store.location), file=sys.stderr)
     return result.id
 
 
@@ -89,6 +94,10 @@ def _selected(store: Store, args: argparse.Namespace, limit: int | None = None) 
 
 
 def cmd_history(args: argparse.Namespace) -> int:
+    if getattr(args, "action", None) == "copy":
+        return cmd_copy(args)
+    if getattr(args, "to", None):
+        raise BadInput(N_("--to goes with `history copy`: jaxcompare history copy --to URL"))
     if args.limit is not None and args.limit <= 0:
         raise BadInput(N_("--limit must be a positive whole number, got {limit}").format(limit=args.limit))
     store = open_store(args.db)
@@ -97,7 +106,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     if args.json:
         write_json(args.json, rows)
     if args.json != "-":
-        print(history_table(rows, store.path) if missed is None else missed)
+        print(history_table(rows, store.location) if missed is None else missed)
     elif missed is not None:
         print(missed, file=sys.stderr)  # stdout keeps its one JSON document
     # As grep: 1 when filters matched nothing (2 stays bad input); an empty history is no error.
@@ -115,10 +124,10 @@ def _nothing_matched(store: Store, args: argparse.Namespace) -> str | None:
         return None
     total = store.count()
     if not total:
-        return _("no saved results in {path} yet, so none match {filters}").format(path=store.path,
+        return _("no saved results in {path} yet, so none match {filters}").format(path=store.location,
                                                                                     filters=" ".join(given))
     text = _("no saved results match {filters} in {path} ({total} saved)").format(
-        filters=" ".join(given), path=store.path, total=total)
+        filters=" ".join(given), path=store.location, total=total)
     cases = store.facets()["case"]
     if args.case and args.case not in cases:
         import difflib
@@ -139,7 +148,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     else:
         ids = [r["id"] for r in _selected(store, args)]
     if not ids:
-        raise BadInput(N_("no saved results match in {path}; nothing was exported").format(path=store.path))
+        raise BadInput(N_("no saved results match in {path}; nothing was exported").format(path=store.location))
     n, unreadable = store.export_report(args.path, ids)
     print(ngettext("exported {n} result to {path}", "exported {n} results to {path}", n).format(n=n, path=args.path))
     if unreadable:  # rows written by hand or damaged: named, and the rest still exported
@@ -154,7 +163,30 @@ def cmd_import(args: argparse.Namespace) -> int:
     added, skipped = store.import_file(args.path)
     print(ngettext("imported {n} result ({skipped} already present) into {path}",
                    "imported {n} results ({skipped} already present) into {path}", added).format(
-        n=added, skipped=skipped, path=store.path))
+        n=added, skipped=skipped, path=store.location))
+    return 0
+
+
+def cmd_copy(args: argparse.Namespace) -> int:
+    """``history copy --to URL``: the whole history (--db, else the default) into another database,
+    in one transaction there; a failure says so in one line and leaves the target as it was."""
+    if not args.to:
+        raise BadInput(N_("history copy needs --to: the target database, e.g. --to postgresql://host/jaxcompare"))
+    given = [f"--{name}" for name in (*FILTERS, "limit", "json") if getattr(args, name, None) is not None]
+    if given:
+        raise BadInput(N_("history copy moves the whole history; drop {options}").format(options=" ".join(given)))
+    source = open_store(args.db)
+    try:
+        target = Store(args.to)
+        if target.location == source.location:
+            raise BadInput(N_("history copy: --to names the history it copies from ({path})").format(
+                path=source.location))
+        added, present = source.copy_to(target)
+    except BadInput as exc:
+        raise BadInput(N_("nothing was copied: {reason}").format(reason=str(exc))) from None
+    print(ngettext("copied {n} result ({skipped} already present) from {source} to {path}",
+                   "copied {n} results ({skipped} already present) from {source} to {path}", added).format(
+        n=added, skipped=present, source=source.location, path=target.location))
     return 0
 
 
@@ -168,8 +200,8 @@ HISTORY_COLUMNS = (
 
 
 def history_table(rows: list[dict[str, Any]], path: Path | str | None = None) -> str:
-    """The readable table ``history`` prints, newest first."""
-    where = path if path is not None else default_path()
+    """The readable table ``history`` prints, newest first; ``path``: Store.location."""
+    where = path if path is not None else shown_location()
     if not rows:
         return _("no saved results match in {path}").format(path=where)
     body = []

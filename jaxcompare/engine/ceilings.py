@@ -59,8 +59,9 @@ def cache_path() -> Path:
     own = os.environ.get("JAXCOMPARE_CPU_PEAKS")
     if own:
         return Path(own).expanduser()
-    db = os.environ.get("JAXCOMPARE_DB")
-    folder = Path(db).expanduser().parent if db else Path.home() / ".jaxcompare"
+    db = os.environ.get("JAXCOMPARE_DB", "").strip()
+    on_file = db and "://" not in db  # a postgresql:// URL has no folder: ~/.jaxcompare then
+    folder = Path(db).expanduser().parent if on_file else Path.home() / ".jaxcompare"
     return folder / CACHE_NAME
 
 

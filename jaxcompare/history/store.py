@@ -1,4 +1,5 @@
-"""Saved results: an embedded SQLite database that many app sessions and CLIs share.
+"""Saved results: an embedded SQLite database that many app sessions and CLIs share, or a
+PostgreSQL one that several app servers share (``JAXCOMPARE_DB=postgresql://...``: postgres.py).
 
 Every write is one short transaction on a fresh connection (WAL journal, busy timeout), so
 concurrent writers queue instead of failing and a crash loses nothing already committed.
@@ -26,6 +27,7 @@ from typing import Any
 from ..i18n import N_
 from ..model.errors import BadInput
 from ..model.result import Result
+from . import postgres
 from .exchange import (
     EXPORT_SCHEMA,
     SUMMARY_FIELDS,
@@ -37,63 +39,66 @@ from .exchange import (
     read_results,
     write_atomically,
 )
+from .schema import SCHEMA_VERSION, migration
 
-__all__ = ["EXPORT_SCHEMA", "SUMMARY_COLUMNS", "Store", "default_path", "export_csv", "export_json"]
+__all__ = ["EXPORT_SCHEMA", "SCHEMA_VERSION", "SUMMARY_COLUMNS", "Store", "default_location", "default_path",
+           "shown_location",
+           "export_csv", "export_json"]
 
-SCHEMA_VERSION = 1
 APPLICATION_ID = 0x6A617863  # "jaxc": marks the file as ours
 BUSY_TIMEOUT_S = 10.0
 ENV_VAR = "JAXCOMPARE_DB"
 
 SUMMARY_COLUMNS = (*SUMMARY_FIELDS, "saved")  # what list() returns
+ROW_COLUMNS = (*SUMMARY_COLUMNS, "doc")  # a whole row, as history copy moves it
 
-_DDL = """
-CREATE TABLE IF NOT EXISTS results (
-    id TEXT PRIMARY KEY,
-    created TEXT NOT NULL,
-    "case" TEXT NOT NULL,
-    shape TEXT NOT NULL,
-    precision TEXT NOT NULL,
-    dtype TEXT NOT NULL,
-    backend TEXT NOT NULL,
-    device TEXT NOT NULL,
-    device_kind TEXT NOT NULL,
-    host TEXT NOT NULL,
-    jax_version TEXT NOT NULL,
-    speedup REAL,
-    numpy_median_s REAL NOT NULL,
-    jax_median_s REAL NOT NULL,
-    saved TEXT NOT NULL,
-    doc TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS results_created ON results (created);
-CREATE INDEX IF NOT EXISTS results_case ON results ("case", precision);
-"""
+
+
+HOME_PATH = Path("~") / ".jaxcompare" / "results.sqlite3"
+
+
+def default_location() -> str:
+    """``$JAXCOMPARE_DB`` (an SQLite file or a postgresql:// URL), else ``~/.jaxcompare/results.sqlite3``."""
+    return os.environ.get(ENV_VAR, "").strip() or str(HOME_PATH.expanduser())
 
 
 def default_path() -> Path:
-    """``$JAXCOMPARE_DB`` or ``~/.jaxcompare/results.sqlite3``."""
-    env = os.environ.get(ENV_VAR, "").strip()
-    return Path(env).expanduser() if env else Path.home() / ".jaxcompare" / "results.sqlite3"
+    """The default SQLite file: ``$JAXCOMPARE_DB`` or ``~/.jaxcompare/results.sqlite3`` (the latter when
+    the variable is a PostgreSQL URL, for what lives beside the database)."""
+    location = default_location()
+    return HOME_PATH.expanduser() if postgres.is_url(location) else Path(location).expanduser()
+
+
+def shown_location(where: str | os.PathLike[str] | None = None) -> str:
+    """What to show of a database location (default: the default one): a URL's password hidden."""
+    where = default_location() if where is None else where
+    return postgres.redact(where) if postgres.is_url(where) else str(Path(where).expanduser())
 
 
 def traces_dir(db_path: str | os.PathLike[str] | None = None) -> Path:
     """Where profiler traces go by default: a ``traces`` folder beside the results database
-    (``~/.jaxcompare/traces``), one subfolder per result id."""
-    return (Path(db_path).expanduser() if db_path else default_path()).parent / "traces"
+    (``~/.jaxcompare/traces``, also for a PostgreSQL one), one subfolder per result id."""
+    beside = default_path() if not db_path or postgres.is_url(db_path) else Path(db_path).expanduser()
+    return beside.parent / "traces"
 
 
 class Store:
-    """A results database; cheap to create, safe to share between threads and processes."""
+    """A results database; cheap to create, safe to share between threads and processes.
+
+    ``path``: an SQLite file or a postgresql:// URL. ``location`` is what to show of it (a URL's
+    password hidden); ``path`` is the SQLite file (None on PostgreSQL)."""
 
     def __init__(self, path: str | os.PathLike[str] | None = None):
-        self.path = Path(path).expanduser() if path is not None else default_path()
+        where = default_location() if path is None else path
+        self._pg = postgres.Postgres(str(where)) if postgres.is_url(where) else None
+        self.path: Path | None = None if self._pg else Path(where).expanduser()
+        self.location = self._pg.location if self._pg else str(self.path)
         self._init_lock = threading.Lock()
         self._ready = False
         self._open()
 
     def __repr__(self) -> str:
-        return f"Store({str(self.path)!r})"
+        return f"Store({self.location!r})"
 
     # --- writing -----------------------------------------------------------------------------
     def save(self, result: Result) -> str:
@@ -109,7 +114,9 @@ class Store:
         Everything is validated before anything is written, then all rows go in one
         transaction: a bad document changes nothing. Returns (added, already present).
         """
-        rows = [_row(r) for r in read_results(docs, source)]
+        # In id order: two writers saving overlapping batches then lock the same rows in the same
+        # order, so PostgreSQL never meets a deadlock between them.
+        rows = sorted((_row(r) for r in read_results(docs, source)), key=lambda row: row["id"])
         added = 0
         with self._transaction() as conn:
             for row in rows:
@@ -140,6 +147,21 @@ class Store:
             return 0
         with self._transaction() as conn:
             return sum(conn.execute("DELETE FROM results WHERE id = ?", (i,)).rowcount for i in ids)
+
+    def copy_to(self, target: Store) -> tuple[int, int]:
+        """Every saved row into ``target`` (saved times kept) in one transaction there: all or nothing.
+        A row here that cannot be read back stops the copy, and ``target`` is left as it was.
+        Returns (added, already present)."""
+        added = total = 0
+        with self._connection() as source, target._transaction() as conn:
+            cursor = source.execute(f"SELECT {', '.join(_q(c) for c in ROW_COLUMNS)} FROM results ORDER BY id")
+            while batch := cursor.fetchmany(500):
+                for values in batch:
+                    row = dict(zip(ROW_COLUMNS, values, strict=True))
+                    _from_doc(row["doc"], row["id"])
+                    added += _insert(conn, row)
+                    total += 1
+        return added, total - added
 
     # --- reading -----------------------------------------------------------------------------
     def count(self) -> int:
@@ -216,7 +238,7 @@ class Store:
                 if len(found) > 1:
                     raise BadInput(N_("id prefix {prefix!r} matches more than one saved result; "
                                       "give more of it").format(prefix=key))
-        raise BadInput(N_("no saved result with id {id!r} in {path}").format(id=key, path=self.path))
+        raise BadInput(N_("no saved result with id {id!r} in {path}").format(id=key, path=self.location))
 
     def get(self, id: str) -> Result:
         """One saved result by id (or unique id prefix)."""
@@ -233,7 +255,7 @@ class Store:
         out = []
         for i in full:
             if i not in docs:  # deleted by someone else between resolve and load
-                raise BadInput(N_("no saved result with id {id!r} in {path}").format(id=i, path=self.path))
+                raise BadInput(N_("no saved result with id {id!r} in {path}").format(id=i, path=self.location))
             out.append(_from_doc(docs[i], i))
         return out
 
@@ -276,6 +298,10 @@ class Store:
         with self._init_lock:
             if self._ready:
                 return
+            if self._pg:
+                self._pg.migrate()
+                self._ready = True
+                return
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
@@ -299,6 +325,10 @@ class Store:
         """A fresh connection per operation: sqlite3 connections never cross threads."""
         if not init and not self._ready:
             self._open()
+        if self._pg:
+            with self._pg.connection() as pg_conn:
+                yield pg_conn
+            return
         conn = None
         try:
             conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
@@ -314,7 +344,14 @@ class Store:
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
         """One write transaction: BEGIN IMMEDIATE takes the write lock up front (waiting up
-        to the busy timeout), so concurrent writers queue instead of deadlocking."""
+        to the busy timeout), so concurrent writers queue instead of deadlocking. PostgreSQL
+        locks rows instead, so writers of different rows never wait for each other."""
+        if self._pg:
+            if not self._ready:
+                self._open()
+            with self._pg.transaction() as pg_conn:
+                yield pg_conn
+            return
         with self._connection() as conn:
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -375,9 +412,10 @@ def _check_and_create_schema(conn: sqlite3.Connection, path: Path) -> None:
     if version > SCHEMA_VERSION:
         raise BadInput(N_("the results database {path} was written by a newer jaxcompare (schema {version}, this one "
                           "knows {known})").format(path=path, version=version, known=SCHEMA_VERSION))
-    if version == 0:
-        for statement in filter(str.strip, _DDL.split(";")):
+    for step in range(version + 1, SCHEMA_VERSION + 1):
+        for statement in migration(step, "sqlite"):
             conn.execute(statement)
+    if version < SCHEMA_VERSION:
         conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
