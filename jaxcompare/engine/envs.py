@@ -256,8 +256,11 @@ def _make(folder: Path, version: str, accel: str, report: Progress) -> dict[str,
     try:
         _uv([uv, "pip", "install", "--quiet", "--python", str(python), jax_req, *pinned, *deps], version)
     except VersionUnavailable as pinned_error:
+        if not re.search(r"\b(numpy|scipy)\b", str(pinned_error)):  # no such JAX, or no wheel for it here
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
         # The host's NumPy or SciPy may not install beside an old JAX: let the resolver choose and
-        # record it (the verdict then says the NumPy side differs). A bogus version fails here too.
+        # record it (the NumPy side then differs, and the analysis keeps each version's own NumPy).
         report(N_("JAX {version} does not install beside the host's NumPy and SciPy; letting the resolver "
                   "choose").format(version=version), 0.5)
         try:
