@@ -120,3 +120,18 @@ def test_versions_that_cannot_be_asked_for():
 
 def test_rounds_alternate():
     assert round_orders(3, 4) == [[0, 1, 2], [2, 1, 0], [0, 1, 2], [2, 1, 0]]
+
+
+def test_the_notebook_function_under_two_versions(versions_run):
+    """A notebook's own functions, cloudpickled to each version's worker."""
+    import jax.numpy as jnp
+    import numpy as np
+
+    import jaxcompare
+
+    x = np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32)
+    doc = jaxcompare.versions(lambda a: np.tanh(a) * 2, lambda a: jnp.tanh(a) * 2, x, jax=[OLDEST, HOST],
+                              timing="quick", quiet=True)
+    assert [v["jax"] for v in doc["versions"]] == [OLDEST, HOST]
+    assert all(v["result"]["jax"]["agreement"]["ok"] for v in doc["versions"])
+    assert doc["comparisons"][0]["from"] == OLDEST and not doc["unavailable"]

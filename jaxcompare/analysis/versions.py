@@ -111,8 +111,30 @@ def comparison_text(result: Result, older: str, newer: str, v: Verdict) -> str:
         where=where, newer=newer, older=older, percent=1 - v.ratio, p=p)
 
 
-def versions_document(entries: Sequence[dict[str, Any]], unavailable: Sequence[dict[str, str]],
-                      comparisons: Sequence[dict[str, Any]], rounds: int) -> dict[str, Any]:
-    """The ``versions --json`` record (docs/json.md)."""
-    return {"schema": SCHEMA, "rounds": rounds, "versions": list(entries), "unavailable": list(unavailable),
-            "comparisons": list(comparisons)}
+def pooled_runs(runs: Sequence[Any]) -> tuple[Stats | None, list[tuple[Any, Result]]]:
+    """The one NumPy (or None) and each measured run (engine/versions.py's VersionRun) with its pooled Result."""
+    measured = [run for run in runs if run.results]
+    numpy = shared_numpy([run.results for run in measured])
+    return numpy, [(run, pool_rounds(run.results, numpy)) for run in measured]
+
+
+def versions_document(runs: Sequence[Any], rounds: int, python: str) -> dict[str, Any]:
+    """The ``versions --json`` record (docs/json.md), in English; ``python``: the host's interpreter."""
+    from .. import i18n
+
+    _numpy, pooled = pooled_runs(runs)
+    with i18n.using(i18n.SOURCE_LANGUAGE):
+        comparisons = compare_versions([(run.requested, result) for run, result in pooled])
+    entries = []
+    for run, result in pooled:
+        jax_version, jaxlib_version = real_versions(result)
+        env = run.env
+        foreign = env is not None and env.python is not None
+        entries.append({"requested": run.requested, "jax": jax_version, "jaxlib": jaxlib_version,
+                        "python": env.python if foreign else python,
+                        "environment": str(env.path) if foreign else None,
+                        "environment_made": bool(env and env.made), "rounds": len(run.results),
+                        "error": run.error, "result": result.to_dict()})
+    unavailable = [{"requested": run.requested, "error": run.error} for run in runs if not run.results]
+    return {"schema": SCHEMA, "rounds": rounds, "versions": entries, "unavailable": unavailable,
+            "comparisons": comparisons}

@@ -7,13 +7,13 @@ import argparse
 import sys
 from typing import Any
 
-from .. import i18n
-from ..analysis.versions import compare_versions, pool_rounds, real_versions, shared_numpy, versions_document
+from ..analysis.versions import compare_versions, pooled_runs, real_versions, versions_document
 from ..catalog import get_case
 from ..i18n import N_, _, translate_text
 from ..model.cases import format_shape
 from ..model.errors import BadInput
 from ..model.formatting import format_factor, format_time, format_time_range
+from ..model.result import Result
 from ..model.spec import DEVICES, PRECISIONS, TIMING_PRESETS, Spec, TimingConfig, parse_shape
 from . import history as cli_history
 from .report import write_json
@@ -66,47 +66,34 @@ def handle(args: argparse.Namespace) -> int:
         print(f"  [{fraction:4.0%}] {translate_text(message)}", file=sys.stderr, flush=True)
 
     runs = measure_versions(spec, args.jax, rounds=args.rounds, timeout_s=args.timeout, progress=progress)
-    measured = [run for run in runs if run.results]
-    numpy = shared_numpy([run.results for run in measured])
-    pooled = [(run.requested, pool_rounds(run.results, numpy)) for run in measured]
-    with i18n.using(i18n.SOURCE_LANGUAGE):  # JSON is English whatever the reader's language
-        comparisons = compare_versions(pooled)
-    entries = []
-    for run, (_requested, result) in zip(measured, pooled, strict=True):
-        jax_version, jaxlib_version = real_versions(result)
-        env = run.env
-        entries.append({"requested": run.requested, "jax": jax_version, "jaxlib": jaxlib_version,
-                        "python": sys.executable if env is None or env.python is None else env.python,
-                        "environment": None if env is None or env.path is None else str(env.path),
-                        "environment_made": bool(env and env.made), "rounds": len(run.results),
-                        "error": run.error, "result": result.to_dict()})
-    unavailable = [{"requested": run.requested, "error": run.error} for run in runs if not run.results]
+    numpy, pooled = pooled_runs(runs)
     if args.json:
-        write_json(args.json, versions_document(entries, unavailable, comparisons, args.rounds))
+        write_json(args.json, versions_document(runs, args.rounds, sys.executable))
     if args.json != "-":
-        for entry, (_requested, result) in zip(entries, pooled, strict=True):
-            print(version_line(entry, result), file=out)
+        for _run, result in pooled:
+            print(version_line(result), file=out)
         if numpy is not None:
             print("  " + _("NumPy (one for every version, {n} samples): {median}").format(
                 n=numpy.n, median=format_time(numpy.median_s)), file=out)
-        for comparison in compare_versions(pooled):  # again, in the reader's language
-            print(comparison["text"], file=out)
+        for comparison in compare_versions([(run.requested, result) for run, result in pooled]):
+            print(comparison["text"], file=out)  # in the reader's language
     for run in runs:  # one line each, after the others' results
         if run.error is not None:
             print("jaxcompare: " + _("error: {message}").format(message=translate_text(run.error)), file=sys.stderr)
     if store is not None:
-        for _requested, result in pooled:
+        for _run, result in pooled:
             cli_history.save_result(result, store)
     return EXIT_UNAVAILABLE if any(run.error is not None for run in runs) else 0
 
 
-def version_line(entry: dict[str, Any], result: Any) -> str:
+def version_line(result: Result) -> str:
     """JAX 0.4.35 (jaxlib 0.4.35): runtime 12 µs (95% 11.8–12.3 µs), compile 30 ms, first call 35 ms, 2.1x NumPy."""
     runtime = result.jax.runtime
+    jax_version, jaxlib_version = real_versions(result)
     low, high = result.speedup_range
     spread = "" if low != low else f" ({format_factor(low)}–{format_factor(high)})"
     return _("JAX {jax} (jaxlib {jaxlib}): runtime {runtime} (95% {range}), compile {compile}, first call {first}, "
              "speedup {speedup}{spread} against NumPy").format(
-        jax=entry["jax"], jaxlib=entry["jaxlib"], runtime=format_time(runtime.median_s),
+        jax=jax_version, jaxlib=jaxlib_version, runtime=format_time(runtime.median_s),
         range=format_time_range(runtime.ci_low_s, runtime.ci_high_s), compile=format_time(result.jax.compile_total_s),
         first=format_time(result.jax.first_call.median_s), speedup=format_factor(result.speedup), spread=spread)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..i18n import N_
+from ..model.cases import Case
 from ..model.errors import JaxCompareError
 from ..model.result import Result
 from ..model.spec import Spec
@@ -41,9 +42,10 @@ def round_orders(count: int, rounds: int) -> list[list[int]]:
 
 
 def measure_versions(spec: Spec, versions: Sequence[str], *, rounds: int = 2, timeout_s: float | None = None,
-                     progress: Progress | None = None) -> list[VersionRun]:
+                     progress: Progress | None = None, case: Case | None = None) -> list[VersionRun]:
     """Measure ``spec`` under each JAX version (duplicates dropped); a version that cannot be
-    installed, or whose worker fails, gets its one-line error and the others still run."""
+    installed, or whose worker fails, gets its one-line error and the others still run.
+    ``case``: one not in the catalog (a notebook's functions), sent to each version's worker."""
     report = progress or (lambda message, fraction: None)
     runs = [VersionRun(v) for v in dict.fromkeys(str(v).strip() for v in versions)]
     for run in runs:
@@ -67,7 +69,7 @@ def measure_versions(spec: Spec, versions: Sequence[str], *, rounds: int = 2, ti
                 report(N_("round {round} of {rounds}: JAX {version}").format(
                     round=number, rounds=len(orders), version=run.requested), done / total)
                 try:
-                    run.results.append(runners[id(run)].run(spec))
+                    run.results.append(runners[id(run)].submit(spec, case=case).wait())
                 except JaxCompareError as exc:  # its later rounds are skipped; the others go on
                     run.error = N_("JAX {version}: {error}").format(version=run.requested, error=exc)
     finally:
