@@ -156,7 +156,13 @@ def jax_info() -> dict[str, Any]:
             except Exception:
                 pass
             devices.append(entry)
+    import jaxlib
+
     return {
+        # The modules this process imported (env.versions reads the installed metadata): the
+        # versions that really ran, whatever a request asked for.
+        "version": jax.__version__,
+        "jaxlib_version": getattr(jaxlib, "__version__", None) or jaxlib.version.__version__,
         "default_backend": jax.default_backend(),
         "x64_enabled": bool(jax.config.jax_enable_x64),
         "default_float": str(jnp.zeros(1, dtype=float).dtype),

@@ -41,6 +41,12 @@ WORKER_LABELS = {"x32": N_("x32 worker"), "x64": N_("x64 worker")}
 # however the parent found it (an install, a checkout on PYTHONPATH, a test's sys.path entry).
 _ENTRY = ("import json, sys; sys.path[:] = json.loads(sys.argv[2]); "
           "from jaxcompare.engine.worker import serve; serve(int(sys.argv[1]))")
+# A worker from another interpreter (an environment of another JAX version, engine/envs.py)
+# keeps its own sys.path, so its own JAX imports, and puts only the given folders first.
+_FOREIGN_ENTRY = ("import json, sys; sys.path[:0] = json.loads(sys.argv[2]); "
+                  "from jaxcompare.engine.worker import serve; serve(int(sys.argv[1]))")
+# The parent's own import settings would bring the host's packages into a foreign interpreter.
+_FOREIGN_UNSET = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV")
 
 
 class Cancelled(JobFailed):
@@ -64,8 +70,13 @@ class WorkerProcess:
     returns its envelope, or raises; a worker that was stopped or died is started afresh
     by the next call. Used by one dispatcher thread at a time."""
 
-    def __init__(self, precision: str, env: Mapping[str, str], *, label: str = ""):
+    def __init__(self, precision: str, env: Mapping[str, str], *, label: str = "", python: str | None = None,
+                 python_path: tuple[str, ...] = ()):
+        """``python``: the interpreter to start (None: this one, with this process's sys.path);
+        ``python_path``: the folders a foreign interpreter puts first on its sys.path."""
         self.precision = precision
+        self.python = python
+        self.python_path = tuple(python_path)
         self.label = label or WORKER_LABELS.get(precision, f"{precision} worker")
         self._env = dict(env)
         self._proc: subprocess.Popen[bytes] | None = None
@@ -139,8 +150,14 @@ class WorkerProcess:
         env = dict(os.environ)
         env.update(self._env)
         env["JAXCOMPARE_WORKER_PRECISION"] = self.precision
+        if self.python is None:
+            command = [sys.executable, "-c", _ENTRY, str(theirs.fileno()), json.dumps(sys.path)]
+        else:
+            for name in _FOREIGN_UNSET:
+                env.pop(name, None)
+            command = [self.python, "-c", _FOREIGN_ENTRY, str(theirs.fileno()), json.dumps(list(self.python_path))]
         try:
-            self._proc = subprocess.Popen([sys.executable, "-c", _ENTRY, str(theirs.fileno()), json.dumps(sys.path)],
+            self._proc = subprocess.Popen(command,
                                           pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL,
                                           close_fds=True)
         except OSError as exc:

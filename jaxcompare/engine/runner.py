@@ -127,8 +127,10 @@ class Job:
 class _Lane:
     """One device: its queue, the job it runs, its workers (one per precision)."""
 
-    def __init__(self, index: int, device: str | None, env: dict[str, str]):
+    def __init__(self, index: int, device: str | None, env: dict[str, str], python: str | None = None,
+                 python_path: tuple[str, ...] = ()):
         self.index = index
+        self.python, self.python_path = python, python_path
         self.device = device
         self.env = env
         self.queue: deque[Job] = deque()
@@ -140,7 +142,8 @@ class _Lane:
         if precision not in self.workers:
             label = (N_("{precision} worker for {device}").format(precision=precision, device=self.device)
                      if self.device else "")  # else the worker labels itself ("x32 worker")
-            self.workers[precision] = WorkerProcess(precision, self.env, label=label)
+            self.workers[precision] = WorkerProcess(precision, self.env, label=label, python=self.python,
+                                                    python_path=self.python_path)
         return self.workers[precision]
 
 
@@ -165,7 +168,9 @@ class Runner:
     """Thread-safe front door to the workers; share one per process."""
 
     def __init__(self, *, timeout_s: float | None = None, worker_env: dict[str, str] | None = None,
-                 settings: Settings | None = None):
+                 settings: Settings | None = None, python: str | None = None, python_path: tuple[str, ...] = ()):
+        """``python``/``python_path``: start the workers from another interpreter (an environment
+        of another JAX version, engine/envs.py) with these folders first on its sys.path."""
         self.settings = settings or Settings.from_env()
         self.timeout_s = timeout_s or self.settings.job_timeout_s
         # Per client (an address, else the session); a sweep counts once: its later points
@@ -179,7 +184,7 @@ class Runner:
         self._jobs_by_id: dict[str, Job] = {}
         self.history: deque[Job] = deque(maxlen=200)
         env = dict(worker_env or {})
-        self._lanes = [_Lane(i, device, _lane_env(device, env))
+        self._lanes = [_Lane(i, device, _lane_env(device, env), python, tuple(python_path))
                        for i, device in enumerate(self.settings.devices or (None,))]
         for lane in self._lanes:
             lane.thread = threading.Thread(target=self._dispatch_loop, args=(lane,), daemon=True,

@@ -92,6 +92,31 @@ def sweep(numpy_fn: Callable[..., Any], jax_fn: Callable[..., Any], make_inputs:
         raise exc.with_traceback(None) from None
 
 
+def versions(numpy_fn: Callable[..., Any], jax_fn: Callable[..., Any], *inputs: Any, jax: Sequence[str],
+             precision: str = "x32", device: str = "auto", timing: str | TimingConfig = "careful",
+             name: str | None = None, shape: Sequence[int] | str | None = None, seed: int = 0,
+             tolerance: float = 1.0, canonical: Callable[..., Any] | None = None, rounds: int = 2,
+             timeout_s: float | None = None, quiet: bool = False) -> dict[str, Any]:
+    """``compare()`` under each JAX version in ``jax`` (each in its own cached environment, like
+    ``jaxcompare versions``); returns the same record as ``versions --json`` (docs/json.md). The
+    functions are cloudpickled to each version's worker, so they may use only what that JAX has.
+    A version that cannot be installed is listed under "unavailable"; the others still run."""
+    from ..analysis.versions import versions_document
+    from ..engine.versions import measure_versions
+
+    try:
+        case, spec, _notes = _request(numpy_fn, jax_fn, inputs, precision=precision, device=device,
+                                      timing=timing, name=name, shape=shape, seed=seed, tolerance=tolerance,
+                                      canonical=canonical, timeout_s=timeout_s)
+        if isinstance(jax, str) or not jax:
+            raise BadInput("jax= takes a list of versions, e.g. jax=['0.4.35', '0.10.2']")
+        report = None if quiet else (lambda message, fraction: print(f"[{fraction:4.0%}] {message}", file=sys.stderr))
+        runs = measure_versions(spec, list(jax), rounds=rounds, timeout_s=timeout_s, progress=report, case=case)
+        return versions_document(runs, rounds, sys.executable)
+    except JaxCompareError as exc:
+        raise exc.with_traceback(None) from None
+
+
 def shutdown() -> None:
     """Stop the worker processes compare() and sweep() started (also done at exit); the next
     call starts fresh ones."""
