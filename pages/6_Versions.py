@@ -106,6 +106,7 @@ st.title(navigation.VERSIONS.label)
 st.caption(_("Does the next JAX make this function faster or slower? Each version runs the same protocol in its "
              "own worker, in rounds whose order alternates (A B C, C B A) so a drifting machine favours none; "
              "every speedup is against the same NumPy."))
+ui.device_banner()  # which device every version measures on (the CPU fallback said plainly)
 slot = jobs.job_slot()
 for message in st.session_state.get(ERROR, []):
     st.error(translate_text(message), icon=":material/error:")
