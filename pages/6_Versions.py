@@ -101,6 +101,8 @@ with st.sidebar:
         st.error(problem, icon=":material/error:")
     st.button(_("Run under each version"), type="primary", icon=":material/play_arrow:", on_click=start_run,
               disabled=running() is not None or problem is not None, width="stretch", key="run_versions")
+    st.caption(_("Its workers run outside the queue the other pages share: leave them idle until it ends, or "
+                 "their timings and these share the CPU."))
 
 st.title(navigation.VERSIONS.label)
 st.caption(_("Does the next JAX make this function faster or slower? Each version runs the same protocol in its "

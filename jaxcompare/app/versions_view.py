@@ -65,22 +65,14 @@ class VersionsConfig(PageConfig):
 
 
 def hosted_refusals(versions: list[str], settings: Settings) -> list[str]:
-    """In hosted mode, one message (English, N_()) per version whose environment is not made:
-    visitors cannot make the server install packages; the operator prepares environments."""
+    """In hosted mode, the refusal (English, N_()): a versions run starts its own workers outside
+    the server's one queue (no rate limit, deadline or Stop, and beside other visitors' timings),
+    so on a shared server the operator runs it with the CLI and saves it to History."""
     if not settings.hosted_mode:
         return []
-    out = []
-    for version in versions:
-        try:
-            ready = envs.env_ready(version)
-        except BadInput as exc:
-            out.append(str(exc))
-            continue
-        if not ready:
-            out.append(N_("JAX {version} is not prepared on this server: a hosted demo installs nothing for its "
-                          "visitors (the operator makes its environment ahead of time with `jaxcompare versions`)"
-                          ).format(version=version))
-    return out
+    return [N_("A hosted demo does not run JAX version comparisons for its visitors: each starts its own "
+               "workers beside everyone's measurements. The operator runs `jaxcompare versions ... --save`, "
+               "and History shows the results.")]
 
 
 class VersionsJob:

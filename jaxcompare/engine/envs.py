@@ -220,15 +220,6 @@ def ensure_env(version: str, *, progress: Progress | None = None, use_host: bool
                   notes=tuple(marker.get("notes", ())))
 
 
-def env_ready(version: str) -> bool:
-    """Whether JAX ``version`` runs without installing anything: the host's own, or an
-    environment already made (a hosted demo's operator prepares them; visitors make none)."""
-    version = check_version(version)
-    if version == host_jax_version():
-        return True
-    return _read_marker(envs_dir() / env_key(version, host_accelerator())) is not None
-
-
 def _host_versions() -> dict[str, str]:
     found = {}
     for name in ("jax", "jaxlib", "numpy", "scipy"):
