@@ -25,7 +25,7 @@ def test_home_names_the_device_and_links_the_pages():
     assert not at.exception
     assert at.title[0].value == "jaxcompare"
     links = {link.proto.label: link.proto.page for link in at.get("page_link")}
-    assert {"Home", "Compare", "Size sweep", "Environment"} <= set(links)
+    assert {"Home", "Compare", "Size sweep", "Environment", "JAX versions"} <= set(links)
     assert links["Compare"] == "Compare" and links["Size sweep"] == "Size_sweep"
     banners = [w.value for w in at.warning] + [s.value for s in at.success]
     assert any("CPU backend" in b or "Measuring on" in b for b in banners)

@@ -124,7 +124,7 @@ def test_home_loads_names_the_device_and_links_every_page(server, browser):
     assert "Is the JAX port of a NumPy/SciPy function really faster, and when?" in text
     assert "Checking which device" not in text
     main = page.locator(MAIN)
-    for label in ("Compare", "Size sweep", "Pitfalls", "History", "Environment"):
+    for label in ("Compare", "Size sweep", "Pitfalls", "History", "Environment", "JAX versions"):
         assert main.get_by_role("link", name=label).count() == 1, f"no card links to {label}"
     page.close()
 

@@ -47,5 +47,8 @@ HISTORY = Page("pages/4_History.py", N_("History"), ":material/history:", N_(
 ENVIRONMENT = Page("pages/5_Environment.py", N_("Environment"), ":material/settings:", N_(
     "Versions, devices, each worker's x64 state, CPU, BLAS threads and XLA flags, with "
     "warnings when something makes the numbers less trustworthy."))
+VERSIONS = Page("pages/6_Versions.py", N_("JAX versions"), ":material/difference:", N_(
+    "One case under several JAX releases, each in its own environment: runtime, compile and "
+    "first call by version, and whether the next release is faster or slower beyond the noise."))
 # The sidebar's order.
-PAGES = (HOME, COMPARE, SIZE_SWEEP, PITFALLS, HISTORY, ENVIRONMENT)
+PAGES = (HOME, COMPARE, SIZE_SWEEP, PITFALLS, HISTORY, ENVIRONMENT, VERSIONS)

@@ -1,0 +1,135 @@
+"""JAX versions: one case under several JAX releases, adjacent releases compared."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from jaxcompare import JaxCompareError
+from jaxcompare.app import cases_ui, chart_ui, charts_versions, controls, jobs, language, navigation, resources, ui
+from jaxcompare.app.versions_view import VersionsConfig, VersionsJob, hosted_refusals, outcome, versions_table
+from jaxcompare.i18n import _, translate_text
+from jaxcompare.model.spec import PRECISIONS
+
+ui.start_page(navigation.VERSIONS)
+
+JOB, OUTCOME, ERROR = "versions_job", "versions_outcome", "versions_error"
+CASES = [c for c in cases_ui.cases() if not c.cases_file]  # a version's worker loads catalog cases only
+key = VersionsConfig.key
+
+
+def current_config() -> VersionsConfig:
+    return VersionsConfig.from_widgets(st.session_state)
+
+
+def running() -> VersionsJob | None:
+    job = st.session_state.get(JOB)
+    return job if job is not None and not job.done else None
+
+
+def start_run() -> None:
+    if running() is not None:
+        return  # never two at once from one session
+    config = current_config()
+    try:
+        spec = config.spec(cases_ui.case_by_name(config.case))
+        versions = config.versions()
+        settings = resources.get_runner().settings
+        settings.check_spec(spec)
+        refused = hosted_refusals(versions, settings)
+    except JaxCompareError as exc:
+        st.session_state[ERROR] = [str(exc)]
+        return
+    if refused:
+        st.session_state[ERROR] = refused
+        return
+    st.session_state.pop(ERROR, None)
+    st.session_state.pop(OUTCOME, None)
+    st.session_state[JOB] = VersionsJob(spec, versions)
+
+
+def harvest() -> None:
+    job = st.session_state.get(JOB)
+    if job is None or not job.done:
+        return
+    del st.session_state[JOB]
+    if job.error is not None:
+        st.session_state[ERROR] = [job.error]
+    else:
+        st.session_state[OUTCOME] = outcome(job.runs)
+        ui.save_to_history([result for _v, result in st.session_state[OUTCOME].pooled])
+
+
+@st.fragment(run_every=jobs.POLL_S)
+def poll() -> None:
+    job = st.session_state.get(JOB)
+    if job is None:
+        return
+    if job.done:
+        st.rerun()
+    st.progress(min(max(job.fraction, 0.0), 1.0), text=translate_text(job.message))
+
+
+# --- page ---------------------------------------------------------------------------------------
+for name, value in VersionsConfig().widgets().items():
+    st.session_state.setdefault(name, value)
+harvest()
+
+with st.sidebar:
+    st.header(_("Configuration"))
+    labels = {c.name: controls.case_label(c) for c in CASES}
+    language.selectbox(_("Case"), [c.name for c in CASES], format_func=labels.__getitem__, key=key("case"),
+                       on_change=cases_ui.fill_preset_shape, args=(VersionsConfig,))
+    case = cases_ui.case_by_name(st.session_state[key("case")])
+    st.segmented_control(_("Shape"), controls.SIZE_CHOICES, format_func=controls.size_labels(case).__getitem__,
+                         key=key("size"), required=True, on_change=cases_ui.fill_preset_shape, args=(VersionsConfig,))
+    st.text_input(_("Custom shape"), key=key("custom_shape"), disabled=st.session_state[key("size")] != "custom",
+                  live=True, placeholder=_("e.g. 500x500"))
+    st.segmented_control(_("Precision"), PRECISIONS, key=key("precision"), required=True,
+                         format_func=controls.precision_label)
+    st.segmented_control(_("Timing"), VersionsConfig.TIMING_PRESETS, key=key("timing"), required=True,
+                         format_func=controls.timing_label)
+    st.text_input(_("Versions to compare"), key=key("jax"), live=True,
+                  help=_("Releases separated by spaces, like 0.4.35 0.10.2. Each one other than this server's "
+                         "own JAX runs in an environment of its own, made once (about a minute) and reused."))
+    problem = None
+    try:
+        config = current_config()
+        config.shape(case)
+        config.versions()
+    except JaxCompareError as exc:
+        problem = translate_text(str(exc))
+        st.error(problem, icon=":material/error:")
+    st.button(_("Run under each version"), type="primary", icon=":material/play_arrow:", on_click=start_run,
+              disabled=running() is not None or problem is not None, width="stretch", key="run_versions")
+    st.caption(_("Its workers run outside the queue the other pages share: leave them idle until it ends, or "
+                 "their timings and these share the CPU."))
+
+st.title(navigation.VERSIONS.label)
+st.caption(_("Does the next JAX make this function faster or slower? Each version runs the same protocol in its "
+             "own worker, in rounds whose order alternates (A B C, C B A) so a drifting machine favours none; "
+             "every speedup is against the same NumPy."))
+ui.device_banner()  # which device every version measures on (the CPU fallback said plainly)
+slot = jobs.job_slot()
+for message in st.session_state.get(ERROR, []):
+    st.error(translate_text(message), icon=":material/error:")
+if running() is not None:
+    with slot:
+        poll()
+found = st.session_state.get(OUTCOME)
+if found is None:
+    if running() is None:
+        st.info(_("Pick a case and the JAX versions in the sidebar, then **Run under each version**."),
+                icon=":material/play_arrow:")
+    st.stop()
+
+for error in found.errors:
+    st.error(translate_text(error), icon=":material/error:")
+if not found.pooled:
+    st.stop()
+st.dataframe(versions_table(found.pooled), hide_index=True, width="stretch")
+for comparison in found.comparisons:
+    st.markdown("- " + comparison["text"])
+ui.history_note([result for _v, result in found.pooled])
+first = found.pooled[0][1]
+chart_ui.chart(charts_versions.versions_chart(found.pooled), _("Versions chart"), f"versions_{first.case}",
+               stretch=True)
