@@ -8,6 +8,7 @@ from jaxcompare import JaxCompareError
 from jaxcompare.app import cases_ui, chart_ui, charts_versions, controls, jobs, language, navigation, resources, ui
 from jaxcompare.app.versions_view import VersionsConfig, VersionsJob, hosted_refusals, outcome, versions_table
 from jaxcompare.i18n import _, translate_text
+from jaxcompare.model.formatting import markdown_literal
 from jaxcompare.model.spec import PRECISIONS
 
 ui.start_page(navigation.VERSIONS)
@@ -128,7 +129,7 @@ if not found.pooled:
     st.stop()
 st.dataframe(versions_table(found.pooled), hide_index=True, width="stretch")
 for comparison in found.comparisons:
-    st.markdown("- " + comparison["text"])
+    st.markdown("- " + markdown_literal(comparison["text"]))  # names a case, perhaps from a cases file
 ui.history_note([result for _v, result in found.pooled])
 first = found.pooled[0][1]
 chart_ui.chart(charts_versions.versions_chart(found.pooled), _("Versions chart"), f"versions_{first.case}",

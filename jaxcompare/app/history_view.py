@@ -308,4 +308,6 @@ def unreadable_text(ids: Sequence[str]) -> str:
 def roofline_line(result: Result, label: str) -> str:
     """A selected run's roofline in one line: each side's limit and the share of its bound it
     reached (analysis/text's line, as the CLI prints it), "not recorded" for an old result."""
-    return f"**{label}** · " + markdown_literal(" ".join(line.strip() for line in roofline_lines(result)))
+    # The label carries recorded names (case, device kind): shown as written, never as Markdown.
+    line = " ".join(part.strip() for part in roofline_lines(result))
+    return f"**{markdown_literal(label)}** · {markdown_literal(line)}"
