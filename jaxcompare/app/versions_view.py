@@ -7,19 +7,18 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from ..analysis.versions import compare_versions, pooled_runs, real_versions, release_key
 from ..engine import envs
 from ..engine.settings import Settings
 from ..engine.versions import VersionRun, measure_versions
 from ..i18n import N_, _
-from ..model.cases import Case
 from ..model.errors import BadInput
 from ..model.formatting import format_factor, format_time, format_time_range
 from ..model.result import Result
 from ..model.spec import Spec
-from .controls import PageConfig, check_shape_text, timing_config
+from .controls import CompareConfig
 
 OLDER_JAX = "0.4.35"  # the oldest release this package measures: the default's second version
 
@@ -35,27 +34,16 @@ def parse_versions(text: str) -> list[str]:
 
 
 @dataclass(frozen=True)
-class VersionsConfig(PageConfig):
-    """Everything the Versions page's controls hold."""
+class VersionsConfig(CompareConfig):
+    """The Versions page's controls: Compare's but its device (every version measures on the
+    host's default) and profile, a small default size (a version's first run may make its
+    environment first), quick timing, and the versions to compare."""
 
-    KEY_PREFIX = "versions_"
-    case: str = "centered_gram"
-    size: str = "small"  # small | large | custom: a version's first run may make its environment first
-    custom_shape: str = ""
-    precision: str = "x32"
+    KEY_PREFIX: ClassVar[str] = "versions_"
+    NOT_CONTROLS: ClassVar[frozenset[str]] = frozenset({"device", "profile"})
+    size: str = "small"
     timing: str = "quick"
     jax: str = field(default_factory=default_versions)
-
-    def shape(self, case: Case) -> tuple[int, ...]:
-        if self.size == "small":
-            return case.small_shape
-        if self.size == "large":
-            return case.large_shape
-        return check_shape_text(case, self.custom_shape)
-
-    def spec(self, case: Case) -> Spec:
-        return Spec(case.name, self.shape(case), precision=self.precision, cases_file=case.cases_file,
-                    timing=timing_config(self.timing))
 
     def versions(self) -> list[str]:
         found = parse_versions(self.jax)
