@@ -184,9 +184,8 @@ def cpu_rate(dtype: str, cpu_device: Any | None, *, path: Path | None = None,
     when this host measured it before, else measured now (about a second) and cached
     (_cached_entry: measured again after a busy measurement)."""
     can_jax = cpu_device is not None and _jax_holds(np.dtype(dtype))
-    entry = _cached_entry(path or cache_path(), host_key(dtype), ("numpy_flops_per_s", "jax_flops_per_s"),
-                          lambda: measure_cpu_rates(dtype, cpu_device if can_jax else None, clock=clock), can_jax)
-    return max(r for r in (entry.get("numpy_flops_per_s"), entry.get("jax_flops_per_s")) if r)
+    return _cached_best(path or cache_path(), host_key(dtype), ("numpy_flops_per_s", "jax_flops_per_s"),
+                        lambda: measure_cpu_rates(dtype, cpu_device if can_jax else None, clock=clock), can_jax)
 
 
 def bandwidth_key() -> str:
@@ -241,9 +240,8 @@ def cpu_bandwidth(cpu_device: Any | None, *, path: Path | None = None,
                   clock: Clock = time.perf_counter_ns) -> float:
     """This CPU's memory bandwidth (bytes/s): the better of NumPy's and XLA's, cached like the
     matmul rate under its own key (bandwidth_key) and measured again the same way when busy."""
-    entry = _cached_entry(path or cache_path(), bandwidth_key(), ("numpy_bytes_per_s", "jax_bytes_per_s"),
-                          lambda: measure_cpu_bandwidth(cpu_device, clock=clock), cpu_device is not None)
-    return max(r for r in (entry.get("numpy_bytes_per_s"), entry.get("jax_bytes_per_s")) if r)
+    return _cached_best(path or cache_path(), bandwidth_key(), ("numpy_bytes_per_s", "jax_bytes_per_s"),
+                        lambda: measure_cpu_bandwidth(cpu_device, clock=clock), cpu_device is not None)
 
 
 def transcendental_key(dtype: str) -> str:
@@ -284,10 +282,16 @@ def cpu_transcendental_rate(dtype: str, cpu_device: Any | None, *, path: Path | 
                             clock: Clock = time.perf_counter_ns) -> float:
     """This CPU's transcendentals per second at ``dtype``: the better of NumPy's and XLA's,
     cached and measured again when busy like the matmul rate."""
-    entry = _cached_entry(path or cache_path(), transcendental_key(dtype), ("numpy_per_s", "jax_per_s"),
-                          lambda: measure_cpu_transcendentals(dtype, cpu_device, clock=clock),
-                          cpu_device is not None and _jax_holds(np.dtype(dtype)))
-    return max(r for r in (entry.get("numpy_per_s"), entry.get("jax_per_s")) if r)
+    return _cached_best(path or cache_path(), transcendental_key(dtype), ("numpy_per_s", "jax_per_s"),
+                        lambda: measure_cpu_transcendentals(dtype, cpu_device, clock=clock),
+                        cpu_device is not None and _jax_holds(np.dtype(dtype)))
+
+
+def _cached_best(path: Path, key: str, rates: tuple[str, str], measure: Callable[[], dict[str, Any]],
+                 can_jax: bool) -> float:
+    """The better of the two libraries' rates in the cache's entry at ``key`` (_cached_entry)."""
+    entry = _cached_entry(path, key, rates, measure, can_jax)
+    return max(r for r in (entry.get(rate) for rate in rates) if r)
 
 
 def _cached_entry(path: Path, key: str, rates: tuple[str, str], measure: Callable[[], dict[str, Any]],
