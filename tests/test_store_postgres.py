@@ -232,6 +232,6 @@ def test_the_environment_fingerprint_never_holds_the_database_credential(pg_url,
     ("postgresql://:s3cr%40t@/h", "postgresql://:***@/h"),
 ])
 def test_redact_hides_the_password_in_every_place_a_url_holds_one(url, shown):
-    assert postgres.redact(url) == shown
+    assert postgres.redact_url(url) == shown
     if "s3cr" in url:  # an error text holding it, raw or percent-encoded, is scrubbed too
         assert "s3cr" not in postgres.scrub(f"libpq said {url} and s3cr@t", url)

@@ -32,7 +32,7 @@ def is_url(location: str | os.PathLike[str] | None) -> bool:
     return isinstance(location, str) and location.strip().lower().startswith(SCHEMES)
 
 
-def redact(url: str) -> str:
+def redact_url(url: str) -> str:
     """``url`` with its password (in the user part or a ``password=`` parameter) shown as ***."""
     try:
         parts = urlsplit(url.strip())
@@ -73,7 +73,7 @@ class Postgres:
 
     def __init__(self, url: str):
         self.url = url.strip()
-        self.location = redact(self.url)
+        self.location = redact_url(self.url)
         self._idle: list[Any] = []
         self._lock = threading.Lock()
         try:

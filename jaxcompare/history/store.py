@@ -72,7 +72,7 @@ def default_path() -> Path:
 def shown_location(where: str | os.PathLike[str] | None = None) -> str:
     """What to show of a database location (default: the default one): a URL's password hidden."""
     where = default_location() if where is None else where
-    return postgres.redact(where) if postgres.is_url(where) else str(Path(where).expanduser())
+    return postgres.redact_url(where) if postgres.is_url(where) else str(Path(where).expanduser())
 
 
 def traces_dir(db_path: str | os.PathLike[str] | None = None) -> Path:
