@@ -22,13 +22,8 @@ def current_config() -> VersionsConfig:
     return VersionsConfig.from_widgets(st.session_state)
 
 
-def running() -> VersionsJob | None:
-    job = st.session_state.get(JOB)
-    return job if job is not None and not job.done else None
-
-
 def start_run() -> None:
-    if running() is not None:
+    if jobs.running_job(JOB) is not None:
         return  # never two at once from one session
     config = current_config()
     try:
@@ -62,11 +57,9 @@ def harvest() -> None:
 
 @st.fragment(run_every=jobs.POLL_S)
 def poll() -> None:
-    job = st.session_state.get(JOB)
+    job = jobs.polled_job(JOB)
     if job is None:
         return
-    if job.done:
-        st.rerun()
     st.progress(min(max(job.fraction, 0.0), 1.0), text=translate_text(job.message))
 
 
@@ -101,7 +94,7 @@ with st.sidebar:
         problem = translate_text(str(exc))
         st.error(problem, icon=":material/error:")
     st.button(_("Run under each version"), type="primary", icon=":material/play_arrow:", on_click=start_run,
-              disabled=running() is not None or problem is not None, width="stretch", key="run_versions")
+              disabled=jobs.running_job(JOB) is not None or problem is not None, width="stretch", key="run_versions")
     st.caption(_("Its workers run outside the queue the other pages share: leave them idle until it ends, or "
                  "their timings and these share the CPU."))
 
@@ -113,12 +106,12 @@ ui.device_banner()  # which device every version measures on (the CPU fallback s
 slot = jobs.job_slot()
 for message in st.session_state.get(ERROR, []):
     st.error(translate_text(message), icon=":material/error:")
-if running() is not None:
+if jobs.running_job(JOB) is not None:
     with slot:
         poll()
 found = st.session_state.get(OUTCOME)
 if found is None:
-    if running() is None:
+    if jobs.running_job(JOB) is None:
         st.info(_("Pick a case and the JAX versions in the sidebar, then **Run under each version**."),
                 icon=":material/play_arrow:")
     st.stop()
