@@ -3,36 +3,41 @@
 most device time, and the gap between the host's wall time per call and the device's busy time.
 
 Runs in the worker, after every timed phase, so it never changes a reported timing. The trace
-is read with the standard library (gzip + json, the Chrome trace format):
+is read with the standard library (gzip + json, the Chrome trace format); ``summarize`` also
+reads any trace a user captured (engine/trace_file.py reads the file, .xplane.pb included):
 
 - Each traced call is wrapped in a ``jaxcompare call`` annotation on the host thread; its
-  duration is the call's wall time (blocked), on the same clock as the device events.
-- Device ops: on a GPU or TPU, the events of the ``/device:...`` processes (the kernels on
-  the streams, named by the HLO op they run); on the CPU backend, XLA's thunk events on the
-  host's threads, which carry ``hlo_op`` and ``hlo_module`` arguments. Host-side dispatch
-  events (PjitFunction, ExecuteHelper, ...) carry neither and are not device time.
+  duration is the call's wall time (blocked), on the same clock as the device events. A trace
+  without them is summarised over its whole window, as one.
+- Device ops: on a GPU, the events on the ``/device:GPU:N`` processes' streams (``Stream
+  #17(Kernel)``), named by their ``hlo_op`` argument, else by the kernel's own name (kind
+  ``kernel``); copies (memcpy events, ROCm's copy kernels) are transfer, not ops. On a TPU, the
+  device's ``XLA Ops`` line. On the CPU backend, XLA's thunk events on the host's threads,
+  which carry ``hlo_op`` and ``hlo_module`` arguments. Host-side dispatch events (PjitFunction,
+  ExecuteHelper, ...) carry neither and are not device time.
 - device busy time: the union of the op intervals inside each call (threads running ops in
-  parallel overlap; the union counts that time once). Each instant is attributed to the ops
-  running then, split evenly between threads and to the innermost op on a thread, so the ops'
-  times add up to the busy time exactly.
+  parallel overlap; the union counts that time once), overall and per device. Each instant is
+  attributed to the ops running then, split evenly between threads and to the innermost op on
+  a thread, so the ops' times add up to the busy time exactly. Copy time is the time copies ran
+  while no op did.
 """
 
 from __future__ import annotations
 
 import bisect
 import glob
-import gzip
-import json
 import math
 import os
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from pathlib import Path
 from typing import Any
 
 from ..i18n import N_
-from ..model.profile import OpTime, Profile
+from ..model.errors import BadInput
+from ..model.profile import DeviceTime, OpTime, Profile
+from .trace_file import read_trace
 
 CALL_MARK = "jaxcompare call"
 TOP_OPS = 10
@@ -104,48 +109,85 @@ def trace_calls(call: Callable[[], Any], calls: int, directory: str | os.PathLik
     if trace_file is None:
         return Profile.failed(N_("the profiler wrote no trace file under {directory}").format(directory=directory))
     try:
-        with gzip.open(trace_file, "rt", encoding="utf-8") as fh:
-            trace = json.load(fh)
-    except (OSError, ValueError) as exc:
-        return Profile.failed(N_("the trace {trace_file} could not be read: {error}").format(
-            trace_file=trace_file, error=_line(exc)), str(trace_file))
+        trace = read_trace(trace_file)
+    except BadInput as exc:
+        return Profile.failed(str(exc), str(trace_file))
+    return summarize_checked(trace, hlo_text, trace_file=str(trace_file))
+
+
+def summarize_file(path: str | os.PathLike[str], *, top: int = TOP_OPS) -> Profile:
+    """The summary of a trace file a user has (.xplane.pb, .trace.json.gz, .json); BadInput when
+    it cannot be read, a failed Profile when it holds nothing to summarise."""
+    return summarize_checked(read_trace(path), trace_file=str(path), top=top)
+
+
+def summarize_checked(trace: dict[str, Any], hlo_text: str = "", *, trace_file: str | None = None,
+                      top: int = TOP_OPS) -> Profile:
+    """``summarize``, with a trace in a shape this parser does not know as a failed Profile."""
     try:
-        return summarize(trace, hlo_text, trace_file=str(trace_file))
-    except (KeyError, TypeError, ValueError) as exc:  # a trace in a shape this parser does not know
+        return summarize(trace, hlo_text, trace_file=trace_file, top=top)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         return Profile.failed(N_("the trace {trace_file} could not be summarised: {error}").format(
-            trace_file=trace_file, error=_line(exc)), str(trace_file))
+            trace_file=trace_file, error=_line(exc)), trace_file)
 
 
 def summarize(trace: dict[str, Any], hlo_text: str = "", *, trace_file: str | None = None,
               top: int = TOP_OPS) -> Profile:
-    """The summary of a Chrome-format trace holding ``jaxcompare call`` annotations."""
+    """The summary of a Chrome-format trace: per ``jaxcompare call`` annotation, or, in a trace
+    without them (one a user captured), over its whole window as one (``calls`` 0)."""
     events = [e for e in trace.get("traceEvents", ()) if isinstance(e, dict)]
     processes, threads = _names(events)
     module, index = hlo_index(hlo_text)
     windows = sorted((float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in _complete(events)
                      if e.get("name") == CALL_MARK)
+    calls = len(windows)
     if not windows:
-        return Profile.failed(N_("the trace holds no traced call (no 'jaxcompare call' annotation)"), trace_file)
-    ops, where, on_device = device_ops(events, processes, threads, module)
-    busy, per_op = 0.0, {}
+        spans = [(float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in _complete(events)]
+        if not spans:
+            return Profile.failed(N_("{trace_file} holds no timed events: not a profiler trace, or an empty "
+                                     "one").format(trace_file=trace_file or N_("the trace")), trace_file)
+        windows = [(min(s for s, _ in spans), max(e for _, e in spans))]
+    ops, copies, where, on_device = device_ops(events, processes, threads, module)
+    if calls == 0 and not ops and not copies:  # nothing to summarise over a whole window
+        return Profile.failed(N_("{trace_file} holds no device ops ({where})").format(
+            trace_file=trace_file or N_("the trace"), where=where), trace_file)
+    per_op: dict[Hashable, float] = {}
+    per_device: dict[Any, list[float]] = {}  # pid: [busy, copy, copies], summed over the windows
     for start, end in windows:
-        inside = [(max(s, start), min(e, end), lane, name) for s, e, lane, name in ops if s < end and e > start]
-        call_busy, call_ops = attribute(inside)
-        busy += call_busy
-        for name, t in call_ops.items():
-            per_op[name] = per_op.get(name, 0.0) + t
+        inside = [(max(s, start), min(e, end), lane, key) for s, e, lane, key in ops if s < end and e > start]
+        moved = [(max(s, start), min(e, end), lane, key) for s, e, lane, key in copies if s < end and e > start]
+        for pid in {lane[0] for _, _, lane, _ in inside + moved}:
+            mine = [iv for iv in inside if iv[2][0] == pid]
+            theirs = [iv for iv in moved if iv[2][0] == pid]
+            busy, device_ops_time = attribute(mine)
+            for key, t in device_ops_time.items():
+                per_op[key] = per_op.get(key, 0.0) + t
+            device = per_device.setdefault(pid, [0.0, 0.0, 0])
+            device[0] += busy
+            device[1] += _union(mine + theirs) - busy
+            device[2] += len(theirs)
     n = len(windows)
+    # Per call and per device: on several devices (one program on each), the mean over them.
+    scale = 1e-6 / n / max(len(per_device), 1)
     wall_s = sum(e - s for s, e in windows) / n * 1e-6
-    busy_s = busy / n * 1e-6
     ranked = sorted(per_op.items(), key=lambda item: -item[1])
-    unknown = ("kernel", ()) if on_device else ("op", ())
     listed = []
-    for name, t in ranked[:top]:
-        kind, holds = index.get(name, unknown)
-        listed.append(OpTime(name, kind, t / n * 1e-6, _share(t / n * 1e-6, wall_s), holds))
-    other = sum(t for _, t in ranked[top:]) / n * 1e-6
-    return Profile(trace_file=trace_file, ops=tuple(listed), device_busy_s=busy_s, wall_s=wall_s, calls=n,
-                   other_ops_s=other, where=where)
+    for (name, by_kernel), t in ranked[:top]:
+        kind, holds = ("kernel", ()) if by_kernel else index.get(name, ("op", ()))
+        listed.append(OpTime(name, kind, t * scale, _share(t * scale, wall_s), holds))
+    devices = sorted((DeviceTime(str(processes.get(pid, pid)), b / n * 1e-6, c / n * 1e-6, int(k))
+                      for pid, (b, c, k) in per_device.items()), key=lambda d: _in_order(d.name))
+    busy_s = sum(d[0] for d in per_device.values()) * scale
+    copy_s = sum(d[1] for d in per_device.values()) * scale
+    return Profile(trace_file=trace_file, ops=tuple(listed), device_busy_s=busy_s, wall_s=wall_s, calls=calls,
+                   other_ops_s=sum(t for _, t in ranked[top:]) * scale, where=where, copy_s=copy_s,
+                   devices=tuple(devices))
+
+
+def _in_order(name: str) -> tuple[str, int]:
+    """/device:GPU:2 before /device:GPU:10."""
+    head, _, number = name.rpartition(":")
+    return (head, int(number)) if number.isdigit() else (name, -1)
 
 
 def _share(time_s: float, wall_s: float) -> float:
@@ -153,20 +195,26 @@ def _share(time_s: float, wall_s: float) -> float:
 
 
 # --- which events are device ops ---------------------------------------------------------------
-Interval = tuple[float, float, tuple[Any, Any], str]  # start, end (µs), lane (pid, tid), op name
+# An op's key: its name and whether that is a kernel's own name (no hlo_op named it).
+OpKey = tuple[str, bool]
+Interval = tuple[float, float, tuple[Any, Any], Hashable]  # start, end (µs), lane (pid, tid), op key
+# Copies are transfer, not compute: CUDA's memcpy events (with memcpy_details) and ROCm's copy kernels.
+_COPY_NAME = re.compile(r"^(memcpy|__amd_rocclr_copy)", re.IGNORECASE)
+
+
+def is_copy(event: dict[str, Any]) -> bool:
+    return "memcpy_details" in _args(event) or bool(_COPY_NAME.match(str(event.get("name", ""))))
 
 
 def device_ops(events: list[dict[str, Any]], processes: dict[Any, str], threads: dict[tuple[Any, Any], str],
-               module: str | None = None) -> tuple[list[Interval], str, bool]:
-    """The device-op intervals of a trace, a few words on where they were found, and whether
-    they ran on an accelerator. Device processes (``/device:GPU:0``...) win when they hold any
-    event; else XLA:CPU's thunk events, the host events that name an ``hlo_op``."""
+               module: str | None = None) -> tuple[list[Interval], list[Interval], str, bool]:
+    """The device-op intervals of a trace, its copies' intervals, a few words on where they
+    were found, and whether they ran on an accelerator. Device processes (``/device:GPU:0``...)
+    win when they hold any event; else XLA:CPU's thunk events, the host events that name an
+    ``hlo_op`` (the CPU backend has no copies to tell apart)."""
     device_pids = {pid for pid, name in processes.items() if name.startswith("/device:")}
     lanes = {key: name for key, name in threads.items() if key[0] in device_pids}
-    # A derived "XLA Ops" line (TPU) already has one event per op; else every stream but the
-    # other derived lines.
-    keep = {key for key, name in lanes.items() if name == "XLA Ops"} or {
-        key for key, name in lanes.items() if name not in DERIVED_LINES}
+    keep = {key for pid in device_pids for key in _device_lanes(pid, lanes)}
     chosen = [e for e in _complete(events) if e.get("pid") in device_pids
               and ((e.get("pid"), e.get("tid")) in keep or (e.get("pid"), e.get("tid")) not in lanes)]
     on_device = bool(chosen)
@@ -180,12 +228,24 @@ def device_ops(events: list[dict[str, Any]], processes: dict[Any, str], threads:
     if module:  # another module's ops (an unrelated jit in the same process) are not this call's
         mine = [e for e in chosen if _args(e).get("hlo_module") in (None, module)]
         chosen = mine or chosen
-    out = []
+    ops, copies = [], []
     for e in chosen:
         start = float(e["ts"])
-        name = str(_args(e).get("hlo_op") or e.get("name", "?"))
-        out.append((start, start + float(e["dur"]), (e.get("pid"), e.get("tid")), name))
-    return (out if on_device else _until_completed(out, events)), where, on_device
+        hlo_op = _args(e).get("hlo_op")
+        key: OpKey = (str(hlo_op), False) if hlo_op else (str(e.get("name", "?")), True)
+        interval = (start, start + float(e["dur"]), (e.get("pid"), e.get("tid")), key)
+        (copies if on_device and is_copy(e) else ops).append(interval)
+    return (ops if on_device else _until_completed(ops, events)), copies, where, on_device
+
+
+def _device_lanes(pid: Any, lanes: dict[tuple[Any, Any], str]) -> set[tuple[Any, Any]]:
+    """The threads of one device process whose events are its ops: a GPU's streams
+    (``Stream #17(Kernel)``); else a derived ``XLA Ops`` line (TPU), which has one event per op;
+    else every line but the other derived ones, which repeat the ops or are host steps."""
+    mine = {key: name for key, name in lanes.items() if key[0] == pid}
+    return ({key for key, name in mine.items() if name.startswith("Stream #")}
+            or {key for key, name in mine.items() if name == "XLA Ops"}
+            or {key for key, name in mine.items() if name not in DERIVED_LINES})
 
 
 def _until_completed(ops: list[Interval], events: list[dict[str, Any]]) -> list[Interval]:
@@ -199,30 +259,40 @@ def _until_completed(ops: list[Interval], events: list[dict[str, Any]]) -> list[
             markers.setdefault(name[5:], []).append(float(e["ts"]) + float(e["dur"]))
     for times in markers.values():
         times.sort()
-    starts: dict[str, list[float]] = {}
-    for s, _, _, name in ops:
-        starts.setdefault(name, []).append(s)
+    starts: dict[Hashable, list[float]] = {}
+    for s, _, _, key in ops:
+        starts.setdefault(key, []).append(s)
     for times in starts.values():
         times.sort()
     out = []
-    for s, e, lane, name in ops:
-        following = starts[name][bisect.bisect_right(starts[name], s):]
+    for s, e, lane, key in ops:
+        following = starts[key][bisect.bisect_right(starts[key], s):]
         limit = following[0] if following else math.inf
-        ends = markers.get(name, [])
+        ends = markers.get(key[0] if isinstance(key, tuple) else key, [])
         last = bisect.bisect_left(ends, limit) - 1
         if last >= 0 and ends[last] > e:
             e = ends[last]
-        out.append((s, e, lane, name))
+        out.append((s, e, lane, key))
     return out
 
 
-def attribute(intervals: Iterable[Interval]) -> tuple[float, dict[str, float]]:
+def _union(intervals: Iterable[Interval]) -> float:
+    """How long any of ``intervals`` ran (overlaps counted once)."""
+    total, reach = 0.0, -math.inf
+    for s, e in sorted((iv[0], iv[1]) for iv in intervals if iv[1] > iv[0]):
+        if e > reach:
+            total += e - max(s, reach)
+            reach = e
+    return total
+
+
+def attribute(intervals: Iterable[Interval]) -> tuple[float, dict[Hashable, float]]:
     """The union of ``intervals`` (busy time) and each op's part of it. An instant where several
     threads run ops is split evenly between the threads; on one thread it goes to the innermost
     op (the latest started), as a parent op (a while loop) holds its body's ops."""
     items = sorted((s, e, lane, name) for s, e, lane, name in intervals if e > s)
     points = sorted({p for s, e, _, _ in items for p in (s, e)})
-    busy, per_op = 0.0, {}
+    busy, per_op = 0.0, {}  # type: ignore[var-annotated]
     active: list[Interval] = []
     nxt = 0
     for t0, t1 in zip(points, points[1:], strict=False):

@@ -48,21 +48,40 @@ def format_share(share: float | None) -> str:
 
 def gap_sentence(profile: Profile) -> str:
     """'host wall 1.2 ms per call, device busy 0.3 ms (25%); the gap, 0.9 ms (75%), is dispatch,
-    launch and sync overhead', or why there is no profile."""
+    launch and sync overhead', its whole-window form for a trace without ``jaxcompare call``
+    annotations, or why there is no profile."""
     if not profile.ok:
         if profile.error:
             return _("no profile: {error}").format(error=translate_text(profile.error))
         return _("no profile: the trace held no device ops")
+    figures = {"wall": format_time(profile.wall_s), "busy": format_time(profile.device_busy_s),
+               "busy_share": format_share(profile.busy_share), "gap": format_time(profile.gap_s),
+               "gap_share": format_share(profile.gap_share), "copy": format_time(profile.copy_s),
+               "copy_share": format_share(profile.copy_share), "devices": len(profile.devices)}
+    if profile.whole_window:
+        if len(profile.devices) > 1:
+            return _("no 'jaxcompare call' annotation, so the trace's whole window, {wall}, is summarised: the "
+                     "{devices} devices were each busy {busy} ({busy_share}) on average running ops and {copy} "
+                     "({copy_share}) copying, and idle {gap} ({gap_share})").format(**figures)
+        return _("no 'jaxcompare call' annotation, so the trace's whole window, {wall}, is summarised: the device "
+                 "was busy {busy} ({busy_share}) running ops and {copy} ({copy_share}) copying, and idle {gap} "
+                 "({gap_share})").format(**figures)
+    if profile.copy_s > 0:
+        return _("host wall {wall} per call, device busy {busy} ({busy_share}), copying {copy} ({copy_share}); the "
+                 "gap, {gap} ({gap_share}), is dispatch, launch and sync overhead").format(**figures)
     return _("host wall {wall} per call, device busy {busy} ({busy_share}); the gap, {gap} ({gap_share}), "
-             "is dispatch, launch and sync overhead").format(
-        wall=format_time(profile.wall_s), busy=format_time(profile.device_busy_s),
-        busy_share=format_share(profile.busy_share), gap=format_time(profile.gap_s),
-        gap_share=format_share(profile.gap_share))
+             "is dispatch, launch and sync overhead").format(**figures)
+
+
+# An op's kind as a reader sees it: XLA's opcodes stay as they are, these two are words.
+KIND_WORDS = {"kernel": N_("kernel name"), "op": N_("HLO op")}
 
 
 def op_kind_text(kind: str, holds: tuple[str, ...] | list[str]) -> str:
-    """'fusion (dot)', 'custom-call (lapack_sgesdd_ffi)', 'dot'."""
-    return f"{kind} ({', '.join(holds)})" if holds else kind
+    """'fusion (dot)', 'custom-call (lapack_sgesdd_ffi)', 'dot'; 'kernel name' for a row named
+    by its kernel (no HLO op named it), 'HLO op' for one whose opcode is not known."""
+    word = _(KIND_WORDS[kind]) if kind in KIND_WORDS else kind
+    return f"{word} ({', '.join(holds)})" if holds else word
 
 
 # Shown with _(PERFETTO_HINT), in the reader's language.
