@@ -24,6 +24,7 @@ from ..model.formatting import (
     op_kind_text,
 )
 from ..model.phases import JAX_PHASES, PHASE_LABELS, PHASES
+from ..model.profile import Profile
 from ..model.result import Result
 from ..model.roofline import LIMIT_WORDS, ROOFLINE_SIDES
 from ..model.stats import Stats
@@ -212,15 +213,53 @@ def profile_lines(result: Result) -> list[str]:
         return []
     if not profile.ok:
         return ["  " + _("profile: {text}").format(text=gap_sentence(profile))]
-    header = [_("XLA op"), _("kind"), _("per call"), _("of wall")]
-    rows = [[clip(op.name, 31), clip(op_kind_text(op.kind, op.holds), 39), format_time(op.time_s),
-             format_share(op.share)] for op in profile.ops]
-    if profile.other_ops_s > 0:
-        rows.append([_("(all other ops)"), "", format_time(profile.other_ops_s),
-                     format_share(profile.other_ops_s / profile.wall_s)])
-    table = table_lines(header, rows, (("<", 32), ("<", 40), (">", 10), (">", 9)), indent="    ")
-    return ["  " + _("profile ({calls} traced call(s), {where}):").format(calls=profile.calls, where=profile.where),
+    return ["  " + _("profile ({calls} traced call(s), {where}):").format(
+                calls=profile.calls, where=translate_text(profile.where)),
             f"    {gap_sentence(profile)}",
             "    " + _("(for comparison, the timed runtime without the tracer: {runtime})").format(
                 runtime=format_time(result.jax.runtime.median_s)),
-            "", *table, "  " + _("trace: {path}").format(path=profile.trace_file), f"    {_(PERFETTO_HINT)}"]
+            "", *op_table_lines(profile), "  " + _("trace: {path}").format(path=profile.trace_file),
+            f"    {_(PERFETTO_HINT)}"]
+
+
+def op_table_lines(profile: Profile, *, name_width: int = 31, of_busy: bool = False) -> list[str]:
+    """The top ops: name, kind, time (per call, or over the whole window), share of the wall
+    time (or window); ``of_busy`` adds each op's share of the device's busy time."""
+    whole = profile.whole_window
+    header = [_("XLA op"), _("kind"), _("time") if whole else _("per call"), _("of window") if whole else _("of wall")]
+    busy = profile.device_busy_s or 0.0
+    if of_busy:
+        header.append(_("of busy"))
+    rows = [[clip(op.name, name_width), clip(op_kind_text(op.kind, op.holds), 39), format_time(op.time_s),
+             format_share(op.share)] + ([format_share(op.time_s / busy if busy else None)] if of_busy else [])
+            for op in profile.ops]
+    if profile.other_ops_s > 0:
+        rows.append([_("(all other ops)"), "", format_time(profile.other_ops_s),
+                     format_share(profile.other_ops_s / profile.wall_s)]  # type: ignore[operator]
+                    + ([format_share(profile.other_ops_s / busy if busy else None)] if of_busy else []))
+    columns = [("<", name_width + 1), ("<", 14 if of_busy else 40), (">", 10), (">", 9)]
+    columns += [(">", 9)] if of_busy else []
+    return table_lines(header, rows, columns, indent="    ")
+
+
+def trace_lines(profile: Profile) -> list[str]:
+    """A trace file's summary (``jaxcompare trace``): what was summarised, the top device ops
+    with their shares, each device's busy and copy time."""
+    if not profile.ok:
+        return [gap_sentence(profile)]
+    where = translate_text(profile.where)
+    if not profile.whole_window:
+        where = _("{calls} traced call(s), {where}").format(calls=profile.calls, where=where)
+    lines = [_("trace: {path}").format(path=profile.trace_file), f"  {where}", f"  {gap_sentence(profile)}", ""]
+    lines += op_table_lines(profile, name_width=47, of_busy=True) if profile.ops else ["    " + _("(no ops)")]
+    if profile.devices:
+        per = _("busy (over the window)") if profile.whole_window else _("busy per call")
+        rows = [[d.name, f"{format_time(d.busy_s)} · {format_share(_fraction(d.busy_s, profile.wall_s))}",
+                 format_time(d.copy_s), str(d.copies)] for d in profile.devices]
+        lines += ["", *table_lines([_("device"), per, _("copying"), _("copies")], rows,
+                                   (("<", 18), (">", 24), (">", 10), (">", 8)), indent="    ")]
+    return lines
+
+
+def _fraction(part: float | None, whole: float | None) -> float | None:
+    return None if part is None or not whole else part / whole

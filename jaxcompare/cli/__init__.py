@@ -1,4 +1,4 @@
-"""Command line: ``python -m jaxcompare list | run | sweep | pitfalls | versions | history | export | import``.
+"""Command line: ``python -m jaxcompare list | run | sweep | pitfalls | versions | trace | history | export | import``.
 
 User errors print one line on stderr and exit with status 2, never a traceback. With
 ``--json -`` stdout carries exactly one JSON document and nothing else.
@@ -28,6 +28,7 @@ from ..model.errors import BadInput, JaxCompareError
 from ..model.formatting import format_time, format_time_range
 from ..model.spec import DEVICES, PRECISIONS, TIMING_PRESETS, Spec, TimingConfig, parse_shape
 from . import history as cli_history
+from . import trace as cli_trace
 from . import versions as cli_versions
 from .report import result_table, write_json
 
@@ -92,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_pit.add_argument("--json", metavar="PATH|-")
     cli_history.add_commands(sub)
     cli_versions.add_command(sub)
+    cli_trace.add_command(sub)
     for command in sub.choices.values():
         command.add_argument("--lang", help=f"language of the readable output: {', '.join(i18n.LANGUAGES)} "
                              f"(default: ${LANG_ENV}, else en); JSON stays English")
@@ -285,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not os.environ.get("JAXCOMPARE_DEBUG"):
         logging.getLogger("jaxcompare").setLevel(logging.CRITICAL)
     handlers = {"list": cmd_list, "run": cmd_run, "sweep": cmd_sweep, "pitfalls": cmd_pitfalls,
-                "versions": cli_versions.handle,
+                "versions": cli_versions.handle, "trace": cli_trace.handle,
                 **dict.fromkeys(cli_history.COMMANDS, cli_history.handle)}
     try:
         lang = chosen_language(args)
