@@ -220,8 +220,12 @@ with tab_profile:
         st.warning(_("The profiler could not run: {error}. The timings above are complete.").format(
             error=translate_text(str(profile.error))), icon=":material/warning:")
     else:
-        for column, figure in zip(st.columns(3), profile_view.gap_figures(result), strict=True):
-            column.metric(figure.label, figure.value, help=figure.help, border=True)
+        figures = profile_view.gap_figures(result)  # a fourth, copying, where the device copied
+        per_row = 3 if len(figures) <= 3 else 2  # four in a row cut their values short
+        for start in range(0, len(figures), per_row):
+            row = figures[start:start + per_row]
+            for column, figure in zip(st.columns(per_row), row, strict=False):
+                column.metric(figure.label, figure.value, help=figure.help, border=True)
         chart_ui.chart(charts_profile.profile_chart(result), _("Profile chart"), f"{stem}_profile", stretch=True)
         st.dataframe(profile_view.op_rows(profile), hide_index=True, width="stretch")
         path, where = profile_view.trace_file(profile, private=access.private_details_hidden())

@@ -4,6 +4,7 @@ jitted calls on the CPU (traced in this process)."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,7 +12,7 @@ from _results import make_result
 
 from jaxcompare.app import charts_profile, profile_view
 from jaxcompare.app.charts import chart_png_bytes
-from jaxcompare.engine.profile import profile_jitted
+from jaxcompare.engine.profile import profile_jitted, summarize_file
 from jaxcompare.model.profile import Profile
 
 
@@ -81,3 +82,20 @@ def test_the_size_gap_chart_puts_the_small_shape_above_the_large_one(profiles):
     assert charts_profile.size_gap_chart(no_profile) is None
     failed = {"profile": Profile.failed("the profiler could not start").to_dict()}
     assert profile_view.side_gap_text(failed) == "Not profiled: the profiler could not start"
+
+
+def test_a_gpu_profile_shows_its_copies_apart_from_the_ops_and_the_gap():
+    # Recorded on 8 AMD MI300X GPUs (tests/data/RECORDED.md): ROCm copy kernels on GPU 0.
+    profile = summarize_file(Path(__file__).parent / "data" / "mi300x-jax-conv.xplane.pb")
+    assert profile.copy_s > 0
+    rows = charts_profile.op_share_rows(profile)
+    assert [r["role"] for r in rows[-2:]] == ["copying", "gap"]
+    assert rows[-2]["share"] == pytest.approx(profile.copy_share)
+    assert sum(r["share"] for r in rows) == pytest.approx(1.0, abs=1e-9)
+    result = replace(make_result("centered_gram", (256, 256)), profile=profile)
+    figures = profile_view.gap_figures(result)
+    assert [f.label for f in figures] == ["Host wall time per call", "Device busy", "Copying", "Gap: host overhead"]
+    assert str(profile.copies) in figures[2].help
+    kinds = {r["Kind"] for r in profile_view.op_rows(profile)}
+    assert {"HLO op", "kernel name"} <= kinds  # a kernel's own name is marked as such
+    assert chart_png_bytes(charts_profile.profile_chart(result))[:4] == b"\x89PNG"

@@ -20,10 +20,13 @@ from .profile_view import side_profile
 GAP_COLOR = "#9AA0A6"
 OTHER_COLOR = "#F2A48F"
 BUSY_COLOR = "#54A24B"
+COPY_COLOR = "#B279A2"
 # English here, translated where a bar is drawn.
 GAP_LABEL = N_("Gap: host overhead (dispatch, launch, sync)")
-ROLE_COLORS = {N_("XLA op"): JAX_COLOR, N_("other ops"): OTHER_COLOR, N_("gap"): GAP_COLOR}
+ROLE_COLORS = {N_("XLA op"): JAX_COLOR, N_("other ops"): OTHER_COLOR, N_("copying"): COPY_COLOR,
+               N_("gap"): GAP_COLOR}
 OTHER_OPS_LABEL = N_("(all other ops)")
+COPIES_LABEL = N_("Copies (memcpy, copy kernels): transfer, not compute")
 # Pitfall 5's two parts of a call, and their colours.
 BUSY_PART, GAP_PART = N_("device busy"), N_("gap: host overhead")
 PART_COLORS = {BUSY_PART: BUSY_COLOR, GAP_PART: GAP_COLOR}
@@ -31,9 +34,9 @@ ROW_PX = 30
 
 
 def op_share_rows(profile: Profile) -> list[dict[str, Any]]:
-    """One bar per top op, one for the other ops (if any), and the gap last; each its share of
-    the host's wall time per call, so the bars add up to 100%. Labels and roles are in the
-    reader's language (the roles are the legend's entries)."""
+    """One bar per top op, one for the other ops and one for copies (if any), and the gap last;
+    each its share of the host's wall time per call, so the bars add up to 100%. Labels and
+    roles are in the reader's language (the roles are the legend's entries)."""
     rows = [{"label": op.name, "role": _("XLA op"), "share": op.share, "kind": op_kind_text(op.kind, op.holds),
              "time": format_time(op.time_s)} for op in profile.ops]
     wall = profile.wall_s or 0.0
@@ -41,6 +44,9 @@ def op_share_rows(profile: Profile) -> list[dict[str, Any]]:
         rows.append({"label": _(OTHER_OPS_LABEL), "role": _("other ops"),
                      "share": min(profile.other_ops_s / wall, 1.0), "kind": "",
                      "time": format_time(profile.other_ops_s)})
+    if profile.copy_s > 0 and wall > 0:
+        rows.append({"label": _(COPIES_LABEL), "role": _("copying"), "share": profile.copy_share or 0.0, "kind": "",
+                     "time": format_time(profile.copy_s)})
     rows.append({"label": _(GAP_LABEL), "role": _("gap"), "share": profile.gap_share or 0.0, "kind": "",
                  "time": format_time(profile.gap_s)})
     for row in rows:
@@ -91,8 +97,9 @@ def size_gap_rows(pitfall: Mapping[str, Any]) -> list[dict[str, Any]]:
         busy = profile.busy_share or 0.0
         rows.append({"label": label, "part": _(BUSY_PART), "start": 0.0, "end": busy, "share": busy,
                      "time": format_time(profile.device_busy_s)})
-        rows.append({"label": label, "part": _(GAP_PART), "start": busy, "end": 1.0,
-                     "share": profile.gap_share or 0.0, "time": format_time(profile.gap_s)})
+        gap = profile.gap_share or 0.0
+        rows.append({"label": label, "part": _(GAP_PART), "start": busy + (profile.copy_share or 0.0), "end": 1.0,
+                     "share": gap, "time": format_time(profile.gap_s)})
     for row in rows:
         row["text"] = f"{row['part']} {format_share(row['share'])}" if row["share"] >= 0.12 else ""
     return rows

@@ -45,10 +45,21 @@ def gap_figures(result: Result) -> list[Figure]:
         Figure(_("Device busy"), f"{format_time(profile.device_busy_s)} · {format_share(profile.busy_share)}",
                _("The union of the XLA ops' intervals inside each call ({where}); ops running at once "
                  "on several threads count once.").format(where=translate_text(profile.where))),
+        *_copy_figures(profile),
         Figure(_("Gap: host overhead"), f"{format_time(profile.gap_s)} · {format_share(profile.gap_share)}",
                _("Wall time minus device busy time: Python and C++ dispatch, argument handling, launching the "
                  "executable and waiting for it. Why tiny inputs lose: this part does not shrink with the input.")),
     ]
+
+
+def _copy_figures(profile: Profile) -> list[Figure]:
+    """The copies' time, on a device whose trace shows any (memcpy events, copy kernels)."""
+    if not profile.copies and not profile.copy_s:
+        return []
+    return [Figure(_("Copying"), f"{format_time(profile.copy_s)} · {format_share(profile.copy_share)}",
+                   _("{copies} copy event(s) (memcpy, copy kernels) in the traced calls: transfer, not compute, so "
+                     "neither in the busy time nor in the gap; counted while no op ran.").format(
+                       copies=profile.copies))]
 
 
 def op_rows(profile: Profile) -> list[dict[str, str]]:
