@@ -33,6 +33,7 @@ from jaxcompare import JaxCompareError, Result, Runner, Spec, TimingConfig  # no
 from jaxcompare.analysis.checks import checklist, overall  # noqa: E402
 from jaxcompare.history.exchange import export_json  # noqa: E402
 from jaxcompare.model.cases import format_shape  # noqa: E402
+from jaxcompare.model.device_memory import DeviceMemory  # noqa: E402
 from jaxcompare.model.formatting import (  # noqa: E402
     dumps,
     format_bytes,
@@ -190,10 +191,10 @@ def device_md(report: dict[str, Any], plan: Plan, docs: Result | None, pits: dic
     rows = []
     for precision, state in report["workers"].items():
         for d in (state["env"].get("jax") or {}).get("devices", []):
-            limit, used = d.get("memory_limit_bytes"), d.get("memory_in_use_bytes")
-            free = format_bytes(limit - (used or 0)) if limit is not None else "n/a"
-            rows.append([precision, state["pid"], d.get("platform"), d.get("kind"), d.get("name"), free,
-                         format_bytes(limit) if limit is not None else "n/a", format_bytes(used) if used else "n/a"])
+            memory = DeviceMemory.from_env(d)
+            figures = ([format_bytes(memory.free), format_bytes(memory.total), format_bytes(memory.in_use)]
+                       if memory else ["n/a"] * 3)
+            rows.append([precision, state["pid"], d.get("platform"), d.get("kind"), d.get("name"), *figures])
     lines += table(["worker", "pid", "platform", "kind", "device", "memory free", "memory limit", "in use"], rows)
     lines += ["", report["workers_alive"], ""]
 
@@ -269,8 +270,9 @@ def main(argv: list[str] | None = None) -> int:
         plan = Plan(args.small or not accel)
         if accel:
             for d in accel:
-                say(f"   {d['platform']}:{d['id']} {d.get('kind')}  memory limit "
-                    f"{format_bytes(d.get('memory_limit_bytes'))}")
+                memory = DeviceMemory.from_env(d)
+                said = f"{format_bytes(memory.free)} free of {format_bytes(memory.total)}" if memory else "not reported"
+                say(f"   {d['platform']}:{d['id']} {d.get('kind')}  memory: {said}")
         else:
             say("   no accelerator was found (no GPU or TPU visible to JAX): running at a small size on the CPU")
         checks = stage("self-check", report, lambda: selfcheck(runner, plan))
