@@ -112,7 +112,8 @@ else
 endif
 
 # On a GPU or TPU box: devices, self-check, the JAX docs' example beside its Colab numbers, the
-# pitfalls (TF32 too) and a matmul sweep; writes benchmarks/DEVICE.md and device-check.json.
+# pitfalls (TF32 too), a matmul sweep and the GPU clocks around each run; writes benchmarks/DEVICE.md and
+# device-check.json.
 # Under 7 minutes on one GPU; without an accelerator it runs small and says so.
 .PHONY: device-check
 device-check: install

@@ -128,6 +128,7 @@ def docs_example(runner: Runner, plan: Plan) -> Result:
         say(f"   {label:<24}{mine:>12}   (docs, Colab: {theirs})")
     for line in filter(None, (third_side_verdict(result), peak_sentence(result))):
         say(f"   {line}")
+    say(f"   GPU clocks: {clock_rows([('', result)])[0][-1]}")
     return result
 
 
@@ -169,6 +170,25 @@ def sweep(runner: Runner, plan: Plan) -> list[Result]:
 def table(header: list[str], rows: list[list[Any]]) -> list[str]:
     cells = [header, ["---"] * len(header), *[[str(c).replace("|", "\\|") for c in row] for row in rows]]
     return ["| " + " | ".join(row) + " |" for row in cells]
+
+
+def clock_rows(results: list[tuple[str, Result]]) -> list[list[Any]]:
+    """Each result's GPU readings before -> after the runtime blocks (NVML), and what the checklist says."""
+    def pair(clocks: Any, field: str, unit: str) -> str:
+        values = [getattr(r, field) if r is not None else None for r in (clocks.before, clocks.after)]
+        return "—" if values == [None, None] else " → ".join("?" if v is None else f"{v:.0f}" for v in values) + unit
+
+    rows = []
+    for label, r in results:
+        check = next(c for c in checklist(r) if c.id == "clocks")
+        clocks = r.gpu_clocks
+        if clocks is None or clocks.error:
+            rows.append([label, "—", "—", "—", "—", "—", f"{check.status}: {check.reason}"])
+            continue
+        rows.append([label, pair(clocks, "sm_mhz", " MHz"), pair(clocks, "memory_mhz", " MHz"),
+                     pair(clocks, "temperature_c", " °C"), pair(clocks, "power_w", " W"),
+                     ", ".join(clocks.throttled) or "none", f"{check.status}: {check.reason}"])
+    return rows
 
 
 def percent(share: float | None) -> str:
@@ -236,6 +256,13 @@ def device_md(report: dict[str, Any], plan: Plan, docs: Result | None, pits: dic
         if results[-1].peak is not None:
             lines += [f"Peaks: JAX against {results[-1].peak.describe()}, NumPy against "
                       f"{results[-1].peak.describe_numpy()}.", ""]
+
+    measured = ([(f"{DOCS_CASE} {format_shape(docs.shape)}", docs)] if docs is not None else []) + [
+        (f"matmul {format_shape(r.shape)}", r) for r in results]
+    if measured:
+        lines += ["## GPU clocks (NVML, before → after the timed runtime blocks)", ""]
+        lines += table(["run", "SM clock", "memory clock", "temperature", "power", "heat or power limits",
+                        "GPU clocks steady"], clock_rows(measured)) + [""]
 
     if report["failures"]:
         lines += ["## Failures", "", *[f"- {f}" for f in report["failures"]], ""]
