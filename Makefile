@@ -9,9 +9,15 @@ ADDRESS ?= 0.0.0.0
 .PHONY: run serve test lint install install-dev install-plan browser postgres translations clean
 
 # JAX for this machine's accelerator: jax, jax[cuda12], jax[cuda13] or jax[tpu] (ACCEL= overrides).
-JAX_REQ := $(shell $(PYTHON) tools/accelerator.py choose 2>/dev/null)
+# ACCEL is passed by hand: make gives $(shell) the environment, not the command line's variables,
+# so `make run ACCEL=cuda12` would otherwise detect instead (an ACCEL in the environment arrives too).
+ACCEL_SET := ACCEL='$(ACCEL)'
+JAX_REQ := $(shell $(ACCEL_SET) $(PYTHON) tools/accelerator.py choose 2>/dev/null)
 JAX_STAMP := $(subst ],,$(subst [,-,$(JAX_REQ)))
-PIP_INSTALL := $(BIN)/python -m pip install --quiet -e '.[app]' '$(JAX_REQ)'
+COMMA := ,
+# With a CUDA build the `cuda` extra too: NVML, through which a run reads the GPU's clocks and heat.
+EXTRAS := app$(if $(findstring cuda,$(JAX_REQ)),$(COMMA)cuda)
+PIP_INSTALL := $(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]' '$(JAX_REQ)'
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,9 +27,9 @@ $(BIN)/python:
 # The dependency lists live in pyproject.toml: the engine's, then the extras `app` and `dev`.
 # The stamp names the JAX build, so a machine that gains a GPU (or ACCEL=) installs again.
 $(VENV)/.installed-$(JAX_STAMP): pyproject.toml requirements.txt tools/accelerator.py | $(BIN)/python
-	@$(PYTHON) tools/accelerator.py choose >/dev/null
+	@$(ACCEL_SET) $(PYTHON) tools/accelerator.py choose >/dev/null
 	$(PIP_INSTALL)
-	$(BIN)/python tools/accelerator.py verify
+	$(ACCEL_SET) $(BIN)/python tools/accelerator.py verify
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed-$(JAX_STAMP)
@@ -35,7 +41,7 @@ install-dev: $(VENV)/.installed-dev
 
 # What `make install` would run on this machine, without running it.
 install-plan:
-	@$(PYTHON) tools/accelerator.py choose >/dev/null
+	@$(ACCEL_SET) $(PYTHON) tools/accelerator.py choose >/dev/null
 	@echo "$(PIP_INSTALL)"
 
 # Debian packages for the tests: Chromium for the browser tests (Playwright cannot download its own
@@ -106,7 +112,8 @@ else
 endif
 
 # On a GPU or TPU box: devices, self-check, the JAX docs' example beside its Colab numbers, the
-# pitfalls (TF32 too) and a matmul sweep; writes benchmarks/DEVICE.md and device-check.json.
+# pitfalls (TF32 too), a matmul sweep and the GPU clocks around each run; writes benchmarks/DEVICE.md and
+# device-check.json.
 # Under 7 minutes on one GPU; without an accelerator it runs small and says so.
 .PHONY: device-check
 device-check: install

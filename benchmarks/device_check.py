@@ -33,6 +33,7 @@ from jaxcompare import JaxCompareError, Result, Runner, Spec, TimingConfig  # no
 from jaxcompare.analysis.checks import checklist, overall  # noqa: E402
 from jaxcompare.history.exchange import export_json  # noqa: E402
 from jaxcompare.model.cases import format_shape  # noqa: E402
+from jaxcompare.model.device_memory import DeviceMemory  # noqa: E402
 from jaxcompare.model.formatting import (  # noqa: E402
     dumps,
     format_bytes,
@@ -127,6 +128,7 @@ def docs_example(runner: Runner, plan: Plan) -> Result:
         say(f"   {label:<24}{mine:>12}   (docs, Colab: {theirs})")
     for line in filter(None, (third_side_verdict(result), peak_sentence(result))):
         say(f"   {line}")
+    say(f"   GPU clocks: {clock_rows([('', result)])[0][-1]}")
     return result
 
 
@@ -170,6 +172,25 @@ def table(header: list[str], rows: list[list[Any]]) -> list[str]:
     return ["| " + " | ".join(row) + " |" for row in cells]
 
 
+def clock_rows(results: list[tuple[str, Result]]) -> list[list[Any]]:
+    """Each result's GPU readings before -> after the runtime blocks (NVML), and what the checklist says."""
+    def pair(clocks: Any, field: str, unit: str) -> str:
+        values = [getattr(r, field) if r is not None else None for r in (clocks.before, clocks.after)]
+        return "—" if values == [None, None] else " → ".join("?" if v is None else f"{v:.0f}" for v in values) + unit
+
+    rows = []
+    for label, r in results:
+        check = next(c for c in checklist(r) if c.id == "clocks")
+        clocks = r.gpu_clocks
+        if clocks is None or clocks.error:
+            rows.append([label, "—", "—", "—", "—", "—", f"{check.status}: {check.reason}"])
+            continue
+        rows.append([label, pair(clocks, "sm_mhz", " MHz"), pair(clocks, "memory_mhz", " MHz"),
+                     pair(clocks, "temperature_c", " °C"), pair(clocks, "power_w", " W"),
+                     ", ".join(clocks.throttled) or "none", f"{check.status}: {check.reason}"])
+    return rows
+
+
 def percent(share: float | None) -> str:
     return "—" if share is None or not math.isfinite(share) else f"{share:.1%}"
 
@@ -190,10 +211,10 @@ def device_md(report: dict[str, Any], plan: Plan, docs: Result | None, pits: dic
     rows = []
     for precision, state in report["workers"].items():
         for d in (state["env"].get("jax") or {}).get("devices", []):
-            limit, used = d.get("memory_limit_bytes"), d.get("memory_in_use_bytes")
-            free = format_bytes(limit - (used or 0)) if limit is not None else "n/a"
-            rows.append([precision, state["pid"], d.get("platform"), d.get("kind"), d.get("name"), free,
-                         format_bytes(limit) if limit is not None else "n/a", format_bytes(used) if used else "n/a"])
+            memory = DeviceMemory.from_env(d)
+            figures = ([format_bytes(memory.free), format_bytes(memory.total), format_bytes(memory.in_use)]
+                       if memory else ["n/a"] * 3)
+            rows.append([precision, state["pid"], d.get("platform"), d.get("kind"), d.get("name"), *figures])
     lines += table(["worker", "pid", "platform", "kind", "device", "memory free", "memory limit", "in use"], rows)
     lines += ["", report["workers_alive"], ""]
 
@@ -236,6 +257,13 @@ def device_md(report: dict[str, Any], plan: Plan, docs: Result | None, pits: dic
             lines += [f"Peaks: JAX against {results[-1].peak.describe()}, NumPy against "
                       f"{results[-1].peak.describe_numpy()}.", ""]
 
+    measured = ([(f"{DOCS_CASE} {format_shape(docs.shape)}", docs)] if docs is not None else []) + [
+        (f"matmul {format_shape(r.shape)}", r) for r in results]
+    if measured:
+        lines += ["## GPU clocks (NVML, before → after the timed runtime blocks)", ""]
+        lines += table(["run", "SM clock", "memory clock", "temperature", "power", "heat or power limits",
+                        "GPU clocks steady"], clock_rows(measured)) + [""]
+
     if report["failures"]:
         lines += ["## Failures", "", *[f"- {f}" for f in report["failures"]], ""]
 
@@ -269,8 +297,9 @@ def main(argv: list[str] | None = None) -> int:
         plan = Plan(args.small or not accel)
         if accel:
             for d in accel:
-                say(f"   {d['platform']}:{d['id']} {d.get('kind')}  memory limit "
-                    f"{format_bytes(d.get('memory_limit_bytes'))}")
+                memory = DeviceMemory.from_env(d)
+                said = f"{format_bytes(memory.free)} free of {format_bytes(memory.total)}" if memory else "not reported"
+                say(f"   {d['platform']}:{d['id']} {d.get('kind')}  memory: {said}")
         else:
             say("   no accelerator was found (no GPU or TPU visible to JAX): running at a small size on the CPU")
         checks = stage("self-check", report, lambda: selfcheck(runner, plan))

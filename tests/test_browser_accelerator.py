@@ -18,19 +18,25 @@ from support import QUICK
 from jaxcompare import Spec
 from jaxcompare.engine.ceilings import ceilings
 from jaxcompare.engine.measure import measure
+from jaxcompare.model.clocks import ClockReading, GpuClocks
 from jaxcompare.model.formatting import dumps
 from jaxcompare.model.palette import JAX_CPU_COLOR
 
 pytestmark = pytest.mark.browser
 SCRIPT = Path(__file__).with_name("render_result.py")
 H200 = SimpleNamespace(platform="gpu", device_kind="NVIDIA H200")
+# An H200 that heated into a thermal slowdown while timed (NVML's readings, tests/data/nvml).
+THROTTLED = json.loads((Path(__file__).parent / "data" / "nvml" / "h200-thermal-slowdown.json").read_text())
 
 
 def as_if_on_an_h200(result):
-    """The same numbers, labelled as a run on an H200 (the table's TF32 peak for JAX)."""
+    """The same numbers, labelled as a run on an H200 (the table's TF32 peak for JAX), with the
+    clocks NVML read on one that slowed down."""
     peak = ceilings(H200, result.dtype, result.dtype, with_cpu_side=True)
     on_h200 = replace(result.jax, device="cuda:0", device_kind="NVIDIA H200")
-    return replace(result, backend="gpu", jax=on_h200, peak=peak)
+    clocks = GpuClocks(device="NVIDIA H200", before=ClockReading.from_nvml(THROTTLED["before"]),
+                       after=ClockReading.from_nvml(THROTTLED["after"]))
+    return replace(result, backend="gpu", jax=on_h200, peak=peak, gpu_clocks=clocks)
 
 
 @pytest.fixture(scope="module")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import json
 import math
 from pathlib import Path
 
@@ -48,6 +49,33 @@ from jaxcompare.model.peaks import DevicePeak, known_devices, lookup, peak_for
 def test_lookup_picks_the_right_entry(kind, name):
     peak = lookup(kind)
     assert isinstance(peak, DevicePeak) and peak.name == name
+
+
+# device_kind strings real GPUs and TPUs report, each with the row it must select (or none).
+DEVICE_KINDS = json.loads((Path(__file__).parent / "data" / "device-kinds.json").read_text())["kinds"]
+
+
+@pytest.mark.parametrize("entry", DEVICE_KINDS, ids=[e["device_kind"] for e in DEVICE_KINDS])
+def test_real_device_kinds_select_their_row_or_none(entry):
+    """Never a wrong row: "TPU v5" (v5p) is not "TPU v5 lite" (v5e), an H100 PCIe or NVL is not the
+    SXM part, an H200 named with its memory is still the H200, a GB200 is not a B200."""
+    kind, row = entry["device_kind"], entry["row"]
+    peak = lookup(kind)
+    assert (peak.name if peak else None) == row
+    for dtype in ("float32", "float64"):
+        ceiling = peak_for(kind, dtype)
+        if row is None:
+            assert ceiling is None
+        elif ceiling is not None:  # the ceiling is that row's own figure
+            assert ceiling[0] in (peak.fp64, peak.fp32, peak.tf32, peak.bf16)
+
+
+def test_the_real_device_kinds_reach_distinct_rows_where_the_parts_differ():
+    rows = {e["device_kind"]: e["row"] for e in DEVICE_KINDS}
+    assert len({rows["TPU v5"], rows["TPU v5 lite"], rows["TPU v6 lite"], rows["TPU v4"]}) == 4
+    assert len({rows["NVIDIA H100 80GB HBM3"], rows["NVIDIA H100 PCIe"], rows["NVIDIA H100 NVL"]}) == 3
+    assert lookup("NVIDIA H100 PCIe").bf16 < lookup("NVIDIA H100 80GB HBM3").bf16  # the PCIe card is slower
+    assert lookup("TPU v5").bf16 > lookup("TPU v5 lite").bf16
 
 
 @pytest.mark.parametrize("kind", ["nvidia h100 pcie", "  NVIDIA_H100_PCIe ", "NVIDIA-H100-PCIE", "nvidia  h100\tpcie"])

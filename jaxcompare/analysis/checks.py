@@ -15,6 +15,7 @@ import numpy as np
 
 from ..engine.load import is_busy
 from ..i18n import N_, _, translate_text
+from ..model.clocks import SM_DROP_WARN
 from ..model.formatting import format_factor, format_time, transfer_rate_text
 from ..model.result import Result
 
@@ -40,6 +41,7 @@ TITLES = {
     "samples": N_("Enough samples"),
     "threads": N_("CPU thread parity"),
     "tf32": N_("TF32 on GPU"),
+    "clocks": N_("GPU clocks steady"),
 }
 
 
@@ -250,6 +252,35 @@ def check_tf32(r: Result) -> Check:
                     "{err:.2g}").format(err=r.jax.agreement["max_rel_err"]), "tf32")
 
 
+def check_gpu_clocks(r: Result) -> Check:
+    """Did the GPU keep its clocks while the runtimes were timed? A GPU that heats up or meets
+    its power cap slows down mid-run, and its median then mixes two speeds (model/clocks.py)."""
+    if r.backend != "gpu":
+        return _check("clocks", NA, _("not applicable on {backend}").format(backend=r.backend), None)
+    clocks = r.gpu_clocks
+    if clocks is None:
+        return _check("clocks", NA, _("not checked: this result was saved before jaxcompare read the GPU's "
+                                      "clocks"), None)
+    if clocks.error:
+        return _check("clocks", NA, _("not applicable: the GPU's clocks could not be read ({error})").format(
+            error=clocks.error), None)
+    drop = clocks.sm_drop
+    if drop is None:
+        return _check("clocks", NA, _("not checked: NVML gave no SM clock for this GPU"), None)
+    values = {"before": clocks.before.sm_mhz, "after": clocks.after.sm_mhz,  # type: ignore[union-attr]
+              "reasons": ", ".join(clocks.throttled), "drop": drop, "limit": SM_DROP_WARN}
+    if clocks.throttled:
+        return _check("clocks", WARN, _("the GPU was held back by {reasons} while it was timed (SM clock {before} → "
+                                        "{after} MHz): its runtime is slower than the GPU can run; let it cool, "
+                                        "then rerun").format(**values), None)
+    if drop > SM_DROP_WARN:
+        return _check("clocks", WARN, _("the SM clock fell from {before} to {after} MHz ({drop:.0%}, more than "
+                                        "{limit:.0%}) during the runtime blocks: the median mixes two speeds; "
+                                        "rerun").format(**values), None)
+    return _check("clocks", PASS, _("SM clock {before} → {after} MHz, no thermal or power limit reached").format(
+        **values), None)
+
+
 def check_busy(r: Result) -> Check:
     """Did other programs take the cores while the runtimes were timed? Contention only adds time,
     and far more to NumPy's BLAS than to XLA (a false speedup), so a busy run is doubtful unless the
@@ -308,7 +339,7 @@ def check_first_call(r: Result) -> Check:
 
 CHECKS = (check_workload, check_precision, check_blocked, check_compile_excluded, check_on_device,
           check_agreement, check_stability, check_busy, check_speedup_steady, check_sample_count,
-          check_first_call, check_threads, check_tf32)
+          check_first_call, check_threads, check_tf32, check_gpu_clocks)
 
 
 def checklist(result: Result) -> list[Check]:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..i18n import _, ngettext
+from ..model.device_memory import DeviceMemory
 from ..model.formatting import format_bytes
 
 Env = Mapping[str, Any]
@@ -41,10 +42,10 @@ def device_banner(env: Env | None) -> Banner:
     if accel:
         first = accel[0]
         kinds = sorted({d.get("kind", d["platform"]) for d in accel})
-        memory, in_use = first.get("memory_limit_bytes"), first.get("memory_in_use_bytes") or 0
+        memory = DeviceMemory.from_env(first)
         values = {"kinds": ", ".join(kinds), "platform": first["platform"].upper(), "count": len(accel)}
         if memory:
-            values.update(free=format_bytes(memory - in_use), total=format_bytes(memory))
+            values.update(free=format_bytes(memory.free), total=format_bytes(memory.total))
             text = (_("Measuring on **{kinds}** ({platform}, {free} of {total} memory free) ({count} devices).")
                     if len(accel) > 1 else _("Measuring on **{kinds}** ({platform}, {free} of {total} memory free)."))
         else:
@@ -227,12 +228,12 @@ def worker_rows(workers: Mapping[str, Env]) -> list[dict[str, Any]]:
 def device_memory_text(device: Env) -> dict[str, str]:
     """A device's memory as the worker's allocator reports it (memory_stats: bytes_limit, what
     this process may use, and bytes_in_use); "n/a" on the CPU, whose memory is the host's."""
-    limit, in_use = device.get("memory_limit_bytes"), device.get("memory_in_use_bytes")
-    if device.get("platform") == "cpu" or limit is None:
+    memory = DeviceMemory.from_env(device)
+    if device.get("platform") == "cpu" or memory is None:
         na = _("n/a (host memory)") if device.get("platform") == "cpu" else _("not reported")
         return {_("Memory free"): na, _("Memory limit"): na, _("Memory in use"): na}
-    return {_("Memory free"): format_bytes(limit - (in_use or 0)), _("Memory limit"): format_bytes(limit),
-            _("Memory in use"): format_bytes(in_use)}
+    return {_("Memory free"): format_bytes(memory.free), _("Memory limit"): format_bytes(memory.total),
+            _("Memory in use"): format_bytes(memory.in_use)}
 
 
 def device_rows(env: Env) -> list[dict[str, Any]]:

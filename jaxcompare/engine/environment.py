@@ -13,6 +13,7 @@ from importlib import metadata
 from typing import Any
 
 from ..i18n import N_
+from ..model.device_memory import DeviceMemory
 from ..model.errors import DeviceUnavailable
 
 ENV_VARS = (
@@ -150,11 +151,14 @@ def jax_info() -> dict[str, Any]:
             entry: dict[str, Any] = {"platform": plat, "id": d.id, "kind": getattr(d, "device_kind", plat),
                                      "name": str(d)}
             try:
-                stats = d.memory_stats() or {}
-                entry["memory_limit_bytes"] = stats.get("bytes_limit")
-                entry["memory_in_use_bytes"] = stats.get("bytes_in_use")
+                stats = d.memory_stats()
             except Exception:
-                pass
+                stats = None
+            memory = DeviceMemory.from_stats(stats)
+            if memory is not None:
+                # What the allocator said, whole (a GPU's and a TPU's keys differ), beside the figures read from it.
+                entry["memory_stats"] = {k: v for k, v in stats.items() if isinstance(v, int)}
+                entry.update(memory.env_fields())
             devices.append(entry)
     import jaxlib
 

@@ -38,6 +38,7 @@ from .ceilings import (
 )
 from .environment import collect as collect_env
 from .environment import resolve_device
+from .gpu_clocks import ClockWatch
 from .load import LoadMeter, free_cores, is_busy, share_cores
 from .memory import check_fits, device_memory, estimate, host_available
 from .profile import profile_jitted
@@ -241,6 +242,8 @@ class _Run:
     progress: Progress
     load: LoadMeter = field(default_factory=LoadMeter)
     recheck: bool = True
+    # The GPU's clocks, read around the runtime blocks (engine/gpu_clocks.py); None off GPUs.
+    clocks: ClockWatch | None = None
 
 
 StartPhase = Callable[[str], SampleCallback]
@@ -263,7 +266,8 @@ SideToFinish = Callable[..., JaxSide]
 
 def measure(spec: Spec, progress: ProgressCallback = _no_progress, clock: Clock = time.perf_counter_ns,
             *, cpu_side: bool | None = None, case: Case | None = None,
-            profile_dir: str | None = None, recheck: bool = True, load: LoadMeter | None = None) -> Result:
+            profile_dir: str | None = None, recheck: bool = True, load: LoadMeter | None = None,
+            clocks: ClockWatch | None = None) -> Result:
     """Run every phase of the protocol for ``spec`` and return the Result: inputs, transfer,
     cold compile, first call, dispatch, fetch, the two runtimes side by side, the third side
     (JAX on the CPU), the profile when asked, agreement, and the ceilings for the fraction of peak.
@@ -274,7 +278,8 @@ def measure(spec: Spec, progress: ProgressCallback = _no_progress, clock: Clock 
     ``profile_dir``: also trace a few steady-state calls, after every timed phase, into
     ``profile_dir/<result id>`` (engine/profile.py); the timings are the same either way.
     ``recheck``: time the runtime pair again when the machine was busy or one side unstable
-    (_recheck; off only in tests of the first pass). ``load``: the meter (tests inject its counters)."""
+    (_recheck; off only in tests of the first pass). ``load``: the meter (tests inject its counters).
+    ``clocks``: what reads the GPU's clocks (by default NVML's, on a GPU; tests replay readings)."""
     check_precision(spec.precision)
     case = get_case(spec.case, spec.cases_file) if case is None else case
     case.check_shape(spec.shape)
@@ -283,7 +288,7 @@ def measure(spec: Spec, progress: ProgressCallback = _no_progress, clock: Clock 
     want_cpu_side = device.platform != "cpu" if cpu_side is None else cpu_side
     check_memory(case, spec, device, cpu_side=want_cpu_side and cpu is not None)
     run = _Run(case, spec.timing, clock, Progress(progress, spec.timing, cpu_side=want_cpu_side and cpu is not None),
-               load if load is not None else LoadMeter(), recheck)
+               load if load is not None else LoadMeter(), recheck, clocks if clocks is not None else ClockWatch(device))
 
     host_inputs, numpy_out = _inputs(run, spec)
     side, warm = device_phases(run, host_inputs, device, run.progress.start)
@@ -321,6 +326,7 @@ def measure(spec: Spec, progress: ProgressCallback = _no_progress, clock: Clock 
         profile=profile,
         load=run.load.to_dict(),
         roofline=roofline,
+        gpu_clocks=run.clocks.result(),
     )
 
 
@@ -464,6 +470,8 @@ def _runtimes(run: _Run, jitted: Any, host_inputs: tuple[np.ndarray, ...], dev_i
     cfg = run.timing
     calls = {"numpy": bound_call(run.case.numpy_fn, host_inputs), "runtime": blocking_call(jitted, dev_inputs)}
     compiled_before = _compiled_count(jitted)
+    if run.clocks is not None:
+        run.clocks.before()  # after fetch, whose calls have the GPU busy: its clocks under load
     blocks = _runtime_blocks(run, calls, cfg.for_runtime_block(), run.load)
     rel_ci = cfg.for_runtime().rel_ci
     numpy_stats = combine_blocks(blocks["numpy"], rel_ci, cfg.drift_tolerance, N_("the NumPy median"))
@@ -485,6 +493,8 @@ def _runtime_blocks(run: _Run, calls: dict[str, Any], block_cfg: TimingConfig, l
         with load.phase(library):
             blocks[library].append(sample(calls[library], block_cfg, clock=run.clock, on_sample=on_sample,
                                           settle_s=settle_s))
+        if library == "runtime" and run.clocks is not None:
+            run.clocks.after()  # at once, before a NumPy block leaves the GPU idle and its clocks fall
         previous = library
     return blocks
 

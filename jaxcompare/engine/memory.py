@@ -16,6 +16,7 @@ import numpy as np
 
 from ..i18n import N_
 from ..model.cases import Case, format_shape
+from ..model.device_memory import DeviceMemory
 from ..model.errors import TooLarge
 from ..model.formatting import format_bytes
 
@@ -104,17 +105,13 @@ def host_available() -> int | None:
 
 
 def device_memory(device: Any) -> tuple[int, int] | None:
-    """(free, total) bytes on an accelerator from ``memory_stats()``: ``bytes_limit`` is what
-    this process's allocator may use, ``bytes_in_use`` what it holds. None where the device
-    does not say (CPU devices)."""
+    """(free, total) bytes on an accelerator from ``memory_stats()`` (model/device_memory.py: what
+    this process's allocator may use and holds). None where the device does not say (CPU devices)."""
     try:
-        stats = device.memory_stats() or {}
+        memory = DeviceMemory.from_stats(device.memory_stats())
     except Exception:
         return None
-    limit = stats.get("bytes_limit")
-    if limit is None:
-        return None
-    return int(limit - stats.get("bytes_in_use", 0)), int(limit)
+    return (memory.free, memory.total) if memory else None
 
 
 def device_free(device: Any) -> int | None:

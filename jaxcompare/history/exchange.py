@@ -137,6 +137,8 @@ def _check_names(result: Result) -> None:
     sides = [("jax", result.jax)] + ([("jax_cpu", result.jax_cpu)] if result.jax_cpu is not None else [])
     named = [(f"{key}.{field}", getattr(side, field), _NAME_CHARS, True)
              for key, side in sides for field in ("device_kind", "device")]
+    if result.gpu_clocks is not None and result.gpu_clocks.device is not None:
+        named.append(("gpu_clocks.device", result.gpu_clocks.device, _NAME_CHARS, False))
     named += [("backend", result.backend, _NAME_CHARS, True), ("dtype", result.dtype, _VERSION_CHARS, True),
               ("precision", result.precision, _VERSION_CHARS, False)]
     versions = result.env.get("versions") if isinstance(result.env, dict) else None

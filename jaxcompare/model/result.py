@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..i18n import N_
+from .clocks import GpuClocks
 from .errors import BadInput
 from .profile import Profile
 from .roofline import Roofline
@@ -55,6 +56,9 @@ class Result:
     load: dict[str, Any] = field(default_factory=dict)
     # Each side's counts, ceilings and limit (model/roofline.py); None when saved before it was recorded.
     roofline: Roofline | None = None
+    # The GPU's clocks and heat before and after the runtime blocks (model/clocks.py); None off GPUs
+    # and in results saved before they were read.
+    gpu_clocks: GpuClocks | None = None
 
     # --- derived figures -------------------------------------------------------------
     @property
@@ -194,6 +198,7 @@ class Result:
             "notes": list(self.notes),
             "profile": None if self.profile is None else self.profile.to_dict(),
             "load": dict(self.load),
+            "gpu_clocks": None if self.gpu_clocks is None else self.gpu_clocks.to_dict(),
             "spec": self.spec.to_dict(),
             "env": self.env,
         }
@@ -233,6 +238,7 @@ class Result:
                 profile=Profile.from_dict(data.get("profile")),
                 load=dict(data.get("load") or {}),
                 roofline=Roofline.from_dict(data.get("roofline")),
+                gpu_clocks=GpuClocks.from_dict(data.get("gpu_clocks")),
             )
         except BadInput:
             raise
