@@ -17,9 +17,9 @@ ui.start_page(navigation.HISTORY)
 
 TABLE, ROW_IDS = "history_table", "history_row_ids"
 CONFIRM, NOTICE, UPLOADS = "history_confirm_delete", "history_notice", "history_uploads"
-CASE, PRECISION, DEVICE, HOST, DATES = "history_case", "history_precision", "history_device", "history_host", \
-    "history_dates"
-FILTERS = (CASE, PRECISION, DEVICE, HOST, DATES)
+CASE, PRECISION, DEVICE, HOST, JAX, DATES = "history_case", "history_precision", "history_device", "history_host", \
+    "history_jax", "history_dates"
+FILTERS = (CASE, PRECISION, DEVICE, HOST, JAX, DATES)
 MAX_ROWS = 2000
 NOTICE_BOX = {"success": st.success, "error": st.error, "info": st.info, "warning": st.warning}
 NOTICE_ICON = {"success": ":material/check_circle:", "error": ":material/error:", "info": ":material/info:",
@@ -81,7 +81,8 @@ def clear_filters() -> None:
 # --- widgets ------------------------------------------------------------------------------------------
 def filter_widgets(facets: dict[str, list[str]]) -> dict[str, object]:
     """The sidebar filters; returns Store.list keyword arguments."""
-    options = {CASE: facets["case"], DEVICE: hv.device_options(facets), HOST: facets["host"]}
+    options = {CASE: facets["case"], DEVICE: hv.device_options(facets), HOST: facets["host"],
+               JAX: hv.jax_options(facets)}
     for key, values in options.items():  # a value that vanished (deleted results) resets its filter
         if st.session_state.get(key) is not None and st.session_state[key] not in values:
             st.session_state[key] = None
@@ -92,16 +93,19 @@ def filter_widgets(facets: dict[str, list[str]]) -> dict[str, object]:
     if not access.private_details_hidden():
         st.selectbox(_("Host"), options[HOST], index=None, placeholder=_("All hosts"), key=HOST,
                      format_func=lambda h: h or _("(unknown host)"))
+    st.selectbox(_("JAX version"), options[JAX], index=None, placeholder=_("All JAX versions"), key=JAX,
+                 help=_("The JAX the worker ran, as recorded with each result (a JAX versions run saves one per "
+                        "version)."))
     st.date_input(_("Measured between (UTC)"), value=(), key=DATES, format="YYYY-MM-DD",
                   help=_("Pick a first and a last day (both included); one day alone means from that day on."))
     since, until = hv.date_bounds(st.session_state.get(DATES))
-    active = any(st.session_state.get(k) for k in (CASE, PRECISION, DEVICE, HOST)) or since is not None
+    active = any(st.session_state.get(k) for k in (CASE, PRECISION, DEVICE, HOST, JAX)) or since is not None
     st.button(_("Clear filters"), icon=":material/filter_alt_off:", on_click=clear_filters, disabled=not active,
               key="history_clear_filters")
     return {"case": st.session_state.get(CASE), "precision": st.session_state.get(PRECISION),
             "device": st.session_state.get(DEVICE),
             "host": None if access.private_details_hidden() else st.session_state.get(HOST),
-            "since": since, "until": until}
+            "jax": st.session_state.get(JAX), "since": since, "until": until}
 
 
 def import_widget() -> None:

@@ -5,7 +5,18 @@ from __future__ import annotations
 import streamlit as st
 
 from jaxcompare import JaxCompareError
-from jaxcompare.app import cases_ui, chart_ui, charts_versions, controls, jobs, language, navigation, resources, ui
+from jaxcompare.app import (
+    access,
+    cases_ui,
+    chart_ui,
+    charts_versions,
+    controls,
+    jobs,
+    language,
+    navigation,
+    resources,
+    ui,
+)
 from jaxcompare.app.versions_view import VersionsConfig, VersionsJob, hosted_refusals, outcome, versions_table
 from jaxcompare.i18n import _, translate_text
 from jaxcompare.model.formatting import markdown_literal
@@ -26,12 +37,12 @@ def start_run() -> None:
     if jobs.running_job(JOB) is not None:
         return  # never two at once from one session
     config = current_config()
+    runner = resources.get_runner()
     try:
         spec = config.spec(cases_ui.case_by_name(config.case))
         versions = config.versions()
-        settings = resources.get_runner().settings
-        settings.check_spec(spec)
-        refused = hosted_refusals(versions, settings)
+        runner.settings.check_spec(spec)
+        refused = hosted_refusals(versions, runner.settings)
     except JaxCompareError as exc:
         st.session_state[ERROR] = [str(exc)]
         return
@@ -40,7 +51,7 @@ def start_run() -> None:
         return
     st.session_state.pop(ERROR, None)
     st.session_state.pop(OUTCOME, None)
-    st.session_state[JOB] = VersionsJob(spec, versions)
+    st.session_state[JOB] = VersionsJob(spec, versions, runner, access.owner_id())
 
 
 def harvest() -> None:
@@ -60,10 +71,19 @@ def poll() -> None:
     job = jobs.polled_job(JOB)
     if job is None:
         return
-    st.progress(min(max(job.fraction, 0.0), 1.0), text=translate_text(job.message))
+    current = job.current
+    if current is None:  # environments being made, or between rounds
+        st.progress(min(max(job.fraction, 0.0), 1.0), text=translate_text(job.message))
+    else:  # the round's place in the queue, or its phase
+        jobs.job_progress(current, translate_text(job.message), overall=job.fraction)
+    st.button(_("Stop"), icon=":material/stop_circle:", on_click=jobs.cancel_job, args=(JOB,), key="stop_versions")
 
 
 # --- page ---------------------------------------------------------------------------------------
+settings = resources.get_runner().settings
+offered = list(settings.jax_versions) if settings.hosted_mode else None  # hosted: only the operator's
+if offered is not None:
+    st.session_state.setdefault(key("jax"), offered)
 for name, value in VersionsConfig().widgets().items():
     st.session_state.setdefault(name, value)
 harvest()
@@ -82,21 +102,30 @@ with st.sidebar:
                          format_func=controls.precision_label)
     st.segmented_control(_("Timing"), VersionsConfig.TIMING_PRESETS, key=key("timing"), required=True,
                          format_func=controls.timing_label)
-    st.text_input(_("Versions to compare"), key=key("jax"), live=True,
-                  help=_("Releases separated by spaces, like 0.4.35 0.10.2. Each one other than this server's "
-                         "own JAX runs in an environment of its own, made once (about a minute) and reused."))
+    if offered is None:
+        st.text_input(_("Versions to compare"), key=key("jax"), live=True,
+                      help=_("Releases separated by spaces, like 0.4.35 0.10.2. Each one other than this server's "
+                             "own JAX runs in an environment of its own, made once (about a minute) and reused."))
+    else:
+        st.multiselect(_("Versions to compare"), offered, key=key("jax"), placeholder=_("Choose versions"),
+                       help=_("The releases this server's operator prepared; each runs in an environment of its "
+                              "own."))
     problem = None
+    if offered == []:
+        problem = _("This server offers no JAX versions to compare: its operator lists them in "
+                    "JAXCOMPARE_JAX_VERSIONS.")
+        st.info(problem, icon=":material/info:")
     try:
         config = current_config()
         config.shape(case)
         config.versions()
     except JaxCompareError as exc:
-        problem = translate_text(str(exc))
-        st.error(problem, icon=":material/error:")
+        if problem is None:
+            problem = translate_text(str(exc))
+            st.error(problem, icon=":material/error:")
     st.button(_("Run under each version"), type="primary", icon=":material/play_arrow:", on_click=start_run,
               disabled=jobs.running_job(JOB) is not None or problem is not None, width="stretch", key="run_versions")
-    st.caption(_("Its workers run outside the queue the other pages share: leave them idle until it ends, or "
-                 "their timings and these share the CPU."))
+    st.caption(_("Each round is a measurement in the queue every page shares, so no other job runs beside it."))
 
 st.title(navigation.VERSIONS.label)
 st.caption(_("Does the next JAX make this function faster or slower? Each version runs the same protocol in its "

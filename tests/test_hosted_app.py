@@ -143,7 +143,7 @@ def test_history_is_read_only_for_visitors_and_hides_the_server(serve, saved):
     assert "history_delete" not in {b.key for b in at.button}
     assert "Host" not in at.dataframe[0].value.columns
     assert "secret" not in everything(at) and str(saved.path) not in everything(at)
-    assert [s.label for s in at.selectbox] == ["Case", "Device"]  # no host filter
+    assert [s.label for s in at.selectbox] == ["Case", "Device", "JAX version"]  # no host filter
     assert at.get("download_button")  # the selection can be downloaded, without the host name
     from jaxcompare.app import access
 

@@ -67,6 +67,9 @@ def test_settings_defaults_and_hosted_mode():
                                "JAXCOMPARE_TRUSTED_PROXY_HEADER": "X-Forwarded-For"})
     assert (tuned.max_elements, tuned.max_queue, tuned.devices) == (1000, 3, ("gpu:0", "gpu:1"))
     assert tuned.trusted_proxy_header == "X-Forwarded-For"
+    assert hosted.jax_versions == ()  # a hosted server offers no JAX versions until its operator lists them
+    offered = Settings.from_env({"JAXCOMPARE_MODE": "hosted", "JAXCOMPARE_JAX_VERSIONS": " 0.4.38, 0.10.2 0.4.38"})
+    assert offered.jax_versions == ("0.4.38", "0.10.2")
 
 
 @pytest.mark.parametrize("address, allowed", [
@@ -95,9 +98,11 @@ def test_case_files_forced_on_are_allowed_and_flagged_where_others_can_reach():
 
 def test_settings_file(tmp_path):
     path = tmp_path / "jaxcompare.toml"
-    path.write_text('[jaxcompare]\nmode = "hosted"\nmax_sweep_points = 3\njob_timeout_s = 30\n')
+    path.write_text('[jaxcompare]\nmode = "hosted"\nmax_sweep_points = 3\njob_timeout_s = 30\n'
+                    'jax_versions = ["0.4.38", "0.10.2"]\n')
     s = Settings.from_env({"JAXCOMPARE_SETTINGS": str(path)})
     assert (s.mode, s.max_sweep_points, s.job_timeout_s) == ("hosted", 3, 30.0)
+    assert s.jax_versions == ("0.4.38", "0.10.2")
 
 
 @pytest.mark.parametrize("env, words", [
@@ -111,6 +116,8 @@ def test_settings_file(tmp_path):
     ({"JAXCOMPARE_DEVICES": "gpu"}, "not a device like gpu:0"),
     ({"JAXCOMPARE_DEVICES": "cpu:0,cpu:0"}, "twice"),
     ({"JAXCOMPARE_TRUSTED_PROXY_HEADER": "X Forwarded: For"}, "header name"),
+    ({"JAXCOMPARE_JAX_VERSIONS": "0.4.38, latest"}, "jax_versions: JAX 'latest' is not a version number"),
+    ({"JAXCOMPARE_JAX_VERSIONS": "0.4.1"}, "older than the oldest"),
 ])
 def test_bad_settings_are_clear(env, words):
     with pytest.raises(BadInput, match=words):

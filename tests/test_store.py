@@ -131,6 +131,8 @@ def test_list_filters_and_limit(results, store):
     assert store.list(device="gpu") == []
     assert len(store.list(host=results[0].env["hostname"])) == 3
     assert store.list(host="no-such-host") == []
+    assert len(store.list(jax=results[0].env["versions"]["jax"])) == 3  # the JAX the worker ran
+    assert store.list(jax="0.4.1") == []
     assert len(store.list(limit=2)) == 2
     day = results[0].created[:10]
     assert len(store.list(since=day, until=day)) == 3  # a date-only until includes the day

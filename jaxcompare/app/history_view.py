@@ -9,6 +9,7 @@ from typing import Any
 
 from ..analysis import compare
 from ..analysis.text import roofline_lines
+from ..analysis.versions import release_key
 from ..history.exchange import summary
 from ..i18n import N_, _, ngettext, sentences
 from ..model.formatting import format_factor, format_time, markdown_literal
@@ -119,6 +120,11 @@ def device_options(facets: Mapping[str, Sequence[str]]) -> list[str]:
     known = {b.lower() for b in backends}
     kinds = [k for k in facets.get("device_kind", []) if k and k.lower() not in known]
     return backends + sorted(set(kinds))
+
+
+def jax_options(facets: Mapping[str, Sequence[str]]) -> list[str]:
+    """The saved JAX versions, newest release first (a result that recorded none is left out)."""
+    return sorted((v for v in facets.get("jax_version", []) if v), key=release_key, reverse=True)
 
 
 def date_bounds(value: Any) -> tuple[dt.date | None, dt.date | None]:

@@ -1,6 +1,7 @@
 """The Versions page's controls, its background job and its table (no Streamlit here): one case
-measured under several JAX releases by engine/versions.py, which starts its own workers from
-each release's interpreter, so it runs in a thread of its own rather than in the Runner's queue."""
+measured under several JAX releases by engine/versions.py. Making an environment can take a
+minute and a run is several jobs in a row, so a thread of its own submits each round to the
+shared Runner's queue (its rate limit, deadline and Stop apply) and waits for it."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ from typing import Any, ClassVar
 
 from ..analysis.versions import compare_versions, pooled_runs, real_versions, release_key
 from ..engine import envs
+from ..engine.process import Cancelled
+from ..engine.runner import Job, Owner, Runner
 from ..engine.settings import Settings
-from ..engine.versions import VersionRun, measure_versions
+from ..engine.versions import StopSignal, VersionRun, measure_versions
 from ..i18n import N_, _
 from ..model.errors import BadInput
 from ..model.formatting import format_factor, format_time, format_time_range
@@ -45,6 +48,12 @@ class VersionsConfig(CompareConfig):
     timing: str = "quick"
     jax: str = field(default_factory=default_versions)
 
+    @classmethod
+    def field_value(cls, name: str, value: Any) -> Any:
+        if name == "jax" and isinstance(value, list | tuple):  # hosted mode: a choice among the offered versions
+            return " ".join(value)
+        return value
+
     def versions(self) -> list[str]:
         found = parse_versions(self.jax)
         if len(found) < 1:
@@ -53,26 +62,35 @@ class VersionsConfig(CompareConfig):
 
 
 def hosted_refusals(versions: list[str], settings: Settings) -> list[str]:
-    """In hosted mode, the refusal (English, N_()): a versions run starts its own workers outside
-    the server's one queue (no rate limit, deadline or Stop, and beside other visitors' timings),
-    so on a shared server the operator runs it with the CLI and saves it to History."""
+    """In hosted mode, why these versions cannot run (English, N_()): one off the operator's list
+    (JAXCOMPARE_JAX_VERSIONS), or listed but not prepared (the operator's log says so). The
+    runner refuses them as well; this says so before anything is queued."""
     if not settings.hosted_mode:
         return []
-    return [N_("A hosted demo does not run JAX version comparisons for its visitors: each starts its own "
-               "workers beside everyone's measurements. The operator runs `jaxcompare versions ... --save`, "
-               "and History shows the results.")]
+    refused = []
+    for version in versions:
+        try:
+            envs.env_for_job(version, settings.jax_versions)
+        except envs.VersionUnavailable as exc:
+            refused.append(str(exc))
+    return refused
 
 
 class VersionsJob:
-    """measure_versions in a daemon thread; the page polls ``message``/``fraction`` and takes
-    ``runs`` once ``done``. ``message`` is an N_() template's English text (translate_text shows it)."""
+    """measure_versions in a daemon thread, each round a job on ``runner``'s queue; the page polls
+    ``message``/``fraction`` (and ``current``, the round's Job) and takes ``runs`` once ``done``.
+    ``message`` is an N_() template's English text (translate_text shows it); ``cancel`` is Stop."""
 
-    def __init__(self, spec: Spec, versions: list[str], *, rounds: int = 2) -> None:
+    def __init__(self, spec: Spec, versions: list[str], runner: Runner, owner: Owner | None = None, *,
+                 rounds: int = 2) -> None:
         self.spec, self.versions, self.rounds = spec, versions, rounds
         self.message = N_("starting")
         self.fraction = 0.0
         self.runs: list[VersionRun] = []
         self.error: str | None = None
+        self.stopped = False
+        self._runner, self._owner = runner, owner
+        self._stop = StopSignal()
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name="jaxcompare-versions")
         self._thread.start()
@@ -82,11 +100,23 @@ class VersionsJob:
 
     def _run(self) -> None:
         try:
-            self.runs = measure_versions(self.spec, self.versions, rounds=self.rounds, progress=self._progress)
+            self.runs = measure_versions(self.spec, self.versions, rounds=self.rounds, progress=self._progress,
+                                         runner=self._runner, owner=self._owner, stop=self._stop)
+        except Cancelled as exc:  # Stop, or the session's tab went (jobs.py's watch cancels its job)
+            self.stopped, self.error = True, N_("Stopped: {error}").format(error=exc)
         except Exception as exc:  # shown on the page; the server goes on
             self.error = str(exc) or type(exc).__name__
         finally:
             self._done.set()
+
+    def cancel(self) -> None:
+        """Stop: no further round is queued; the queued or running one is cancelled, its worker stopped."""
+        self._stop.stop()
+
+    @property
+    def current(self) -> Job | None:
+        """The runner job of the round queued or running now (None while environments are made)."""
+        return self._stop.job
 
     @property
     def done(self) -> bool:

@@ -38,6 +38,7 @@ def _filters(p: argparse.ArgumentParser) -> None:
     p.add_argument("--precision", choices=PRECISIONS, help="only this precision")
     p.add_argument("--device", help="only this backend (cpu, gpu), device (cuda:0) or device kind")
     p.add_argument("--host", help="only results measured on this host name")
+    p.add_argument("--jax", metavar="VERSION", help="only results measured under this JAX version, e.g. 0.4.35")
     p.add_argument("--since", metavar="DATE", help="only results created on or after, e.g. 2025-01-31")
     p.add_argument("--until", metavar="DATE", help="only results created on or before")
 
@@ -89,7 +90,7 @@ def save_result(result: Result, db: str | Store | None = None) -> str:
 
 # --- commands ------------------------------------------------------------------------------
 def _selected(store: Store, args: argparse.Namespace, limit: int | None = None) -> list[dict[str, Any]]:
-    return store.list(case=args.case, precision=args.precision, device=args.device, host=args.host,
+    return store.list(case=args.case, precision=args.precision, device=args.device, host=args.host, jax=args.jax,
                       since=args.since, until=args.until, limit=limit)
 
 
@@ -113,7 +114,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     return 1 if missed is not None and store.count() else 0
 
 
-FILTERS = ("case", "precision", "device", "host", "since", "until")
+FILTERS = ("case", "precision", "device", "host", "jax", "since", "until")
 
 
 def _nothing_matched(store: Store, args: argparse.Namespace) -> str | None:
@@ -136,6 +137,9 @@ def _nothing_matched(store: Store, args: argparse.Namespace) -> str | None:
         text += (_("; did you mean {names}?").format(names=", ".join(close)) if close else
                  _("; the saved cases are {names}").format(
                      names=", ".join(cases[:12]) + (" …" if len(cases) > 12 else "")))
+    saved_jax = [v for v in store.facets()["jax_version"] if v]
+    if args.jax and args.jax.strip() not in saved_jax and saved_jax:
+        text += _("; the saved JAX versions are {versions}").format(versions=", ".join(saved_jax[:12]))
     return text
 
 

@@ -23,11 +23,14 @@ EXIT_UNAVAILABLE = 2
 
 def add_command(sub: Any) -> None:
     p = sub.add_parser("versions", help="one case under several JAX versions, each in its own environment")
-    p.add_argument("--case", required=True, help="case name (see `list`)")
+    p.add_argument("--case", help="case name (see `list`)")
     p.add_argument("--shape", help="e.g. 500x500 (default: the case's large preset)")
-    p.add_argument("--jax", nargs="+", required=True, metavar="VERSION",
+    p.add_argument("--jax", nargs="+", metavar="VERSION",
                    help="JAX versions (0.4.35 0.10.2); each not the host's is installed once with uv into "
                    "~/.cache/jaxcompare/envs ($JAXCOMPARE_ENVS_DIR)")
+    p.add_argument("--prepare", nargs="*", metavar="VERSION",
+                   help="make these versions' environments and measure nothing (no versions: those in "
+                   "$JAXCOMPARE_JAX_VERSIONS, what a hosted server offers)")
     p.add_argument("--precision", default="x32", choices=PRECISIONS)
     p.add_argument("--device", default="auto", choices=DEVICES)
     p.add_argument("--seed", type=int, default=0)
@@ -49,6 +52,12 @@ def _timing(args: argparse.Namespace) -> TimingConfig:
 def handle(args: argparse.Namespace) -> int:
     from ..engine.versions import measure_versions
 
+    if args.prepare is not None:
+        return prepare(args)
+    missing = [f"--{name}" for name in ("case", "jax") if not getattr(args, name)]
+    if missing:
+        raise BadInput(N_("versions needs {options} (or --prepare to make environments only)").format(
+            options=" and ".join(missing)))
     if args.rounds < 1:
         raise BadInput(N_("--rounds must be at least 1, got {rounds}").format(rounds=args.rounds))
     case = get_case(args.case)
@@ -97,3 +106,41 @@ def version_line(result: Result) -> str:
         jax=jax_version, jaxlib=jaxlib_version, runtime=format_time(runtime.median_s),
         range=format_time_range(runtime.ci_low_s, runtime.ci_high_s), compile=format_time(result.jax.compile_total_s),
         first=format_time(result.jax.first_call.median_s), speedup=format_factor(result.speedup), spread=spread)
+
+
+def prepare(args: argparse.Namespace) -> int:
+    """``versions --prepare``: each environment made (or found made), one line each, nothing
+    measured; what an operator runs before a hosted server offers these versions."""
+    from ..engine.envs import VersionUnavailable, ensure_env, envs_dir
+    from ..engine.settings import Settings
+
+    given = [f"--{name}" for name in ("case", "jax", "json") if getattr(args, name)]
+    if given or args.save:
+        raise BadInput(N_("--prepare makes environments and measures nothing: drop {options}").format(
+            options=" ".join(given + (["--save"] if args.save else []))))
+    versions = list(dict.fromkeys(args.prepare)) or list(Settings.from_env().jax_versions)
+    if not versions:
+        raise BadInput(N_("--prepare needs versions: name them (--prepare 0.4.38 0.10.2) or set "
+                          "JAXCOMPARE_JAX_VERSIONS"))
+    print(_("preparing JAX {versions} in {folder} ...").format(versions=", ".join(versions), folder=envs_dir()),
+          file=sys.stderr)
+
+    def progress(message: str, fraction: float) -> None:
+        print(f"  [{fraction:4.0%}] {translate_text(message)}", file=sys.stderr, flush=True)
+
+    failed = 0
+    for version in versions:
+        try:
+            env = ensure_env(version, progress=progress)
+        except VersionUnavailable as exc:
+            print("jaxcompare: " + _("error: {message}").format(message=translate_text(str(exc))), file=sys.stderr)
+            failed += 1
+            continue
+        if env.host:
+            print(_("JAX {version}: the host's own JAX, nothing to make").format(version=version))
+        elif env.made:
+            print(_("JAX {version}: made in {seconds:.1f} s at {path}").format(
+                version=version, seconds=env.made_s or 0.0, path=env.path))
+        else:
+            print(_("JAX {version}: ready (made before) at {path}").format(version=version, path=env.path))
+    return EXIT_UNAVAILABLE if failed else 0

@@ -17,13 +17,14 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import logging
 import os
 import re
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -42,12 +43,18 @@ _ACCEL_PLUGINS = (("cuda13", "jax-cuda13-plugin"), ("cuda12", "jax-cuda12-plugin
 _ACCELS = ("cpu", "cuda12", "cuda13", "tpu")
 _INSTALL_TIMEOUT_S = 1800.0
 
+log = logging.getLogger("jaxcompare.envs")
+
 Progress = Callable[[str, float], None]
 
 
 class VersionUnavailable(BadInput):
     """A JAX version that cannot be installed here (no such release, or no build for this
     Python or machine): one line, and the other versions still run."""
+
+
+class NotPrepared(VersionUnavailable):
+    """A JAX version whose environment is not made, where nothing may make it (a job, a hosted server)."""
 
 
 @dataclass(frozen=True)
@@ -215,6 +222,45 @@ def ensure_env(version: str, *, progress: Progress | None = None, use_host: bool
         else:
             made = False
     report(N_("JAX {version}: environment ready").format(version=version), 1.0)
+    return _env_at(folder, version, marker, made=made)
+
+
+def prepared_env(version: str) -> JaxEnv | None:
+    """The environment for JAX ``version`` when it is ready now (the host's own JAX, or a complete
+    cached one), else None; never makes one."""
+    version = check_version(version)
+    if version == host_jax_version():
+        return JaxEnv(version, None, None, installed=_host_versions())
+    folder = envs_dir() / env_key(version)
+    marker = _read_marker(folder)
+    return None if marker is None else _env_at(folder, version, marker, made=False)
+
+
+def env_for_job(version: str, offered: Sequence[str] | None = None) -> JaxEnv:
+    """Where a job that names JAX ``version`` runs: its prepared environment. ``offered``: the
+    only versions this server runs (hosted mode's JAXCOMPARE_JAX_VERSIONS; None: any). A version
+    off the list, or listed but not prepared, is VersionUnavailable; the latter is also logged
+    for the operator, with the command that prepares it."""
+    version = check_version(version)
+    if offered is not None and version not in offered:
+        if not offered:
+            raise VersionUnavailable(N_("this server offers no JAX versions to compare (its operator lists them "
+                                        "in JAXCOMPARE_JAX_VERSIONS)"))
+        raise VersionUnavailable(N_("JAX {version} is not offered on this server; it offers {offered}").format(
+            version=version, offered=", ".join(offered)))
+    env = prepared_env(version)
+    if env is None:
+        log.warning("JAX %s was asked for but its environment is not prepared in %s: run `jaxcompare versions "
+                    "--prepare %s` (with the server's JAXCOMPARE_ENVS_DIR)", version, envs_dir(), version)
+        raise NotPrepared(N_("JAX {version} is offered but not ready on this server yet: its environment has not "
+                             "been prepared. The operator has been told.").format(version=version)
+                          if offered is not None else
+                          N_("the environment for JAX {version} is not made yet (jaxcompare versions --prepare "
+                             "makes it)").format(version=version))
+    return env
+
+
+def _env_at(folder: Path, version: str, marker: dict[str, Any], *, made: bool) -> JaxEnv:
     return JaxEnv(version, str(folder / "bin" / "python"), folder, python_path=(source_path(),),
                   installed=dict(marker["installed"]), made=made, made_s=marker.get("made_s"),
                   notes=tuple(marker.get("notes", ())))

@@ -24,6 +24,7 @@ from ..model.cases import Case
 from ..model.errors import BadInput, JaxCompareError, JobFailed
 from ..model.result import Result
 from ..model.spec import PRECISIONS, Spec
+from .envs import JaxEnv, env_for_job
 from .process import Cancelled, Expired, WorkerProcess
 from .settings import RateLimiter, Settings, preflight
 from .shipping import pack_case
@@ -39,6 +40,7 @@ _MAX_OWNERS = 4096
 _MAX_CASES_FILES = 16
 _GUESS_S = 5.0  # the wait estimate for a kind of job never seen yet
 _CAPPED_KINDS = ("measure", "pitfalls")  # what a visitor asks for (queue cap, per-client cap)
+_MAX_OTHER_JAX_WORKERS = 4  # per device: workers of other JAX versions kept warm between a versions run's rounds
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,8 @@ class Job:
     error: JaxCompareError | None = None
     # A list_cases job: the cases file's version (path, size, mtime) its listing is kept under.
     cases_version: tuple[str, int, int] | None = field(default=None, repr=False)
+    # A job of a versions run: the environment of the JAX release its worker runs (None: the runner's own).
+    jax_env: JaxEnv | None = field(default=None, repr=False)
     _done: threading.Event = field(default_factory=threading.Event, repr=False)
     _cancel: threading.Event = field(default_factory=threading.Event, repr=False)
     _runner: Runner | None = field(default=None, repr=False)
@@ -136,15 +140,34 @@ class _Lane:
         self.queue: deque[Job] = deque()
         self.current: Job | None = None
         self.workers: dict[str, WorkerProcess] = {}
+        self.other_jax: OrderedDict[tuple[str, str], WorkerProcess] = OrderedDict()  # by (precision, python)
         self.thread: threading.Thread | None = None
 
-    def worker(self, precision: str) -> WorkerProcess:
+    def worker(self, precision: str, jax_env: JaxEnv | None = None) -> WorkerProcess:
+        if jax_env is not None and jax_env.python is not None:
+            return self._other_jax_worker(precision, jax_env)
         if precision not in self.workers:
             label = (N_("{precision} worker for {device}").format(precision=precision, device=self.device)
                      if self.device else "")  # else the worker labels itself ("x32 worker")
             self.workers[precision] = WorkerProcess(precision, self.env, label=label, python=self.python,
                                                     python_path=self.python_path)
         return self.workers[precision]
+
+    def _other_jax_worker(self, precision: str, jax_env: JaxEnv) -> WorkerProcess:
+        """A worker started from another JAX release's interpreter; the least recently used of
+        these is stopped past _MAX_OTHER_JAX_WORKERS (each holds a JAX in memory)."""
+        key = (precision, str(jax_env.python))
+        worker = self.other_jax.pop(key, None) or WorkerProcess(
+            precision, self.env, label=N_("{precision} worker for JAX {version}").format(
+                precision=precision, version=jax_env.jax_version),
+            python=jax_env.python, python_path=jax_env.python_path)
+        self.other_jax[key] = worker
+        while len(self.other_jax) > _MAX_OTHER_JAX_WORKERS:
+            self.other_jax.popitem(last=False)[1].stop()
+        return worker
+
+    def all_workers(self) -> list[WorkerProcess]:
+        return [*self.workers.values(), *self.other_jax.values()]
 
 
 def _lane_env(device: str | None, base: dict[str, str]) -> dict[str, str]:
@@ -199,7 +222,7 @@ class Runner:
 
     def submit(self, spec: Spec, *, case: Case | None = None, timeout_s: float | None = None,
                owner: Owner | str | None = None, rate_limited: bool = True,
-               profile_dir: str | os.PathLike[str] | None = None) -> Job:
+               profile_dir: str | os.PathLike[str] | None = None, jax: str | None = None) -> Job:
         """Queue a measurement; returns at once with a Job to poll or wait on. ``case``: a Case
         that is not in the catalog (a notebook's functions), sent with the job, cloudpickled, to
         the worker of ``spec.precision``. ``profile_dir``: also trace a few steady-state calls
@@ -208,17 +231,21 @@ class Runner:
         Raises BadInput / TooLarge at once for a request that cannot run (unknown case, bad
         shape, over a limit, more memory than the host has, a case that cannot be sent, a full
         queue, over the rate). ``rate_limited=False`` marks a later point of a sweep: it is not
-        counted again and runs on the device of its owner's previous job."""
+        counted again and runs on the device of its owner's previous job. ``jax``: measure under that
+        JAX release, in its prepared environment (engine/envs.py; in hosted mode only a version the
+        operator offers, JAXCOMPARE_JAX_VERSIONS), else VersionUnavailable at once."""
         if case is not None and case.name != spec.case:
             raise BadInput(N_("the spec names case {spec_case!r} but the case sent is {case!r}").format(
                 spec_case=spec.case, case=case.name))
         preflight(spec, self.settings, case=case)
+        jax_env = None if jax is None else env_for_job(jax, self.settings.jax_versions if self.settings.hosted_mode
+                                                       else None)
         options = MeasureOptions(
             case_bytes=None if case is None else pack_case(case),
             # The worker may not share this process's working directory.
             profile_dir=None if profile_dir is None else os.path.abspath(os.path.expanduser(os.fspath(profile_dir))))
         job = Job("measure", (Step(spec.precision, "measure", (spec.to_dict(), options)),),
-                  timeout_s or self.timeout_s, spec=spec)
+                  timeout_s or self.timeout_s, spec=spec, jax_env=jax_env)
         return self._enqueue(job, _owner(owner), capped=True, rate_limited=rate_limited, sticky=not rate_limited)
 
     def submit_pitfalls(self, spec: Spec, sections: tuple[str, ...] | None = None, *,
@@ -341,7 +368,7 @@ class Runner:
         for lane in self._lanes:
             if lane.thread is not None and lane.thread is not threading.current_thread():
                 lane.thread.join(timeout=30)
-            for worker in lane.workers.values():
+            for worker in lane.all_workers():
                 worker.stop()
 
     def __enter__(self) -> Runner:
@@ -444,8 +471,9 @@ class Runner:
                     self._owner_lane.popitem(last=False)
             self._cv.notify_all()
         if who is not None:
-            log.info("job %s (%s%s) queued for %s: session %s, client %s, user %s", job.id, job.kind,
-                     f" {job.spec.case}" if job.spec else "", lane.device or "the first device", who.session,
+            log.info("job %s (%s%s%s) queued for %s: session %s, client %s, user %s", job.id, job.kind,
+                     f" {job.spec.case}" if job.spec else "", f" under JAX {job.jax_env.jax_version}" if job.jax_env
+                     else "", lane.device or "the first device", who.session,
                      who.client or "-", who.user or "-")
         return job
 
@@ -485,7 +513,7 @@ class Runner:
         spent = 0.0  # the deadline covers the steps, not a fresh worker's start-up
         try:
             for step in job.steps:
-                worker = lane.worker(step.precision)
+                worker = lane.worker(step.precision, job.jax_env)
                 started = time.monotonic()
                 envelope = worker.call(job.id, step.target, step.args, timeout_s=max(job.timeout_s - spent, 1.0),
                                        cancel=job._cancel, on_progress=lambda p, f: self._progress(job, p, f))

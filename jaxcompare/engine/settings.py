@@ -12,6 +12,7 @@ from __future__ import annotations
 import ipaddress
 import math
 import os
+import re
 import threading
 import time
 import tomllib
@@ -47,6 +48,9 @@ class Settings:
     devices: tuple[str, ...] = ()
     # The header a trusted reverse proxy puts the client's address in (X-Forwarded-For).
     trusted_proxy_header: str | None = None
+    # Hosted mode: the only JAX releases the Versions page offers, each prepared ahead by the operator
+    # (`jaxcompare versions --prepare`); a visitor never makes the server install packages.
+    jax_versions: tuple[str, ...] = ()
 
     @classmethod
     def hosted(cls) -> Settings:
@@ -143,6 +147,8 @@ def _apply(base: Settings, overrides: dict[str, Any]) -> Settings:
 def _coerce(key: str, raw: Any) -> Any:
     if key == "devices":
         return _devices(raw)
+    if key == "jax_versions":
+        return _jax_versions(raw)
     if key == "trusted_proxy_header":
         header = str(raw).strip()
         if header and not all(c.isalnum() or c == "-" for c in header):
@@ -191,6 +197,17 @@ def _devices(raw: Any) -> tuple[str, ...]:
             raise BadInput(N_("setting devices names {name} twice").format(name=name))
         out.append(name)
     return tuple(out)
+
+
+def _jax_versions(raw: Any) -> tuple[str, ...]:
+    """'0.4.38, 0.10.2' (or a TOML list) -> ('0.4.38', '0.10.2'), each a release number."""
+    from .envs import check_version
+
+    items = raw if isinstance(raw, list | tuple) else re.split(r"[\s,]+", str(raw))
+    try:
+        return tuple(dict.fromkeys(check_version(str(item)) for item in items if str(item).strip()))
+    except BadInput as exc:
+        raise BadInput(N_("setting jax_versions: {error}").format(error=exc)) from None
 
 
 def preflight(spec: Spec, settings: Settings | None = None, case: Case | None = None) -> None:

@@ -174,13 +174,15 @@ class Store:
         precision: str | None = None,
         device: str | None = None,
         host: str | None = None,
+        jax: str | None = None,
         since: str | dt.datetime | dt.date | None = None,
         until: str | dt.datetime | dt.date | None = None,
         limit: int | None = None,
     ) -> list[dict[str, Any]]:
         """Summary rows (SUMMARY_COLUMNS), newest first; ties by id, so every copy of the
         database lists alike. ``device`` matches the backend ("cpu", "gpu"), the device
-        ("cuda:0") or the device kind, ignoring case; ``since`` and ``until`` are inclusive,
+        ("cuda:0") or the device kind, ignoring case; ``jax`` the JAX version the worker ran
+        (as recorded, "0.4.35"); ``since`` and ``until`` are inclusive,
         and a date-only ``until`` includes that whole day."""
         where: list[str] = []
         params: list[Any] = []
@@ -196,6 +198,9 @@ class Store:
         if host:
             where.append("host = ?")
             params.append(host)
+        if jax:
+            where.append("jax_version = ?")
+            params.append(str(jax).strip())
         if since is not None:
             where.append("created >= ?")
             params.append(_time_bound(since, "since", end_of_day=False))
