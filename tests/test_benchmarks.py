@@ -21,6 +21,7 @@ TOOLS = {"jaxcompare", "timeit", "ipython"}
 def run():
     cmd = [sys.executable, str(ROOT / "benchmarks" / "accuracy.py"), "--quick", "--cases", "matmul",
            "--sizes", "small", "--overhead-rounds", "1", "--showcase-repeats", "2", "--showcase-shape", "64x64",
+           "--showcase-timings", "quick", "careful",  # two presets, as the default's two; thorough alone took 21 s
            "--reference-repeats", "2", "--reference-loops", "50", "--json", "-"]
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
@@ -64,7 +65,7 @@ def test_overhead_and_showcase(run):
         assert _positive(o["engine_s"]) and _positive(o["bare_s"]) and _positive(o["ratio"])
     show = report["showcase"]
     assert show["precision"] == "x32" and show["shape"] == [64, 64]
-    assert show["tools"] == ["jaxcompare", "jaxcompare_thorough", "ipython"]  # careful, thorough, IPython
+    assert show["tools"] == ["jaxcompare_quick", "jaxcompare", "ipython"]  # quick, careful, IPython
     for tool in show["tools"]:
         assert len(show[tool]["speedups"]) == 2 and all(_positive(s) for s in show[tool]["speedups"])
         assert _positive(show[tool]["wall_median_s"]) and _positive(show[tool]["first_call_s"])
@@ -78,7 +79,7 @@ def test_targets_and_table(run):
                                                     "full_comparison"]
     assert all(isinstance(t["met"], bool) == (t["id"] != "context") and t["reached"] for t in report["targets"])
     assert "| x32  | matmul | 10x10 | numpy |" in table
-    assert "Targets" in table and "IPython protocol" in table and "thorough timing" in table
+    assert "Targets" in table and "IPython protocol" in table and "quick timing" in table
 
 
 def test_a_saved_result_can_be_summarized_again(run, tmp_path):
