@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import textwrap
@@ -19,7 +20,7 @@ from pathlib import Path
 import psutil
 import pytest
 from browser_support import IDLE, MAIN, assert_no_error, main_text, open_page, streamlit_run
-from support import ROOT
+from support import ROOT, cli
 
 from jaxcompare import JobFailed, Runner, Spec, TimingConfig
 from jaxcompare.engine.process import Cancelled
@@ -30,6 +31,8 @@ try:
     from ray.cluster_utils import Cluster
 except ImportError:  # make test installs it: a missing Ray must fail, not skip
     pytest.fail("Ray is not installed: pip install -e '.[cluster]' (make test installs it)", pytrace=False)
+
+pytestmark = pytest.mark.slow  # about two minutes: collected first, so parallel workers end together
 
 NODE_ARGS = {"num_cpus": 1, "num_gpus": 1, "resources": {"jaxcompare_cpu": 1}}
 # Shorter than the quick preset: these tests are about where jobs run, not their numbers.
@@ -48,6 +51,36 @@ def _ray_processes_of(pid: int) -> list[psutil.Process]:
     session = re.compile(rf"session_[^/]*_{pid}(/|$)")
     return [proc for proc in psutil.process_iter(["cmdline"])
             if any(session.search(arg) for arg in proc.info["cmdline"] or ())]
+
+
+def test_ray_is_imported_only_when_asked_for_and_its_absence_is_one_line():
+    """Without JAXCOMPARE_RAY_ADDRESS a Runner never imports Ray; with it and no Ray installed (an
+    import that fails), or with nothing listening at the address, the message is one clear line."""
+    probe = textwrap.dedent("""
+        import sys
+        from jaxcompare import Runner
+        from jaxcompare.engine.settings import Settings
+        Runner().close()
+        print("ray" in sys.modules)
+        sys.modules["ray"] = None  # as if it were not installed
+        try:
+            Runner(settings=Settings(ray_address="local"))
+        except Exception as exc:
+            print(type(exc).__name__, exc)
+    """)
+    env = {k: v for k, v in os.environ.items() if k != "JAXCOMPARE_RAY_ADDRESS"}
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=ROOT,
+                         timeout=120).stdout.splitlines()
+    assert out == ["False", "BadInput JAXCOMPARE_RAY_ADDRESS is set but Ray is not installed here: "
+                            "pip install 'jaxcompare[cluster]'"]
+    with socket.socket() as closed:  # a port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{closed.getsockname()[1]}"
+        run = cli("run", "--case", "matmul", "--shape", "8x8", "--quick", env={"JAXCOMPARE_RAY_ADDRESS": address})
+    assert run.returncode == 2
+    assert run.stderr.strip().splitlines()[-1].startswith(
+        f"jaxcompare: error: cannot reach the Ray cluster at {address} (JAXCOMPARE_RAY_ADDRESS)")
+    assert "Traceback" not in run.stderr
 
 
 def test_cli_runs_on_a_local_ray_cluster_and_stops_it():
@@ -74,9 +107,13 @@ class TwoNodes:
 
     def __init__(self) -> None:
         self.cluster = Cluster(initialize_head=True, head_node_args={**NODE_ARGS, "include_dashboard": False})
-        self.head = self.cluster.head_node.node_id
-        self.other = self.cluster.add_node(**NODE_ARGS)
-        self.cluster.wait_for_nodes()
+        try:
+            self.head = self.cluster.head_node.node_id
+            self.other = self.cluster.add_node(**NODE_ARGS)
+            self.cluster.wait_for_nodes()
+        except BaseException:  # no Ray process outlives the tests, even a half-made cluster's
+            self.cluster.shutdown()
+            raise
 
     def kill_other(self) -> str:
         node = self.other
@@ -214,6 +251,7 @@ def test_a_cpu_slot_hides_the_gpus(nodes, ray_runner):
     assert len(ray_runner.cluster()["nodes"]) == 2  # the connection the two runners shared outlived this one
 
 
+@pytest.mark.browser
 def test_environment_page_shows_the_cluster(tmp_path, nodes, browser):
     """The app on the module's cluster: the Environment page lists both nodes, their slots, alive."""
     with streamlit_run(tmp_path, env={"JAXCOMPARE_RAY_ADDRESS": nodes.cluster.address}) as server:

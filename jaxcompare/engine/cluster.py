@@ -32,6 +32,7 @@ LOCAL = "local"  # JAXCOMPARE_RAY_ADDRESS=local: a cluster of this machine alone
 SLOT_RESOURCES = {"gpu": "GPU", "tpu": "jaxcompare_tpu", "cpu": "jaxcompare_cpu"}
 _PROGRESS_EVERY_S = 0.1  # progress within one phase, at most this often: each message is a Ray object
 _REMEMBERED_JOBS = 256  # a job's later steps prefer its first step's node (the pitfalls' float64 side)
+_PROBE_S = 5.0  # how long the head's port may take to accept a connection
 
 _lock = threading.Lock()  # ray.init is per process: Runners share one connection
 _users = 0
@@ -52,11 +53,30 @@ def _one_line(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
+def _unreachable(address: str, error: str) -> JobFailed:
+    return JobFailed(N_("cannot reach the Ray cluster at {address} (JAXCOMPARE_RAY_ADDRESS): {error}; is it running "
+                        "there, and with token authentication, does this process have RAY_AUTH_MODE=token and the "
+                        "cluster's token?").format(address=address, error=error))
+
+
+def _check_reachable(address: str) -> None:
+    """Fail in seconds where nothing listens at HOST:PORT: ray.init would retry for minutes."""
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdecimal():
+        return  # 'auto' and other forms Ray resolves itself
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=_PROBE_S).close()
+    except OSError as exc:
+        raise _unreachable(address, exc.strerror or str(exc)) from None
+
+
 def _connect(address: str) -> Any:
     global _users, _owned
     ray = _ray()
     with _lock:
         if not ray.is_initialized():
+            if address != LOCAL:
+                _check_reachable(address)
             # The workers' output stays in Ray's logs: stdout may be a `--json -` document.
             options: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.WARNING,
                                        "namespace": "jaxcompare"}
@@ -68,10 +88,7 @@ def _connect(address: str) -> Any:
             try:
                 ray.init(**options)
             except Exception as exc:
-                raise JobFailed(N_("cannot reach the Ray cluster at {address} (JAXCOMPARE_RAY_ADDRESS): {error}; is it "
-                                   "running there, and with token authentication, does this process have "
-                                   "RAY_AUTH_MODE=token and the cluster's token?").format(
-                    address=address, error=_one_line(exc))) from None
+                raise _unreachable(address, _one_line(exc)) from None
             _owned = True
         _users += 1
     return ray
