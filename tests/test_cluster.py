@@ -22,7 +22,7 @@ import pytest
 from browser_support import IDLE, MAIN, assert_no_error, main_text, open_page, streamlit_run
 from support import ROOT, cli
 
-from jaxcompare import JobFailed, Runner, Spec, TimingConfig
+from jaxcompare import BadInput, JobFailed, Runner, Spec, TimingConfig
 from jaxcompare.engine.process import Cancelled
 from jaxcompare.engine.runner import Job
 from jaxcompare.engine.settings import Settings
@@ -249,6 +249,8 @@ def test_a_cpu_slot_hides_the_gpus(nodes, ray_runner):
     assert result.env["env_vars"]["JAX_PLATFORMS"] == "cpu"
     assert result.env["env_vars"]["CUDA_VISIBLE_DEVICES"] == ""
     assert len(ray_runner.cluster()["nodes"]) == 2  # the connection the two runners shared outlived this one
+    with pytest.raises(BadInput, match="JAX versions run measures in environments prepared on this machine"):
+        ray_runner.submit(tiny_spec(), jax="0.4.35")  # prepared here, not on the nodes
 
 
 @pytest.mark.browser

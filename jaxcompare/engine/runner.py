@@ -255,13 +255,13 @@ class Runner:
             raise BadInput(N_("the spec names case {spec_case!r} but the case sent is {case!r}").format(
                 spec_case=spec.case, case=case.name))
         preflight(spec, self.settings, case=case)
-        jax_env = None if jax is None else env_for_job(jax, self.settings.jax_versions if self.settings.hosted_mode
-                                                       else None)
-        if jax_env is not None and jax_env.python is not None and self._cluster is not None:
+        if jax is not None and self._cluster is not None:
             # Its environment is prepared on this server, not on the cluster's nodes.
             raise BadInput(N_("a JAX versions run measures in environments prepared on this machine, and this "
                               "runner sends its jobs to a Ray cluster (JAXCOMPARE_RAY_ADDRESS): run it without "
                               "that variable"))
+        jax_env = None if jax is None else env_for_job(jax, self.settings.jax_versions if self.settings.hosted_mode
+                                                       else None)
         options = MeasureOptions(
             case_bytes=None if case is None else pack_case(case),
             # The worker may not share this process's working directory.
