@@ -24,7 +24,8 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 # Installs are stamped so repeated runs are fast; editing pyproject.toml re-installs.
-# The dependency lists live in pyproject.toml: the engine's, then the extras `app` and `dev`.
+# The dependency lists live in pyproject.toml: the engine's, then the extras `app`, `dev` and `cluster`
+# (the tests run jobs on Ray local clusters).
 # The stamp names the JAX build, so a machine that gains a GPU (or ACCEL=) installs again.
 $(VENV)/.installed-$(JAX_STAMP): pyproject.toml requirements.txt tools/accelerator.py | $(BIN)/python
 	@$(ACCEL_SET) $(PYTHON) tools/accelerator.py choose >/dev/null
@@ -33,7 +34,7 @@ $(VENV)/.installed-$(JAX_STAMP): pyproject.toml requirements.txt tools/accelerat
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed-$(JAX_STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[app,dev]'
+	$(BIN)/python -m pip install --quiet -e '.[app,dev,cluster]'
 	touch $@
 
 install: $(VENV)/.installed-$(JAX_STAMP)

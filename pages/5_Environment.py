@@ -67,6 +67,13 @@ with col_cpu:
     st.subheader(_("CPU and memory"))
     st.dataframe(ev.machine_rows(env, host, ev.load_average()), hide_index=True, width="stretch")
 
+cluster = resources.get_runner().cluster()
+if cluster is not None:
+    cluster = ev.cluster_summary(cluster, private=not access.private_details_hidden())
+    st.subheader(_("Cluster"))
+    st.caption(ev.cluster_caption(cluster))
+    st.dataframe(ev.cluster_rows(cluster), hide_index=True, width="stretch")
+
 st.subheader(_("Workers and devices"))
 if workers:
     st.dataframe(ev.worker_rows(workers), hide_index=True, width="stretch")
@@ -97,8 +104,9 @@ with col_vars:
         st.caption(_("None of the variables that change JAX or BLAS behaviour are set."))
     st.caption(_("Watched: {variables}").format(variables=", ".join(f"`{v}`" for v in ENV_VARS)))
 
+document = {"app": host, "workers": workers} | ({} if cluster is None else {"cluster": cluster})
 actions = st.container(horizontal=True)
 actions.button(_("Ask the workers again"), icon=":material/refresh:", on_click=refresh, key="environment_refresh")
-actions.download_button(_("Environment (JSON)"), formatting.dumps({"app": host, "workers": workers}),
+actions.download_button(_("Environment (JSON)"), formatting.dumps(document),
                         file_name="jaxcompare_environment.json", mime="application/json",
                         icon=":material/download:", on_click="ignore", key="environment_download_json")

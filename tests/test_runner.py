@@ -23,6 +23,7 @@ def test_precisions_never_leak_between_runs(order):
             assert result.jax.agreement["numpy_dtype"] == want, (precision, result.jax.agreement)
             assert result.jax.agreement["jax_dtype"] == want, (precision, result.jax.agreement)
             assert result.env["jax"]["x64_enabled"] is (precision == "x64")
+            assert (result.env["runner"], result.env["node"]) == ("local", None)  # not a Ray node's
 
 
 def test_missing_device_names_the_present_ones(runner):

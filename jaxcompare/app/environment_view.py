@@ -266,3 +266,54 @@ def env_var_rows(names: Sequence[str], host: Env, workers: Mapping[str, Env]) ->
         rows.append({_("Variable"): name, _("App process"): app_value or "—",
                      **{_("{precision} worker").format(precision=p): v or "—" for p, v in values.items()}})
     return rows
+
+
+# --- the cluster (JAXCOMPARE_RAY_ADDRESS): Runner.cluster() as the page's caption, table and JSON --
+def _job_text(job: Any) -> str:
+    spec = getattr(job, "spec", None)
+    if spec is None:
+        return str(job.kind)
+    return f"{spec.case} {'×'.join(str(n) for n in spec.shape)} {spec.precision}"
+
+
+def cluster_summary(cluster: Env, *, private: bool = True) -> dict[str, Any]:
+    """Runner.cluster() as plain data (the page's download too); the cluster's address and its
+    nodes' addresses and host names only where private details may be shown."""
+    nodes = []
+    for node in cluster.get("nodes") or []:
+        entry: dict[str, Any] = {"id": node.get("id"), "alive": bool(node.get("alive")), "slots": node.get("slots", 0),
+                                 "gpus": node.get("gpus", 0), "cpus": node.get("cpus", 0),
+                                 "jobs": [_job_text(job) for job in node.get("jobs") or []]}
+        if private:
+            entry.update(address=node.get("address"), hostname=node.get("hostname"))
+        nodes.append(entry)
+    summary = {"resource": cluster.get("resource"), "slots": cluster.get("slots"), "queued": cluster.get("queued", 0),
+               "nodes": nodes, "error": cluster.get("error") if private or not cluster.get("error") else "unreachable"}
+    return {"address": cluster.get("address"), **summary} if private else summary
+
+
+def cluster_caption(summary: Env) -> str:
+    running = sum(len(node["jobs"]) for node in summary["nodes"])
+    where = (_("the Ray cluster at `{address}`").format(address=summary["address"]) if summary.get("address")
+             else _("a Ray cluster"))
+    text = _("Jobs go to {where}; each holds one whole `{resource}` while it runs, so no two measurements share a "
+             "device. {slots} slot(s): {running} job(s) running, {queued} waiting here.").format(
+        where=where, resource=summary["resource"], slots=summary["slots"], running=running, queued=summary["queued"])
+    if summary.get("error"):
+        text += " " + _("The cluster does not answer now: {error}").format(error=summary["error"])
+    return text
+
+
+def cluster_rows(summary: Env) -> list[dict[str, Any]]:
+    """A row per node: its id, where it is (when shown), alive or dead, its slots, GPUs and CPUs,
+    and this server's jobs running on it."""
+    rows = []
+    for node in summary["nodes"]:
+        row: dict[str, Any] = {_("Node"): str(node["id"] or "")[:12]}
+        if "address" in node:
+            row.update({_("Address"): node["address"] or "—", _("Host"): node["hostname"] or "—"})
+        row.update({_("State"): _("alive") if node["alive"] else _("dead"), _("Slots"): node["slots"],
+                    _("GPUs"): node["gpus"], _("CPUs"): node["cpus"],
+                    _("Jobs running"): ", ".join(node["jobs"]) or "—"})
+        rows.append(row)
+    return rows

@@ -25,6 +25,8 @@ from ..model.stats import Stats
 JOB_PHASE_TEXT = {
     "queued": N_("Waiting in the device queue"),
     "starting worker": N_("Starting the worker"),
+    "cluster_wait": N_("Waiting for a free accelerator on the cluster"),
+    "retrying": N_("Its cluster node was lost before it began measuring: trying once more on another"),
     "inputs": N_("Building inputs"),
     "numpy": N_("Timing NumPy"),
     "transfer": N_("Timing the host→device transfer"),

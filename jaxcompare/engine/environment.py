@@ -175,6 +175,15 @@ def jax_info() -> dict[str, Any]:
     }
 
 
+# Who started this worker: the runner's own processes ('local') or a Ray cluster ('ray', on that node).
+_runner: dict[str, str | None] = {"runner": "local", "node": None}
+
+
+def mark_runner(runner: str, node: str | None) -> None:
+    """Called in a Ray task before it measures: every result from this process names the node."""
+    _runner.update(runner=runner, node=node)
+
+
 def collect() -> dict[str, Any]:
     """Full fingerprint (call in a worker: it imports JAX)."""
-    return {**host_info(), "jax": jax_info(), "blas": blas_info()}
+    return {**host_info(), **_runner, "jax": jax_info(), "blas": blas_info()}

@@ -6,16 +6,20 @@ dispatcher thread, so two measurements never overlap on a device and spoil each 
 timings. A server with several devices (``JAXCOMPARE_DEVICES``) has one queue and one worker
 pair per device, so users of different devices do not wait for each other. A job past its
 deadline, or a cancelled running job, kills its worker; the next job starts a fresh one.
+With ``JAXCOMPARE_RAY_ADDRESS`` the lanes are the slots of a Ray cluster instead, and their
+workers send each step there (engine/cluster.py); queues, deadlines and results stay as here.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
 import time
 import uuid
 from collections import OrderedDict, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,6 +92,7 @@ class Job:
     finished_at: float | None = None
     window: tuple[float, float] | None = None
     worker_pid: int | None = None
+    node: str | None = None  # the Ray node it runs on (a cluster runner), once placed
     value: Any = None
     error: JaxCompareError | None = None
     # A list_cases job: the cases file's version (path, size, mtime) its listing is kept under.
@@ -132,8 +137,10 @@ class _Lane:
     """One device: its queue, the job it runs, its workers (one per precision)."""
 
     def __init__(self, index: int, device: str | None, env: dict[str, str], python: str | None = None,
-                 python_path: tuple[str, ...] = ()):
+                 python_path: tuple[str, ...] = (), factory: Callable[[str], Any] | None = None):
+        """``factory(precision)``: a worker other than a local process (a cluster slot's)."""
         self.index = index
+        self.factory = factory
         self.python, self.python_path = python, python_path
         self.device = device
         self.env = env
@@ -146,6 +153,8 @@ class _Lane:
     def worker(self, precision: str, jax_env: JaxEnv | None = None) -> WorkerProcess:
         if jax_env is not None and jax_env.python is not None:
             return self._other_jax_worker(precision, jax_env)
+        if precision not in self.workers and self.factory is not None:
+            self.workers[precision] = self.factory(precision)
         if precision not in self.workers:
             label = (N_("{precision} worker for {device}").format(precision=precision, device=self.device)
                      if self.device else "")  # else the worker labels itself ("x32 worker")
@@ -207,8 +216,16 @@ class Runner:
         self._jobs_by_id: dict[str, Job] = {}
         self.history: deque[Job] = deque(maxlen=200)
         env = dict(worker_env or {})
-        self._lanes = [_Lane(i, device, _lane_env(device, env), python, tuple(python_path))
-                       for i, device in enumerate(self.settings.devices or (None,))]
+        self._cluster = None  # a Ray cluster's connection, when the jobs go there
+        if self.settings.ray_address and python is None:
+            from .cluster import Cluster
+
+            self._cluster = Cluster(self.settings.ray_address, self.settings.ray_resource)
+            factory = functools.partial(self._cluster.worker, placed=self._placed)
+            self._lanes = [_Lane(i, f"ray:{i}", env, factory=factory) for i in range(self._cluster.slots)]
+        else:
+            self._lanes = [_Lane(i, device, _lane_env(device, env), python, tuple(python_path))
+                           for i, device in enumerate(self.settings.devices or (None,))]
         for lane in self._lanes:
             lane.thread = threading.Thread(target=self._dispatch_loop, args=(lane,), daemon=True,
                                            name=f"jaxcompare-dispatch-{lane.index}")
@@ -238,6 +255,11 @@ class Runner:
             raise BadInput(N_("the spec names case {spec_case!r} but the case sent is {case!r}").format(
                 spec_case=spec.case, case=case.name))
         preflight(spec, self.settings, case=case)
+        if jax is not None and self._cluster is not None:
+            # Its environment is prepared on this server, not on the cluster's nodes.
+            raise BadInput(N_("a JAX versions run measures in environments prepared on this machine, and this "
+                              "runner sends its jobs to a Ray cluster (JAXCOMPARE_RAY_ADDRESS): run it without "
+                              "that variable"))
         jax_env = None if jax is None else env_for_job(jax, self.settings.jax_versions if self.settings.hosted_mode
                                                        else None)
         options = MeasureOptions(
@@ -370,6 +392,9 @@ class Runner:
                 lane.thread.join(timeout=30)
             for worker in lane.all_workers():
                 worker.stop()
+        if self._cluster is not None:
+            self._cluster.close()
+            self._cluster = None
 
     def __enter__(self) -> Runner:
         return self
@@ -382,7 +407,29 @@ class Runner:
         with self._cv:
             return [job for lane in self._lanes for job in (lane.current, *lane.queue) if job is not None]
 
+    def cluster(self) -> dict[str, Any] | None:
+        """The Ray cluster the jobs go to (None: local workers): its address, the resource a job
+        holds, and each node with its slots and the jobs of this runner running there."""
+        backend = self._cluster
+        if backend is None:
+            return None
+        try:
+            nodes, error = backend.nodes(), None
+        except Exception as exc:  # the head is gone or unreachable: say so, do not fail the page
+            nodes, error = [], f"{type(exc).__name__}: {exc}".splitlines()[0]
+        active = self.active_jobs()
+        for node in nodes:
+            node["jobs"] = [job for job in active if job.status == "running" and job.node == node["id"]]
+        return {"address": backend.address, "resource": backend.resource, "slots": len(self._lanes),
+                "nodes": nodes, "queued": sum(job.status == "queued" for job in active), "error": error}
+
     # --- internals ---------------------------------------------------------------------------
+    def _placed(self, job_id: str, node: str) -> None:
+        with self._cv:
+            job = self._jobs_by_id.get(job_id)
+            if job is not None:
+                job.node = node
+
     def _active_for(self, rate_key: str) -> int:
         """A client's measurements queued or running (the jobs a queue's cap counts); lock held.
         A finished job stops counting at once, before its dispatcher clears ``lane.current``."""

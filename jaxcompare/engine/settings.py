@@ -30,6 +30,8 @@ from .memory import check_fits, estimate, host_available
 
 MODES = ("local", "hosted")
 PLATFORMS = ("cpu", "gpu", "tpu")
+# JAXCOMPARE_RAY_RESOURCE's words; any other value names a custom Ray resource.
+RAY_RESOURCES = ("auto", "gpu", "tpu", "cpu")
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,11 @@ class Settings:
     # Hosted mode: the only JAX releases the Versions page offers, each prepared ahead by the operator
     # (`jaxcompare versions --prepare`); a visitor never makes the server install packages.
     jax_versions: tuple[str, ...] = ()
+    # A Ray cluster that runs the jobs instead of local workers (docs/cluster.md): its address,
+    # or 'local' for a cluster of this machine alone; None: the local workers.
+    ray_address: str | None = None
+    # The resource each job holds one of there: 'auto', 'gpu', 'tpu', 'cpu' or a custom name.
+    ray_resource: str = "auto"
 
     @classmethod
     def hosted(cls) -> Settings:
@@ -149,6 +156,11 @@ def _coerce(key: str, raw: Any) -> Any:
         return _devices(raw)
     if key == "jax_versions":
         return _jax_versions(raw)
+    if key in ("ray_address", "ray_resource"):
+        text = str(raw).strip()
+        if key == "ray_resource":
+            return text.lower() if text.lower() in RAY_RESOURCES else (text or "auto")
+        return text or None
     if key == "trusted_proxy_header":
         header = str(raw).strip()
         if header and not all(c.isalnum() or c == "-" for c in header):
