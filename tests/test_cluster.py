@@ -274,18 +274,6 @@ def test_environment_page_shows_the_cluster(tmp_path, nodes, browser):
         nodes.head: (True, 1), nodes.other.node_id: (True, 1)}
 
 
-def test_stop_and_deadline_kill_the_task_and_free_its_slot(tmp_path, ray_runner):
-    path, _ = _gated_cases(tmp_path, "held", at_import=False)  # never opened: both wait there until stopped
-    stopped = ray_runner.submit(_gated_spec(path, "held"))
-    expired = ray_runner.submit(_gated_spec(path, "held"), timeout_s=2)  # waits at the gate past its deadline
-    _until(lambda: stopped.phase == "inputs", stopped)
-    stopped.cancel()
-    with pytest.raises(Cancelled, match="cancelled while running"):
-        stopped.wait(60)
-    with pytest.raises(JobFailed, match="2 s deadline"):
-        expired.wait(120)
-
-
 def test_node_lost_before_measuring_is_retried_elsewhere(tmp_path, nodes, ray_runner):
     gated = [_gated_cases(tmp_path, f"early{i}", at_import=True) for i in range(2)]
     jobs = [ray_runner.submit(_gated_spec(path, f"early{i}")) for i, (path, _) in enumerate(gated)]
@@ -327,3 +315,19 @@ def test_node_lost_while_measuring_fails_clearly_and_loses_nothing(tmp_path, nod
     _until(lambda: not {node["id"]: node for node in ray_runner.cluster()["nodes"]}[lost]["alive"], timeout=60)
     assert {node["id"]: node["alive"] for node in ray_runner.cluster()["nodes"]}[nodes.head]
 
+
+# Last: its cancelled tasks' slots, however slowly Ray frees them, are then no other test's wait.
+def test_stop_and_deadline_kill_the_task_and_free_its_slot(tmp_path, ray_runner):
+    path, _ = _gated_cases(tmp_path, "held", at_import=False)  # never opened: both wait there until stopped
+    stopped = ray_runner.submit(_gated_spec(path, "held"))
+    expired = ray_runner.submit(_gated_spec(path, "held"), timeout_s=2)  # waits at the gate past its deadline
+    _until(lambda: stopped.phase == "inputs", stopped)
+    stopped.cancel()
+    with pytest.raises(Cancelled, match="cancelled while running"):
+        stopped.wait(60)
+    with pytest.raises(JobFailed, match="2 s deadline"):
+        expired.wait(120)
+    # Every slot free again, by Ray's own count: a slot still held after a cancel starves later jobs.
+    import ray
+
+    _until(lambda: ray.available_resources().get("GPU", 0) == ray.cluster_resources().get("GPU", -1), timeout=60)
