@@ -21,8 +21,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..i18n import N_
-from ..model.errors import BadInput, JaxCompareError, JobFailed
-from .process import POLL_S, START_TIMEOUT_S, Cancelled, Expired
+from ..model.errors import BadInput, JobFailed
+from .process import POLL_S, START_TIMEOUT_S, Cancelled, Expired, raise_reply_error
 
 log = logging.getLogger("jaxcompare.runner")
 
@@ -290,11 +290,7 @@ class RayWorker:
                 elif kind == "done":
                     return message[1]
                 elif kind == "error":
-                    _, error, text, trace = message
-                    if isinstance(error, JaxCompareError):
-                        raise error
-                    log.error("job %s failed on cluster node %s: %s\n%s", job_id, node, text, trace)
-                    raise JobFailed(text)
+                    raise_reply_error(message, job_id, f"on cluster node {node}")
         finally:
             self._running = None
 

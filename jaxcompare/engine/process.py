@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, NoReturn
 
 from ..i18n import N_
 from ..model.errors import JaxCompareError, JobFailed
@@ -63,6 +63,16 @@ class Died(JobFailed):
     def __init__(self, message: str, exitcode: int | None):
         super().__init__(message)
         self.exitcode = exitcode
+
+
+def raise_reply_error(message: tuple[Any, ...], job_id: str, where: str) -> NoReturn:
+    """Raise a worker's ("error", error, text, trace) reply: the engine's own error as it is, any
+    other as JobFailed with its one line, its traceback logged for the operator."""
+    _, error, text, trace = message
+    if isinstance(error, JaxCompareError):
+        raise error
+    log.error("job %s failed %s: %s\n%s", job_id, where, text, trace)
+    raise JobFailed(text)
 
 
 class WorkerProcess:
@@ -121,11 +131,7 @@ class WorkerProcess:
             elif kind == "done":
                 return message[1]
             elif kind == "error":
-                _, error, text, trace = message
-                if isinstance(error, JaxCompareError):
-                    raise error
-                log.error("job %s failed in the %s: %s\n%s", job_id, self.label, text, trace)
-                raise JobFailed(text)
+                raise_reply_error(message, job_id, f"in the {self.label}")
 
     def stop(self) -> None:
         """Kill the worker now (a stuck measurement cannot be interrupted more gently)."""
