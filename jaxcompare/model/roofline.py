@@ -149,6 +149,8 @@ class Roofline:
         """The flat roof at this call's mix of FLOPs and transcendentals (the compute peak when it
         has none): what the chart draws as the compute ceiling."""
         times, work = self.roof_times(name), self.work
+        if work and "compute" in times and not self.transcendentals:
+            return self.side(name).peak_flops_per_s  # the peak itself: work / (work / peak) rounds
         longest = max((times[k] for k in ("compute", "transcendental") if k in times), default=0.0)
         return work / longest if work and longest > 0 else None
 
