@@ -96,6 +96,7 @@ def test_run_prints_a_table():
         assert words in proc.stdout
 
 
+@pytest.mark.serial  # compares two runs' sample lengths measured here
 def test_thorough_timing_samples_the_speedup_phases_longer():
     proc = cli("run", "--case", "elementwise", "--shape", "1000", "--timing", "thorough", "--json", "-")
     assert proc.returncode == 0, proc.stderr
