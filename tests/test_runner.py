@@ -14,16 +14,15 @@ from jaxcompare import BadInput, DeviceUnavailable, JobFailed, Runner
 from jaxcompare.engine.runner import Job
 
 
-@pytest.mark.parametrize("order", [("x32", "x64", "x32", "x64"), ("x64", "x32", "x64", "x32")])
-def test_precisions_never_leak_between_runs(order):
-    with Runner(timeout_s=240) as runner:
-        for precision in order:
-            result = runner.run(quick_spec(precision=precision))
-            want = "float64" if precision == "x64" else "float32"
-            assert result.jax.agreement["numpy_dtype"] == want, (precision, result.jax.agreement)
-            assert result.jax.agreement["jax_dtype"] == want, (precision, result.jax.agreement)
-            assert result.env["jax"]["x64_enabled"] is (precision == "x64")
-            assert (result.env["runner"], result.env["node"]) == ("local", None)  # not a Ray node's
+def test_precisions_never_leak_between_runs(runner):
+    # Each hand-over both ways, twice (x32 -> x64 and x64 -> x32), on one Runner's workers.
+    for precision in ("x32", "x64", "x32", "x64", "x32"):
+        result = runner.run(quick_spec(precision=precision))
+        want = "float64" if precision == "x64" else "float32"
+        assert result.jax.agreement["numpy_dtype"] == want, (precision, result.jax.agreement)
+        assert result.jax.agreement["jax_dtype"] == want, (precision, result.jax.agreement)
+        assert result.env["jax"]["x64_enabled"] is (precision == "x64")
+        assert (result.env["runner"], result.env["node"]) == ("local", None)  # not a Ray node's
 
 
 def test_missing_device_names_the_present_ones(runner):
@@ -125,25 +124,24 @@ def _fault(runner: Runner, faulty_cases: str, how: str, timeout_s: float) -> Job
     return runner.submit(quick_spec(case=how, shape=(4,), cases_file=faulty_cases), timeout_s=timeout_s)
 
 
-def test_worker_killed_mid_job_is_restarted(faulty_cases):
-    with Runner(timeout_s=60) as runner:
-        first = runner.submit(quick_spec())
-        first.wait(120)
-        crash = _fault(runner, faulty_cases, "dies", timeout_s=30)
-        with pytest.raises(JobFailed, match=r"died \(exit code 13"):
-            crash.wait(120)
-        after = runner.submit(quick_spec())
-        assert after.wait(120).jax.agreement["ok"]
-        assert after.worker_pid != first.worker_pid and after.status == "done"
+def test_worker_killed_mid_job_is_restarted(runner, faulty_cases):
+    first = runner.submit(quick_spec())
+    first.wait(120)
+    crash = _fault(runner, faulty_cases, "dies", timeout_s=30)
+    with pytest.raises(JobFailed, match=r"died \(exit code 13"):
+        crash.wait(120)
+    after = runner.submit(quick_spec())
+    assert after.wait(120).jax.agreement["ok"]
+    assert after.worker_pid != first.worker_pid and after.status == "done"
 
 
-def test_job_past_its_deadline_is_stopped_and_next_runs(faulty_cases):
-    with Runner(timeout_s=60) as runner:
-        hung = _fault(runner, faulty_cases, "hangs", timeout_s=5)
-        nxt = runner.submit(quick_spec())
-        with pytest.raises(JobFailed, match="deadline"):
-            hung.wait(120)
-        assert nxt.wait(120).jax.agreement["ok"]
+def test_job_past_its_deadline_is_stopped_and_next_runs(runner, faulty_cases):
+    # The job never ends by itself, so a short deadline is as sure to stop it as a long one.
+    hung = _fault(runner, faulty_cases, "hangs", timeout_s=1)
+    nxt = runner.submit(quick_spec())
+    with pytest.raises(JobFailed, match="stopped after its 1 s deadline"):
+        hung.wait(120)
+    assert nxt.wait(120).jax.agreement["ok"]
 
 
 def test_concurrent_submitters_never_overlap(runner):
