@@ -100,28 +100,27 @@ def test_a_full_queue_refuses_at_once_and_refusals_spend_no_token(gate):
         assert [first.status, third.status] == ["cancelled", "cancelled"]
 
 
-def test_stop_on_a_queued_job_frees_its_place_at_once(gate):
-    with Runner(timeout_s=240) as runner:
-        blocker = runner.submit(gate.spec())
-        done_before = runner.submit(quick_spec())
-        queued = [runner.submit(quick_spec()) for _ in range(3)]
-        base = runner.position(queued[0])
-        assert [runner.position(j) for j in queued] == [base, base + 1, base + 2]
-        waits = [runner.estimate_wait_s(j) for j in queued]
-        assert [runner.jobs_ahead(j) for j in queued] == [2, 3, 4]  # the gated job and done_before first
-        queued[0].cancel()
-        # No waiting on the dispatcher: the job is finished and out of the queue when cancel() returns.
-        assert queued[0].done and queued[0].status == "cancelled"
-        with pytest.raises(JobFailed, match="cancelled before it started"):
-            queued[0].wait(0)
-        assert [runner.position(j) for j in queued[1:]] == [base, base + 1]
-        assert [runner.jobs_ahead(j) for j in queued] == [None, 2, 3]
-        assert runner.estimate_wait_s(queued[2]) < waits[2]
-        assert not blocker.done  # the running job was not disturbed
-        gate.open()
-        for job in (blocker, done_before, *queued[1:]):
-            job.wait(240)
-        assert runner.position(queued[2]) == -1
+def test_stop_on_a_queued_job_frees_its_place_at_once(runner, gate):
+    blocker = runner.submit(gate.spec())
+    done_before = runner.submit(quick_spec())
+    queued = [runner.submit(quick_spec()) for _ in range(3)]
+    base = runner.position(queued[0])
+    assert [runner.position(j) for j in queued] == [base, base + 1, base + 2]
+    waits = [runner.estimate_wait_s(j) for j in queued]
+    assert [runner.jobs_ahead(j) for j in queued] == [2, 3, 4]  # the gated job and done_before first
+    queued[0].cancel()
+    # No waiting on the dispatcher: the job is finished and out of the queue when cancel() returns.
+    assert queued[0].done and queued[0].status == "cancelled"
+    with pytest.raises(JobFailed, match="cancelled before it started"):
+        queued[0].wait(0)
+    assert [runner.position(j) for j in queued[1:]] == [base, base + 1]
+    assert [runner.jobs_ahead(j) for j in queued] == [None, 2, 3]
+    assert runner.estimate_wait_s(queued[2]) < waits[2]
+    assert not blocker.done  # the running job was not disturbed
+    gate.open()
+    for job in (blocker, done_before, *queued[1:]):
+        job.wait(240)
+    assert runner.position(queued[2]) == -1
 
 
 def test_each_device_has_its_own_queue_and_workers(gate):
@@ -151,38 +150,44 @@ def test_each_device_has_its_own_queue_and_workers(gate):
                 assert end <= start, f"two measurements overlapped on one device: {spans}"
 
 
-def test_readers_and_the_dispatcher_race_without_harm():
+def test_readers_and_the_dispatcher_race_without_harm(runner):
     """Pages read positions and waits while the dispatcher records durations and the worker
     streams progress: no reader may crash, and a finished job's phase stays its outcome."""
-    with Runner(timeout_s=240) as runner:
-        # Every job its own timing settings, so each one that finishes adds a new duration entry.
-        jobs = [runner.submit(Spec("matmul", (8, 8), timing=dataclasses.replace(QUICK, warmup_s=0.002 + i * 1e-4)))
-                for i in range(12)]
-        errors: list[BaseException] = []
-        stop = threading.Event()
+    # Every job its own timing settings, so each one that finishes adds a new duration entry.
+    jobs = [runner.submit(Spec("matmul", (8, 8), timing=dataclasses.replace(QUICK, warmup_s=0.002 + i * 1e-4)))
+            for i in range(4)]
+    errors: list[BaseException] = []
+    read_to_the_end: list[bool] = []
+    stop = threading.Event()  # only if a job never finishes
 
-        def read() -> None:
-            try:
-                for _ in range(200_000):  # bounded; stops as soon as the jobs are done
-                    if stop.is_set():
-                        return
-                    for job in jobs:
-                        runner.estimate_wait_s(job)
-                        runner.position(job)
-                        if job.done:
-                            assert job.phase == job.status, (job.id, job.phase, job.status)
-            except BaseException as exc:  # reported below
-                errors.append(exc)
-
-        readers = [threading.Thread(target=read) for _ in range(4)]
-        for t in readers:
-            t.start()
+    def read() -> None:
         try:
-            for job in jobs:
-                job.wait(240)
-        finally:
-            stop.set()
-            for t in readers:
-                t.join(60)
-        assert not errors, errors
-        assert all(job.phase == "done" and job.progress == 1.0 for job in jobs)
+            while not stop.is_set():
+                finished = 0
+                for job in jobs:
+                    runner.estimate_wait_s(job)
+                    runner.position(job)
+                    if job.done:
+                        assert job.phase == job.status, (job.id, job.phase, job.status)
+                        finished += 1
+                if finished == len(jobs):  # a whole pass after the last job ended: it raced them all
+                    read_to_the_end.append(True)
+                    return
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    readers = [threading.Thread(target=read) for _ in range(4)]
+    for t in readers:
+        t.start()
+    try:
+        for job in jobs:
+            job.wait(240)
+    except BaseException:
+        stop.set()
+        raise
+    finally:
+        for t in readers:
+            t.join(60)
+    assert not errors, errors
+    assert len(read_to_the_end) == len(readers)
+    assert all(job.phase == "done" and job.progress == 1.0 for job in jobs)
