@@ -35,6 +35,9 @@ except ImportError:  # make test installs it: a missing Ray must fail, not skip
 pytestmark = pytest.mark.slow  # about two minutes: collected first, so parallel workers end together
 
 NODE_ARGS = {"num_cpus": 1, "num_gpus": 1, "resources": {"jaxcompare_cpu": 1}}
+# The control store's health checks: a killed node found dead after about 3 s, not Ray's default 15 s
+# (3 s x 5 misses), which the node tests waited on; a live node still has 5 s to answer each check.
+HEALTH_CHECKS = {"health_check_period_ms": 1000, "health_check_failure_threshold": 3, "health_check_timeout_ms": 5000}
 # Shorter than the quick preset: these tests are about where jobs run, not their numbers.
 TINY = TimingConfig(target_sample_s=0.001, min_samples=3, max_samples=6, phase_budget_s=0.03, rel_ci=0.5,
                     compile_samples=1, warmup_s=0.001)
@@ -106,7 +109,8 @@ class TwoNodes:
     """The module's cluster: the head node and one more, which the node tests kill and replace."""
 
     def __init__(self) -> None:
-        self.cluster = Cluster(initialize_head=True, head_node_args={**NODE_ARGS, "include_dashboard": False})
+        self.cluster = Cluster(initialize_head=True, head_node_args={**NODE_ARGS, "include_dashboard": False,
+                                                                 "_system_config": HEALTH_CHECKS})
         try:
             self.head = self.cluster.head_node.node_id
             self.other = self.cluster.add_node(**NODE_ARGS)
