@@ -18,9 +18,10 @@ os.environ["JAXCOMPARE_DB"] = os.path.join(_TEST_DB_DIR, "results.sqlite3")
 # One measured CPU ceiling for the whole run, as on a user's host: without it every test server's
 # fresh database folder measured the matmul rate and bandwidth again (3-4 s each).
 # A pytest run started by a test (test_breakages.py) is handed a copy of rates already measured
-# there, as JAXCOMPARE_TEST_CPU_PEAKS: measuring them again cost each such run 3-7 s.
-os.environ["JAXCOMPARE_CPU_PEAKS"] = (os.environ.get("JAXCOMPARE_TEST_CPU_PEAKS")
-                                      or os.path.join(_TEST_DB_DIR, "cpu_peaks.json"))
+# there, as JAXCOMPARE_TEST_CPU_PEAKS: measuring them again cost each such run 3-7 s. Set here, it
+# reaches pytest-xdist's workers too (they inherit this environment), so they share one file.
+os.environ.setdefault("JAXCOMPARE_TEST_CPU_PEAKS", os.path.join(_TEST_DB_DIR, "cpu_peaks.json"))
+os.environ["JAXCOMPARE_CPU_PEAKS"] = os.environ["JAXCOMPARE_TEST_CPU_PEAKS"]
 
 # `server` and `browser` fixtures for the real-browser tests; `postgres` and `pg_url`, a real PostgreSQL server.
 pytest_plugins = ["browser_support", "postgres_support"]
