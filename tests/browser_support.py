@@ -115,10 +115,19 @@ def streamlit_run(tmp: Path, script: str = "app.py", *, address: str = "127.0.0.
         yield url
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def server(tmp_path_factory):
-    """`streamlit run app.py` on a free loopback port; always stopped (with its workers)."""
+    """`streamlit run app.py` on a free loopback port, shared by every module (a server and its
+    workers take seconds to start); always stopped (with its workers). Its database keeps every
+    module's results: a test that needs it empty uses `fresh_server`."""
     with streamlit_run(tmp_path_factory.mktemp("server")) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def fresh_server(tmp_path_factory):
+    """A `server` of the module's own, on an empty database (for tests that count or place rows)."""
+    with streamlit_run(tmp_path_factory.mktemp("fresh_server")) as url:
         yield url
 
 
@@ -148,7 +157,9 @@ INSTALL_HELP = ("Install Chromium with 'make browser' (or 'sudo apt-get install 
 
 @pytest.fixture(scope="module")
 def browser():
-    """Headless Chromium. Missing is a failure, not a skip: a skipped browser test passes silently."""
+    """Headless Chromium. Missing is a failure, not a skip: a skipped browser test passes silently.
+    Not for the whole session: Playwright's sync API leaves its event loop set as running, and
+    asyncio.run (test_load, uvicorn's config in test_browser_hosted_attacks) then refuses to start."""
     try:
         from playwright import sync_api
     except ImportError as exc:

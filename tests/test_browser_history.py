@@ -25,7 +25,8 @@ def seed(db) -> list:
     return [a, b, c]
 
 
-def test_history_select_two_runs_shows_verdict_and_charts(server, browser, tmp_path):
+def test_history_select_two_runs_shows_verdict_and_charts(fresh_server, browser, tmp_path):
+    server = fresh_server  # an empty database: the table holds the three seeded rows alone
     seed(server.db)
     page = browser.new_page(viewport={"width": 1400, "height": 2400})
     page.goto(f"{server}/History")

@@ -30,6 +30,8 @@ EVIL = "a[href^='https://evil.example'], img[src^='https://evil.example']"  # a 
 # Test-only code for the server's processes (hosted_support.serve): the rate limiter's clock is
 # read from a file the test writes (its window moves only when the test says), and in a worker
 # centered_gram waits for a gate file that never comes, so a job stays running until stopped.
+# A closed tab's jobs are stopped after 2 s gone, not the app's 10 s of grace for a blip: the
+# closed-tab test waits for the stop, and the grace's length is not what it checks.
 SITE = """
 import functools
 import os
@@ -38,10 +40,12 @@ import time
 from pathlib import Path
 
 if any(arg.endswith("streamlit") for arg in sys.argv[:1]):
+    from jaxcompare.app import jobs
     from jaxcompare.engine import runner, settings
 
     clock = Path(os.environ["JAXCOMPARE_TEST_CLOCK"])
     runner.RateLimiter = functools.partial(settings.RateLimiter, clock=lambda: float(clock.read_text()))
+    jobs.SESSION_GONE_S = 2.0
 """ + GATED_WORKER
 
 
