@@ -14,7 +14,7 @@ from jaxcompare.app import (
     charts_profile,
     charts_roofline,
     controls,
-    environment_view,
+    form_ui,
     jobs,
     language,
     navigation,
@@ -28,28 +28,15 @@ from jaxcompare.history.exchange import export_csv
 from jaxcompare.i18n import _, translate_text
 from jaxcompare.model import formatting
 from jaxcompare.model.cases import format_shape
-from jaxcompare.model.spec import DEVICES, PRECISIONS
 
 ui.start_page(navigation.COMPARE)
 
 JOB, RESULT, ERROR = "compare_job", "compare_result", "compare_error"
-CASES = cases_ui.cases()
-key = controls.CompareConfig.key  # the widgets' keys: the config's field names
-
-
-def current_config() -> controls.CompareConfig:
-    return controls.CompareConfig.from_widgets(st.session_state)
+FORM = form_ui.page_form(controls.CompareConfig)
+CASES, key, current_config = FORM.cases, FORM.key, FORM.current  # the widgets' keys: the config's field names
 
 
 # --- callbacks (run before the script, so they never block it) ---------------------------------
-def on_case_change() -> None:
-    cases_ui.fill_preset_shape(controls.CompareConfig)
-
-
-def on_size_change() -> None:
-    on_case_change()
-
-
 def start_run() -> None:
     if jobs.running_job(JOB) is not None:
         return  # a second click while running never starts a second job
@@ -78,8 +65,7 @@ def poll_job() -> None:
     job = jobs.polled_job(JOB)
     if job is None:
         return
-    spec = job.spec
-    jobs.job_progress(job, f"{spec.case} {format_shape(spec.shape)} {spec.precision}")
+    jobs.job_progress(job, f"{job.spec.case} {format_shape(job.spec.shape)} {job.spec.precision}")
     st.button(_("Stop"), icon=":material/stop_circle:", on_click=jobs.cancel_job, args=(JOB,), key="stop_compare")
 
 
@@ -92,11 +78,11 @@ with st.sidebar:
     case_options = [c.name for c in CASES]
     labels = {c.name: controls.case_label(c) for c in CASES}
     language.selectbox(_("Case"), case_options, format_func=labels.__getitem__, key=key("case"),
-                       on_change=on_case_change,
+                       on_change=FORM.on_case_change,
                        help=_("NumPy cases first, then SciPy. Type to search by name, library or title."))
     case = cases_ui.case_by_name(st.session_state[key("case")])
     st.segmented_control(_("Shape"), controls.SIZE_CHOICES, format_func=controls.size_labels(case).__getitem__,
-                         key=key("size"), required=True, on_change=on_size_change)
+                         key=key("size"), required=True, on_change=FORM.on_case_change)
     st.text_input(_("Custom shape"), key=key("custom_shape"), disabled=st.session_state[key("size")] != "custom",
                   live=True, placeholder=_("e.g. 500x500"),
                   help=_("Sizes separated by x, like 500x500 (or 100000 for a vector)."))
@@ -106,19 +92,11 @@ with st.sidebar:
     except JaxCompareError as exc:
         shape_problem = translate_text(str(exc))
         st.error(shape_problem, icon=":material/error:")
-    st.segmented_control(_("Precision"), PRECISIONS, key=key("precision"), required=True,
-                         format_func=controls.precision_label,
-                         help=_("x32 compares float32 on both sides, x64 float64; each runs in its own worker."))
-    language.selectbox(_("Device"), DEVICES, format_func=controls.device_label, key=key("device"))
-    device_problem = environment_view.device_problem(st.session_state[key("device")], resources.known_environment())
-    if device_problem:
-        st.warning(device_problem, icon=":material/warning:")
-    st.segmented_control(_("Timing"), controls.CompareConfig.TIMING_PRESETS, key=key("timing"), required=True,
-                         format_func=controls.timing_label,
-                         help=_("Careful stops when each median is known to ±3%; quick stops at ±10%. "
-                                "Thorough samples the NumPy and JAX runtimes until each is known to ±1% "
-                                "(up to 2.5 s each) in four pairs of blocks side by side, and checks that "
-                                "the speedup held from pair to pair (*Speedup steady*)."))
+    FORM.precision_box(_("x32 compares float32 on both sides, x64 float64; each runs in its own worker."))
+    FORM.device_box(resources.known_environment())
+    FORM.timing_box(_("Careful stops when each median is known to ±3%; quick stops at ±10%. Thorough samples the "
+                      "NumPy and JAX runtimes until each is known to ±1% (up to 2.5 s each) in four pairs of blocks "
+                      "side by side, and checks that the speedup held from pair to pair (*Speedup steady*)."))
     st.toggle(_("Profile the JAX call"), key=key("profile"),
               help=_("After the timed phases, trace a few steady-state JAX calls with jax.profiler: the XLA ops "
                      "that take the device's time, and how much of each call is host overhead. The timings are "

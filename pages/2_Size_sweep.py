@@ -10,10 +10,8 @@ from jaxcompare.app import (
     access,
     cases_ui,
     chart_ui,
-    charts,
-    charts_roofline,
     controls,
-    environment_view,
+    form_ui,
     jobs,
     language,
     navigation,
@@ -21,21 +19,19 @@ from jaxcompare.app import (
     ui,
     views,
 )
+from jaxcompare.app.charts import sweep_runtime_chart, sweep_share_chart, sweep_speedup_chart
+from jaxcompare.app.charts_roofline import sweep_roofline_chart
 from jaxcompare.history.exchange import export_csv
 from jaxcompare.i18n import _, translate_text
 from jaxcompare.model import formatting
 from jaxcompare.model.cases import format_shape
-from jaxcompare.model.spec import DEVICES, PRECISIONS
+from jaxcompare.model.spec import PRECISIONS
 
 ui.start_page(navigation.SIZE_SWEEP)
 
 RUN, ERROR = "sweep_run", "sweep_error"
-CASES = cases_ui.cases()
-key = controls.SweepConfig.key  # the widgets' keys: sweep_ and the config's field names
-
-
-def current_config() -> controls.SweepConfig:
-    return controls.SweepConfig.from_widgets(st.session_state)
+FORM = form_ui.page_form(controls.SweepConfig)
+CASES, key, current_config = FORM.cases, FORM.key, FORM.current  # the widgets' keys: sweep_ and the field names
 
 
 def active_run() -> controls.SweepRun | None:
@@ -108,14 +104,9 @@ with st.sidebar:
                   placeholder=_("{shape} (default)").format(shape=format_shape(default_top)),
                   help=_("Leave empty for the default: the case's large preset on CPU, twice that per "
                          "dimension on a GPU or TPU."))
-    language.selectbox(_("Device"), DEVICES, format_func=controls.device_label, key=key("device"))
-    device_problem = environment_view.device_problem(st.session_state[key("device")], env)
-    if device_problem:
-        st.warning(device_problem, icon=":material/warning:")
-    st.segmented_control(_("Timing"), controls.SweepConfig.TIMING_PRESETS, key=key("timing"), required=True,
-                         format_func=controls.timing_label,
-                         help=_("Quick is the default for sweeps; careful samples longer at every size; thorough "
-                                "samples the NumPy and JAX runtimes to ±1% at every size (times are per size)."))
+    FORM.device_box(env)
+    FORM.timing_box(_("Quick is the default for sweeps; careful samples longer at every size; thorough "
+                      "samples the NumPy and JAX runtimes to ±1% at every size (times are per size)."))
     config = current_config()
     problem = None
     try:
@@ -181,11 +172,11 @@ for column, figure in zip(st.columns(len(figures) + 1), [*figures, views.best_sp
 st.markdown(views.sweep_verdict(results))  # from trusted sizes only, with how many were set aside
 
 stem = f"sweep_{first.case}"
-chart_ui.chart(charts.sweep_runtime_chart(results, run.extent()), _("Runtime chart"), f"{stem}_runtime", stretch=True)
-chart_ui.chart(charts.sweep_speedup_chart(results, run.extent()), _("Speedup chart"), f"{stem}_speedup", stretch=True)
-chart_ui.chart(charts.sweep_share_chart(results), _("One-off share chart"), f"{stem}_share",
+chart_ui.chart(sweep_runtime_chart(results, run.extent()), _("Runtime chart"), f"{stem}_runtime", stretch=True)
+chart_ui.chart(sweep_speedup_chart(results, run.extent()), _("Speedup chart"), f"{stem}_speedup", stretch=True)
+chart_ui.chart(sweep_share_chart(results), _("One-off share chart"), f"{stem}_share",
          stretch=len({r.precision for r in results}) == 1)
-sweep_roofline = charts_roofline.sweep_roofline_chart(results)
+sweep_roofline = sweep_roofline_chart(results)
 if sweep_roofline is None:
     st.caption(views.roofline_missing_text(results[-1]))
 else:

@@ -9,18 +9,7 @@ from typing import Any
 import streamlit as st
 
 from jaxcompare import Case, JaxCompareError
-from jaxcompare.app import (
-    access,
-    cases_ui,
-    chart_ui,
-    controls,
-    environment_view,
-    jobs,
-    language,
-    navigation,
-    resources,
-    ui,
-)
+from jaxcompare.app import access, cases_ui, chart_ui, controls, form_ui, jobs, language, navigation, resources, ui
 from jaxcompare.app import pitfalls_view as pv
 from jaxcompare.app.charts_pitfalls import pitfall_chart
 from jaxcompare.app.charts_profile import size_gap_chart
@@ -28,24 +17,15 @@ from jaxcompare.app.profile_view import side_gap_text
 from jaxcompare.engine.pitfalls import PITFALLS, SECTIONS
 from jaxcompare.i18n import _, sentences, translate_text
 from jaxcompare.model.cases import format_shape
-from jaxcompare.model.spec import DEVICES, PRECISIONS
 
 ui.start_page(navigation.PITFALLS)
 
 JOB, RESULTS, ERROR = "pitfalls_job", "pitfalls_results", "pitfalls_error"
-CASES = cases_ui.cases()
-key = pv.PitfallsConfig.key  # the widgets' keys: pf_ and the config's field names
-
-
-def current_config() -> pv.PitfallsConfig:
-    return pv.PitfallsConfig.from_widgets(st.session_state)
+FORM = form_ui.page_form(pv.PitfallsConfig)
+CASES, key, current_config = FORM.cases, FORM.key, FORM.current  # the widgets' keys: pf_ and the field names
 
 
 # --- callbacks (run before the script, so they never block it) ---------------------------------
-def on_case_change() -> None:
-    cases_ui.fill_preset_shape(pv.PitfallsConfig)
-
-
 def start_run(sections: tuple[str, ...] = SECTIONS) -> None:
     if jobs.running_job(JOB) is not None:
         return  # a second click while running never starts a second job
@@ -168,12 +148,12 @@ with st.sidebar:
     st.header(_("Configuration"))
     labels = {c.name: controls.case_label(c) for c in CASES}
     language.selectbox(_("Case"), [c.name for c in CASES], format_func=labels.__getitem__, key=key("case"),
-                        on_change=on_case_change,
+                        on_change=FORM.on_case_change,
                         help=_("The JAX docs' benchmarking example, centered_gram, is the default."))
     case = cases_ui.case_by_name(st.session_state[key("case")])
     st.segmented_control(_("Shape"), controls.SIZE_CHOICES, format_func=controls.size_labels(case).__getitem__,
                          key=key("size"),
-                         required=True, on_change=on_case_change)
+                         required=True, on_change=FORM.on_case_change)
     st.text_input(_("Custom shape"), key=key("custom_shape"), disabled=st.session_state[key("size")] != "custom",
                   live=True, placeholder=_("e.g. 500x500"),
                   help=_("Sizes separated by x, like 500x500 (or 100000 for a vector)."))
@@ -182,18 +162,10 @@ with st.sidebar:
         shape = current_config().shape(case)
     except JaxCompareError as exc:
         st.error(translate_text(str(exc)), icon=":material/error:")
-    st.segmented_control(_("Precision"), PRECISIONS, key=key("precision"), required=True,
-                         format_func=controls.precision_label,
-                         help=_("The worker's mode. Pitfall 3 measures the other dtype too."))
-    language.selectbox(_("Device"), DEVICES, format_func=controls.device_label, key=key("device"))
-    device_problem = environment_view.device_problem(st.session_state[key("device")], resources.known_environment())
-    if device_problem:
-        st.warning(device_problem, icon=":material/warning:")
-    st.segmented_control(_("Timing"), pv.PitfallsConfig.TIMING_PRESETS, key=key("timing"), required=True,
-                         format_func=controls.timing_label,
-                         help=_("Careful samples longer and stops when the median is known to ±3%; quick "
-                                "stops at ±10%. The {count} sections take several times one comparison.").format(
-                             count=len(PITFALLS)))
+    FORM.precision_box(_("The worker's mode. Pitfall 3 measures the other dtype too."))
+    FORM.device_box(resources.known_environment())
+    FORM.timing_box(_("Careful samples longer and stops when the median is known to ±3%; quick stops at ±10%. "
+                      "The {count} sections take several times one comparison.").format(count=len(PITFALLS)))
     busy = jobs.running_job(JOB) is not None
     st.button(_("Run all pitfalls"), type="primary", icon=":material/play_arrow:", on_click=start_run,
               disabled=busy or shape is None, width="stretch", key="run_all_pitfalls",

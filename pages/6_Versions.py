@@ -5,32 +5,17 @@ from __future__ import annotations
 import streamlit as st
 
 from jaxcompare import JaxCompareError
-from jaxcompare.app import (
-    access,
-    cases_ui,
-    chart_ui,
-    charts_versions,
-    controls,
-    jobs,
-    language,
-    navigation,
-    resources,
-    ui,
-)
+from jaxcompare.app import access, cases_ui, chart_ui, controls, form_ui, jobs, language, navigation, resources, ui
+from jaxcompare.app.charts_versions import versions_chart
 from jaxcompare.app.versions_view import VersionsConfig, VersionsJob, hosted_refusals, outcome, versions_table
 from jaxcompare.i18n import _, translate_text
 from jaxcompare.model.formatting import markdown_literal
-from jaxcompare.model.spec import PRECISIONS
 
 ui.start_page(navigation.VERSIONS)
 
 JOB, OUTCOME, ERROR = "versions_job", "versions_outcome", "versions_error"
-CASES = [c for c in cases_ui.cases() if not c.cases_file]  # a version's worker loads catalog cases only
-key = VersionsConfig.key
-
-
-def current_config() -> VersionsConfig:
-    return VersionsConfig.from_widgets(st.session_state)
+FORM = form_ui.page_form(VersionsConfig, catalog_only=True)
+CASES, key, current_config = FORM.cases, FORM.key, FORM.current
 
 
 def start_run() -> None:
@@ -92,16 +77,14 @@ with st.sidebar:
     st.header(_("Configuration"))
     labels = {c.name: controls.case_label(c) for c in CASES}
     language.selectbox(_("Case"), [c.name for c in CASES], format_func=labels.__getitem__, key=key("case"),
-                       on_change=cases_ui.fill_preset_shape, args=(VersionsConfig,))
+                       on_change=FORM.on_case_change)
     case = cases_ui.case_by_name(st.session_state[key("case")])
     st.segmented_control(_("Shape"), controls.SIZE_CHOICES, format_func=controls.size_labels(case).__getitem__,
-                         key=key("size"), required=True, on_change=cases_ui.fill_preset_shape, args=(VersionsConfig,))
+                         key=key("size"), required=True, on_change=FORM.on_case_change)
     st.text_input(_("Custom shape"), key=key("custom_shape"), disabled=st.session_state[key("size")] != "custom",
                   live=True, placeholder=_("e.g. 500x500"))
-    st.segmented_control(_("Precision"), PRECISIONS, key=key("precision"), required=True,
-                         format_func=controls.precision_label)
-    st.segmented_control(_("Timing"), VersionsConfig.TIMING_PRESETS, key=key("timing"), required=True,
-                         format_func=controls.timing_label)
+    FORM.precision_box()
+    FORM.timing_box()
     if offered is None:
         st.text_input(_("Versions to compare"), key=key("jax"), live=True,
                       help=_("Releases separated by spaces, like 0.4.35 0.10.2. Each one other than this server's "
@@ -154,5 +137,5 @@ for comparison in found.comparisons:
     st.markdown("- " + markdown_literal(comparison["text"]))  # names a case, perhaps from a cases file
 ui.history_note([result for _v, result in found.pooled])
 first = found.pooled[0][1]
-chart_ui.chart(charts_versions.versions_chart(found.pooled), _("Versions chart"), f"versions_{first.case}",
+chart_ui.chart(versions_chart(found.pooled), _("Versions chart"), f"versions_{first.case}",
                stretch=True)

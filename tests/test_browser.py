@@ -4,52 +4,41 @@ from __future__ import annotations
 
 import re
 
+import browser_support as bs
 import pytest
-from browser_support import (
-    CHART,
-    IDLE,
-    JAX_COLOR,
-    NUMPY_COLOR,
-    assert_no_error,
-    chart_marks,
-    main_text,
-    open_page,
-    roofline_marks,
-    svg_text,
-    wait_for_chart_marks,
-)
 
 pytestmark = pytest.mark.browser
 
 
 def test_compare_runs_and_renders_charts(server, browser, tmp_path):
-    page = open_page(browser, f"{server}/Compare?case=matmul&shape=large&timing=quick", height=1800)
-    assert_no_error(page)
+    page = bs.open_page(browser, f"{server}/Compare?case=matmul&shape=large&timing=quick", height=1800)
+    bs.assert_no_error(page)
     for label in ("Quick (≈1–2 s)", "Careful (≈3–5 s)", "Thorough (≈6–10 s)"):  # the timing presets
         page.get_by_role("radio", name=label).wait_for(timeout=30_000)  # the sidebar may still be drawing
     page.get_by_role("radio", name="Small · 10x10").click()  # pick the small shape
     page.wait_for_function("() => !location.search.includes('shape=')", timeout=30_000)
-    page.wait_for_selector(IDLE, timeout=30_000)
+    page.wait_for_selector(bs.IDLE, timeout=30_000)
     page.get_by_role("button", name="Run comparison").click()
-    page.wait_for_selector(CHART, timeout=120_000)
-    page.wait_for_selector(IDLE, timeout=60_000)
+    page.wait_for_selector(bs.CHART, timeout=120_000)
+    page.wait_for_selector(bs.IDLE, timeout=60_000)
     assert page.locator("[data-testid='stVegaLiteChart']").count() == 3  # phases, samples, roofline
     assert page.locator("[data-testid='stMetric']").count() == 6
     # The speedup never without its 95% range (issue 23), on a line under the value.
     speedup = page.locator("[data-testid='stMetric']").filter(has_text="Speedup").inner_text()
     assert re.search(r"95%: \d+\.\d\dx–\d+\.\d\dx", speedup), speedup
     for index in range(2):  # Vega draws after the element appears: wait for JAX's marks
-        wait_for_chart_marks(page, index, JAX_COLOR)
+        bs.wait_for_chart_marks(page, index, bs.JAX_COLOR)
     # The phase chart: one dot per phase in its side's colour, every phase inside the plot.
     jax_phases = 7  # transfer, trace, lower, compile, runtime, dispatch, fetch: all but NumPy's runtime
-    assert chart_marks(page, 0, JAX_COLOR, mark="symbol") == jax_phases
-    assert chart_marks(page, 0, NUMPY_COLOR, mark="symbol") == 1
+    assert bs.chart_marks(page, 0, bs.JAX_COLOR, mark="symbol") == jax_phases
+    assert bs.chart_marks(page, 0, bs.NUMPY_COLOR, mark="symbol") == 1
     # The roofline: one roof for this CPU (NumPy and JAX share its ceilings), its ridge point, a dot
     # per side; a 10x10 JAX call is mostly fixed cost, and what would help most says so under it.
-    assert roofline_marks(page, 2) == {"roofs": 1, "ridges": 1, "numpy": 1, "jax": 1}
-    assert "Roofline: what holds each side back" in svg_text(page, 2) and "JAX: overhead-bound" in svg_text(page, 2)
-    assert "What would help most" in main_text(page) and "empty jitted calls" in main_text(page)
-    assert_no_error(page)
+    assert bs.roofline_marks(page, 2) == {"roofs": 1, "ridges": 1, "numpy": 1, "jax": 1}
+    roofline_text = bs.svg_text(page, 2)
+    assert "Roofline: what holds each side back" in roofline_text and "JAX: overhead-bound" in roofline_text
+    assert "What would help most" in bs.main_text(page) and "empty jitted calls" in bs.main_text(page)
+    bs.assert_no_error(page)
     assert "case=matmul" in page.url and "timing=quick" in page.url
     shot = tmp_path / "compare.png"
     page.screenshot(path=str(shot), full_page=True)

@@ -5,49 +5,38 @@ test_browser_pitfalls.py.)"""
 
 from __future__ import annotations
 
+import browser_support as bs
 import pytest
-from browser_support import (
-    CHART,
-    IDLE,
-    JAX_COLOR,
-    assert_no_error,
-    chart_marks,
-    main_text,
-    open_page,
-    roofline_marks,
-    svg_text,
-    wait_for_chart_marks,
-)
 from support import zh
 
 pytestmark = pytest.mark.browser
 
 
 def test_compare_in_chinese_runs_and_draws_chinese_charts(server, browser, tmp_path):
-    page = open_page(browser, f"{server}/Compare?case=matmul&shape=small&timing=quick&lang=zh", height=1800)
-    assert_no_error(page)
+    page = bs.open_page(browser, f"{server}/Compare?case=matmul&shape=small&timing=quick&lang=zh", height=1800)
+    bs.assert_no_error(page)
     page.get_by_role("button", name=zh("Run comparison")).click()
-    page.wait_for_selector(CHART, timeout=120_000)
-    page.wait_for_selector(IDLE, timeout=60_000)
+    page.wait_for_selector(bs.CHART, timeout=120_000)
+    page.wait_for_selector(bs.IDLE, timeout=60_000)
     for index in range(2):
-        wait_for_chart_marks(page, index, JAX_COLOR)
-    assert chart_marks(page, 0, JAX_COLOR, mark="symbol") == 7  # every JAX phase, as in English
-    assert zh("Where the time goes") in svg_text(page, 0)
-    assert zh("Compile: XLA compile") in svg_text(page, 0)  # the phase rows
-    assert zh("Samples: how noisy is each side?") in svg_text(page, 1)
+        bs.wait_for_chart_marks(page, index, bs.JAX_COLOR)
+    assert bs.chart_marks(page, 0, bs.JAX_COLOR, mark="symbol") == 7  # every JAX phase, as in English
+    assert zh("Where the time goes") in bs.svg_text(page, 0)
+    assert zh("Compile: XLA compile") in bs.svg_text(page, 0)  # the phase rows
+    assert zh("Samples: how noisy is each side?") in bs.svg_text(page, 1)
     # The roofline in Chinese: this CPU's roof, its ridge point and a dot per side, as in English.
-    assert roofline_marks(page, 2) == {"roofs": 1, "ridges": 1, "numpy": 1, "jax": 1}
-    assert zh("Roofline: what holds each side back") in svg_text(page, 2)
-    assert zh("arithmetic intensity (FLOP per byte)") in svg_text(page, 2)
-    assert zh("**What would help most**").strip("*") in main_text(page)
+    assert bs.roofline_marks(page, 2) == {"roofs": 1, "ridges": 1, "numpy": 1, "jax": 1}
+    assert zh("Roofline: what holds each side back") in bs.svg_text(page, 2)
+    assert zh("arithmetic intensity (FLOP per byte)") in bs.svg_text(page, 2)
+    assert zh("**What would help most**").strip("*") in bs.main_text(page)
     labels = page.locator("[data-testid='stMetricLabel']").all_inner_texts()
     assert [label.strip() for label in labels][:3] == [zh("NumPy runtime"), zh("JAX runtime"), zh("Speedup")]
     values = page.locator("[data-testid='stMetricValue']").all_inner_texts()
     assert values[0].strip().endswith(("s", "ms", "µs", "ns")) and values[2].strip().endswith("x")  # numbers stay
-    main = main_text(page)
+    main = bs.main_text(page)
     assert zh("Checks: warn") in main or zh("Checks: pass") in main or zh("Checks: fail") in main
     assert "lang=zh" in page.url and "case=matmul" in page.url
-    assert_no_error(page)
+    bs.assert_no_error(page)
     shot = tmp_path / "compare-zh.png"
     page.screenshot(path=str(shot), full_page=True)
     assert shot.stat().st_size > 20_000
@@ -56,8 +45,8 @@ def test_compare_in_chinese_runs_and_draws_chinese_charts(server, browser, tmp_p
 
 def test_a_chinese_browser_gets_chinese_and_the_switch_holds_across_pages(server, browser):
     context = browser.new_context(locale="zh-CN", viewport={"width": 1300, "height": 900})
-    page = open_page(context, server)
-    assert_no_error(page)
+    page = bs.open_page(context, server)
+    bs.assert_no_error(page)
     page.get_by_role("heading", name=zh("How to read the numbers")).wait_for(timeout=30_000)
     page.wait_for_function("() => location.search.includes('lang=zh')", timeout=30_000)  # shareable as it is
     # English, chosen in the sidebar: the page and the address bar follow; so does the next page.
@@ -66,9 +55,9 @@ def test_a_chinese_browser_gets_chinese_and_the_switch_holds_across_pages(server
     page.wait_for_function("() => location.search.includes('lang=en')", timeout=30_000)
     page.get_by_test_id("stSidebarUserContent").get_by_role("link", name="Compare").click()
     page.get_by_role("button", name="Run comparison").wait_for(timeout=30_000)
-    page.wait_for_selector(IDLE, timeout=30_000)
+    page.wait_for_selector(bs.IDLE, timeout=30_000)
     assert "lang=en" in page.url
-    assert_no_error(page)
+    bs.assert_no_error(page)
     context.close()
     # An English browser opening a Chinese link reads Chinese.
     context = browser.new_context(locale="en-US", viewport={"width": 1300, "height": 900})
@@ -78,7 +67,7 @@ def test_a_chinese_browser_gets_chinese_and_the_switch_holds_across_pages(server
     page.get_by_test_id("stSidebarUserContent").get_by_role("link", name=zh("History")).click()
     page.get_by_role("heading", name=zh("History")).first.wait_for(timeout=30_000)
     assert "lang=zh" in page.url
-    assert_no_error(page)
+    bs.assert_no_error(page)
     context.close()
 
 
@@ -88,19 +77,19 @@ def test_switching_the_language_then_touching_a_control_keeps_the_page(server, b
     # back with the next control touched and the page died with StopIteration (issue 23).
     page = browser.new_page(viewport={"width": 1300, "height": 1000})
     page.goto(f"{server}/{path}?case=matmul&lang=en")  # not a page's default: a reset would show
-    page.wait_for_selector(IDLE, timeout=60_000)
+    page.wait_for_selector(bs.IDLE, timeout=60_000)
     sidebar = page.get_by_test_id("stSidebarUserContent")
     for name, url_says in (("中文", "location.search.includes('lang=zh')"),
                            ("English", "!location.search.includes('lang=zh')")):  # English: no lang= here
         page.get_by_role("radio", name=name).click()
         page.wait_for_function(f"() => {url_says}", timeout=30_000)
-        page.wait_for_selector(IDLE, timeout=30_000)
+        page.wait_for_selector(bs.IDLE, timeout=30_000)
         sidebar.get_by_text("x64 · float64").first.click()  # the same words in both languages
-        page.wait_for_selector(IDLE, timeout=30_000)
-        assert_no_error(page)
+        page.wait_for_selector(bs.IDLE, timeout=30_000)
+        bs.assert_no_error(page)
         sidebar.get_by_text("x32 · float32").first.click()
-        page.wait_for_selector(IDLE, timeout=30_000)
-        assert_no_error(page)
+        page.wait_for_selector(bs.IDLE, timeout=30_000)
+        bs.assert_no_error(page)
         # The choice itself held, not only the page: the URL still names the case.
         assert "case=matmul" in page.url and "there is no case" not in page.inner_text("body")
     heading = {"Compare": "Compare", "Size_sweep": "Size sweep", "Pitfalls": "Pitfalls"}[path]

@@ -6,17 +6,8 @@ from __future__ import annotations
 
 import os
 
+import browser_support as bs
 import pytest
-from browser_support import (
-    CHART,
-    IDLE,
-    JAX_COLOR,
-    assert_no_error,
-    chart_marks,
-    main_text,
-    open_page,
-    wait_for_chart_marks,
-)
 from support import zh
 
 from jaxcompare.app.charts_profile import BUSY_COLOR, GAP_COLOR
@@ -36,22 +27,23 @@ def section_box(page, pid: str) -> dict:
 
 
 def test_pitfalls_in_chinese_run_all_draws_seven_charts_and_the_size_gap(server, browser, tmp_path):
-    page = open_page(browser, f"{server}/Pitfalls?case=centered_gram&shape=200x200&timing=quick&lang=zh", height=1200)
-    assert_no_error(page)
+    page = bs.open_page(browser, f"{server}/Pitfalls?case=centered_gram&shape=200x200&timing=quick&lang=zh",
+                        height=1200)
+    bs.assert_no_error(page)
     for pid in ("jit", "async", "dtype", "transfer", "size", "tf32", "cache"):
         assert page.locator(f"#pitfall-{pid}").count() == 1, f"no anchor for {pid}"
     page.get_by_role("button", name=zh("Run all pitfalls")).click()
-    page.wait_for_function(f"() => document.querySelectorAll(\"{CHART}\").length >= 8", timeout=180_000)
-    page.wait_for_selector(IDLE, timeout=60_000)
+    page.wait_for_function(f"() => document.querySelectorAll(\"{bs.CHART}\").length >= 8", timeout=180_000)
+    page.wait_for_selector(bs.IDLE, timeout=60_000)
     # Seven pitfall charts, and after the size section's, the busy-vs-gap bars of its two shapes.
     assert page.locator("[data-testid='stVegaLiteChart']").count() == 8
     pitfall_charts, gap_chart = [0, 1, 2, 3, 4, 6, 7], 5
     for index in pitfall_charts:
-        assert wait_for_chart_marks(page, index, JAX_COLOR) > 0, f"chart {index} drew no JAX dots"
-    assert wait_for_chart_marks(page, gap_chart, BUSY_COLOR, mark="rect", at_least=2) == 2
-    assert chart_marks(page, gap_chart, GAP_COLOR, mark="rect") == 2
-    assert_no_error(page)
-    text = main_text(page)
+        assert bs.wait_for_chart_marks(page, index, bs.JAX_COLOR) > 0, f"chart {index} drew no JAX dots"
+    assert bs.wait_for_chart_marks(page, gap_chart, BUSY_COLOR, mark="rect", at_least=2) == 2
+    assert bs.chart_marks(page, gap_chart, GAP_COLOR, mark="rect") == 2
+    bs.assert_no_error(page)
+    text = bs.main_text(page)
     measured_properly = zh("naive: {naive}; measured properly: {correct}").split("{correct}")[0].split("{naive}")[1]
     assert text.count(measured_properly) >= 7, measured_properly  # each section's verdict, in Chinese
     not_applicable = zh("Not applicable on {backend}: no TF32 here. Both sides compute in full float32, so the "
@@ -70,9 +62,9 @@ def test_pitfalls_in_chinese_run_all_draws_seven_charts_and_the_size_gap(server,
     assert "case=centered_gram" in page.url and "shape=200x200" in page.url and "lang=zh" in page.url
     height = page.evaluate("() => document.querySelector(\"[data-testid='stMain']\").scrollHeight")
     page.set_viewport_size({"width": 1400, "height": min(height + 50, 12_000)})
-    page.wait_for_selector(IDLE, timeout=30_000)
+    page.wait_for_selector(bs.IDLE, timeout=30_000)
     for index in pitfall_charts:  # still drawn after the resize (the width is unchanged: no redraw due)
-        assert chart_marks(page, index, JAX_COLOR) > 0, f"chart {index} lost its JAX dots"
+        assert bs.chart_marks(page, index, bs.JAX_COLOR) > 0, f"chart {index} lost its JAX dots"
     # Pitfall 7's rows name each first call's compile step, in Chinese, in its chart.
     cache_svg = page.evaluate("i => document.querySelectorAll(\"[data-testid='stVegaLiteChart'] svg.marks\")[i]"
                               ".textContent", pitfall_charts[-1])
@@ -88,8 +80,8 @@ def test_pitfalls_in_chinese_run_all_draws_seven_charts_and_the_size_gap(server,
 
 
 def test_a_deep_link_scrolls_to_its_section(server, browser):
-    page = open_page(browser, f"{server}/Pitfalls?case=matmul#pitfall-size", height=900)
-    assert_no_error(page)
+    page = bs.open_page(browser, f"{server}/Pitfalls?case=matmul#pitfall-size", height=900)
+    bs.assert_no_error(page)
     heading = page.locator("#pitfall-size")
     heading.wait_for(timeout=10_000)
     # Streamlit scrolls to the fragment once the page has drawn: wait for the heading to be in view.

@@ -6,16 +6,8 @@ from __future__ import annotations
 import gzip
 import json
 
+import browser_support as bs
 import pytest
-from browser_support import (
-    CHART,
-    IDLE,
-    JAX_COLOR,
-    assert_no_error,
-    chart_marks,
-    open_page,
-    wait_for_chart_marks,
-)
 
 from jaxcompare.app.charts_profile import GAP_COLOR
 
@@ -23,19 +15,20 @@ pytestmark = pytest.mark.browser
 
 
 def test_compare_with_profile_shows_the_tab_and_downloads_the_trace(server, browser, tmp_path):
-    page = open_page(browser, f"{server}/Compare?case=centered_gram&shape=200x200&timing=quick&profile=1", height=1800)
+    page = bs.open_page(browser, f"{server}/Compare?case=centered_gram&shape=200x200&timing=quick&profile=1",
+                        height=1800)
     assert page.get_by_role("switch", name="Profile the JAX call").is_checked()  # from the URL
     page.get_by_role("button", name="Run comparison").click()
-    page.wait_for_selector(CHART, timeout=120_000)
-    page.wait_for_selector(IDLE, timeout=60_000)
-    assert_no_error(page)
+    page.wait_for_selector(bs.CHART, timeout=120_000)
+    page.wait_for_selector(bs.IDLE, timeout=60_000)
+    bs.assert_no_error(page)
     page.get_by_role("tab", name="Profile").click()
     panel = page.get_by_role("tabpanel", name="Profile")
     panel.get_by_text("Device busy").wait_for(timeout=30_000)
     assert panel.locator("[data-testid='stMetric']").count() == 3
     index = page.locator("[data-testid='stVegaLiteChart']").count() - 1  # the profile chart comes last
-    assert wait_for_chart_marks(page, index, JAX_COLOR, mark="rect") >= 1  # at least one op's bar
-    assert chart_marks(page, index, GAP_COLOR, mark="rect") == 1  # and the gap's
+    assert bs.wait_for_chart_marks(page, index, bs.JAX_COLOR, mark="rect") >= 1  # at least one op's bar
+    assert bs.chart_marks(page, index, GAP_COLOR, mark="rect") == 1  # and the gap's
     text = panel.inner_text()
     assert "ui.perfetto.dev" in text and "perfetto_trace.json.gz" in text
     assert str(server.db.parent / "traces") in text  # the app keeps traces beside its results database

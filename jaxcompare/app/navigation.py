@@ -1,4 +1,4 @@
-"""The app's pages, each declared once: file, title, icon and the Home page's blurb. The
+"""The app's pages, each declared once: file, title and icon, and in BLURBS the Home page's card. The
 sidebar, the Home cards, page titles, links between pages and URLs all read this list
 (Streamlit's pages/ directory mechanism runs the files; never st.navigation: DESIGN)."""
 
@@ -15,12 +15,16 @@ class Page:
     path: str  # relative to the app's root, as st.page_link and st.switch_page take it
     title: str  # N_(): shown with _()
     icon: str
-    blurb: str = ""  # N_(): the Home page's card; "" for Home itself
 
     @property
     def label(self) -> str:
         """The title in the reader's language."""
         return _(self.title)
+
+    @property
+    def blurb(self) -> str:
+        """The Home page's card (N_(): shown with _()); "" for Home itself."""
+        return BLURBS.get(self, "")
 
     @property
     def url_path(self) -> str:
@@ -32,23 +36,26 @@ class Page:
 
 
 HOME = Page("app.py", N_("Home"), ":material/home:")
-COMPARE = Page("pages/1_Compare.py", N_("Compare"), ":material/compare_arrows:", N_(
-    "One case, one shape: NumPy runtime beside JAX's transfer, compile, runtime and dispatch; "
-    "break-even calls; sample noise; agreement; the IPython lines to check it by hand."))
-SIZE_SWEEP = Page("pages/2_Size_sweep.py", N_("Size sweep"), ":material/stacked_line_chart:", N_(
-    "One case from tiny to large inputs: runtime and speedup against size on log-log axes, "
-    "the crossover where JAX starts to win, and how the share of one-off costs shrinks."))
-PITFALLS = Page("pages/3_Pitfalls.py", N_("Pitfalls"), ":material/school:", N_(
-    "The classic benchmarking mistakes — compile in the first call, async dispatch, float64 "
-    "vs float32, transfers, tiny inputs, TF32 — each measured live beside the right way."))
-HISTORY = Page("pages/4_History.py", N_("History"), ":material/history:", N_(
-    "Every saved result: filter, compare two runs (faster, slower or no significant "
-    "difference), import results from another machine, export JSON or CSV."))
-ENVIRONMENT = Page("pages/5_Environment.py", N_("Environment"), ":material/settings:", N_(
-    "Versions, devices, each worker's x64 state, CPU, BLAS threads and XLA flags, with "
-    "warnings when something makes the numbers less trustworthy."))
-VERSIONS = Page("pages/6_Versions.py", N_("JAX versions"), ":material/difference:", N_(
-    "One case under several JAX releases, each in its own environment: runtime, compile and "
-    "first call by version, and whether the next release is faster or slower beyond the noise."))
+COMPARE = Page("pages/1_Compare.py", N_("Compare"), ":material/compare_arrows:")
+SIZE_SWEEP = Page("pages/2_Size_sweep.py", N_("Size sweep"), ":material/stacked_line_chart:")
+PITFALLS = Page("pages/3_Pitfalls.py", N_("Pitfalls"), ":material/school:")
+HISTORY = Page("pages/4_History.py", N_("History"), ":material/history:")
+ENVIRONMENT = Page("pages/5_Environment.py", N_("Environment"), ":material/settings:")
+VERSIONS = Page("pages/6_Versions.py", N_("JAX versions"), ":material/difference:")
 # The sidebar's order.
 PAGES = (HOME, COMPARE, SIZE_SWEEP, PITFALLS, HISTORY, ENVIRONMENT, VERSIONS)
+# The Home page's card of each page but Home (N_(): shown with _()).
+BLURBS: dict[Page, str] = {
+    COMPARE: N_("One case, one shape: NumPy runtime beside JAX's transfer, compile, runtime and dispatch; "
+                "break-even calls; sample noise; agreement; the IPython lines to check it by hand."),
+    SIZE_SWEEP: N_("One case from tiny to large inputs: runtime and speedup against size on log-log axes, "
+                   "the crossover where JAX starts to win, and how the share of one-off costs shrinks."),
+    PITFALLS: N_("The classic benchmarking mistakes — compile in the first call, async dispatch, float64 "
+                 "vs float32, transfers, tiny inputs, TF32 — each measured live beside the right way."),
+    HISTORY: N_("Every saved result: filter, compare two runs (faster, slower or no significant "
+                "difference), import results from another machine, export JSON or CSV."),
+    ENVIRONMENT: N_("Versions, devices, each worker's x64 state, CPU, BLAS threads and XLA flags, with "
+                    "warnings when something makes the numbers less trustworthy."),
+    VERSIONS: N_("One case under several JAX releases, each in its own environment: runtime, compile and "
+                 "first call by version, and whether the next release is faster or slower beyond the noise."),
+}

@@ -1,7 +1,7 @@
 """Streamlit helpers for every page's own lines: its start (tab, sidebar, login gate), links
 that keep the reader's language, the device banner, URL state, charts with PNG downloads, and
 saving results to history. The engine (jaxcompare/) never imports Streamlit; the pages share
-widget code only through this package (resources, access, jobs, cases_ui and this module).
+widget code only through this package (resources, access, jobs, cases_ui, form_ui and this module).
 """
 
 from __future__ import annotations

@@ -43,41 +43,47 @@ DOCS = {
     "cache": "https://docs.jax.dev/en/latest/persistent_compilation_cache.html",
 }
 
+
+def _pitfall_meta(pid: str, doc: str, title: str, explanation: str) -> dict[str, str]:
+    """A row of PITFALLS: its id, the JAX page that teaches it (a DOCS key), and its words (N_())."""
+    return {"id": pid, "title": title, "explanation": explanation, "doc": DOCS[doc]}
+
+
 PITFALLS: tuple[dict[str, str], ...] = (
-    {"id": "jit", "title": N_("1. JIT: the first call includes compilation"),
-     "explanation": N_("jax.jit traces and compiles on the first call with new shapes and dtypes; "
-                    "later calls reuse the executable. Time the first call apart, warm up, and "
-                    "jit the outermost function so XLA sees the whole computation."),
-     "doc": DOCS["benchmarking"]},
-    {"id": "async", "title": N_("2. Async dispatch: the call returns before the work is done"),
-     "explanation": N_("JAX returns a future-like array as soon as the work is queued. Without "
-                    "block_until_ready() the timer stops before the computation does."),
-     "doc": DOCS["async"]},
-    {"id": "dtype", "title": N_("3. Dtypes: NumPy defaults to float64, JAX to float32"),
-     "explanation": N_("A float64 NumPy run against a float32 JAX run compares different amounts of "
-                    "work. Compare both in float32, or both in float64 with jax_enable_x64."),
-     "doc": DOCS["x64"]},
-    {"id": "transfer", "title": N_("4. Transfer: host arrays are copied on every call"),
-     "explanation": N_("Passing a NumPy array into a jitted function copies it to the device on "
-                    "every call. device_put once and time the computation on device arrays; "
-                    "report the transfer as a one-off cost."),
-     "doc": DOCS["faq_transfer"]},
-    {"id": "size", "title": N_("5. Workload size: tiny inputs measure overhead"),
-     "explanation": N_("At 10x10 the JAX call is mostly dispatch overhead and NumPy wins; at "
-                    "1000x1000 the computation dominates. One size is not a verdict."),
-     "doc": DOCS["benchmarking"]},
-    {"id": "tf32", "title": N_("6. GPU float32 matmuls default to TF32-class precision"),
-     "explanation": N_("On recent NVIDIA GPUs float32 matmuls and convolutions run in TF32 by "
-                    "default: faster, with about 10 mantissa bits. "
-                    "jax.default_matmul_precision('highest') gives the fair float32 comparison."),
-     "doc": DOCS["precision"]},
-    {"id": "cache", "title": N_("7. Restarts: every new process compiles again"),
-     "explanation": N_("Compiled code lives in the process: a restarted app, a new notebook kernel or a new "
-                    "worker traces and compiles again on its first call. With jax_compilation_cache_dir set, "
-                    "JAX writes each executable to disk and a later process reads it instead of compiling "
-                    "(jax_persistent_cache_min_compile_time_secs=0 lets a function that compiles in under a "
-                    "second be cached too). Tracing and lowering still run in every process."),
-     "doc": DOCS["cache"]},
+    _pitfall_meta("jit", "benchmarking",
+                  N_("1. JIT: the first call includes compilation"),
+                  N_("jax.jit traces and compiles on the first call with new shapes and dtypes; "
+                     "later calls reuse the executable. Time the first call apart, warm up, and "
+                     "jit the outermost function so XLA sees the whole computation.")),
+    _pitfall_meta("async", "async",
+                  N_("2. Async dispatch: the call returns before the work is done"),
+                  N_("JAX returns a future-like array as soon as the work is queued. Without "
+                     "block_until_ready() the timer stops before the computation does.")),
+    _pitfall_meta("dtype", "x64",
+                  N_("3. Dtypes: NumPy defaults to float64, JAX to float32"),
+                  N_("A float64 NumPy run against a float32 JAX run compares different amounts of "
+                     "work. Compare both in float32, or both in float64 with jax_enable_x64.")),
+    _pitfall_meta("transfer", "faq_transfer",
+                  N_("4. Transfer: host arrays are copied on every call"),
+                  N_("Passing a NumPy array into a jitted function copies it to the device on "
+                     "every call. device_put once and time the computation on device arrays; "
+                     "report the transfer as a one-off cost.")),
+    _pitfall_meta("size", "benchmarking",
+                  N_("5. Workload size: tiny inputs measure overhead"),
+                  N_("At 10x10 the JAX call is mostly dispatch overhead and NumPy wins; at "
+                     "1000x1000 the computation dominates. One size is not a verdict.")),
+    _pitfall_meta("tf32", "precision",
+                  N_("6. GPU float32 matmuls default to TF32-class precision"),
+                  N_("On recent NVIDIA GPUs float32 matmuls and convolutions run in TF32 by "
+                     "default: faster, with about 10 mantissa bits. "
+                     "jax.default_matmul_precision('highest') gives the fair float32 comparison.")),
+    _pitfall_meta("cache", "cache",
+                  N_("7. Restarts: every new process compiles again"),
+                  N_("Compiled code lives in the process: a restarted app, a new notebook kernel or a new "
+                     "worker traces and compiles again on its first call. With jax_compilation_cache_dir set, "
+                     "JAX writes each executable to disk and a later process reads it instead of compiling "
+                     "(jax_persistent_cache_min_compile_time_secs=0 lets a function that compiles in under a "
+                     "second be cached too). Tracing and lowering still run in every process.")),
 )
 SECTIONS = tuple(p["id"] for p in PITFALLS)
 TINY_S = 1e-12  # the floor of a time in a ratio (a dispatch can read 0 ns)

@@ -1,0 +1,59 @@
+"""A configuration page's sidebar form (Compare, Size sweep, Pitfalls, JAX versions): the cases it
+offers, its widgets' keys, the settings they hold now, and the boxes those pages share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import streamlit as st
+
+from ..i18n import _
+from ..model.cases import Case
+from ..model.spec import DEVICES, PRECISIONS
+from . import cases_ui, controls, environment_view, language
+
+Config = TypeVar("Config", bound=controls.PageConfig)
+
+
+@dataclass(frozen=True)
+class PageForm(Generic[Config]):
+    """The page's config class (each field one widget) and the cases its Case box offers."""
+
+    config: type[Config]
+    cases: list[Case]
+
+    def key(self, name: str) -> str:
+        """The session-state key of the widget for the config's field ``name``."""
+        return self.config.key(name)
+
+    def current(self) -> Config:
+        """The settings the page's widgets hold now."""
+        return self.config.from_widgets(st.session_state)
+
+    def on_case_change(self) -> None:
+        """The Case and Size boxes' callback: the Custom shape box shows the preset's shape."""
+        cases_ui.fill_preset_shape(self.config)
+
+    def precision_box(self, help: str | None = None) -> None:
+        st.segmented_control(_("Precision"), PRECISIONS, key=self.key("precision"), required=True,
+                             format_func=controls.precision_label, help=help)
+
+    def device_box(self, env: dict[str, Any] | None) -> None:
+        """The Device box, and a warning when the worker's ``env`` (None while it has not reported)
+        has no such device."""
+        language.selectbox(_("Device"), DEVICES, format_func=controls.device_label, key=self.key("device"))
+        device_problem = environment_view.device_problem(st.session_state[self.key("device")], env)
+        if device_problem:
+            st.warning(device_problem, icon=":material/warning:")
+
+    def timing_box(self, help: str | None = None) -> None:
+        st.segmented_control(_("Timing"), self.config.TIMING_PRESETS, key=self.key("timing"), required=True,
+                             format_func=controls.timing_label, help=help)
+
+
+def page_form(config: type[Config], *, catalog_only: bool = False) -> PageForm[Config]:
+    """The form of a page whose widgets hold ``config``, offering cases_ui.cases(); ``catalog_only``:
+    without a cases file's (a JAX version's worker loads catalog cases only)."""
+    offered = cases_ui.cases()
+    return PageForm(config, [c for c in offered if not c.cases_file] if catalog_only else offered)
