@@ -1,6 +1,7 @@
 """Shared browser-test plumbing: `streamlit run app.py` on a free port and headless Chromium.
 
-Test modules import the fixtures (`from browser_support import browser, server`)."""
+The fixtures (`server`, `fresh_server`, `browser`) reach every test module through conftest's
+`pytest_plugins`; the helpers are imported (`import browser_support as bs`)."""
 
 from __future__ import annotations
 
