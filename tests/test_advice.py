@@ -17,6 +17,7 @@ from jaxcompare import Spec, i18n
 from jaxcompare.analysis.advice import COMPILE, MEMORY, OVERHEAD, TRANSFER, advice, advice_document
 from jaxcompare.analysis.text import advice_lines
 from jaxcompare.engine.measure import measure
+from jaxcompare.model.formatting import format_percent
 from jaxcompare.model.result import Result
 from jaxcompare.model.roofline import Roofline, RooflineSide
 
@@ -58,7 +59,7 @@ def test_memory_fires_on_4000x4000_column_sums_with_the_bandwidth_it_reached(col
     (found,) = [a for a in advice(column_sums) if a.rule == "memory"]
     r = column_sums.roofline
     share = r.bytes_per_s("jax") / r.jax.bandwidth_bytes_per_s
-    assert f"{share:.0%}" in found.text and "FLOP/byte" in found.text and "float32" in found.text
+    assert format_percent(share) in found.text and "FLOP/byte" in found.text and "float32" in found.text
     assert "fuse" in found.text and "smaller dtype" in found.text
 
 
@@ -148,7 +149,7 @@ def test_the_text_is_english_when_recorded_and_chinese_when_shown(column_sums):
     assert lines[0] == "  " + zh("what would help most:")
     # Translated, with the recorded numbers in place.
     r = column_sums.roofline
-    assert "memory-bound" not in lines[1] and f"{r.bytes_per_s('jax') / r.jax.bandwidth_bytes_per_s:.0%}" in lines[1]
+    assert "memory-bound" not in lines[1] and format_percent(r.bytes_per_s('jax') / r.jax.bandwidth_bytes_per_s) in lines[1]
 
 
 @pytest.mark.parametrize("template", [OVERHEAD, MEMORY, TRANSFER, COMPILE])
