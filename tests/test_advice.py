@@ -149,7 +149,8 @@ def test_the_text_is_english_when_recorded_and_chinese_when_shown(column_sums):
     assert lines[0] == "  " + zh("what would help most:")
     # Translated, with the recorded numbers in place.
     r = column_sums.roofline
-    assert "memory-bound" not in lines[1] and format_percent(r.bytes_per_s('jax') / r.jax.bandwidth_bytes_per_s) in lines[1]
+    share = format_percent(r.bytes_per_s("jax") / r.jax.bandwidth_bytes_per_s)
+    assert "memory-bound" not in lines[1] and share in lines[1]
 
 
 @pytest.mark.parametrize("template", [OVERHEAD, MEMORY, TRANSFER, COMPILE])
