@@ -251,7 +251,9 @@ def seed_history(db) -> list:
     return [a, b, c]
 
 
-def test_history_selection_json_imports_back_unchanged(server, browser, tmp_path):
+def test_history_selection_json_imports_back_unchanged(fresh_server, browser, tmp_path):
+    # Its own server: rows are ticked by position, and the shared one's results could push them off the table.
+    server = fresh_server
     a, b, c = seed_history(server.db)
     page = open_page(browser, f"{server}/History", height=2400)
     page.wait_for_selector("[data-testid='stDataFrame']", timeout=60_000)
