@@ -15,8 +15,8 @@ def test_compare_runs_and_renders_charts(server, browser, tmp_path):
     bs.assert_no_error(page)
     for label in ("Quick (≈1–2 s)", "Careful (≈3–5 s)", "Thorough (≈6–10 s)"):  # the timing presets
         page.get_by_role("radio", name=label).wait_for(timeout=30_000)  # the sidebar may still be drawing
-    page.get_by_role("radio", name="Small · 10x10").click()  # pick the small shape
-    page.wait_for_function("() => !location.search.includes('shape=')", timeout=30_000)
+    page.get_by_role("radio", name="Small · 10x10").click()  # pick the small shape (large is the default)
+    page.wait_for_function("() => location.search.includes('shape=small')", timeout=30_000)
     page.wait_for_selector(bs.IDLE, timeout=30_000)
     page.get_by_role("button", name="Run comparison").click()
     page.wait_for_selector(bs.CHART, timeout=120_000)
@@ -39,7 +39,7 @@ def test_compare_runs_and_renders_charts(server, browser, tmp_path):
     assert "Roofline: what holds each side back" in roofline_text and "JAX: overhead-bound" in roofline_text
     assert "What would help most" in bs.main_text(page) and "empty jitted calls" in bs.main_text(page)
     bs.assert_no_error(page)
-    assert "case=matmul" in page.url and "timing=quick" in page.url
+    assert all(part in page.url for part in ("case=matmul", "shape=small", "timing=quick"))
     shot = tmp_path / "compare.png"
     page.screenshot(path=str(shot), full_page=True)
     assert shot.stat().st_size > 20_000
