@@ -4,10 +4,13 @@ under one-sided noise, the recheck on the free cores, and the trust rule every h
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
 import os
+import queue
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -212,9 +215,9 @@ def checklist_of(result):
     return checklist(result)
 
 
-def test_a_side_counts_as_parallel_by_its_threads_when_a_neighbour_hides_it_in_the_cores():
-    """Beside a neighbour a two-thread side reads about one core's worth, like a serial one: the
-    threads' CPU times still tell them apart (engine/measure._recheck keeps only serial pairs)."""
+def test_without_the_waits_a_side_counts_as_parallel_by_its_threads():
+    """Where the kernel gives no run delays, beside a neighbour a two-thread side reads about one
+    core's worth, like a serial one: the threads' CPU times tell them apart."""
     from jaxcompare.engine.load import Span
 
     two_threads = Span(wall_s=1.0, own_cpu_s=1.02, thread_cpu_s={1: 0.05, 2: 0.49, 3: 0.48})
@@ -223,3 +226,53 @@ def test_a_side_counts_as_parallel_by_its_threads_when_a_neighbour_hides_it_in_t
     assert one_thread.threads == 1 and not one_thread.parallel
     assert Span(wall_s=1.0, own_cpu_s=1.6).parallel and Span(wall_s=1.0, own_cpu_s=0.99).threads is None
     assert "threads" in two_threads.to_dict() and "threads" not in Span(wall_s=1.0).to_dict()
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/schedstat"), reason="the kernel reports no run delays")
+def test_demand_tells_threads_running_at_once_from_threads_handing_work_on():
+    """Two threads that take turns (as JAX's caller hands each call to XLA's thread) want one core,
+    however busy the machine; two running at once want two even when held to one core, where they
+    read one core's worth (engine/measure._recheck keeps only pairs of serial sides)."""
+    chunk = bytes(20_000_000)
+
+    def work() -> None:  # hashing a large buffer runs outside the GIL
+        for _ in range(6):
+            hashlib.sha256(chunk).digest()
+
+    jobs: queue.Queue = queue.Queue()
+
+    def serve() -> None:  # a thread that lives through the phases, as XLA's do
+        while (done := jobs.get()) is not None:
+            work()
+            done.set()
+
+    def on_worker() -> threading.Event:
+        done = threading.Event()
+        jobs.put(done)
+        return done
+
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(before)})  # every thread started now inherits the one core
+    workers = [threading.Thread(target=serve) for _ in range(2)]
+    for thread in workers:
+        thread.start()
+    meter = LoadMeter()
+    try:
+        with meter.phase("turns"):
+            for _ in range(3):
+                on_worker().wait()  # this thread sleeps meanwhile
+                work()
+        with meter.phase("at_once"):
+            for _ in range(3):
+                for done in [on_worker() for _ in range(2)]:  # both workers busy together
+                    done.wait()
+    finally:
+        for _ in workers:
+            jobs.put(None)
+        for thread in workers:
+            thread.join()
+        os.sched_setaffinity(0, before)
+    turns, at_once = meter.spans["turns"], meter.spans["at_once"]
+    assert turns.threads == 2 and turns.demand < 1.1 and not turns.parallel, turns
+    assert at_once.own_cores < 1.1 and at_once.demand > 1.6 and at_once.parallel, at_once
+    assert at_once.to_dict()["demand_cores"] == round(at_once.demand, 2)

@@ -3,9 +3,9 @@ the quiet machine and beside it, in one test. Under the neighbour the load meter
 result the checklist trusts keeps its quiet speedup within 1.5x, the doubtful ones are flagged,
 and a sweep's headline comes from trusted points only. Doubting everything is no way out on the
 quiet machine: most comparisons measured quiet are trusted. Beside the neighbour, on two cores, a
-result is trusted only where re-timing on the free core keeps the comparison (both sides serial),
-and XLA's CPU code runs on several threads here at every size tried, so none is
-(benchmarks/RESULTS.md, "A busy neighbour")."""
+result is trusted only where re-timing on the free core keeps the comparison (both sides wanted
+one core), and XLA's CPU code wants both cores here for every case tried but sort, so sort alone
+is (benchmarks/RESULTS.md, "Which sides want more than one core")."""
 
 from __future__ import annotations
 

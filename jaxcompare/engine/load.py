@@ -65,6 +65,19 @@ def thread_cpu_s(process: Any) -> dict[int, float]:
         return {}
 
 
+def thread_wait_s(tids: Any) -> dict[int, float]:
+    """Seconds each of this process's threads ``tids`` spent runnable but waiting for a core so
+    far (the kernel's run delay, /proc/self/task/TID/schedstat); {} where the kernel does not say."""
+    waits = {}
+    for tid in tids:
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat", encoding="ascii") as f:
+                waits[tid] = int(f.read().split()[1]) / 1e9
+        except (OSError, ValueError, IndexError):
+            continue  # a thread that ended, or no schedstat on this kernel
+    return waits
+
+
 @dataclass
 class Span:
     """One phase's wall time and what other processes burned on our cores meanwhile."""
@@ -74,6 +87,8 @@ class Span:
     own_cpu_s: float = 0.0  # this process tree's CPU meanwhile: own_cpu_s / wall_s cores it used
     # CPU seconds of each of this process's threads meanwhile (thread id -> s); {} when not read.
     thread_cpu_s: dict[int, float] = field(default_factory=dict)
+    # Seconds those threads waited, runnable, for a core meanwhile; None when the kernel did not say.
+    wait_s: float | None = None
 
     @property
     def threads(self) -> int | None:
@@ -85,9 +100,22 @@ class Span:
         return sum(1 for t in self.thread_cpu_s.values() if t >= total / 5)
 
     @property
+    def demand(self) -> float | None:
+        """The cores' worth the work wanted: what its threads ran plus what they waited, runnable,
+        for a core, over the wall time (None where the waits were not read). Threads that hand the
+        work on to each other (JAX's caller, then XLA's) want one core; threads running at once,
+        as many as run, even where a busy machine gave them one core's worth."""
+        if self.wait_s is None or self.wall_s <= 0:
+            return None
+        return (sum(self.thread_cpu_s.values()) + self.wait_s) / self.wall_s
+
+    @property
     def parallel(self) -> bool:
-        """Any sign that the work ran on more than one thread: more than one core's worth, or
-        two threads or more doing it (the two may disagree; either makes a pinned recheck unequal)."""
+        """Whether the work ran on more than one core at once: it wanted more than one core's
+        worth (``demand``), or where the waits were not read, used more than one core's worth or
+        kept two threads or more busy."""
+        if self.demand is not None:
+            return self.demand > PARALLEL_DEMAND
         return self.own_cores > PARALLEL_CORES or (self.threads or 0) >= 2
 
     @property
@@ -95,8 +123,10 @@ class Span:
         return self.others_cpu_s / self.wall_s if self.wall_s > 0 else 0.0
 
     def to_dict(self) -> dict[str, float]:
-        return {"wall_s": round(self.wall_s, 6), "others_cpu_s": round(self.others_cpu_s, 4),
-                "own_cpu_s": round(self.own_cpu_s, 4)} | ({} if self.threads is None else {"threads": self.threads})
+        demand = self.demand
+        return ({"wall_s": round(self.wall_s, 6), "others_cpu_s": round(self.others_cpu_s, 4),
+                 "own_cpu_s": round(self.own_cpu_s, 4)} | ({} if self.threads is None else {"threads": self.threads})
+                | ({} if demand is None else {"demand_cores": round(demand, 2)}))
 
     @property
     def own_cores(self) -> float:
@@ -151,6 +181,7 @@ class LoadMeter:
     @contextmanager
     def phase(self, name: str) -> Iterator[Span]:
         threads_before = self._threads() if self._threads is not None else {}
+        waits_before = thread_wait_s(threads_before) if self._threads is not None else {}
         start = self.reading()
         span = self.spans.setdefault(self.prefix + name, Span())
         try:
@@ -158,10 +189,15 @@ class LoadMeter:
         finally:
             self.add(self.prefix + name, start, self.reading())
             if self._threads is not None:
-                for tid, seconds in self._threads().items():
+                threads_after = self._threads()
+                for tid, seconds in threads_after.items():
                     used = seconds - threads_before.get(tid, 0.0)
                     if used > 0:
                         span.thread_cpu_s[tid] = span.thread_cpu_s.get(tid, 0.0) + used
+                waits_after = thread_wait_s(threads_after)
+                if waits_after:  # a thread born meanwhile waited all its life inside the span
+                    waited = sum(max(w - waits_before.get(tid, 0.0), 0.0) for tid, w in waits_after.items())
+                    span.wait_s = (span.wait_s or 0.0) + waited
 
     def to_dict(self) -> dict[str, Any]:
         """The Result's ``load`` object (docs/json.md); {} when psutil is missing."""
@@ -186,8 +222,12 @@ def is_busy(others_cores: float | None) -> bool:
 # A side that used more than this many cores' worth in its runtime blocks ran in parallel: pinned
 # to fewer cores it slows, where a serial side does not. Serial against parallel is no equal recheck.
 # Just above one core. Beside a neighbour a parallel side reads about one core all the same (XLA's
-# elementwise at 1e6: 1.00-1.06, NumPy's serial 0.97-1.04), so Span.parallel also counts threads.
+# elementwise at 1e6: 1.00-1.06, NumPy's serial 0.97-1.04), so Span.parallel asks what it wanted.
 PARALLEL_CORES = 1.05
+# A side that wanted more than this many cores (Span.demand) ran in parallel. Pinned to one core a
+# side wanting d slows by at most d, so two sides under 1.2 keep their ratio within 1.2x. Measured
+# beside a neighbour: serial sides 0.95-1.12 (NumPy's, JAX's sort), parallel 1.5-3.5 (RESULTS.md).
+PARALLEL_DEMAND = 1.2
 
 
 def free_cores(cores: list[int], others_cores: float) -> list[int]:

@@ -533,6 +533,7 @@ def _recheck(run: _Run, calls: dict[str, Any], numpy_stats: Stats, jax_stats: St
     own = {side: round(load.spans[side].own_cores, 2) for side in ("numpy", "runtime") if side in load.spans}
     record["own_cores"] = own
     record["threads"] = {side: load.spans[side].threads for side in own}
+    record["demand"] = {side: round(d, 2) for side in own if (d := load.spans[side].demand) is not None}
     record["parallel"] = [side for side in own if load.spans[side].parallel]
     record["equal"] = not record["parallel"]
     record["block_medians_s"] = {side: [b.median_s for b in blocks[side]] for side in ("numpy", "runtime")}
