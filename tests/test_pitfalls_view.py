@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -94,6 +95,11 @@ def test_the_effect_comes_from_the_ranges_not_the_medians():
     assert first_call["effect"] == "hurts" and pv.effect_name(first_call) == "hurts JAX"
     # The NumPy baseline both sides share cancels: its own noise does not widen the range.
     assert first_call["effect_range"][1] == pytest.approx((0.043 * 1.02) / (0.174 * 0.98))
+    # "Worse" carries its range in its own terms (proper / naive), around the factor, not the reciprocal.
+    worse = re.search(r"\*\*([\d.]+)x worse\*\* than it is \(95% range ([\d.]+)–([\d.]+)x\)", pv.how_wrong(first_call))
+    assert worse, pv.how_wrong(first_call)
+    factor, low, high = map(float, worse.groups())
+    assert 1 < low <= factor <= high, worse.group(0)
 
 
 def test_a_report_from_before_ranges_still_reads():

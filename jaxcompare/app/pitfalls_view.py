@@ -271,12 +271,14 @@ def effect_name(pitfall: Mapping[str, Any]) -> str:
     return _(EFFECT_NAMES[found]) if found else "—"
 
 
-def effect_range_text(pitfall: Mapping[str, Any]) -> str:
-    """'1.8–2.5x': the 95% range of naive speedup / proper speedup ('' before ranges)."""
+def effect_range_text(pitfall: Mapping[str, Any], *, inverted: bool = False) -> str:
+    """'1.8–2.5x': the 95% range of naive speedup / proper speedup ('' before ranges);
+    ``inverted``: of proper / naive, for a factor worded as how much worse JAX looks."""
     bounds = pitfall.get("effect_range")
     if not bounds or not all(isinstance(b, int | float) and math.isfinite(b) and b > 0 for b in bounds):
         return ""
-    return f"{factor_number(bounds[0])}–{factor_number(bounds[1])}x"
+    low, high = (1 / bounds[1], 1 / bounds[0]) if inverted else bounds
+    return f"{factor_number(low)}–{factor_number(high)}x"
 
 
 # English here (stored), in the reader's language where shown.
@@ -302,9 +304,10 @@ def how_wrong(pitfall: Mapping[str, Any], backend: str = "cpu") -> str:
         return _("How wrong: not applicable on {backend} — both runs do the same float32 work, so the {gap}x gap "
                  "between them is run-to-run noise, not TF32.").format(
             backend=BACKEND_NAMES.get(backend, backend), gap=factor_number(gap))
-    spread = effect_range_text(pitfall)
-    within = _(" (95% range {range})").format(range=spread) if spread else ""
     found = effect(pitfall)
+    # The range in the sentence's own terms: "4.6x worse (95% range 2.2-5.3x)", never its reciprocal.
+    spread = effect_range_text(pitfall, inverted=found == "hurts")
+    within = _(" (95% range {range})").format(range=spread) if spread else ""
     if found == "within_noise":
         text = _("How wrong: **within the noise** — on this machine the {name} pitfall did not show: the naive "
                  "speedup is {factor}x the proper one{range}, and the run's noise covers 1x.").format(
