@@ -172,7 +172,7 @@ def test_size_sweep_runs_and_draws_the_crossover(server, browser):
     assert metrics.count() == 2
     crossover = metrics.filter(has_text="Crossover (x32)")
     assert crossover.count() == 1 and "not yet" not in crossover.inner_text()
-    best = metrics.filter(has_text="Best speedup").inner_text()
+    best = metrics.filter(has_text="Best trusted speedup").inner_text()
     assert page.locator("[data-testid='stDataFrame']").count() == 1
     # Runtime, speedup, one-off share and roofline charts, each with a mark per size inside its plot.
     assert page.locator("[data-testid='stVegaLiteChart']").count() == 4
@@ -186,9 +186,9 @@ def test_size_sweep_runs_and_draws_the_crossover(server, browser):
     else:
         assert "sizes set aside" not in text  # the chart's subtitle explains hollow dots always
     if doubtful == 3:
-        assert re.search(r"Best speedup\s+—", best) and "No size could be trusted" in text, best
+        assert re.search(r"Best trusted speedup\s+—", best) and "No size could be trusted" in text, best
     else:  # the best trusted speedup, with its 95% range under it
-        assert re.search(r"Best speedup\s+\d+\.\d\dx\s+95%: \d+\.\d\dx–\d+\.\d\dx", best), best
+        assert re.search(r"Best trusted speedup\s+\d+\.\d\dx\s+95%: \d+\.\d\dx–\d+\.\d\dx", best), best
     assert wait_for_chart_marks(page, 2, JAX_COLOR, mark="rect", at_least=3) == 3  # XLA compile share bars
     # The roofline: one shared CPU roof and its ridge, and each side's path through the 3 sizes.
     assert roofline_marks(page, 3) == {"roofs": 1, "ridges": 1, "numpy": 3, "jax": 3}

@@ -74,14 +74,14 @@ def split(results: Sequence[Result]) -> tuple[list[Result], list[Result]]:
 
 
 def set_aside_text(results: Sequence[Result], unit: str = "sizes") -> str | None:
-    """'2 of 7 sizes set aside: the machine was busy' (reasons by how many they cover); None
-    when every result is trusted. ``unit``: "sizes" (a sweep) or "results"."""
+    """'2 of 7 sizes set aside: the machine was busy.' (reasons by how many they cover), a
+    sentence; None when every result is trusted. ``unit``: "sizes" (a sweep) or "results"."""
     doubtful = [trust(r) for r in results]
     reasons = [t.why for t in doubtful if not t.trusted and t.why]
     if not reasons:
         return None
     counts = {key: reasons.count(key) for key in WHY if key in reasons}
     why = ", ".join(_(WHY[key]) for key in sorted(counts, key=lambda k: -counts[k]))
-    template = (_("{n} of {total} sizes set aside: {why}") if unit == "sizes"
-                else _("{n} of {total} results set aside: {why}"))
+    template = (_("{n} of {total} sizes set aside: {why}.") if unit == "sizes"
+                else _("{n} of {total} results set aside: {why}."))
     return template.format(n=len(reasons), total=len(results), why=why)

@@ -230,8 +230,8 @@ def best_speedup_figure(results: Sequence[Result]) -> summary.Figure:
     best = summary.best_trusted(results)
     aside = set_aside_text(results)
     if best is None:
-        return summary.Figure(_("Best speedup"), "—", sentences(_("No size could be trusted."), aside or ""))
-    return summary.Figure(_("Best speedup"), format_factor(best.speedup), sentences(
+        return summary.Figure(_("Best trusted speedup"), "—", sentences(_("No size could be trusted."), aside or ""))
+    return summary.Figure(_("Best trusted speedup"), format_factor(best.speedup), sentences(
         _("At {shape} {precision}, among the trusted sizes.").format(shape=format_shape(best.shape),
                                                                      precision=best.precision), aside or ""),
                           summary.range_detail(best))
