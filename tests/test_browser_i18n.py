@@ -53,11 +53,18 @@ def test_a_chinese_browser_gets_chinese_and_the_switch_holds_across_pages(server
     page.get_by_role("radio", name="English").click()
     page.get_by_role("heading", name="How to read the numbers").wait_for(timeout=30_000)
     page.wait_for_function("() => location.search.includes('lang=en')", timeout=30_000)
-    page.get_by_test_id("stSidebarUserContent").get_by_role("link", name="Compare").click()
+    sidebar = page.get_by_test_id("stSidebarUserContent")
+    sidebar.get_by_role("link", name="Compare").click()
     page.get_by_role("button", name="Run comparison").wait_for(timeout=30_000)
     page.wait_for_selector(bs.IDLE, timeout=30_000)
     assert "lang=en" in page.url
     bs.assert_no_error(page)
+    # The switch shows its choice on every page reached by a link (every second one showed none).
+    for link, heading in (("Pitfalls", "Pitfalls"), ("History", "History"), ("Compare", "Compare")):
+        sidebar.get_by_role("link", name=link).click()
+        page.get_by_role("heading", name=heading).first.wait_for(timeout=30_000)
+        page.wait_for_selector(bs.IDLE, timeout=30_000)
+        assert page.get_by_role("radio", name="English").get_attribute("aria-checked") == "true", link
     context.close()
     # An English browser opening a Chinese link reads Chinese.
     context = browser.new_context(locale="en-US", viewport={"width": 1300, "height": 900})

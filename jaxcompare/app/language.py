@@ -82,8 +82,9 @@ def _write_url(lang: str | None = None) -> None:
 def language_switch() -> None:
     """The sidebar's English / 中文 switch; also writes the language into the address bar."""
     lang = i18n.language()
-    if st.session_state.get(SWITCH) != lang:  # a new page, or a session that has not drawn it yet
-        st.session_state[SWITCH] = lang
+    # Set on every run, even to the value it holds: on a switch of page Streamlit keeps a widget's
+    # value but drops what the browser was told, and every second page showed neither choice chosen.
+    st.session_state[SWITCH] = lang
     st.segmented_control(LABEL, list(i18n.LANGUAGES), format_func=i18n.LANGUAGES.__getitem__, key=SWITCH,
                          required=True, on_change=_switched)
     bad = st.session_state.pop(_URL_PROBLEM, None)
