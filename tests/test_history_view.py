@@ -79,10 +79,10 @@ def test_verdict_explanations_are_the_pages_sentences():
     """The verdict is data (analysis/compare.py); these are the sentences the History page shows."""
     slow, fast = make_result(jax_s=2e-4), make_result(jax_s=1e-4)
     assert hv.verdict_explanation(compare.verdict(slow.jax.runtime, fast.jax.runtime), "JAX runtime") == (
-        "B's JAX runtime is 2.00x faster than A's JAX runtime (median 100 µs vs 200 µs; p<0.001; 95% CI of the "
+        "B's JAX runtime is 2.00x faster than A's JAX runtime (median B 100 µs vs A 200 µs; p<0.001; 95% CI of the "
         "speedup 1.98x–2.02x).")
     assert hv.verdict_explanation(compare.verdict(slow.jax.runtime, slow.jax.runtime), "JAX runtime") == (
-        "No significant difference: the 0.0% difference in medians is within the noise (median 200 µs vs 200 µs; "
+        "No significant difference: the 0.0% difference in medians is within the noise (median B 200 µs vs A 200 µs; "
         "p=1.000; 95% CI of the slowdown 0.99x–1.01x).")
     few = compare.verdict(dataclasses.replace(slow.jax.runtime, samples_s=(1e-4,)), slow.jax.runtime)
     assert hv.verdict_explanation(few, "JAX runtime") == (

@@ -240,7 +240,8 @@ def verdict_explanation(v: compare.Verdict, subject: str = "") -> str:
     else:
         ci_text = _("{level} CI of the slowdown {low}–{high}").format(
             level=level, low=format_factor(v.ci_low), high=format_factor(v.ci_high))
-    stats_text = _("median {median_b} vs {median_a}; {p_value}; {ci}").format(
+    # B first, as the sentence is about B; each median named, as the stats line under it names them.
+    stats_text = _("median B {median_b} vs A {median_a}; {p_value}; {ci}").format(
         median_b=format_time(v.median_b_s), median_a=format_time(v.median_a_s), p_value=_p_value(v.p_value),
         ci=ci_text)
     moved = {"name_a": name_a, "name_b": name_b, "factor": format_factor(v.factor)}
