@@ -95,11 +95,6 @@ class Machine:
         return self.env.get("env_vars") or {}
 
 
-def cpu_fallback(m: Machine) -> Iterator[str]:
-    if not accelerators(m.env):
-        yield _("CPU fallback: no GPU or TPU is visible to JAX, so every JAX number is for the CPU backend.")
-
-
 def shared_cores(m: Machine) -> Iterator[str]:
     if m.cores and m.cores <= 4:
         yield _("Shared cores: only {cores} core(s). NumPy's BLAS, XLA, the app server and anything else on "
@@ -176,7 +171,7 @@ def low_memory(m: Machine) -> Iterator[str]:
 
 
 ENVIRONMENT_RULES: tuple[Callable[[Machine], Iterator[str]], ...] = (
-    cpu_fallback, shared_cores, busy_machine, hyper_threading, each_worker, blas_oversubscribed,
+    shared_cores, busy_machine, hyper_threading, each_worker, blas_oversubscribed,
     conflicting_memory_fraction, custom_xla_flags, blas_thread_limits, low_memory,
 )
 
