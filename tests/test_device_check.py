@@ -52,7 +52,7 @@ def test_device_md_has_the_docs_colab_column_beside_this_machine(device_check):
     clock_rows = [line for line in lines if line.startswith(("| centered_gram", "| matmul"))
                   and line.endswith("| n/a: not applicable on cpu |")]
     assert len(clock_rows) == 3
-    assert "6. GPU float32 matmuls default to TF32" in md  # the pitfalls lab, TF32 included
+    assert "6. TF32: GPU float32 matmuls default to TF32" in md  # the pitfalls lab, TF32 included
     assert "of this cpu's measured float32 matmul rate" in md.lower()  # the fraction of peak
 
 

@@ -73,7 +73,7 @@ PITFALLS: tuple[dict[str, str], ...] = (
                   N_("At 10x10 the JAX call is mostly dispatch overhead and NumPy wins; at "
                      "1000x1000 the computation dominates. One size is not a verdict.")),
     _pitfall_meta("tf32", "precision",
-                  N_("6. GPU float32 matmuls default to TF32-class precision"),
+                  N_("6. TF32: GPU float32 matmuls default to TF32-class precision"),
                   N_("On recent NVIDIA GPUs float32 matmuls and convolutions run in TF32 by "
                      "default: faster, with about 10 mantissa bits. "
                      "jax.default_matmul_precision('highest') gives the fair float32 comparison.")),
