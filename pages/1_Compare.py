@@ -165,16 +165,8 @@ tab_checks, tab_phases, tab_agree, tab_profile, tab_ipython, tab_notes = st.tabs
     [views.checks_tab_label(checklist), _("All phases"), _("Agreement"), _("Profile"), _("Reproduce in IPython"),
      _("Notes")])
 with tab_checks:
-    st.dataframe(
-        views.checklist_rows(checklist, lambda pitfall: pitfalls_view.result_link(pitfall, result, CASES,
-                                                                                  language.url_params())),
-        # Rows tall enough for a reason to wrap onto a second and third line: never cut off.
-        hide_index=True, width="stretch", height=38 + views.checklist_row_px(checklist) * len(checklist),
-        row_height=views.checklist_row_px(checklist),
-        column_config={_("Why"): st.column_config.TextColumn(_("Why"), width="large"),
-                       _("Pitfall"): st.column_config.LinkColumn(
-            _("Explained in"), display_text=r"#pitfall-(.+)$",
-            help=_("Opens the Pitfalls page section that measures this mistake, for this case (new tab)."))})
+    st.table(views.checklist_rows(checklist, lambda pitfall: pitfalls_view.result_link_markdown(
+        pitfall, result, CASES, language.url_params())), hide_index=True, border="horizontal")
 with tab_phases:
     st.dataframe(views.phase_table(result), hide_index=True, width="stretch")
     st.caption(_("One-off: paid once per function, shape and dtype. Per call: paid every call. "

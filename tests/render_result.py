@@ -37,8 +37,7 @@ with left:
 with right:
     st.altair_chart(chart_ui.svg_rendered(charts.samples_chart(result)), width="stretch")
 st.dataframe(views.phase_table(result), hide_index=True, width="stretch")
-st.dataframe(views.checklist_rows(checks.checklist(result), lambda pitfall: None), hide_index=True,
-             width="stretch")
+st.table(views.checklist_rows(checks.checklist(result), lambda pitfall: None), hide_index=True)
 
 st.header("Size sweep")
 st.altair_chart(chart_ui.svg_rendered(charts.sweep_runtime_chart(results)), width="stretch")

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from jaxcompare.app import environment_view, views
-from jaxcompare.model.formatting import format_crossover
+from jaxcompare.model.formatting import format_crossover, markdown_literal
 
 
 def test_crossover_text():
@@ -120,7 +120,8 @@ def test_compare_page_words_come_from_views(sample_result):
     checks = checklist(r)
     assert views.checks_tab_label(checks) == "Checks: warn"  # the synthetic result's thread check warns
     rows = views.checklist_rows(checks, lambda pitfall: None if pitfall is None else f"Pitfalls#{pitfall}")
-    assert len(rows) == len(checks) and {"", "Pitfalls#size"} <= {row["Pitfall"] for row in rows}
+    assert len(rows) == len(checks) and {"", "Pitfalls#size"} <= {row["Explained in"] for row in rows}
+    assert all(row["Why"] == markdown_literal(c.reason) for row, c in zip(rows, checks, strict=True))  # plain text
     assert rows[0]["Status"] == "✓ pass"
     ok, text = views.agreement_text(r)
     assert ok and text.startswith("JAX and NumPy agree: max abs error 1e-07") and text.endswith("compared directly).")

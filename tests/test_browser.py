@@ -38,6 +38,13 @@ def test_compare_runs_and_renders_charts(server, browser, tmp_path):
     roofline_text = bs.svg_text(page, 2)
     assert "Roofline: what holds each side back" in roofline_text and "JAX: overhead-bound" in roofline_text
     assert "What would help most" in bs.main_text(page) and "empty jitted calls" in bs.main_text(page)
+    # The checklist: every reason whole, wrapped in its cell, never cut off (issue 23).
+    table = page.locator("[data-testid='stTable']")
+    assert table.count() == 1 and "Explained in" in table.inner_text()
+    cut = table.evaluate("t => Array.from(t.querySelectorAll('td, th')).filter(c => c.scrollWidth > c.clientWidth + 1)"
+                         ".map(c => c.innerText)")
+    assert cut == [], cut
+    assert table.get_by_role("link", name="Async dispatch").get_attribute("href").endswith("#pitfall-async")
     bs.assert_no_error(page)
     assert all(part in page.url for part in ("case=matmul", "shape=small", "timing=quick"))
     shot = tmp_path / "compare.png"

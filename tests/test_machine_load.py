@@ -200,21 +200,6 @@ def test_a_doubtful_compare_result_gives_no_verdict_but_its_range():
     assert speedup.value == "5.00x" and speedup.detail.startswith("95%: ") and speedup.detail.endswith(" · doubtful")
 
 
-def test_the_checklist_rows_are_tall_enough_for_the_longest_reason(fair_result):
-    from jaxcompare.app import views
-
-    checks = checklist_of(fair_result)
-    short = views.checklist_row_px(checks)
-    long = [dataclasses.replace(checks[0], reason="x" * 300)] + checks[1:]
-    assert views.checklist_row_px(long) > short and views.checklist_row_px(long) >= 19 * 300 / 70
-
-
-def checklist_of(result):
-    from jaxcompare.analysis.checks import checklist
-
-    return checklist(result)
-
-
 def test_without_the_waits_a_side_counts_as_parallel_by_its_threads():
     """Where the kernel gives no run delays, beside a neighbour a two-thread side reads about one
     core's worth, like a serial one: the threads' CPU times tell them apart."""

@@ -116,6 +116,15 @@ def result_link(pitfall_id: str | None, result: Result, cases: Sequence[Case],
     return pitfall_link(pitfall_id, case, result.shape, result.precision, result.spec.device, also)
 
 
+def result_link_markdown(pitfall_id: str | None, result: Result, cases: Sequence[Case],
+                         also: Mapping[str, str] | None = None) -> str | None:
+    """result_link as a Markdown link named by the pitfall ('[JIT](Pitfalls?...#pitfall-jit)')."""
+    url = result_link(pitfall_id, result, cases, also)
+    if url is None or pitfall_id is None:
+        return None
+    return f"[{short_title(pitfall_id).split('. ', 1)[-1]}]({url})"
+
+
 # --- before a run: what each side will run ---------------------------------------------------------
 def preview(pitfall_id: str, case: Case, shape: Sequence[int], precision: str) -> dict[str, list[dict[str, str]]]:
     """The labels and code of each side, as the engine will measure them (tests keep the two in

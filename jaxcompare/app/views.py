@@ -16,7 +16,7 @@ from ..analysis.sweep import crossover
 from ..analysis.trust import set_aside_text, trusted
 from ..i18n import N_, _, sentences, translate_text
 from ..model.cases import format_shape
-from ..model.formatting import format_calls, format_crossover, format_factor, format_time
+from ..model.formatting import format_calls, format_crossover, format_factor, format_time, markdown_literal
 from ..model.phases import PHASES, phase_kind, phase_label
 from ..model.result import Result
 from ..model.stats import Stats
@@ -112,28 +112,17 @@ STATUS_ICON = {PASS: N_("✓ pass"), WARN: N_("⚠ warn"), FAIL: N_("✗ fail"),
 CHECKS_TAB = {PASS: N_("Checks: pass"), WARN: N_("Checks: warn"), FAIL: N_("Checks: fail")}
 
 
-# A checklist row: its lines of wrapped reason at about this many characters each (the Why column
-# of a laptop-wide page), this many pixels a line, plus padding. Measured on a Chromium screenshot.
-WHY_LINE_CHARS, LINE_PX, ROW_PAD_PX = 70, 19, 16
-
-
-def checklist_row_px(checklist: Sequence[Check]) -> int:
-    """Every checklist row this tall: enough lines for the longest reason, so none is cut off."""
-    longest = max((len(c.reason) for c in checklist), default=0)
-    return max(35, ROW_PAD_PX + LINE_PX * math.ceil(longest / WHY_LINE_CHARS))
-
-
 def checks_tab_label(checklist: Sequence[Check]) -> str:
     """'Checks: warn': the tab's title carries the checklist's overall status."""
     return _(CHECKS_TAB[overall(list(checklist))])
 
 
 def checklist_rows(checklist: Sequence[Check], link: Callable[[str | None], str | None]) -> list[dict[str, str]]:
-    """One row per check; ``link`` gives the Pitfalls page section explaining it ("" without one:
-    a blank cell, not a grey "None"). The columns are named in the reader's language: the page
-    finds the link column as ``_("Pitfall")``."""
-    return [{_("Status"): _(STATUS_ICON[c.status]), _("Check"): c.title, _("Why"): c.reason,
-             _("Pitfall"): link(c.pitfall) or ""}
+    """One row per check, for st.table (whose cells are Markdown and wrap, so no reason is cut
+    off): its words as plain text, and ``link``'s Markdown link to the Pitfalls page section
+    explaining it ("" without one). The columns are named in the reader's language."""
+    return [{_("Status"): _(STATUS_ICON[c.status]), _("Check"): markdown_literal(c.title),
+             _("Why"): markdown_literal(c.reason), _("Explained in"): link(c.pitfall) or ""}
             for c in checklist]
 
 
