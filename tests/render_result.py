@@ -41,4 +41,4 @@ st.table(views.checklist_rows(checks.checklist(result), lambda pitfall: None), h
 
 st.header("Size sweep")
 st.altair_chart(chart_ui.svg_rendered(charts.sweep_runtime_chart(results)), width="stretch")
-st.dataframe(views.sweep_table(results), hide_index=True, width="stretch")
+st.table(views.sweep_table(results), hide_index=True)

@@ -139,7 +139,7 @@ def test_size_sweep_overlays_precisions_and_marks_crossover_axes():
     speedups = {(r["precision"], r["elements"]): r["speedup"] for r in chart_rows(at, 1) if "speedup" in r}
     assert speedups == {(r.precision, r.shape[0] * r.shape[1]): pytest.approx(r.speedup) for r in run.results}
     assert [m.label for m in at.metric][:2] == ["Crossover (x32)", "Crossover (x64)"]
-    assert len(at.dataframe[0].value) == 6
+    assert len(at.table[0].value) == 6
     assert not at.exception
 
 

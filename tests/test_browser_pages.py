@@ -173,7 +173,12 @@ def test_size_sweep_runs_and_draws_the_crossover(server, browser):
     crossover = metrics.filter(has_text="Crossover (x32)")
     assert crossover.count() == 1 and "not yet" not in crossover.inner_text()
     best = metrics.filter(has_text="Best trusted speedup").inner_text()
-    assert page.locator("[data-testid='stDataFrame']").count() == 1
+    # The table of every size: a row each, whatever set a size aside said in full, never cut off.
+    table = page.locator("[data-testid='stTable']")
+    assert table.count() == 1 and table.locator("tbody tr").count() == 3
+    cut = table.evaluate("t => Array.from(t.querySelectorAll('td, th')).filter(c => c.scrollWidth > c.clientWidth + 1)"
+                         ".map(c => c.innerText)")
+    assert cut == [], cut
     # Runtime, speedup, one-off share and roofline charts, each with a mark per size inside its plot.
     assert page.locator("[data-testid='stVegaLiteChart']").count() == 4
     assert wait_for_chart_marks(page, 0, JAX_COLOR, mark="symbol", at_least=3) == 3  # JAX dot per size

@@ -130,7 +130,7 @@ def everything(at: AppTest) -> str:
     """Every text the page shows, table cells included."""
     parts = [str(e.value) for kind in ("title", "markdown", "caption", "info", "success", "error", "warning",
                                        "subheader") for e in getattr(at, kind)]
-    parts += [frame.value.to_csv() for frame in at.dataframe]
+    parts += [frame.value.to_csv() for frame in (*at.dataframe, *at.table)]
     return "\n".join(parts)
 
 

@@ -173,8 +173,11 @@ def notes_markdown(result: Result) -> list[str]:
 
 
 def sweep_table(results: Sequence[Result]) -> list[dict[str, Any]]:
+    """A row per size and precision, for st.table (Markdown cells that wrap: why a size was set
+    aside is never cut off)."""
     rows = []
     for r in sorted(results, key=lambda r: (r.precision, math.prod(r.shape))):
+        doubt = None if trusted(r) else markdown_literal(_("no: {why}").format(why=summary.doubt_text(r)))
         rows.append({
             _("Shape"): format_shape(r.shape),
             _("Precision"): f"{r.precision} ({r.dtype})",
@@ -188,7 +191,7 @@ def sweep_table(results: Sequence[Result]) -> list[dict[str, Any]]:
             _("Break-even"): format_calls(r.break_even_calls),
             _("Agree"): _("yes") if r.jax.agreement.get("ok") else _("NO"),
             _("Stable"): _("yes") if r.numpy_runtime.stable and r.jax.runtime.stable else _("no"),
-            _("Trusted"): _("yes") if trusted(r) else _("no: {why}").format(why=summary.doubt_text(r)),
+            _("Trusted"): doubt or _("yes"),
         })
     return rows
 
