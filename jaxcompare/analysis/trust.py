@@ -81,7 +81,7 @@ def set_aside_text(results: Sequence[Result], unit: str = "sizes") -> str | None
     if not reasons:
         return None
     counts = {key: reasons.count(key) for key in WHY if key in reasons}
-    why = ", ".join(_(WHY[key]) for key in sorted(counts, key=lambda k: -counts[k]))
+    why = _(", ").join(_(WHY[key]) for key in sorted(counts, key=lambda k: -counts[k]))  # Chinese lists take 、
     template = (_("{n} of {total} sizes set aside: {why}.") if unit == "sizes"
                 else _("{n} of {total} results set aside: {why}."))
     return template.format(n=len(reasons), total=len(results), why=why)
