@@ -36,7 +36,7 @@ with left:
     st.altair_chart(chart_ui.svg_rendered(charts.phase_breakdown_chart(result)), width="stretch")
 with right:
     st.altair_chart(chart_ui.svg_rendered(charts.samples_chart(result)), width="stretch")
-st.dataframe(views.phase_table(result), hide_index=True, width="stretch")
+st.table(views.phase_table(result), hide_index=True)
 st.table(views.checklist_rows(checks.checklist(result), lambda pitfall: None), hide_index=True)
 
 st.header("Size sweep")

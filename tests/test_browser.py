@@ -38,12 +38,23 @@ def test_compare_runs_and_renders_charts(server, browser, tmp_path):
     roofline_text = bs.svg_text(page, 2)
     assert "Roofline: what holds each side back" in roofline_text and "JAX: overhead-bound" in roofline_text
     assert "What would help most" in bs.main_text(page) and "empty jitted calls" in bs.main_text(page)
-    # The checklist: every reason whole, wrapped in its cell, never cut off (issue 23).
-    table = page.locator("[data-testid='stTable']")
-    assert table.count() == 1 and "Explained in" in table.inner_text()
+    # The checklist (and the phases' table): every reason whole, wrapped in its cell, never cut off (issue 23).
+    tables = page.locator("[data-testid='stTable']")
+    assert tables.count() == 2
+    table = tables.first
+    assert "Explained in" in table.inner_text()
     cut = table.evaluate("t => Array.from(t.querySelectorAll('td, th')).filter(c => c.scrollWidth > c.clientWidth + 1)"
                          ".map(c => c.innerText)")
     assert cut == [], cut
+    page.get_by_role("tab", name="All phases").click()
+    phases = tables.nth(1)
+    phases.wait_for(state="visible", timeout=30_000)
+    assert phases.locator("tbody tr").count() == 9  # NumPy's runtime and JAX's eight phases
+    cut = phases.evaluate("t => Array.from(t.querySelectorAll('td, th')).filter(c => c.scrollWidth > c.clientWidth + 1)"
+                          ".map(c => c.innerText)")
+    assert cut == [], cut
+    phases.screenshot(path=str(tmp_path / "phases.png"))
+    page.get_by_role("tab", name=re.compile("^Checks")).click()
     assert table.get_by_role("link", name="Async dispatch").get_attribute("href").endswith("#pitfall-async")
     bs.assert_no_error(page)
     assert all(part in page.url for part in ("case=matmul", "shape=small", "timing=quick"))

@@ -63,8 +63,9 @@ def verdict_lines(result: Result) -> list[str]:
 
 
 def phase_table(result: Result) -> list[dict[str, Any]]:
-    """Rows for the page's phase table: formatted times and the stability flag; with the third
-    side, JAX on the CPU's median beside each JAX phase."""
+    """Rows for the page's phase table (st.table: Markdown cells that wrap, so why a phase is
+    unstable is never cut off): formatted times and the stability flag; with the third side, JAX
+    on the CPU's median beside each JAX phase."""
     rows = []
     for name in PHASES:
         s = result.phase(name)
@@ -80,7 +81,7 @@ def phase_table(result: Result) -> list[dict[str, Any]]:
             _("95% CI of median"): "—" if not math.isfinite(s.rel_ci) else f"±{s.rel_ci:.1%}",
             _("Samples"): s.n,
             _("Loops/sample"): s.loops,
-            _("Stable"): stable_text(s),
+            _("Stable"): markdown_literal(stable_text(s)),
         })
     return rows
 
