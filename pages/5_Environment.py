@@ -65,7 +65,7 @@ with col_versions:
     st.dataframe(ev.version_rows(versions), hide_index=True, width="stretch")
 with col_cpu:
     st.subheader(_("CPU and memory"))
-    st.dataframe(ev.machine_rows(env, host, ev.load_average()), hide_index=True, width="stretch")
+    ui.plain_table(ev.machine_rows(env, host, ev.load_average()))  # a platform string or a path in full
 
 cluster = resources.get_runner().cluster()
 if cluster is not None:
@@ -99,7 +99,7 @@ with col_vars:
     st.subheader(_("Environment variables and XLA flags"))
     rows = ev.env_var_rows(ENV_VARS, host, workers)
     if rows:
-        st.dataframe(rows, hide_index=True, width="stretch")
+        ui.plain_table(rows)
     else:
         st.caption(_("None of the variables that change JAX or BLAS behaviour are set."))
     st.caption(_("Watched: {variables}").format(variables=", ".join(f"`{v}`" for v in ENV_VARS)))

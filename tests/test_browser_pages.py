@@ -140,8 +140,15 @@ def test_environment_shows_both_workers(server, browser):
     page.wait_for_selector(IDLE, timeout=30_000)
     assert_no_error(page)
     assert "could not report" not in main_text(page)
-    # Versions, CPU, the workers table and the devices table at least.
+    # Versions, the workers table, the devices table and BLAS at least; CPU and memory, and the
+    # environment variables, as static tables whose cells wrap: a platform string or path whole.
     assert page.locator("[data-testid='stDataFrame']").count() >= 4
+    tables = page.locator("[data-testid='stTable']")
+    assert tables.count() == 2 and "Platform" in tables.first.inner_text()
+    cut = [tables.nth(i).evaluate("t => Array.from(t.querySelectorAll('td, th'))"
+                                  ".filter(c => c.scrollWidth > c.clientWidth + 1).map(c => c.innerText)")
+           for i in range(2)]
+    assert cut == [[], []], cut
     with page.expect_download() as download:
         page.get_by_role("button", name="Environment (JSON)").click()
     doc = json.loads(download.value.path().read_text())

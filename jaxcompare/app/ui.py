@@ -100,6 +100,13 @@ def sync_url(query: dict[str, str]) -> None:
         st.query_params.from_dict(query)
 
 
+def plain_table(rows: Sequence[Mapping[str, Any]]) -> None:
+    """A static table of short rows whose cells wrap (never cut off, unlike st.dataframe's), every
+    cell shown as written: st.table reads its cells as Markdown."""
+    st.table([{key: "" if value is None else markdown_literal(value) for key, value in row.items()} for row in rows],
+             hide_index=True, border="horizontal")
+
+
 def show_url_warnings(warnings: list[str]) -> None:
     """The URL's warnings as plain text: they quote what the link said, and anyone can write a link."""
     for text in warnings:
