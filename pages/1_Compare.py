@@ -75,17 +75,8 @@ harvest()
 
 with st.sidebar:
     st.header(_("Configuration"))
-    case_options = [c.name for c in CASES]
-    labels = {c.name: controls.case_label(c) for c in CASES}
-    language.selectbox(_("Case"), case_options, format_func=labels.__getitem__, key=key("case"),
-                       on_change=FORM.on_case_change,
-                       help=_("NumPy cases first, then SciPy. Type to search by name, library or title."))
-    case = cases_ui.case_by_name(st.session_state[key("case")])
-    st.segmented_control(_("Shape"), controls.SIZE_CHOICES, format_func=controls.size_labels(case).__getitem__,
-                         key=key("size"), required=True, on_change=FORM.on_case_change)
-    st.text_input(_("Custom shape"), key=key("custom_shape"), disabled=st.session_state[key("size")] != "custom",
-                  live=True, placeholder=_("e.g. 500x500"),
-                  help=_("Sizes separated by x, like 500x500 (or 100000 for a vector)."))
+    case = FORM.case_box(_("NumPy cases first, then SciPy. Type to search by name, library or title."))
+    FORM.shape_boxes(case)
     shape_problem, shape = None, None
     try:
         shape = current_config().shape(case)

@@ -13,7 +13,6 @@ from jaxcompare.app import (
     controls,
     form_ui,
     jobs,
-    language,
     navigation,
     resources,
     ui,
@@ -87,10 +86,7 @@ url_warnings = ui.seed_from_url("sweep", lambda query: controls.sweep_config_fro
 
 with st.sidebar:
     st.header(_("Sweep"))
-    labels = {c.name: controls.case_label(c) for c in CASES}
-    language.selectbox(_("Case"), [c.name for c in CASES], format_func=labels.__getitem__, key=key("case"),
-                        help=_("NumPy cases first, then SciPy. Type to search."))
-    case = cases_ui.case_by_name(st.session_state[key("case")])
+    case = FORM.case_box(_("NumPy cases first, then SciPy. Type to search."), presets=False)
     st.pills(_("Precision"), PRECISIONS, selection_mode="multi", key=key("precisions"),
              format_func=controls.precision_label,
              help=_("Pick both to overlay float32 and float64 on the same charts."))

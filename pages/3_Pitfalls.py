@@ -9,7 +9,7 @@ from typing import Any
 import streamlit as st
 
 from jaxcompare import Case, JaxCompareError
-from jaxcompare.app import access, cases_ui, chart_ui, controls, form_ui, jobs, language, navigation, resources, ui
+from jaxcompare.app import access, cases_ui, chart_ui, controls, form_ui, jobs, navigation, resources, ui
 from jaxcompare.app import pitfalls_view as pv
 from jaxcompare.app.charts_pitfalls import pitfall_chart
 from jaxcompare.app.charts_profile import size_gap_chart
@@ -146,17 +146,8 @@ harvest()
 
 with st.sidebar:
     st.header(_("Configuration"))
-    labels = {c.name: controls.case_label(c) for c in CASES}
-    language.selectbox(_("Case"), [c.name for c in CASES], format_func=labels.__getitem__, key=key("case"),
-                        on_change=FORM.on_case_change,
-                        help=_("The JAX docs' benchmarking example, centered_gram, is the default."))
-    case = cases_ui.case_by_name(st.session_state[key("case")])
-    st.segmented_control(_("Shape"), controls.SIZE_CHOICES, format_func=controls.size_labels(case).__getitem__,
-                         key=key("size"),
-                         required=True, on_change=FORM.on_case_change)
-    st.text_input(_("Custom shape"), key=key("custom_shape"), disabled=st.session_state[key("size")] != "custom",
-                  live=True, placeholder=_("e.g. 500x500"),
-                  help=_("Sizes separated by x, like 500x500 (or 100000 for a vector)."))
+    case = FORM.case_box(_("The JAX docs' benchmarking example, centered_gram, is the default."))
+    FORM.shape_boxes(case)
     shape: tuple[int, ...] | None = None
     try:
         shape = current_config().shape(case)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from jaxcompare import JaxCompareError
-from jaxcompare.app import access, cases_ui, chart_ui, controls, form_ui, jobs, language, navigation, resources, ui
+from jaxcompare.app import access, cases_ui, chart_ui, form_ui, jobs, navigation, resources, ui
 from jaxcompare.app.charts_versions import versions_chart
 from jaxcompare.app.versions_view import VersionsConfig, VersionsJob, hosted_refusals, outcome, versions_table
 from jaxcompare.i18n import _, translate_text
@@ -75,14 +75,8 @@ harvest()
 
 with st.sidebar:
     st.header(_("Configuration"))
-    labels = {c.name: controls.case_label(c) for c in CASES}
-    language.selectbox(_("Case"), [c.name for c in CASES], format_func=labels.__getitem__, key=key("case"),
-                       on_change=FORM.on_case_change)
-    case = cases_ui.case_by_name(st.session_state[key("case")])
-    st.segmented_control(_("Shape"), controls.SIZE_CHOICES, format_func=controls.size_labels(case).__getitem__,
-                         key=key("size"), required=True, on_change=FORM.on_case_change)
-    st.text_input(_("Custom shape"), key=key("custom_shape"), disabled=st.session_state[key("size")] != "custom",
-                  live=True, placeholder=_("e.g. 500x500"))
+    case = FORM.case_box()
+    FORM.shape_boxes(case, custom_help=None)
     FORM.precision_box()
     FORM.timing_box()
     if offered is None:

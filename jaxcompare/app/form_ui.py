@@ -8,12 +8,13 @@ from typing import Any, Generic, TypeVar
 
 import streamlit as st
 
-from ..i18n import _
+from ..i18n import N_, _
 from ..model.cases import Case
 from ..model.spec import DEVICES, PRECISIONS
 from . import cases_ui, controls, environment_view, language
 
 Config = TypeVar("Config", bound=controls.PageConfig)
+SHAPE_HELP = N_("Sizes separated by x, like 500x500 (or 100000 for a vector).")
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,22 @@ class PageForm(Generic[Config]):
     def on_case_change(self) -> None:
         """The Case and Size boxes' callback: the Custom shape box shows the preset's shape."""
         cases_ui.fill_preset_shape(self.config)
+
+    def case_box(self, help: str | None = None, *, presets: bool = True) -> Case:
+        """The Case box, each case named in the reader's language; returns the chosen case.
+        ``presets``: the page has shape_boxes, so a new case puts its preset in the Custom box."""
+        labels = {c.name: controls.case_label(c) for c in self.cases}
+        language.selectbox(_("Case"), [c.name for c in self.cases], format_func=labels.__getitem__,
+                           key=self.key("case"), on_change=self.on_case_change if presets else None, help=help)
+        return cases_ui.case_by_name(st.session_state[self.key("case")])
+
+    def shape_boxes(self, case: Case, custom_help: str | None = SHAPE_HELP) -> None:
+        """The Shape box (the case's small and large presets, or Custom) and the Custom shape box."""
+        st.segmented_control(_("Shape"), controls.SIZE_CHOICES, format_func=controls.size_labels(case).__getitem__,
+                             key=self.key("size"), required=True, on_change=self.on_case_change)
+        st.text_input(_("Custom shape"), key=self.key("custom_shape"),
+                      disabled=st.session_state[self.key("size")] != "custom", live=True,
+                      placeholder=_("e.g. 500x500"), help=custom_help and _(custom_help))
 
     def precision_box(self, help: str | None = None) -> None:
         st.segmented_control(_("Precision"), PRECISIONS, key=self.key("precision"), required=True,
