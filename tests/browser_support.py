@@ -229,6 +229,13 @@ _MARKS_JS = """([index, color, mark]) => {
 }"""
 
 
+def cut_cells(table) -> list[str]:
+    """The text of every cell of ``table`` (a locator of an st.table) wider than its column: a
+    table whose cells wrap has none."""
+    return table.evaluate("t => Array.from(t.querySelectorAll('td, th'))"
+                          ".filter(c => c.scrollWidth > c.clientWidth + 1).map(c => c.innerText)")
+
+
 def svg_text(page, index: int) -> str:
     """The text chart ``index`` drew (titles, axes, legends), from its SVG."""
     return page.evaluate("i => document.querySelectorAll(\"[data-testid='stVegaLiteChart'] svg.marks\")[i]"

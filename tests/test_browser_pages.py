@@ -22,6 +22,7 @@ from browser_support import (
     NUMPY_COLOR,
     assert_no_error,
     chart_marks,
+    cut_cells,
     hollow_marks,
     main_text,
     open_page,
@@ -145,10 +146,7 @@ def test_environment_shows_both_workers(server, browser):
     assert page.locator("[data-testid='stDataFrame']").count() >= 4
     tables = page.locator("[data-testid='stTable']")
     assert tables.count() == 2 and "Platform" in tables.first.inner_text()
-    cut = [tables.nth(i).evaluate("t => Array.from(t.querySelectorAll('td, th'))"
-                                  ".filter(c => c.scrollWidth > c.clientWidth + 1).map(c => c.innerText)")
-           for i in range(2)]
-    assert cut == [[], []], cut
+    assert [cut_cells(tables.nth(i)) for i in range(2)] == [[], []]
     with page.expect_download() as download:
         page.get_by_role("button", name="Environment (JSON)").click()
     doc = json.loads(download.value.path().read_text())
@@ -183,9 +181,7 @@ def test_size_sweep_runs_and_draws_the_crossover(server, browser):
     # The table of every size: a row each, whatever set a size aside said in full, never cut off.
     table = page.locator("[data-testid='stTable']")
     assert table.count() == 1 and table.locator("tbody tr").count() == 3
-    cut = table.evaluate("t => Array.from(t.querySelectorAll('td, th')).filter(c => c.scrollWidth > c.clientWidth + 1)"
-                         ".map(c => c.innerText)")
-    assert cut == [], cut
+    assert cut_cells(table) == []
     # Runtime, speedup, one-off share and roofline charts, each with a mark per size inside its plot.
     assert page.locator("[data-testid='stVegaLiteChart']").count() == 4
     assert wait_for_chart_marks(page, 0, JAX_COLOR, mark="symbol", at_least=3) == 3  # JAX dot per size
