@@ -159,7 +159,7 @@ with tab_checks:
     st.table(views.checklist_rows(checklist, lambda pitfall: pitfalls_view.result_link_markdown(
         pitfall, result, CASES, language.url_params())), hide_index=True, border="horizontal")
 with tab_phases:
-    st.table(views.phase_table(result), hide_index=True, border="horizontal")
+    ui.plain_table(views.phase_table(result))
     st.caption(_("One-off: paid once per function, shape and dtype. Per call: paid every call. "
                  "The naive first call (compile + one run) is what a plain `%time f(x)` shows."))
 with tab_agree:

@@ -178,7 +178,7 @@ if sweep_roofline is None:
 else:
     chart_ui.chart(sweep_roofline, _("Roofline chart"), f"{stem}_roofline", stretch=True)
 
-st.table(views.sweep_table(results), hide_index=True, border="horizontal")  # cells wrap: no reason cut off
+ui.plain_table(views.sweep_table(results))
 downloads = st.container(horizontal=True)
 shown = access.visible(results)  # a hosted demo gives visitors no host name or interpreter path
 downloads.download_button(_("Sweep (JSON)"), formatting.dumps([r.to_dict() for r in shown]),

@@ -17,7 +17,7 @@ import streamlit as st
 
 from jaxcompare import Result
 from jaxcompare.analysis import checks, summary
-from jaxcompare.app import chart_ui, charts, views
+from jaxcompare.app import chart_ui, charts, ui, views
 
 st.set_page_config(page_title="Result · jaxcompare tests", layout="wide")
 results = [Result.from_dict(doc) for doc in json.loads(Path(os.environ["JAXCOMPARE_RENDER_RESULT"]).read_text())]
@@ -36,9 +36,9 @@ with left:
     st.altair_chart(chart_ui.svg_rendered(charts.phase_breakdown_chart(result)), width="stretch")
 with right:
     st.altair_chart(chart_ui.svg_rendered(charts.samples_chart(result)), width="stretch")
-st.table(views.phase_table(result), hide_index=True)
+ui.plain_table(views.phase_table(result))
 st.table(views.checklist_rows(checks.checklist(result), lambda pitfall: None), hide_index=True)
 
 st.header("Size sweep")
 st.altair_chart(chart_ui.svg_rendered(charts.sweep_runtime_chart(results)), width="stretch")
-st.table(views.sweep_table(results), hide_index=True)
+ui.plain_table(views.sweep_table(results))

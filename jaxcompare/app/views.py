@@ -63,9 +63,9 @@ def verdict_lines(result: Result) -> list[str]:
 
 
 def phase_table(result: Result) -> list[dict[str, Any]]:
-    """Rows for the page's phase table (st.table: Markdown cells that wrap, so why a phase is
-    unstable is never cut off): formatted times and the stability flag; with the third side, JAX
-    on the CPU's median beside each JAX phase."""
+    """Rows for the page's phase table (ui.plain_table, so why a phase is unstable is never cut
+    off): formatted times and the stability flag; with the third side, JAX on the CPU's median
+    beside each JAX phase."""
     rows = []
     for name in PHASES:
         s = result.phase(name)
@@ -81,7 +81,7 @@ def phase_table(result: Result) -> list[dict[str, Any]]:
             _("95% CI of median"): "—" if not math.isfinite(s.rel_ci) else f"±{s.rel_ci:.1%}",
             _("Samples"): s.n,
             _("Loops/sample"): s.loops,
-            _("Stable"): markdown_literal(stable_text(s)),
+            _("Stable"): stable_text(s),
         })
     return rows
 
@@ -174,11 +174,9 @@ def notes_markdown(result: Result) -> list[str]:
 
 
 def sweep_table(results: Sequence[Result]) -> list[dict[str, Any]]:
-    """A row per size and precision, for st.table (Markdown cells that wrap: why a size was set
-    aside is never cut off)."""
+    """A row per size and precision (ui.plain_table, so why a size was set aside is never cut off)."""
     rows = []
     for r in sorted(results, key=lambda r: (r.precision, math.prod(r.shape))):
-        doubt = None if trusted(r) else markdown_literal(_("no: {why}").format(why=summary.doubt_text(r)))
         rows.append({
             _("Shape"): format_shape(r.shape),
             _("Precision"): f"{r.precision} ({r.dtype})",
@@ -192,7 +190,7 @@ def sweep_table(results: Sequence[Result]) -> list[dict[str, Any]]:
             _("Break-even"): format_calls(r.break_even_calls),
             _("Agree"): _("yes") if r.jax.agreement.get("ok") else _("NO"),
             _("Stable"): _("yes") if r.numpy_runtime.stable and r.jax.runtime.stable else _("no"),
-            _("Trusted"): doubt or _("yes"),
+            _("Trusted"): _("yes") if trusted(r) else _("no: {why}").format(why=summary.doubt_text(r)),
         })
     return rows
 
