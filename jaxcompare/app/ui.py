@@ -102,9 +102,9 @@ def sync_url(query: dict[str, str]) -> None:
 
 def plain_table(rows: Sequence[Mapping[str, Any]]) -> None:
     """A static table of short rows whose cells wrap (never cut off, unlike st.dataframe's), every
-    cell shown as written: st.table reads its cells as Markdown."""
-    st.table([{key: "" if value is None else markdown_literal(value) for key, value in row.items()} for row in rows],
-             hide_index=True, border="horizontal")
+    cell shown as written: st.table reads its text cells as Markdown (numbers stay numbers, aligned)."""
+    st.table([{key: markdown_literal(value) if isinstance(value, str) else "" if value is None else value
+               for key, value in row.items()} for row in rows], hide_index=True, border="horizontal")
 
 
 def show_url_warnings(warnings: list[str]) -> None:
