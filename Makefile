@@ -99,10 +99,10 @@ lint: install-dev
 	$(BIN)/ruff check jaxcompare tests pages app.py benchmarks tools examples
 	$(BIN)/lint-imports
 
-# One test process by default. TEST_WORKERS=2 runs all but the `serial` tests (those comparing
-# times measured here: tests/conftest.py) in two processes (pytest-xdist, a module each), then
-# the serial ones alone; on 2 cores that took 0.75x the time (benchmarks/RESULTS.md).
-TEST_WORKERS ?= 0
+# Two test processes by default (pytest-xdist, a module each) for all but the `serial` tests (those
+# comparing times measured here, and the load test: tests/conftest.py), then the serial ones alone:
+# on 2 cores 0.8x the time of one process (benchmarks/RESULTS.md). TEST_WORKERS=0: one process.
+TEST_WORKERS ?= 2
 PYTEST = JAX_PLATFORMS=cpu $(BIN)/python -m pytest -q
 test: install-dev browser postgres lint
 ifeq ($(TEST_WORKERS),0)

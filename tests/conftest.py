@@ -28,11 +28,12 @@ pytest_plugins = ["browser_support", "postgres_support"]
 
 
 # Modules whose tests compare two times measured here (a first call against its compile, a
-# fraction of a measured ceiling, a lesson's direction): a second test process beside them is a
-# neighbour they were not written for, so `make test` runs them alone (marker `serial`). A module
-# with only one such test marks that test itself (`@pytest.mark.serial`).
+# fraction of a measured ceiling, a lesson's direction), and the load test, which fills both cores
+# with twenty sessions against its deadlines: a second test process beside them is a neighbour they
+# were not written for, so `make test` runs them alone (marker `serial`). A module with only one
+# such test marks that test itself (`@pytest.mark.serial`).
 SERIAL_MODULES = frozenset({
-    "test_accelerator", "test_breakages", "test_charts", "test_machine_load", "test_measure",
+    "test_accelerator", "test_breakages", "test_charts", "test_load", "test_machine_load", "test_measure",
     "test_noisy_neighbour", "test_pitfalls", "test_profile", "test_protocol", "test_roofline", "test_timing",
 })
 
