@@ -4,6 +4,7 @@ console script, results saved by earlier versions, and docs whose links resolve.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import sqlite3
@@ -150,3 +151,16 @@ def test_the_home_page_imports_neither_altair_nor_jax():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_the_home_pages_first_run_skips_streamlits_emoji_catalog(tmp_path):
+    """Streamlit loads its emoji catalog (90 ms, before the first heading) when a widget's option or
+    an alert without an icon holds non-ASCII text: the language switch's 中文 once did."""
+    code = ("import sys; from streamlit.testing.v1 import AppTest\n"
+            "at = AppTest.from_file('app.py', default_timeout=60); at.run()\n"
+            "assert not at.exception, at.exception\n"
+            "print('streamlit.emojis' in sys.modules)")
+    env = {**os.environ, "JAXCOMPARE_DB": str(tmp_path / "results.sqlite3")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"

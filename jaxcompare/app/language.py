@@ -85,8 +85,8 @@ def language_switch() -> None:
     # Set on every run, even to the value it holds: on a switch of page Streamlit keeps a widget's
     # value but drops what the browser was told, and every second page showed neither choice chosen.
     st.session_state[SWITCH] = lang
-    st.segmented_control(LABEL, list(i18n.LANGUAGES), format_func=i18n.LANGUAGES.__getitem__, key=SWITCH,
-                         required=True, on_change=_switched)
+    st.segmented_control(LABEL, list(i18n.LANGUAGES), format_func=_option, key=SWITCH, required=True,
+                         on_change=_switched)
     bad = st.session_state.pop(_URL_PROBLEM, None)
     if bad is not None:
         # Plain text, cut short: the link says what ``bad`` is, and anyone can write a link.
@@ -94,6 +94,13 @@ def language_switch() -> None:
                                     .format(raw=cut(bad, 40), choices=", ".join(i18n.LANGUAGES))),
                    icon=":material/link_off:")
     _write_url()
+
+
+def _option(lang: str) -> str:
+    """A language's name on the switch. A name that is not ASCII leads with a Material icon: else
+    Streamlit loads its emoji catalog to look for a leading emoji, 90 ms of every server's first page."""
+    name = i18n.LANGUAGES[lang]
+    return name if name.isascii() else f":material/translate: {name}"
 
 
 def selectbox(label: str, options: Sequence[Any], *, format_func: Callable[[Any], str], key: str,
