@@ -75,14 +75,7 @@ harvest()
 
 with st.sidebar:
     st.header(_("Configuration"))
-    case = FORM.case_box(_("NumPy cases first, then SciPy. Type to search by name, library or title."))
-    FORM.shape_boxes(case)
-    shape_problem, shape = None, None
-    try:
-        shape = current_config().shape(case)
-    except JaxCompareError as exc:
-        shape_problem = translate_text(str(exc))
-        st.error(shape_problem, icon=":material/error:")
+    case, shape = FORM.case_and_shape(_("NumPy cases first, then SciPy. Type to search by name, library or title."))
     FORM.precision_box(_("x32 compares float32 on both sides, x64 float64; each runs in its own worker."))
     FORM.device_box(resources.known_environment())
     FORM.timing_box(_("Careful stops when each median is known to ±3%; quick stops at ±10%. Thorough samples the "
@@ -94,7 +87,7 @@ with st.sidebar:
                      "the same either way; the Perfetto trace can be downloaded from the Profile tab."))
     busy = jobs.running_job(JOB) is not None
     st.button(_("Run comparison"), type="primary", icon=":material/play_arrow:", on_click=start_run,
-              disabled=busy or shape_problem is not None, width="stretch", key="run_compare")
+              disabled=busy or shape is None, width="stretch", key="run_compare")
     if busy:
         st.caption(_("Measuring… the page stays usable; change settings for the next run."))
 

@@ -146,13 +146,7 @@ harvest()
 
 with st.sidebar:
     st.header(_("Configuration"))
-    case = FORM.case_box(_("The JAX docs' benchmarking example, centered_gram, is the default."))
-    FORM.shape_boxes(case)
-    shape: tuple[int, ...] | None = None
-    try:
-        shape = current_config().shape(case)
-    except JaxCompareError as exc:
-        st.error(translate_text(str(exc)), icon=":material/error:")
+    case, shape = FORM.case_and_shape(_("The JAX docs' benchmarking example, centered_gram, is the default."))
     FORM.precision_box(_("The worker's mode. Pitfall 3 measures the other dtype too."))
     FORM.device_box(resources.known_environment())
     FORM.timing_box(_("Careful samples longer and stops when the median is known to ±3%; quick stops at ±10%. "

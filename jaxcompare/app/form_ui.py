@@ -8,8 +8,9 @@ from typing import Any, Generic, TypeVar
 
 import streamlit as st
 
-from ..i18n import N_, _
+from ..i18n import N_, _, translate_text
 from ..model.cases import Case
+from ..model.errors import JaxCompareError
 from ..model.spec import DEVICES, PRECISIONS
 from . import cases_ui, controls, environment_view, language
 
@@ -51,6 +52,17 @@ class PageForm(Generic[Config]):
         st.text_input(_("Custom shape"), key=self.key("custom_shape"),
                       disabled=st.session_state[self.key("size")] != "custom", live=True,
                       placeholder=_("e.g. 500x500"), help=custom_help and _(custom_help))
+
+    def case_and_shape(self, case_help: str) -> tuple[Case, tuple[int, ...] | None]:
+        """The Case, Shape and Custom shape boxes; the case and the shape they name, or None for
+        the shape with the reason shown under the boxes."""
+        case = self.case_box(case_help)
+        self.shape_boxes(case)
+        try:
+            return case, self.current().shape(case)
+        except JaxCompareError as exc:
+            st.error(translate_text(str(exc)), icon=":material/error:")
+            return case, None
 
     def precision_box(self, help: str | None = None) -> None:
         st.segmented_control(_("Precision"), PRECISIONS, key=self.key("precision"), required=True,
