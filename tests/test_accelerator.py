@@ -6,9 +6,15 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import signal
+import subprocess
+import sys
+import time
 from dataclasses import replace
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 from _results import make_result, stats, with_jax
 from support import QUICK
@@ -114,6 +120,35 @@ def test_a_rate_measured_on_a_busy_machine_is_measured_again_a_few_times(tmp_pat
     assert ceilings.cpu_rate("float32", None, path=path) == 1000.0  # retries used up: kept
     cache(numpy_flops_per_s=1000.0, busy=False, measurements=1)
     assert ceilings.cpu_rate("float32", None, path=path) == 1000.0  # a quiet measurement stands
+
+
+def test_busy_means_other_processes_took_a_share_not_this_ones_own_work(tmp_path):
+    """A ceiling measured beside a process spinning on a core is marked busy (and measured again
+    later); this process's own work, on every core it may use, is not someone else's."""
+    path = tmp_path / "cpu_peaks.json"
+    spin = "import time\nend = time.monotonic() + 60\nwhile time.monotonic() < end: pass"
+
+    def measured_beside(neighbour: bool) -> bool:
+        def measure() -> dict:
+            # Started through a shell that exits at once, so it is no child of ours (a child's CPU
+            # time counts as this process tree's own).
+            detached = ["sh", "-c", f'"{sys.executable}" -c "$0" >/dev/null 2>&1 & echo $!', spin]
+            pid = int(subprocess.check_output(detached, text=True)) if neighbour else None
+            try:
+                x = np.ones((600, 600))
+                end = time.monotonic() + 0.6
+                while time.monotonic() < end:  # our own BLAS threads, as a real ceiling's are
+                    x @ x
+            finally:
+                if pid is not None:
+                    os.kill(pid, signal.SIGKILL)
+            return {"numpy_flops_per_s": 1e9}
+
+        key = f"probe {neighbour}"
+        return ceilings._cached_entry(path, key, ("numpy_flops_per_s", "jax_flops_per_s"), measure, False)["busy"]
+
+    assert measured_beside(True) is True
+    assert measured_beside(False) is False
 
 
 def test_a_corrupt_cache_is_measured_again(tmp_path):

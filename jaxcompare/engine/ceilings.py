@@ -24,6 +24,7 @@ import numpy as np
 from ..model.peaks import bandwidth_for, peak_for
 from ..model.sides import Peak
 from .environment import cpu_model, host_info
+from .load import LoadMeter, is_busy
 from .timing import Clock
 
 CACHE_NAME = "cpu_peaks.json"
@@ -298,8 +299,8 @@ def _cached_entry(path: Path, key: str, rates: tuple[str, str], measure: Callabl
                   can_jax: bool) -> dict[str, Any]:
     """The cache's entry at ``key`` (NumPy's rate, then XLA's: ``rates``), measured now when missing.
 
-    A rate measured while the machine was busy understates the peak, so such an entry is
-    measured again on later runs (at most BUSY_RETRIES times), keeping each library's best. An
+    A rate measured while other processes took half a core or more (load.is_busy; this process's
+    own earlier work does not count) understates the peak, so such an entry is measured again on later runs (at most BUSY_RETRIES times), keeping each library's best. An
     entry that lacks XLA's rate (measured in a process whose JAX could not hold the dtype) gains
     it when this process can."""
     numpy_rate, jax_rate = rates
@@ -307,8 +308,10 @@ def _cached_entry(path: Path, key: str, rates: tuple[str, str], measure: Callabl
     valid = _valid(entry, numpy_rate)
     stale = valid and entry.get("busy") and entry.get("measurements", 1) <= BUSY_RETRIES
     if not valid or stale or (can_jax and not entry.get(jax_rate)):
-        fresh = measure()
-        fresh["busy"] = _busy()
+        meter = LoadMeter()
+        with meter.phase("ceiling") as span:
+            fresh = measure()
+        fresh["busy"] = meter.available and is_busy(span.others_cores)
         if valid:
             for rate in rates:
                 fresh[rate] = max((r for r in (fresh.get(rate), entry.get(rate)) if r), default=None)
@@ -326,17 +329,6 @@ def _available() -> int:
         return int(psutil.virtual_memory().available)
     except Exception:
         return 2 * 1024**3
-
-
-def _busy() -> bool:
-    """Whether other work competed for the cores while the rate was measured: the 1-minute
-    load average above half the cores this process may use (this measurement adds about one)."""
-    try:
-        load = os.getloadavg()[0]
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return False
-    return load > 1 + 0.5 * cores
 
 
 def _valid(entry: Any, key: str = "numpy_flops_per_s") -> bool:
