@@ -101,15 +101,16 @@ lint: install-dev
 
 # Two test processes by default (pytest-xdist, a module each) for all but the `serial` tests (those
 # comparing times measured here, and the load test: tests/conftest.py), then the serial ones alone:
-# on 2 cores 0.8x the time of one process (benchmarks/RESULTS.md). TEST_WORKERS=0: one process.
+# on 2 cores 0.73x the time of one process (benchmarks/RESULTS.md). TEST_WORKERS=0: one process.
+# A failure in the first part still runs the second, and fails the target.
 TEST_WORKERS ?= 2
 PYTEST = JAX_PLATFORMS=cpu $(BIN)/python -m pytest -q
 test: install-dev browser postgres lint
 ifeq ($(TEST_WORKERS),0)
 	$(PYTEST) -n 0
 else
-	$(PYTEST) -n $(TEST_WORKERS) --dist loadscope -m "not serial"
-	$(PYTEST) -n 0 -m serial
+	$(PYTEST) -n $(TEST_WORKERS) --dist loadscope -m "not serial"; parallel=$$?; \
+	$(PYTEST) -n 0 -m serial && exit $$parallel
 endif
 
 # On a GPU or TPU box: devices, self-check, the JAX docs' example beside its Colab numbers, the

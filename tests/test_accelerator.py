@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import replace
 from types import SimpleNamespace
@@ -126,29 +127,33 @@ def test_busy_means_other_processes_took_a_share_not_this_ones_own_work(tmp_path
     """A ceiling measured beside a process spinning on a core is marked busy (and measured again
     later); this process's own work, on every core it may use, is not someone else's."""
     path = tmp_path / "cpu_peaks.json"
-    spin = "import time\nend = time.monotonic() + 60\nwhile time.monotonic() < end: pass"
+    spinning = tmp_path / "spinning"
+    spin = (f"import pathlib, time\nend = time.monotonic() + 60\npathlib.Path({str(spinning)!r}).touch()\n"
+            "while time.monotonic() < end: pass")
 
-    def measured_beside(neighbour: bool) -> bool:
-        def measure() -> dict:
-            # Started through a shell that exits at once, so it is no child of ours (a child's CPU
-            # time counts as this process tree's own).
-            detached = ["sh", "-c", f'"{sys.executable}" -c "$0" >/dev/null 2>&1 & echo $!', spin]
-            pid = int(subprocess.check_output(detached, text=True)) if neighbour else None
-            try:
-                x = np.ones((600, 600))
-                end = time.monotonic() + 0.6
-                while time.monotonic() < end:  # our own BLAS threads, as a real ceiling's are
-                    x @ x
-            finally:
-                if pid is not None:
-                    os.kill(pid, signal.SIGKILL)
-            return {"numpy_flops_per_s": 1e9}
+    def measure_beside_a_neighbour() -> dict:
+        # Started through a shell that exits at once, so it is no child of ours (a child's CPU
+        # time counts as this process tree's own).
+        detached = ["sh", "-c", f'"{sys.executable}" -c "$0" >/dev/null 2>&1 & echo $!', spin]
+        pid = int(subprocess.check_output(detached, text=True))
+        try:
+            while not spinning.exists():  # its interpreter is starting
+                pass
+            threading.Event().wait(0.8)  # the span it spins in, with every core to itself but ours idle
+        finally:
+            os.kill(pid, signal.SIGKILL)
+        return {"numpy_flops_per_s": 1e9}
 
-        key = f"probe {neighbour}"
-        return ceilings._cached_entry(path, key, ("numpy_flops_per_s", "jax_flops_per_s"), measure, False)["busy"]
+    def measure_alone() -> dict:
+        x = np.ones((600, 600))
+        end = time.monotonic() + 0.8
+        while time.monotonic() < end:  # our own BLAS threads, as a real ceiling's are
+            x @ x
+        return {"numpy_flops_per_s": 1e9}
 
-    assert measured_beside(True) is True
-    assert measured_beside(False) is False
+    rates = ("numpy_flops_per_s", "jax_flops_per_s")
+    assert ceilings._cached_entry(path, "beside", rates, measure_beside_a_neighbour, False)["busy"] is True
+    assert ceilings._cached_entry(path, "alone", rates, measure_alone, False)["busy"] is False
 
 
 def test_a_corrupt_cache_is_measured_again(tmp_path):

@@ -155,8 +155,9 @@ def test_the_home_page_imports_neither_altair_nor_jax():
 
 def test_the_home_pages_first_run_skips_streamlits_emoji_catalog(tmp_path):
     """Streamlit loads its emoji catalog (90 ms, before the first heading) when a widget's option or
-    an alert without an icon holds non-ASCII text: the language switch's 中文 once did."""
-    code = ("import sys; from streamlit.testing.v1 import AppTest\n"
+    an alert without an icon holds non-ASCII text, such as the language switch's 中文."""
+    code = ("import importlib.util, sys; from streamlit.testing.v1 import AppTest\n"
+            "assert importlib.util.find_spec('streamlit.emojis') is not None  # the module this looks for\n"
             "at = AppTest.from_file('app.py', default_timeout=60); at.run()\n"
             "assert not at.exception, at.exception\n"
             "print('streamlit.emojis' in sys.modules)")

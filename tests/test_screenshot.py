@@ -76,15 +76,14 @@ def test_compare_screenshot(server, browser, tmp_path):
 
     # Streamlit scrolls inside its main and sidebar panes, so a full-page screenshot would show
     # one window's worth: make the window as tall as the page instead, then let it redraw.
-    # A page taller than MAX_HEIGHT (a busy machine adds warnings) is cut there; a page that grew
-    # after the first look (a late chart, a notice) gets a second resize.
+    # A page taller than MAX_HEIGHT (a busy machine adds warnings) is cut there; a page that grows
+    # while the window is resized (a late chart, a notice) is measured and resized again.
     for _ in range(3):
         height = min(max(page.evaluate(PAGE_HEIGHT), VIEWPORT["height"]), MAX_HEIGHT)
         page.set_viewport_size({"width": VIEWPORT["width"], "height": height})
+        fits = "true" if height == MAX_HEIGHT else f"({PAGE_HEIGHT})() <= {height} + 2"
         try:
-            page.wait_for_function(
-                f"() => window.innerHeight === {height}"
-                f" && (({PAGE_HEIGHT})() <= {height} + 2 || {height} === {MAX_HEIGHT})", timeout=15_000)
+            page.wait_for_function(f"() => window.innerHeight === {height} && {fits}", timeout=15_000)
             break
         except PlaywrightTimeout:
             continue
