@@ -20,7 +20,10 @@ from hosted_support import PENDING, serve
 
 from jaxcompare.history.store import Store
 
-pytestmark = [pytest.mark.slow, pytest.mark.browser]
+# Not `slow` (collected first): a serial test runs alone anyway, and in its place by name, after
+# test_charts has measured this host's CPU ceilings on a quiet machine, its server reads them
+# instead of measuring them beside twenty sessions (and again on later jobs: 11 s of its 50).
+pytestmark = pytest.mark.browser
 
 API_SESSIONS, BROWSER_SESSIONS = 16, 4
 SECONDS = float(os.environ.get("JAXCOMPARE_LOAD_S", "10"))
