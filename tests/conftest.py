@@ -1,13 +1,17 @@
-"""Shared fixtures: a fake clock for deterministic timing tests, and one Runner per session."""
+"""Shared fixtures: a fake clock for deterministic timing tests, one Runner per session, and a
+neighbour process that keeps a core busy."""
 
 from __future__ import annotations
 
 import atexit
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 
 import numpy as np
+import psutil
 import pytest
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
@@ -96,3 +100,24 @@ def tiny_result():
     from jaxcompare.engine.measure import measure
 
     return measure(Spec("centered_gram", (10, 10), device="cpu", timing=TimingConfig.quick()))
+
+
+NEIGHBOUR_MAX_S = 120  # the loop ends by itself even if teardown never ran
+NEIGHBOUR = f"import time\nend = time.time() + {NEIGHBOUR_MAX_S}\nwhile time.time() < end: pass\n"
+
+
+@pytest.fixture
+def neighbour():
+    """A process that keeps one core busy with a tight loop, bounded in time and always killed in
+    teardown. Started through a shell that exits at once, so it is not in this process tree (whose
+    CPU time the meter counts as ours): it is another program, as a browser or a build would be."""
+    shell = subprocess.run(["sh", "-c", f'"{sys.executable}" -c "$0" >/dev/null 2>&1 & echo $!', NEIGHBOUR],
+                           capture_output=True, text=True, check=True, timeout=30)
+    proc = psutil.Process(int(shell.stdout.strip()))
+    try:
+        yield proc
+    finally:
+        try:
+            proc.kill()
+        except psutil.NoSuchProcess:
+            pass

@@ -6,10 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import signal
-import subprocess
-import sys
 import threading
 import time
 from dataclasses import replace
@@ -123,26 +119,11 @@ def test_a_rate_measured_on_a_busy_machine_is_measured_again_a_few_times(tmp_pat
     assert ceilings.cpu_rate("float32", None, path=path) == 1000.0  # a quiet measurement stands
 
 
-def test_busy_means_other_processes_took_a_share_not_this_ones_own_work(tmp_path):
+def test_busy_means_other_processes_took_a_share_not_this_ones_own_work(tmp_path, neighbour):
     """A ceiling measured beside a process spinning on a core is marked busy (and measured again
     later); this process's own work, on every core it may use, is not someone else's."""
     path = tmp_path / "cpu_peaks.json"
-    spinning = tmp_path / "spinning"
-    spin = (f"import pathlib, time\nend = time.monotonic() + 60\npathlib.Path({str(spinning)!r}).touch()\n"
-            "while time.monotonic() < end: pass")
-
-    def measure_beside_a_neighbour() -> dict:
-        # Started through a shell that exits at once, so it is no child of ours (a child's CPU
-        # time counts as this process tree's own).
-        detached = ["sh", "-c", f'"{sys.executable}" -c "$0" >/dev/null 2>&1 & echo $!', spin]
-        pid = int(subprocess.check_output(detached, text=True))
-        try:
-            while not spinning.exists():  # its interpreter is starting
-                pass
-            threading.Event().wait(0.8)  # the span it spins in, with every core to itself but ours idle
-        finally:
-            os.kill(pid, signal.SIGKILL)
-        return {"numpy_flops_per_s": 1e9}
+    rates = ("numpy_flops_per_s", "jax_flops_per_s")
 
     def measure_alone() -> dict:
         x = np.ones((600, 600))
@@ -151,9 +132,18 @@ def test_busy_means_other_processes_took_a_share_not_this_ones_own_work(tmp_path
             x @ x
         return {"numpy_flops_per_s": 1e9}
 
-    rates = ("numpy_flops_per_s", "jax_flops_per_s")
-    assert ceilings._cached_entry(path, "beside", rates, measure_beside_a_neighbour, False)["busy"] is True
+    neighbour.suspend()  # stopped while we work alone
     assert ceilings._cached_entry(path, "alone", rates, measure_alone, False)["busy"] is False
+    neighbour.resume()
+
+    def measure_beside_the_neighbour() -> dict:
+        threading.Event().wait(0.8)  # the span it spins in, every core to itself but ours idle
+        return {"numpy_flops_per_s": 1e9}
+
+    started = time.monotonic()
+    while neighbour.cpu_times().user < 0.1:  # its interpreter is still starting
+        assert time.monotonic() - started < 30, "the neighbour never started spinning"
+    assert ceilings._cached_entry(path, "beside", rates, measure_beside_the_neighbour, False)["busy"] is True
 
 
 def test_a_corrupt_cache_is_measured_again(tmp_path):

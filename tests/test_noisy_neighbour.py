@@ -9,9 +9,6 @@ is (benchmarks/RESULTS.md, "Which sides want more than one core")."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import psutil
 import pytest
 
@@ -27,29 +24,10 @@ from jaxcompare.engine.measure import measure
 # parallel XLA (where pinning both to the free core is not equal), and serial work on both sides.
 COMPARISONS = (("matmul", (200, 200)), ("centered_gram", (400, 400)), ("elementwise", (1_000_000,)),
                ("cumsum", (1_000_000,)), ("fft", (262_144,)), ("sort", (250_000,)))
-NEIGHBOUR_MAX_S = 120  # the loop ends by itself even if teardown never ran
-NEIGHBOUR = f"import time\nend = time.time() + {NEIGHBOUR_MAX_S}\nwhile time.time() < end: pass\n"
 
 
 def measure_all() -> list:
     return [measure(Spec(case, shape, device="cpu", timing=TimingConfig.quick())) for case, shape in COMPARISONS]
-
-
-@pytest.fixture
-def neighbour():
-    """A process that keeps one core busy with a tight loop, bounded in time and always killed in
-    teardown. Started through a shell that exits at once, so it is not in this process tree (whose
-    CPU time the meter counts as ours): it is another program, as a browser or a build would be."""
-    shell = subprocess.run(["sh", "-c", f'"{sys.executable}" -c "$0" >/dev/null 2>&1 & echo $!', NEIGHBOUR],
-                           capture_output=True, text=True, check=True, timeout=30)
-    proc = psutil.Process(int(shell.stdout.strip()))
-    try:
-        yield proc
-    finally:
-        try:
-            proc.kill()
-        except psutil.NoSuchProcess:
-            pass
 
 
 @pytest.fixture(scope="module")
