@@ -117,9 +117,11 @@ endif
 # pitfalls (TF32 too), a matmul sweep and the GPU clocks around each run; writes benchmarks/DEVICE.md and
 # device-check.json.
 # Under 7 minutes on one GPU; without an accelerator it runs small and says so.
+# DEVICE_CHECK_ARGS passes options through (`--small`, `--budget S`: benchmarks/device_check.py --help).
+DEVICE_CHECK_ARGS ?=
 .PHONY: device-check
 device-check: install
-	$(BIN)/python benchmarks/device_check.py
+	$(BIN)/python benchmarks/device_check.py $(DEVICE_CHECK_ARGS)
 
 # Rewrites docs/compare.png (the README's screenshot) from a real comparison in Chromium.
 .PHONY: screenshots
