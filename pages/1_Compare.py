@@ -74,11 +74,11 @@ url_warnings = ui.seed_from_url("compare", lambda query: controls.compare_config
 harvest()
 
 with st.sidebar:
-    st.header(_("Configuration"))
-    case, shape = FORM.case_and_shape(_("NumPy cases first, then SciPy. Type to search by name, library or title."))
-    FORM.precision_box(_("x32 compares float32 on both sides, x64 float64; each runs in its own worker."))
-    FORM.device_box(resources.known_environment())
-    FORM.timing_box(_("Careful stops when each median is known to ±3%; quick stops at ±10%. Thorough samples the "
+    case, shape = FORM.measurement_boxes(
+        resources.known_environment(),
+        case_help=_("NumPy cases first, then SciPy. Type to search by name, library or title."),
+        precision_help=_("x32 compares float32 on both sides, x64 float64; each runs in its own worker."),
+        timing_help=_("Careful stops when each median is known to ±3%; quick stops at ±10%. Thorough samples the "
                       "NumPy and JAX runtimes until each is known to ±1% (up to 2.5 s each) in four pairs of blocks "
                       "side by side, and checks that the speedup held from pair to pair (*Speedup steady*)."))
     st.toggle(_("Profile the JAX call"), key=key("profile"),

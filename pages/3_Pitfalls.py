@@ -145,11 +145,11 @@ url_warnings = ui.seed_from_url("pitfalls", lambda query: pv.config_from_query(q
 harvest()
 
 with st.sidebar:
-    st.header(_("Configuration"))
-    case, shape = FORM.case_and_shape(_("The JAX docs' benchmarking example, centered_gram, is the default."))
-    FORM.precision_box(_("The worker's mode. Pitfall 3 measures the other dtype too."))
-    FORM.device_box(resources.known_environment())
-    FORM.timing_box(_("Careful samples longer and stops when the median is known to ±3%; quick stops at ±10%. "
+    case, shape = FORM.measurement_boxes(
+        resources.known_environment(),
+        case_help=_("The JAX docs' benchmarking example, centered_gram, is the default."),
+        precision_help=_("The worker's mode. Pitfall 3 measures the other dtype too."),
+        timing_help=_("Careful samples longer and stops when the median is known to ±3%; quick stops at ±10%. "
                       "The {count} sections take several times one comparison.").format(count=len(PITFALLS)))
     busy = jobs.running_job(JOB) is not None
     st.button(_("Run all pitfalls"), type="primary", icon=":material/play_arrow:", on_click=start_run,

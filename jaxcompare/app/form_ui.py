@@ -81,6 +81,19 @@ class PageForm(Generic[Config]):
                              format_func=controls.timing_label, help=help)
 
 
+    def measurement_boxes(self, env: dict[str, Any] | None, *, case_help: str, precision_help: str,
+                          timing_help: str) -> tuple[Case, tuple[int, ...] | None]:
+        """One measurement's boxes under the Configuration header (Compare, Pitfalls): case and
+        shape, precision, device (checked against the worker's ``env``) and timing; returns
+        case_and_shape()'s case and shape."""
+        st.header(_("Configuration"))
+        chosen = self.case_and_shape(case_help)
+        self.precision_box(precision_help)
+        self.device_box(env)
+        self.timing_box(timing_help)
+        return chosen
+
+
 def page_form(config: type[Config], *, catalog_only: bool = False) -> PageForm[Config]:
     """The form of a page whose widgets hold ``config``, offering cases_ui.cases(); ``catalog_only``:
     without a cases file's (a JAX version's worker loads catalog cases only)."""
