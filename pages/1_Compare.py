@@ -34,6 +34,12 @@ ui.start_page(navigation.COMPARE)
 JOB, RESULT, ERROR = "compare_job", "compare_result", "compare_error"
 FORM = form_ui.page_form(controls.CompareConfig)
 CASES, key, current_config = FORM.cases, FORM.key, FORM.current  # the widgets' keys: the config's field names
+BOX_HELP = form_ui.BoxHelp(
+    case=_("NumPy cases first, then SciPy. Type to search by name, library or title."),
+    precision=_("x32 compares float32 on both sides, x64 float64; each runs in its own worker."),
+    timing=_("Careful stops when each median is known to ±3%; quick stops at ±10%. Thorough samples the NumPy and "
+             "JAX runtimes until each is known to ±1% (up to 2.5 s each) in four pairs of blocks side by side, and "
+             "checks that the speedup held from pair to pair (*Speedup steady*)."))
 
 
 # --- callbacks (run before the script, so they never block it) ---------------------------------
@@ -74,13 +80,7 @@ url_warnings = ui.seed_from_url("compare", lambda query: controls.compare_config
 harvest()
 
 with st.sidebar:
-    case, shape = FORM.measurement_boxes(
-        resources.known_environment(),
-        case_help=_("NumPy cases first, then SciPy. Type to search by name, library or title."),
-        precision_help=_("x32 compares float32 on both sides, x64 float64; each runs in its own worker."),
-        timing_help=_("Careful stops when each median is known to ±3%; quick stops at ±10%. Thorough samples the "
-                      "NumPy and JAX runtimes until each is known to ±1% (up to 2.5 s each) in four pairs of blocks "
-                      "side by side, and checks that the speedup held from pair to pair (*Speedup steady*)."))
+    case, shape = FORM.measurement_boxes(BOX_HELP)
     st.toggle(_("Profile the JAX call"), key=key("profile"),
               help=_("After the timed phases, trace a few steady-state JAX calls with jax.profiler: the XLA ops "
                      "that take the device's time, and how much of each call is host overhead. The timings are "

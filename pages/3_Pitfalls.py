@@ -23,6 +23,11 @@ ui.start_page(navigation.PITFALLS)
 JOB, RESULTS, ERROR = "pitfalls_job", "pitfalls_results", "pitfalls_error"
 FORM = form_ui.page_form(pv.PitfallsConfig)
 CASES, key, current_config = FORM.cases, FORM.key, FORM.current  # the widgets' keys: pf_ and the field names
+BOX_HELP = form_ui.BoxHelp(
+    case=_("The JAX docs' benchmarking example, centered_gram, is the default."),
+    precision=_("The worker's mode. Pitfall 3 measures the other dtype too."),
+    timing=_("Careful samples longer and stops when the median is known to ±3%; quick stops at ±10%. The {count} "
+             "sections take several times one comparison.").format(count=len(PITFALLS)))
 
 
 # --- callbacks (run before the script, so they never block it) ---------------------------------
@@ -145,12 +150,7 @@ url_warnings = ui.seed_from_url("pitfalls", lambda query: pv.config_from_query(q
 harvest()
 
 with st.sidebar:
-    case, shape = FORM.measurement_boxes(
-        resources.known_environment(),
-        case_help=_("The JAX docs' benchmarking example, centered_gram, is the default."),
-        precision_help=_("The worker's mode. Pitfall 3 measures the other dtype too."),
-        timing_help=_("Careful samples longer and stops when the median is known to ±3%; quick stops at ±10%. "
-                      "The {count} sections take several times one comparison.").format(count=len(PITFALLS)))
+    case, shape = FORM.measurement_boxes(BOX_HELP)
     busy = jobs.running_job(JOB) is not None
     st.button(_("Run all pitfalls"), type="primary", icon=":material/play_arrow:", on_click=start_run,
               disabled=busy or shape is None, width="stretch", key="run_all_pitfalls",

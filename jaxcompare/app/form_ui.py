@@ -12,7 +12,7 @@ from ..i18n import N_, _, translate_text
 from ..model.cases import Case
 from ..model.errors import JaxCompareError
 from ..model.spec import DEVICES, PRECISIONS
-from . import cases_ui, controls, environment_view, language
+from . import cases_ui, controls, environment_view, language, resources
 
 Config = TypeVar("Config", bound=controls.PageConfig)
 SHAPE_HELP = N_("Sizes separated by x, like 500x500 (or 100000 for a vector).")
@@ -81,17 +81,25 @@ class PageForm(Generic[Config]):
                              format_func=controls.timing_label, help=help)
 
 
-    def measurement_boxes(self, env: dict[str, Any] | None, *, case_help: str, precision_help: str,
-                          timing_help: str) -> tuple[Case, tuple[int, ...] | None]:
+    def measurement_boxes(self, help: BoxHelp) -> tuple[Case, tuple[int, ...] | None]:
         """One measurement's boxes under the Configuration header (Compare, Pitfalls): case and
-        shape, precision, device (checked against the worker's ``env``) and timing; returns
-        case_and_shape()'s case and shape."""
+        shape, precision, device (checked against the worker's environment) and timing, each with
+        the page's ``help``; returns case_and_shape()'s case and shape."""
         st.header(_("Configuration"))
-        chosen = self.case_and_shape(case_help)
-        self.precision_box(precision_help)
-        self.device_box(env)
-        self.timing_box(timing_help)
+        chosen = self.case_and_shape(help.case)
+        self.precision_box(help.precision)
+        self.device_box(resources.known_environment())
+        self.timing_box(help.timing)
         return chosen
+
+
+@dataclass(frozen=True)
+class BoxHelp:
+    """A measurement page's help texts for its Case, Precision and Timing boxes, in the reader's language."""
+
+    case: str
+    precision: str
+    timing: str
 
 
 def page_form(config: type[Config], *, catalog_only: bool = False) -> PageForm[Config]:
