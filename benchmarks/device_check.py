@@ -192,6 +192,9 @@ def clock_rows(results: list[tuple[str, Result]]) -> list[list[Any]]:
 
 
 def percent(share: float | None) -> str:
+    """A fraction of peak; over 100% means the ceiling was too low, not a side beyond its peak."""
+    if share is not None and math.isfinite(share) and share > 1:
+        return "exceeded (ceiling too low)"
     return "—" if share is None or not math.isfinite(share) else f"{share:.1%}"
 
 

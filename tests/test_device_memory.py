@@ -46,9 +46,23 @@ def test_free_total_and_in_use_on_each_device(name):
     assert f"{format_bytes(memory.free)} of {format_bytes(memory.total)} memory free" in banner.text
 
 
-@pytest.mark.parametrize("name", ["gpu-h200", "gpu-h100-preallocated"])
+def test_the_recorded_h200_reports_its_pool_as_it_fills():
+    """JAX 0.11.2's own dictionaries on an H200 with the default preallocation (tools/record_hardware.py):
+    idle, nothing taken and largest_free_block_bytes 0; holding a 1000x1000 float32 array, the whole
+    limit taken as the pool and nearly all of it one free block. Neither is "nothing free"."""
+    idle = RECORDS["gpu-h200-recorded-idle"]["memory_stats"]
+    holding = RECORDS["gpu-h200-recorded-holding"]["memory_stats"]
+    assert idle["largest_free_block_bytes"] == 0 and idle["pool_bytes"] == 0
+    assert holding["pool_bytes"] == holding["bytes_limit"] and holding["largest_free_block_bytes"] > 0
+    for stats, in_use in ((idle, 0), (holding, 8_000_000)):
+        memory = DeviceMemory.from_stats(stats)
+        assert (memory.total, memory.in_use, memory.free) == (112583507968, in_use, 112583507968 - in_use)
+
+
+@pytest.mark.parametrize("name", ["gpu-h200", "gpu-h100-preallocated", "gpu-h200-recorded-idle",
+                                  "gpu-h200-recorded-holding"])
 def test_the_memory_guard_lets_a_job_that_fits_run_on_a_gpu(name):
-    """largest_free_block_bytes is 0 and a preallocated pool is the whole limit: neither is
+    """largest_free_block_bytes is 0 (idle) and a preallocated pool is the whole limit: neither is
     "nothing free". What this process may still allocate is bytes_limit - bytes_in_use."""
     free, total = device_memory(SimpleNamespace(memory_stats=lambda: RECORDS[name]["memory_stats"]))
     fits = MemoryEstimate(((10_000, 10_000),), 400_000_000, 400_000_000, 10**9, 16 * 10**8, "probe")

@@ -47,6 +47,8 @@ def clocks_check(result: Result):
     ("h200-steady", PASS, "SM clock 1980 → 1980 MHz, no thermal or power limit reached"),
     ("h200-idle-before", PASS, "SM clock 345 → 1980 MHz"),  # idle is no limit, and the clock rose
     ("t4-no-reasons", PASS, "SM clock 1590 → 1590 MHz"),
+    # Read by tools/record_hardware.py on an H200: idle, then just after matrix products.
+    ("h200-recorded", PASS, "SM clock 1980 → 1980 MHz, no thermal or power limit reached"),
 ])
 def test_the_check_judges_recorded_readings(name, status, words):
     check = clocks_check(on_gpu(recorded(name)))

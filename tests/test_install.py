@@ -71,6 +71,9 @@ def _requirement(proc: subprocess.CompletedProcess[str]) -> str:
     ("h200-L.txt", "h200-580.65.06-cuda13.0.txt", "jax[cuda13]", "1 NVIDIA GPU(s), driver supports CUDA 13.0"),
     # R610 names the kernel and user-mode drivers apart: "CUDA UMD Version", no "CUDA Version:".
     ("h200-L.txt", "h200-610.43.02-umd13.3.txt", "jax[cuda13]", "1 NVIDIA GPU(s), driver supports CUDA 13.3"),
+    # Recorded on an H200 (driver 580.159.04) by tools/record_hardware.py: the real screen and listing.
+    ("h200-580.159.04-L.txt", "h200-580.159.04-cuda13.0.txt", "jax[cuda13]",
+     "1 NVIDIA GPU(s), driver supports CUDA 13.0"),
     # MIG instances listed under GPU 0 are slices of it, not more GPUs.
     ("h100-mig-L.txt", "h100-mig-570.124.06-cuda12.8.txt", "jax[cuda12]",
      "2 NVIDIA GPU(s) (3 MIG device(s)), driver supports CUDA 12.8"),
@@ -91,6 +94,15 @@ def test_without_the_drivers_cuda_library_the_cpu_build_is_chosen_and_the_fix_is
     assert _requirement(proc) == "jax" and "'.[app]'" in proc.stdout
     assert "1 NVIDIA GPU(s), but nvidia-smi found no CUDA library of the driver (libcuda)" in proc.stderr
     assert "NVIDIA Container Toolkit" in proc.stderr and "ACCEL=cuda12 or cuda13" in proc.stderr
+
+
+def test_the_recorded_h200_query_names_the_same_cuda_version(tmp_path):
+    """The real -q report of that H200, read where a screen names no version: CUDA 13.0 again."""
+    _smi_program(tmp_path, listing=(SMI / "h200-580.159.04-L.txt").read_text(), screen="",
+                 query=(SMI / "h200-580.159.04-q.txt").read_text())
+    proc = _plan(tmp_path)
+    assert _requirement(proc) == "jax[cuda13]"
+    assert "driver supports CUDA 13.0" in proc.stderr
 
 
 def test_a_screen_without_a_cuda_version_is_answered_by_the_query(tmp_path):

@@ -8,16 +8,19 @@ lead a page (analysis/trust.py).
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
+from ..engine.agreement import BASE_RTOL, FULL_FLOAT32, TF32_RTOL
 from ..engine.load import is_busy
 from ..i18n import N_, _, translate_text
 from ..model.clocks import SM_DROP_WARN
 from ..model.formatting import format_factor, format_time, transfer_rate_text
 from ..model.result import Result
+from ..model.stats import Stats
 
 PASS, WARN, FAIL, NA = "pass", "warn", "fail", "n/a"
 MIN_SAMPLES = 5
@@ -77,8 +80,31 @@ def _precision_bits(dtype: str | None) -> int | None:
     return None
 
 
+def _fixed_cost(r: Result) -> float | None:
+    """On an accelerator, a blocked call's fixed cost: the blocked empty call on that device
+    (launch and synchronisation, roofline.empty_call_s); None on the CPU or where not recorded.
+    The unblocked dispatch there is the host's launch alone, and its samples wander (docs/protocol.md)."""
+    side = r.roofline.side("jax") if r.backend != "cpu" and r.roofline is not None else None
+    empty = side.empty_call_s if side is not None else None
+    return empty if empty is not None and empty > 0 else None
+
+
 def check_workload(r: Result) -> Check:
-    ratio = r.jax.runtime.median_s / r.jax.dispatch.median_s if r.jax.dispatch.median_s > 0 else float("inf")
+    empty = _fixed_cost(r)
+    overhead = r.jax.dispatch.median_s if empty is None else empty
+    ratio = r.jax.runtime.median_s / overhead if overhead > 0 else float("inf")
+    if empty is not None:
+        times = {"runtime": format_time(r.jax.runtime.median_s), "empty": format_time(empty)}
+        if ratio < DISPATCH_RATIO_FAIL:
+            return _check("workload", FAIL, _("JAX runtime {runtime} vs {empty} for an empty call on the device: the "
+                                              "call is mostly fixed cost (launch and synchronisation), not work; try "
+                                              "a larger shape").format(**times), "size")
+        if ratio < DISPATCH_RATIO_WARN:
+            return _check("workload", WARN, _("JAX runtime {runtime} vs {empty} for an empty call on the device: "
+                                              "fixed cost (launch and synchronisation) is a large share").format(
+                                                  **times), "size")
+        return _check("workload", PASS, _("JAX runtime {runtime} vs {empty} for an empty call on the device "
+                                          "({ratio:.0f}x)").format(ratio=ratio, **times), "size")
     times = {"runtime": format_time(r.jax.runtime.median_s), "dispatch": format_time(r.jax.dispatch.median_s)}
     if ratio < DISPATCH_RATIO_FAIL:
         return _check("workload", FAIL, _("JAX runtime {runtime} vs dispatch {dispatch}: the call is mostly "
@@ -125,10 +151,21 @@ def check_blocked(r: Result) -> Check:
         return _check("blocked", FAIL,
                       _("a timed JAX call's output was not ready when its clock stopped: the time is dispatch, "
                         "not the work"), "async")
-    if r.jax.runtime.median_s < r.jax.dispatch.median_s:
+    # Only below beyond both medians' 95% ranges: a call that costs no more than its launch (a
+    # small one on a GPU) has a blocked runtime equal to its dispatch, and noise puts either first.
+    if _clearly_below(r.jax.runtime, r.jax.dispatch):
         return _check("blocked", WARN,
                       _("blocked runtime is below dispatch time: the numbers look inconsistent"), "async")
     return _check("blocked", PASS, _("every timed JAX call ends in block_until_ready()"), "async")
+
+
+def _clearly_below(a: Stats, b: Stats) -> bool:
+    """``a``'s median below ``b``'s by more than their 95% ranges allow (medians alone where a
+    range is unknown)."""
+    high, low = a.ci_high_s, b.ci_low_s
+    if math.isfinite(high) and math.isfinite(low):
+        return a.median_s < b.median_s and high < low
+    return a.median_s < b.median_s
 
 
 def check_compile_excluded(r: Result) -> Check:
@@ -169,11 +206,34 @@ def check_agreement(r: Result) -> Check:
     a = r.jax.agreement
     method = a.get("method", "direct")
     values = {"err": a["max_rel_err"], "rtol": a["rtol"], "method": _(COMPARED.get(method, method))}
+    if a.get("tf32"):
+        # The worker found a matrix product in the program and widened float32's tolerance to TF32's.
+        if not a.get("ok"):
+            return _check("agreement", FAIL, _("outputs differ: max rel err {err:.2g} (TF32's tolerance {rtol:.0e}, "
+                                               "{method})").format(**values), "tf32")
+        return _check("agreement", PASS, _("max rel err {err:.2g} (TF32's tolerance {rtol:.0e}, {method}): the GPU "
+                                           "ran the float32 products in TF32").format(**values), "tf32")
     if not a.get("ok"):
+        tf32_rtol = _tf32_rtol(r)
+        if tf32_rtol is not None and a["max_rel_err"] <= tf32_rtol:
+            return _check("agreement", WARN, _(
+                "max rel err {err:.2g} is over float32's tolerance {rtol:.0e} but within TF32's ({tf32:.0e}); this "
+                "result was saved before jaxcompare recorded whether the program has a matrix product, so TF32 is "
+                "the likely cause").format(tf32=tf32_rtol, **values), "tf32")
         return _check("agreement", FAIL, _("outputs differ: max rel err {err:.2g} (tolerance {rtol:.0e}, "
                                            "{method})").format(**values), "dtype")
     return _check("agreement", PASS, _("max rel err {err:.2g} (tolerance {rtol:.0e}, {method})").format(**values),
                   "dtype")
+
+
+def _tf32_rtol(r: Result) -> float | None:
+    """TF32's tolerance for a stored float32 GPU record that predates the worker's TF32 decision
+    (no "tf32" key), where the GPU may have used TF32; None where it cannot have."""
+    a = r.jax.agreement
+    precision = str(r.jax.protocol.get("matmul_precision", "default")).lower()
+    if "tf32" in a or r.backend != "gpu" or r.dtype != "float32" or precision in FULL_FLOAT32:
+        return None
+    return a["rtol"] * TF32_RTOL / BASE_RTOL["float32"]  # the case's own factor kept
 
 
 def check_stability(r: Result) -> Check:

@@ -4,6 +4,8 @@ Runs in the worker (and the selfcheck process) on outputs already on the host; n
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -13,11 +15,42 @@ from ..model.cases import Arrays, Case
 # Normwise relative tolerance per dtype: loose enough for reordered summation and
 # LAPACK-vs-XLA algorithm differences, tight enough to catch a wrong port.
 BASE_RTOL = {"float32": 1e-4, "float64": 1e-10}
+# TF32 keeps 10 of float32's 23 mantissa bits (unit roundoff 2^-11 = 4.9e-4); an H200 gave 1.4e-4 to
+# 3.9e-4 on float32 matmuls (tests/data/device-check-h200.json), so 4 units leave room, and a wrong port errs by ~1.
+TF32_RTOL = 2e-3
+# jax_default_matmul_precision values that keep a float32 product in full float32 on a GPU.
+FULL_FLOAT32 = frozenset({"highest", "float32"})
+
+# A matrix product or convolution in a lowered program (StableHLO, or HLO text), and its precision.
+_DOT = re.compile(r"\b(?:stablehlo|mhlo)\.(?:dot_general|dot|convolution)\b[^\n]*"
+                  r"|=\s*\S+\s+(?:dot|convolution)\([^\n]*")
+_PRECISION = re.compile(r"precision\s*=\s*\[([^\]]*)\]|operand_precision=\{([^}]*)\}")
 
 
-def tolerance(case: Case, dtype: str) -> tuple[float, float]:
-    """(rtol, atol) for ``case`` at ``dtype``; atol guards outputs that are ~0."""
-    rtol = BASE_RTOL.get(dtype, 1e-4) * case.tolerance
+def program_has_dot(program_text: str) -> bool:
+    """Whether a lowered program has a matrix product or convolution that a GPU may run in TF32:
+    one whose operands are not all at HIGHEST precision."""
+    for match in _DOT.finditer(program_text):
+        found = _PRECISION.search(match.group(0))
+        names = [n.strip().lower() for n in (found.group(1) or found.group(2)).split(",")] if found else []
+        if not names or any(n != "highest" for n in names):
+            return True
+    return False
+
+
+def uses_tf32(dtype: str, platform: str, matmul_precision: str, program_text: Callable[[], str]) -> bool:
+    """Whether the GPU may have computed this program's float32 products in TF32: float32, on a GPU,
+    at a default precision other than "highest", with a dot or convolution in the program.
+    ``program_text`` (the lowered program) is only asked for when the rest holds."""
+    return (dtype == "float32" and platform == "gpu" and matmul_precision.lower() not in FULL_FLOAT32
+            and program_has_dot(program_text()))
+
+
+def tolerance(case: Case, dtype: str, *, tf32: bool = False) -> tuple[float, float]:
+    """(rtol, atol) for ``case`` at ``dtype``; atol guards outputs that are ~0. ``tf32``: the
+    products ran in TF32 (uses_tf32), so float32's rtol is TF32's."""
+    base = TF32_RTOL if tf32 and dtype == "float32" else BASE_RTOL.get(dtype, 1e-4)
+    rtol = base * case.tolerance
     atol = rtol * 1e-3
     return rtol, atol
 
@@ -58,9 +91,13 @@ def compare_outputs(
     numpy_out: Arrays,
     jax_out: Arrays,
     reference64_out: Arrays | None = None,
+    *,
+    tf32: bool = False,
 ) -> dict[str, Any]:
-    """Agreement record: JAX vs NumPy at the same precision, and both vs float64."""
-    rtol, atol = tolerance(case, dtype)
+    """Agreement record: JAX vs NumPy at the same precision, and both vs float64. ``tf32``: the
+    JAX side's products ran in TF32 (uses_tf32); the record says so, with TF32's rtol."""
+    tf32 = tf32 and dtype == "float32"
+    rtol, atol = tolerance(case, dtype, tf32=tf32)
     canon_np = case.canonical(numpy_out, inputs)
     canon_jax = case.canonical(jax_out, inputs)
     max_abs, max_rel = normwise_errors(canon_np, canon_jax)
@@ -70,6 +107,7 @@ def compare_outputs(
         "max_rel_err": max_rel,
         "rtol": rtol,
         "atol": atol,
+        "tf32": tf32,
         "method": case.compared_by,
         "numpy_dtype": str(numpy_out[0].dtype) if numpy_out else None,
         "jax_dtype": str(jax_out[0].dtype) if jax_out else None,

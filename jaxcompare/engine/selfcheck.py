@@ -20,7 +20,8 @@ import numpy as np
 
 from ..model.cases import Case, Shape, as_tuple
 from ..model.errors import JaxCompareError
-from .agreement import compare_outputs
+from .agreement import compare_outputs, uses_tf32
+from .ceilings import matmul_precision
 
 PRECISION_DTYPES = {"x32": np.dtype(np.float32), "x64": np.dtype(np.float64)}
 
@@ -60,10 +61,13 @@ def check_case(case: Case, shape: Shape | None = None, precision: str = "x32") -
     numpy_out = as_tuple(case.numpy_fn(*inputs))
 
     args = tuple(jax.device_put(a) for a in inputs)
-    jax_out = as_tuple(jax.block_until_ready(jax.jit(case.jax_fn)(*args)))
+    jitted = jax.jit(case.jax_fn)
+    jax_out = as_tuple(jax.block_until_ready(jitted(*args)))
+    platform = jax.devices()[0].platform  # device_put's default device, where the call ran
+    tf32 = uses_tf32(dtype.name, platform, matmul_precision(), lambda: jitted.lower(*args).as_text())
 
     reference = as_tuple(case.numpy_fn(*_upcast(inputs)))
-    record = compare_outputs(case, dtype.name, inputs, numpy_out, jax_out, reference)
+    record = compare_outputs(case, dtype.name, inputs, numpy_out, jax_out, reference, tf32=tf32)
     return {"case": case.name, "shape": list(shape), "precision": precision, **record}
 
 

@@ -187,6 +187,14 @@ def format_percent(share: float | None) -> str:
     return f"{share:.1%}" if share >= 0.001 else "<0.1%"
 
 
+def format_peak_share(share: float | None) -> str:
+    """A side's fraction of its ceiling (format_percent); over 100% the ceiling, not the side, is
+    wrong (a measured one caught the CPU below its plateau), so that is what it says."""
+    if share is not None and math.isfinite(share) and share > 1:
+        return _("more than 100% (the ceiling is too low)")
+    return format_percent(share)
+
+
 def peak_sentence(result: Result) -> str | None:
     """How close each side came to its ceiling, in one sentence ("JAX reached 61% of the NVIDIA
     H200's TF32 peak (495 TFLOP/s); NumPy reached 45% of this CPU's measured float32 matmul rate
@@ -205,7 +213,7 @@ def peak_sentence(result: Result) -> str | None:
     parts = []
     if peak.source == "table":
         parts.append(_("JAX reached {share} of {ceiling} ({rate})").format(
-            share=format_percent(jax), ceiling=peak.describe(), rate=format_flops(peak.flops_per_s)))
+            share=format_peak_share(jax), ceiling=peak.describe(), rate=format_flops(peak.flops_per_s)))
     elif peak.source is None:
         parts.append(_("JAX's fraction of peak is unknown (no published {dtype} peak for the {device} in the "
                        "table)").format(dtype=result.dtype, device=peak.device))
@@ -213,10 +221,10 @@ def peak_sentence(result: Result) -> str | None:
         rate = peak.flops_per_s if peak.source == "measured" else (
             peak.cpu_flops_per_s or (peak.numpy_flops_per_s if peak.numpy_label == cpu_label else None))
         parts.append(_cpu_clause(cpu_label, format_flops(rate),
-                                 [(name, format_percent(share)) for name, share in on_cpu]))
+                                 [(name, format_peak_share(share)) for name, share in on_cpu]))
     if peak.numpy_label != cpu_label:
         parts.append(_("NumPy reached {share} of {ceiling} ({rate})").format(
-            share=format_percent(numpy), ceiling=peak.describe_numpy(), rate=format_flops(peak.numpy_flops_per_s)))
+            share=format_peak_share(numpy), ceiling=peak.describe_numpy(), rate=format_flops(peak.numpy_flops_per_s)))
     # Each clause is whole (a side, its share, its ceiling); only the punctuation joins them.
     # Translators: the punctuation between two clauses of the fraction-of-peak line.
     between = _("; ")
