@@ -79,9 +79,15 @@ def test_unstable_or_few_samples_warn(fair_result, shaky_side):
 
 
 def test_tf32_warns_only_for_float32_on_gpu(fair_result):
-    on_gpu = dataclasses.replace(fair_result, backend="gpu")
+    # On a GPU the worker records whether the program had a product that may run in TF32.
+    on_gpu = with_jax(dataclasses.replace(fair_result, backend="gpu"),
+                      agreement=fair_result.jax.agreement | {"tf32": True})
     assert by_id(fair_result)["tf32"].status == NA  # on a CPU TF32 does not apply: n/a, not pass
     assert by_id(on_gpu)["tf32"].status == WARN
+    no_product = with_jax(on_gpu, agreement=on_gpu.jax.agreement | {"tf32": False})
+    assert by_id(no_product)["tf32"].status == NA
+    saved_before = with_jax(on_gpu, agreement={k: v for k, v in on_gpu.jax.agreement.items() if k != "tf32"})
+    assert by_id(saved_before)["tf32"].status == WARN  # not known then: it may have
     highest = with_jax(on_gpu, protocol=on_gpu.jax.protocol | {"matmul_precision": "highest"})
     assert by_id(highest)["tf32"].status == PASS
     float64 = with_jax(dataclasses.replace(on_gpu, dtype="float64"),

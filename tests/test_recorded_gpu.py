@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from jaxcompare import get_case
-from jaxcompare.analysis.checks import FAIL, PASS, WARN, checklist
+from jaxcompare.analysis.checks import FAIL, NA, PASS, WARN, checklist
 from jaxcompare.analysis.trust import trust
 from jaxcompare.engine.agreement import (
     BASE_RTOL,
@@ -208,3 +208,47 @@ def test_a_fraction_over_the_measured_ceiling_is_said_to_be_the_ceilings_fault(n
     assert ("more than 100% (the ceiling is too low)" in sentence) is over, sentence
     assert f"{share:.0%}" not in sentence if over else f"{share:.0%}" in sentence
     assert (device_check.percent(share) == "exceeded (ceiling too low)") is over
+
+
+# --- the same H200 after the fixes: what the worker itself decided on real hardware -----------
+RERUN = json.loads((ROOT / "tests" / "data" / "device-check-h200-tf32.json").read_text())
+RERUN_RESULTS = {f"{r.case} {'x'.join(map(str, r.shape))}": r for r in read_results(RERUN)}
+
+
+@pytest.mark.parametrize("name", sorted(RERUN_RESULTS))
+def test_on_the_gpu_the_worker_found_each_float32_product_and_judged_it_at_tf32s_tolerance(name):
+    """The lowered program's dot was found on the real GPU (a detection that missed it would leave
+    tf32 false and these errors of 3e-4 failing 1e-4), and the checklist says why it passed."""
+    r = RERUN_RESULTS[name]
+    agreement = r.jax.agreement
+    assert agreement["tf32"] is True and agreement["ok"] and agreement["rtol"] == TF32_RTOL * get_case(r.case).tolerance
+    found = checks(r)
+    assert found["agreement"].status == PASS and "TF32's tolerance" in found["agreement"].reason
+    assert found["tf32"].status == WARN
+
+
+def test_on_the_gpu_the_self_check_agrees_everywhere_and_names_tf32_where_it_applied():
+    """Before the fix 3 of 29 float32 cases "disagreed" on the H200 (centered_gram, matmul, einsum)."""
+    records = RERUN["device_check"]["selfcheck"]
+    for precision in ("x32", "x64"):
+        assert [r["case"] for r in records[precision] if not r["ok"]] == [], precision
+    tf32 = {r["case"] for r in records["x32"] if r.get("tf32")}
+    assert {"centered_gram", "matmul", "einsum"} <= tf32
+    assert not tf32 & {"cumsum", "sort", "fft", "erf"}  # no product in their programs
+    assert not any(r.get("tf32") for r in records["x64"])
+
+
+@pytest.mark.parametrize("name", sorted(RERUN_RESULTS))
+def test_after_the_fix_no_side_is_above_the_cpus_measured_ceiling(name):
+    """The first run's ceiling (853 GFLOP/s) was beaten by NumPy at 1024 and 4096; measured at two
+    sizes it was 1.47 TFLOP/s, and NumPy stayed under it."""
+    fraction = RERUN_RESULTS[name].peak_fraction("numpy")
+    assert fraction is not None and 0 < fraction <= 1.0
+
+
+def test_the_tf32_check_is_not_applicable_where_the_program_has_no_product():
+    """A new record whose program had no dot (cumsum on the H200: tf32 false) is no TF32 warning."""
+    r = RERUN_RESULTS["matmul 1024x1024"]
+    found = checks(_with_agreement(r, tf32=False))
+    assert found["tf32"].status == NA and "no matrix product" in found["tf32"].reason
+    assert checks(r)["tf32"].status == WARN  # the same result with its product found still warns

@@ -307,6 +307,9 @@ def check_tf32(r: Result) -> Check:
         return _check("tf32", NA, _("float64 is never computed in TF32"), "tf32")
     if r.jax.protocol.get("matmul_precision") == "highest":
         return _check("tf32", PASS, _("matmul precision set to 'highest'"), "tf32")
+    # The worker looked at the lowered program (engine/agreement.uses_tf32); older records did not.
+    if r.jax.agreement.get("tf32") is False:
+        return _check("tf32", NA, _("not applicable: the program has no matrix product or convolution"), "tf32")
     return _check("tf32", WARN,
                   _("float32 matmuls on this GPU may use TF32 (about 10 mantissa bits); agreement error "
                     "{err:.2g}").format(err=r.jax.agreement["max_rel_err"]), "tf32")
