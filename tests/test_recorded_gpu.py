@@ -252,3 +252,12 @@ def test_the_tf32_check_is_not_applicable_where_the_program_has_no_product():
     found = checks(_with_agreement(r, tf32=False))
     assert found["tf32"].status == NA and "no matrix product" in found["tf32"].reason
     assert checks(r)["tf32"].status == WARN  # the same result with its product found still warns
+
+
+def test_the_compare_page_says_the_tolerance_was_tf32s():
+    from jaxcompare.app.views import agreement_text
+
+    ok, text = agreement_text(RERUN_RESULTS["matmul 1024x1024"])
+    assert ok and "TF32's" in text and "2e-03" in text
+    _, cpu_text = agreement_text(_with_agreement(RERUN_RESULTS["matmul 1024x1024"], tf32=False))
+    assert "TF32" not in cpu_text

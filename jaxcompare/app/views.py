@@ -138,9 +138,12 @@ def agreement_text(result: Result) -> tuple[bool, str]:
         text = _("max abs error {abs_err:.3g}, max rel error {rel_err:.3g} (tolerance rtol {rtol:.0e}, "
                  "atol {atol:.0e}; compared directly)").format(**values)
     ok = bool(a.get("ok"))
-    if ok:
-        return ok, _("JAX and NumPy agree: {details}.").format(details=text)
-    return ok, _("JAX and NumPy disagree: {details}.").format(details=text)
+    sentence = (_("JAX and NumPy agree: {details}.") if ok else _("JAX and NumPy disagree: {details}.")).format(
+        details=text)
+    if a.get("tf32"):  # the worker found a matrix product the GPU may run in TF32 (engine/agreement.py)
+        sentence += " " + _("The tolerance is TF32's: the GPU computed the float32 matrix products with about 10 "
+                            "mantissa bits (pitfall 6).")
+    return ok, sentence
 
 
 def dtypes_text(result: Result) -> str:
