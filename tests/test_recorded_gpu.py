@@ -261,3 +261,34 @@ def test_the_compare_page_says_the_tolerance_was_tf32s():
     assert ok and "TF32's" in text and "2e-03" in text
     _, cpu_text = agreement_text(_with_agreement(RERUN_RESULTS["matmul 1024x1024"], tf32=False))
     assert "TF32" not in cpu_text
+
+
+@pytest.mark.parametrize("name", ["matmul 1024x1024", "matmul 4096x4096"])
+def test_xlas_cannot_count_answer_is_unknown_not_a_negative_traffic(name):
+    """On the H200 XLA's cost analysis gave -1 FLOPs and -1 bytes for the cuBLAS matmul: read as
+    counts they made a negative bandwidth (-481 B/s) and no bound. Saved that way, they read as
+    unknown; FLOPs come from the catalog's count."""
+    roofline = RERUN_RESULTS[name].roofline
+    assert RERUN["results"][list(RERUN_RESULTS).index(name)]["roofline"]["bytes"] == -1.0  # as recorded
+    assert roofline.bytes is None and roofline.xla["bytes"] is None and roofline.source["bytes"] is None
+    assert roofline.flops == roofline.catalog_flops and roofline.bytes_per_s("numpy") is None
+
+
+def test_where_xla_cannot_count_bytes_the_arrays_in_and_out_stand_in():
+    from jaxcompare.model.roofline import ARRAYS_IN_OUT, choose_counts, xla_counts
+
+    cost = xla_counts({"flops": -1.0, "bytes accessed": -1.0, "transcendentals": 0.0})
+    assert cost == {"flops": None, "bytes": None, "transcendentals": 0.0}
+    n = 1024
+    counts = choose_counts(cost, 2.0 * n**3, least_bytes=3 * n * n * 4)
+    assert counts["flops"] == 2.0 * n**3 and counts["source"]["flops"] == "catalog count"
+    assert counts["bytes"] == 3 * n * n * 4 and counts["source"]["bytes"] == ARRAYS_IN_OUT
+    # XLA's own count wins where it has one
+    assert choose_counts({"flops": 1.0, "bytes": 5.0, "transcendentals": 0.0}, None, 99.0)["bytes"] == 5.0
+
+
+def test_an_overhead_bound_side_without_counts_says_so_without_an_empty_share():
+    from jaxcompare.analysis.text import roofline_lines
+
+    line = roofline_lines(RERUN_RESULTS["matmul 1024x1024"])[0]
+    assert "JAX overhead-bound" in line and "—" not in line and "NumPy: limit not known" in line

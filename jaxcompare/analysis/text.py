@@ -159,6 +159,9 @@ def roofline_lines(result: Result) -> list[str]:
             clauses.append(_("{side}: limit not known").format(side=name))
             continue
         bound = roofline.bound_flops_per_s(side)
+        if bound is None:  # overhead is told from the empty call alone; the roofs need the counts
+            clauses.append(_("{side} {limit}").format(side=name, limit=_(LIMIT_WORDS[limit])))
+            continue
         clauses.append(_("{side} {limit}, {share} of its bound ({bound})").format(
             side=name, limit=_(LIMIT_WORDS[limit]), share=format_percent(roofline.fraction(side)),
             bound=format_flops(bound)))

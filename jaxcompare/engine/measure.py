@@ -308,8 +308,9 @@ def measure(spec: Spec, progress: ProgressCallback = _no_progress, clock: Clock 
                agreement=_agreement(run, spec, host_inputs, numpy_out, warm.jax_out, tf32=tf32))
     flops = case.flop_count(spec.shape)
     peak = _peak(run, spec, device, with_cpu_side=jax_cpu is not None)
+    least_bytes = sum(a.nbytes for a in host_inputs) + sum(np.asarray(o).nbytes for o in numpy_out)
     roofline = _roofline(run, spec, device, peak, warm.cost, flops, numpy_stats, jax, jax_cpu, cpu,
-                         host_gap_share=None if profile is None else profile.gap_share)
+                         host_gap_share=None if profile is None else profile.gap_share, least_bytes=least_bytes)
     run.progress.complete()
     return Result(
         id=result_id,
@@ -575,11 +576,11 @@ def _peak(run: _Run, spec: Spec, device: Any, *, with_cpu_side: bool) -> Peak:
 
 def _roofline(run: _Run, spec: Spec, device: Any, peak: Peak, cost: dict[str, float | None] | None,
               catalog_flops: float | None, numpy_stats: Stats, jax: JaxSide, jax_cpu: JaxSide | None,
-              cpu: Any | None, *, host_gap_share: float | None = None) -> Roofline:
+              cpu: Any | None, *, host_gap_share: float | None = None, least_bytes: float | None = None) -> Roofline:
     """Each side's point on the roofline: XLA's counts of the main side's program (NumPy and JAX
     on the CPU do the same maths), each side's ceilings, and an empty call on each side. The
     transcendental rate is measured (once per host) only for a call that has transcendentals."""
-    counts = choose_counts(cost, catalog_flops)
+    counts = choose_counts(cost, catalog_flops, least_bytes)
     cpu_bw = cpu_bandwidth(cpu, clock=run.clock)
     jax_bw, jax_bw_source = bandwidth_ceiling(device, cpu_bw)
     numpy_trans = jax_trans = cpu_trans = (None, None)

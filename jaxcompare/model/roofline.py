@@ -16,6 +16,7 @@ from ..i18n import N_
 # Where a count came from; None means "not known" (never a guess).
 XLA_COST = "xla cost analysis"
 CATALOG_COUNT = "catalog count"
+ARRAYS_IN_OUT = "arrays in and out"  # bytes where XLA could not count them: the least any implementation moves
 COUNTS = ("flops", "bytes", "transcendentals")
 LIMITS = ("compute", "memory", "overhead")
 ROOFLINE_SIDES = ("numpy", "jax", "jax_cpu")
@@ -203,11 +204,11 @@ class Roofline:
             return None
         source = data.get("source") or {}
         xla = data.get("xla")
-        return cls(flops=_number(data.get("flops")), bytes=_number(data.get("bytes")),
-                   transcendentals=_number(data.get("transcendentals")),
-                   source={k: source.get(k) for k in COUNTS},
-                   catalog_flops=_number(data.get("catalog_flops")),
-                   xla={k: _number(v) for k, v in xla.items()} if isinstance(xla, dict) else None,
+        return cls(flops=_count(data.get("flops")), bytes=_count(data.get("bytes")),
+                   transcendentals=_count(data.get("transcendentals")),
+                   source={k: source.get(k) if _count(data.get(k)) is not None else None for k in COUNTS},
+                   catalog_flops=_count(data.get("catalog_flops")),
+                   xla={k: _count(v) for k, v in xla.items()} if isinstance(xla, dict) else None,
                    **{name: RooflineSide.from_dict(data[name]) if data.get(name) else None
                       for name in ROOFLINE_SIDES})
 
@@ -221,15 +222,18 @@ def xla_counts(cost: Any) -> dict[str, float | None] | None:
     if not isinstance(cost, dict):
         return None
     keys = {"flops": "flops", "bytes": "bytes accessed", "transcendentals": "transcendentals"}
-    found = {name: _number(cost.get(key)) for name, key in keys.items()}
+    found = {name: _count(cost.get(key)) for name, key in keys.items()}
     if all(v is None for v in found.values()):
         return None
-    return {name: (0.0 if v is None else v) for name, v in found.items()}
+    # Left out is zero; present but negative (XLA's "cannot count") stays unknown.
+    return {name: (0.0 if v is None and keys[name] not in cost else v) for name, v in found.items()}
 
 
-def choose_counts(xla: dict[str, float | None] | None, catalog_flops: float | None) -> dict[str, Any]:
+def choose_counts(xla: dict[str, float | None] | None, catalog_flops: float | None,
+                  least_bytes: float | None = None) -> dict[str, Any]:
     """The counts the roofline uses and where each came from: XLA's, except FLOPs where the
-    catalog's hand count is far above XLA's (work inside a custom call XLA cannot see)."""
+    catalog's hand count is far above XLA's (work inside a custom call XLA cannot see), and bytes
+    where XLA could not count them: then ``least_bytes``, the arrays in and out, each moved once."""
     xla = xla or {}
     flops, flops_source = xla.get("flops"), XLA_COST if xla.get("flops") is not None else None
     if catalog_flops is not None and (flops is None or flops < CUSTOM_CALL_SHARE * catalog_flops):
@@ -237,11 +241,20 @@ def choose_counts(xla: dict[str, float | None] | None, catalog_flops: float | No
     counts: dict[str, Any] = {"flops": flops, "bytes": xla.get("bytes"), "transcendentals": xla.get("transcendentals")}
     source = {"flops": flops_source} | {k: XLA_COST if counts[k] is not None else None
                                          for k in ("bytes", "transcendentals")}
+    if counts["bytes"] is None and least_bytes:
+        counts["bytes"], source["bytes"] = float(least_bytes), ARRAYS_IN_OUT
     return counts | {"source": source}
 
 
 def _product(a: float | None, b: float | None) -> float | None:
     return a * b if a is not None and b is not None else None
+
+
+def _count(value: Any) -> float | None:
+    """A count, or None where it is unknown: XLA's cost analysis says -1 for what it cannot cost
+    (on an H200 a cuBLAS matmul's FLOPs and bytes were both -1), and a saved record may hold that."""
+    number = _number(value)
+    return number if number is not None and number >= 0 else None
 
 
 def _number(value: Any) -> float | None:
