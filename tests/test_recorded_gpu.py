@@ -292,3 +292,28 @@ def test_an_overhead_bound_side_without_counts_says_so_without_an_empty_share():
 
     line = roofline_lines(RERUN_RESULTS["matmul 1024x1024"])[0]
     assert "JAX overhead-bound" in line and "—" not in line and "NumPy: limit not known" in line
+
+
+# --- the CLI on the H200 after the roofline fix (tests/data/cli-h200) -------------------------
+CLI = {path.stem: read_results(json.loads(path.read_text()))[0]
+       for path in sorted((ROOT / "tests" / "data" / "cli-h200").glob("*.json"))}
+
+
+def test_on_the_gpu_a_cublas_matmul_gets_a_roofline_from_the_arrays_in_and_out():
+    """XLA could not count the cuBLAS matmul: FLOPs came from the catalog, bytes from the arrays in
+    and out, and every side then has a limit and a share of its bound at most 1."""
+    r = CLI["matmul-2048"]
+    roofline = r.roofline
+    assert roofline.source["flops"] == "catalog count" and roofline.source["bytes"] == "arrays in and out"
+    assert roofline.bytes == 3 * 2048 * 2048 * 4
+    for side in ("numpy", "jax", "jax_cpu"):
+        assert roofline.limit(side) is not None, side
+        assert 0 < roofline.fraction(side) <= 1.0, side
+
+
+def test_on_the_gpu_a_program_without_a_product_is_no_tf32_case():
+    r = CLI["cumsum-1e6"]
+    found = checks(r)
+    assert r.jax.agreement["tf32"] is False and found["tf32"].status == NA
+    assert found["agreement"].status == PASS and "TF32" not in found["agreement"].reason
+    assert checks(CLI["matmul-2048"])["tf32"].status == WARN
