@@ -89,31 +89,32 @@ def _fixed_cost(r: Result) -> float | None:
     return empty if empty is not None and empty > 0 else None
 
 
+# "Workload large enough" in words, by what the runtime is set against (fail, warn, pass): on an
+# accelerator the device's blocked empty call (_fixed_cost), on the CPU the unblocked dispatch.
+WORKLOAD_WORDS = {
+    "device": (N_("JAX runtime {runtime} vs {empty} for an empty call on the device: the call is mostly fixed "
+                  "cost (launch and synchronisation), not work; try a larger shape"),
+               N_("JAX runtime {runtime} vs {empty} for an empty call on the device: fixed cost (launch and "
+                  "synchronisation) is a large share"),
+               N_("JAX runtime {runtime} vs {empty} for an empty call on the device ({ratio:.0f}x)")),
+    "dispatch": (N_("JAX runtime {runtime} vs dispatch {dispatch}: the call is mostly dispatch overhead; try a "
+                    "larger shape"),
+                 N_("JAX runtime {runtime} vs dispatch {dispatch}: overhead is a large share; small inputs favour "
+                    "NumPy"),
+                 N_("JAX runtime {runtime} vs dispatch {dispatch} ({ratio:.0f}x)")),
+}
+
+
 def check_workload(r: Result) -> Check:
     empty = _fixed_cost(r)
-    overhead = r.jax.dispatch.median_s if empty is None else empty
+    basis, overhead = ("dispatch", r.jax.dispatch.median_s) if empty is None else ("device", empty)
     ratio = r.jax.runtime.median_s / overhead if overhead > 0 else float("inf")
-    if empty is not None:
-        times = {"runtime": format_time(r.jax.runtime.median_s), "empty": format_time(empty)}
-        if ratio < DISPATCH_RATIO_FAIL:
-            return _check("workload", FAIL, _("JAX runtime {runtime} vs {empty} for an empty call on the device: the "
-                                              "call is mostly fixed cost (launch and synchronisation), not work; try "
-                                              "a larger shape").format(**times), "size")
-        if ratio < DISPATCH_RATIO_WARN:
-            return _check("workload", WARN, _("JAX runtime {runtime} vs {empty} for an empty call on the device: "
-                                              "fixed cost (launch and synchronisation) is a large share").format(
-                                                  **times), "size")
-        return _check("workload", PASS, _("JAX runtime {runtime} vs {empty} for an empty call on the device "
-                                          "({ratio:.0f}x)").format(ratio=ratio, **times), "size")
-    times = {"runtime": format_time(r.jax.runtime.median_s), "dispatch": format_time(r.jax.dispatch.median_s)}
-    if ratio < DISPATCH_RATIO_FAIL:
-        return _check("workload", FAIL, _("JAX runtime {runtime} vs dispatch {dispatch}: the call is mostly "
-                                          "dispatch overhead; try a larger shape").format(**times), "size")
-    if ratio < DISPATCH_RATIO_WARN:
-        return _check("workload", WARN, _("JAX runtime {runtime} vs dispatch {dispatch}: overhead is a large "
-                                          "share; small inputs favour NumPy").format(**times), "size")
-    return _check("workload", PASS, _("JAX runtime {runtime} vs dispatch {dispatch} ({ratio:.0f}x)").format(
-        ratio=ratio, **times), "size")
+    status = FAIL if ratio < DISPATCH_RATIO_FAIL else WARN if ratio < DISPATCH_RATIO_WARN else PASS
+    words = WORKLOAD_WORDS[basis][(FAIL, WARN, PASS).index(status)]
+    # Each basis's words name the overhead by what it is ({empty} or {dispatch}).
+    return _check("workload", status, _(words).format(runtime=format_time(r.jax.runtime.median_s), ratio=ratio,
+                                                      empty=format_time(overhead), dispatch=format_time(overhead)),
+                  "size")
 
 
 def check_precision(r: Result) -> Check:
