@@ -90,6 +90,10 @@ def test_tf32_warns_only_for_float32_on_gpu(fair_result):
     assert by_id(saved_before)["tf32"].status == WARN  # not known then: it may have
     highest = with_jax(on_gpu, protocol=on_gpu.jax.protocol | {"matmul_precision": "highest"})
     assert by_id(highest)["tf32"].status == PASS
+    # "float32" keeps full float32 too: the worker records no TF32 then, and that is no "no product" n/a.
+    full = with_jax(on_gpu, protocol=on_gpu.jax.protocol | {"matmul_precision": "float32"},
+                    agreement=on_gpu.jax.agreement | {"tf32": False})
+    assert by_id(full)["tf32"].status == PASS and "'float32'" in by_id(full)["tf32"].reason
     float64 = with_jax(dataclasses.replace(on_gpu, dtype="float64"),
                        agreement=on_gpu.jax.agreement | {"numpy_dtype": "float64", "jax_dtype": "float64"})
     assert by_id(float64)["tf32"].status == NA

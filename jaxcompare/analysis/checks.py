@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..engine.agreement import BASE_RTOL, FULL_FLOAT32, TF32_RTOL
+from ..engine.agreement import BASE_RTOL, FULL_FLOAT32, TF32_RTOL, may_use_tf32
 from ..engine.load import is_busy
 from ..i18n import N_, _, translate_text
 from ..model.clocks import SM_DROP_WARN
@@ -227,12 +227,16 @@ def check_agreement(r: Result) -> Check:
                   "dtype")
 
 
+def _matmul_precision(r: Result) -> str:
+    """The default matmul precision JAX ran with ("default" where not recorded)."""
+    return str(r.jax.protocol.get("matmul_precision", "default")).lower()
+
+
 def _tf32_rtol(r: Result) -> float | None:
     """TF32's tolerance for a stored float32 GPU record that predates the worker's TF32 decision
     (no "tf32" key), where the GPU may have used TF32; None where it cannot have."""
     a = r.jax.agreement
-    precision = str(r.jax.protocol.get("matmul_precision", "default")).lower()
-    if "tf32" in a or r.backend != "gpu" or r.dtype != "float32" or precision in FULL_FLOAT32:
+    if "tf32" in a or not may_use_tf32(r.dtype, r.backend, _matmul_precision(r)):
         return None
     return a["rtol"] * TF32_RTOL / BASE_RTOL["float32"]  # the case's own factor kept
 
@@ -306,8 +310,9 @@ def check_tf32(r: Result) -> Check:
         return _check("tf32", NA, _("not applicable on {backend}").format(backend=r.backend), "tf32")
     if r.dtype != "float32":
         return _check("tf32", NA, _("float64 is never computed in TF32"), "tf32")
-    if r.jax.protocol.get("matmul_precision") == "highest":
-        return _check("tf32", PASS, _("matmul precision set to 'highest'"), "tf32")
+    if _matmul_precision(r) in FULL_FLOAT32:  # the precisions the agreement never widens for
+        return _check("tf32", PASS, _("matmul precision set to '{precision}'").format(precision=_matmul_precision(r)),
+                      "tf32")
     # The worker looked at the lowered program (engine/agreement.uses_tf32); older records did not.
     if r.jax.agreement.get("tf32") is False:
         return _check("tf32", NA, _("not applicable: the program has no matrix product or convolution"), "tf32")

@@ -38,12 +38,17 @@ def program_has_dot(program_text: str) -> bool:
     return False
 
 
+def may_use_tf32(dtype: str, platform: str, matmul_precision: str) -> bool:
+    """Whether a GPU may compute float32 products in TF32 here: float32, on a GPU, at a default
+    matmul precision that does not keep full float32."""
+    return dtype == "float32" and platform == "gpu" and matmul_precision.lower() not in FULL_FLOAT32
+
+
 def uses_tf32(dtype: str, platform: str, matmul_precision: str, program_text: Callable[[], str]) -> bool:
-    """Whether the GPU may have computed this program's float32 products in TF32: float32, on a GPU,
-    at a default precision other than "highest", with a dot or convolution in the program.
-    ``program_text`` (the lowered program) is only asked for when the rest holds."""
-    return (dtype == "float32" and platform == "gpu" and matmul_precision.lower() not in FULL_FLOAT32
-            and program_has_dot(program_text()))
+    """Whether the GPU may have computed this program's float32 products in TF32: may_use_tf32, with
+    a dot or convolution in the program. ``program_text`` (the lowered program) is only asked for
+    when the rest holds."""
+    return may_use_tf32(dtype, platform, matmul_precision) and program_has_dot(program_text())
 
 
 def tolerance(case: Case, dtype: str, *, tf32: bool = False) -> tuple[float, float]:
