@@ -10,8 +10,8 @@ writes into OUT_DIR, each file whole as the hardware or driver gave it:
 - ``nvml.json``: NVML's readings of the first GPU (the keys of model/clocks.py), idle and then
   right after a second of matrix products, as ClockWatch reads them around the runtime blocks.
 
-No accelerator: it writes what it could and says what was missing. Standard library, JAX and
-pynvml only, so it runs on a bare accelerator image.
+No accelerator: it writes what it could and says what was missing. It needs JAX, pynvml and this
+checkout (the readings are engine/gpu_clocks.nvml_values, as a run takes them), nothing else.
 """
 
 from __future__ import annotations
@@ -23,6 +23,10 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from jaxcompare.engine.gpu_clocks import nvml_values  # noqa: E402
 
 
 def nvidia_smi(out: Path) -> None:
@@ -65,24 +69,6 @@ def memory_stats(out: Path) -> None:
     print("devices:", ", ".join(f"{d['platform']}:{d['id']} {d['device_kind']!r}" for d in idle))
 
 
-def nvml_reading(nvml: Any, handle: Any) -> dict[str, Any]:
-    def number(call: Any) -> int | None:
-        try:
-            return int(call())
-        except nvml.NVMLError:
-            return None
-
-    reasons = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
-        nvml.nvmlDeviceGetCurrentClocksThrottleReasons
-    return {
-        "clock_sm_mhz": number(lambda: nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM)),
-        "clock_mem_mhz": number(lambda: nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_MEM)),
-        "temperature_gpu_c": number(lambda: nvml.nvmlDeviceGetTemperature(handle, nvml.NVML_TEMPERATURE_GPU)),
-        "power_usage_mw": number(lambda: nvml.nvmlDeviceGetPowerUsage(handle)),
-        "clocks_event_reasons": number(lambda: reasons(handle)),
-    }
-
-
 def nvml_clocks(out: Path) -> None:
     try:
         import pynvml as nvml
@@ -100,14 +86,14 @@ def nvml_clocks(out: Path) -> None:
     name = nvml.nvmlDeviceGetName(handle)
     name = name.decode() if isinstance(name, bytes) else str(name)
     time.sleep(2.0)  # let the GPU fall back to idle after memory_stats' work
-    before = nvml_reading(nvml, handle)
+    before = nvml_values(nvml, handle)
     a = jnp.ones((8192, 8192), jnp.float32)
     matmul = jax.jit(lambda m: m @ m)
     jax.block_until_ready(matmul(a))
     end = time.perf_counter() + 1.0
     while time.perf_counter() < end:
         jax.block_until_ready(matmul(a))
-    after = nvml_reading(nvml, handle)
+    after = nvml_values(nvml, handle)
     doc = {"device": name, "jax_device_kind": jax.devices("gpu")[0].device_kind,
            "driver": nvml.nvmlSystemGetDriverVersion(), "before": before, "after": after}
     (out / "nvml.json").write_text(json.dumps(doc, indent=1, default=str) + "\n", encoding="utf-8")

@@ -50,6 +50,20 @@ def _number(call: Callable[[], Any], nvml: Any) -> int | None:
         return None
 
 
+def nvml_values(nvml: Any, handle: Any) -> dict[str, int | None]:
+    """One reading of a GPU as NVML's calls return it (the keys and units of ClockReading.from_nvml;
+    None for a value the board does not report)."""
+    reasons = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
+        nvml.nvmlDeviceGetCurrentClocksThrottleReasons  # the name before driver R535
+    return {
+        "clock_sm_mhz": _number(lambda: nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM), nvml),
+        "clock_mem_mhz": _number(lambda: nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_MEM), nvml),
+        "temperature_gpu_c": _number(lambda: nvml.nvmlDeviceGetTemperature(handle, nvml.NVML_TEMPERATURE_GPU), nvml),
+        "power_usage_mw": _number(lambda: nvml.nvmlDeviceGetPowerUsage(handle), nvml),
+        "clocks_event_reasons": _number(lambda: reasons(handle), nvml),
+    }
+
+
 class ClockWatch:
     """Reads a GPU's clocks before the runtime blocks and after each JAX block; ``result()`` is
     the GpuClocks for the Result (None off GPUs)."""
@@ -88,19 +102,9 @@ class ClockWatch:
 
     def read(self) -> ClockReading | None:
         """One reading now; None where nothing can be read."""
-        nvml, handle = self._nvml, self._handle
-        if handle is None:
+        if self._handle is None:
             return None
-        reasons = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
-            nvml.nvmlDeviceGetCurrentClocksThrottleReasons  # the name before driver R535
-        return ClockReading.from_nvml({
-            "clock_sm_mhz": _number(lambda: nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM), nvml),
-            "clock_mem_mhz": _number(lambda: nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_MEM), nvml),
-            "temperature_gpu_c": _number(lambda: nvml.nvmlDeviceGetTemperature(handle, nvml.NVML_TEMPERATURE_GPU),
-                                         nvml),
-            "power_usage_mw": _number(lambda: nvml.nvmlDeviceGetPowerUsage(handle), nvml),
-            "clocks_event_reasons": _number(lambda: reasons(handle), nvml),
-        })
+        return ClockReading.from_nvml(nvml_values(self._nvml, self._handle))
 
     def before(self) -> None:
         self._before = self.read()
