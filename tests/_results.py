@@ -7,6 +7,7 @@ import dataclasses
 from support import QUICK
 
 from jaxcompare import Result, Spec, Stats, get_case
+from jaxcompare.analysis.checks import Check, checklist
 from jaxcompare.model.sides import JaxSide
 
 
@@ -40,3 +41,8 @@ def make_result(case: str = "matmul", shape: tuple[int, ...] = (10, 10), precisi
 def with_jax(result: Result, **changes) -> Result:
     """``result`` with its JAX side's fields changed (dataclasses.replace one level down)."""
     return dataclasses.replace(result, jax=dataclasses.replace(result.jax, **changes))
+
+
+def by_id(result: Result) -> dict[str, Check]:
+    """``result``'s checklist, each item under its id."""
+    return {c.id: c for c in checklist(result)}

@@ -5,15 +5,11 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from _results import with_jax
+from _results import by_id, with_jax
 
-from jaxcompare.analysis.checks import FAIL, NA, PASS, WARN, checklist, overall
+from jaxcompare.analysis.checks import FAIL, NA, PASS, WARN, overall
 
 FAIRNESS = ("precision", "blocked", "compile", "transfer", "agreement")
-
-
-def by_id(result) -> dict:
-    return {c.id: c for c in checklist(result)}
 
 
 def test_a_fair_result_passes(fair_result):

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _results import by_id, with_jax
 
 from jaxcompare import get_case
-from jaxcompare.analysis.checks import FAIL, NA, PASS, WARN, checklist
+from jaxcompare.analysis.checks import FAIL, NA, PASS, WARN
 from jaxcompare.analysis.trust import trust
 from jaxcompare.engine.agreement import (
     BASE_RTOL,
@@ -34,13 +35,8 @@ DOC = json.loads(RECORDED.read_text())
 RESULTS = {f"{r.case} {'x'.join(map(str, r.shape))}": r for r in read_results(DOC)}
 
 
-def checks(result) -> dict:
-    return {c.id: c for c in checklist(result)}
-
-
 def _with_agreement(result, **changes):
-    agreement = result.jax.agreement | changes
-    return dataclasses.replace(result, jax=dataclasses.replace(result.jax, agreement=agreement))
+    return with_jax(result, agreement=result.jax.agreement | changes)
 
 
 # --- the TF32 decision ------------------------------------------------------------------------
@@ -124,12 +120,12 @@ def test_a_recorded_error_passes_with_tf32_and_fails_without(err):
 def test_the_checklist_names_tf32s_tolerance():
     r = RESULTS["matmul 1024x1024"]
     err = r.jax.agreement["max_rel_err"]
-    judged = checks(_with_agreement(r, ok=True, tf32=True, rtol=TF32_RTOL))
+    judged = by_id(_with_agreement(r, ok=True, tf32=True, rtol=TF32_RTOL))
     assert judged["agreement"].status == PASS and "TF32's tolerance 2e-03" in judged["agreement"].reason
     assert judged["agreement"].pitfall == "tf32"
     assert judged["tf32"].status == WARN  # TF32 itself is still a warning: highest precision is the fair race
     # the same error in a new record that found no dot stays a failure
-    no_dot = checks(_with_agreement(r, tf32=False))
+    no_dot = by_id(_with_agreement(r, tf32=False))
     assert no_dot["agreement"].status == FAIL and f"{err:.2g}" in no_dot["agreement"].reason
 
 
@@ -140,22 +136,22 @@ def test_a_recorded_float32_matmul_is_no_longer_a_plain_failure(name):
     the stored error as a warning naming TF32, not a failure that sets the result aside."""
     r = RESULTS[name]
     assert "tf32" not in r.jax.agreement and not r.jax.agreement["ok"]
-    check = checks(r)["agreement"]
+    check = by_id(r)["agreement"]
     assert check.status == WARN and "TF32" in check.reason and check.pitfall == "tf32", check
     assert trust(r).why != "fail"
     # a CPU or float64 result with the same stored error is still a failure
-    assert checks(dataclasses.replace(r, backend="cpu"))["agreement"].status == FAIL
-    assert checks(dataclasses.replace(r, dtype="float64"))["agreement"].status == FAIL
+    assert by_id(dataclasses.replace(r, backend="cpu"))["agreement"].status == FAIL
+    assert by_id(dataclasses.replace(r, dtype="float64"))["agreement"].status == FAIL
     highest = dataclasses.replace(r, jax=dataclasses.replace(
         r.jax, protocol=r.jax.protocol | {"matmul_precision": "highest"}))
-    assert checks(highest)["agreement"].status == FAIL
+    assert by_id(highest)["agreement"].status == FAIL
 
 
 def test_the_workload_is_judged_from_the_devices_fixed_cost():
     """On the H200 a blocked empty call cost 65-122 µs (launch and synchronisation). 1024x1024 at 125 µs
     is mostly that (3.5% of peak, the roofline says "overhead"): a failure, said in those terms, not
     as "dispatch" (125 µs there, one noisy launch). 4096x4096 at 669 µs: a warning, not a failure."""
-    small, large = checks(RESULTS["matmul 1024x1024"]), checks(RESULTS["matmul 4096x4096"])
+    small, large = by_id(RESULTS["matmul 1024x1024"]), by_id(RESULTS["matmul 4096x4096"])
     assert small["workload"].status == FAIL and "empty call on the device" in small["workload"].reason
     assert "dispatch" not in small["workload"].reason
     assert RESULTS["matmul 1024x1024"].roofline.limit("jax") == "overhead"
@@ -166,18 +162,18 @@ def test_the_workload_is_judged_from_the_devices_fixed_cost():
 @pytest.mark.parametrize("name", sorted(RESULTS))
 def test_blocked_timing_passes_when_runtime_and_dispatch_tie(name):
     """1024x1024: blocked 124.7 µs, dispatch 125.3 µs, their ranges overlapping: not "inconsistent"."""
-    assert checks(RESULTS[name])["blocked"].status == PASS
+    assert by_id(RESULTS[name])["blocked"].status == PASS
 
 
 def test_the_workload_on_a_cpu_still_reads_dispatch(tiny_result):
-    check = checks(tiny_result)["workload"]
+    check = by_id(tiny_result)["workload"]
     assert "dispatch" in check.reason and check.status in (WARN, FAIL)
 
 
 @pytest.mark.parametrize("name", sorted(RESULTS))
 def test_clocks_tf32_memory_and_transfer_as_recorded(name):
     r = RESULTS[name]
-    found = checks(r)
+    found = by_id(r)
     assert found["clocks"].status == PASS and "1980 → 1980 MHz" in found["clocks"].reason
     assert found["tf32"].status == WARN  # float32 at the default precision on a GPU
     gpu = next(d for d in r.env["jax"]["devices"] if d["platform"] == "gpu")
@@ -222,7 +218,7 @@ def test_on_the_gpu_the_worker_found_each_float32_product_and_judged_it_at_tf32s
     r = RERUN_RESULTS[name]
     agreement = r.jax.agreement
     assert agreement["tf32"] is True and agreement["ok"] and agreement["rtol"] == TF32_RTOL * get_case(r.case).tolerance
-    found = checks(r)
+    found = by_id(r)
     assert found["agreement"].status == PASS and "TF32's tolerance" in found["agreement"].reason
     assert found["tf32"].status == WARN
 
@@ -249,9 +245,9 @@ def test_after_the_fix_no_side_is_above_the_cpus_measured_ceiling(name):
 def test_the_tf32_check_is_not_applicable_where_the_program_has_no_product():
     """A new record whose program had no dot (cumsum on the H200: tf32 false) is no TF32 warning."""
     r = RERUN_RESULTS["matmul 1024x1024"]
-    found = checks(_with_agreement(r, tf32=False))
+    found = by_id(_with_agreement(r, tf32=False))
     assert found["tf32"].status == NA and "no matrix product" in found["tf32"].reason
-    assert checks(r)["tf32"].status == WARN  # the same result with its product found still warns
+    assert by_id(r)["tf32"].status == WARN  # the same result with its product found still warns
 
 
 def test_the_compare_page_says_the_tolerance_was_tf32s():
@@ -313,7 +309,7 @@ def test_on_the_gpu_a_cublas_matmul_gets_a_roofline_from_the_arrays_in_and_out()
 
 def test_on_the_gpu_a_program_without_a_product_is_no_tf32_case():
     r = CLI["cumsum-1e6"]
-    found = checks(r)
+    found = by_id(r)
     assert r.jax.agreement["tf32"] is False and found["tf32"].status == NA
     assert found["agreement"].status == PASS and "TF32" not in found["agreement"].reason
-    assert checks(CLI["matmul-2048"])["tf32"].status == WARN
+    assert by_id(CLI["matmul-2048"])["tf32"].status == WARN
