@@ -16,11 +16,20 @@ if str(ROOT) not in sys.path:
 
 @pytest.fixture
 def shared_runner():
+    from streamlit import config
+
     from jaxcompare.app import resources
 
+    # Each AppTest compiles its page on every run, and Streamlit's magic does that through ast.parse,
+    # which CPython 3.11 cannot run in several threads at once ("AST constructor recursion depth
+    # mismatch", seen once in four sessions). A server compiles a page once for all sessions, and
+    # no page relies on magic, so the sessions here run without it.
+    magic = config.get_option("runner.magicEnabled")
+    config.set_option("runner.magicEnabled", False)
     resources.get_runner.clear()
     yield
     resources.get_runner.clear()  # closes the Runner and its workers
+    config.set_option("runner.magicEnabled", magic)
 
 
 def compare_session(case: str, precision: str) -> AppTest:
