@@ -360,6 +360,19 @@ def check_busy(r: Result) -> Check:
                                     "machine's load"), None)
     recheck = r.load.get("recheck") or {}
     figure = format_cores(others)
+    if recheck.get("why") == "busy" and recheck.get("kept") == "first" and recheck.get("equal") is False:
+        sides = recheck.get("parallel") or []
+        if len(sides) > 1:
+            return _check("busy", WARN, _("other programs used {cores} cores during the runtime blocks, and NumPy "
+                                          "and JAX both ran on more than one core: held to the free core(s) they "
+                                          "would lose cores unequally, so the pair was not timed again; rerun when "
+                                          "the machine is quieter").format(cores=figure), None)
+        return _check("busy", WARN, _("other programs used {cores} cores during the runtime blocks, and only {side} "
+                                      "ran on more than one core: held to the free core(s) it would lose cores the "
+                                      "other does not use, so the pair was not timed again; rerun when the machine "
+                                      "is quieter").format(cores=figure, side="NumPy" if sides == ["numpy"] else "JAX"),
+                      None)
+    # Saved before a busy pair with a parallel side was left untimed: timed again pinned all the same.
     if recheck.get("kept") == "recheck" and recheck.get("pinned") and recheck.get("equal") is False:
         sides = recheck.get("parallel")
         if sides is None:  # recorded before the sides were named: the one that used more cores

@@ -506,13 +506,24 @@ def _recheck(run: _Run, calls: dict[str, Any], numpy_stats: Stats, jax_stats: St
     """When the machine was busy during the runtime blocks, or exactly one side's samples are
     unstable, time the pair again: two more pairs of blocks, alternating, within one more runtime
     budget a side. Busy: both sides get only the free cores, equally (load.share_cores), because
-    OpenBLAS spinning at its barriers beside another program makes a false speedup. Each side
-    keeps its fastest block (contention only adds time; protocol.md, "A busy machine")."""
+    OpenBLAS spinning at its barriers beside another program makes a false speedup; only when both
+    ran serially in the first pass. Each side keeps its fastest block (contention only adds time;
+    protocol.md, "A busy machine")."""
     load = run.load
     cores = len(load.cores)
     others = _others(load, ("numpy", "runtime"))
     busy = is_busy(others)
     if not run.recheck or not (busy or numpy_stats.stable != jax_stats.stable) or not load.available:
+        return numpy_stats, jax_stats
+    # Pinned to the free cores, a parallel side loses cores and a serial one does not, and two
+    # parallel sides lose them unequally (NumPy's BLAS scales further than XLA here: a 200x200 matmul
+    # went from 0.23x to 0.45x), so the recheck keeps the comparison only when both sides are serial.
+    # The first pass already says which sides ran in parallel: where one did, a busy pair is not
+    # timed again (it could only be set aside) and keeps its first numbers, flagged.
+    sides = _sides_used(load)
+    if busy and cores > 1 and sides["parallel"]:
+        load.notes["recheck"] = {"why": "busy", "kept": "first", "pinned": False, **sides, "first_speedup":
+                                 numpy_stats.median_s / jax_stats.median_s if jax_stats.median_s > 0 else None}
         return numpy_stats, jax_stats
     pinned = free_cores(load.cores, others or 0.0) if busy and cores > 1 else None
     # Two blocks a side, each half a runtime budget and enough samples for its own range.
@@ -530,18 +541,21 @@ def _recheck(run: _Run, calls: dict[str, Any], numpy_stats: Stats, jax_stats: St
     # A busy first pass is the false number itself; otherwise keep the pair whose speedup is known better.
     use_recheck = busy or _spread(*kept) <= _spread(numpy_stats, jax_stats)
     record["kept"] = "recheck" if use_recheck else "first"
-    # Pinned to the free cores, a parallel side loses cores and a serial one does not, and two
-    # parallel sides lose them unequally (NumPy's BLAS scales further than XLA here: a 200x200 matmul
-    # went from 0.23x to 0.45x), so the recheck keeps the comparison only when both sides are serial.
-    own = {side: round(load.spans[side].own_cores, 2) for side in ("numpy", "runtime") if side in load.spans}
-    record["own_cores"] = own
-    record["threads"] = {side: load.spans[side].threads for side in own}
-    record["demand"] = {side: round(d, 2) for side in own if (d := load.spans[side].demand) is not None}
-    record["parallel"] = [side for side in own if load.spans[side].parallel]
-    record["equal"] = not record["parallel"]
+    record |= sides
     record["block_medians_s"] = {side: [b.median_s for b in blocks[side]] for side in ("numpy", "runtime")}
     load.notes["recheck"] = record
     return kept if use_recheck else (numpy_stats, jax_stats)
+
+
+def _sides_used(load: LoadMeter) -> dict[str, Any]:
+    """How each side's first runtime blocks used the machine (the Result's ``load.recheck``): its
+    cores' worth, threads, the cores it wanted, whether it ran in parallel, and whether both ran
+    serially (``equal``: pinning both to the free cores keeps the comparison)."""
+    own = {side: round(load.spans[side].own_cores, 2) for side in ("numpy", "runtime") if side in load.spans}
+    parallel = [side for side in own if load.spans[side].parallel]
+    return {"own_cores": own, "threads": {side: load.spans[side].threads for side in own},
+            "demand": {side: round(d, 2) for side in own if (d := load.spans[side].demand) is not None},
+            "parallel": parallel, "equal": not parallel}
 
 
 def _others(load: LoadMeter, phases: tuple[str, ...]) -> float | None:
