@@ -192,7 +192,7 @@ def test_speedup_range_comes_from_the_two_cis_and_only_with_enough_samples():
 
 def test_runtime_blocks_are_timed_in_pairs_side_by_side(monkeypatch):
     import jaxcompare.engine.measure as measure_module
-    from jaxcompare.engine.timing import BLAS_SETTLE_S, BoundCall
+    from jaxcompare.engine.timing import BLAS_SETTLE_S, XLA_SETTLE_S, BoundCall
 
     real_sample = measure_module.sample
     runtime_blocks = []
@@ -209,11 +209,12 @@ def test_runtime_blocks_are_timed_in_pairs_side_by_side(monkeypatch):
     r = measure(Spec("elementwise", (1000,), timing=cfg), progress=log, recheck=False)
     assert log.phases[-7:] == ["fetch", "numpy", "runtime", "recheck", "agreement", "peak", "done"]
     assert log.only_grows()  # the bar never goes back between blocks
-    # Pairs side by side, alternating which goes first; a switch of library settles first
-    # (the first NumPy block follows fetch, JAX work).
-    s = BLAS_SETTLE_S
-    assert runtime_blocks == [("numpy", s), ("jax", s), ("jax", 0.0), ("numpy", s),
-                              ("numpy", 0.0), ("jax", s), ("jax", 0.0), ("numpy", s)]
+    # Pairs side by side, alternating which goes first; a switch of library settles first, longer
+    # before JAX (OpenBLAS's threads spin) than before NumPy (the first NumPy block follows fetch).
+    j, n = BLAS_SETTLE_S, XLA_SETTLE_S
+    assert j > n > 0
+    assert runtime_blocks == [("numpy", n), ("jax", j), ("jax", 0.0), ("numpy", n),
+                              ("numpy", 0.0), ("jax", j), ("jax", 0.0), ("numpy", n)]
     # Four blocks of at least 3 samples each (min_samples shared between them), pooled.
     assert r.numpy_runtime.n == r.jax.runtime.n == 12
     assert len(r.numpy_runtime.block_medians_s) == len(r.jax.runtime.block_medians_s) == 4

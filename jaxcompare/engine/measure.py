@@ -42,7 +42,17 @@ from .gpu_clocks import ClockWatch
 from .load import LoadMeter, free_cores, is_busy, share_cores
 from .memory import check_fits, device_memory, estimate, host_available
 from .profile import profile_jitted
-from .timing import BLAS_SETTLE_S, NS, Clock, blocking_call, bound_call, combine_blocks, lowest_block, sample
+from .timing import (
+    BLAS_SETTLE_S,
+    NS,
+    XLA_SETTLE_S,
+    Clock,
+    blocking_call,
+    bound_call,
+    combine_blocks,
+    lowest_block,
+    sample,
+)
 
 ProgressCallback = Callable[[str, float], None]
 SampleCallback = Callable[[int], None]
@@ -469,7 +479,7 @@ def _runtimes(run: _Run, jitted: Any, host_inputs: tuple[np.ndarray, ...], dev_i
     inputs, each call blocked), timed side by side in pairs of blocks (runtime_block_order).
     A shared machine drifts between speed regimes for seconds at a time and the drift hits
     both alike, so adjacent blocks keep it out of the ratio (benchmarks/RESULTS.md, "Notes
-    behind the engine's constants"). Each switch of library settles first (BLAS_SETTLE_S)."""
+    behind the engine's constants"). Each switch of library settles first (BLAS_SETTLE_S, XLA_SETTLE_S)."""
     cfg = run.timing
     calls = {"numpy": bound_call(run.case.numpy_fn, host_inputs), "runtime": blocking_call(jitted, dev_inputs)}
     compiled_before = _compiled_count(jitted)
@@ -492,7 +502,7 @@ def _runtime_blocks(run: _Run, calls: dict[str, Any], block_cfg: TimingConfig, l
     previous = "runtime"  # fetch ran JAX
     for index, library in enumerate(order or runtime_block_order(run.timing.runtime_blocks)):
         on_sample = run.progress.runtime_block(index, library) if progress else None
-        settle_s = BLAS_SETTLE_S if library != previous else 0.0
+        settle_s = 0.0 if library == previous else BLAS_SETTLE_S if library == "runtime" else XLA_SETTLE_S
         with load.phase(library):
             blocks[library].append(sample(calls[library], block_cfg, clock=run.clock, on_sample=on_sample,
                                           settle_s=settle_s))

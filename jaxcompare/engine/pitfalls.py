@@ -31,7 +31,16 @@ from .environment import resolve_device
 from .measure import build_inputs, check_memory, check_precision
 from .profile import profile_jitted
 from .restart import FreshCall, fresh_first_call
-from .timing import BLAS_SETTLE_S, Clock, Turn, blocking_call, bound_call, sample_round_robin, sample_turns
+from .timing import (
+    BLAS_SETTLE_S,
+    XLA_SETTLE_S,
+    Clock,
+    Turn,
+    blocking_call,
+    bound_call,
+    sample_round_robin,
+    sample_turns,
+)
 
 DOCS = {
     "benchmarking": "https://docs.jax.dev/en/latest/benchmarking.html",
@@ -218,7 +227,7 @@ class Lab:
         half = replace(self.cfg, runtime_blocks=2).for_runtime_block()
         jax, numpy = list(jax_calls.values()), list(numpy_calls.values())
         blocks = [sample_round_robin(jax, half, clock=self.clock, settle_s=BLAS_SETTLE_S),
-                  sample_round_robin(numpy, whole, clock=self.clock, settle_s=BLAS_SETTLE_S),
+                  sample_round_robin(numpy, whole, clock=self.clock, settle_s=XLA_SETTLE_S),
                   sample_round_robin(jax, half, clock=self.clock, settle_s=BLAS_SETTLE_S)]
         pooled_jax = [Stats.from_samples(a.samples_s + b.samples_s, loops=a.loops)
                       for a, b in zip(blocks[0], blocks[2], strict=True)]
