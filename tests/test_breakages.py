@@ -35,10 +35,12 @@ def _run(nodeids: list[str], breakage: str | None, peaks: Path) -> subprocess.Co
 
 @pytest.fixture(scope="module")
 def unbroken(tmp_path_factory):
-    """Every catcher run once on an unbroken JAX, which also measures the CPU rates (roofline
-    ceilings) those runs need; each broken run then starts from its own copy of them, so a lying
-    JAX never writes a rate another run reads, and none spends seconds measuring them again."""
-    peaks = tmp_path_factory.mktemp("unbroken") / "cpu_peaks.json"
+    """Every catcher run once on an unbroken JAX, with the CPU rates (roofline ceilings) this
+    test session uses: measured there if no test has yet, then read by the session's later tests.
+    Each broken run starts from its own copy of them, so a lying JAX never writes a rate another
+    run reads, and none spends seconds measuring them again."""
+    session = os.environ.get("JAXCOMPARE_TEST_CPU_PEAKS")  # conftest sets it for the session
+    peaks = Path(session) if session else tmp_path_factory.mktemp("unbroken") / "cpu_peaks.json"
     return _run(sorted({n for ns in CATCHERS.values() for n in ns}), None, peaks), peaks
 
 
