@@ -20,7 +20,8 @@ TOOLS = {"jaxcompare", "timeit", "ipython"}
 @pytest.fixture(scope="module")
 def run():
     cmd = [sys.executable, str(ROOT / "benchmarks" / "accuracy.py"), "--quick", "--cases", "matmul",
-           "--sizes", "small", "--overhead-rounds", "1", "--showcase-repeats", "2", "--showcase-shape", "64x64",
+           "--sizes", "small", "--timing", "quick", "--overhead-rounds", "1", "--showcase-repeats", "2",
+           "--showcase-shape", "64x64",
            "--showcase-timings", "quick", "careful",  # two presets, as the default's two; thorough alone took 21 s
            "--reference-repeats", "2", "--reference-loops", "50", "--json", "-"]
     env = dict(os.environ, JAX_PLATFORMS="cpu")
