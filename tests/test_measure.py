@@ -192,6 +192,7 @@ def test_speedup_range_comes_from_the_two_cis_and_only_with_enough_samples():
 
 def test_runtime_blocks_are_timed_in_pairs_side_by_side(monkeypatch):
     import jaxcompare.engine.measure as measure_module
+    from jaxcompare.engine.load import HELPER_SHARE
     from jaxcompare.engine.timing import BLAS_SETTLE_S, XLA_SETTLE_S, BoundCall
 
     real_sample = measure_module.sample
@@ -209,13 +210,26 @@ def test_runtime_blocks_are_timed_in_pairs_side_by_side(monkeypatch):
     r = measure(Spec("elementwise", (1000,), timing=cfg), progress=log, recheck=False)
     assert log.phases[-7:] == ["fetch", "numpy", "runtime", "recheck", "agreement", "peak", "done"]
     assert log.only_grows()  # the bar never goes back between blocks
-    # Pairs side by side, alternating which goes first; a switch of library settles first, longer
-    # before JAX (OpenBLAS's threads spin) than before NumPy (the first NumPy block follows fetch).
-    j, n = BLAS_SETTLE_S, XLA_SETTLE_S
-    assert j > n > 0
-    assert runtime_blocks == [("numpy", n), ("jax", j), ("jax", 0.0), ("numpy", n),
-                              ("numpy", 0.0), ("jax", j), ("jax", 0.0), ("numpy", n)]
+    # Pairs side by side, alternating which goes first; a NumPy block after a JAX one settles first
+    # (the first follows fetch). Elementwise NumPy runs on one thread, so nothing of it spins after
+    # its blocks and the JAX blocks after them start at once.
+    n = XLA_SETTLE_S
+    assert r.load["phases"]["numpy"]["helper_cpu_s"] < HELPER_SHARE * r.load["phases"]["numpy"]["wall_s"]
+    assert runtime_blocks == [("numpy", n), ("jax", 0.0), ("jax", 0.0), ("numpy", n),
+                              ("numpy", 0.0), ("jax", 0.0), ("jax", 0.0), ("numpy", n)]
     # Four blocks of at least 3 samples each (min_samples shared between them), pooled.
     assert r.numpy_runtime.n == r.jax.runtime.n == 12
     assert len(r.numpy_runtime.block_medians_s) == len(r.jax.runtime.block_medians_s) == 4
     assert len(r.speedup_pairs) == 4 and r.speedup_steady is not None
+
+    # A 200x200 matmul runs OpenBLAS's worker threads, which spin after the work: each JAX block
+    # after a NumPy one settles BLAS_SETTLE_S first (with one BLAS thread there is nothing to spin).
+    from threadpoolctl import threadpool_info
+
+    if max((p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"), default=1) < 2:
+        return
+    runtime_blocks.clear()
+    matmul = measure(Spec("matmul", (200, 200), timing=cfg), recheck=False)
+    assert matmul.load["phases"]["numpy"]["helper_cpu_s"] >= HELPER_SHARE * matmul.load["phases"]["numpy"]["wall_s"]
+    jax_settles = [settle for library, settle in runtime_blocks if library == "jax"]
+    assert jax_settles == [BLAS_SETTLE_S, 0.0, BLAS_SETTLE_S, 0.0]

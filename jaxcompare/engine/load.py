@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -65,17 +66,29 @@ def thread_cpu_s(process: Any) -> dict[int, float]:
         return {}
 
 
-def thread_wait_s(tids: Any) -> dict[int, float]:
-    """Seconds each of this process's threads ``tids`` spent runnable but waiting for a core so
-    far (the kernel's run delay, /proc/self/task/TID/schedstat); {} where the kernel does not say."""
-    waits = {}
+def _schedstat(tids: Any, field_index: int) -> dict[int, float]:
+    """One field of /proc/self/task/TID/schedstat for each of this process's threads ``tids``, in
+    seconds (0: time on a core, 1: time runnable but waiting for one); {} where the kernel does
+    not say. Nanoseconds, where psutil's thread times tick at 10 ms."""
+    values = {}
     for tid in tids:
         try:
             with open(f"/proc/self/task/{tid}/schedstat", encoding="ascii") as f:
-                waits[tid] = int(f.read().split()[1]) / 1e9
+                values[tid] = int(f.read().split()[field_index]) / 1e9
         except (OSError, ValueError, IndexError):
             continue  # a thread that ended, or no schedstat on this kernel
-    return waits
+    return values
+
+
+def thread_wait_s(tids: Any) -> dict[int, float]:
+    """Seconds each of this process's threads ``tids`` spent runnable but waiting for a core so far
+    (the kernel's run delay)."""
+    return _schedstat(tids, 1)
+
+
+def thread_run_s(tids: Any) -> dict[int, float]:
+    """Seconds each of this process's threads ``tids`` spent on a core so far."""
+    return _schedstat(tids, 0)
 
 
 @dataclass
@@ -89,6 +102,9 @@ class Span:
     thread_cpu_s: dict[int, float] = field(default_factory=dict)
     # Seconds those threads waited, runnable, for a core meanwhile; None when the kernel did not say.
     wait_s: float | None = None
+    # Seconds the threads other than the one timing ran meanwhile (OpenBLAS's workers in a NumPy
+    # call, XLA's in a JAX one), to the nanosecond; None when the kernel did not say.
+    helper_s: float | None = None
 
     @property
     def threads(self) -> int | None:
@@ -119,6 +135,12 @@ class Span:
         return self.own_cores > PARALLEL_CORES or (self.threads or 0) >= 2
 
     @property
+    def helpers_ran(self) -> bool:
+        """Whether threads other than the timing one ran for HELPER_SHARE of the wall time or more,
+        and so may spin after the work (OpenBLAS's workers); True when that is unknown."""
+        return self.helper_s is None or self.helper_s >= HELPER_SHARE * self.wall_s
+
+    @property
     def others_cores(self) -> float:
         return self.others_cpu_s / self.wall_s if self.wall_s > 0 else 0.0
 
@@ -126,7 +148,8 @@ class Span:
         demand = self.demand
         return ({"wall_s": round(self.wall_s, 6), "others_cpu_s": round(self.others_cpu_s, 4),
                  "own_cpu_s": round(self.own_cpu_s, 4)} | ({} if self.threads is None else {"threads": self.threads})
-                | ({} if demand is None else {"demand_cores": round(demand, 2)}))
+                | ({} if demand is None else {"demand_cores": round(demand, 2)})
+                | ({} if self.helper_s is None else {"helper_cpu_s": round(self.helper_s, 4)}))
 
     @property
     def own_cores(self) -> float:
@@ -182,6 +205,8 @@ class LoadMeter:
     def phase(self, name: str) -> Iterator[Span]:
         threads_before = self._threads() if self._threads is not None else {}
         waits_before = thread_wait_s(threads_before) if self._threads is not None else {}
+        runs_before = thread_run_s(threads_before) if self._threads is not None else {}
+        caller = threading.get_native_id()
         start = self.reading()
         span = self.spans.setdefault(self.prefix + name, Span())
         try:
@@ -198,6 +223,10 @@ class LoadMeter:
                 if waits_after:  # a thread born meanwhile waited all its life inside the span
                     waited = sum(max(w - waits_before.get(tid, 0.0), 0.0) for tid, w in waits_after.items())
                     span.wait_s = (span.wait_s or 0.0) + waited
+                runs_after = thread_run_s(threads_after)
+                if runs_after:  # likewise, a thread born meanwhile ran all its life inside it
+                    ran = sum(max(r - runs_before.get(tid, 0.0), 0.0) for tid, r in runs_after.items() if tid != caller)
+                    span.helper_s = (span.helper_s or 0.0) + ran
 
     def to_dict(self) -> dict[str, Any]:
         """The Result's ``load`` object (docs/json.md); {} when psutil is missing."""
@@ -206,6 +235,12 @@ class LoadMeter:
         return {"cores": len(self.cores), "phases": {name: s.to_dict() for name, s in self.spans.items()},
                 **self.notes}
 
+
+
+# A phase whose other threads ran this share of its wall time or more was multithreaded. Measured
+# in a NumPy block after JAX's: OpenBLAS's matmul at 200x200 and 400x400 0.95-0.99 (its worker
+# computes, then spins), at 10x10-100x100 and NumPy's elementwise work 0.0 (benchmarks/RESULTS.md).
+HELPER_SHARE = 0.05
 
 
 # The runtimes count as timed on a busy machine when other processes used this many cores' worth

@@ -39,7 +39,7 @@ from .ceilings import (
 from .environment import collect as collect_env
 from .environment import resolve_device
 from .gpu_clocks import ClockWatch
-from .load import LoadMeter, free_cores, is_busy, share_cores
+from .load import LoadMeter, Span, free_cores, is_busy, share_cores
 from .memory import check_fits, device_memory, estimate, host_available
 from .profile import profile_jitted
 from .timing import (
@@ -242,7 +242,7 @@ def measure_compile(
     return tuple(Stats.from_samples(s) for s in samples)  # type: ignore[return-value]
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Run:
     """What every phase of one measurement needs."""
 
@@ -254,6 +254,9 @@ class _Run:
     recheck: bool = True
     # The GPU's clocks, read around the runtime blocks (engine/gpu_clocks.py); None off GPUs.
     clocks: ClockWatch | None = None
+    # Whether NumPy's last work ran threads besides the caller (OpenBLAS's workers, which spin
+    # for a while after it): the next JAX timing settles first only then (load.HELPER_SHARE).
+    numpy_spun: bool = True
 
 
 StartPhase = Callable[[str], SampleCallback]
@@ -370,7 +373,7 @@ def measure_jax_side(run: _Run, spec: Spec, host_inputs: tuple[np.ndarray, ...],
     def start(phase: str) -> SampleCallback:
         return run.progress.part("jax_cpu", CPU_SIDE_PARTS.index(phase), len(CPU_SIDE_PARTS))
 
-    run = replace(run, load=run.load.prefixed("jax_cpu."))
+    run = replace(run, load=run.load.prefixed("jax_cpu."), numpy_spun=True)  # settles as after any NumPy work
     side, warm = device_phases(run, host_inputs, device, start)
     call = blocking_call(warm.jitted, warm.dev_inputs)
     compiled_before = _compiled_count(warm.jitted)
@@ -387,7 +390,9 @@ def _inputs(run: _Run, spec: Spec) -> tuple[tuple[np.ndarray, ...], tuple[np.nda
     here, first. NumPy's runtime is timed at the end, side by side with JAX's."""
     run.progress.start("inputs")
     host_inputs = build_inputs(run.case, spec)
-    numpy_out = as_tuple(_user_call(run.case, "numpy_fn", run.case.numpy_fn, host_inputs))
+    with run.load.phase("inputs") as span:
+        numpy_out = as_tuple(_user_call(run.case, "numpy_fn", run.case.numpy_fn, host_inputs))
+    run.numpy_spun = span.helpers_ran
     return host_inputs, numpy_out
 
 
@@ -400,7 +405,7 @@ def _transfer(run: _Run, host_inputs: tuple[np.ndarray, ...], device: Any,
     with run.load.phase("transfer"):
         stats = sample(
             lambda: jax.block_until_ready(jax.device_put(host_inputs, device)),
-            run.timing, clock=run.clock, teardown=_delete, settle_s=BLAS_SETTLE_S,
+            run.timing, clock=run.clock, teardown=_delete, settle_s=BLAS_SETTLE_S if run.numpy_spun else 0.0,
             on_sample=start("transfer"),
         )
     dev_inputs = jax.block_until_ready(jax.device_put(host_inputs, device))
@@ -502,14 +507,29 @@ def _runtime_blocks(run: _Run, calls: dict[str, Any], block_cfg: TimingConfig, l
     previous = "runtime"  # fetch ran JAX
     for index, library in enumerate(order or runtime_block_order(run.timing.runtime_blocks)):
         on_sample = run.progress.runtime_block(index, library) if progress else None
-        settle_s = 0.0 if library == previous else BLAS_SETTLE_S if library == "runtime" else XLA_SETTLE_S
-        with load.phase(library):
+        if library == previous:
+            settle_s = 0.0
+        elif library == "runtime":
+            settle_s = BLAS_SETTLE_S if run.numpy_spun else 0.0
+        else:
+            settle_s = XLA_SETTLE_S
+        with load.phase(library) as span:
+            before = (span.helper_s, span.wall_s)  # the span adds up its library's blocks
             blocks[library].append(sample(calls[library], block_cfg, clock=run.clock, on_sample=on_sample,
                                           settle_s=settle_s))
+        if library == "numpy":
+            run.numpy_spun = _block_helpers_ran(span, *before)
         if library == "runtime" and run.clocks is not None:
             run.clocks.after()  # at once, before a NumPy block leaves the GPU idle and its clocks fall
         previous = library
     return blocks
+
+
+def _block_helpers_ran(span: Span, helper_before: float | None, wall_before: float) -> bool:
+    """Span.helpers_ran for the block just added to ``span`` alone."""
+    if span.helper_s is None:
+        return True
+    return Span(wall_s=span.wall_s - wall_before, helper_s=span.helper_s - (helper_before or 0.0)).helpers_ran
 
 
 def _recheck(run: _Run, calls: dict[str, Any], numpy_stats: Stats, jax_stats: Stats) -> tuple[Stats, Stats]:
