@@ -8,6 +8,7 @@ import _thread
 import dataclasses
 import json
 import re
+import signal
 import sys
 import threading
 import time
@@ -211,12 +212,18 @@ def test_ctrl_c_stops_the_running_job_and_the_next_call_runs():
                 return
             threading.Event().wait(0.02)
 
+    # A kernel's SIGINT handler raises KeyboardInterrupt, as Python's own does; a library another
+    # test ran in this process (an event loop's signal handling) may have left one that does not.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     thread = threading.Thread(target=interrupt_once_running, daemon=True)
     thread.start()
-    with pytest.raises(KeyboardInterrupt):
-        # thorough timing at this size takes many seconds: long enough to be interrupted
-        jaxcompare.compare(np.matmul, jnp.matmul, _matrix(400, np.float32), _matrix(400, np.float32),
-                           timing="thorough")
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            # thorough timing at this size takes many seconds: long enough to be interrupted
+            jaxcompare.compare(np.matmul, jnp.matmul, _matrix(400, np.float32), _matrix(400, np.float32),
+                               timing="thorough")
+    finally:
+        signal.signal(signal.SIGINT, previous)
     thread.join(timeout=5)
     assert seen, "the job never started running"
     job = seen[0]
