@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # 20 s or more: collected first, so parallel workers end together
+
 ROOT = Path(__file__).resolve().parent.parent
 TOOLS = {"jaxcompare", "timeit", "ipython"}
 

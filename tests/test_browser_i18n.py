@@ -9,7 +9,7 @@ import browser_support as bs
 import pytest
 from support import zh
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]  # slow: 20 s or more, collected first
 
 
 def test_compare_in_chinese_runs_and_draws_chinese_charts(server, browser, tmp_path):

@@ -12,7 +12,7 @@ from support import zh
 
 from jaxcompare.app.charts_profile import BUSY_COLOR, GAP_COLOR
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]  # slow: 20 s or more, collected first
 
 
 def section_box(page, pid: str) -> dict:

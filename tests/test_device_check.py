@@ -14,6 +14,8 @@ import pytest
 
 from jaxcompare.history.store import Store
 
+pytestmark = pytest.mark.slow  # 20 s or more: collected first, so parallel workers end together
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -15,6 +15,8 @@ from jaxcompare.catalog import builtin_cases, get_case
 from jaxcompare.engine.settings import Settings, preflight
 from jaxcompare.model.result import Result
 
+pytestmark = pytest.mark.slow  # 20 s or more: collected first, so parallel workers end together
+
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 CASE_NAMES = [c.name for c in builtin_cases()]
 

@@ -21,6 +21,8 @@ from streamlit.testing.v1 import AppTest
 from jaxcompare import all_cases, i18n
 from jaxcompare.engine.pitfalls import SECTIONS
 
+pytestmark = pytest.mark.slow  # 20 s or more: collected first, so parallel workers end together
+
 ROOT = Path(__file__).resolve().parents[1]
 # Three words in a row, after code, links, names and fields are taken out: English prose.
 PROSE = re.compile(r"[A-Za-z]{2,}[ ,]+[A-Za-z]{2,}[ ,]+[A-Za-z]{2,}")

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # 20 s or more: collected first, so parallel workers end together
+
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 pytest.importorskip("ipykernel")
@@ -64,7 +66,6 @@ def _with_fewer_timeit_loops(nb):
     return nb
 
 
-@pytest.mark.slow
 def test_the_notebook_executes_headless(kernel_of_this_python, tmp_path):
     nb = _with_fewer_timeit_loops(_read())
     assert sum(c.source.count(TIMEIT_FEWER) for c in nb.cells) >= 10  # every %timeit line, not none

@@ -27,6 +27,8 @@ from jaxcompare.model.phases import PHASES
 from jaxcompare.notebook import api, display
 from jaxcompare.notebook.results import NotebookResult, SweepResult
 
+pytestmark = pytest.mark.slow  # 20 s or more: collected first, so parallel workers end together
+
 jnp = pytest.importorskip("jax.numpy")
 
 

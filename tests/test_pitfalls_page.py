@@ -14,6 +14,8 @@ from streamlit.testing.v1 import AppTest
 from jaxcompare.app import pitfalls_view as pv
 from jaxcompare.engine.pitfalls import SECTIONS
 
+pytestmark = pytest.mark.slow  # 20 s or more: collected first, so parallel workers end together
+
 PAGE = "pages/3_Pitfalls.py"
 
 

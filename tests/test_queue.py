@@ -17,6 +17,8 @@ from jaxcompare import BadInput, JobFailed, Runner, Spec
 from jaxcompare.engine.runner import Owner
 from jaxcompare.engine.settings import Settings
 
+pytestmark = pytest.mark.slow  # 20 s or more: collected first, so parallel workers end together
+
 
 class Gate:
     """A cases file whose ``gated`` case blocks in the worker until the test opens the gate

@@ -13,6 +13,8 @@ from support import quick_spec
 from jaxcompare import BadInput, DeviceUnavailable, JobFailed, Runner
 from jaxcompare.engine.runner import Job
 
+pytestmark = pytest.mark.slow  # 20 s or more: collected first, so parallel workers end together
+
 
 def test_precisions_never_leak_between_runs(runner):
     # Each hand-over both ways, twice (x32 -> x64 and x64 -> x32), on one Runner's workers.

@@ -13,7 +13,7 @@ import pytest
 from browser_support import CHART, IDLE, ROOT, assert_no_error
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]  # slow: 20 s or more, collected first
 
 VIEWPORT = {"width": 1280, "height": 900}
 MAX_HEIGHT = 4000

@@ -24,6 +24,8 @@ from jaxcompare.cli import history as cli_history
 from jaxcompare.history.store import EXPORT_SCHEMA, Store, default_path
 from jaxcompare.model.formatting import dumps
 
+pytestmark = pytest.mark.slow  # 20 s or more: collected first, so parallel workers end together
+
 
 @pytest.fixture(scope="module")
 def results(runner) -> list[Result]:
