@@ -350,6 +350,24 @@ def check_gpu_clocks(r: Result) -> Check:
         **values), None)
 
 
+# check_busy's words for a busy pair with a side that ran in parallel, by whether it was timed again
+# on the free cores (results saved before such a pair was left untimed), then whether both sides were.
+UNEQUAL_WORDS = {
+    False: (N_("other programs used {cores} cores during the runtime blocks, and only {side} ran on more than one"
+               " core: held to the free core(s) it would lose cores the other does not use, so the pair was not "
+               "timed again; rerun when the machine is quieter"),
+            N_("other programs used {cores} cores during the runtime blocks, and NumPy and JAX both ran on more "
+               "than one core: held to the free core(s) they would lose cores unequally, so the pair was not "
+               "timed again; rerun when the machine is quieter")),
+    True: (N_("other programs used {cores} cores during the runtime blocks; timed again on the {free} free "
+              "core(s), but only {side} had run on more than one core, so that changes the comparison: rerun "
+              "when the machine is quieter"),
+           N_("other programs used {cores} cores during the runtime blocks; timed again on the {free} free "
+              "core(s), but NumPy and JAX had both run on more than one core and lose cores unequally, so that "
+              "changes the comparison: rerun when the machine is quieter")),
+}
+
+
 def check_busy(r: Result) -> Check:
     """Did other programs take the cores while the runtimes were timed? Contention only adds time,
     and far more to NumPy's BLAS than to XLA (a false speedup), so a busy run is doubtful unless the
@@ -360,34 +378,18 @@ def check_busy(r: Result) -> Check:
                                     "machine's load"), None)
     recheck = r.load.get("recheck") or {}
     figure = format_cores(others)
-    if recheck.get("why") == "busy" and recheck.get("kept") == "first" and recheck.get("equal") is False:
-        sides = recheck.get("parallel") or []
-        if len(sides) > 1:
-            return _check("busy", WARN, _("other programs used {cores} cores during the runtime blocks, and NumPy "
-                                          "and JAX both ran on more than one core: held to the free core(s) they "
-                                          "would lose cores unequally, so the pair was not timed again; rerun when "
-                                          "the machine is quieter").format(cores=figure), None)
-        return _check("busy", WARN, _("other programs used {cores} cores during the runtime blocks, and only {side} "
-                                      "ran on more than one core: held to the free core(s) it would lose cores the "
-                                      "other does not use, so the pair was not timed again; rerun when the machine "
-                                      "is quieter").format(cores=figure, side="NumPy" if sides == ["numpy"] else "JAX"),
-                      None)
-    # Saved before a busy pair with a parallel side was left untimed: timed again pinned all the same.
-    if recheck.get("kept") == "recheck" and recheck.get("pinned") and recheck.get("equal") is False:
+    # A busy pair with a side that ran in parallel: not timed again, or (saved before that) timed
+    # again on the free cores all the same.
+    timed_again = recheck.get("kept") == "recheck" and recheck.get("pinned")
+    untimed = recheck.get("why") == "busy" and recheck.get("kept") == "first"
+    if (timed_again or untimed) and recheck.get("equal") is False:
         sides = recheck.get("parallel")
         if sides is None:  # recorded before the sides were named: the one that used more cores
             own = recheck.get("own_cores") or {}
             sides = ["numpy" if own.get("numpy", 0.0) > own.get("runtime", 0.0) else "runtime"]
-        if len(sides) > 1:
-            return _check("busy", WARN, _("other programs used {cores} cores during the runtime blocks; timed again "
-                                          "on the {free} free core(s), but NumPy and JAX had both run on more than one "
-                                          "core and lose cores unequally, so that changes the comparison: rerun when "
-                                          "the machine is quieter").format(cores=figure, free=recheck.get("cores")),
-                          None)
-        return _check("busy", WARN, _("other programs used {cores} cores during the runtime blocks; timed again on the "
-                                      "{free} free core(s), but only {side} had run on more than one core, so that "
-                                      "changes the comparison: rerun when the machine is quieter").format(
-            cores=figure, free=recheck.get("cores"), side="NumPy" if sides == ["numpy"] else "JAX"), None)
+        words = UNEQUAL_WORDS[bool(timed_again)][len(sides) > 1]
+        return _check("busy", WARN, _(words).format(cores=figure, free=recheck.get("cores"),
+                                                    side="NumPy" if sides == ["numpy"] else "JAX"), None)
     if recheck.get("kept") == "recheck" and recheck.get("pinned"):
         return _check("busy", PASS, _("other programs used {cores} cores during the first runtime blocks, so the "
                                       "pair was timed again with NumPy and JAX both limited to the {free} free "
