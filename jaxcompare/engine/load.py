@@ -66,29 +66,19 @@ def thread_cpu_s(process: Any) -> dict[int, float]:
         return {}
 
 
-def _schedstat(tids: Any, field_index: int) -> dict[int, float]:
-    """One field of /proc/self/task/TID/schedstat for each of this process's threads ``tids``, in
-    seconds (0: time on a core, 1: time runnable but waiting for one); {} where the kernel does
-    not say. Nanoseconds, where psutil's thread times tick at 10 ms."""
+def thread_schedstat(tids: Any) -> dict[int, tuple[float, float]]:
+    """For each of this process's threads ``tids``, seconds so far on a core and seconds runnable but
+    waiting for one (the kernel's run delay), from /proc/self/task/TID/schedstat; {} where the kernel
+    does not say. Nanoseconds, where psutil's thread times tick at 10 ms."""
     values = {}
     for tid in tids:
         try:
             with open(f"/proc/self/task/{tid}/schedstat", encoding="ascii") as f:
-                values[tid] = int(f.read().split()[field_index]) / 1e9
-        except (OSError, ValueError, IndexError):
+                ran, waited = f.read().split()[:2]
+            values[tid] = (int(ran) / 1e9, int(waited) / 1e9)
+        except (OSError, ValueError):
             continue  # a thread that ended, or no schedstat on this kernel
     return values
-
-
-def thread_wait_s(tids: Any) -> dict[int, float]:
-    """Seconds each of this process's threads ``tids`` spent runnable but waiting for a core so far
-    (the kernel's run delay)."""
-    return _schedstat(tids, 1)
-
-
-def thread_run_s(tids: Any) -> dict[int, float]:
-    """Seconds each of this process's threads ``tids`` spent on a core so far."""
-    return _schedstat(tids, 0)
 
 
 @dataclass
@@ -204,8 +194,7 @@ class LoadMeter:
     @contextmanager
     def phase(self, name: str) -> Iterator[Span]:
         threads_before = self._threads() if self._threads is not None else {}
-        waits_before = thread_wait_s(threads_before) if self._threads is not None else {}
-        runs_before = thread_run_s(threads_before) if self._threads is not None else {}
+        sched_before = thread_schedstat(threads_before) if self._threads is not None else {}
         caller = threading.get_native_id()
         start = self.reading()
         span = self.spans.setdefault(self.prefix + name, Span())
@@ -219,13 +208,15 @@ class LoadMeter:
                     used = seconds - threads_before.get(tid, 0.0)
                     if used > 0:
                         span.thread_cpu_s[tid] = span.thread_cpu_s.get(tid, 0.0) + used
-                waits_after = thread_wait_s(threads_after)
-                if waits_after:  # a thread born meanwhile waited all its life inside the span
-                    waited = sum(max(w - waits_before.get(tid, 0.0), 0.0) for tid, w in waits_after.items())
+                sched_after = thread_schedstat(threads_after)
+                if sched_after:  # a thread born meanwhile ran and waited all its life inside the span
+                    ran = waited = 0.0
+                    for tid, (run_s, wait_s) in sched_after.items():
+                        run_before, wait_before = sched_before.get(tid, (0.0, 0.0))
+                        waited += max(wait_s - wait_before, 0.0)
+                        if tid != caller:
+                            ran += max(run_s - run_before, 0.0)
                     span.wait_s = (span.wait_s or 0.0) + waited
-                runs_after = thread_run_s(threads_after)
-                if runs_after:  # likewise, a thread born meanwhile ran all its life inside it
-                    ran = sum(max(r - runs_before.get(tid, 0.0), 0.0) for tid, r in runs_after.items() if tid != caller)
                     span.helper_s = (span.helper_s or 0.0) + ran
 
     def to_dict(self) -> dict[str, Any]:
