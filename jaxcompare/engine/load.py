@@ -4,8 +4,8 @@ Contention only ever adds time, and not to both sides alike: OpenBLAS's threads 
 barriers and slow 4-5x with one of two cores taken, XLA's about 1.1x (a false speedup). So every
 timed phase records its wall time and what the rest of the machine burned in that time: the busy
 time of the cores this process may run on (/proc/stat through psutil) minus this process tree's
-own CPU time (every thread, and children). Both counters tick at 10 ms, so a figure is good to
-about 0.02 s per phase; "cores' worth" = others_cpu_s / wall_s.
+own CPU time (every thread to the nanosecond, and children). The cores' busy time ticks at 10 ms,
+so a figure is good to about 0.01-0.02 s per phase; "cores' worth" = others_cpu_s / wall_s.
 """
 
 from __future__ import annotations
@@ -47,8 +47,14 @@ def busy_cpu_s(cores: list[int]) -> float:
 def own_cpu_s(process: Any = None) -> float:
     """CPU seconds of this process (every thread) and of its children, live or reaped."""
     proc = process or psutil.Process()
-    t = proc.cpu_times()
-    total = t.user + t.system + getattr(t, "children_user", 0.0) + getattr(t, "children_system", 0.0)
+    if proc.pid == os.getpid():
+        # The kernel's own sum over every thread, ended ones too, in nanoseconds: psutil's 10 ms
+        # ticks would add a second tick's error to others_cpu_s beside the busy time's.
+        reaped = os.times()
+        total = time.process_time() + reaped.children_user + reaped.children_system
+    else:
+        t = proc.cpu_times()
+        total = t.user + t.system + getattr(t, "children_user", 0.0) + getattr(t, "children_system", 0.0)
     for child in proc.children(recursive=True):
         try:
             c = child.cpu_times()
@@ -235,10 +241,10 @@ HELPER_SHARE = 0.05
 
 
 # The runtimes count as timed on a busy machine when other processes used this many cores' worth
-# or more meanwhile. Half a core, not a whole one: OpenBLAS spinning at its barriers made a 398x398
-# matmul look 9.6x faster in JAX with others at 1.0 cores of two, and the ticks read that as 0.997
-# (benchmarks/RESULTS.md, "A busy neighbour").
-BUSY_CORES = 0.5
+# or more meanwhile. Not a whole core: OpenBLAS spinning at its barriers made a 398x398 matmul look
+# 9.6x faster in JAX with others at 1.0 cores of two; and a one-core neighbour beside our two or
+# three busy threads gets only its fair share of two cores, read at 0.43-1.07 (quiet: 0.00-0.14).
+BUSY_CORES = 0.3
 
 
 def is_busy(others_cores: float | None) -> bool:
