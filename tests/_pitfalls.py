@@ -1,11 +1,12 @@
 """Pitfall reports built from chosen times, as the engine words them (engine.pitfalls' own
-_side and _pitfall), for the view and chart tests: each time a median with a ±``spread`` range."""
+_side and _pitfall), for the view and chart tests: each time a median with a ±``spread`` range.
+And the check every measured pitfall passes: medians inside their ranges, the effect they decide."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from jaxcompare.engine.pitfalls import _pitfall, _side
+from jaxcompare.engine.pitfalls import EFFECTS, _pitfall, _side
 from jaxcompare.model.stats import Stats
 
 
@@ -31,3 +32,22 @@ def made_pitfall(pid: str, naive: tuple[float, float], correct: tuple[float, flo
         correct_t = (correct_t[0], naive_t[1])
     also = [side(f"also {i}", "a()", *e, spread)[0] for i, e in enumerate(extra)]
     return _pitfall(pid, naive_side, correct_side, (naive_t, correct_t), also, **kwargs)
+
+
+def check_ranges_and_effect(pitfall: dict) -> None:
+    """Each median inside its 95% range, and the effect the one its range decides."""
+    ranged = True
+    for side in [pitfall["naive"], pitfall["correct"], *pitfall["extra"]]:
+        for key, median in (("range", "seconds"), ("numpy_range", "numpy_seconds")):
+            if side[key] is None:  # a single sample (a very busy machine): no range to claim
+                ranged = ranged and side not in (pitfall["naive"], pitfall["correct"])
+                continue
+            low, high = side[key]
+            assert 0 <= low <= side[median] <= high, (pitfall["id"], side["label"], key)
+    assert pitfall["effect"] in EFFECTS
+    if not ranged or pitfall["effect_range"] is None:
+        assert pitfall["effect"] == "within_noise" and pitfall["effect_range"] is None
+        return
+    low, high = pitfall["effect_range"]
+    assert low <= pitfall["effect_factor"] <= high
+    assert (pitfall["effect"] == "flatters") == (low > 1) and (pitfall["effect"] == "hurts") == (high < 1)

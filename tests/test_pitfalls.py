@@ -3,14 +3,13 @@ describe — measured live on the CPU, compared as ratios within one run."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from support import QUICK, cli
+from _pitfalls import check_ranges_and_effect
+from support import QUICK
 
 from jaxcompare import JobFailed, Spec
 from jaxcompare.engine.load import LoadMeter, is_busy
-from jaxcompare.engine.pitfalls import EFFECTS, SECTIONS
+from jaxcompare.engine.pitfalls import SECTIONS
 from jaxcompare.engine.restart import fresh_first_call
 
 pytestmark = pytest.mark.slow  # a minute or more: collected first (conftest)
@@ -29,7 +28,7 @@ def while_watched(run):
 
 
 # Pitfall 7's fresh processes cost seconds each (importing JAX), so the lab runs the first six
-# here and pitfall 7 is checked once, on the CLI's run of all seven (cli_doc).
+# here and pitfall 7 is checked once, on the CLI's run of all seven (tests/test_pitfalls_cli.py).
 SIX = tuple(pid for pid in SECTIONS if pid != "cache")
 
 
@@ -119,25 +118,6 @@ def test_each_figure_carries_its_range_and_each_pitfall_an_effect(lab):
     assert lab["async"]["effect"] == "flatters"
 
 
-def check_ranges_and_effect(pitfall: dict) -> None:
-    """Each median inside its 95% range, and the effect the one its range decides."""
-    ranged = True
-    for side in [pitfall["naive"], pitfall["correct"], *pitfall["extra"]]:
-        for key, median in (("range", "seconds"), ("numpy_range", "numpy_seconds")):
-            if side[key] is None:  # a single sample (a very busy machine): no range to claim
-                ranged = ranged and side not in (pitfall["naive"], pitfall["correct"])
-                continue
-            low, high = side[key]
-            assert 0 <= low <= side[median] <= high, (pitfall["id"], side["label"], key)
-    assert pitfall["effect"] in EFFECTS
-    if not ranged or pitfall["effect_range"] is None:
-        assert pitfall["effect"] == "within_noise" and pitfall["effect_range"] is None
-        return
-    low, high = pitfall["effect_range"]
-    assert low <= pitfall["effect_factor"] <= high
-    assert (pitfall["effect"] == "flatters") == (low > 1) and (pitfall["effect"] == "hurts") == (high < 1)
-
-
 def test_a_second_run_never_teaches_the_opposite_lesson(lab, lab_again):
     # Issue 23: run 1 said the dtype pitfall made JAX look 1.89x worse, run 2 better. A run may
     # find a lesson within its noise, never the opposite of what another run found.
@@ -176,21 +156,6 @@ def test_tf32_is_marked_not_applicable_on_cpu(lab):
     assert p["naive"]["rel_error"] == pytest.approx(p["correct"]["rel_error"], rel=0.5)
 
 
-def test_a_restarted_process_compiles_again_unless_the_persistent_cache_is_hit(cli_doc):
-    p = cli_doc["pitfalls"][SECTIONS.index("cache")]
-    cold, hit = p["naive"], p["correct"]
-    fill, start = p["extra"]
-    assert cold["cache_hits"] == 0 and hit["cache_hits"] == hit["processes"] >= 2  # every cached process hit
-    assert fill["cache_hits"] == 0 and fill["cache_files"] >= 1  # the first process wrote what the others read
-    # Same run, processes taken in turns: reading the executable costs less than compiling it.
-    assert hit["compile_seconds"] < cold["compile_seconds"]
-    assert p["effect"] != "flatters", p  # a restart without the cache never makes JAX look faster
-    assert start["numpy_seconds"] is None and start["seconds"] > 0
-    jit = cli_doc["pitfalls"][SECTIONS.index("jit")]
-    assert cold["numpy_seconds"] == hit["numpy_seconds"] == jit["naive"]["numpy_seconds"]  # the lab's baseline
-    check_ranges_and_effect(p)
-
-
 def test_a_failing_fresh_process_is_one_clear_line():
     with pytest.raises(JobFailed) as caught:
         fresh_first_call(Spec("no_such_case", (2, 2)), None)
@@ -205,23 +170,3 @@ def test_host_arrays_pay_a_transfer_on_every_call(runner):
                                     sections=("transfer",)).wait(300)
     p = report["pitfalls"][0]
     assert p["naive"]["seconds"] > 1.5 * p["correct"]["seconds"]
-
-
-@pytest.fixture(scope="module")
-def cli_doc() -> dict:
-    proc = cli("pitfalls", "--shape", "200x200", "--quick", "--json", "-", timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
-
-
-def test_pitfalls_cli_json(cli_doc):
-    doc = cli_doc
-    assert [p["id"] for p in doc["pitfalls"]] == ["jit", "async", "dtype", "transfer", "size", "tf32", "cache"]
-    for pitfall in doc["pitfalls"]:
-        assert {"id", "title", "naive", "correct"} <= set(pitfall)
-        assert pitfall["effect"] in EFFECTS
-        for side in ("naive", "correct"):
-            assert {"seconds", "range", "conclusion"} <= set(pitfall[side])
-    cache = doc["pitfalls"][-1]
-    assert cache["doc"].endswith("/persistent_compilation_cache.html")
-    assert cache["correct"]["compile_seconds"] < cache["naive"]["compile_seconds"]
