@@ -10,91 +10,20 @@ import io
 import json
 import re
 import tomllib
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from _results import make_result
 from apptest_support import app_runner, fresh_caches, page, run_until  # noqa: F401
+from i18n_support import cpu_model, english_left
 from streamlit.testing.v1 import AppTest
 
-from jaxcompare import all_cases, i18n
-from jaxcompare.engine.pitfalls import SECTIONS
+from jaxcompare import i18n
 
 pytestmark = pytest.mark.slow  # 20 s or more: collected first, so parallel workers end together
 
 ROOT = Path(__file__).resolve().parents[1]
-# Three words in a row, after code, links, names and fields are taken out: English prose.
-PROSE = re.compile(r"[A-Za-z]{2,}[ ,]+[A-Za-z]{2,}[ ,]+[A-Za-z]{2,}")
-CODE = re.compile(r"```.*?```|`[^`]*`|\]\([^)]*\)|:material/\w+:|https?://\S+", re.DOTALL)
 CJK = re.compile(r"[\u3400-\u9fff]")
-TEXT_FIELDS = {"body", "label", "help", "placeholder", "options", "content", "caption"}
-# Words a Chinese page keeps as they are: names of things (docs/translating.md).
-NAMES = [name for case in all_cases() for name in (case.name, case.numpy_name, case.jax_name)]
-NAMES += ["Open trace file"]  # Perfetto's button, named as the reader will see it there
-
-
-def _proto_texts(message) -> Iterator[str]:
-    for field, value in message.ListFields():
-        if field.type == field.TYPE_MESSAGE:
-            for item in (value if field.is_repeated else [value]):
-                yield from _proto_texts(item)
-        elif field.type == field.TYPE_STRING and field.name in TEXT_FIELDS:
-            yield from (value if field.is_repeated else [value])
-
-
-def _chart_texts(spec) -> Iterator[str]:
-    """Titles, subtitles, axis and legend titles, and the data a chart writes as labels."""
-    if isinstance(spec, dict):
-        for key, value in spec.items():
-            if key in ("title", "subtitle", "text") and isinstance(value, str):
-                yield value
-            elif key in ("title", "subtitle") and isinstance(value, list):
-                yield from (v for v in value if isinstance(v, str))
-            elif key in ("label", "side", "group", "role", "part", "component", "row", "stable", "kind"):
-                if isinstance(value, str):
-                    yield value
-            else:
-                yield from _chart_texts(value)
-    elif isinstance(spec, list):
-        for item in spec:
-            yield from _chart_texts(item)
-
-
-def _walk(node) -> Iterator:
-    yield node
-    for child in (getattr(node, "children", None) or {}).values():
-        yield from _walk(child)
-
-
-def page_texts(at: AppTest, *, tables: bool = True) -> list[str]:
-    """Everything a person reads on the page as AppTest sees it (code blocks left out)."""
-    texts: list[str] = []
-    for node in _walk(at._tree):
-        proto = getattr(node, "proto", None)
-        if proto is None or type(proto).__name__ == "Code":
-            continue
-        if type(proto).__name__ == "ArrowVegaLiteChart":
-            texts += _chart_texts(json.loads(proto.spec))
-        elif type(proto).__name__ == "Arrow" and tables:
-            frame = node.value
-            texts += [str(c) for c in frame.columns]
-            texts += [v for v in frame.to_numpy().ravel().tolist() if isinstance(v, str)]
-        else:
-            texts += _proto_texts(proto)
-    return texts
-
-
-def english_left(at: AppTest, *, tables: bool = True, also_names: tuple[str, ...] = ()) -> list[str]:
-    """The page's texts that still hold English prose."""
-    left = []
-    for text in page_texts(at, tables=tables):
-        bare = CODE.sub(" ", text)
-        for name in (*NAMES, *also_names):
-            bare = bare.replace(name, " ")
-        if PROSE.search(bare):
-            left.append(text)
-    return left
 
 
 @pytest.fixture(autouse=True)
@@ -122,13 +51,6 @@ def worker_ready(at: AppTest) -> bool:
     from jaxcompare.app import resources
 
     return resources.known_environment() is not None
-
-
-def cpu_model() -> tuple[str, ...]:
-    from jaxcompare.app import resources
-
-    env = resources.known_environment() or {}
-    return tuple(filter(None, [env.get("cpu_model")]))
 
 
 # --- the pages --------------------------------------------------------------------------------
@@ -187,16 +109,11 @@ def test_size_sweep_in_chinese():
     assert left == [], "\n".join(left)
 
 
-def test_pitfalls_in_chinese_before_and_after_a_run():
+def test_pitfalls_in_chinese_before_a_run():
+    """After a run, too: tests/test_pitfalls_page.py switches its run of all seven to Chinese."""
     at = zh("pages/3_Pitfalls.py", case="centered_gram", shape="100x100", timing="quick")
     chinese(at)
     left = english_left(at, also_names=cpu_model())  # the previews: what each side will run
-    assert left == [], "\n".join(left)
-    at.button(key="run_all_pitfalls").click().run()
-    at = run_until(at, lambda a: "pitfalls_job" not in a.session_state, timeout=300)
-    chinese(at)
-    assert len(at.session_state["pitfalls_results"]) == len(SECTIONS) == 7
-    left = english_left(at, also_names=cpu_model())
     assert left == [], "\n".join(left)
 
 

@@ -9,6 +9,7 @@ import re
 import pytest
 from apptest_support import app_runner, fresh_caches, page, run_until  # noqa: F401
 from chart_support import chart_rows, vega_specs
+from i18n_support import cpu_model, english_left
 from streamlit.testing.v1 import AppTest
 
 from jaxcompare.app import pitfalls_view as pv
@@ -112,6 +113,14 @@ def test_run_all_measures_seven_sections_in_one_job():
     downloads = [d.proto.label for d in at.get("download_button")]
     assert downloads.count("Chart (PNG)") == 7
     assert not at.button(key="run_all_pitfalls").disabled
+
+    # The same results in Chinese, as a teacher's class sees them after switching: no English left.
+    at.query_params["lang"] = "zh"
+    at.run()
+    assert not at.exception and at.session_state["lang"] == "zh"
+    assert len(at.session_state["pitfalls_results"]) == len(SECTIONS)
+    left = english_left(at, also_names=cpu_model())
+    assert left == [], "\n".join(left)
 
 
 def test_one_section_in_x64_measures_the_fair_float64_side_as_correct():
