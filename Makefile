@@ -107,11 +107,13 @@ lint: install-dev
 	$(BIN)/ruff check jaxcompare tests pages app.py benchmarks tools examples
 	$(BIN)/lint-imports
 
-# Two test processes by default (pytest-xdist, a module each) for all but the `serial` tests (those
-# comparing times measured here, and the load test: tests/conftest.py), then the serial ones alone:
-# on 2 cores 0.73x the time of one process (benchmarks/RESULTS.md). TEST_WORKERS=0: one process.
+# Three test processes by default (pytest-xdist, a module each) for all but the `serial` tests (those
+# comparing times measured here, and the load test: tests/conftest.py), then the serial ones alone.
+# The tests wait on servers, browsers and child processes much of the time (a run keeps 1.3 of the
+# 2 cores busy on average), so a third process beside two fills some of it: 400 s against 415 s
+# (benchmarks/RESULTS.md). TEST_WORKERS=0: one process.
 # A failure in the first part still runs the second, and fails the target.
-TEST_WORKERS ?= 2
+TEST_WORKERS ?= 3
 PYTEST = JAX_PLATFORMS=cpu $(BIN)/python -m pytest -q
 test: install-dev browser postgres lint
 ifeq ($(TEST_WORKERS),0)
