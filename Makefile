@@ -109,8 +109,8 @@ lint: install-dev
 
 # Three test processes by default (pytest-xdist, a module each) for all but the `serial` tests (those
 # comparing times measured here, and the load test: tests/conftest.py), then the serial ones alone.
-# The tests wait on servers, browsers and child processes much of the time (a run keeps 1.3 of the
-# 2 cores busy on average), so a third process beside two fills some of it: 400 s against 415 s
+# A third process fills the moments the other two wait on a server, a browser or a child process:
+# the parallel part took 400 s in two clean-clone runs, against 415-429 s with two processes
 # (benchmarks/RESULTS.md). TEST_WORKERS=0: one process.
 # A failure in the first part still runs the second, and fails the target.
 TEST_WORKERS ?= 3
