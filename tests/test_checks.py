@@ -5,9 +5,10 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from _results import by_id, with_jax
+from _results import by_id, make_result, stats, with_jax
 
 from jaxcompare.analysis.checks import FAIL, NA, PASS, WARN, overall
+from jaxcompare.analysis.text import checklist_lines
 
 FAIRNESS = ("precision", "blocked", "compile", "transfer", "agreement")
 
@@ -210,3 +211,17 @@ def test_a_first_call_shorter_than_its_compile_is_a_contradiction(fair_result):
     fast = dataclasses.replace(fair_result.jax.first_call, median_s=fair_result.jax.compile_total_s / 10)
     check = by_id(with_jax(fair_result, first_call=fast))["first_call"]
     assert check.status == WARN and "less than its own compile" in check.reason
+
+
+def test_the_quoting_line_says_why_a_failed_workload_check_still_leaves_the_speedup_quotable():
+    """A dispatch-bound size fails "Workload large enough" yet stays trusted: the line under the
+    checklist's FAIL must say why, where a plain "yes" read as a contradiction of it."""
+    clean = make_result()
+    assert checklist_lines(clean)[1].strip() == "trusted: yes, the speedup may be quoted"
+    small = with_jax(clean, dispatch=stats(clean.jax.runtime.median_s))  # dispatch as long as the work
+    assert by_id(small)["workload"].status == FAIL
+    head = checklist_lines(small)[:2]
+    assert head[0].strip() == "credibility checklist: FAIL"
+    assert head[1].strip().startswith("trusted: yes, the speedup may be quoted: the failed check describes")
+    mixed = with_jax(small, agreement=small.jax.agreement | {"numpy_dtype": "float64", "jax_dtype": "float32"})
+    assert checklist_lines(mixed)[1].strip().startswith("trusted: NO (")

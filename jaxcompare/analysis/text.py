@@ -125,10 +125,16 @@ def checklist_lines(result: Result) -> list[str]:
     """The checklist's verdict, whether the speedup may be quoted, then each check (failures
     and warnings first): status, title, reason, in columns."""
     checks = ordered_checks(result)
-    why = doubt_text(result)
-    lines = ["  " + _("credibility checklist: {overall}").format(overall=_(STATUS_WORDS[overall(checks)]).upper()),
-             "  " + (_("trusted: yes, the speedup may be quoted") if why is None else
-                     _("trusted: NO ({why}): do not quote this speedup").format(why=why))]
+    why, verdict = doubt_text(result), overall(checks)
+    if why is not None:
+        quoted = _("trusted: NO ({why}): do not quote this speedup").format(why=why)
+    elif verdict == FAIL:  # only a check that describes the workload failed (trust.MEASURED_NOT_DOUBTED)
+        quoted = _("trusted: yes, the speedup may be quoted: the failed check describes this workload, "
+                   "not a doubt about the measuring")
+    else:
+        quoted = _("trusted: yes, the speedup may be quoted")
+    lines = ["  " + _("credibility checklist: {overall}").format(overall=_(STATUS_WORDS[verdict]).upper()),
+             "  " + quoted]
     status_w = max(display_width(_(w)) for w in STATUS_WORDS.values())
     title_w = max(display_width(c.title) for c in checks) + 2
     lines += [f"  [{pad(_(STATUS_WORDS[c.status]), status_w, '^')}] {pad(c.title, title_w)}{c.reason}".rstrip()
