@@ -315,7 +315,7 @@ def _cached_entry(path: Path, key: str, rates: tuple[str, str], measure: Callabl
                   can_jax: bool) -> dict[str, Any]:
     """The cache's entry at ``key`` (NumPy's rate, then XLA's: ``rates``), measured now when missing.
 
-    A rate measured while other processes took BUSY_CORES (0.3) cores or more (load.is_busy; this process
+    A rate measured while other processes took load.BUSY_CORES or more (load.is_busy; this process
     tree's own work does not count) understates the peak, so such an entry is measured again on
     later runs (at most BUSY_RETRIES times), keeping each library's best. An
     entry that lacks XLA's rate (measured in a process whose JAX could not hold the dtype) gains
