@@ -195,3 +195,19 @@ def test_a_finished_job_becomes_section_entries_with_their_context():
     assert pv.file_stem("jit", entries["jit"]["context"]) == "pitfall_jit_matmul_64x64_x32"
     assert pv.progress_text("jit", 0.5, 3.2, queued_behind=2).startswith("Queued behind 2 other measurement(s)")
     assert pv.progress_text("done", 1.0, 3.2) == "Done · 100% · 3 s"
+
+
+def test_equal_times_name_no_winner_and_chinese_factors_are_read_as_multiples():
+    """12.1 ms against 12.1 ms is not "1x faster"; and Chinese "快 1 倍" reads as twice as fast,
+    so a factor is said as "the speed is N times NumPy's"."""
+    from jaxcompare import i18n
+    from jaxcompare.engine.pitfalls import speed_words
+
+    assert pv.speed_text(0.0121, 0.0121) == "JAX as fast as NumPy" == speed_words(0.0121, 0.0121)
+    assert pv.speed_text(0.0121, 0.01209, subject=False) == "as fast as NumPy"
+    assert pv.speed_text(0.02, 0.01) == "JAX 2x faster than NumPy" == speed_words(0.02, 0.01)
+    assert pv.speed_text(0.01, 0.02) == "JAX 2x slower than NumPy" == speed_words(0.01, 0.02)
+    with i18n.using("zh"):
+        assert pv.speed_text(0.0121, 0.0121) == "JAX 与 NumPy 一样快"
+        assert pv.speed_text(0.02, 0.01) == "JAX 的速度是 NumPy 的 2 倍"
+        assert pv.speed_text(0.01, 0.02) == "JAX 的耗时是 NumPy 的 2 倍"

@@ -199,6 +199,8 @@ def speed_text(numpy_s: float | None, jax_s: float | None, *, subject: bool = Tr
     if not numpy_s or not jax_s or numpy_s <= 0 or jax_s <= 0:
         return _("no comparison")
     word, factor = faster_or_slower(numpy_s / jax_s)
+    if factor_number(factor) == "1":  # equal to three figures: "1x faster" would claim a winner
+        return _("JAX as fast as NumPy") if subject else _("as fast as NumPy")
     if word == "faster":
         template = _("JAX {factor}x faster than NumPy") if subject else _("{factor}x faster than NumPy")
     else:

@@ -106,6 +106,8 @@ def speed_words(numpy_s: float, jax_s: float) -> str:
     if jax_s <= 0 or numpy_s <= 0:
         return N_("no comparison")
     ratio = numpy_s / jax_s
+    if f"{max(ratio, 1 / ratio):.3g}" == "1":  # equal to three figures: no winner to name
+        return N_("JAX as fast as NumPy")
     if ratio >= 1:
         return N_("JAX {ratio}x faster than NumPy").format(ratio=f"{ratio:.3g}")
     return N_("JAX {ratio}x slower than NumPy").format(ratio=f"{1 / ratio:.3g}")
