@@ -114,3 +114,17 @@ def test_compare_results_warns_when_a_runs_speedup_moved_between_its_pairs():
     assert "A's speedup moved between its pairs of blocks (1.60x to 2.00x)" in text
     held = with_jax(paired, runtime=dataclasses.replace(a.jax.runtime, block_medians_s=(1e-3, 1e-3)))
     assert compare_results(held, a).warnings == []
+
+
+def test_a_run_its_checklist_set_aside_is_named_in_the_comparison():
+    """Compare says "no verdict: the machine was busy" of a run; History's A/B verdict on it must
+    say so too, not stand on its own."""
+    a = noisy_result(2e-3, 1e-3, seed=1, id="a")
+    b = noisy_result(2e-3, 1.2e-3, seed=2, id="b")
+    assert compare_results(a, b).warnings == []
+    crowded = {"phases": {p: {"wall_s": 1.0, "others_cpu_s": 1.0, "own_cpu_s": 1.0} for p in ("numpy", "runtime")}}
+    busy_b = dataclasses.replace(b, load=crowded)
+    out = compare_results(a, busy_b)
+    assert out.warnings == ["B was set aside by its checklist (the machine was busy): a difference from it may come "
+                            "from how it was measured, not from the code"]
+    assert out.jax_runtime.direction == SLOWER  # the verdict stays, read with its warning
