@@ -183,7 +183,7 @@ def test_the_busy_item_names_what_other_programs_used(fair_result):
         return dataclasses.replace(fair_result, load=load | ({"recheck": recheck} if recheck else {}))
 
     busy = by_id(loaded(1.3))["busy"]
-    assert busy.status == WARN and "1.3 cores during the runtime blocks" in busy.reason
+    assert busy.status == WARN and "1.30 cores during the runtime blocks" in busy.reason
     assert by_id(loaded(0.1))["busy"].status == PASS
     rechecked = by_id(loaded(1.3, {"kept": "recheck", "pinned": True, "cores": 1}))["busy"]
     assert rechecked.status == PASS and "1 free core" in rechecked.reason

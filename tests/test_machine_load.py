@@ -144,7 +144,7 @@ def test_a_busy_first_pass_is_timed_again_on_the_free_core(monkeypatch):
     assert [len(m) for m in recheck["block_medians_s"].values()] == [2, 2]
     assert r.numpy_runtime.median_s == min(recheck["block_medians_s"]["numpy"])  # the fastest block kept
     item = {c.id: c for c in checklist(r)}["busy"]
-    assert item.status == PASS and "1.5 cores" in item.reason and "1 free core" in item.reason
+    assert item.status == PASS and "1.50 cores" in item.reason and "1 free core" in item.reason
 
 
 # --- the trust rule -----------------------------------------------------------------------------

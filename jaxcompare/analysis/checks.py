@@ -404,7 +404,9 @@ def check_busy(r: Result) -> Check:
 
 
 def format_cores(cores: float) -> str:
-    return f"{cores:.1f}"
+    """Two decimals: BUSY_CORES is 0.3, and one decimal showed 0.26 and 0.31 alike as "0.3", the one
+    passing and the other not."""
+    return f"{cores:.2f}"
 
 
 def check_first_call(r: Result) -> Check:
