@@ -13,7 +13,7 @@ from jaxcompare.model.spec import MIN_SAMPLES_FOR_RANGE
 
 @pytest.mark.parametrize("text, shape", [
     ("1000x1000", (1000, 1000)), ("10", (10,)), (" 3 x 4 x 5 ", (3, 4, 5)), ("100,50", (100, 50)),
-    ("(8, 8)", (8, 8)), ("1_000", (1000,)), ([4, 4], (4, 4)), ("64×64", (64, 64)),
+    ("(8, 8)", (8, 8)), ("1_000", (1000,)), ([4, 4], (4, 4)), ("64×64", (64, 64)), (" 500 X 500 ", (500, 500)),
 ])
 def test_parse_shape_accepts(text, shape):
     assert parse_shape(text) == shape

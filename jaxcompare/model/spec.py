@@ -17,7 +17,7 @@ MAX_DIMS = 4
 # A hard ceiling on elements per input, whatever the mode: 2**31 float64 is 16 GiB.
 MAX_ELEMENTS = 2**31
 
-_SHAPE_SEP = re.compile(r"\s*[x×,*]\s*|\s+")
+_SHAPE_SEP = re.compile(r"\s*[xX×,*]\s*|\s+")  # "500 X 500" too, as people type it
 
 
 def parse_shape(text: str | list[int] | tuple[int, ...]) -> tuple[int, ...]:
