@@ -168,15 +168,21 @@ for column, figure in zip(st.columns(len(figures) + 1), [*figures, views.best_sp
 st.markdown(views.sweep_verdict(results))  # from trusted sizes only, with how many were set aside
 
 stem = f"sweep_{first.case}"
-chart_ui.chart(sweep_runtime_chart(results, run.extent()), _("Runtime chart"), f"{stem}_runtime", stretch=True)
-chart_ui.chart(sweep_speedup_chart(results, run.extent()), _("Speedup chart"), f"{stem}_speedup", stretch=True)
-chart_ui.chart(sweep_share_chart(results), _("One-off share chart"), f"{stem}_share",
-         stretch=len({r.precision for r in results}) == 1)
-sweep_roofline = sweep_roofline_chart(results)
-if sweep_roofline is None:
-    st.caption(views.roofline_missing_text(results[-1]))
+if not run.finished:
+    # Drawn in the browser while the next size was measured, the charts took 0.3-1.6 cores from it
+    # and set every size of a two-core machine's sweep aside as busy (benchmarks/RESULTS.md).
+    st.caption(_("The charts are drawn when the sweep ends: drawing them while a size is measured "
+                 "would slow that measurement on this machine."))
 else:
-    chart_ui.chart(sweep_roofline, _("Roofline chart"), f"{stem}_roofline", stretch=True)
+    chart_ui.chart(sweep_runtime_chart(results, run.extent()), _("Runtime chart"), f"{stem}_runtime", stretch=True)
+    chart_ui.chart(sweep_speedup_chart(results, run.extent()), _("Speedup chart"), f"{stem}_speedup", stretch=True)
+    chart_ui.chart(sweep_share_chart(results), _("One-off share chart"), f"{stem}_share",
+                   stretch=len({r.precision for r in results}) == 1)
+    sweep_roofline = sweep_roofline_chart(results)
+    if sweep_roofline is None:
+        st.caption(views.roofline_missing_text(results[-1]))
+    else:
+        chart_ui.chart(sweep_roofline, _("Roofline chart"), f"{stem}_roofline", stretch=True)
 
 ui.plain_table(views.sweep_table(results))
 downloads = st.container(horizontal=True)
