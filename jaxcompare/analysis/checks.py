@@ -404,8 +404,7 @@ def check_busy(r: Result) -> Check:
 
 
 def format_cores(cores: float) -> str:
-    """Two decimals: BUSY_CORES is 0.3, and one decimal showed 0.26 and 0.31 alike as "0.3", the one
-    passing and the other not."""
+    """Two decimals: one showed 0.46 and 0.54 alike as "0.5", on either side of BUSY_CORES."""
     return f"{cores:.2f}"
 
 
