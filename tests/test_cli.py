@@ -96,9 +96,10 @@ def test_run_prints_a_table():
         assert words in proc.stdout
 
 
+@pytest.mark.serial  # beside two test processes a burst stretched quick's 5 ms samples to 28 ms
 def test_thorough_timing_samples_the_speedup_phases_longer():
-    # Beside a second test process all the same: each sample's length is calibrated to its preset's
-    # target (50 ms against 5 ms), so a neighbour moves both runs' lengths alike, far less than 3x.
+    # Each sample's length is calibrated to its preset's target (50 ms against 5 ms); a burst of
+    # load after the calibration stretches one run's samples and not the other's.
     proc = cli("run", "--case", "elementwise", "--shape", "1000", "--timing", "thorough", "--json", "-")
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
