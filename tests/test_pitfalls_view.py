@@ -8,10 +8,10 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from _pitfalls import made_pitfall
 
-from jaxcompare import all_cases
+from jaxcompare import all_cases, i18n
 from jaxcompare.app import controls
 from jaxcompare.app import pitfalls_view as pv
-from jaxcompare.engine.pitfalls import SECTIONS
+from jaxcompare.engine.pitfalls import SECTIONS, speed_words
 
 CASES = all_cases()
 
@@ -200,9 +200,6 @@ def test_a_finished_job_becomes_section_entries_with_their_context():
 def test_equal_times_name_no_winner_and_chinese_factors_are_read_as_multiples():
     """12.1 ms against 12.1 ms is not "1x faster"; and Chinese "快 1 倍" reads as twice as fast,
     so a factor is said as "the speed is N times NumPy's"."""
-    from jaxcompare import i18n
-    from jaxcompare.engine.pitfalls import speed_words
-
     assert pv.speed_text(0.0121, 0.0121) == "JAX as fast as NumPy" == speed_words(0.0121, 0.0121)
     assert pv.speed_text(0.0121, 0.01209, subject=False) == "as fast as NumPy"
     assert pv.speed_text(0.02, 0.01) == "JAX 2x faster than NumPy" == speed_words(0.02, 0.01)

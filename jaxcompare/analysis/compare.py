@@ -24,7 +24,7 @@ from ..model.cases import format_shape
 from ..model.formatting import format_factor
 from ..model.result import Result, finite_or_none
 from ..model.stats import Stats
-from .trust import WHY, trust
+from .summary import doubt_text
 
 # What a verdict finds about B relative to A; the words for each live with the views.
 FASTER = "faster"
@@ -139,9 +139,8 @@ def compare_results(a: Result, b: Result, alpha: float = 0.05, min_effect: float
         warnings.append(_("different precisions ({a} vs {b}): part of any difference is float32 against "
                           "float64").format(a=a.precision, b=b.precision))
     for label, r in (("A", a), ("B", b)):
-        doubt = trust(r)
-        if not doubt.trusted:  # the checklist kept this run from every headline: so does a comparison
-            why = _(WHY[doubt.why or "fail"])
+        why = doubt_text(r)
+        if why is not None:  # the checklist kept this run from every headline: so does a comparison
             # Translators: {run} is A or B; {why} why its checklist doubts it ("the machine was busy").
             warnings.append(_("{run} was set aside by its checklist ({why}): a difference from it may come from "
                               "how it was measured, not from the code").format(run=label, why=why))

@@ -15,7 +15,7 @@ from ..analysis.summary import timing_name
 from ..engine.pitfalls import CACHE_SETTINGS, DOCS, EFFECTS, PITFALLS, SECTIONS
 from ..i18n import N_, _, translate_text
 from ..model.cases import Case, format_shape
-from ..model.formatting import faster_or_slower, format_time, format_time_range
+from ..model.formatting import faster_or_slower, format_time, format_time_range, same_speed
 from ..model.result import Result
 from ..model.spec import DEVICES
 from . import navigation
@@ -198,9 +198,9 @@ def speed_text(numpy_s: float | None, jax_s: float | None, *, subject: bool = Tr
     ``subject`` ('37x faster than NumPy') where JAX was just named (a chart row's 'JAX 43 ms · ...')."""
     if not numpy_s or not jax_s or numpy_s <= 0 or jax_s <= 0:
         return _("no comparison")
-    word, factor = faster_or_slower(numpy_s / jax_s)
-    if factor_number(factor) == "1":  # equal to three figures: "1x faster" would claim a winner
+    if same_speed(numpy_s / jax_s):  # "1x faster" would claim a winner
         return _("JAX as fast as NumPy") if subject else _("as fast as NumPy")
+    word, factor = faster_or_slower(numpy_s / jax_s)
     if word == "faster":
         template = _("JAX {factor}x faster than NumPy") if subject else _("{factor}x faster than NumPy")
     else:

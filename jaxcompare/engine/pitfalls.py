@@ -23,7 +23,7 @@ import numpy as np
 from ..catalog import get_case
 from ..i18n import N_
 from ..model.cases import Case, as_tuple, format_shape
-from ..model.formatting import format_time
+from ..model.formatting import format_time, same_speed
 from ..model.spec import Spec
 from ..model.stats import Stats
 from .agreement import normwise_errors
@@ -106,7 +106,7 @@ def speed_words(numpy_s: float, jax_s: float) -> str:
     if jax_s <= 0 or numpy_s <= 0:
         return N_("no comparison")
     ratio = numpy_s / jax_s
-    if f"{max(ratio, 1 / ratio):.3g}" == "1":  # equal to three figures: no winner to name
+    if same_speed(ratio):
         return N_("JAX as fast as NumPy")
     if ratio >= 1:
         return N_("JAX {ratio}x faster than NumPy").format(ratio=f"{ratio:.3g}")

@@ -105,6 +105,11 @@ def faster_or_slower(speedup: float) -> tuple[str, float]:
     return "slower", 1 / speedup if speedup > 0 else math.inf
 
 
+def same_speed(speedup: float) -> bool:
+    """Whether a speedup is 1 to three significant figures either way: no side to call faster."""
+    return f"{max(speedup, 1 / speedup):.3g}" == "1"
+
+
 def format_speedup(speedup: float | None) -> str:
     """'2.50x (JAX faster)' or '0.50x (JAX 2.0x slower)': the number and which side wins."""
     if speedup is None or not math.isfinite(speedup):
