@@ -24,7 +24,7 @@ from ..catalog import get_case
 from ..i18n import N_
 from ..model.cases import Case, as_tuple, format_shape
 from ..model.formatting import format_time, same_speed
-from ..model.spec import Spec
+from ..model.spec import MIN_SAMPLES_FOR_RANGE, Spec
 from ..model.stats import Stats
 from .agreement import normwise_errors
 from .environment import resolve_device
@@ -129,6 +129,21 @@ def _side(label: str, code: str, jax: Stats, numpy: Stats | None, conclusion: st
             "numpy_range": _range(numpy), "conclusion": conclusion, **extra}
 
 
+def separation_decides(n_a: int, n_b: int) -> bool:
+    """Whether a set of n_a samples lying wholly above (or below) one of n_b is a 95% result
+    when both ranges are min-max (fewer than MIN_SAMPLES_FOR_RANGE samples: 50% coverage with
+    two): from one distribution that happens with probability 1 / C(n_a + n_b, n_a) each way
+    (1/6 for two against two, 1/70 for four against four)."""
+    if n_a >= MIN_SAMPLES_FOR_RANGE or n_b >= MIN_SAMPLES_FOR_RANGE:
+        return True  # at least one range is a true 95% range of its median
+    return 2 / math.comb(n_a + n_b, n_a) <= 0.05
+
+
+# The fewest samples a side whose ranges, wholly apart, decide: the lab takes at least this many
+# of every figure (a cold call, a fresh process too), so a tenfold effect is not "within the noise".
+DECIDING_SAMPLES = next(n for n in range(2, MIN_SAMPLES_FOR_RANGE + 1) if separation_decides(n, n))
+
+
 def effect_range(naive: tuple[Stats, Stats], correct: tuple[Stats, Stats]) -> tuple[float, float]:
     """The 95% range of naive speedup / correct speedup, each side given as (JAX, NumPy).
     From the medians' ranges, the worst case of each; a timing both sides share (one NumPy
@@ -145,6 +160,8 @@ def effect_range(naive: tuple[Stats, Stats], correct: tuple[Stats, Stats]) -> tu
 
     if any(x.n < 2 for x in top + bottom):
         return 0.0, math.inf  # a single sample has no range: the effect cannot be told from noise
+    if len(top) == len(bottom) == 1 and not separation_decides(top[0].n, bottom[0].n):
+        return 0.0, math.inf  # two min-max ranges of a few samples apart is a coin toss, not 95%
 
     def prod(stats: list[Stats], attr: str) -> float:
         return math.prod(max(getattr(x, attr), TINY_S) for x in stats)  # a zero time stays a finite ratio
@@ -187,7 +204,10 @@ class Lab:
 
         self.jax = jax
         self.spec = spec
-        self.cfg = spec.timing
+        least = DECIDING_SAMPLES
+        self.cfg = replace(spec.timing, min_samples=max(spec.timing.min_samples, least),
+                           max_samples=max(spec.timing.max_samples, least),
+                           compile_samples=max(spec.timing.compile_samples, least))
         self.clock = clock
         self.case: Case = get_case(spec.case, spec.cases_file)
         self.case.check_shape(spec.shape)
@@ -394,7 +414,7 @@ def pitfall_cache(lab: Lab) -> dict[str, Any]:
     """Fresh processes, one first call each: one with an empty cache folder (it compiles and
     fills it), then in turns one without the cache (the naive restart) and one with the filled
     cache (the hit), compile_samples of each; the folder is removed afterwards."""
-    spec, pairs = lab.spec, max(lab.cfg.compile_samples, 2)  # two a side at least: a range to judge by
+    spec, pairs = lab.spec, lab.cfg.compile_samples
     cold: list[FreshCall] = []
     hit: list[FreshCall] = []
     with tempfile.TemporaryDirectory(prefix="jaxcompare-cache-", ignore_cleanup_errors=True) as folder:
