@@ -147,6 +147,22 @@ def open_page(opener, url: str, *, height: int | None = None, timeout: float = 9
     return page
 
 
+def stop_button(page):
+    """The app's Stop button. Streamlit's toolbar shows a "Stop" of its own while a script
+    runs (it stops the rerun, not the job), so the name alone can match two buttons."""
+    return page.locator(MAIN).get_by_role("button", name="Stop", exact=True)
+
+
+def wait_or_say(page, selector: str, *, timeout: float) -> None:
+    """wait_for_selector, failing with what the page showed instead (a run's error, a queue,
+    a progress line) rather than only the selector it waited for."""
+    try:
+        page.wait_for_selector(selector, timeout=timeout)
+    except Exception as exc:  # Playwright's TimeoutError
+        raise AssertionError(f"{selector!r} did not show within {timeout / 1000:g} s; the page said:\n"
+                             f"{main_text(page)[-1500:]}") from exc
+
+
 def main_text(page) -> str:
     """What the page's main area reads (the sidebar left out)."""
     return page.locator(MAIN).inner_text()

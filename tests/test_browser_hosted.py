@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from browser_support import IDLE, assert_no_error, open_page, tick
+from browser_support import IDLE, assert_no_error, open_page, stop_button, tick
 from hosted_support import GATED_WORKER, own_address, serve
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -131,7 +131,7 @@ def test_a_second_visitor_sees_the_queue_and_stop_frees_the_place_at_once(hosted
     queued = second.get_by_text(re.compile(r"queued behind 1 other measurement\(s\), about \d+ s"))
     queued.wait_for(timeout=30_000)
     second.screenshot(path=str(tmp_path / "queued.png"), full_page=True)
-    second.get_by_role("button", name="Stop").click()
+    stop_button(second).click()
     # Freed at once: the message comes while the first visitor's measurement is still held.
     try:
         second.get_by_text("Stopped: cancelled before it started").wait_for(timeout=30_000)

@@ -14,7 +14,7 @@ import urllib.parse
 
 import pytest
 from _results import make_result
-from browser_support import IDLE, assert_no_error, open_page, tick
+from browser_support import IDLE, assert_no_error, open_page, stop_button, tick
 from hosted_support import GATED_WORKER, make_serve_command, serve
 from test_hostile_records import IMAGE, LINK, insert_raw
 
@@ -249,5 +249,5 @@ def test_a_closed_tab_stops_its_job_and_one_client_runs_one_at_a_time(hosted, br
     page.locator("[data-testid='stProgress']").wait_for(timeout=60_000)
     # The last run's refusal stays on the page, faded, until this run's script replaces it.
     page.get_by_text(re.compile(r"you already have 1 measurement")).wait_for(state="detached", timeout=30_000)
-    page.get_by_role("button", name="Stop").click()
+    stop_button(page).click()
     second.close()

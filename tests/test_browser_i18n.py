@@ -16,7 +16,7 @@ def test_compare_in_chinese_runs_and_draws_chinese_charts(server, browser, tmp_p
     page = bs.open_page(browser, f"{server}/Compare?case=matmul&shape=small&timing=quick&lang=zh", height=1800)
     bs.assert_no_error(page)
     page.get_by_role("button", name=zh("Run comparison")).click()
-    page.wait_for_selector(bs.CHART, timeout=120_000)
+    bs.wait_or_say(page, bs.CHART, timeout=120_000)
     page.wait_for_selector(bs.IDLE, timeout=60_000)
     for index in range(2):
         bs.wait_for_chart_marks(page, index, bs.JAX_COLOR)

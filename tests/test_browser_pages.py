@@ -27,6 +27,7 @@ from browser_support import (
     main_text,
     open_page,
     roofline_marks,
+    stop_button,
     tick,
     wait_for_chart_marks,
 )
@@ -90,7 +91,7 @@ def start_long_run(page) -> None:
     the worker's start: a Stop then reaches a running measurement)."""
     page.get_by_role("button", name="Run comparison").click()
     page.locator(PROGRESS).wait_for(timeout=30_000)
-    page.get_by_role("button", name="Stop").wait_for(timeout=30_000)
+    stop_button(page).wait_for(timeout=30_000)
     measuring = page.locator(PROGRESS).filter(has_not_text="Starting the worker")
     measuring.filter(has_not_text="Waiting in the device queue").filter(has_not_text="queued behind").wait_for(
         timeout=60_000)
@@ -211,7 +212,7 @@ def test_a_worker_killed_mid_measurement_is_reported_and_replaced(server, browse
     before = {proc.pid: cpu_seconds(proc) for proc in worker_processes(server.pid)}
     start_long_run(page)
     worker = measuring_worker(server.pid, before)
-    assert page.get_by_role("button", name="Stop").is_visible(), "the run ended before the worker was killed"
+    assert stop_button(page).is_visible(), "the run ended before the worker was killed"
     os.kill(worker.pid, signal.SIGKILL)
 
     died = page.locator("[data-testid='stAlert']").filter(has_text="the worker process died")
@@ -234,13 +235,13 @@ def test_a_worker_killed_mid_measurement_is_reported_and_replaced(server, browse
 def test_stop_a_running_comparison_then_run_again(server, browser):
     page = open_page(browser, f"{server}{LONG_RUN}", height=1800)
     start_long_run(page)
-    page.get_by_role("button", name="Stop").click()
+    stop_button(page).click()
     stopped = page.locator("[data-testid='stAlert']").filter(has_text="Stopped:")
     stopped.wait_for(timeout=60_000)
     page.wait_for_selector(IDLE, timeout=30_000)
     assert "cancelled while running; the worker was restarted" in stopped.inner_text()
     assert page.locator(METRIC).count() == 0  # the stopped run left no result
-    assert page.locator(PROGRESS).count() == 0 and page.get_by_role("button", name="Stop").count() == 0
+    assert page.locator(PROGRESS).count() == 0 and stop_button(page).count() == 0
     assert_no_error(page)
 
     run_small_quick(page)
