@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 from urllib.parse import urlencode
 
 from ..analysis.summary import timing_name
-from ..engine.pitfalls import CACHE_SETTINGS, DOCS, EFFECTS, PITFALLS, SECTIONS
+from ..engine.pitfalls import DOCS, EFFECTS, PITFALLS, SECTIONS, side_roles, side_text
 from ..i18n import N_, _, translate_text
 from ..model.cases import Case, format_shape
 from ..model.formatting import faster_or_slower, format_time, format_time_range, same_speed
@@ -127,46 +127,17 @@ def result_link_markdown(pitfall_id: str | None, result: Result, cases: Sequence
 
 # --- before a run: what each side will run ---------------------------------------------------------
 def preview(pitfall_id: str, case: Case, shape: Sequence[int], precision: str) -> dict[str, list[dict[str, str]]]:
-    """The labels and code of each side, as the engine will measure them (tests keep the two in
-    step), so a section shows its code before anything has run. The labels are the engine's
-    English: show them with side_label(), as a measured side's."""
-    big, small = format_shape(shape), format_shape(case.small_shape)
-    f64 = {"label": N_("Both float64 (jax_enable_x64)"), "code": "jax.config.update('jax_enable_x64', True)"}
-    f32 = {"label": N_("Both float32"), "code": "np.float32 inputs on both sides"}
-    sides: dict[str, tuple[dict[str, str], dict[str, str], list[dict[str, str]]]] = {
-        "jit": ({"label": N_("First call (%time f(x))"), "code": "%time f(x).block_until_ready()"},
-                {"label": N_("Steady state after warm-up"),
-                 "code": "f(x).block_until_ready()  # warm-up\n%timeit f(x).block_until_ready()"},
-                [{"label": N_("No jit: op-by-op dispatch"),
-                  "code": "%timeit g(x).block_until_ready()  # g not jitted"}]),
-        "async": ({"label": N_("Unblocked (dispatch only)"), "code": "%timeit f(x)"},
-                  {"label": N_("Blocked"), "code": "%timeit f(x).block_until_ready()"},
-                  [{"label": N_("np.asarray(f(x)): blocked + copy back"), "code": "%timeit np.asarray(f(x))"}]),
-        "dtype": ({"label": N_("NumPy float64 vs JAX float32"),
-                   "code": "x = np.random.rand(n, n)  # float64\n"
-                           "%timeit f_np(x); %timeit f(jnp.asarray(x))  # float32 in JAX"},
-                  f64 if precision == "x64" else f32, [f32] if precision == "x64" else [f64]),
-        "transfer": ({"label": N_("Host NumPy array in every call"), "code": "%timeit f(x_np).block_until_ready()"},
-                     {"label": N_("device_put once"),
-                      "code": "x = jax.device_put(x_np)\n%timeit f(x).block_until_ready()"},
-                     []),
-        "size": ({"label": N_("Only a tiny input ({shape})").format(shape=small), "code": f"x = rand({small})"},
-                 {"label": N_("The workload you care about ({shape})").format(shape=big), "code": f"x = rand({big})"},
-                 []),
-        "tf32": ({"label": N_("Default matmul precision"), "code": "f(x)"},
-                 {"label": "precision='highest'", "code": "with jax.default_matmul_precision('highest'):\n    f(x)"},
-                 []),
-        "cache": ({"label": N_("Restarted process, no cache"),
-                   "code": "# a fresh python process\n%time f(x).block_until_ready()"},
-                  {"label": N_("Restarted process, persistent cache hit"),
-                   "code": CACHE_SETTINGS + "%time f(x).block_until_ready()"},
-                  [{"label": N_("First process, empty cache: compiles and writes it"),
-                    "code": CACHE_SETTINGS + "%time f(x).block_until_ready()  # nothing cached yet"},
-                   {"label": N_("Process start: Python, import jax, backend up"),
-                    "code": "python -c 'import jax; jax.devices()'"}]),
-    }
-    naive, correct, extra = sides[pitfall_id]
-    return {"naive": [naive], "correct": [correct], "also": extra}
+    """The labels and code of each side, from the engine's own table (engine.pitfalls.SIDE_TEXT),
+    so a section shows its code before anything has run. The labels are the engine's English:
+    show them with side_label(), as a measured side's."""
+    naive, correct, also = side_roles(pitfall_id, precision)
+    shapes = {"small": format_shape(case.small_shape), "large": format_shape(shape)}
+
+    def one(name: str) -> dict[str, str]:
+        label, code = side_text(name, shapes.get(name, ""))
+        return {"label": label, "code": code}
+
+    return {"naive": [one(naive)], "correct": [one(correct)], "also": [one(name) for name in also]}
 
 
 def sides(pitfall: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:

@@ -113,6 +113,54 @@ def speed_words(numpy_s: float, jax_s: float) -> str:
     return N_("JAX {ratio}x slower than NumPy").format(ratio=f"{1 / ratio:.3g}")
 
 
+CACHE_SETTINGS = ('jax.config.update("jax_compilation_cache_dir", "/tmp/jax-cache")\n'
+                  'jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)\n'
+                  'jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)\n')
+
+# Each measured side's label (recorded English; "{shape}" filled in) and the code it stands for:
+# the lab labels its figures from here and the app shows the same before a run (SIDE_ROLES).
+SIDE_TEXT: dict[str, tuple[str, str]] = {
+    "first_call": (N_("First call (%time f(x))"), "%time f(x).block_until_ready()"),
+    "steady": (N_("Steady state after warm-up"), "f(x).block_until_ready()  # warm-up\n"
+               "%timeit f(x).block_until_ready()"),
+    "op_by_op": (N_("No jit: op-by-op dispatch"), "%timeit g(x).block_until_ready()  # g not jitted"),
+    "dispatch": (N_("Unblocked (dispatch only)"), "%timeit f(x)"),
+    "blocked": (N_("Blocked"), "%timeit f(x).block_until_ready()"),
+    "fetched": (N_("np.asarray(f(x)): blocked + copy back"), "%timeit np.asarray(f(x))"),
+    "mixed": (N_("NumPy float64 vs JAX float32"), "x = np.random.rand(n, n)  # float64\n"
+              "%timeit f_np(x); %timeit f(jnp.asarray(x))  # float32 in JAX"),
+    "float32": (N_("Both float32"), "np.float32 inputs on both sides"),
+    "float64": (N_("Both float64 (jax_enable_x64)"), "jax.config.update('jax_enable_x64', True)"),
+    "from_host": (N_("Host NumPy array in every call"), "%timeit f(x_np).block_until_ready()"),
+    "on_device": (N_("device_put once"), "x = jax.device_put(x_np)\n%timeit f(x).block_until_ready()"),
+    "small": (N_("Only a tiny input ({shape})"), "x = rand({shape})"),
+    "large": (N_("The workload you care about ({shape})"), "x = rand({shape})"),
+    "default_precision": (N_("Default matmul precision"), "f(x)"),
+    "highest": ("precision='highest'", "with jax.default_matmul_precision('highest'):\n    f(x)"),
+    "cold_restart": (N_("Restarted process, no cache"), "# a fresh python process\n%time f(x).block_until_ready()"),
+    "cache_hit": (N_("Restarted process, persistent cache hit"), CACHE_SETTINGS + "%time f(x).block_until_ready()"),
+    "cache_fill": (N_("First process, empty cache: compiles and writes it"),
+                   CACHE_SETTINGS + "%time f(x).block_until_ready()  # nothing cached yet"),
+    "process_start": (N_("Process start: Python, import jax, backend up"), "python -c 'import jax; jax.devices()'"),
+}
+
+
+def side_roles(pid: str, precision: str) -> tuple[str, str, tuple[str, ...]]:
+    """The SIDE_TEXT names of a pitfall's naive side, its correct side and the others it shows.
+    The fair dtype side is the run's own precision; the other dtype is shown beside it."""
+    fair, other = ("float64", "float32") if precision == "x64" else ("float32", "float64")
+    return {"jit": ("first_call", "steady", ("op_by_op",)), "async": ("dispatch", "blocked", ("fetched",)),
+            "dtype": ("mixed", fair, (other,)), "transfer": ("from_host", "on_device", ()),
+            "size": ("small", "large", ()), "tf32": ("default_precision", "highest", ()),
+            "cache": ("cold_restart", "cache_hit", ("cache_fill", "process_start"))}[pid]
+
+
+def side_text(name: str, shape: str = "") -> tuple[str, str]:
+    """A side's (label, code), with the shape of a workload-size side filled in."""
+    label, code = SIDE_TEXT[name]
+    return label.format(shape=shape), code.format(shape=shape)
+
+
 def _range(stats: Stats | None) -> list[float] | None:
     """A median's 95% range, [low, high] seconds; None when nothing was timed, or one sample
     only (its "range" would be that sample alone: a certainty nothing measured)."""
@@ -270,12 +318,10 @@ def pitfall_jit(lab: Lab) -> dict[str, Any]:
         Turn(blocking_call(case.jax_fn, lab.dev)))
     return _pitfall(
         "jit",
-        _side(N_("First call (%time f(x))"), "%time f(x).block_until_ready()", first, lab.numpy),
-        _side(N_("Steady state after warm-up"), "f(x).block_until_ready()  # warm-up\n"
-              "%timeit f(x).block_until_ready()", steady, lab.numpy),
+        _side(*side_text("first_call"), first, lab.numpy),
+        _side(*side_text("steady"), steady, lab.numpy),
         ((first, lab.numpy), (steady, lab.numpy)),
-        [_side(N_("No jit: op-by-op dispatch"), "%timeit g(x).block_until_ready()  # g not jitted",
-               op_by_op, lab.numpy)],
+        [_side(*side_text("op_by_op"), op_by_op, lab.numpy)],
     )
 
 
@@ -287,10 +333,10 @@ def pitfall_async(lab: Lab) -> dict[str, Any]:
         Turn(lambda: jax.tree_util.tree_map(np.asarray, f(*dev))))
     return _pitfall(
         "async",
-        _side(N_("Unblocked (dispatch only)"), "%timeit f(x)", dispatch, lab.numpy),
-        _side(N_("Blocked"), "%timeit f(x).block_until_ready()", blocked, lab.numpy),
+        _side(*side_text("dispatch"), dispatch, lab.numpy),
+        _side(*side_text("blocked"), blocked, lab.numpy),
         ((dispatch, lab.numpy), (blocked, lab.numpy)),
-        [_side(N_("np.asarray(f(x)): blocked + copy back"), "%timeit np.asarray(f(x))", fetched, lab.numpy)],
+        [_side(*side_text("fetched"), fetched, lab.numpy)],
     )
 
 
@@ -305,17 +351,13 @@ def pitfall_dtype(lab: Lab) -> dict[str, Any]:
         jax32, numpy32, numpy64 = t["jax"], t["numpy"], t["numpy_other"]
     else:
         jax32, numpy32, numpy64 = t["jax_other"], t["numpy_other"], t["numpy"]
-    fair = [(_side(N_("Both float32"), "np.float32 inputs on both sides", jax32, numpy32, dtype="float32"),
-             (jax32, numpy32))]
+    fair = [(_side(*side_text("float32"), jax32, numpy32, dtype="float32"), (jax32, numpy32))]
     if lab.spec.precision == "x64":
-        fair.append((_side(N_("Both float64 (jax_enable_x64)"), "jax.config.update('jax_enable_x64', True)",
-                           t["jax"], numpy64, dtype="float64"), (t["jax"], numpy64)))
+        fair.append((_side(*side_text("float64"), t["jax"], numpy64, dtype="float64"), (t["jax"], numpy64)))
     correct, correct_timing = fair[-1] if lab.spec.precision == "x64" else fair[0]
     return _pitfall(
         "dtype",
-        _side(N_("NumPy float64 vs JAX float32"), "x = np.random.rand(n, n)  # float64\n"
-              "%timeit f_np(x); %timeit f(jnp.asarray(x))  # float32 in JAX", jax32, numpy64,
-              dtype="mixed"),
+        _side(*side_text("mixed"), jax32, numpy64, dtype="mixed"),
         correct,
         ((jax32, numpy64), correct_timing),
         [side for side, _ in fair if side is not correct],
@@ -326,9 +368,8 @@ def pitfall_transfer(lab: Lab) -> dict[str, Any]:
     from_host, on_device = lab.turns(Turn(blocking_call(lab.f, lab.host)), Turn(blocking_call(lab.f, lab.dev)))
     return _pitfall(
         "transfer",
-        _side(N_("Host NumPy array in every call"), "%timeit f(x_np).block_until_ready()", from_host, lab.numpy),
-        _side(N_("device_put once"), "x = jax.device_put(x_np)\n%timeit f(x).block_until_ready()",
-              on_device, lab.numpy),
+        _side(*side_text("from_host"), from_host, lab.numpy),
+        _side(*side_text("on_device"), on_device, lab.numpy),
         ((from_host, lab.numpy), (on_device, lab.numpy)),
     )
 
@@ -345,14 +386,11 @@ def pitfall_size(lab: Lab) -> dict[str, Any]:
                          {"numpy_small": bound_call(case.numpy_fn, host),
                           "numpy_large": bound_call(case.numpy_fn, lab.host)})
     lab.small = (dev, t["small"].median_s)  # profiled after every section is timed (profile_size)
-    tag = format_shape(small)
-    big = format_shape(lab.spec.shape)
     return _pitfall(
         "size",
-        _side(N_("Only a tiny input ({shape})").format(shape=tag), f"x = rand({tag})", t["small"], t["numpy_small"],
-              shape=list(small)),
-        _side(N_("The workload you care about ({shape})").format(shape=big), f"x = rand({big})", t["large"],
-              t["numpy_large"], shape=list(lab.spec.shape)),
+        _side(*side_text("small", format_shape(small)), t["small"], t["numpy_small"], shape=list(small)),
+        _side(*side_text("large", format_shape(lab.spec.shape)), t["large"], t["numpy_large"],
+              shape=list(lab.spec.shape)),
         ((t["small"], t["numpy_small"]), (t["large"], t["numpy_large"])),
     )
 
@@ -393,21 +431,15 @@ def pitfall_tf32(lab: Lab) -> dict[str, Any]:
         "{speed}, error vs float64 {error} (no TF32 on this backend: both should match)")
     return _pitfall(
         "tf32",
-        _side(N_("Default matmul precision"), "f(x)", default, lab.numpy, rel_error=default_err,
+        _side(*side_text("default_precision"), default, lab.numpy, rel_error=default_err,
               conclusion=worded.format(speed=speed_words(lab.numpy.median_s, default.median_s),
                                        error=f"{default_err:.2g}")),
-        _side("precision='highest'", "with jax.default_matmul_precision('highest'):\n    f(x)",
-              highest, lab.numpy, rel_error=highest_err,
+        _side(*side_text("highest"), highest, lab.numpy, rel_error=highest_err,
               conclusion=N_("{speed}, error vs float64 {error}").format(
                   speed=speed_words(lab.numpy.median_s, highest.median_s), error=f"{highest_err:.2g}")),
         ((default, lab.numpy), (highest, lab.numpy)),
         applicable=on_gpu,
     )
-
-
-CACHE_SETTINGS = ('jax.config.update("jax_compilation_cache_dir", "/tmp/jax-cache")\n'
-                  'jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)\n'
-                  'jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)\n')
 
 
 def pitfall_cache(lab: Lab) -> dict[str, Any]:
@@ -443,24 +475,22 @@ def pitfall_cache(lab: Lab) -> dict[str, Any]:
         correct_words = N_("{speed}; the cache was not hit ({hits} of {processes} processes), so it compiled again")
     return _pitfall(
         "cache",
-        _side(N_("Restarted process, no cache"), "# a fresh python process\n%time f(x).block_until_ready()",
-              cold_s, lab.numpy, conclusion=N_("{speed}; compiling: {compile} of it").format(
+        _side(*side_text("cold_restart"), cold_s, lab.numpy,
+              conclusion=N_("{speed}; compiling: {compile} of it").format(
                   speed=speed_words(numpy_s, cold_s.median_s), compile=format_time(compile_median(cold))),
               **figures(cold)),
-        _side(N_("Restarted process, persistent cache hit"), CACHE_SETTINGS + "%time f(x).block_until_ready()",
-              hit_s, lab.numpy, conclusion=correct_words.format(
+        _side(*side_text("cache_hit"), hit_s, lab.numpy,
+              conclusion=correct_words.format(
                   speed=speed_words(numpy_s, hit_s.median_s), compile=format_time(compile_median(hit)),
                   hits=hits, processes=len(hit)),
               **figures(hit)),
         ((cold_s, lab.numpy), (hit_s, lab.numpy)),
-        [_side(N_("First process, empty cache: compiles and writes it"),
-               CACHE_SETTINGS + "%time f(x).block_until_ready()  # nothing cached yet", stats([fill]), lab.numpy,
+        [_side(*side_text("cache_fill"), stats([fill]), lab.numpy,
                conclusion=N_("{speed}; compiling and writing {entries} cache file(s): {compile} of it").format(
                    speed=speed_words(numpy_s, fill.first_call_s), entries=entries,
                    compile=format_time(fill.compile_s)),
                cache_files=entries, **figures([fill])),
-         _side(N_("Process start: Python, import jax, backend up"), "python -c 'import jax; jax.devices()'",
-               stats([fill, *cold, *hit], "start_s"), None,
+         _side(*side_text("process_start"), stats([fill, *cold, *hit], "start_s"), None,
                conclusion=N_("paid by every restart, cache or not (median of {processes} processes)").format(
                    processes=1 + len(cold) + len(hit)))],
     )
@@ -497,5 +527,4 @@ def fair_float64(spec: Spec, clock: Clock = time.perf_counter_ns) -> dict[str, A
     """Pitfall 3's float64 fair side, measured in the x64 worker for an x32 run."""
     check_precision("x64")
     lab = Lab(spec, clock)
-    return _side(N_("Both float64 (jax_enable_x64)"), "jax.config.update('jax_enable_x64', True)",
-                 lab.blocked, lab.numpy, dtype="float64")
+    return _side(*side_text("float64"), lab.blocked, lab.numpy, dtype="float64")
