@@ -163,6 +163,18 @@ def wait_or_say(page, selector: str, *, timeout: float) -> None:
                              f"{main_text(page)[-1500:]}") from exc
 
 
+def chart_count(page, expected: int, *, timeout: float = 30_000) -> int:
+    """How many charts the page holds, once it holds ``expected`` (or the wait ends): idle is a
+    moment's state, and a clean-clone run once read it with one of Compare's three charts drawn."""
+    selector = "[data-testid='stVegaLiteChart']"
+    try:
+        page.wait_for_function(f"() => document.querySelectorAll(\"{selector}\").length >= {expected}",
+                               timeout=timeout)
+    except Exception:  # Playwright's TimeoutError: the count below says what there was
+        pass
+    return page.locator(selector).count()
+
+
 def main_text(page) -> str:
     """What the page's main area reads (the sidebar left out)."""
     return page.locator(MAIN).inner_text()

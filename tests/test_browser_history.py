@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 from _results import make_result
-from browser_support import CHART, IDLE, JAX_COLOR, assert_no_error, tick, wait_for_chart_marks
+from browser_support import CHART, IDLE, JAX_COLOR, assert_no_error, chart_count, tick, wait_for_chart_marks
 
 from jaxcompare.history.store import Store
 
@@ -41,7 +41,7 @@ def test_history_select_two_runs_shows_verdict_and_charts(fresh_server, browser,
     page.wait_for_selector(CHART, timeout=30_000)
     text = page.locator("[data-testid='stApp']").inner_text()
     assert "2 selected" in text and "Is B faster than A?" in text and "jax — → 0.11.0" in text
-    assert page.locator("[data-testid='stVegaLiteChart']").count() == 2
+    assert chart_count(page, 2) == 2
     for index in range(2):  # run B is drawn in #E4572E in both charts
         assert wait_for_chart_marks(page, index, JAX_COLOR) > 0, f"chart {index} drew no marks for run B"
     assert_no_error(page)

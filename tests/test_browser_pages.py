@@ -21,6 +21,7 @@ from browser_support import (
     MAIN,
     NUMPY_COLOR,
     assert_no_error,
+    chart_count,
     chart_marks,
     cut_cells,
     hollow_marks,
@@ -184,7 +185,7 @@ def test_size_sweep_runs_and_draws_the_crossover(server, browser):
     assert table.count() == 1 and table.locator("tbody tr").count() == 3
     assert cut_cells(table) == []
     # Runtime, speedup, one-off share and roofline charts, each with a mark per size inside its plot.
-    assert page.locator("[data-testid='stVegaLiteChart']").count() == 4
+    assert chart_count(page, 4) == 4
     assert wait_for_chart_marks(page, 0, JAX_COLOR, mark="symbol", at_least=3) == 3  # JAX dot per size
     assert chart_marks(page, 0, NUMPY_COLOR, mark="symbol") == 3  # NumPy dot per size
     assert wait_for_chart_marks(page, 1, JAX_COLOR, mark="symbol", at_least=3) == 3  # x32 speedup per size
