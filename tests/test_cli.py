@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from support import cli
 
+pytestmark = pytest.mark.slow  # a minute of CLI processes in all: collected first, so workers end together
+
 STATS_FIELDS = {"median_s", "min_s", "mean_s", "std_s", "iqr_s", "n", "loops", "samples_s", "stable"}
 
 

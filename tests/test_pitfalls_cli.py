@@ -12,6 +12,8 @@ from support import cli
 
 from jaxcompare.engine.pitfalls import DECIDING_SAMPLES, EFFECTS, SECTIONS
 
+pytestmark = pytest.mark.slow  # 20 s or more (45 s beside other tests): collected first, so workers end together
+
 
 @pytest.fixture(scope="module")
 def cli_doc() -> dict:
