@@ -118,7 +118,7 @@ CACHE_SETTINGS = ('jax.config.update("jax_compilation_cache_dir", "/tmp/jax-cach
                   'jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)\n')
 
 # Each measured side's label (recorded English; "{shape}" filled in) and the code it stands for:
-# the lab labels its figures from here and the app shows the same before a run (SIDE_ROLES).
+# the lab labels its figures from here and the app shows the same before a run (side_roles).
 SIDE_TEXT: dict[str, tuple[str, str]] = {
     "first_call": (N_("First call (%time f(x))"), "%time f(x).block_until_ready()"),
     "steady": (N_("Steady state after warm-up"), "f(x).block_until_ready()  # warm-up\n"
@@ -252,10 +252,10 @@ class Lab:
 
         self.jax = jax
         self.spec = spec
-        least = DECIDING_SAMPLES
-        self.cfg = replace(spec.timing, min_samples=max(spec.timing.min_samples, least),
-                           max_samples=max(spec.timing.max_samples, least),
-                           compile_samples=max(spec.timing.compile_samples, least))
+        timing = spec.timing  # at least DECIDING_SAMPLES of every figure, whatever the preset
+        self.cfg = replace(timing, min_samples=max(timing.min_samples, DECIDING_SAMPLES),
+                           max_samples=max(timing.max_samples, DECIDING_SAMPLES),
+                           compile_samples=max(timing.compile_samples, DECIDING_SAMPLES))
         self.clock = clock
         self.case: Case = get_case(spec.case, spec.cases_file)
         self.case.check_shape(spec.shape)
