@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from jaxcompare.engine.pitfalls import EFFECTS, _pitfall, _side
+from jaxcompare.engine.pitfalls import DECIDING_SAMPLES, EFFECTS, _pitfall, _side
 from jaxcompare.model.stats import Stats
 
 
@@ -52,3 +52,20 @@ def check_ranges_and_effect(pitfall: dict) -> None:
     low, high = pitfall["effect_range"]
     assert low <= pitfall["effect_factor"] <= high
     assert (pitfall["effect"] == "flatters") == (low > 1) and (pitfall["effect"] == "hurts") == (high < 1)
+
+
+def check_restarts(p: dict, jit: dict) -> None:
+    """Pitfall 7 as a run of all seven measured it (``jit``: pitfall 1 of the same run): a
+    restart compiles again unless the persistent cache is hit, and it never flatters JAX."""
+    cold, hit = p["naive"], p["correct"]
+    fill, start = p["extra"]
+    assert cold["cache_hits"] == 0 and hit["cache_hits"] == hit["processes"]  # every cached process hit
+    assert cold["processes"] == hit["processes"] >= DECIDING_SAMPLES  # quick's two a side decide nothing
+    assert fill["cache_hits"] == 0 and fill["cache_files"] >= 1  # the first process wrote what the others read
+    # Same run, processes taken in turns: reading the executable costs less than compiling it.
+    assert hit["compile_seconds"] < cold["compile_seconds"]
+    assert p["effect"] != "flatters", p  # a restart without the cache never makes JAX look faster
+    assert start["numpy_seconds"] is None and start["seconds"] > 0
+    assert cold["numpy_seconds"] == hit["numpy_seconds"] == jit["naive"]["numpy_seconds"]  # the lab's baseline
+    assert p["doc"].endswith("/persistent_compilation_cache.html")
+    check_ranges_and_effect(p)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from _pitfalls import check_restarts
 from apptest_support import app_runner, fresh_caches, page, run_until  # noqa: F401
 from chart_support import chart_rows, vega_specs
 from i18n_support import cpu_model, english_left
@@ -110,6 +111,7 @@ def test_run_all_measures_seven_sections_in_one_job():
     assert any("compiling " in t and t.startswith("JAX **") for t in texts)
     assert any("read from the cache in " in t for t in texts)
     assert any("persistent_compilation_cache.html" in t for t in texts)
+    check_restarts(results["cache"]["pitfall"], results["jit"]["pitfall"])
     downloads = [d.proto.label for d in at.get("download_button")]
     assert downloads.count("Chart (PNG)") == 7
     assert not at.button(key="run_all_pitfalls").disabled

@@ -21,6 +21,7 @@ from ..analysis.sweep import crossover, ladder, parse_sizes, sweep_document
 from ..analysis.text import checklist_lines, display_width, pad, profile_lines, sweep_header_line, sweep_row_line
 from ..analysis.trust import trusted
 from ..catalog import builtin_cases, case_from_summary, find_case, get_case
+from ..engine.pitfalls import SECTIONS, check_sections
 from ..history.store import traces_dir
 from ..i18n import N_, _, translate_text
 from ..model.cases import Case, format_shape
@@ -89,6 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_pit.add_argument("--cases-file")
     p_pit.add_argument("--seed", type=int, default=0)
     p_pit.add_argument("--quick", action="store_true")
+    p_pit.add_argument("--sections", nargs="+", metavar="SECTION",
+                       help=f"only these pitfalls, in this order (default: all of {' '.join(SECTIONS)})")
     p_pit.add_argument("--timeout", type=float, default=None)
     p_pit.add_argument("--json", metavar="PATH|-")
     cli_history.add_commands(sub)
@@ -227,10 +230,11 @@ def cmd_pitfalls(args: argparse.Namespace) -> int:
         case = _lookup(args, runner)
         shape = parse_shape(args.shape) if args.shape else case.large_shape
         case.check_shape(shape)
+        sections = check_sections(args.sections)
         out = _human(args)
         print(_("measuring the pitfalls for {case} at {shape} ({precision}) ...").format(
             case=case.name, shape=format_shape(shape), precision=args.precision), file=sys.stderr)
-        report = runner.submit_pitfalls(_base_spec(args, shape)).wait()
+        report = runner.submit_pitfalls(_base_spec(args, shape), sections).wait()
     if args.json:
         write_json(args.json, report)
     if args.json != "-":

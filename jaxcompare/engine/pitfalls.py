@@ -14,7 +14,7 @@ import math
 import os
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -23,6 +23,7 @@ import numpy as np
 from ..catalog import get_case
 from ..i18n import N_
 from ..model.cases import Case, as_tuple, format_shape
+from ..model.errors import BadInput
 from ..model.formatting import format_time, same_speed
 from ..model.spec import MIN_SAMPLES_FOR_RANGE, Spec
 from ..model.stats import Stats
@@ -95,6 +96,19 @@ PITFALLS: tuple[dict[str, str], ...] = (
                      "second be cached too). Tracing and lowering still run in every process.")),
 )
 SECTIONS = tuple(p["id"] for p in PITFALLS)
+
+
+def check_sections(sections: Sequence[str] | None) -> tuple[str, ...]:
+    """The sections to measure, in the order given (all of SECTIONS for none); BadInput for a
+    name that is not a section or is named twice."""
+    sections = tuple(sections or SECTIONS)
+    unknown = set(sections) - set(SECTIONS)
+    if unknown:
+        raise BadInput(N_("unknown pitfall section(s): {sections}").format(sections=", ".join(sorted(unknown))))
+    twice = sorted({pid for pid in sections if sections.count(pid) > 1})
+    if twice:
+        raise BadInput(N_("pitfall section(s) named twice: {sections}").format(sections=", ".join(twice)))
+    return sections
 TINY_S = 1e-12  # the floor of a time in a ratio (a dispatch can read 0 ns)
 EFFECTS = ("flatters", "hurts", "within_noise")  # what the naive way does to JAX's speedup
 EFFECT_WORDS = {"flatters": N_("flatters JAX"), "hurts": N_("hurts JAX"), "within_noise": N_("within the noise")}

@@ -273,13 +273,10 @@ class Runner:
     def submit_pitfalls(self, spec: Spec, sections: tuple[str, ...] | None = None, *,
                         timeout_s: float | None = None, owner: Owner | str | None = None) -> Job:
         """Queue the pitfalls lab; an x32 run borrows the x64 worker for the fair float64 side."""
-        from .pitfalls import SECTIONS
+        from .pitfalls import check_sections
 
         preflight(spec, self.settings)
-        sections = tuple(sections or SECTIONS)
-        unknown = set(sections) - set(SECTIONS)
-        if unknown:
-            raise BadInput(N_("unknown pitfall section(s): {sections}").format(sections=", ".join(sorted(unknown))))
+        sections = check_sections(sections)
         steps = [Step(spec.precision, "pitfalls", (spec.to_dict(), sections))]
         if "dtype" in sections and spec.precision == "x32":
             steps.append(Step("x64", "fair_float64", (spec.to_dict() | {"precision": "x64"},)))
