@@ -11,7 +11,9 @@ that both workers (x32 and x64) are still the processes that started, sharing th
 It writes DEVICE.md (the tables and the environment) and device-check.json, a
 `jaxcompare.export/1` file that `jaxcompare import` and the History page take.
 
-Without a GPU or TPU it says so and runs everything at a small size on the CPU.
+Without a GPU or TPU it says so and runs everything at a small size on the CPU. The small size
+leaves out pitfall 7 (restarts): its fresh processes take longer than the rest of the lab,
+and `python -m jaxcompare pitfalls --sections cache` measures it on its own.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ sys.path.insert(0, str(HERE.parent))
 
 from jaxcompare import JaxCompareError, Result, Runner, Spec, TimingConfig  # noqa: E402
 from jaxcompare.analysis.checks import checklist, overall  # noqa: E402
+from jaxcompare.engine.pitfalls import SECTIONS  # noqa: E402
 from jaxcompare.history.exchange import export_json  # noqa: E402
 from jaxcompare.model.cases import format_shape  # noqa: E402
 from jaxcompare.model.device_memory import DeviceMemory  # noqa: E402
@@ -61,6 +64,9 @@ class Plan:
         self.sweep_timing = TimingConfig.preset("quick")
         # The self-check covers the catalog on a device; at the small size a sample of it.
         self.selfcheck_cases = ["matmul", "centered_gram", "svd", "cumsum", "logsumexp"] if small else None
+        # Pitfall 7 starts nine fresh processes (a second each to import JAX), at the small size
+        # about half the run; the full plan measures it on the device.
+        self.pitfall_sections = tuple(pid for pid in SECTIONS if pid != "cache") if small else None
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -147,7 +153,8 @@ def docs_rows(result: Result) -> list[tuple[str, str, str]]:
 
 
 def pitfalls(runner: Runner, plan: Plan) -> dict[str, Any]:
-    report = runner.submit_pitfalls(Spec(DOCS_CASE, plan.docs_shape, precision="x32", timing=plan.timing)).wait()
+    report = runner.submit_pitfalls(Spec(DOCS_CASE, plan.docs_shape, precision="x32", timing=plan.timing),
+                                    plan.pitfall_sections).wait()
     for p in report["pitfalls"]:
         flag = "" if p["applicable"] else "  (not applicable here)"
         say(f"   {p['title']}{flag}\n      naive: {p['naive']['conclusion']}\n"
@@ -248,6 +255,9 @@ def device_md(report: dict[str, Any], plan: Plan, docs: Result | None, pits: dic
         rows = [[p["title"], p["naive"]["conclusion"], p["correct"]["conclusion"],
                  "yes" if p["applicable"] else "no"] for p in pits["pitfalls"]]
         lines += table(["pitfall", "naive", "measured properly", "applies here"], rows) + [""]
+        if plan.pitfall_sections is not None:
+            lines += ["Pitfall 7 (restarts) is left out at the small size: its fresh processes take longer "
+                      "than the rest of the lab. `python -m jaxcompare pitfalls --sections cache` measures it.", ""]
 
     if results:
         lines += ["## Matmul size sweep (x32, quick timing)", ""]

@@ -55,6 +55,7 @@ def test_device_md_has_the_docs_colab_column_beside_this_machine(device_check):
                   and line.endswith("| n/a: not applicable on cpu |")]
     assert len(clock_rows) == 3
     assert "6. TF32: GPU float32 matmuls default to TF32" in md  # the pitfalls lab, TF32 included
+    assert "7. Restarts" not in md and "--sections cache" in md  # left out at the small size, and said so
     assert "of this cpu's measured float32 matmul rate" in md.lower()  # the fraction of peak
 
 
