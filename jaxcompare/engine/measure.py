@@ -40,7 +40,7 @@ from .environment import collect as collect_env
 from .environment import resolve_device
 from .gpu_clocks import ClockWatch
 from .load import LoadMeter, Span, free_cores, is_busy, share_cores
-from .memory import check_fits, device_memory, estimate, host_available
+from .memory import check_fits, device_memory, estimate, host_available, keep_freed_memory
 from .profile import profile_jitted
 from .timing import (
     BLAS_SETTLE_S,
@@ -294,6 +294,7 @@ def measure(spec: Spec, progress: ProgressCallback = _no_progress, clock: Clock 
     (_recheck; off only in tests of the first pass). ``load``: the meter (tests inject its counters).
     ``clocks``: what reads the GPU's clocks (by default NVML's, on a GPU; tests replay readings)."""
     check_precision(spec.precision)
+    keep_freed_memory()
     case = get_case(spec.case, spec.cases_file) if case is None else case
     case.check_shape(spec.shape)
     device = resolve_device(spec.device)
@@ -334,7 +335,7 @@ def measure(spec: Spec, progress: ProgressCallback = _no_progress, clock: Clock 
         backend=device.platform,
         numpy_runtime=numpy_stats,
         jax=jax,
-        env=collect_env(),
+        env={**collect_env(), "freed_memory_kept": keep_freed_memory()},
         flops=flops,
         notes=_notes(spec, jax, cpu_side_missing=want_cpu_side and cpu is None),
         jax_cpu=jax_cpu,

@@ -8,6 +8,7 @@ primes, then mapping each probe size back to the requested size; output shapes c
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -24,6 +25,30 @@ PROBE_SIZES = (13, 17, 19, 23)
 # Leave room for the interpreter, XLA's workspace and the other worker.
 HOST_FRACTION = 0.7
 DEVICE_FRACTION = 0.8
+
+
+# glibc hands a freed block of 128 KiB or more back to the system (munmap, or a trim of the heap's
+# top) depending on the heap's history, and the next call page-faults it in again: NumPy's fft at
+# 262144 ran at 3.4 or 8.3 ms, its centered Gram at 400x400 0.71 or 1.25 ms, from one input to the
+# next (benchmarks/RESULTS.md, "Two speeds of the same NumPy call"). Kept below this size, every
+# call reuses the memory the last one freed, as a long-running program's steady state does.
+KEEP_FREED_BYTES = 1 << 30
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's malloc.h
+
+
+@functools.cache
+def keep_freed_memory() -> bool:
+    """Make glibc keep freed memory for reuse (mallopt: no trimming, no mmap below KEEP_FREED_BYTES),
+    once per process, before anything is timed; False where the C library is not glibc."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):  # macOS, musl: no mallopt
+        return False
+    return bool(mallopt(_M_MMAP_THRESHOLD, KEEP_FREED_BYTES) and mallopt(_M_TRIM_THRESHOLD, KEEP_FREED_BYTES))
 
 
 @dataclass(frozen=True)
