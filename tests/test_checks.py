@@ -202,6 +202,15 @@ def test_the_busy_item_names_what_other_programs_used(fair_result):
     skipped_both = by_id(loaded(1.3, {"why": "busy", "kept": "first", "equal": False,
                                       "parallel": ["numpy", "runtime"]}))["busy"]
     assert skipped_both.status == WARN and "both ran on more than one core" in skipped_both.reason
+    # A parallel side, timed again on every core: trusted only from enough samples that had their
+    # cores, and the item gives the counts either way.
+    clean = by_id(loaded(1.3, {"why": "busy", "kept": "clean", "equal": False, "parallel": ["runtime"],
+                               "clean_samples": {"numpy": [40, 48], "runtime": [9, 120]}}))
+    assert clean["busy"].status == PASS and "NumPy 40 of 48, JAX 9 of 120" in clean["busy"].reason
+    assert clean["steady"].status == NA and "had their cores" in clean["steady"].reason
+    few = by_id(loaded(1.3, {"why": "busy", "kept": "first", "equal": False, "parallel": ["runtime"],
+                             "clean_samples": {"numpy": [40, 48], "runtime": [2, 120]}}))["busy"]
+    assert few.status == WARN and "too few" in few.reason and "JAX 2 of 120" in few.reason
     # Saved before the load was recorded: not checked, and said so (n/a, not pass).
     assert by_id(dataclasses.replace(fair_result, load={}))["busy"].status == NA
 

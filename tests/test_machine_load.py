@@ -261,3 +261,42 @@ def test_demand_tells_threads_running_at_once_from_threads_handing_work_on():
     assert turns.threads == 2 and turns.demand < 1.1 and not turns.parallel, turns
     assert at_once.own_cores < 1.1 and at_once.demand > 1.6 and at_once.parallel, at_once
     assert at_once.to_dict()["demand_cores"] == round(at_once.demand, 2)
+
+
+def test_a_sample_whose_threads_shared_one_core_did_not_have_its_cores():
+    """load.SampleWatch, with real threads: two threads of ours held to one core wait for it in turn
+    (neither clean by its waits nor by the cores used), while this thread alone, hashing, waits for
+    no core whenever no other program takes it (engine/measure._clean_recheck keeps only such samples)."""
+    from jaxcompare.engine.load import SampleWatch
+
+    before = os.sched_getaffinity(0)
+    if len(before) < 2:
+        pytest.skip("needs two cores: on one, a sample that used every core is clean by its own count")
+    chunk = bytes(4_000_000)
+
+    def work() -> None:  # hashing a buffer runs outside the GIL
+        for _ in range(4):
+            hashlib.sha256(chunk).digest()
+
+    watch = SampleWatch(len(before))
+    assert watch.available
+    for _ in range(12):  # alone, unpinned
+        watch.begin()
+        work()
+        watch.end()
+    alone = list(watch.clean)
+    os.sched_setaffinity(0, {min(before)})  # the helper started now inherits the one core
+    try:
+        for _ in range(6):
+            helper = threading.Thread(target=work)
+            watch.begin()
+            helper.start()
+            work()
+            helper.join()
+            watch.end()
+    finally:
+        os.sched_setaffinity(0, before)
+    shared = watch.clean[len(alone):]
+    assert len(shared) == 6 and not any(shared), shared
+    # On a busy machine another program may take this thread's core now and then, but not in every sample.
+    assert any(alone), alone

@@ -1,12 +1,13 @@
 """A noisy neighbour (another process keeping one core busy): the same comparisons measured on
-the quiet machine and beside it, in one test. Under the neighbour the load meter sees it (in most
-comparisons: it may get only a fair share), every result the checklist trusts keeps its quiet
-speedup within 1.5x, the ones it saw are flagged,
-and a sweep's headline comes from trusted points only. Doubting everything is no way out on the
-quiet machine: most comparisons measured quiet are trusted. Beside the neighbour, on two cores, a
-result is trusted only where re-timing on the free core keeps the comparison (both sides wanted
-one core), and XLA's CPU code wants both cores here for every case tried but sort, so sort alone
-is (benchmarks/RESULTS.md, "Which sides want more than one core")."""
+the quiet machine, beside the neighbour, and quiet again, in one test. Beside it the load meter sees
+it (in most comparisons: it may get only a fair share), at least a third of the comparisons are
+trusted, every one trusted keeps a quiet speedup within 1.5x, the ones it saw are flagged, and a
+sweep's headline comes from trusted points only. Doubting everything is no way out on the quiet
+machine either: most comparisons measured quiet are trusted.
+
+The quiet comparison is the one measured before or after: quiet, XLA's centered Gram at 400x400 gave
+0.53x and 0.86x a minute apart (its own threads contend), and nothing beside a neighbour can say
+which of the two a quiet run would have given (benchmarks/RESULTS.md, "Samples that had their cores")."""
 
 from __future__ import annotations
 
@@ -39,26 +40,36 @@ def quiet_results():
 def test_a_busy_neighbour_is_seen_and_trusted_speedups_hold(quiet_results, neighbour):
     busy_results = measure_all()
     assert neighbour.is_running() and neighbour.status() != psutil.STATUS_ZOMBIE, "the neighbour stopped early"
+    neighbour.kill()
+    try:
+        neighbour.wait(timeout=5)
+    except psutil.TimeoutExpired:  # a zombie that no init process reaps: it no longer runs either
+        assert neighbour.status() == psutil.STATUS_ZOMBIE
+    quiet_after = measure_all()
     seen = [r.others_cores() is not None and r.others_cores() >= BUSY_CORES for r in busy_results]
     # The meter sees the neighbour. Not always: beside two or three busy threads of ours the
     # scheduler gives it a fair share, one third to one half of two cores (0.43-0.48 read,
     # RESULTS.md "A neighbour's fair share"); such a run is judged by its speedup below.
     assert sum(seen) > len(seen) / 2, [r.others_cores() for r in busy_results]
-    for quiet, busy, busy_seen in zip(quiet_results, busy_results, seen, strict=True):
+    for before, busy, after, busy_seen in zip(quiet_results, busy_results, quiet_after, seen, strict=True):
         label = f"{busy.case} {busy.shape}"
         item = {c.id: c for c in checklist(busy)}["busy"]
         recheck = busy.load.get("recheck") or {}
-        # A side that ran in parallel would lose cores pinned: that pair is not timed again at all.
+        # A side that ran in parallel would lose cores pinned: that pair is timed again on every core.
         if recheck.get("parallel"):
-            assert recheck["kept"] == "first" and "recheck.numpy" not in busy.load["phases"], (label, recheck)
-        # Seen, it is flagged: the busy item warns, or the pair was timed again on the free core and says so.
-        rechecked = item.status == PASS and recheck.get("pinned") and "free core" in item.reason
-        assert not busy_seen or item.status == WARN or rechecked, (label, item)
-        if trusted(busy) and trusted(quiet):
-            ratio = busy.speedup / quiet.speedup
-            assert 1 / 1.5 <= ratio <= 1.5, (label, quiet.speedup, busy.speedup, busy.load)
-    # A sweep's headline from trusted points only, whatever the neighbour did to the others.
+            assert not recheck["pinned"] and recheck["kept"] in ("first", "clean"), (label, recheck)
+            assert "clean_samples" in recheck and "recheck.runtime" in busy.load["phases"], (label, recheck)
+        # Seen, it is flagged: the busy item warns, or the pair was timed again and the item says how.
+        pinned = recheck.get("pinned") and "free core" in item.reason
+        clean = recheck.get("kept") == "clean" and "had the cores they wanted" in item.reason
+        assert not busy_seen or item.status == WARN or (item.status == PASS and (pinned or clean)), (label, item)
+        quiet = [r.speedup for r in (before, after) if trusted(r)]
+        if trusted(busy) and quiet:
+            ratios = [busy.speedup / q for q in quiet]
+            assert any(1 / 1.5 <= ratio <= 1.5 for ratio in ratios), (label, quiet, busy.speedup, busy.load)
     kept = [r for r in busy_results if trusted(r)]
+    assert len(kept) >= len(busy_results) / 3, [(r.case, summary.doubt_text(r)) for r in busy_results]
+    # A sweep's headline from trusted points only, whatever the neighbour did to the others.
     best = summary.best_trusted(busy_results)
     assert (best is None) == (not kept)
     if best is not None:

@@ -257,8 +257,12 @@ def check_speedup_steady(r: Result) -> Check:
     pair to pair? A drift of the machine's speed moves both medians, but not their ratio."""
     pairs = r.speedup_pairs
     if not pairs:
-        if (r.load.get("recheck") or {}).get("kept") == "recheck":
+        kept = (r.load.get("recheck") or {}).get("kept")
+        if kept == "recheck":
             why = _("not checked: timed again on a busy machine, each side's fastest block kept (no pairs)")
+        elif kept == "clean":
+            why = _("not checked: timed again on a busy machine, only the samples that had their cores kept "
+                    "(no pairs)")
         elif r.spec.timing.runtime_blocks > 1:
             why = _("not checked: no block medians recorded (measured before jaxcompare kept them)")
         else:
@@ -378,6 +382,19 @@ def check_busy(r: Result) -> Check:
                                     "machine's load"), None)
     recheck = r.load.get("recheck") or {}
     figure = format_cores(others)
+    if "clean_samples" in recheck:  # a side ran in parallel: timed again on every core (measure._clean_recheck)
+        counts = recheck["clean_samples"]
+        values = {"cores": figure, "numpy": counts["numpy"][0], "numpy_all": counts["numpy"][1],
+                  "jax": counts["runtime"][0], "jax_all": counts["runtime"][1]}
+        if recheck.get("kept") == "clean":
+            return _check("busy", PASS, _(
+                "other programs used {cores} cores during the first runtime blocks, so the pair was timed again on "
+                "every core in short samples, and only those that had the cores they wanted count (NumPy {numpy} "
+                "of {numpy_all}, JAX {jax} of {jax_all})").format(**values), None)
+        return _check("busy", WARN, _(
+            "other programs used {cores} cores during the runtime blocks; timed again on every core in short "
+            "samples, too few had the cores they wanted (NumPy {numpy} of {numpy_all}, JAX {jax} of {jax_all}): "
+            "rerun when the machine is quieter").format(**values), None)
     # A busy pair with a side that ran in parallel: not timed again, or (saved before that) timed
     # again on the free cores all the same.
     timed_again = recheck.get("kept") == "recheck" and recheck.get("pinned")

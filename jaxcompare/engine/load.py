@@ -262,6 +262,52 @@ PARALLEL_CORES = 1.05
 PARALLEL_DEMAND = 1.2
 
 
+# A sample ran as on a quiet machine when this process's threads waited, runnable, for a core less
+# than CLEAN_WAIT_SHARE of its wall time (serial work beside a neighbour on another core), or kept
+# all but CLEAN_SLACK_CORES of its cores busy themselves (no room left for another program: parallel
+# work that won every core). Beside a one-core neighbour, the samples so judged gave XLA's
+# elementwise at 1e6 4.0 ms (quiet: 4.0; all samples: 7.9) and none where two neighbours held both
+# cores (benchmarks/RESULTS.md, "Samples that had their cores").
+CLEAN_WAIT_SHARE = 0.05
+CLEAN_SLACK_CORES = 0.2
+
+
+def _waits() -> dict[int, float]:
+    """Each live thread of this process: seconds it has waited, runnable, for a core."""
+    try:
+        tids = [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError:
+        return {}
+    return {tid: waited for tid, (_, waited) in thread_schedstat(tids).items()}
+
+
+class SampleWatch:
+    """Judges each timed sample, between ``begin()`` and ``end()``: did this process's threads get
+    the cores they wanted (CLEAN_WAIT_SHARE, CLEAN_SLACK_CORES)? ``clean`` holds one verdict a
+    sample, in order. Unavailable where the kernel gives no run delays (no schedstat)."""
+
+    def __init__(self, cores: int) -> None:
+        self.cores = cores
+        self.clean: list[bool] = []
+        self._start: tuple[float, float, dict[int, float]] = (0.0, 0.0, {})
+
+    @property
+    def available(self) -> bool:
+        return bool(thread_schedstat([threading.get_native_id()]))
+
+    def begin(self) -> None:
+        waits = _waits()
+        self._start = (time.perf_counter(), time.process_time(), waits)
+
+    def end(self) -> None:
+        wall, cpu = time.perf_counter(), time.process_time()
+        start_wall, start_cpu, start_waits = self._start
+        wall -= start_wall
+        waited = sum(max(w - start_waits.get(tid, 0.0), 0.0) for tid, w in _waits().items())
+        self.clean.append(wall > 0 and (waited < CLEAN_WAIT_SHARE * wall
+                                        or cpu - start_cpu >= (self.cores - CLEAN_SLACK_CORES) * wall))
+
+
 def free_cores(cores: list[int], others_cores: float) -> list[int]:
     """The cores left when other processes keep ``others_cores`` busy (at least one): the last
     ones of our affinity set, so the scheduler moves the others to the first ones."""

@@ -9,7 +9,7 @@ import itertools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -19,6 +19,16 @@ from ..model.spec import TimingConfig
 from ..model.stats import Stats, median_ci
 
 Clock = Callable[[], int]
+
+
+class Watch(Protocol):
+    """Judges each timed sample from ``begin()`` to ``end()`` (load.SampleWatch)."""
+
+    def begin(self) -> None: ...
+
+    def end(self) -> None: ...
+
+
 NS = 1e-9
 # After NumPy's multithreaded work OpenBLAS's idle threads spin before they sleep and slow JAX's
 # calls, so a JAX timing that follows NumPy warms up this long. Measured: a JAX call ran 1.8x slower
@@ -146,21 +156,28 @@ def sample(
     warmup: bool = True,
     settle_s: float = 0.0,
     on_sample: Callable[[int], None] | None = None,
+    watch: Watch | None = None,
 ) -> Stats:
     """Sample ``call`` until the median is stable or the budget is spent.
 
     With ``setup`` or ``teardown`` each sample is one call (untimed setup before it,
     untimed ``teardown(result)`` after it): needed when every call must start from fresh
     state (cold compile, unblocked dispatch, fetch of a fresh result). ``settle_s``: warm up
-    at least this long (BLAS_SETTLE_S when the call follows NumPy work).
+    at least this long (BLAS_SETTLE_S when the call follows NumPy work). ``watch``: judges each
+    sample (load.SampleWatch keeps one verdict a sample).
     """
     budget_ns = (config.phase_budget_s if budget_s is None else budget_s) / NS
     min_n = config.min_samples if min_samples is None else min_samples
     single = setup is not None or teardown is not None
 
-    def one_sample(loops: int) -> float:
+    def one_sample(loops: int, judged: bool = True) -> float:
         if not single:
-            return time_loops(call, loops, clock) * NS / loops
+            if watch is None or not judged:
+                return time_loops(call, loops, clock) * NS / loops
+            watch.begin()
+            elapsed = time_loops(call, loops, clock)
+            watch.end()
+            return elapsed * NS / loops
         if setup is not None:
             setup()
         start = clock()
@@ -174,7 +191,7 @@ def sample(
         # First calls pay for caches, page faults and lazy initialisation.
         warm_until = clock() + max(config.warmup_s, settle_s) / NS
         while True:
-            one_sample(1)
+            one_sample(1, judged=False)
             if clock() >= warm_until:
                 break
     started = clock()  # the budget is for sampling; the warm-up comes on top
