@@ -278,7 +278,7 @@ def test_a_sample_whose_threads_shared_one_core_did_not_have_its_cores():
         for _ in range(4):
             hashlib.sha256(chunk).digest()
 
-    watch = SampleWatch(len(before))
+    watch = SampleWatch(len(before), per_block=6)
     assert watch.available
     for _ in range(12):  # alone, unpinned
         watch.begin()
@@ -300,3 +300,17 @@ def test_a_sample_whose_threads_shared_one_core_did_not_have_its_cores():
     assert len(shared) == 6 and not any(shared), shared
     # On a busy machine another program may take this thread's core now and then, but not in every sample.
     assert any(alone), alone
+
+
+def test_a_block_ends_once_its_side_has_enough_samples_that_count():
+    from jaxcompare.engine.load import SampleWatch
+
+    watch = SampleWatch(2, per_block=3)
+    watch.clean += [True, False, True]
+    assert not watch.block_done()
+    watch.clean.append(True)
+    assert watch.block_done()  # three that count: the first block may end
+    watch.clean += [False, True]
+    assert not watch.block_done()  # the second block needs three more of its own
+    watch.clean += [True, True]
+    assert watch.block_done()

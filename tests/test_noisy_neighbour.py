@@ -5,9 +5,10 @@ trusted, every one trusted keeps a quiet speedup within 1.5x, the ones it saw ar
 sweep's headline comes from trusted points only. Doubting everything is no way out on the quiet
 machine either: most comparisons measured quiet are trusted.
 
-The quiet comparison is the one measured before or after: quiet, XLA's centered Gram at 400x400 gave
-0.53x and 0.86x a minute apart (its own threads contend), and nothing beside a neighbour can say
-which of the two a quiet run would have given (benchmarks/RESULTS.md, "Samples that had their cores")."""
+The quiet comparison is the one measured before or after, with its 95% range: quiet, NumPy's matmul
+at 200x200 gave 0.61x and 1.00x a minute apart, and XLA's centered Gram at 400x400 0.53x and 0.86x
+(parallel work on this VM's two cores runs at one of two speeds), and nothing beside a neighbour can
+say which a quiet run would have given (benchmarks/RESULTS.md, "Samples that had their cores")."""
 
 from __future__ import annotations
 
@@ -63,10 +64,10 @@ def test_a_busy_neighbour_is_seen_and_trusted_speedups_hold(quiet_results, neigh
         pinned = recheck.get("pinned") and "free core" in item.reason
         clean = recheck.get("kept") == "clean" and "had the cores they wanted" in item.reason
         assert not busy_seen or item.status == WARN or (item.status == PASS and (pinned or clean)), (label, item)
-        quiet = [r.speedup for r in (before, after) if trusted(r)]
+        quiet = [r.speedup_range for r in (before, after) if trusted(r)]
         if trusted(busy) and quiet:
-            ratios = [busy.speedup / q for q in quiet]
-            assert any(1 / 1.5 <= ratio <= 1.5 for ratio in ratios), (label, quiet, busy.speedup, busy.load)
+            assert any(low / 1.5 <= busy.speedup <= high * 1.5 for low, high in quiet), (label, quiet, busy.speedup,
+                                                                                      busy.load)
     kept = [r for r in busy_results if trusted(r)]
     assert len(kept) >= len(busy_results) / 3, [(r.case, summary.doubt_text(r)) for r in busy_results]
     # A sweep's headline from trusted points only, whatever the neighbour did to the others.

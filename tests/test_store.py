@@ -99,7 +99,8 @@ def test_round_trip_save_list_export_import_is_identical(results, store, tmp_pat
     assert [row["id"] for row in fresh.list()] == [row["id"] for row in rows]
     paired = fresh.get(results[2].id)  # the block pairs (or a busy machine's recheck) survive the round trip
     assert paired.speedup_pairs == results[2].speedup_pairs and paired.load == results[2].load
-    if (results[2].load.get("recheck") or {}).get("kept") != "recheck":  # a recheck keeps each side's best block
+    # A busy machine's recheck keeps each side's best block, or the samples that had their cores: no pairs.
+    if (results[2].load.get("recheck") or {}).get("kept", "first") == "first":
         assert len(paired.speedup_pairs) == 2
 
 

@@ -284,12 +284,15 @@ def _waits() -> dict[int, float]:
 class SampleWatch:
     """Judges each timed sample, between ``begin()`` and ``end()``: did this process's threads get
     the cores they wanted (CLEAN_WAIT_SHARE, CLEAN_SLACK_CORES)? ``clean`` holds one verdict a
-    sample, in order. Unavailable where the kernel gives no run delays (no schedstat)."""
+    sample, in order; ``block_done()`` ends a block once the side has ``per_block`` such samples
+    for each block so far. Unavailable where the kernel gives no run delays (no schedstat)."""
 
-    def __init__(self, cores: int) -> None:
+    def __init__(self, cores: int, per_block: int) -> None:
         self.cores = cores
+        self.per_block = per_block
         self.clean: list[bool] = []
         self._start: tuple[float, float, dict[int, float]] = (0.0, 0.0, {})
+        self._wanted = per_block
 
     @property
     def available(self) -> bool:
@@ -306,6 +309,13 @@ class SampleWatch:
         waited = sum(max(w - start_waits.get(tid, 0.0), 0.0) for tid, w in _waits().items())
         self.clean.append(wall > 0 and (waited < CLEAN_WAIT_SHARE * wall
                                         or cpu - start_cpu >= (self.cores - CLEAN_SLACK_CORES) * wall))
+
+    def block_done(self) -> bool:
+        """Whether the block being timed may end early: the side has enough samples that count."""
+        if sum(self.clean) < self._wanted:
+            return False
+        self._wanted += self.per_block
+        return True
 
 
 def free_cores(cores: list[int], others_cores: float) -> list[int]:

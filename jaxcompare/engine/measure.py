@@ -87,6 +87,9 @@ CLEAN_SAMPLE_S = 0.001
 # cores, and quick timing's 0.15 s left most pairs with fewer than six (0.6 s: benchmarks/RESULTS.md,
 # "Samples that had their cores").
 CLEAN_BUDGET_S = 0.6
+# ... each block ending early once its side has this many samples that count: six a block let one
+# stretch of XLA's slower speed decide (centered Gram 400x400: 0.50x against 0.83-0.95x quiet).
+CLEAN_ENOUGH = 24
 # An empty call's runtime, the roofline's measure of fixed cost: a few short samples (~30 ms).
 EMPTY_CALL_TIMING = TimingConfig(target_sample_s=0.002, min_samples=5, max_samples=15, phase_budget_s=0.03,
                                  rel_ci=0.1, compile_samples=1, warmup_s=0.002)
@@ -598,12 +601,13 @@ def _clean_recheck(run: _Run, calls: dict[str, Any], numpy_stats: Stats, jax_sta
     load = run.load
     record: dict[str, Any] = {"why": "busy", "kept": "first", "pinned": False, **sides, "first_speedup":
                               numpy_stats.median_s / jax_stats.median_s if jax_stats.median_s > 0 else None}
-    watches = {side: SampleWatch(len(load.cores)) for side in ("numpy", "runtime")}
+    # Each block ends early once its side has CLEAN_ENOUGH samples that count (NumPy's serial side, say).
+    watches = {side: SampleWatch(len(load.cores), CLEAN_ENOUGH) for side in ("numpy", "runtime")}
     if not watches["numpy"].available:
         load.notes["recheck"] = record
         return numpy_stats, jax_stats
     whole = run.timing.for_runtime()
-    # A block stops on its budget, not on the precision of samples few of which will count.
+    # A block stops on its budget or its watch, not on the precision of samples few of which count.
     block = replace(whole, phase_budget_s=max(whole.phase_budget_s, CLEAN_BUDGET_S) / 2, target_sample_s=CLEAN_SAMPLE_S,
                     min_samples=3, max_samples=10**6, rel_ci=1e-9)
     run.progress.start("recheck")

@@ -22,11 +22,14 @@ Clock = Callable[[], int]
 
 
 class Watch(Protocol):
-    """Judges each timed sample from ``begin()`` to ``end()`` (load.SampleWatch)."""
+    """Judges each timed sample from ``begin()`` to ``end()``, and says when a block has enough
+    samples (load.SampleWatch)."""
 
     def begin(self) -> None: ...
 
     def end(self) -> None: ...
+
+    def block_done(self) -> bool: ...
 
 
 NS = 1e-9
@@ -164,7 +167,7 @@ def sample(
     untimed ``teardown(result)`` after it): needed when every call must start from fresh
     state (cold compile, unblocked dispatch, fetch of a fresh result). ``settle_s``: warm up
     at least this long (BLAS_SETTLE_S when the call follows NumPy work). ``watch``: judges each
-    sample (load.SampleWatch keeps one verdict a sample).
+    sample (load.SampleWatch keeps one verdict a sample), and may end the block early.
     """
     budget_ns = (config.phase_budget_s if budget_s is None else budget_s) / NS
     min_n = config.min_samples if min_samples is None else min_samples
@@ -203,6 +206,8 @@ def sample(
             on_sample(len(samples))
         done, reason = _stop(samples, config, min_n, clock() - started, budget_ns)
         if done:
+            break
+        if watch is not None and watch.block_done():
             break
     return Stats.from_samples(samples, loops=loops, stable=reason is None, unstable_reason=reason)
 
