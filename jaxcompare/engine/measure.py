@@ -87,8 +87,10 @@ CLEAN_SAMPLE_S = 0.001
 # cores, and quick timing's 0.15 s left most pairs with fewer than six (0.6 s: benchmarks/RESULTS.md,
 # "Samples that had their cores").
 CLEAN_BUDGET_S = 0.6
-# ... each block ending early once its side has this many samples that count: six a block let one
+# ... in up to this many pairs of blocks, ending once each side has CLEAN_ENOUGH samples that count,
+# or where a side has had fewer than one a block (it would not reach six). Fewer than 24 let one
 # stretch of XLA's slower speed decide (centered Gram 400x400: 0.50x against 0.83-0.95x quiet).
+CLEAN_PAIRS = 4
 CLEAN_ENOUGH = 24
 # An empty call's runtime, the roofline's measure of fixed cost: a few short samples (~30 ms).
 EMPTY_CALL_TIMING = TimingConfig(target_sample_s=0.002, min_samples=5, max_samples=15, phase_budget_s=0.03,
@@ -512,12 +514,12 @@ def _runtimes(run: _Run, jitted: Any, host_inputs: tuple[np.ndarray, ...], dev_i
 
 def _runtime_blocks(run: _Run, calls: dict[str, Any], block_cfg: TimingConfig, load: LoadMeter,
                     progress: bool = True, order: list[str] | None = None,
-                    watches: dict[str, SampleWatch] | None = None) -> dict[str, list[Stats]]:
+                    watches: dict[str, SampleWatch] | None = None,
+                    previous: str = "runtime") -> dict[str, list[Stats]]:
     """The NumPy and JAX runtime blocks in ``order`` (runtime_block_order of the preset's
     blocks), each timed with ``block_cfg``, each library switch settled; ``watches``: each
-    side's SampleWatch, judging its samples."""
+    side's SampleWatch, judging its samples; ``previous``: the library that ran last (fetch: JAX)."""
     blocks: dict[str, list[Stats]] = {"numpy": [], "runtime": []}
-    previous = "runtime"  # fetch ran JAX
     for index, library in enumerate(order or runtime_block_order(run.timing.runtime_blocks)):
         on_sample = run.progress.runtime_block(index, library) if progress else None
         if library == previous:
@@ -591,9 +593,10 @@ def _recheck(run: _Run, calls: dict[str, Any], numpy_stats: Stats, jax_stats: St
 def _clean_recheck(run: _Run, calls: dict[str, Any], numpy_stats: Stats, jax_stats: Stats,
                    sides: dict[str, Any]) -> tuple[Stats, Stats]:
     """A busy pair with a side that ran in parallel: pinned, it would lose cores the other does not,
-    so the pair is timed again on every core instead, as the pinned recheck is timed (two blocks a
-    side, alternating, within one more runtime budget a side, CLEAN_BUDGET_S at least) but in short
-    samples (CLEAN_SAMPLE_S).
+    so the pair is timed again on every core instead, in short samples (CLEAN_SAMPLE_S), in pairs of
+    blocks that alternate (N J, J N, ...) within one more runtime budget a side (CLEAN_BUDGET_S at
+    least), ending early once each side has CLEAN_ENOUGH samples that count or one side is short
+    of one a block.
     Only the samples in which our threads had the cores they wanted count (load.SampleWatch: a
     neighbour leaves some samples alone, and those ran as on a quiet machine). With
     MIN_SAMPLES_FOR_RANGE such samples a side they are the figures; with fewer the first pass stays,
@@ -601,18 +604,27 @@ def _clean_recheck(run: _Run, calls: dict[str, Any], numpy_stats: Stats, jax_sta
     load = run.load
     record: dict[str, Any] = {"why": "busy", "kept": "first", "pinned": False, **sides, "first_speedup":
                               numpy_stats.median_s / jax_stats.median_s if jax_stats.median_s > 0 else None}
-    # Each block ends early once its side has CLEAN_ENOUGH samples that count (NumPy's serial side, say).
-    watches = {side: SampleWatch(len(load.cores), CLEAN_ENOUGH) for side in ("numpy", "runtime")}
+    # A block ends early once its side has its share of CLEAN_ENOUGH (NumPy's serial side, say).
+    watches = {side: SampleWatch(len(load.cores), -(-CLEAN_ENOUGH // CLEAN_PAIRS)) for side in ("numpy", "runtime")}
     if not watches["numpy"].available:
         load.notes["recheck"] = record
         return numpy_stats, jax_stats
     whole = run.timing.for_runtime()
     # A block stops on its budget or its watch, not on the precision of samples few of which count.
-    block = replace(whole, phase_budget_s=max(whole.phase_budget_s, CLEAN_BUDGET_S) / 2, target_sample_s=CLEAN_SAMPLE_S,
-                    min_samples=3, max_samples=10**6, rel_ci=1e-9)
+    block = replace(whole, phase_budget_s=max(whole.phase_budget_s, CLEAN_BUDGET_S) / CLEAN_PAIRS,
+                    target_sample_s=CLEAN_SAMPLE_S, min_samples=3, max_samples=10**6, rel_ci=1e-9)
     run.progress.start("recheck")
-    blocks = _runtime_blocks(run, calls, block, load.prefixed("recheck."), progress=False,
-                             order=runtime_block_order(2), watches=watches)
+    meter = load.prefixed("recheck.")
+    blocks: dict[str, list[Stats]] = {"numpy": [], "runtime": []}
+    order = runtime_block_order(CLEAN_PAIRS)
+    for pair in range(CLEAN_PAIRS):
+        timed = _runtime_blocks(run, calls, block, meter, progress=False, order=order[2 * pair:2 * pair + 2],
+                                watches=watches, previous=order[2 * pair - 1] if pair else "runtime")
+        for side in blocks:
+            blocks[side] += timed[side]
+        counted = [sum(watch.clean) for watch in watches.values()]
+        if min(counted) >= CLEAN_ENOUGH or min(counted) < pair + 1:
+            break
     kept = {}
     for side, watch in watches.items():
         every = [x for b in blocks[side] for x in b.samples_s]
