@@ -296,6 +296,7 @@ def test_a_sample_whose_threads_shared_one_core_did_not_have_its_cores():
             watch.end()
     finally:
         os.sched_setaffinity(0, before)
+    watch.close()
     shared = watch.clean[len(alone):]
     assert len(shared) == 6 and not any(shared), shared
     # On a busy machine another program may take this thread's core now and then, but not in every sample.

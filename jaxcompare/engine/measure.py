@@ -617,14 +617,18 @@ def _clean_recheck(run: _Run, calls: dict[str, Any], numpy_stats: Stats, jax_sta
     meter = load.prefixed("recheck.")
     blocks: dict[str, list[Stats]] = {"numpy": [], "runtime": []}
     order = runtime_block_order(CLEAN_PAIRS)
-    for pair in range(CLEAN_PAIRS):
-        timed = _runtime_blocks(run, calls, block, meter, progress=False, order=order[2 * pair:2 * pair + 2],
-                                watches=watches, previous=order[2 * pair - 1] if pair else "runtime")
-        for side in blocks:
-            blocks[side] += timed[side]
-        counted = [sum(watch.clean) for watch in watches.values()]
-        if min(counted) >= CLEAN_ENOUGH or min(counted) < pair + 1:
-            break
+    try:
+        for pair in range(CLEAN_PAIRS):
+            timed = _runtime_blocks(run, calls, block, meter, progress=False, order=order[2 * pair:2 * pair + 2],
+                                    watches=watches, previous=order[2 * pair - 1] if pair else "runtime")
+            for side in blocks:
+                blocks[side] += timed[side]
+            counted = [sum(watch.clean) for watch in watches.values()]
+            if min(counted) >= CLEAN_ENOUGH or min(counted) < pair + 1:
+                break
+    finally:
+        for watch in watches.values():
+            watch.close()
     kept = {}
     for side, watch in watches.items():
         every = [x for b in blocks[side] for x in b.samples_s]
