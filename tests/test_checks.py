@@ -195,7 +195,7 @@ def test_the_busy_item_names_what_other_programs_used(fair_result):
     both = by_id(loaded(1.3, {"kept": "recheck", "pinned": True, "cores": 1, "equal": False,
                               "parallel": ["numpy", "runtime"]}))["busy"]
     assert both.status == WARN and "both run on more than one core" in both.reason
-    # Today such a pair is not timed again at all, and the item says so, naming the parallel side(s).
+    # Saved when such a pair was not timed again at all: the item says so, naming the parallel side(s).
     skipped = by_id(loaded(1.3, {"why": "busy", "kept": "first", "equal": False, "parallel": ["runtime"]}))["busy"]
     assert skipped.status == WARN and "only JAX ran on more than one core" in skipped.reason
     assert "not timed again" in skipped.reason

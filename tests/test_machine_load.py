@@ -279,7 +279,8 @@ def test_a_sample_whose_threads_shared_one_core_did_not_have_its_cores():
             hashlib.sha256(chunk).digest()
 
     watch = SampleWatch(len(before), per_block=6)
-    assert watch.available
+    if not watch.available:
+        pytest.skip("the kernel keeps no schedstats")
     for _ in range(12):  # alone, unpinned
         watch.begin()
         work()

@@ -316,7 +316,10 @@ class SampleWatch:
 
     @property
     def available(self) -> bool:
-        return bool(thread_schedstat([threading.get_native_id()]))
+        """Whether the kernel keeps schedstats: a kernel without them reads all zeros, and every
+        sample would count."""
+        ran = thread_schedstat([threading.get_native_id()]).get(threading.get_native_id(), (0.0, 0.0))[0]
+        return ran > 0
 
     def begin(self) -> None:
         waits = self._waits()

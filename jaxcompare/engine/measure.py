@@ -87,9 +87,9 @@ CLEAN_SAMPLE_S = 0.001
 # cores, and quick timing's 0.15 s left most pairs with fewer than six (0.6 s: benchmarks/RESULTS.md,
 # "Samples that had their cores").
 CLEAN_BUDGET_S = 0.6
-# ... in up to this many pairs of blocks, ending once each side has CLEAN_ENOUGH samples that count,
-# or where a side has had fewer than one a block (it would not reach six). Fewer than 24 let one
-# stretch of XLA's slower speed decide (centered Gram 400x400: 0.50x against 0.83-0.95x quiet).
+# ... in this many pairs of blocks, a block ending once its side has a quarter of CLEAN_ENOUGH samples
+# that count, the recheck where a side has had fewer than one a block (it would not reach six). 12 in
+# two blocks let one stretch of XLA's slower speed decide (centered Gram 400x400: 0.50x, 0.83-0.95x quiet).
 CLEAN_PAIRS = 4
 CLEAN_ENOUGH = 24
 # An empty call's runtime, the roofline's measure of fixed cost: a few short samples (~30 ms).
@@ -562,9 +562,8 @@ def _recheck(run: _Run, calls: dict[str, Any], numpy_stats: Stats, jax_stats: St
         return numpy_stats, jax_stats
     # Pinned to the free cores, a parallel side loses cores and a serial one does not, and two
     # parallel sides lose them unequally (NumPy's BLAS scales further than XLA here: a 200x200 matmul
-    # went from 0.23x to 0.45x), so the recheck keeps the comparison only when both sides are serial.
-    # The first pass already says which sides ran in parallel: where one did, a busy pair is not
-    # timed again (it could only be set aside) and keeps its first numbers, flagged.
+    # went from 0.23x to 0.45x), so the pinned recheck is only for two serial sides. The first pass
+    # already says which sides ran in parallel: where one did, the pair is timed again on every core.
     sides = _sides_used(load)
     if busy and cores > 1 and sides["parallel"]:
         return _clean_recheck(run, calls, numpy_stats, jax_stats, sides)
@@ -595,8 +594,8 @@ def _clean_recheck(run: _Run, calls: dict[str, Any], numpy_stats: Stats, jax_sta
     """A busy pair with a side that ran in parallel: pinned, it would lose cores the other does not,
     so the pair is timed again on every core instead, in short samples (CLEAN_SAMPLE_S), in pairs of
     blocks that alternate (N J, J N, ...) within one more runtime budget a side (CLEAN_BUDGET_S at
-    least), ending early once each side has CLEAN_ENOUGH samples that count or one side is short
-    of one a block.
+    least). A block ends early once its side has its quarter of CLEAN_ENOUGH samples that count;
+    the recheck ends where a side has had fewer than one a block.
     Only the samples in which our threads had the cores they wanted count (load.SampleWatch: a
     neighbour leaves some samples alone, and those ran as on a quiet machine). With
     MIN_SAMPLES_FOR_RANGE such samples a side they are the figures; with fewer the first pass stays,
@@ -649,8 +648,7 @@ def _clean_stats(samples: list[float], blocks: list[Stats], whole: TimingConfig)
     if first.rel_ci <= whole.rel_ci:
         return first
     return replace(first, stable=False, unstable_reason=N_(
-        "median still varies by ±{rel:.0%} when the time budget ran out ({n} samples)").format(
-            rel=first.rel_ci, n=first.n))
+        "median of the {n} samples that had their cores varies by ±{rel:.0%}").format(rel=first.rel_ci, n=first.n))
 
 
 def _sides_used(load: LoadMeter) -> dict[str, Any]:

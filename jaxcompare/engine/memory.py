@@ -31,15 +31,18 @@ DEVICE_FRACTION = 0.8
 # top) depending on the heap's history, and the next call page-faults it in again: NumPy's fft at
 # 262144 ran at 3.4 or 8.3 ms, its centered Gram at 400x400 0.71 or 1.25 ms, from one input to the
 # next (benchmarks/RESULTS.md, "Two speeds of the same NumPy call"). Kept below this size, every
-# call reuses the memory the last one freed, as a long-running program's steady state does.
+# call reuses the memory the last one freed, as a long-running program's steady state does. glibc
+# before 2.35 takes an mmap threshold of at most 32 MiB (half its largest heap): that, there.
 KEEP_FREED_BYTES = 1 << 30
+OLD_GLIBC_MMAP_MAX = 32 << 20
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's malloc.h
 
 
 @functools.cache
 def keep_freed_memory() -> bool:
-    """Make glibc keep freed memory for reuse (mallopt: no trimming, no mmap below KEEP_FREED_BYTES),
-    once per process, before anything is timed; False where the C library is not glibc."""
+    """Make glibc keep freed memory for reuse (mallopt: no trimming below KEEP_FREED_BYTES free, no
+    mmap below KEEP_FREED_BYTES, or 32 MiB on an older glibc), once per process, before anything is
+    timed; False where the C library is not glibc or refused."""
     import ctypes
     import ctypes.util
 
@@ -48,7 +51,9 @@ def keep_freed_memory() -> bool:
         mallopt = libc.mallopt
     except (OSError, AttributeError):  # macOS, musl: no mallopt
         return False
-    return bool(mallopt(_M_MMAP_THRESHOLD, KEEP_FREED_BYTES) and mallopt(_M_TRIM_THRESHOLD, KEEP_FREED_BYTES))
+    mapped = mallopt(_M_MMAP_THRESHOLD, KEEP_FREED_BYTES) or mallopt(_M_MMAP_THRESHOLD, OLD_GLIBC_MMAP_MAX)
+    trimmed = mallopt(_M_TRIM_THRESHOLD, KEEP_FREED_BYTES)
+    return bool(mapped and trimmed)
 
 
 @dataclass(frozen=True)
