@@ -92,6 +92,9 @@ CLEAN_BUDGET_S = 0.6
 # two blocks let one stretch of XLA's slower speed decide (centered Gram 400x400: 0.50x, 0.83-0.95x quiet).
 CLEAN_PAIRS = 4
 CLEAN_ENOUGH = 24
+# ... and up to this many more pairs for a side still short of six that counts one a block: XLA's
+# elementwise at 1e6 counted 3-5 of about 70 in four pairs (benchmarks/RESULTS.md).
+CLEAN_MORE_PAIRS = 2
 # An empty call's runtime, the roofline's measure of fixed cost: a few short samples (~30 ms).
 EMPTY_CALL_TIMING = TimingConfig(target_sample_s=0.002, min_samples=5, max_samples=15, phase_budget_s=0.03,
                                  rel_ci=0.1, compile_samples=1, warmup_s=0.002)
@@ -595,7 +598,8 @@ def _clean_recheck(run: _Run, calls: dict[str, Any], numpy_stats: Stats, jax_sta
     so the pair is timed again on every core instead, in short samples (CLEAN_SAMPLE_S), in pairs of
     blocks that alternate (N J, J N, ...) within one more runtime budget a side (CLEAN_BUDGET_S at
     least). A block ends early once its side has its quarter of CLEAN_ENOUGH samples that count;
-    the recheck ends where a side has had fewer than one a block.
+    the recheck ends where a side has had fewer than one a block, and takes up to CLEAN_MORE_PAIRS
+    more pairs for a side short of six.
     Only the samples in which our threads had the cores they wanted count (load.SampleWatch: a
     neighbour leaves some samples alone, and those ran as on a quiet machine). With
     MIN_SAMPLES_FOR_RANGE such samples a side they are the figures; with fewer the first pass stays,
@@ -615,15 +619,17 @@ def _clean_recheck(run: _Run, calls: dict[str, Any], numpy_stats: Stats, jax_sta
     run.progress.start("recheck")
     meter = load.prefixed("recheck.")
     blocks: dict[str, list[Stats]] = {"numpy": [], "runtime": []}
-    order = runtime_block_order(CLEAN_PAIRS)
+    order = runtime_block_order(CLEAN_PAIRS + CLEAN_MORE_PAIRS)
     try:
-        for pair in range(CLEAN_PAIRS):
+        for pair in range(CLEAN_PAIRS + CLEAN_MORE_PAIRS):
             timed = _runtime_blocks(run, calls, block, meter, progress=False, order=order[2 * pair:2 * pair + 2],
                                     watches=watches, previous=order[2 * pair - 1] if pair else "runtime")
             for side in blocks:
                 blocks[side] += timed[side]
-            counted = [sum(watch.clean) for watch in watches.values()]
-            if min(counted) >= CLEAN_ENOUGH or min(counted) < pair + 1:
+            counted = min(sum(watch.clean) for watch in watches.values())
+            if counted >= CLEAN_ENOUGH or counted < pair + 1:
+                break
+            if pair + 1 >= CLEAN_PAIRS and counted >= MIN_SAMPLES_FOR_RANGE:
                 break
     finally:
         for watch in watches.values():
