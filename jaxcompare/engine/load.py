@@ -72,6 +72,12 @@ def thread_cpu_s(process: Any) -> dict[int, float]:
         return {}
 
 
+def _schedstat(raw: str | bytes) -> tuple[float, float]:
+    """A thread's schedstat line: (seconds on a core, seconds runnable but waiting for one)."""
+    ran, waited = raw.split()[:2]
+    return int(ran) / 1e9, int(waited) / 1e9
+
+
 def thread_schedstat(tids: Any) -> dict[int, tuple[float, float]]:
     """For each of this process's threads ``tids``, seconds so far on a core and seconds runnable but
     waiting for one (the kernel's run delay), from /proc/self/task/TID/schedstat; {} where the kernel
@@ -80,8 +86,7 @@ def thread_schedstat(tids: Any) -> dict[int, tuple[float, float]]:
     for tid in tids:
         try:
             with open(f"/proc/self/task/{tid}/schedstat", encoding="ascii") as f:
-                ran, waited = f.read().split()[:2]
-            values[tid] = (int(ran) / 1e9, int(waited) / 1e9)
+                values[tid] = _schedstat(f.read())
         except (OSError, ValueError):
             continue  # a thread that ended, or no schedstat on this kernel
     return values
@@ -304,8 +309,8 @@ class SampleWatch:
         waits = {}
         for tid, fd in self._files.items():
             try:
-                waits[tid] = int(os.pread(fd, 128, 0).split()[1]) / 1e9
-            except (OSError, ValueError, IndexError):
+                waits[tid] = _schedstat(os.pread(fd, 128, 0))[1]
+            except (OSError, ValueError):
                 continue
         return waits
 

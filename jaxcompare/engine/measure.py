@@ -607,10 +607,10 @@ def _clean_recheck(run: _Run, calls: dict[str, Any], numpy_stats: Stats, jax_sta
     load = run.load
     record: dict[str, Any] = {"why": "busy", "kept": "first", "pinned": False, **sides, "first_speedup":
                               numpy_stats.median_s / jax_stats.median_s if jax_stats.median_s > 0 else None}
+    load.notes["recheck"] = record  # filled in below as the recheck goes
     # A block ends early once its side has its share of CLEAN_ENOUGH (NumPy's serial side, say).
     watches = {side: SampleWatch(len(load.cores), -(-CLEAN_ENOUGH // CLEAN_PAIRS)) for side in ("numpy", "runtime")}
     if not watches["numpy"].available:
-        load.notes["recheck"] = record
         return numpy_stats, jax_stats
     whole = run.timing.for_runtime()
     # A block stops on its budget or its watch, not on the precision of samples few of which count.
@@ -640,10 +640,8 @@ def _clean_recheck(run: _Run, calls: dict[str, Any], numpy_stats: Stats, jax_sta
         kept[side] = [x for x, ok in zip(every, watch.clean, strict=True) if ok]
         record.setdefault("clean_samples", {})[side] = [len(kept[side]), len(every)]
     if min(map(len, kept.values())) < MIN_SAMPLES_FOR_RANGE:
-        load.notes["recheck"] = record
         return numpy_stats, jax_stats
     record["kept"] = "clean"
-    load.notes["recheck"] = record
     return _clean_stats(kept["numpy"], blocks["numpy"], whole), _clean_stats(kept["runtime"], blocks["runtime"], whole)
 
 
