@@ -109,6 +109,8 @@ def check_sections(sections: Sequence[str] | None) -> tuple[str, ...]:
     if twice:
         raise BadInput(N_("pitfall section(s) named twice: {sections}").format(sections=", ".join(twice)))
     return sections
+
+
 TINY_S = 1e-12  # the floor of a time in a ratio (a dispatch can read 0 ns)
 EFFECTS = ("flatters", "hurts", "within_noise")  # what the naive way does to JAX's speedup
 EFFECT_WORDS = {"flatters": N_("flatters JAX"), "hurts": N_("hurts JAX"), "within_noise": N_("within the noise")}
