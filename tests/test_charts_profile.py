@@ -16,13 +16,13 @@ from jaxcompare.engine.profile import profile_jitted, summarize_file
 from jaxcompare.model.profile import Profile
 
 
-def _traced(n: int, folder) -> Profile:
+def _traced(n: int, folder, runtime_s: float) -> Profile:
     import jax
 
     x = jax.device_put(np.random.default_rng(0).random((n, n), dtype=np.float32))
     f = jax.jit(lambda a: a.T @ (a - a.mean(axis=0)))
     f(x).block_until_ready()
-    profile = profile_jitted(f, (x,), folder, runtime_s=1e-3)
+    profile = profile_jitted(f, (x,), folder, runtime_s=runtime_s)
     assert profile.ok, profile.error
     return profile
 
@@ -30,7 +30,9 @@ def _traced(n: int, folder) -> Profile:
 @pytest.fixture(scope="module")
 def profiles(tmp_path_factory):
     folder = tmp_path_factory.mktemp("chart-traces")
-    return {"small": _traced(8, folder / "small"), "large": _traced(256, folder / "large")}
+    # Large enough that its ops outlast the waits for a core between them on a busy machine (at
+    # 256x256 those waits made the gap 89% of the call, as large a share as 8x8's, in a CI run).
+    return {"small": _traced(8, folder / "small", 1e-3), "large": _traced(1024, folder / "large", 0.03)}
 
 
 def test_the_bars_are_the_ops_then_the_gap_and_add_up_to_the_whole_call(profiles):
@@ -42,7 +44,7 @@ def test_the_bars_are_the_ops_then_the_gap_and_add_up_to_the_whole_call(profiles
 
 
 def test_the_profile_chart_draws_and_exports(profiles):
-    result = replace(make_result("centered_gram", (256, 256)), profile=profiles["large"])
+    result = replace(make_result("centered_gram", (1024, 1024)), profile=profiles["large"])
     spec = charts_profile.profile_chart(result).to_dict()
     bars = spec["layer"][0]
     assert bars["mark"]["type"] == "bar" and bars["encoding"]["x"]["axis"]["format"] == "%"
@@ -54,7 +56,7 @@ def test_the_profile_chart_draws_and_exports(profiles):
 
 
 def test_the_tab_texts_follow_the_profile(profiles, tmp_path):
-    result = replace(make_result("centered_gram", (256, 256)), profile=profiles["large"])
+    result = replace(make_result("centered_gram", (1024, 1024)), profile=profiles["large"])
     figures = profile_view.gap_figures(result)
     assert [f.label for f in figures] == ["Host wall time per call", "Device busy", "Gap: host overhead"]
     assert profile_view.gap_figures(make_result()) == []
@@ -69,16 +71,16 @@ def test_the_tab_texts_follow_the_profile(profiles, tmp_path):
 
 def test_the_size_gap_chart_puts_the_small_shape_above_the_large_one(profiles):
     pitfall = {"naive": {"shape": [8, 8], "profile": profiles["small"].to_dict()},
-               "correct": {"shape": [256, 256], "profile": profiles["large"].to_dict()}}
+               "correct": {"shape": [1024, 1024], "profile": profiles["large"].to_dict()}}
     rows = charts_profile.size_gap_rows(pitfall)
-    assert [r["label"].split(" ")[0] for r in rows] == ["8x8", "8x8", "256x256", "256x256"]
+    assert [r["label"].split(" ")[0] for r in rows] == ["8x8", "8x8", "1024x1024", "1024x1024"]
     for busy, gap in (rows[0:2], rows[2:4]):
         assert busy["end"] == gap["start"] and gap["end"] == 1.0
         assert busy["share"] + gap["share"] == pytest.approx(1.0)
     assert rows[1]["share"] > rows[3]["share"]  # the tiny call is more overhead
     assert chart_png_bytes(charts_profile.size_gap_chart(pitfall))[:4] == b"\x89PNG"
     assert "the gap" in profile_view.side_gap_text(pitfall["naive"])
-    no_profile = {"naive": {"shape": [8, 8]}, "correct": {"shape": [256, 256]}}
+    no_profile = {"naive": {"shape": [8, 8]}, "correct": {"shape": [1024, 1024]}}
     assert charts_profile.size_gap_chart(no_profile) is None
     failed = {"profile": Profile.failed("the profiler could not start").to_dict()}
     assert profile_view.side_gap_text(failed) == "Not profiled: the profiler could not start"
@@ -92,7 +94,7 @@ def test_a_gpu_profile_shows_its_copies_apart_from_the_ops_and_the_gap():
     assert [r["role"] for r in rows[-2:]] == ["copying", "gap"]
     assert rows[-2]["share"] == pytest.approx(profile.copy_share)
     assert sum(r["share"] for r in rows) == pytest.approx(1.0, abs=1e-9)
-    result = replace(make_result("centered_gram", (256, 256)), profile=profile)
+    result = replace(make_result("centered_gram", (1024, 1024)), profile=profile)
     figures = profile_view.gap_figures(result)
     assert [f.label for f in figures] == ["Host wall time per call", "Device busy", "Copying", "Gap: host overhead"]
     assert str(profile.copies) in figures[2].help
