@@ -2,8 +2,8 @@
 worker processes, not a second runner. The Runner keeps its queues, one lane per measurement slot
 of the cluster; a lane's worker sends each step to Ray as a task holding one whole slot (a GPU, or
 one of a custom resource on TPU and CPU-only hosts), so no two measurements share a device. Each
-task runs in a fresh Ray worker process (``max_calls=1``: x64 is per process, set through the
-task's ``runtime_env``) and streams its messages back as a generator: where it was placed, ready,
+task runs in a fresh Ray worker process (``max_calls=1``: x64 is per process, set by the task
+before JAX is imported) and streams its messages back as a generator: where it was placed, ready,
 progress, then the reply the local worker would send. Ray is imported here only, and this module
 only when the variable is set.
 """
@@ -131,8 +131,10 @@ class Cluster:
 
     def submit(self, job_id: str, target: str, args: tuple[Any, ...], precision: str) -> Any:
         """Start one step as a Ray task; returns its message stream (an ObjectRefGenerator)."""
+        # The task sets its own environment before JAX is imported: a runtime_env would start each
+        # worker through Ray's setup_worker, another Python process per job.
         env = {"JAXCOMPARE_WORKER_PRECISION": precision, "JAX_ENABLE_X64": "1" if precision == "x64" else "0"}
-        options: dict[str, Any] = {"num_cpus": 0, "max_retries": 0, "runtime_env": {"env_vars": env}}
+        options: dict[str, Any] = {"num_cpus": 0, "max_retries": 0}
         if self.resource == "GPU":
             options["num_gpus"] = 1  # Ray sets CUDA_VISIBLE_DEVICES to the one it gives
         else:
@@ -145,7 +147,7 @@ class Cluster:
             from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
             options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node, soft=True)
-        return self._remote.options(**options).remote(job_id, target, args, precision)
+        return self._remote.options(**options).remote(job_id, target, args, precision, env)
 
     def remember(self, job_id: str, node: str) -> None:
         with self._nodes_lock:
@@ -319,7 +321,7 @@ class _Relay:
 def _undo_ray_thread_limit() -> None:
     """Ray sets OMP_NUM_THREADS to a task's CPUs (1 here) where the node left it unset; a local
     worker's NumPy uses every core, so results would not compare. /proc/self/environ still holds
-    the environment this process started with (the node's and the runtime_env's)."""
+    the environment this process started with (the node's)."""
     try:
         with open("/proc/self/environ", "rb") as fh:
             initial = {item.split(b"=", 1)[0] for item in fh.read().split(b"\0") if item}
@@ -329,10 +331,12 @@ def _undo_ray_thread_limit() -> None:
         os.environ.pop("OMP_NUM_THREADS", None)
 
 
-def run_step(job_id: str, target: str, args: tuple[Any, ...], precision: str) -> Iterator[tuple[Any, ...]]:
-    """The body of a Ray task, in a fresh Ray worker process: yields ("placed", node, pid, host),
-    then ("ready",) once JAX is set up, then the local worker's messages: progress, done or error.
-    The step runs in a thread so that its progress can be yielded while it measures."""
+def run_step(job_id: str, target: str, args: tuple[Any, ...], precision: str,
+             env: dict[str, str]) -> Iterator[tuple[Any, ...]]:
+    """The body of a Ray task, in a fresh Ray worker process: sets ``env``, then yields ("placed",
+    node, pid, host), then ("ready",) once JAX is set up, then the local worker's messages: progress,
+    done or error. The step runs in a thread so that its progress can be yielded while it measures."""
+    os.environ.update(env)  # before JAX's import, which reads JAX_PLATFORMS and JAX_ENABLE_X64
     import ray
 
     from . import environment, worker
