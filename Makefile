@@ -115,6 +115,10 @@ lint: install-dev
 # A failure in the first part still runs the second, and fails the target.
 TEST_WORKERS ?= 3
 PYTEST = JAX_PLATFORMS=cpu $(BIN)/python -m pytest -q
+# Bytecode kept where the environment says not to write it (PYTHONDONTWRITEBYTECODE): else each of the
+# run's ~140 processes compiles jaxcompare again (85 ms) and each pytest process rewrites every test
+# module's asserts (collecting the serial part: 7.4 s, against 3.9 s from the kept bytecode).
+test: export PYTHONDONTWRITEBYTECODE :=
 test: install-dev browser postgres lint
 ifeq ($(TEST_WORKERS),0)
 	$(PYTEST) -n 0
