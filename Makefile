@@ -119,12 +119,18 @@ PYTEST = JAX_PLATFORMS=cpu $(BIN)/python -m pytest -q
 # run's ~140 processes compiles jaxcompare again (85 ms) and each pytest process rewrites every test
 # module's asserts (collecting the serial part: 7.4 s, against 3.9 s from the kept bytecode).
 test: export PYTHONDONTWRITEBYTECODE :=
+# The CPU ceilings are measured first, on a quiet machine, into one file both parts read: measured
+# beside the test processes, each of the five read busy and was measured again up to three more
+# times (a subset of the parallel tests took 95 s, 76 s with them measured first; RESULTS.md).
+CEILINGS = peaks=$$(mktemp -d) && trap 'rm -rf "$$peaks"' EXIT && \
+	export JAXCOMPARE_TEST_CPU_PEAKS="$$peaks/cpu_peaks.json" && \
+	JAX_PLATFORMS=cpu $(BIN)/python tests/quiet_ceilings.py "$$JAXCOMPARE_TEST_CPU_PEAKS"
 test: install-dev browser postgres lint
 ifeq ($(TEST_WORKERS),0)
-	$(PYTEST) -n 0
+	$(CEILINGS) && $(PYTEST) -n 0
 else
-	$(PYTEST) -n $(TEST_WORKERS) --dist loadscope -m "not serial"; parallel=$$?; \
-	$(PYTEST) -n 0 -m serial && exit $$parallel
+	$(CEILINGS) && { $(PYTEST) -n $(TEST_WORKERS) --dist loadscope -m "not serial"; parallel=$$?; \
+	$(PYTEST) -n 0 -m serial && exit $$parallel; }
 endif
 
 # On a GPU or TPU box: devices, self-check, the JAX docs' example beside its Colab numbers, the
