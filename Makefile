@@ -122,9 +122,11 @@ test: export PYTHONDONTWRITEBYTECODE :=
 # The CPU ceilings are measured first, on a quiet machine, into one file both parts read: measured
 # beside the test processes, each of the five read busy and was measured again up to three more
 # times (a subset of the parallel tests took 95 s, 76 s with them measured first; RESULTS.md).
-CEILINGS = peaks=$$(mktemp -d) && trap 'rm -rf "$$peaks"' EXIT && \
-	export JAXCOMPARE_TEST_CPU_PEAKS="$$peaks/cpu_peaks.json" && \
-	JAX_PLATFORMS=cpu $(BIN)/python tests/quiet_ceilings.py "$$JAXCOMPARE_TEST_CPU_PEAKS"
+# Best effort: a ceiling not measured here is measured by the first test that needs it.
+CEILINGS = peaks=$$(mktemp -d) && trap 'rm -rf "$$peaks"' EXIT && trap 'exit 130' INT && trap 'exit 143' TERM HUP && \
+	export JAXCOMPARE_TEST_CPU_PEAKS="$${JAXCOMPARE_TEST_CPU_PEAKS:-$$peaks/cpu_peaks.json}" && \
+	{ JAX_PLATFORMS=cpu $(BIN)/python tests/quiet_ceilings.py "$$JAXCOMPARE_TEST_CPU_PEAKS" || \
+	  echo "make: the CPU ceilings were not measured first; the tests measure them" >&2; }
 test: install-dev browser postgres lint
 ifeq ($(TEST_WORKERS),0)
 	$(CEILINGS) && $(PYTEST) -n 0

@@ -24,6 +24,7 @@ os.environ["JAXCOMPARE_DB"] = os.path.join(_TEST_DB_DIR, "results.sqlite3")
 # A pytest run started by a test (test_breakages.py) is handed a copy of rates already measured
 # there, as JAXCOMPARE_TEST_CPU_PEAKS: measuring them again cost each such run 3-7 s. Set here, it
 # reaches pytest-xdist's workers too (they inherit this environment), so they share one file.
+# `make test` hands both of its parts one file, measured first on a quiet machine (tests/quiet_ceilings.py).
 os.environ.setdefault("JAXCOMPARE_TEST_CPU_PEAKS", os.path.join(_TEST_DB_DIR, "cpu_peaks.json"))
 os.environ["JAXCOMPARE_CPU_PEAKS"] = os.environ["JAXCOMPARE_TEST_CPU_PEAKS"]
 

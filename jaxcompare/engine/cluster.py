@@ -131,8 +131,8 @@ class Cluster:
 
     def submit(self, job_id: str, target: str, args: tuple[Any, ...], precision: str) -> Any:
         """Start one step as a Ray task; returns its message stream (an ObjectRefGenerator)."""
-        # The task sets its own environment before JAX is imported: a runtime_env would start each
-        # worker through Ray's setup_worker, another Python process per job.
+        # The task sets its own environment before JAX is imported: with a runtime_env Ray starts
+        # each task's worker through its setup_worker, one more Python process a task.
         env = {"JAXCOMPARE_WORKER_PRECISION": precision, "JAX_ENABLE_X64": "1" if precision == "x64" else "0"}
         options: dict[str, Any] = {"num_cpus": 0, "max_retries": 0}
         if self.resource == "GPU":
