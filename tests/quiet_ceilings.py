@@ -15,9 +15,10 @@ import sys
 
 def measure(precision: str) -> None:
     from jaxcompare.engine.ceilings import cpu_bandwidth, cpu_device_or_none, cpu_rate, cpu_transcendental_rate
+    from jaxcompare.model.spec import DTYPES
 
     device = cpu_device_or_none()
-    dtype = "float64" if precision == "x64" else "float32"
+    dtype = DTYPES[precision]
     cpu_rate(dtype, device)
     cpu_transcendental_rate(dtype, device)
     if precision == "x32":
@@ -32,7 +33,7 @@ def main(argv: list[str]) -> int:
         print("usage: quiet_ceilings.py FILE", file=sys.stderr)
         return 2
     for precision in ("x32", "x64"):
-        env = {**os.environ, "JAXCOMPARE_CPU_PEAKS": argv[1], "JAX_ENABLE_X64": str(int(precision == "x64"))}
+        env = {**os.environ, "JAXCOMPARE_CPU_PEAKS": argv[1], "JAX_ENABLE_X64": "1" if precision == "x64" else "0"}
         subprocess.run([sys.executable, __file__, argv[1], precision], env=env, check=True)
     return 0
 
