@@ -8,7 +8,10 @@ writes into OUT_DIR, each file whole as the hardware or driver gave it:
 - ``memory-stats.json``: each JAX device's platform, ``device_kind`` and ``memory_stats()``,
   once idle and once holding a 1000x1000 float32 comparison's arrays;
 - ``nvml.json``: NVML's readings of the first GPU (the keys of model/clocks.py), idle and then
-  right after a second of matrix products, as ClockWatch reads them around the runtime blocks.
+  right after a second of matrix products, as ClockWatch reads them around the runtime blocks;
+- ``tpu.json``: a TPU's device kind, the JAX, jaxlib and libtpu versions, the backend's platform
+  version and the warnings it gave while starting; ``tpu-centered-gram.xplane.pb``: a profiler
+  capture of the JAX docs' example (centered Gram, 1000x1000 float32, five calls) on it.
 
 No accelerator: it writes what it could and says what was missing. It needs JAX, pynvml and this
 checkout (the readings are engine/gpu_clocks.nvml_values, as a run takes them), nothing else.
@@ -100,6 +103,46 @@ def nvml_clocks(out: Path) -> None:
     print(f"NVML {name}: SM {before['clock_sm_mhz']} -> {after['clock_sm_mhz']} MHz")
 
 
+def tpu(out: Path) -> None:
+    import importlib.metadata as metadata
+    import tempfile
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        import jax
+
+        tpus = [d for d in jax.devices() if d.platform == "tpu"]
+    if not tpus:
+        print("no TPU visible to JAX: no TPU record")
+        return
+    import jax.numpy as jnp
+    import numpy as np
+
+    versions = {}
+    for name in ("jax", "jaxlib", "libtpu", "libtpu-nightly"):
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    doc = {"device_kind": tpus[0].device_kind, "devices": len(tpus), "versions": versions,
+           "platform_version": jax.devices()[0].client.platform_version,
+           "warnings": [f"{w.category.__name__}: {w.message}" for w in caught]}
+    (out / "tpu.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    print(f"TPU {doc['device_kind']!r} x{len(tpus)}, {versions}")
+    x = jax.device_put(np.random.default_rng(0).standard_normal((1000, 1000), dtype=np.float32))
+    gram = jax.jit(lambda m: jnp.dot(m - m.mean(0), (m - m.mean(0)).T))
+    jax.block_until_ready(gram(x))
+    with tempfile.TemporaryDirectory() as tmp:
+        with jax.profiler.trace(tmp):
+            for _ in range(5):
+                jax.block_until_ready(gram(x))
+        captures = sorted(Path(tmp).rglob("*.xplane.pb"))
+        if captures:
+            shutil.copy(captures[0], out / "tpu-centered-gram.xplane.pb")
+            print(f"profile: {captures[0].stat().st_size} bytes")
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print(__doc__.split("\n\n")[1], file=sys.stderr)
@@ -109,6 +152,7 @@ def main(argv: list[str]) -> int:
     nvidia_smi(out)
     memory_stats(out)
     nvml_clocks(out)
+    tpu(out)
     return 0
 
 

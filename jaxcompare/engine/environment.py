@@ -9,8 +9,11 @@ import os
 import platform
 import socket
 import sys
+import time
+import warnings
+from collections.abc import Callable
 from importlib import metadata
-from typing import Any
+from typing import Any, TypeVar
 
 from ..i18n import N_
 from ..model.device_memory import DeviceMemory
@@ -23,6 +26,7 @@ ENV_VARS = (
     "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "CUDA_VISIBLE_DEVICES", "TF_CPP_MIN_LOG_LEVEL",
     "JAXCOMPARE_MODE", "JAXCOMPARE_WORKER_DEVICE",
 )
+T = TypeVar("T")
 PACKAGES = ("jax", "jaxlib", "numpy", "scipy", "streamlit", "altair")
 
 
@@ -175,6 +179,31 @@ def jax_info() -> dict[str, Any]:
     }
 
 
+# What the backend said while this process opened it (libtpu warns at every start that transparent
+# hugepages are off), and how long the opening took: kept for the Environment data, not printed.
+_backend_start: dict[str, Any] = {"warnings": [], "seconds": None}
+
+
+def quiet_backend_start(open_backend: Callable[[], T]) -> T:
+    """Run ``open_backend`` (importing JAX, opening its devices) with the warnings it gives kept in
+    this process's environment record instead of printed into every CLI run."""
+    started = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        import jax
+
+        jax.devices()  # the default backend: a device held by another process fails here, loudly
+        value = open_backend()
+    seen = {f"{w.category.__name__}: {' '.join(str(w.message).split())}" for w in caught}
+    _backend_start.update(warnings=sorted(seen), seconds=time.perf_counter() - started)
+    return value
+
+
+def backend_start() -> dict[str, Any]:
+    """The warnings the backend gave when this process opened it, and the seconds it took."""
+    return dict(_backend_start)
+
+
 # Who started this worker: the runner's own processes ('local') or a Ray cluster ('ray', on that node).
 _runner: dict[str, str | None] = {"runner": "local", "node": None}
 
@@ -186,4 +215,4 @@ def mark_runner(runner: str, node: str | None) -> None:
 
 def collect() -> dict[str, Any]:
     """Full fingerprint (call in a worker: it imports JAX)."""
-    return {**host_info(), **_runner, "jax": jax_info(), "blas": blas_info()}
+    return {**host_info(), **_runner, "jax": jax_info(), "blas": blas_info(), "backend_start": backend_start()}

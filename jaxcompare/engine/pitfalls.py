@@ -11,7 +11,6 @@ hurts, within_noise) is decided from the ranges: a lesson this machine did not s
 from __future__ import annotations
 
 import math
-import os
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -25,13 +24,13 @@ from ..i18n import N_
 from ..model.cases import Case, as_tuple, format_shape
 from ..model.errors import BadInput
 from ..model.formatting import format_time, same_speed
-from ..model.spec import MIN_SAMPLES_FOR_RANGE, Spec
+from ..model.spec import MIN_SAMPLES_FOR_RANGE, Spec, TimingConfig
 from ..model.stats import Stats
 from .agreement import normwise_errors
 from .environment import resolve_device
 from .measure import build_inputs, check_memory, check_precision
 from .profile import profile_jitted
-from .restart import FreshCall, fresh_first_call
+from .restart import FreshCall, FreshProcesses, fresh_processes
 from .timing import (
     BLAS_SETTLE_S,
     XLA_SETTLE_S,
@@ -260,6 +259,13 @@ def _pitfall(pid: str, naive: dict[str, Any], correct: dict[str, Any], timings: 
                        f"effect: {EFFECT_WORDS[effect]} ({factor:.3g}x, {spread})"}
 
 
+def lab_timing(timing: TimingConfig) -> TimingConfig:
+    """The lab's timing: at least DECIDING_SAMPLES of every figure, whatever the preset."""
+    return replace(timing, min_samples=max(timing.min_samples, DECIDING_SAMPLES),
+                   max_samples=max(timing.max_samples, DECIDING_SAMPLES),
+                   compile_samples=max(timing.compile_samples, DECIDING_SAMPLES))
+
+
 class Lab:
     """Shared state for one pitfalls run: the case, inputs, jitted function, timers."""
 
@@ -268,10 +274,7 @@ class Lab:
 
         self.jax = jax
         self.spec = spec
-        timing = spec.timing  # at least DECIDING_SAMPLES of every figure, whatever the preset
-        self.cfg = replace(timing, min_samples=max(timing.min_samples, DECIDING_SAMPLES),
-                           max_samples=max(timing.max_samples, DECIDING_SAMPLES),
-                           compile_samples=max(timing.compile_samples, DECIDING_SAMPLES))
+        self.cfg = lab_timing(spec.timing)
         self.clock = clock
         self.case: Case = get_case(spec.case, spec.cases_file)
         self.case.check_shape(spec.shape)
@@ -458,19 +461,13 @@ def pitfall_tf32(lab: Lab) -> dict[str, Any]:
     )
 
 
-def pitfall_cache(lab: Lab) -> dict[str, Any]:
+def pitfall_cache(lab: Lab, fresh: FreshProcesses | None = None) -> dict[str, Any]:
     """Fresh processes, one first call each: one with an empty cache folder (it compiles and
     fills it), then in turns one without the cache (the naive restart) and one with the filled
-    cache (the hit), compile_samples of each; the folder is removed afterwards."""
-    spec, pairs = lab.spec, lab.cfg.compile_samples
-    cold: list[FreshCall] = []
-    hit: list[FreshCall] = []
-    with tempfile.TemporaryDirectory(prefix="jaxcompare-cache-", ignore_cleanup_errors=True) as folder:
-        fill = fresh_first_call(spec, folder, "empty")
-        entries = len(os.listdir(folder))
-        for _ in range(pairs):
-            cold.append(fresh_first_call(spec, None))
-            hit.append(fresh_first_call(spec, folder, "filled"))
+    cache (the hit), compile_samples of each; the folder is removed afterwards. ``fresh``: those
+    processes already run (by the runner, while a single-holder device's worker let go of it)."""
+    fresh = fresh or fresh_processes(lab.spec, lab.cfg.compile_samples)
+    fill, entries, cold, hit = fresh.fill, fresh.entries, list(fresh.cold), list(fresh.hit)
 
     def stats(calls: list[FreshCall], attr: str = "first_call_s") -> Stats:
         return Stats.from_samples([getattr(c, attr) for c in calls])
@@ -518,15 +515,16 @@ MEASURE = {"jit": pitfall_jit, "async": pitfall_async, "dtype": pitfall_dtype,
 
 def measure_pitfalls(spec: Spec, sections: tuple[str, ...] = SECTIONS,
                      progress: Callable[[str, float], None] | None = None,
-                     clock: Clock = time.perf_counter_ns) -> dict[str, Any]:
-    """Measure the chosen pitfall sections for ``spec`` (in a worker of matching precision)."""
+                     clock: Clock = time.perf_counter_ns, fresh: FreshProcesses | None = None) -> dict[str, Any]:
+    """Measure the chosen pitfall sections for ``spec`` (in a worker of matching precision);
+    ``fresh``: pitfall 7's processes, already run (pitfall_cache)."""
     check_precision(spec.precision)
     lab = Lab(spec, clock, sections)
     out = []
     for i, pid in enumerate(sections):
         if progress is not None:
             progress(pid, i / len(sections))
-        out.append(MEASURE[pid](lab))
+        out.append(pitfall_cache(lab, fresh) if pid == "cache" else MEASURE[pid](lab))
     for pitfall in out:
         if pitfall["id"] == "size":
             if progress is not None:

@@ -7,7 +7,7 @@ has no public way to leave it out, so a worker is a plain subprocess whose entry
 ``jaxcompare.engine.worker.serve``: nothing of the parent's is imported but that.
 
 Messages are pickled tuples (``multiprocessing.connection.Connection``):
-parent -> worker ``("run", job_id, target, args)``; worker -> parent ``("ready", pid)``,
+parent -> worker ``("run", job_id, target, args)``; worker -> parent ``("ready", pid, platforms)``,
 ``("progress", job_id, phase, fraction)``, ``("done", envelope)`` or
 ``("error", JaxCompareError | None, text, traceback)``. The parent never unpickles a user's
 exception class: anything but a jaxcompare error arrives as text.
@@ -29,6 +29,7 @@ from typing import Any, NoReturn
 
 from ..i18n import N_
 from ..model.errors import JaxCompareError, JobFailed
+from ..model.platforms import backend_error_line
 
 log = logging.getLogger("jaxcompare.runner")
 
@@ -92,6 +93,9 @@ class WorkerProcess:
         self._proc: subprocess.Popen[bytes] | None = None
         self._conn: Connection | None = None
         self.pid: int | None = None
+        # The JAX platforms the last started worker opened ('cpu', 'tpu'...): the lane reads from
+        # them whether another process may hold the device beside this one.
+        self.platforms: tuple[str, ...] = ()
 
     @property
     def alive(self) -> bool:
@@ -132,6 +136,10 @@ class WorkerProcess:
                 return message[1]
             elif kind == "error":
                 raise_reply_error(message, job_id, f"in the {self.label}")
+
+    def start(self, cancel: threading.Event) -> None:
+        """Start the worker now, unless it runs (``call`` starts it too): its platforms are then known."""
+        self._ensure_started(cancel)
 
     def stop(self) -> None:
         """Kill the worker now (a stuck measurement cannot be interrupted more gently)."""
@@ -188,8 +196,11 @@ class WorkerProcess:
             log.error("the %s could not start: %s\n%s", self.label, text,
                       message[3] if len(message) > 3 else "")
             self.stop()
-            raise JobFailed(N_("the {label} could not start: {error}").format(label=self.label, error=text))
+            # A device held by another program is one line that says so, not the backend's trace.
+            error = backend_error_line(str(text)) or (str(text).splitlines() or [""])[0]
+            raise JobFailed(N_("the {label} could not start: {error}").format(label=self.label, error=error))
         self.pid = int(message[1])
+        self.platforms = tuple(message[2]) if len(message) > 2 else ()
 
     def _receive(self) -> tuple[Any, ...]:
         assert self._conn is not None

@@ -10,14 +10,17 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..i18n import N_
 from ..model.errors import JobFailed
+from ..model.platforms import backend_error_line
 from ..model.spec import Spec
 
 # A child imports JAX and, on a GPU, creates its client: seconds, more on a busy machine.
@@ -46,13 +49,57 @@ class FreshCall:
     cache_misses: int
 
 
+@dataclass(frozen=True)
+class FreshProcesses:
+    """Pitfall 7's processes, in the order they ran: the one that filled an empty cache (and the
+    cache files it wrote), then in turns one without a cache and one with the filled cache."""
+
+    fill: FreshCall
+    entries: int
+    cold: tuple[FreshCall, ...]
+    hit: tuple[FreshCall, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"fill": asdict(self.fill), "entries": self.entries, "cold": [asdict(c) for c in self.cold],
+                "hit": [asdict(c) for c in self.hit]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FreshProcesses:
+        return cls(FreshCall(**data["fill"]), int(data["entries"]), tuple(FreshCall(**c) for c in data["cold"]),
+                   tuple(FreshCall(**c) for c in data["hit"]))
+
+
+def fresh_processes(spec: Spec, pairs: int, *, env: dict[str, str] | None = None,
+                    on_start: Callable[[int, int], None] | None = None) -> FreshProcesses:
+    """Run pitfall 7's 1 + 2 x ``pairs`` fresh processes one after another (in a worker, or in the
+    runner while a single-holder device's worker lets go of it). ``env``: the children's
+    environment (default: this process's); ``on_start(i, n)`` before each (it may raise to stop)."""
+    total = 1 + 2 * pairs
+    count = iter(range(total))
+
+    def call(cache_dir: str | None, state: str | None = None) -> FreshCall:
+        if on_start is not None:
+            on_start(next(count), total)
+        return fresh_first_call(spec, cache_dir, state, env=env)
+
+    cold: list[FreshCall] = []
+    hit: list[FreshCall] = []
+    with tempfile.TemporaryDirectory(prefix="jaxcompare-cache-", ignore_cleanup_errors=True) as folder:
+        fill = call(folder, "empty")
+        entries = len(os.listdir(folder))
+        for _ in range(pairs):
+            cold.append(call(None))
+            hit.append(call(folder, "filled"))
+    return FreshProcesses(fill, entries, tuple(cold), tuple(hit))
+
+
 def fresh_first_call(spec: Spec, cache_dir: str | None, state: str | None = None, *,
-                     timeout_s: float = CHILD_TIMEOUT_S) -> FreshCall:
+                     timeout_s: float = CHILD_TIMEOUT_S, env: dict[str, str] | None = None) -> FreshCall:
     """Start a fresh process of this interpreter, with this worker's environment (JAX_PLATFORMS,
-    the pinned device) and precision, and time its first call of ``spec``'s case; with
+    the pinned device; or ``env``) and precision, and time its first call of ``spec``'s case; with
     ``cache_dir``, JAX's persistent cache reads and writes there. ``state`` names the cache
     in errors (PROCESS_NAMES). A failing child is a JobFailed of one line."""
-    env = {k: v for k, v in os.environ.items() if k not in CACHE_ENV}
+    env = {k: v for k, v in (os.environ if env is None else env).items() if k not in CACHE_ENV}
     env["JAX_ENABLE_X64"] = "1" if spec.precision == "x64" else "0"
     request = json.dumps({"spec": spec.to_dict(), "cache_dir": cache_dir})
     which = PROCESS_NAMES[state if cache_dir else None]
@@ -69,6 +116,7 @@ def fresh_first_call(spec: Spec, cache_dir: str | None, state: str | None = None
     report = _last_json(proc.stdout)
     if report is None or "error" in report:
         error = report["error"] if report else _last_line(proc.stderr) or f"exit code {proc.returncode}"
+        error = backend_error_line(error) or error
         raise JobFailed(N_("pitfall 7: the fresh process {which} failed: {error}").format(which=which, error=error))
     return FreshCall(first_call_s=report["first_call_s"], compile_s=report["compile_s"],
                      start_s=(report["ready_ns"] - spawned_ns) / 1e9, cache_hits=report["cache_hits"],

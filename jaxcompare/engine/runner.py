@@ -26,10 +26,12 @@ from typing import Any
 from ..i18n import N_
 from ..model.cases import Case
 from ..model.errors import BadInput, JaxCompareError, JobFailed
+from ..model.platforms import Platform, platform
 from ..model.result import Result
 from ..model.spec import PRECISIONS, Spec
 from .envs import JaxEnv, env_for_job
 from .process import Cancelled, Expired, WorkerProcess
+from .restart import fresh_processes
 from .settings import RateLimiter, Settings, preflight
 from .shipping import pack_case
 from .worker import MeasureOptions
@@ -137,9 +139,14 @@ class _Lane:
     """One device: its queue, the job it runs, its workers (one per precision)."""
 
     def __init__(self, index: int, device: str | None, env: dict[str, str], python: str | None = None,
-                 python_path: tuple[str, ...] = (), factory: Callable[[str], Any] | None = None):
-        """``factory(precision)``: a worker other than a local process (a cluster slot's)."""
+                 python_path: tuple[str, ...] = (), factory: Callable[[str], Any] | None = None,
+                 holders: int | None = None):
+        """``factory(precision)``: a worker other than a local process (a cluster slot's).
+        ``holders``: processes that may hold the device at once (None: as its platform allows,
+        learnt from the first worker that starts)."""
         self.index = index
+        self.holders = holders
+        self.platform: Platform | None = None  # the device's platform, once a worker has opened it
         self.factory = factory
         self.python, self.python_path = python, python_path
         self.device = device
@@ -177,6 +184,33 @@ class _Lane:
 
     def all_workers(self) -> list[WorkerProcess]:
         return [*self.workers.values(), *self.other_jax.values()]
+
+    @property
+    def single_holder(self) -> bool:
+        """One process at a time may hold this lane's device (a TPU chip, or the operator says so)."""
+        if self.holders is not None:
+            return self.holders == 1
+        return self.platform is not None and self.platform.single_holder
+
+    def learn(self, worker: WorkerProcess) -> None:
+        """What a started worker opened says what the device is: the most restrictive platform."""
+        opened = [found for found in map(platform, getattr(worker, "platforms", ())) if found is not None]
+        if opened:
+            self.platform = min(opened, key=lambda p: p.holders or 1 << 30)
+
+    def hand_over(self, worker: WorkerProcess, say: Callable[[str], None]) -> None:
+        """On a single-holder device, stop every other worker of this lane before ``worker`` runs."""
+        others = [w for w in self.all_workers() if w is not worker and w.alive]
+        if not self.single_holder or not others:
+            return
+        say(N_("handing the {device} to the {label}: one process at a time can hold it").format(
+            device=self.device_label, label=worker.label))
+        for other in others:
+            other.stop()
+
+    @property
+    def device_label(self) -> str:
+        return self.device or (self.platform.label if self.platform is not None else N_("device"))
 
 
 def _lane_env(device: str | None, base: dict[str, str]) -> dict[str, str]:
@@ -224,7 +258,8 @@ class Runner:
             factory = functools.partial(self._cluster.worker, placed=self._placed)
             self._lanes = [_Lane(i, f"ray:{i}", env, factory=factory) for i in range(self._cluster.slots)]
         else:
-            self._lanes = [_Lane(i, device, _lane_env(device, env), python, tuple(python_path))
+            self._lanes = [_Lane(i, device, _lane_env(device, env), python, tuple(python_path),
+                                 holders=self.settings.device_holders)
                            for i, device in enumerate(self.settings.devices or (None,))]
         for lane in self._lanes:
             lane.thread = threading.Thread(target=self._dispatch_loop, args=(lane,), daemon=True,
@@ -558,9 +593,16 @@ class Runner:
         try:
             for step in job.steps:
                 worker = lane.worker(step.precision, job.jax_env)
+                args = step.args
+                if step.target == "pitfalls" and "cache" in step.args[1] and lane.factory is None:
+                    started = time.monotonic()
+                    args = (*args, self._fresh_processes(lane, job, worker))
+                    spent += time.monotonic() - started
+                lane.hand_over(worker, lambda phase: self._progress(job, phase, job.progress))
                 started = time.monotonic()
-                envelope = worker.call(job.id, step.target, step.args, timeout_s=max(job.timeout_s - spent, 1.0),
+                envelope = worker.call(job.id, step.target, args, timeout_s=max(job.timeout_s - spent, 1.0),
                                        cancel=job._cancel, on_progress=lambda p, f: self._progress(job, p, f))
+                lane.learn(worker)
                 spent += time.monotonic() - started
                 start, end = envelope["window"]
                 with self._cv:
@@ -580,6 +622,31 @@ class Runner:
             self._finish(job, error=exc)
             return
         self._finish(job, value=_combine(job.kind, values))
+
+    def _fresh_processes(self, lane: _Lane, job: Job, worker: WorkerProcess) -> dict[str, Any] | None:
+        """Pitfall 7 on a single-holder device: its fresh processes each need the device, so the
+        lane's workers let go of it and the processes run from here, one at a time; the worker then
+        measures the rest of the lab with them. None elsewhere: the worker starts them itself."""
+        if lane.platform is None and lane.holders is None:
+            worker.start(job._cancel)  # the first worker to open the device says what it is
+            lane.learn(worker)
+        if not lane.single_holder:
+            return None
+        for other in lane.all_workers():
+            other.stop()
+        spec = job.spec
+        assert spec is not None
+        env = {**os.environ, **lane.env}
+
+        def on_start(i: int, total: int) -> None:
+            if job._cancel.is_set():
+                raise Cancelled(N_("cancelled while running"))
+            self._progress(job, N_("pitfall 7: fresh process {i} of {total}, each holding the {device} in turn").format(
+                i=i + 1, total=total, device=lane.device_label), 0.05 * i / total)
+
+        from .pitfalls import lab_timing
+
+        return fresh_processes(spec, lab_timing(spec.timing).compile_samples, env=env, on_start=on_start).to_dict()
 
     def _progress(self, job: Job, phase: str, fraction: float) -> None:
         with self._cv:

@@ -58,6 +58,9 @@ class Settings:
     ray_address: str | None = None
     # The resource each job holds one of there: 'auto', 'gpu', 'tpu', 'cpu' or a custom name.
     ray_resource: str = "auto"
+    # Worker processes that may hold one device at once; None: as its platform allows (model/platforms.py:
+    # one on a TPU). 1 makes any device's lane hand it from one worker to the next.
+    device_holders: int | None = None
 
     @classmethod
     def hosted(cls) -> Settings:
@@ -190,7 +193,7 @@ def _coerce(key: str, raw: Any) -> Any:
 
 
 # Integer limits that 0 (or none, unlimited) lifts.
-_UNLIMITED = ("max_elements", "max_jobs_per_minute", "max_queue", "max_jobs_per_client")
+_UNLIMITED = ("max_elements", "max_jobs_per_minute", "max_queue", "max_jobs_per_client", "device_holders")
 
 
 def _devices(raw: Any) -> tuple[str, ...]:

@@ -24,9 +24,10 @@ _send_lock = threading.Lock()
 _precision: str | None = None
 
 
-def init_worker(precision: str, device: str | None = None) -> None:
+def init_worker(precision: str, device: str | None = None) -> list[str]:
     """Set the environment before JAX is imported, then configure it; ``device``
-    ('cpu:1', 'gpu:0') pins this worker's measurements to one device."""
+    ('cpu:1', 'gpu:0') pins this worker's measurements to one device. Returns the platforms it
+    opened: the runner learns from them whether another process may open the device beside it."""
     global _precision
     # stdout belongs to the parent (``--json -`` promises one document there): anything a
     # library prints in the worker goes to stderr instead.
@@ -39,14 +40,18 @@ def init_worker(precision: str, device: str | None = None) -> None:
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     import jax
 
+    from .environment import pin_device, present_platforms, quiet_backend_start
+
     jax.config.update("jax_enable_x64", precision == "x64")
     # A persistent cache would turn "cold compile" into a disk read.
     jax.config.update("jax_enable_compilation_cache", False)
+    # Opening the backend here (not at the first job) takes a single-holder device now, so a
+    # device held by another program fails the start with its own words.
+    platforms = sorted(quiet_backend_start(present_platforms))
     if device:
-        from .environment import pin_device
-
         jax.config.update("jax_default_device", pin_device(device))
     _precision = precision
+    return platforms
 
 
 def _send(message: tuple[Any, ...]) -> None:
@@ -78,12 +83,12 @@ def serve(fd: int) -> None:
     global _conn
     _conn = Connection(fd)
     try:
-        init_worker(os.environ.get("JAXCOMPARE_WORKER_PRECISION", "x32"),
-                    os.environ.get("JAXCOMPARE_WORKER_DEVICE") or None)
+        platforms = init_worker(os.environ.get("JAXCOMPARE_WORKER_PRECISION", "x32"),
+                                os.environ.get("JAXCOMPARE_WORKER_DEVICE") or None)
     except BaseException as exc:
         _send(_error_message(exc))
         return
-    _send(("ready", os.getpid()))
+    _send(("ready", os.getpid(), platforms))
     while True:
         try:
             message = _conn.recv()
@@ -131,13 +136,17 @@ def run_measurement(job_id: str, spec_dict: dict[str, Any], options: MeasureOpti
     return {"result": result.to_dict(), "window": (started, time.time()), "pid": os.getpid()}
 
 
-def run_pitfalls(job_id: str, spec_dict: dict[str, Any], sections: tuple[str, ...]) -> dict[str, Any]:
+def run_pitfalls(job_id: str, spec_dict: dict[str, Any], sections: tuple[str, ...],
+                 fresh: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``fresh``: pitfall 7's processes as the runner ran them (FreshProcesses.to_dict)."""
     from ..model.spec import Spec
     from .pitfalls import measure_pitfalls
+    from .restart import FreshProcesses
 
     started = time.time()
     report = measure_pitfalls(Spec.from_dict(spec_dict), tuple(sections),
-                              progress=lambda phase, frac: _report(job_id, phase, frac))
+                              progress=lambda phase, frac: _report(job_id, phase, frac),
+                              fresh=None if fresh is None else FreshProcesses.from_dict(fresh))
     return {"result": report, "window": (started, time.time()), "pid": os.getpid()}
 
 

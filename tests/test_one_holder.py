@@ -1,0 +1,62 @@
+"""One device, one process: a lane whose device one process at a time may hold (a TPU chip; here the
+CPU, made single-holder by settings) hands it from worker to worker and to pitfall 7's fresh
+processes. tests/one_holder/sitecustomize.py makes each of those processes take the device the way
+libtpu takes a chip (an exclusive lock held for its life; a second one fails at once), so an
+overlap is a failed job, and its log lists the processes that held it, one after another."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from support import quick_spec
+
+from jaxcompare import JobFailed, Runner
+from jaxcompare.engine.settings import Settings
+
+pytestmark = pytest.mark.slow
+
+HOLDER = str(Path(__file__).with_name("one_holder"))
+
+
+def holders(lock: Path) -> list[tuple[int, str, str]]:
+    lines = (lock.with_name(lock.name + ".log")).read_text().split("\n")
+    return [(int(pid), what, state) for pid, what, state in (line.split() for line in lines if line)]
+
+
+def test_x32_x64_x32_and_the_restart_pitfall_never_share_the_device(tmp_path):
+    lock = tmp_path / "device.lock"
+    env = {"PYTHONPATH": HOLDER, "JAXCOMPARE_TEST_DEVICE_LOCK": str(lock)}
+    with Runner(worker_env=env, settings=Settings(device_holders=1)) as runner:
+        x32 = runner.submit_environment("x32")
+        x32.wait(300)
+        x64 = runner.submit_environment("x64")
+        assert x64.wait(300)["jax"]["x64_enabled"] is True
+        job = runner.submit_pitfalls(quick_spec(shape=(16, 16), precision="x32"), ("cache",))
+        report = job.wait(600)
+    log = holders(lock)
+    assert all(state == "holds" for _, _, state in log), log  # nobody found the device taken
+    workers = [pid for pid, what, _ in log if what == "worker"]
+    # x32, then x64 (the x32 worker stopped), then x32 again after pitfall 7's processes let go.
+    assert len(workers) == 3 and workers[0] == x32.worker_pid and workers[1] == x64.worker_pid, log
+    assert workers[2] == job.worker_pid, log
+    fresh = [pid for pid, what, _ in log if what == "restart"]
+    cache = next(p for p in report["pitfalls"] if p["id"] == "cache")
+    assert len(fresh) == 1 + 2 * cache["naive"]["processes"] >= 9, (log, cache)
+    # They ran between the x64 worker and the x32 worker's return.
+    order = [pid for pid, _, _ in log]
+    assert order.index(workers[1]) < order.index(fresh[0]) and order.index(fresh[-1]) < order.index(workers[2])
+
+
+def test_a_second_holder_is_refused_in_one_line_without_the_setting(tmp_path):
+    # The same device lock with two holders allowed: the x64 worker cannot open it beside the x32 one,
+    # and says so in one line (the bug the setting, and a TPU's entry in model/platforms.py, prevent).
+    lock = tmp_path / "device.lock"
+    env = {"PYTHONPATH": HOLDER, "JAXCOMPARE_TEST_DEVICE_LOCK": str(lock)}
+    with Runner(worker_env=env, settings=Settings()) as runner:
+        runner.environment("x32")
+        with pytest.raises(JobFailed) as failed:
+            runner.environment("x64")
+    message = str(failed.value)
+    assert "x64 worker could not start" in message and "one process at a time can hold a TPU chip" in message
+    assert "\n" not in message
