@@ -7,7 +7,8 @@
 It prints the devices each worker sees, runs the catalog's self-check on the device (x32 and
 x64), the JAX docs' example (centered_gram at 1000x1000, x32, careful timing) beside the docs'
 own Colab numbers, the pitfalls lab (TF32 included), and a short matmul size sweep; then checks
-that both workers (x32 and x64) are still the processes that started, sharing the device.
+that both workers (x32 and x64) are still the processes that started, sharing the device (on a device
+that one process at a time may hold, a TPU chip, it counts how often they took turns instead).
 It writes DEVICE.md (the tables and the environment) and device-check.json, a
 `jaxcompare.export/1` file that `jaxcompare import` and the History page take.
 
@@ -322,9 +323,13 @@ def main(argv: list[str] | None = None) -> int:
         results = stage("matmul sweep", report, lambda: sweep(runner, plan)) or []
         report["deadline"] = float("inf")  # the closing check is quick and always runs
         after = stage("workers at the end", report, lambda: worker_state(runner)) or before
+        single, handovers = runner.single_holder, runner.handovers
     alive = all(before[p]["pid"] == after[p]["pid"] for p in before)
     report["workers"] = after
     report["workers_alive"] = (
+        f"One process at a time can hold this device, so the x32 and x64 workers took turns: the device went "
+        f"from one to the other {handovers} times (pitfall 7's fresh processes had it in between), and each "
+        f"start opened it again." if single else
         f"Both workers (x32 pid {after['x32']['pid']}, x64 pid {after['x64']['pid']}) served every job from the "
         f"start: none ran out of memory or was replaced." if alive else
         f"A worker was replaced during the run (x32 pid {before['x32']['pid']} → {after['x32']['pid']}, x64 pid "

@@ -34,6 +34,9 @@ def test_x32_x64_x32_and_the_restart_pitfall_never_share_the_device(tmp_path):
         assert x64.wait(300)["jax"]["x64_enabled"] is True
         job = runner.submit_pitfalls(quick_spec(shape=(16, 16), precision="x32"), ("cache",))
         report = job.wait(600)
+    # Each hand-over is told to the user (the CLI prints these, the page shows them as the phase).
+    assert any(n.startswith("handing the CPU to the x64 worker") for n in x64.notices), x64.notices
+    assert any("fresh processes take the CPU in turn" in n for n in job.notices), job.notices
     log = holders(lock)
     assert all(state == "holds" for _, _, state in log), log  # nobody found the device taken
     workers = [pid for pid, what, _ in log if what == "worker"]

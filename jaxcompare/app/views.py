@@ -48,7 +48,10 @@ JOB_PHASE_TEXT = {
 
 def job_phase_text(phase: str) -> str:
     text = JOB_PHASE_TEXT.get(phase)
-    return _(text) if text is not None else phase.replace("_", " ").capitalize()
+    if text is not None:
+        return _(text)
+    said = translate_text(phase)  # a runner's notice, filled from an N_() template
+    return said[:1].upper() + said[1:] if said != phase else phase.replace("_", " ").capitalize()
 
 
 # --- the verdict and tables ---------------------------------------------------------------------

@@ -11,7 +11,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import i18n
 from ..analysis.advice import advice_document
@@ -32,6 +32,9 @@ from . import history as cli_history
 from . import trace as cli_trace
 from . import versions as cli_versions
 from .report import result_table, write_json
+
+if TYPE_CHECKING:
+    from ..engine.runner import Job
 
 EXIT_USAGE = 2
 LANG_ENV = "JAXCOMPARE_LANG"
@@ -180,7 +183,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         out = _human(args)
         print(_("measuring {case} at {shape} ({precision}) ...").format(
             case=case.name, shape=format_shape(shape), precision=args.precision), file=sys.stderr)
-        result = runner.run(spec, profile_dir=profile_dir)
+        result = _wait(runner.submit(spec, profile_dir=profile_dir))
     if args.json:
         with i18n.using(i18n.SOURCE_LANGUAGE):  # JSON is English whatever the reader's language
             checks = [c.to_dict() for c in checklist(result)]
@@ -196,6 +199,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _wait(job: Job) -> Any:
+    """Wait for a job, telling stderr what its runner announces meanwhile (a device handed over)."""
+    told = 0
+    while not job.finished_within(0.2):
+        for notice in job.notices[told:]:
+            print(translate_text(notice), file=sys.stderr, flush=True)
+        told = len(job.notices)
+    return job.wait()
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     from ..engine.runner import Runner
 
@@ -209,7 +222,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         results = []
         print(sweep_header_line(), file=out)
         for shape in shapes:
-            result = runner.run(_base_spec(args, shape))
+            result = _wait(runner.submit(_base_spec(args, shape)))
             results.append(result)
             if store is not None:  # saved as measured: an interrupted sweep keeps what it did
                 cli_history.save_result(result, store)
@@ -234,7 +247,7 @@ def cmd_pitfalls(args: argparse.Namespace) -> int:
         out = _human(args)
         print(_("measuring the pitfalls for {case} at {shape} ({precision}) ...").format(
             case=case.name, shape=format_shape(shape), precision=args.precision), file=sys.stderr)
-        report = runner.submit_pitfalls(_base_spec(args, shape), sections).wait()
+        report = _wait(runner.submit_pitfalls(_base_spec(args, shape), sections))
     if args.json:
         write_json(args.json, report)
     if args.json != "-":

@@ -11,15 +11,14 @@ from typing import Any
 import numpy as np
 
 from ..model.cases import Arrays, Case
+from ..model.platforms import PLATFORMS, PRODUCT_PRECISIONS, platform
 
 # Normwise relative tolerance per dtype: loose enough for reordered summation and
 # LAPACK-vs-XLA algorithm differences, tight enough to catch a wrong port.
 BASE_RTOL = {"float32": 1e-4, "float64": 1e-10}
-# TF32 keeps 10 of float32's 23 mantissa bits (unit roundoff 2^-11 = 4.9e-4); an H200 gave 1.4e-4 to
-# 3.9e-4 on float32 matmuls (tests/data/device-check-h200.json), so 4 units leave room, and a wrong port errs by ~1.
-TF32_RTOL = 2e-3
+TF32_RTOL = PRODUCT_PRECISIONS["tensorfloat32"].rtol
 # jax_default_matmul_precision values that keep a float32 product in full float32 on a GPU.
-FULL_FLOAT32 = frozenset({"highest", "float32"})
+FULL_FLOAT32 = PLATFORMS["gpu"].full_products_at
 
 # A matrix product or convolution in a lowered program (StableHLO, or HLO text), and its precision.
 _DOT = re.compile(r"\b(?:stablehlo|mhlo)\.(?:dot_general|dot|convolution)\b[^\n]*"
@@ -28,8 +27,8 @@ _PRECISION = re.compile(r"precision\s*=\s*\[([^\]]*)\]|operand_precision=\{([^}]
 
 
 def program_has_dot(program_text: str) -> bool:
-    """Whether a lowered program has a matrix product or convolution that a GPU may run in TF32:
-    one whose operands are not all at HIGHEST precision."""
+    """Whether a lowered program has a matrix product or convolution that a GPU or TPU may run at
+    reduced precision: one whose operands are not all at HIGHEST precision."""
     for match in _DOT.finditer(program_text):
         found = _PRECISION.search(match.group(0))
         names = [n.strip().lower() for n in (found.group(1) or found.group(2)).split(",")] if found else []
@@ -38,23 +37,40 @@ def program_has_dot(program_text: str) -> bool:
     return False
 
 
+def may_reduce_products(dtype: str, platform_name: str, matmul_precision: str) -> str | None:
+    """The reduced precision float32 products may run at here (model/platforms.py: 'tensorfloat32' on
+    a GPU, 'bfloat16' on a TPU), or None: not float32, or a platform or matmul precision that keeps it."""
+    entry = platform(platform_name)
+    if dtype != "float32" or entry is None or entry.float32_products == "float32":
+        return None
+    return None if matmul_precision.lower() in entry.full_products_at else entry.float32_products
+
+
 def may_use_tf32(dtype: str, platform: str, matmul_precision: str) -> bool:
     """Whether a GPU may compute float32 products in TF32 here: float32, on a GPU, at a default
     matmul precision that does not keep full float32."""
-    return dtype == "float32" and platform == "gpu" and matmul_precision.lower() not in FULL_FLOAT32
+    return may_reduce_products(dtype, platform, matmul_precision) == "tensorfloat32"
+
+
+def reduced_products(dtype: str, platform: str, matmul_precision: str, program_text: Callable[[], str]) -> str | None:
+    """The reduced precision this program's float32 products may have run at: may_reduce_products, with
+    a dot or convolution in the program. ``program_text`` (the lowered program) is only asked for
+    when the rest holds."""
+    reduced = may_reduce_products(dtype, platform, matmul_precision)
+    return reduced if reduced is not None and program_has_dot(program_text()) else None
 
 
 def uses_tf32(dtype: str, platform: str, matmul_precision: str, program_text: Callable[[], str]) -> bool:
-    """Whether the GPU may have computed this program's float32 products in TF32: may_use_tf32, with
-    a dot or convolution in the program. ``program_text`` (the lowered program) is only asked for
-    when the rest holds."""
-    return may_use_tf32(dtype, platform, matmul_precision) and program_has_dot(program_text())
+    """Whether the GPU may have computed this program's float32 products in TF32 (reduced_products)."""
+    return reduced_products(dtype, platform, matmul_precision, program_text) == "tensorfloat32"
 
 
-def tolerance(case: Case, dtype: str, *, tf32: bool = False) -> tuple[float, float]:
-    """(rtol, atol) for ``case`` at ``dtype``; atol guards outputs that are ~0. ``tf32``: the
-    products ran in TF32 (uses_tf32), so float32's rtol is TF32's."""
-    base = TF32_RTOL if tf32 and dtype == "float32" else BASE_RTOL.get(dtype, 1e-4)
+def tolerance(case: Case, dtype: str, *, tf32: bool = False, products: str | None = None) -> tuple[float, float]:
+    """(rtol, atol) for ``case`` at ``dtype``; atol guards outputs that are ~0. ``products``: the
+    reduced precision the products ran at (reduced_products; ``tf32``: TF32), whose rtol float32 takes."""
+    products = products or ("tensorfloat32" if tf32 else None)
+    reduced = PRODUCT_PRECISIONS[products].rtol if products and dtype == "float32" else None
+    base = reduced or BASE_RTOL.get(dtype, 1e-4)
     rtol = base * case.tolerance
     atol = rtol * 1e-3
     return rtol, atol
@@ -98,11 +114,14 @@ def compare_outputs(
     reference64_out: Arrays | None = None,
     *,
     tf32: bool = False,
+    products: str | None = None,
 ) -> dict[str, Any]:
-    """Agreement record: JAX vs NumPy at the same precision, and both vs float64. ``tf32``: the
-    JAX side's products ran in TF32 (uses_tf32); the record says so, with TF32's rtol."""
-    tf32 = tf32 and dtype == "float32"
-    rtol, atol = tolerance(case, dtype, tf32=tf32)
+    """Agreement record: JAX vs NumPy at the same precision, and both vs float64. ``products``: the
+    reduced precision the JAX side's products ran at (reduced_products; ``tf32``: TF32); the record
+    names it, with its rtol."""
+    products = (products or ("tensorfloat32" if tf32 else None)) if dtype == "float32" else None
+    tf32 = products == "tensorfloat32"
+    rtol, atol = tolerance(case, dtype, products=products)
     canon_np = case.canonical(numpy_out, inputs)
     canon_jax = case.canonical(jax_out, inputs)
     max_abs, max_rel = normwise_errors(canon_np, canon_jax)
@@ -113,6 +132,7 @@ def compare_outputs(
         "rtol": rtol,
         "atol": atol,
         "tf32": tf32,
+        "products": products,
         "method": case.compared_by,
         "numpy_dtype": str(numpy_out[0].dtype) if numpy_out else None,
         "jax_dtype": str(jax_out[0].dtype) if jax_out else None,

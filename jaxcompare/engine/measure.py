@@ -26,7 +26,7 @@ from ..model.roofline import Roofline, RooflineSide, choose_counts, xla_counts
 from ..model.sides import JaxSide, Peak
 from ..model.spec import MIN_SAMPLES_FOR_RANGE, Spec, TimingConfig
 from ..model.stats import Stats
-from .agreement import compare_outputs, uses_tf32
+from .agreement import compare_outputs, reduced_products
 from .ceilings import (
     bandwidth_ceiling,
     ceilings,
@@ -331,10 +331,10 @@ def measure(spec: Spec, progress: ProgressCallback = _no_progress, clock: Clock 
     if profile_dir is not None:
         run.progress.start("profile")
         profile = profile_jitted(warm.jitted, warm.dev_inputs, Path(profile_dir) / result_id, runtime_stats.median_s)
-    tf32 = uses_tf32(spec.dtype, device.platform, protocol["matmul_precision"],
-                     lambda: warm.jitted.lower(*warm.dev_inputs).as_text())
+    products = reduced_products(spec.dtype, device.platform, protocol["matmul_precision"],
+                                lambda: warm.jitted.lower(*warm.dev_inputs).as_text())
     jax = side(runtime=runtime_stats, protocol=protocol,
-               agreement=_agreement(run, spec, host_inputs, numpy_out, warm.jax_out, tf32=tf32))
+               agreement=_agreement(run, spec, host_inputs, numpy_out, warm.jax_out, products=products))
     flops = case.flop_count(spec.shape)
     peak = _peak(run, spec, device, with_cpu_side=jax_cpu is not None)
     least_bytes = sum(a.nbytes for a in host_inputs) + sum(np.asarray(o).nbytes for o in numpy_out)
@@ -755,16 +755,16 @@ def _on_device(dev_inputs: Any, device: Any) -> bool:
 
 
 def _agreement(run: _Run, spec: Spec, host_inputs: tuple[np.ndarray, ...], numpy_out: tuple[np.ndarray, ...],
-               jax_out: tuple[np.ndarray, ...], *, tf32: bool = False) -> dict[str, Any]:
+               jax_out: tuple[np.ndarray, ...], *, products: str | None = None) -> dict[str, Any]:
     """JAX vs NumPy at the same precision, and both against a float64 reference (none when
-    NumPy cannot run in float64); ``tf32``: the GPU may have run the program's products in TF32."""
+    NumPy cannot run in float64); ``products``: the reduced precision the program's products may have run at."""
     run.progress.start("agreement")
     inputs64 = tuple(a.astype(np.float64) if a.dtype.kind == "f" else a for a in host_inputs)
     try:
         ref64 = as_tuple(run.case.numpy_fn(*inputs64))
     except Exception:
         ref64 = None
-    return compare_outputs(run.case, spec.dtype, host_inputs, numpy_out, jax_out, ref64, tf32=tf32)
+    return compare_outputs(run.case, spec.dtype, host_inputs, numpy_out, jax_out, ref64, products=products)
 
 
 def _notes(spec: Spec, jax: JaxSide, *, cpu_side_missing: bool = False) -> tuple[str, ...]:

@@ -97,6 +97,8 @@ class Job:
     node: str | None = None  # the Ray node it runs on (a cluster runner), once placed
     value: Any = None
     error: JaxCompareError | None = None
+    # What a user should be told while it runs, beside its phase (a device handed from one process to another).
+    notices: list[str] = field(default_factory=list)
     # A list_cases job: the cases file's version (path, size, mtime) its listing is kept under.
     cases_version: tuple[str, int, int] | None = field(default=None, repr=False)
     # A job of a versions run: the environment of the JAX release its worker runs (None: the runner's own).
@@ -147,6 +149,7 @@ class _Lane:
         self.index = index
         self.holders = holders
         self.platform: Platform | None = None  # the device's platform, once a worker has opened it
+        self.handovers = 0  # times a single-holder device went from one worker to another
         self.factory = factory
         self.python, self.python_path = python, python_path
         self.device = device
@@ -207,6 +210,7 @@ class _Lane:
             device=self.device_label, label=worker.label))
         for other in others:
             other.stop()
+        self.handovers += 1
 
     @property
     def device_label(self) -> str:
@@ -271,6 +275,18 @@ class Runner:
     def devices(self) -> list[str | None]:
         """The devices with a queue of their own (None: the worker's first device)."""
         return [lane.device for lane in self._lanes]
+
+    @property
+    def single_holder(self) -> bool:
+        """Whether a device here lets one process at a time hold it (a TPU chip), as far as known:
+        its workers then take turns, and each switch of precision opens the device again."""
+        return any(lane.single_holder for lane in self._lanes)
+
+    @property
+    def handovers(self) -> int:
+        """How often a single-holder device has gone from one worker to another so far."""
+        with self._cv:
+            return sum(lane.handovers for lane in self._lanes)
 
     def submit(self, spec: Spec, *, case: Case | None = None, timeout_s: float | None = None,
                owner: Owner | str | None = None, rate_limited: bool = True,
@@ -598,7 +614,7 @@ class Runner:
                     started = time.monotonic()
                     args = (*args, self._fresh_processes(lane, job, worker))
                     spent += time.monotonic() - started
-                lane.hand_over(worker, lambda phase: self._progress(job, phase, job.progress))
+                lane.hand_over(worker, lambda text: self._notice(job, text))
                 started = time.monotonic()
                 envelope = worker.call(job.id, step.target, args, timeout_s=max(job.timeout_s - spent, 1.0),
                                        cancel=job._cancel, on_progress=lambda p, f: self._progress(job, p, f))
@@ -632,6 +648,8 @@ class Runner:
             lane.learn(worker)
         if not lane.single_holder:
             return None
+        self._notice(job, N_("pitfall 7: its fresh processes take the {device} in turn, so the worker lets go of it "
+                             "until they are done").format(device=lane.device_label))
         for other in lane.all_workers():
             other.stop()
         spec = job.spec
@@ -647,6 +665,11 @@ class Runner:
         from .pitfalls import lab_timing
 
         return fresh_processes(spec, lab_timing(spec.timing).compile_samples, env=env, on_start=on_start).to_dict()
+
+    def _notice(self, job: Job, text: str) -> None:
+        with self._cv:
+            job.notices.append(text)
+        self._progress(job, text, job.progress)
 
     def _progress(self, job: Job, phase: str, fraction: float) -> None:
         with self._cv:

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..model.cases import Case, Shape, as_tuple
 from ..model.errors import JaxCompareError
-from .agreement import compare_outputs, uses_tf32
+from .agreement import compare_outputs, reduced_products
 from .ceilings import matmul_precision
 
 PRECISION_DTYPES = {"x32": np.dtype(np.float32), "x64": np.dtype(np.float64)}
@@ -64,10 +64,10 @@ def check_case(case: Case, shape: Shape | None = None, precision: str = "x32") -
     jitted = jax.jit(case.jax_fn)
     jax_out = as_tuple(jax.block_until_ready(jitted(*args)))
     platform = jax.devices()[0].platform  # device_put's default device, where the call ran
-    tf32 = uses_tf32(dtype.name, platform, matmul_precision(), lambda: jitted.lower(*args).as_text())
+    products = reduced_products(dtype.name, platform, matmul_precision(), lambda: jitted.lower(*args).as_text())
 
     reference = as_tuple(case.numpy_fn(*_upcast(inputs)))
-    record = compare_outputs(case, dtype.name, inputs, numpy_out, jax_out, reference, tf32=tf32)
+    record = compare_outputs(case, dtype.name, inputs, numpy_out, jax_out, reference, products=products)
     return {"case": case.name, "shape": list(shape), "precision": precision, **record}
 
 

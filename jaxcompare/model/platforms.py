@@ -46,8 +46,12 @@ class Platform:
     # Processes that may hold one device at once; None: any number. libtpu locks a TPU chip for the
     # life of the process that opened it, and a second process fails instead of falling back.
     holders: int | None
-    # What a float32 dot/convolution runs at under JAX's default matmul precision.
+    # What a float32 dot/convolution runs at under JAX's default matmul precision (PRODUCT_PRECISIONS).
     float32_products: str
+    # jax_default_matmul_precision values under which float32 products keep float32's accuracy: on a
+    # TPU 'high' is three bfloat16 passes (1.2e-5 against float64 on the centered Gram, within float32's
+    # tolerance), 'highest' six (1.7e-7).
+    full_products_at: frozenset[str]
     # "native", or "emulated" where the hardware has no float64 units (XLA builds it from float32 pairs).
     float64: str
     # (text in XLA's error, what is missing): float64 operations XLA does not implement here.
@@ -61,10 +65,11 @@ class Platform:
 
 
 PLATFORMS = {p.name: p for p in (
-    Platform("cpu", "CPU", None, "float32", "native"),
-    Platform("gpu", "GPU", None, "tensorfloat32", "native"),
+    Platform("cpu", "CPU", None, "float32", frozenset(), "native"),
+    Platform("gpu", "GPU", None, "tensorfloat32", frozenset({"highest", "float32"}), "native"),
     # Recorded on a TPU v5e with JAX 0.10.2 (tests/data/tpu/README.md): float64 LU and FFT fail to compile.
-    Platform("tpu", "TPU", 1, "bfloat16", "emulated", (
+    Platform("tpu", "TPU", 1, "bfloat16", frozenset({"highest", "float32", "high", "bfloat16_3x", "tensorfloat32"}),
+             "emulated", (
         ("LuDecomposition", N_("float64 LU decomposition")),
         ("Unexpected operand type for FFT", N_("float64 FFTs")),
     )),
