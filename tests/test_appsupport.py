@@ -48,6 +48,24 @@ def test_environment_warnings_name_what_spoils_numbers():
     assert environment_view.environment_warnings({}) == []
 
 
+# libtpu's warning at every start, as a TPU v5e VM host's workers recorded it (2026-12-05, the device tool).
+HUGEPAGES = ("UserWarning: Transparent hugepages are not enabled. TPU runtime startup and shutdown time should be "
+             "significantly improved on TPU v5e and newer. If not already set, you may need to enable transparent "
+             "hugepages in your VM image (sudo sh -c \"echo always > /sys/kernel/mm/transparent_hugepage/enabled\")")
+
+
+def test_a_warning_the_backend_gave_as_it_started_is_a_finding_with_its_cost():
+    """Each worker heard it: one finding, what it says and the seconds opening took in each worker."""
+    workers = {precision: dict(CPU_ENV, backend_start={"warnings": [HUGEPAGES], "seconds": seconds})
+               for precision, seconds in (("x32", 6.2), ("x64", 7.4))}
+    found = [w for w in environment_view.environment_warnings(workers) if "backend warned" in w]
+    assert len(found) == 1
+    assert "Transparent hugepages are not enabled" in found[0]
+    assert "6.2 s in the x32 worker, 7.4 s in the x64 worker" in found[0]
+    quiet = {"x32": dict(CPU_ENV, backend_start={"warnings": [], "seconds": 0.8}), "x64": CPU_ENV}
+    assert not any("backend warned" in w for w in environment_view.environment_warnings(quiet))
+
+
 def test_environment_warnings_run_a_table_of_named_rules_in_order():
     assert environment_view.shared_cores in environment_view.ENVIRONMENT_RULES
     machine = environment_view.Machine(CPU_ENV, {"x32": CPU_ENV}, load=None)

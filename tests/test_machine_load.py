@@ -8,18 +8,23 @@ import hashlib
 import math
 import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
 import time
+from functools import partial
+from pathlib import Path
 
+import psutil
 import pytest
 from _results import make_result, stats, with_jax
 
 from jaxcompare.analysis import summary
+from jaxcompare.analysis.checks import NA, checklist
 from jaxcompare.analysis.sweep import crossover, sweep_document
 from jaxcompare.analysis.trust import set_aside_text, trust, trusted
-from jaxcompare.engine.load import LoadMeter, free_cores, is_busy, own_cpu_s, share_cores
+from jaxcompare.engine.load import LoadMeter, OthersCpu, busy_cpu_s, free_cores, is_busy, own_cpu_s, share_cores
 from jaxcompare.engine.timing import lowest_block
 from jaxcompare.model.result import Result
 from jaxcompare.model.stats import Stats
@@ -29,7 +34,8 @@ class Counters:
     """Fake /proc counters: the cores' busy time and this process's own, advanced by hand."""
 
     def __init__(self) -> None:
-        self.wall = self.busy = self.own = 0.0
+        self.wall = self.own = 0.0
+        self.busy = 1000.0  # since boot: a system that reports CPU time never reads zero
 
     def sources(self):
         return (lambda cores: self.busy, lambda: self.own)
@@ -89,6 +95,62 @@ def test_the_real_counters_see_our_own_spinning_and_a_childs():
         child.kill()
         child.wait()
     assert own - before >= 0.1
+
+
+def test_the_cores_busy_time_is_read_as_psutil_reads_it():
+    cores = LoadMeter().cores
+    seen = sum(t.user + t.nice + t.system + t.irq + t.softirq + t.steal
+               for i, t in enumerate(psutil.cpu_times(percpu=True)) if i in cores)
+    assert busy_cpu_s(cores) == pytest.approx(seen, abs=0.5)  # read a moment apart, on a busy machine
+
+
+# /proc/stat as a Google TPU v5e VM host (gVisor) gives it: every counter zero.
+ZEROS = Path(__file__).parent / "data" / "tpu" / "proc-stat-zeros.txt"
+
+
+def _neighbour() -> int:
+    """A program spinning on a core that is not our child (its parent has exited), as another
+    user's would be: this process tree's own CPU is never counted as others'."""
+    spawn = ("import subprocess, sys\n"
+             "p = subprocess.Popen([sys.executable, '-c', 'while True: pass'], stdout=subprocess.DEVNULL,"
+             " stderr=subprocess.DEVNULL, start_new_session=True)\nprint(p.pid)")
+    return int(subprocess.run([sys.executable, "-c", spawn], capture_output=True, text=True, check=True).stdout)
+
+
+def _timed_phases(meter: LoadMeter) -> Result:
+    for phase in ("numpy", "runtime"):
+        with meter.phase(phase):
+            time.sleep(0.4)
+    return dataclasses.replace(make_result(), load=meter.to_dict())
+
+
+def test_a_system_that_reports_no_cpu_time_is_not_read_as_a_quiet_one():
+    """The cores' busy time from the recorded zero /proc/stat: no other source, the machine's load
+    was not measured (n/a, where zeros read as "pass, 0.00 cores"); with the other processes' own
+    CPU times, a spinning neighbour is seen, and the result says where the figure came from."""
+    zeros = partial(busy_cpu_s, path=str(ZEROS))
+    assert zeros(list(range(13))) == 0.0
+    process = psutil.Process()
+    blind = _timed_phases(LoadMeter(sources=(zeros, lambda: own_cpu_s(process))))
+    assert blind.load["others_source"] is None and blind.others_cores() is None
+    assert "others_cpu_s" not in blind.load["phases"]["numpy"] and blind.load["phases"]["numpy"]["wall_s"] > 0
+    item = {c.id: c for c in checklist(blind)}["busy"]
+    assert item.status == NA and "not measured here" in item.reason
+
+    pid = _neighbour()
+    try:
+        spinner = psutil.Process(pid)
+        spun = spinner.cpu_times()
+        meter = LoadMeter(sources=(zeros, lambda: own_cpu_s(process)), others=OthersCpu(process))
+        seen = _timed_phases(meter)
+        spun = sum(spinner.cpu_times()[:2]) - sum(spun[:2])
+    finally:
+        os.kill(pid, signal.SIGKILL)
+    assert seen.load["others_source"] == "processes"
+    others_s = sum(seen.load["phases"][p]["others_cpu_s"] for p in ("numpy", "runtime"))
+    assert spun > 0.1 and others_s >= spun - 0.05  # the neighbour's CPU, and whatever else ran
+    item = {c.id: c for c in checklist(seen)}["busy"]
+    assert item.status != NA and "own CPU times" in item.reason
 
 
 def test_busy_and_the_free_cores():

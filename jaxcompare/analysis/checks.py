@@ -9,7 +9,7 @@ lead a page (analysis/trust.py).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -376,6 +376,19 @@ def check_busy(r: Result) -> Check:
     """Did other programs take the cores while the runtimes were timed? Contention only adds time,
     and far more to NumPy's BLAS than to XLA (a false speedup), so a busy run is doubtful unless the
     pair was timed again with both sides on the free cores (engine/measure._recheck)."""
+    source = r.load.get("others_source", "cores")
+    if r.load and source is None:  # /proc/stat all zeros and no process times: zero would be a false pass
+        return _check("busy", NA, _("not measured here: this system reports no CPU time"), None)
+    check = _check_busy(r)
+    if source == "processes" and check.status != NA:  # the reader learns the figure's other source
+        check = replace(check, reason="; ".join((check.reason, _(
+            "counted from the other programs' own CPU times, as this system reports no CPU time for its "
+            "cores"))))
+    return check
+
+
+def _check_busy(r: Result) -> Check:
+    """check_busy's verdict from the figure, whichever source it came from."""
     others = r.others_cores()
     if others is None:
         return _check("busy", NA, _("not checked: this result was saved before jaxcompare recorded the "

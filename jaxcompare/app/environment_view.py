@@ -11,7 +11,7 @@ from typing import Any
 
 from ..i18n import _, ngettext
 from ..model.device_memory import DeviceMemory
-from ..model.formatting import format_bytes
+from ..model.formatting import format_bytes, format_time, markdown_literal
 
 Env = Mapping[str, Any]
 BLAS_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
@@ -170,9 +170,25 @@ def low_memory(m: Machine) -> Iterator[str]:
         yield _("Only {free} of memory is free: large shapes may swap or fail.").format(free=format_bytes(available))
 
 
+def backend_start_warnings(m: Machine) -> Iterator[str]:
+    """What the backend warned as each worker opened it (libtpu's transparent hugepages, at every
+    start; engine/environment.backend_start), once for the workers that heard it, with the seconds
+    the opening took in each: what a worker pays before it measures anything."""
+    heard: dict[str, list[str]] = {}
+    for precision, worker_env in m.workers.items():
+        start = (worker_env or {}).get("backend_start") or {}
+        for warning in start.get("warnings") or []:
+            heard.setdefault(warning, []).append(_("{seconds} in the {precision} worker").format(
+                precision=precision, seconds=format_time(start.get("seconds"))))
+    for warning, costs in heard.items():
+        yield _("The JAX backend warned as it started: “{warning}”. Importing JAX and opening the backend took "
+                "{costs}, paid once as each worker starts, before it measures anything.").format(
+            warning=markdown_literal(warning), costs=", ".join(costs))
+
+
 ENVIRONMENT_RULES: tuple[Callable[[Machine], Iterator[str]], ...] = (
     shared_cores, busy_machine, hyper_threading, each_worker, blas_oversubscribed,
-    conflicting_memory_fraction, custom_xla_flags, blas_thread_limits, low_memory,
+    conflicting_memory_fraction, custom_xla_flags, blas_thread_limits, low_memory, backend_start_warnings,
 )
 
 

@@ -3,9 +3,12 @@
 Contention only ever adds time, and not to both sides alike: OpenBLAS's threads spin at their
 barriers and slow 4-5x with one of two cores taken, XLA's about 1.1x (a false speedup). So every
 timed phase records its wall time and what the rest of the machine burned in that time: the busy
-time of the cores this process may run on (/proc/stat through psutil) minus this process tree's
+time of the cores this process may run on (/proc/stat, as psutil reads it) minus this process tree's
 own CPU time (every thread to the nanosecond, and children). The cores' busy time ticks at 10 ms,
 so a figure is good to about 0.01-0.02 s per phase; "cores' worth" = others_cpu_s / wall_s.
+Where the system reports no CPU time for its cores (a gVisor sandbox's /proc/stat, all zeros, on a
+TPU VM host), the other processes' own CPU times stand in; where those cannot be read either, what
+others used is not measured, never zero. The Result's ``load.others_source`` says which it was.
 """
 
 from __future__ import annotations
@@ -32,8 +35,15 @@ def _cores() -> list[int]:
         return list(range(os.cpu_count() or 1))
 
 
-def busy_cpu_s(cores: list[int]) -> float:
-    """Seconds the given cores spent not idle since boot (user, nice, system, irq, softirq, steal)."""
+def busy_cpu_s(cores: list[int], path: str = "/proc/stat") -> float:
+    """Seconds the given cores spent not idle since boot (user, nice, system, irq, softirq, steal):
+    ``path``'s per-core lines as psutil.cpu_times(percpu=True) reads them; psutil's where there is no
+    such file (not Linux)."""
+    try:
+        with open(path, encoding="ascii") as f:
+            return stat_busy_s(f.read(), cores)
+    except OSError:
+        pass
     per_cpu = psutil.cpu_times(percpu=True)
     total = 0.0
     for index in cores:
@@ -42,6 +52,22 @@ def busy_cpu_s(cores: list[int]) -> float:
         t = per_cpu[index]
         total += sum(getattr(t, name, 0.0) for name in ("user", "nice", "system", "irq", "softirq", "steal"))
     return total
+
+
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100  # /proc/stat's unit: ticks a second
+
+
+def stat_busy_s(text: str, cores: list[int]) -> float:
+    """The busy seconds of ``cores`` in a /proc/stat's text: the cpuN lines' user, nice, system, irq,
+    softirq and steal ticks (guest time is inside user), by the core's number."""
+    wanted = {f"cpu{index}" for index in cores}
+    ticks = 0
+    for line in text.splitlines():
+        fields = line.split()
+        if fields and fields[0] in wanted:
+            values = [int(v) for v in fields[1:9]] + [0] * 8
+            ticks += sum(values[i] for i in (0, 1, 2, 5, 6, 7))
+    return ticks / _CLOCK_TICKS
 
 
 def own_cpu_s(process: Any = None) -> float:
@@ -62,6 +88,35 @@ def own_cpu_s(process: Any = None) -> float:
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             pass
     return total
+
+
+class OthersCpu:
+    """CPU seconds the other processes used since the first call, from their own CPU times: what
+    stands in where the system reports none for its cores. Each call adds what every process used
+    since the call before (one born meanwhile, all of its own), leaving out this process tree, on
+    every core (not only ours); a process that ended meanwhile loses its last stretch, so short-lived
+    ones read low."""
+
+    def __init__(self, process: Any = None) -> None:
+        self._process = process or psutil.Process()
+        self._last: dict[tuple[int, float], float] | None = None
+        self._total = 0.0
+
+    def __call__(self) -> float:
+        ours = {self._process.pid} | {c.pid for c in self._process.children(recursive=True)}
+        now = {}
+        for proc in psutil.process_iter():
+            if proc.pid in ours:
+                continue
+            try:
+                t = proc.cpu_times()
+                now[(proc.pid, proc.create_time())] = t.user + t.system  # the key tells a reused pid
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
+        if self._last is not None:
+            self._total += sum(max(cpu - self._last.get(key, 0.0), 0.0) for key, cpu in now.items())
+        self._last = now
+        return self._total
 
 
 def thread_cpu_s(process: Any) -> dict[int, float]:
@@ -97,7 +152,7 @@ class Span:
     """One phase's wall time and what other processes burned on our cores meanwhile."""
 
     wall_s: float = 0.0
-    others_cpu_s: float = 0.0
+    others_cpu_s: float | None = 0.0  # None: not measured (LoadMeter.others_source)
     own_cpu_s: float = 0.0  # this process tree's CPU meanwhile: own_cpu_s / wall_s cores it used
     # CPU seconds of each of this process's threads meanwhile (thread id -> s); {} when not read.
     thread_cpu_s: dict[int, float] = field(default_factory=dict)
@@ -142,13 +197,16 @@ class Span:
         return self.helper_s is None or self.helper_s >= HELPER_SHARE * self.wall_s
 
     @property
-    def others_cores(self) -> float:
+    def others_cores(self) -> float | None:
+        if self.others_cpu_s is None:
+            return None
         return self.others_cpu_s / self.wall_s if self.wall_s > 0 else 0.0
 
     def to_dict(self) -> dict[str, float]:
         demand = self.demand
-        return ({"wall_s": round(self.wall_s, 6), "others_cpu_s": round(self.others_cpu_s, 4),
-                 "own_cpu_s": round(self.own_cpu_s, 4)} | ({} if self.threads is None else {"threads": self.threads})
+        return ({"wall_s": round(self.wall_s, 6)}
+                | ({} if self.others_cpu_s is None else {"others_cpu_s": round(self.others_cpu_s, 4)})
+                | {"own_cpu_s": round(self.own_cpu_s, 4)} | ({} if self.threads is None else {"threads": self.threads})
                 | ({} if demand is None else {"demand_cores": round(demand, 2)})
                 | ({} if self.helper_s is None else {"helper_cpu_s": round(self.helper_s, 4)}))
 
@@ -159,19 +217,23 @@ class Span:
 
 class LoadMeter:
     """Records a Span per phase name (a phase timed in several blocks adds up its blocks).
-    ``sources``: the counters, injectable for tests (busy CPU s of the given cores, our own CPU s)."""
+    ``sources``: the counters, injectable for tests (busy CPU s of the given cores, our own CPU s);
+    ``others``: the other processes' CPU s so far (OthersCpu), read where the cores' busy time is not."""
 
     def __init__(self, sources: tuple[Callable[[list[int]], float], Callable[[], float]] | None = None,
-                 clock: Callable[[], float] = time.perf_counter) -> None:
+                 clock: Callable[[], float] = time.perf_counter, others: Callable[[], float] | None = None) -> None:
         self.cores = _cores()
         if sources is None and psutil is not None:
             process = psutil.Process()
             sources = (busy_cpu_s, lambda: own_cpu_s(process))
+            others = others or OthersCpu(process)
             self._threads: Callable[[], dict[int, float]] | None = lambda: thread_cpu_s(process)
         else:
             self._threads = None
         self._sources = sources
+        self._others = others
         self._clock = clock
+        self.others_source = self._others_source() if sources is not None else None
         self.spans: dict[str, Span] = {}
         self.notes: dict[str, Any] = {}  # shared by prefixed views, like spans
         self.prefix = ""
@@ -184,21 +246,48 @@ class LoadMeter:
         view.cores = list(cores) if cores else self.cores
         return view
 
+    def _others_source(self) -> str | None:
+        """Where the others' CPU time comes from: "cores" (our cores' busy time less our own),
+        "processes" (their own CPU times, where the cores' busy time reads zero since boot: the
+        system reports none), or None (neither can be read: not measured)."""
+        assert self._sources is not None
+        if self._sources[0](self.cores) > 0:
+            return "cores"
+        if self._others is not None:
+            try:
+                self._others()  # the first reading: proof that it reads here
+                return "processes"
+            except Exception:  # psutil.Error or OSError alike: no process times here either
+                pass
+        return None
+
     @property
     def available(self) -> bool:
         return self._sources is not None
 
     def reading(self) -> tuple[float, float, float]:
-        """(wall clock, busy CPU s of our cores, our CPU s) now."""
-        busy, own = (self._sources[0](self.cores), self._sources[1]()) if self._sources else (0.0, 0.0)
-        return self._clock(), busy, own
+        """(wall clock, the counter others' CPU s come from, our CPU s) now: our cores' busy CPU s
+        (others': its rise less ours), or the others' own CPU s (``others_source``)."""
+        counter = own = 0.0
+        if self._sources is not None:
+            if self.others_source == "cores":
+                counter = self._sources[0](self.cores)
+            elif self.others_source == "processes" and self._others is not None:
+                counter = self._others()
+            own = self._sources[1]()
+        return self._clock(), counter, own
 
     def add(self, phase: str, start: tuple[float, float, float], end: tuple[float, float, float]) -> Span:
         """Count the interval between two readings into ``phase``."""
         span = self.spans.setdefault(phase, Span())
         span.wall_s += end[0] - start[0]
         # Never below zero: the two counters tick independently, so a short span can read -10 ms.
-        span.others_cpu_s += max((end[1] - start[1]) - (end[2] - start[2]), 0.0)
+        if self.others_source == "cores" and span.others_cpu_s is not None:
+            span.others_cpu_s += max((end[1] - start[1]) - (end[2] - start[2]), 0.0)
+        elif self.others_source == "processes" and span.others_cpu_s is not None:
+            span.others_cpu_s += max(end[1] - start[1], 0.0)
+        else:
+            span.others_cpu_s = None
         span.own_cpu_s += max(end[2] - start[2], 0.0)
         return span
 
@@ -234,8 +323,8 @@ class LoadMeter:
         """The Result's ``load`` object (docs/json.md); {} when psutil is missing."""
         if not self.available:
             return {}
-        return {"cores": len(self.cores), "phases": {name: s.to_dict() for name, s in self.spans.items()},
-                **self.notes}
+        return {"cores": len(self.cores), "others_source": self.others_source,
+                "phases": {name: s.to_dict() for name, s in self.spans.items()}, **self.notes}
 
 
 

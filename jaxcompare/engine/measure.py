@@ -669,7 +669,8 @@ def _sides_used(load: LoadMeter) -> dict[str, Any]:
 def _others(load: LoadMeter, phases: tuple[str, ...]) -> float | None:
     spans = [load.spans[p] for p in phases if p in load.spans]
     wall = sum(s.wall_s for s in spans)
-    return sum(s.others_cpu_s for s in spans) / wall if spans and wall > 0 else None
+    others = [s.others_cpu_s for s in spans if s.others_cpu_s is not None]
+    return sum(others) / wall if spans and wall > 0 and len(others) == len(spans) else None
 
 
 def _spread(numpy_stats: Stats, jax_stats: Stats) -> float:

@@ -51,7 +51,7 @@ class Result:
     peak: Peak | None = None
     # Where the time goes inside the JAX call (a profiler trace's summary); None when not asked.
     profile: Profile | None = None
-    # How busy the machine was while each phase was timed (engine/load.py): {"cores": n,
+    # How busy the machine was while each phase was timed (engine/load.py): {"cores": n, "others_source",
     # "phases": {phase: {"wall_s", "others_cpu_s"}}, ...}; {} when saved before it was recorded.
     load: dict[str, Any] = field(default_factory=dict)
     # Each side's counts, ceilings and limit (model/roofline.py); None when saved before it was recorded.
@@ -105,10 +105,11 @@ class Result:
 
     def others_cores(self, phases: tuple[str, ...] = RUNTIME_PHASES) -> float | None:
         """Cores' worth of CPU other processes used while ``phases`` were timed (the runtime
-        blocks by default): their CPU seconds over the phases' wall time. None: not recorded."""
+        blocks by default): their CPU seconds over the phases' wall time. None: not recorded, or
+        not measured here (``load.others_source`` None: the system reports no CPU time)."""
         spans = [s for s in ((self.load.get("phases") or {}).get(p) for p in phases) if s]
         wall = sum(float(s.get("wall_s") or 0.0) for s in spans)
-        if not spans or wall <= 0:
+        if not spans or wall <= 0 or any("others_cpu_s" not in s for s in spans):
             return None
         return sum(float(s.get("others_cpu_s") or 0.0) for s in spans) / wall
 
