@@ -62,7 +62,7 @@ def reduced_products(dtype: str, platform: str, matmul_precision: str, program_t
 
 def uses_tf32(dtype: str, platform: str, matmul_precision: str, program_text: Callable[[], str]) -> bool:
     """Whether the GPU may have computed this program's float32 products in TF32 (reduced_products)."""
-    return reduced_products(dtype, platform, matmul_precision, program_text) == "tensorfloat32"
+    return may_use_tf32(dtype, platform, matmul_precision) and program_has_dot(program_text())
 
 
 def tolerance(case: Case, dtype: str, *, tf32: bool = False, products: str | None = None) -> tuple[float, float]:
