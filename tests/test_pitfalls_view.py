@@ -117,11 +117,13 @@ def test_side_figures_show_each_median_with_its_range():
     assert text.startswith("JAX **43 ms** (42.1–43.9 ms) · NumPy 51.9 ms (50.9–52.9 ms) → JAX 1.21x faster")
 
 
-def test_tf32_is_marked_not_applicable_off_gpu():
+def test_pitfall_6_applies_where_float32_products_are_reduced_by_default():
+    # A GPU's TF32 and a TPU's one bfloat16 pass (model/platforms.py); a CPU keeps float32.
     tf32 = pitfall("tf32", naive=(0.04, 0.05), correct=(0.05, 0.05))
     assert pv.not_applicable_text("tf32", "gpu") is None
+    assert pv.not_applicable_text("tf32", "tpu") is None
+    assert "not applicable" not in pv.verdict_text(tf32, "tpu") and pv.how_wrong_short(tf32, "tpu") != "n/a on TPU"
     assert pv.not_applicable_text("tf32", "cpu").startswith("Not applicable on CPU: no TF32 here")
-    assert "bfloat16" in pv.not_applicable_text("tf32", "tpu")
     assert pv.not_applicable_text("jit", "cpu") is None
     assert pv.verdict_text(tf32, "cpu").endswith("(not applicable on CPU: no TF32 here)")
     assert "not applicable on CPU" in pv.how_wrong(tf32, "cpu")

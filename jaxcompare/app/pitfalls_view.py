@@ -16,6 +16,7 @@ from ..engine.pitfalls import DOCS, EFFECTS, PITFALLS, SECTIONS, side_roles, sid
 from ..i18n import N_, _, translate_text
 from ..model.cases import Case, format_shape
 from ..model.formatting import faster_or_slower, format_time, format_time_range, same_speed
+from ..model.platforms import platform
 from ..model.result import Result
 from ..model.spec import DEVICES
 from . import navigation
@@ -348,11 +349,9 @@ def markdown_table(rows: Sequence[Mapping[str, str]]) -> str:
 
 def not_applicable_text(pitfall_id: str, backend: str) -> str | None:
     """Why a section does not apply on ``backend`` (None when it does)."""
-    if pitfall_id != "tf32" or backend == "gpu":
-        return None
-    if backend == "tpu":
-        return _("Not applicable on TPU: no TF32 here. (TPUs have their own default: float32 matmuls use "
-                 "bfloat16 passes, so compare the two errors below.)")
+    entry = platform(backend)
+    if pitfall_id != "tf32" or (entry is not None and entry.float32_products != "float32"):
+        return None  # a GPU's TF32 and a TPU's bfloat16 passes alike: the default is reduced there
     return _("Not applicable on {backend}: no TF32 here. Both sides compute in full float32, so the errors "
              "match and the times differ only by noise; the numbers are shown for reference.").format(
         backend=BACKEND_NAMES.get(backend, backend))

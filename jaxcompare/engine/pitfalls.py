@@ -24,6 +24,7 @@ from ..i18n import N_
 from ..model.cases import Case, as_tuple, format_shape
 from ..model.errors import BadInput
 from ..model.formatting import format_time, same_speed
+from ..model.platforms import platform
 from ..model.spec import MIN_SAMPLES_FOR_RANGE, Spec, TimingConfig
 from ..model.stats import Stats
 from .agreement import normwise_errors
@@ -84,8 +85,8 @@ PITFALLS: tuple[dict[str, str], ...] = (
     _pitfall_meta("tf32", "precision",
                   N_("6. TF32: GPU float32 matmuls default to TF32-class precision"),
                   N_("On recent NVIDIA GPUs float32 matmuls and convolutions run in TF32 by "
-                     "default: faster, with about 10 mantissa bits. "
-                     "jax.default_matmul_precision('highest') gives the fair float32 comparison.")),
+                     "default: faster, with about 10 mantissa bits; on TPUs they run one bfloat16 pass, "
+                     "with about 8. jax.default_matmul_precision('highest') gives the fair float32 comparison.")),
     _pitfall_meta("cache", "cache",
                   N_("7. Restarts: every new process compiles again"),
                   N_("Compiled code lives in the process: a restarted app, a new notebook kernel or a new "
@@ -444,10 +445,12 @@ def pitfall_tf32(lab: Lab) -> dict[str, Any]:
         fh = jax.jit(case.jax_fn).lower(*lab.dev).compile()
     highest_err = error(fh(*lab.dev))
     default, highest = lab.turns(Turn(blocking_call(lab.f, lab.dev)), Turn(blocking_call(fh, lab.dev)))
-    on_gpu = lab.device.platform == "gpu"
-    # Recorded English from templates, so the CLI can show them in the reader's language.
-    worded = N_("{speed}, error vs float64 {error}") if on_gpu else N_(
-        "{speed}, error vs float64 {error} (no TF32 on this backend: both should match)")
+    # What a float32 product runs at by default here (model/platforms.py): TF32 on a GPU, one bfloat16
+    # pass on a TPU, float32 on a CPU. Recorded English from templates, shown in the reader's language.
+    products = getattr(platform(lab.device.platform), "float32_products", "float32")
+    worded = {"tensorfloat32": N_("{speed}, error vs float64 {error}"),
+              "bfloat16": N_("{speed}, error vs float64 {error} (one bfloat16 pass per product on this TPU)"),
+              }.get(products, N_("{speed}, error vs float64 {error} (no TF32 on this backend: both should match)"))
     return _pitfall(
         "tf32",
         _side(*side_text("default_precision"), default, lab.numpy, rel_error=default_err,
@@ -457,7 +460,7 @@ def pitfall_tf32(lab: Lab) -> dict[str, Any]:
               conclusion=N_("{speed}, error vs float64 {error}").format(
                   speed=speed_words(lab.numpy.median_s, highest.median_s), error=f"{highest_err:.2g}")),
         ((default, lab.numpy), (highest, lab.numpy)),
-        applicable=on_gpu,
+        applicable=products != "float32",
     )
 
 
