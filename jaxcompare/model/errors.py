@@ -11,6 +11,18 @@ class BadInput(JaxCompareError):
     """A malformed or impossible request (shape, case name, precision, file)."""
 
 
+class Unsupported(BadInput):
+    """The device lacks what the request needs at this precision (float64 LU on a TPU): the message
+    says what to choose instead; ``detail`` keeps the first line of XLA's error for an operator."""
+
+    def __init__(self, message: str, detail: str = "") -> None:
+        super().__init__(message)
+        self.detail = detail
+
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:
+        return type(self), (str(self), self.detail)  # crosses from the worker whole
+
+
 class DeviceUnavailable(JaxCompareError):
     """The requested device kind is not present on this machine."""
 

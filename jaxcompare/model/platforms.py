@@ -1,6 +1,7 @@
 """What a JAX platform is, in one table: how many processes may hold one of its devices, what a
-float32 matrix product runs at by default, and what it does in float64. The runner, the
-agreement, the checklist, the pitfalls and the pages read these facts here.
+float32 matrix product runs at by default, and what it does in float64 (which operations are
+missing, which catalog cases hit them). The runner, the agreement, the checklist, the pitfalls,
+the self-check, the CLI's list and the pages read these facts here.
 
 Standard library only: this module sits in the model layer.
 """
@@ -12,7 +13,8 @@ from dataclasses import dataclass
 
 from ..i18n import N_
 
-__all__ = ["PLATFORMS", "Platform", "ProductPrecision", "PRODUCT_PRECISIONS", "platform", "backend_error_line"]
+__all__ = ["PLATFORMS", "Float64Gap", "Platform", "ProductPrecision", "PRODUCT_PRECISIONS", "platform",
+           "backend_error_line", "error_first_line", "float64_line", "float64_note", "gap_line", "unsupported_label"]
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,17 @@ PRODUCT_PRECISIONS = {p.name: p for p in (
 
 
 @dataclass(frozen=True)
+class Float64Gap:
+    """A float64 operation XLA does not implement on a platform: text its error always carries, what
+    a reader is told is missing, and the catalog cases a recorded run saw fail on it (so the catalog
+    can be marked without the device)."""
+
+    pattern: str
+    missing: str
+    cases: frozenset[str]
+
+
+@dataclass(frozen=True)
 class Platform:
     """One JAX platform (``jax.default_backend()``'s name)."""
 
@@ -54,8 +67,23 @@ class Platform:
     full_products_at: frozenset[str]
     # "native", or "emulated" where the hardware has no float64 units (XLA builds it from float32 pairs).
     float64: str
-    # (text in XLA's error, what is missing): float64 operations XLA does not implement here.
-    float64_missing: tuple[tuple[str, str], ...] = ()
+    # float64 operations XLA does not implement here.
+    float64_missing: tuple[Float64Gap, ...] = ()
+    # (case, seconds): catalog cases whose float64 self-check at the small shape took far longer than
+    # float32's (about a second), nearly all of it compiling the emulated program.
+    float64_slow: tuple[tuple[str, float], ...] = ()
+
+    def float64_gap(self, error_text: str) -> Float64Gap | None:
+        """The missing float64 operation an XLA error names, None for any other error."""
+        return next((gap for gap in self.float64_missing if gap.pattern in error_text), None)
+
+    def float64_gap_of(self, case: str) -> Float64Gap | None:
+        """The missing float64 operation a catalog case was recorded failing on here, if any."""
+        return next((gap for gap in self.float64_missing if case in gap.cases), None)
+
+    def float64_seconds(self, case: str) -> float | None:
+        """How long a catalog case's float64 self-check was recorded taking here, when extreme."""
+        return dict(self.float64_slow).get(case)
 
     @property
     def single_holder(self) -> bool:
@@ -67,12 +95,21 @@ class Platform:
 PLATFORMS = {p.name: p for p in (
     Platform("cpu", "CPU", None, "float32", frozenset(), "native"),
     Platform("gpu", "GPU", None, "tensorfloat32", frozenset({"highest", "float32"}), "native"),
-    # Recorded on a TPU v5e with JAX 0.10.2 (tests/data/tpu/README.md): float64 LU and FFT fail to compile.
     Platform("tpu", "TPU", 1, "bfloat16", frozenset({"highest", "float32", "high", "bfloat16_3x", "tensorfloat32"}),
-             "emulated", (
-        ("LuDecomposition", N_("float64 LU decomposition")),
-        ("Unexpected operand type for FFT", N_("float64 FFTs")),
-    )),
+             "emulated",
+             float64_missing=(
+                 # tests/data/tpu/selfcheck-x64.jsonl (TPU v5e, JAX 0.10.2): "UNIMPLEMENTED: Only F32 and C64 types
+                 # are implemented in LuDecomposition; got shape f64[10,10]" for every case that factors a matrix.
+                 Float64Gap("LuDecomposition", N_("float64 LU decomposition (XLA implements it in float32 only)"),
+                            frozenset({"solve", "inv", "det", "slogdet", "expm", "lu"})),
+                 # tests/data/tpu/selfcheck-x64.jsonl: "INVALID_ARGUMENT: ... Unexpected operand type for FFT:
+                 # c128[1024]" (f64[1024] for the real transform).
+                 Float64Gap("Unexpected operand type for FFT", N_("float64 FFTs (XLA implements them in float32 only)"),
+                            frozenset({"fft", "fft2", "rfft", "fftconvolve"})),
+             ),
+             # tests/data/tpu/selfcheck-x64.jsonl: cumsum at 1000 elements 148 s (0.66 s at x32), svd at 10x10 40 s
+             # (1.2 s at x32); that run stopped at 250 s, before gammaln, norm_logpdf, trapezoid and cdist.
+             float64_slow=(("cumsum", 147.65), ("svd", 39.6))),
 )}
 
 
@@ -96,3 +133,44 @@ def backend_error_line(text: str) -> str | None:
     holder = N_("process {pid}").format(pid=pid.group(1)) if pid else N_("another program")
     return N_("the TPU is in use by {holder}: one process at a time can hold a TPU chip, so stop that program "
               "(or wait for it to finish) and try again").format(holder=holder)
+
+
+# XLA appends the C++ stack to some errors, one "@ 0x7ee8eb8f2ea2  xla::..." frame after another,
+# starting on the message's own line: addresses that mean nothing off that build.
+_FRAMES = re.compile(r"\s+@\s+0x[0-9a-fA-F]+.*", re.DOTALL)
+
+
+def error_first_line(text: str) -> str:
+    """An error's first line without XLA's stack addresses: what an operator keeps of it."""
+    line = next((part.strip() for part in text.splitlines() if part.strip()), "")
+    return _FRAMES.sub("", line).rstrip(" :")
+
+
+def gap_line(found: Platform, gap: Float64Gap) -> str:
+    """What the platform lacks and what to do instead, worded for the CLI and the app alike."""
+    return N_("this {platform} has no {missing}: choose x32, or the CPU device").format(
+        platform=found.label, missing=gap.missing)
+
+
+def float64_note(platform_name: str | None, precision: str) -> str | None:
+    """What a result measured in float64 must say where the platform only emulates it; None elsewhere."""
+    found = platform(platform_name)
+    if found is None or precision != "x64" or found.float64 != "emulated":
+        return None
+    return N_("float64 on a {platform} is emulated in software by XLA (from float32 pairs): slower than float32 "
+              "and, for iterative algorithms, less accurate").format(platform=found.label)
+
+
+def unsupported_label(found: Platform) -> str:
+    """A case's status where the platform lacks a float64 operation it needs."""
+    return N_("not on {platform} at x64").format(platform=found.label)
+
+
+def float64_line(platform_name: str | None, precision: str, error_text: str) -> str | None:
+    """One plain line for an error XLA raised because the platform lacks a float64 operation;
+    None for any other error, platform or precision (the caller shows the error as it is)."""
+    found = platform(platform_name)
+    if found is None or precision != "x64":
+        return None
+    gap = found.float64_gap(error_text)
+    return None if gap is None else gap_line(found, gap)
