@@ -20,7 +20,8 @@ import numpy as np
 from ..catalog import get_case
 from ..i18n import N_
 from ..model.cases import Case, as_tuple, format_shape
-from ..model.errors import BadInput
+from ..model.errors import BadInput, Unsupported
+from ..model.platforms import error_first_line, float64_line, float64_note
 from ..model.result import Result
 from ..model.roofline import Roofline, RooflineSide, choose_counts, xla_counts
 from ..model.sides import JaxSide, Peak
@@ -272,6 +273,8 @@ class _Run:
     # Whether NumPy's last work ran threads besides the caller (OpenBLAS's workers, which spin
     # for a while after it): the next JAX timing settles first only then (load.HELPER_SHARE).
     numpy_spun: bool = True
+    # The Spec's precision: which operations the device lacks depends on it (model/platforms.py).
+    precision: str = "x32"
 
 
 StartPhase = Callable[[str], SampleCallback]
@@ -317,7 +320,8 @@ def measure(spec: Spec, progress: ProgressCallback = _no_progress, clock: Clock 
     want_cpu_side = device.platform != "cpu" if cpu_side is None else cpu_side
     check_memory(case, spec, device, cpu_side=want_cpu_side and cpu is not None)
     run = _Run(case, spec.timing, clock, Progress(progress, spec.timing, cpu_side=want_cpu_side and cpu is not None),
-               load if load is not None else LoadMeter(), recheck, clocks if clocks is not None else ClockWatch(device))
+               load if load is not None else LoadMeter(), recheck, clocks if clocks is not None else ClockWatch(device),
+               precision=spec.precision)
 
     host_inputs, numpy_out = _inputs(run, spec)
     side, warm = device_phases(run, host_inputs, device, run.progress.start)
@@ -352,7 +356,7 @@ def measure(spec: Spec, progress: ProgressCallback = _no_progress, clock: Clock 
         jax=jax,
         env={**collect_env(), "freed_memory_kept": keep_freed_memory()},
         flops=flops,
-        notes=_notes(spec, jax, cpu_side_missing=want_cpu_side and cpu is None),
+        notes=_notes(spec, jax, device.platform, cpu_side_missing=want_cpu_side and cpu is None),
         jax_cpu=jax_cpu,
         peak=peak if flops is not None else None,  # the fraction of peak needs the catalog's count
         profile=profile,
@@ -369,7 +373,7 @@ def device_phases(run: _Run, host_inputs: tuple[np.ndarray, ...], device: Any,
     reports a phase's start and returns the callback for its samples. Returns the side, to be
     finished with its runtime, protocol and agreement, and what the later phases reuse."""
     transfer, dev_inputs, transfer_zero_copy = _transfer(run, host_inputs, device, start)
-    (trace, lower, compile_), cost = _cold_compile(run, dev_inputs, start)
+    (trace, lower, compile_), cost = _cold_compile(run, dev_inputs, device.platform, start)
     first_call = _first_call(run, dev_inputs, start)
     jitted, dispatch = _dispatch(run, dev_inputs, start)
     fetch, jax_out, fetch_zero_copy = _fetch(run, jitted, dev_inputs, start)
@@ -407,7 +411,7 @@ def _inputs(run: _Run, spec: Spec) -> tuple[tuple[np.ndarray, ...], tuple[np.nda
     run.progress.start("inputs")
     host_inputs = build_inputs(run.case, spec)
     with run.load.phase("inputs") as span:
-        numpy_out = as_tuple(_user_call(run.case, "numpy_fn", run.case.numpy_fn, host_inputs))
+        numpy_out = as_tuple(user_call(run.case, "numpy_fn", run.case.numpy_fn, host_inputs))
     run.numpy_spun = span.helpers_ran
     return host_inputs, numpy_out
 
@@ -428,13 +432,14 @@ def _transfer(run: _Run, host_inputs: tuple[np.ndarray, ...], device: Any,
     return stats, dev_inputs, _aliases(host_inputs, dev_inputs)
 
 
-def _cold_compile(run: _Run, dev_inputs: Any,
+def _cold_compile(run: _Run, dev_inputs: Any, platform: str,
                   start: StartPhase) -> tuple[tuple[Stats, Stats, Stats], dict[str, float | None] | None]:
     """Trace, lower and compile, caches cleared before each sample; and XLA's counts (FLOPs,
     bytes, transcendentals) of the last sample's executable, the program every later call runs."""
     import jax
 
-    _user_call(run.case, "jax_fn", jax.jit(run.case.jax_fn), dev_inputs)  # a broken port fails here
+    # A broken port fails here, and so does an operation the device lacks at this precision.
+    user_call(run.case, "jax_fn", jax.jit(run.case.jax_fn), dev_inputs, where=(platform, run.precision))
     compiled: list[Any] = []
     with run.load.phase("compile"):
         stats = measure_compile(run.case.jax_fn, dev_inputs, run.timing, clock=run.clock,
@@ -768,10 +773,10 @@ def _agreement(run: _Run, spec: Spec, host_inputs: tuple[np.ndarray, ...], numpy
     return compare_outputs(run.case, spec.dtype, host_inputs, numpy_out, jax_out, ref64, products=products)
 
 
-def _notes(spec: Spec, jax: JaxSide, *, cpu_side_missing: bool = False) -> tuple[str, ...]:
+def _notes(spec: Spec, jax: JaxSide, platform: str, *, cpu_side_missing: bool = False) -> tuple[str, ...]:
     """What a reader of the Result must know to read its numbers right."""
     agreement = jax.agreement
-    notes = []
+    notes = [note for note in [float64_note(platform, spec.precision)] if note]
     if cpu_side_missing:
         notes.append(N_("JAX on the CPU was not measured: this worker's JAX has no CPU backend "
                         "(JAX_PLATFORMS leaves it out)"))
@@ -789,14 +794,20 @@ def _notes(spec: Spec, jax: JaxSide, *, cpu_side_missing: bool = False) -> tuple
     return tuple(notes)
 
 
-def _user_call(case: Case, label: str, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
-    """Call a case's function once; its failure is the case's problem, said in one line."""
+def user_call(case: Case, label: str, fn: Callable[..., Any], args: tuple[Any, ...], *,
+              where: tuple[str, str] | None = None) -> Any:
+    """Call a case's function once; its failure is the case's problem, said in one line. ``where``:
+    the (platform, precision) it runs at, so an operation XLA lacks there is named plainly (Unsupported)."""
     import jax
 
     try:
         return jax.block_until_ready(fn(*args))
     except Exception as exc:
-        text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        text = error_first_line(str(exc))
+        plain = float64_line(*where, str(exc)) if where is not None else None
+        if plain is not None:
+            raise Unsupported(N_("case {case!r}: {reason}").format(case=case.name, reason=plain),
+                              detail=f"{type(exc).__name__}: {text}" if text else "") from None
         raise BadInput(N_("case {case!r}: {function} failed: {error_type}: {error}").format(
             case=case.name, function=label, error_type=type(exc).__name__, error=text[:300])) from None
 

@@ -29,7 +29,7 @@ from ..model.spec import MIN_SAMPLES_FOR_RANGE, Spec, TimingConfig
 from ..model.stats import Stats
 from .agreement import normwise_errors
 from .environment import resolve_device
-from .measure import build_inputs, check_memory, check_precision
+from .measure import build_inputs, check_memory, check_precision, user_call
 from .profile import profile_jitted
 from .restart import FreshCall, FreshProcesses, fresh_processes
 from .timing import (
@@ -284,7 +284,7 @@ class Lab:
         self.host = build_inputs(self.case, spec)
         self.dev = jax.block_until_ready(jax.device_put(self.host, self.device))
         self.f = jax.jit(self.case.jax_fn)
-        self.jax.block_until_ready(self.f(*self.dev))
+        user_call(self.case, "jax_fn", self.f, self.dev, where=(self.device.platform, spec.precision))
         # The NumPy baseline every pitfall's speedups divide (each pitfall times its own JAX
         # sides in turns); with pitfall 3, the other dtype's runtimes join it, timed side by side.
         jax_calls = {"jax": blocking_call(self.f, self.dev)}

@@ -19,8 +19,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..i18n import N_
-from ..model.errors import JobFailed
-from ..model.platforms import backend_error_line
+from ..model.errors import JaxCompareError, JobFailed
+from ..model.platforms import backend_error_line, error_first_line
 from ..model.spec import Spec
 
 # A child imports JAX and, on a GPU, creates its client: seconds, more on a busy machine.
@@ -149,8 +149,8 @@ def child_main(request: str) -> None:
     try:
         report = _first_call(json.loads(request))
     except BaseException as exc:  # the parent shows this line as the section's error
-        text = f"{type(exc).__name__}: {exc}".strip().splitlines()
-        report = {"error": text[0] if text else type(exc).__name__}
+        text = str(exc) if isinstance(exc, JaxCompareError) else f"{type(exc).__name__}: {exc}"
+        report = {"error": error_first_line(text) or type(exc).__name__}
     with os.fdopen(report_fd, "w") as out:
         out.write(json.dumps(report) + "\n")
 
@@ -191,7 +191,7 @@ def _first_call(request: dict[str, Any]) -> dict[str, Any]:
     jax.monitoring.register_event_duration_secs_listener(
         lambda event, duration_secs, **_: compile_s.append(duration_secs) if event == BACKEND_COMPILE_EVENT else None)
     from .environment import pin_device, resolve_device
-    from .measure import build_inputs
+    from .measure import build_inputs, user_call
 
     pinned = os.environ.get("JAXCOMPARE_WORKER_DEVICE")
     if pinned:
@@ -202,7 +202,8 @@ def _first_call(request: dict[str, Any]) -> dict[str, Any]:
     compile_s.clear()  # only the first call's compile and cache lookups count
     events.clear()
     started = time.perf_counter_ns()
-    jax.block_until_ready(jax.jit(case.jax_fn)(*dev))
+    # Blocks like the plain call; names an operation the device lacks at this precision plainly.
+    user_call(case, "jax_fn", jax.jit(case.jax_fn), dev, where=(device.platform, spec.precision))
     first_call_s = (time.perf_counter_ns() - started) / 1e9
     return {"first_call_s": first_call_s, "compile_s": sum(compile_s) if compile_s else None,
             "ready_ns": ready_ns, "cache_hits": events[CACHE_HIT_EVENT], "cache_misses": events[CACHE_MISS_EVENT]}

@@ -4,6 +4,8 @@ app's and the CLI's selfcheck) or as its own process, one precision per process.
 Run as ``python -m jaxcompare.engine.selfcheck --precision x32|x64 [--cases a,b] [--size large]``;
 it prints one JSON list of agreement records. JAX is imported inside functions only, and
 ``main`` sets ``JAX_ENABLE_X64`` from ``--precision`` unless the environment already says.
+A case that needs an operation the device lacks at this precision (float64 LU on a TPU) is
+recorded "unsupported", with the plain line that says what to choose instead, never a disagreement.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import numpy as np
 
 from ..model.cases import Case, Shape, as_tuple
 from ..model.errors import JaxCompareError
+from ..model.platforms import error_first_line, float64_line
 from .agreement import compare_outputs, reduced_products
 from .ceilings import matmul_precision
 
@@ -62,13 +65,40 @@ def check_case(case: Case, shape: Shape | None = None, precision: str = "x32") -
 
     args = tuple(jax.device_put(a) for a in inputs)
     jitted = jax.jit(case.jax_fn)
-    jax_out = as_tuple(jax.block_until_ready(jitted(*args)))
-    platform = jax.devices()[0].platform  # device_put's default device, where the call ran
+    platform = jax.devices()[0].platform  # device_put's default device, where the call runs
+    try:
+        jax_out = as_tuple(jax.block_until_ready(jitted(*args)))
+    except Exception as exc:
+        record = error_record(case.name, shape, precision, platform, exc)
+        if "unsupported" in record:
+            return record
+        raise
     products = reduced_products(dtype.name, platform, matmul_precision(), lambda: jitted.lower(*args).as_text())
 
     reference = as_tuple(case.numpy_fn(*_upcast(inputs)))
     record = compare_outputs(case, dtype.name, inputs, numpy_out, jax_out, reference, products=products)
     return {"case": case.name, "shape": list(shape), "precision": precision, **record}
+
+
+def error_record(case: str, shape: Shape, precision: str, platform: str | None,
+                 error: BaseException) -> dict[str, Any]:
+    """A case whose check raised: the error's first line (no XLA stack addresses) for an operator, and
+    ``unsupported``, the plain line, where the device lacks a float64 operation the case needs."""
+    text = f"{type(error).__name__}: {error}"
+    record = {"case": case, "shape": list(shape), "precision": precision, "ok": False, "error": error_first_line(text)}
+    plain = float64_line(platform, precision, text)
+    if plain is not None:
+        record["unsupported"] = plain
+    return record
+
+
+def record_status(record: dict[str, Any]) -> str:
+    """'agree', 'disagree', 'unsupported' (not on this device at this precision) or 'error'."""
+    if record.get("unsupported"):
+        return "unsupported"
+    if "error" in record:
+        return "error"
+    return "agree" if record.get("ok") else "disagree"
 
 
 def json_safe(value: Any) -> Any:
@@ -84,6 +114,12 @@ def json_safe(value: Any) -> Any:
     return value
 
 
+def _platform() -> str:
+    import jax
+
+    return jax.devices()[0].platform
+
+
 def run_checks(names: Sequence[str] | None, precision: str, size: str = "small") -> list[dict[str, Any]]:
     """Check the named built-in cases (all when ``names`` is empty); errors become records."""
     from ..catalog import builtin_cases, get_case
@@ -96,20 +132,13 @@ def run_checks(names: Sequence[str] | None, precision: str, size: str = "small")
         try:
             records.append(check_case(case, shape, precision))
         except Exception as exc:  # one broken case must not hide the others' results
-            records.append(
-                {
-                    "case": case.name,
-                    "shape": list(shape),
-                    "precision": precision,
-                    "ok": False,
-                    "error": f"{type(exc).__name__}: {exc}",
-                }
-            )
+            records.append(error_record(case.name, shape, precision, _platform(), exc))
     return records
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """CLI entry: print the records as one JSON list; exit 1 when any case disagrees."""
+    """CLI entry: print the records as one JSON list; exit 1 when any case disagrees or fails (a case
+    the device cannot run at this precision is neither)."""
     parser = argparse.ArgumentParser(prog="python -m jaxcompare.engine.selfcheck", description=__doc__)
     parser.add_argument("--precision", choices=sorted(PRECISION_DTYPES), default="x32")
     parser.add_argument("--cases", default="", help="comma-separated case names (default: all)")
@@ -124,7 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(json.dumps(json_safe(records), allow_nan=False))
-    return 0 if all(r.get("ok") for r in records) else 1
+    return 0 if all(record_status(r) in ("agree", "unsupported") for r in records) else 1
 
 
 if __name__ == "__main__":
