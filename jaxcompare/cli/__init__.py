@@ -27,6 +27,7 @@ from ..i18n import N_, _, translate_text
 from ..model.cases import Case, format_shape
 from ..model.errors import BadInput, JaxCompareError
 from ..model.formatting import format_time, format_time_range
+from ..model.platforms import PLATFORMS, gap_line, unsupported_label
 from ..model.spec import DEVICES, PRECISIONS, TIMING_PRESETS, Spec, TimingConfig, parse_shape
 from . import history as cli_history
 from . import trace as cli_trace
@@ -145,15 +146,39 @@ def cmd_list(args: argparse.Namespace) -> int:
         with Runner() as runner:
             cases += _user_cases(args.cases_file, runner)
     if args.json:
-        write_json(args.json, [c.summary() for c in cases])
+        write_json(args.json, [{**c.summary(), **float64_facts(c.name)} for c in cases])
         if args.json == "-":
             return 0
     width = max(display_width(c.name) for c in cases)
     for c in cases:
         shapes = f"{format_shape(c.small_shape)} .. {format_shape(c.large_shape)}"
+        marks = "".join(f"  [{mark}]" for mark in float64_marks(c.name))
         print(f"{pad(c.name, width)}  {pad(c.group, 6)}  {pad(shapes, 22)}  {c.numpy_name}  ->  {c.jax_name}"
-              f"  {translate_text(c.title)}")
+              f"  {translate_text(c.title)}{marks}")
     return 0
+
+
+def float64_facts(case: str) -> dict[str, list[dict[str, Any]]]:
+    """What a recorded run found the catalog case cannot do, or does slowly, in float64 on each
+    platform (model/platforms.py): for ``list --json``, without the device."""
+    unsupported, slow = [], []
+    for found in PLATFORMS.values():
+        gap, seconds = found.float64_gap_of(case), found.float64_seconds(case)
+        if gap is not None:
+            unsupported.append({"platform": found.name, "precision": "x64", "status": unsupported_label(found),
+                                "reason": gap_line(found, gap)})
+        if seconds is not None:
+            slow.append({"platform": found.name, "precision": "x64", "seconds": seconds})
+    return {"unsupported": unsupported, "slow_compile": slow}
+
+
+def float64_marks(case: str) -> list[str]:
+    """``float64_facts`` as the listing's short marks, in the reader's language."""
+    facts = float64_facts(case)
+    return ([translate_text(u["status"]) for u in facts["unsupported"]]
+            + [_("x64 on {platform}: about {seconds} to compile").format(
+                platform=PLATFORMS[s["platform"]].label, seconds=format_time(s["seconds"]))
+               for s in facts["slow_compile"]])
 
 
 def _timing(args: argparse.Namespace) -> TimingConfig:
