@@ -15,6 +15,7 @@ from ..i18n import N_, _, translate_text
 from ..model.cases import Case, format_shape
 from ..model.errors import BadInput, JaxCompareError
 from ..model.formatting import cut
+from ..model.platforms import gap_line, platform
 from ..model.result import Result
 from ..model.spec import DEVICES, DTYPES, PRECISIONS, TIMING_PRESETS, Spec, TimingConfig, parse_shape
 
@@ -38,6 +39,23 @@ def timing_label(mode: str) -> str:
 def device_label(device: str) -> str:
     """'auto (GPU, else TPU, else CPU)', 'CPU'...: the device control's format_func."""
     return _(DEVICE_LABELS[device])
+
+
+def running_platform(device: str, env: Mapping[str, Any] | None) -> str | None:
+    """The platform a run on the Device box's ``device`` would use: 'auto' takes the worker's GPU,
+    else TPU, else CPU (as the engine's resolve_device); None while the worker has not reported."""
+    if device != "auto":
+        return device
+    present = {d.get("platform") for d in ((env or {}).get("jax") or {}).get("devices", [])}
+    return next((name for name in ("gpu", "tpu", "cpu") if name in present), None)
+
+
+def float64_gap_text(case: Case, precision: str, device: str, env: Mapping[str, Any] | None) -> str | None:
+    """What the chosen device lacks for this catalog case at this precision, and what to choose
+    instead, as a recorded run found it (model/platforms.py); None where nothing is known missing."""
+    found = platform(running_platform(device, env)) if precision == "x64" and not case.cases_file else None
+    gap = found.float64_gap_of(case.name) if found is not None else None
+    return None if found is None or gap is None else translate_text(gap_line(found, gap))
 
 
 def timing_config(mode: str) -> TimingConfig:

@@ -76,6 +76,21 @@ class PageForm(Generic[Config]):
         if device_problem:
             st.warning(device_problem, icon=":material/warning:")
 
+    def float64_gap_note(self, case: Case, env: dict[str, Any] | None) -> None:
+        """Where the chosen device cannot run the case at x64 (float64 LU or FFTs on a TPU), say so
+        before a run fails, with buttons for what works: x32, or the CPU device."""
+        state = st.session_state
+        text = controls.float64_gap_text(case, state[self.key("precision")], state[self.key("device")], env)
+        if text is None:
+            return
+        st.warning(text, icon=":material/block:")
+        left, right = st.columns(2)
+        left.button(_("Use x32"), on_click=self._choose, args=("precision", "x32"), key=self.key("use_x32"))
+        right.button(_("Use the CPU"), on_click=self._choose, args=("device", "cpu"), key=self.key("use_cpu"))
+
+    def _choose(self, name: str, value: str) -> None:
+        st.session_state[self.key(name)] = value
+
     def timing_box(self, help: str | None = None) -> None:
         st.segmented_control(_("Timing"), self.config.TIMING_PRESETS, key=self.key("timing"), required=True,
                              format_func=controls.timing_label, help=help)
@@ -83,12 +98,14 @@ class PageForm(Generic[Config]):
 
     def measurement_boxes(self, help: BoxHelp) -> tuple[Case, tuple[int, ...] | None]:
         """One measurement's boxes under the Configuration header (Compare, Pitfalls): case and
-        shape, precision, device (checked against the worker's environment) and timing, each with
-        the page's ``help``; returns case_and_shape()'s case and shape."""
+        shape, precision, device (checked against the worker's environment, and against what it lacks
+        at x64) and timing, each with the page's ``help``; returns case_and_shape()'s case and shape."""
         st.header(_("Configuration"))
         chosen = self.case_and_shape(help.case)
         self.precision_box(help.precision)
-        self.device_box(resources.known_environment())
+        env = resources.known_environment()
+        self.device_box(env)
+        self.float64_gap_note(chosen[0], env)
         self.timing_box(help.timing)
         return chosen
 
