@@ -160,7 +160,7 @@ def test_a_failing_fresh_process_is_one_clear_line():
     with pytest.raises(JobFailed) as caught:
         fresh_first_call(Spec("no_such_case", (2, 2)), None)
     message = str(caught.value)
-    assert message.startswith("pitfall 7: the fresh process without a cache failed: BadInput: unknown case")
+    assert message.startswith("pitfall 7: the fresh process without a cache failed: unknown case")
     assert "\n" not in message and "Traceback" not in message
 
 
