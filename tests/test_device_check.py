@@ -68,3 +68,13 @@ def test_the_json_imports_into_a_fresh_history(device_check, tmp_path):
     assert added == doc["count"] == 3 and skipped == 0  # the docs' example and two sweep sizes
     cases = sorted(r.case for r in store.load(store.all_ids()))
     assert cases == ["centered_gram", "matmul", "matmul"]
+
+
+def test_the_tpu_check_leaves_out_at_x64_only_what_was_recorded_too_slow_there():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from device_check import slow_at_x64
+
+    names = ["cumsum", "svd", "matmul"]
+    # cumsum's float64 compile took 148 s on a TPU v5e (tests/data/tpu/selfcheck-x64.jsonl); svd's 40 s is run.
+    assert slow_at_x64("tpu", names) == {"cumsum": 147.65}
+    assert slow_at_x64("gpu", names) == {} and slow_at_x64(None, names) == {}

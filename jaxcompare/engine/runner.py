@@ -702,7 +702,9 @@ class Runner:
             job._done.set()
             self._cv.notify_all()
         if job.owner is not None:
-            log.info("job %s (%s) %s%s", job.id, job.kind, job.status, f": {error}" if error is not None else "")
+            detail = getattr(error, "detail", "")  # XLA's own words behind a plain line, for the operator
+            log.info("job %s (%s) %s%s%s", job.id, job.kind, job.status, f": {error}" if error is not None else "",
+                     f" [{detail}]" if detail else "")
 
 
 def _owner(owner: Owner | str | None) -> Owner | None:
