@@ -24,12 +24,12 @@ def holders(lock: Path) -> list[tuple[int, str, str]]:
     return [(int(pid), what, state) for pid, what, state in (line.split() for line in lines if line)]
 
 
-def test_x32_x64_x32_and_the_restart_pitfall_never_share_the_device(tmp_path):
+def test_x32_x64_x32_and_the_restart_pitfall_never_share_the_device(tmp_path, capfd):
     lock = tmp_path / "device.lock"
     env = {"PYTHONPATH": HOLDER, "JAXCOMPARE_TEST_DEVICE_LOCK": str(lock)}
     with Runner(worker_env=env, settings=Settings(device_holders=1)) as runner:
         x32 = runner.submit_environment("x32")
-        x32.wait(300)
+        opened = x32.wait(300)["backend_start"]
         x64 = runner.submit_environment("x64")
         assert x64.wait(300)["jax"]["x64_enabled"] is True
         job = runner.submit_pitfalls(quick_spec(shape=(16, 16), precision="x32"), ("cache",))
@@ -37,6 +37,9 @@ def test_x32_x64_x32_and_the_restart_pitfall_never_share_the_device(tmp_path):
     # Each hand-over is told to the user (the CLI prints these, the page shows them as the phase).
     assert any(n.startswith("handing the CPU to the x64 worker") for n in x64.notices), x64.notices
     assert any("fresh processes take the CPU in turn" in n for n in job.notices), job.notices
+    # The warning JAX's import gives (libtpu's hugepages) is kept in the record, not printed by any worker.
+    assert any("Transparent hugepages" in w for w in opened["warnings"]), opened
+    assert "Transparent hugepages" not in capfd.readouterr().err
     log = holders(lock)
     assert all(state == "holds" for _, _, state in log), log  # nobody found the device taken
     workers = [pid for pid, what, _ in log if what == "worker"]

@@ -200,6 +200,11 @@ class RayWorker:
         self._running: Any = None
         self.pid: int | None = None
 
+    @property
+    def alive(self) -> bool:
+        """A task in flight holds its node's device; between calls nothing of ours does."""
+        return self._running is not None
+
     def call(self, job_id: str, target: str, args: tuple[Any, ...], *, timeout_s: float,
              cancel: threading.Event, on_progress: Callable[[str, float], None]) -> dict[str, Any]:
         """Run ``target(job_id, *args)`` on the cluster. A node that dies before the step started

@@ -11,9 +11,10 @@ import socket
 import sys
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib import metadata
-from typing import Any, TypeVar
+from typing import Any
 
 from ..i18n import N_
 from ..model.device_memory import DeviceMemory
@@ -26,7 +27,6 @@ ENV_VARS = (
     "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "CUDA_VISIBLE_DEVICES", "TF_CPP_MIN_LOG_LEVEL",
     "JAXCOMPARE_MODE", "JAXCOMPARE_WORKER_DEVICE",
 )
-T = TypeVar("T")
 PACKAGES = ("jax", "jaxlib", "numpy", "scipy", "streamlit", "altair")
 
 
@@ -184,19 +184,16 @@ def jax_info() -> dict[str, Any]:
 _backend_start: dict[str, Any] = {"warnings": [], "seconds": None}
 
 
-def quiet_backend_start(open_backend: Callable[[], T]) -> T:
-    """Run ``open_backend`` (importing JAX, opening its devices) with the warnings it gives kept in
-    this process's environment record instead of printed into every CLI run."""
+@contextmanager
+def quiet_backend_start() -> Iterator[None]:
+    """Around importing JAX and opening its devices: the warnings they give (libtpu's, from JAX's
+    import) are kept in this process's environment record instead of printed into every CLI run."""
     started = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        import jax
-
-        jax.devices()  # the default backend: a device held by another process fails here, loudly
-        value = open_backend()
+        yield
     seen = {f"{w.category.__name__}: {' '.join(str(w.message).split())}" for w in caught}
     _backend_start.update(warnings=sorted(seen), seconds=time.perf_counter() - started)
-    return value
 
 
 def backend_start() -> dict[str, Any]:

@@ -203,8 +203,10 @@ class _Lane:
 
     def hand_over(self, worker: WorkerProcess, say: Callable[[str], None]) -> None:
         """On a single-holder device, stop every other worker of this lane before ``worker`` runs."""
+        if not self.single_holder:
+            return
         others = [w for w in self.all_workers() if w is not worker and w.alive]
-        if not self.single_holder or not others:
+        if not others:
             return
         say(N_("handing the {device} to the {label}: one process at a time can hold it").format(
             device=self.device_label, label=worker.label))

@@ -38,16 +38,18 @@ def init_worker(precision: str, device: str | None = None) -> list[str]:
     os.environ["JAX_ENABLE_X64"] = "1" if precision == "x64" else "0"
     # Two workers (x32 and x64) share one GPU: never let either grab 75% up front.
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-    import jax
-
     from .environment import pin_device, present_platforms, quiet_backend_start
 
-    jax.config.update("jax_enable_x64", precision == "x64")
-    # A persistent cache would turn "cold compile" into a disk read.
-    jax.config.update("jax_enable_compilation_cache", False)
-    # Opening the backend here (not at the first job) takes a single-holder device now, so a
-    # device held by another program fails the start with its own words.
-    platforms = sorted(quiet_backend_start(present_platforms))
+    with quiet_backend_start():
+        import jax
+
+        jax.config.update("jax_enable_x64", precision == "x64")
+        # A persistent cache would turn "cold compile" into a disk read.
+        jax.config.update("jax_enable_compilation_cache", False)
+        # Opening the backend here (not at the first job) takes a single-holder device now, so a
+        # device held by another program fails the start with its own words.
+        jax.devices()
+        platforms = sorted(present_platforms())
     if device:
         jax.config.update("jax_default_device", pin_device(device))
     _precision = precision
