@@ -54,18 +54,22 @@ def test_compare_runs_a_small_case_to_charts_and_figures():
     phases, samples, roofline = vega_specs(at)
     assert layer_marks(phases) == ["rule", "rule", "circle", "text"]
     assert phases["layer"][0]["encoding"]["x"]["scale"]["type"] == "log"
-    rows = {row["phase"]: row for row in chart_rows(at, 0)}
+    # On a GPU or TPU, JAX on the CPU (the third side) is a second row beside each of JAX's 7 phases.
+    third = result.jax_cpu
+    assert len(chart_rows(at, 0)) == (8 if third is None else 15)
+    rows = {row["phase"]: row for row in chart_rows(at, 0) if row["side"] in ("NumPy", "JAX")}
     assert len(rows) == 8
     assert rows["compile"]["median_s"] == pytest.approx(result.jax.compile.median_s)
     assert rows["numpy"]["median_s"] == pytest.approx(result.numpy_runtime.median_s)
     assert layer_marks(samples) == ["bar", "tick", "tick"]
     sample_count = sum(1 for row in chart_rows(at, 1) if "deviation" in row)
-    assert sample_count == result.numpy_runtime.n + result.jax.runtime.n
+    assert sample_count == result.numpy_runtime.n + result.jax.runtime.n + (third.runtime.n if third else 0)
     # The roofline: this CPU's roof, its ridge point and a dot per side; at 10x10 JAX's call is mostly
     # fixed cost, and what would help most says so under the chart.
     assert layer_marks(roofline) == ["line", "text", "point", "point"]
     dots = {row["side"]: row for row in chart_rows(at, 2) if "legend" in row}
-    assert set(dots) == {"NumPy", "JAX"} and dots["JAX"]["limit"] == "overhead-bound"
+    assert set(dots) == {"NumPy", "JAX"} | ({"JAX on CPU"} if third else set())
+    assert dots["JAX"]["limit"] == "overhead-bound"
     advice = next(m.value for m in at.markdown if m.value.startswith("**What would help most**"))
     assert "empty jitted calls" in advice and "vmap" in advice
 
@@ -124,9 +128,12 @@ def test_size_sweep_overlays_precisions_and_marks_crossover_axes():
     run = at.session_state["sweep_run"]
     assert len(run.results) == 6 and not run.failures
     runtime, speedup, share, roofline = vega_specs(at)
-    # The roofline: a path per side and precision through every size, and a roof per precision.
+    # The roofline: a path per side and precision through every size, and a roof per precision; on a
+    # GPU or TPU, JAX on the CPU (the third side) is a third path.
+    sides = ["NumPy", "JAX"] + (["JAX on CPU"] if all(r.jax_cpu for r in run.results) else [])
     paths = {(r["series"], r["order"]) for r in chart_rows(at, 3) if "series" in r}
-    assert {series for series, _ in paths} == {"NumPy x32", "JAX x32", "NumPy x64", "JAX x64"} and len(paths) == 12
+    assert {series for series, _ in paths} == {f"{s} {p}" for s in sides for p in ("x32", "x64")}
+    assert len(paths) == 6 * len(sides)
     assert roofline["title"]["text"] == "Roofline by size: how close each size gets to the roof"
     line = next(u for u in runtime["layer"] if mark_type(u) == "line")
     assert line["encoding"]["x"]["scale"]["type"] == "log" and line["encoding"]["y"]["scale"]["type"] == "log"
@@ -134,7 +141,7 @@ def test_size_sweep_overlays_precisions_and_marks_crossover_axes():
     assert one["encoding"]["y"]["field"] == "y" and {"y": 1.0} in chart_rows(at, 1)  # the 1x line
     assert share["facet"]["column"]["field"] == "precision"
     runtime_rows = {(r["series"], r["elements"]): r["median_s"] for r in chart_rows(at, 0) if "series" in r}
-    assert len(runtime_rows) == 12  # 3 sizes x 2 precisions x 2 sides
+    assert len(runtime_rows) == 6 * len(sides)  # 3 sizes x 2 precisions x each side
     assert {elements for _, elements in runtime_rows} == {100, 400, 1600}
     speedups = {(r["precision"], r["elements"]): r["speedup"] for r in chart_rows(at, 1) if "speedup" in r}
     assert speedups == {(r.precision, r.shape[0] * r.shape[1]): pytest.approx(r.speedup) for r in run.results}
