@@ -1,5 +1,6 @@
 """What a TPU v5e recorded (tests/data/tpu/README.md) read by the engine: its float32 products at one
-bfloat16 pass judged with that pass's tolerance, and its profiler capture read as TPU kernels."""
+bfloat16 pass judged with that pass's tolerance, its profiler capture read as TPU kernels, and its
+device check's results imported into a history."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from jaxcompare.catalog import get_case
 from jaxcompare.engine.agreement import compare_outputs, reduced_products, tolerance
 from jaxcompare.engine.profile import summarize_file
+from jaxcompare.history.store import Store
 from jaxcompare.model.platforms import PLATFORMS
 
 DATA = Path(__file__).parent / "data" / "tpu"
@@ -77,3 +79,15 @@ def test_the_tpu_profile_reads_as_tpu_kernels_with_the_device_mostly_idle():
     # Five calls of the docs' example kept the chip busy for well under a millisecond of the capture's
     # wall time: the host round trip, not the chip, is most of a blocked call there.
     assert profile.gap_share > 0.9
+
+
+def test_the_tpu_device_check_imports_into_a_fresh_history(tmp_path):
+    # A TPU names its device "TPU_0(process=0,(0,0,0,0))": the import once refused it as "not a name".
+    doc = json.loads((DATA / "device-check.json").read_text())
+    store = Store(tmp_path / "fresh.sqlite3")
+    added, skipped = store.import_file(DATA / "device-check.json")
+    assert added == doc["count"] == 4 and skipped == 0
+    results = store.load(store.all_ids())
+    assert {r.jax.device for r in results} == {"TPU_0(process=0,(0,0,0,0))"}
+    assert {r.jax.agreement["products"] for r in results} == {"bfloat16"}
+    assert sorted(r.shape[0] for r in results if r.case == "matmul") == [256, 1024, 4096]

@@ -119,7 +119,7 @@ def check(result: Result, *, names: bool = True) -> tuple[dict[str, Any], str]:
 # What a field that names something may hold: a device kind ('NVIDIA H200', 'TPU v5 lite'), a
 # version ('0.4.35', '2.1.0rc1+cu12'); a case name (a user's own case may be 'softmax, axis=1') has
 # no link, image, code or HTML marks. Pages show these to every visitor of a hosted demo.
-_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 _-.:/,+()@")
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 _-.:/,+()@=")
 _VERSION_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.+")
 _NOT_IN_CASE_NAMES = frozenset("`<>[]\\")
 NAME_MAX = 100
@@ -153,7 +153,7 @@ def _check_names(result: Result) -> None:
         ok = isinstance(value, str) and len(value) <= NAME_MAX and set(value) <= allowed and (may_be_empty or value)
         if not ok:
             raise BadInput(N_("{field} {value!r} is not a name: at most {limit} letters, digits, spaces and "
-                              "_-.:/,+()@").format(field=field, value=cut(value, 40), limit=NAME_MAX))
+                              "_-.:/,+()@=").format(field=field, value=cut(value, 40), limit=NAME_MAX))
 
 
 def read_results(doc: Any, source: str = "upload") -> list[Result]:
