@@ -43,7 +43,7 @@ from .load import LoadMeter
 from .memory import check_fits, device_memory, estimate, host_available, keep_freed_memory
 from .profile import profile_jitted
 from .run_state import CPU_SIDE_PARTS, Progress, ProgressCallback, SampleCallback, _Run
-from .runtimes import _compiled_count, _protocol, _runtimes
+from .runtimes import _compiled_count, _protocol, _runtimes, back_to_back
 from .timing import BLAS_SETTLE_S, Clock, blocking_call, bound_call, sample
 
 # An empty call's runtime, the roofline's measure of fixed cost: a few short samples (~30 ms).
@@ -136,7 +136,8 @@ def measure(spec: Spec, progress: ProgressCallback = _no_progress, clock: Clock 
         profile = profile_jitted(warm.jitted, warm.dev_inputs, Path(profile_dir) / result_id, runtime_stats.median_s)
     products = reduced_products(spec.dtype, device.platform, protocol["matmul_precision"],
                                 lambda: warm.jitted.lower(*warm.dev_inputs).as_text())
-    jax = side(runtime=runtime_stats, protocol=protocol,
+    pipelined = back_to_back(run, warm.jitted, warm.dev_inputs, runtime_stats.median_s)
+    jax = side(runtime=runtime_stats, protocol=protocol, back_to_back=pipelined,
                agreement=_agreement(run, spec, host_inputs, numpy_out, warm.jax_out, products=products))
     flops = case.flop_count(spec.shape)
     peak = _peak(run, spec, device, with_cpu_side=jax_cpu is not None)

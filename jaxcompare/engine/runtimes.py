@@ -250,3 +250,26 @@ def _on_device(dev_inputs: Any, device: Any) -> bool:
 
     leaves = jax.tree_util.tree_leaves(dev_inputs)
     return bool(leaves) and all(isinstance(a, jax.Array) and device in a.devices() for a in leaves)
+
+
+# Calls queued per back-to-back sample: enough that the one block at the end is a small share of it
+# (JAX's own benchmarks/api_benchmark.py times loops of calls the same way), few enough to stay short.
+BACK_TO_BACK_TARGET_S = 0.005
+BACK_TO_BACK_MAX_CALLS = 200
+
+
+def back_to_back(run: _Run, jitted: Any, dev_inputs: Any, blocked_s: float) -> Stats:
+    """JAX's runtime per call with calls queued back to back and one block at the end: beside the
+    blocked runtime (a round trip per call), what a loop of calls pays each."""
+    import jax
+
+    calls = int(min(BACK_TO_BACK_MAX_CALLS, max(1, BACK_TO_BACK_TARGET_S // max(blocked_s, 1e-9))))
+
+    def loop() -> None:
+        out = None
+        for _ in range(calls):
+            out = jitted(*dev_inputs)
+        jax.block_until_ready(out)
+
+    stats = sample(loop, replace(run.timing, phase_budget_s=min(run.timing.phase_budget_s, 0.3)), clock=run.clock)
+    return Stats.from_samples([t / calls for t in stats.samples_s], loops=stats.loops * calls)
