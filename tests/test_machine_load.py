@@ -279,7 +279,7 @@ def test_without_the_waits_a_side_counts_as_parallel_by_its_threads():
 def test_demand_tells_threads_running_at_once_from_threads_handing_work_on():
     """Two threads that take turns (as JAX's caller hands each call to XLA's thread) want one core,
     however busy the machine; two running at once want two even when held to one core, where they
-    read one core's worth (engine/measure._recheck keeps only pairs of serial sides)."""
+    read one core's worth (engine/runtimes._recheck keeps only pairs of serial sides)."""
     chunk = bytes(20_000_000)
 
     def work() -> None:  # hashing a large buffer runs outside the GIL
@@ -328,7 +328,7 @@ def test_demand_tells_threads_running_at_once_from_threads_handing_work_on():
 def test_a_sample_whose_threads_shared_one_core_did_not_have_its_cores():
     """load.SampleWatch, with real threads: two threads of ours held to one core wait for it in turn
     (neither clean by its waits nor by the cores used), while this thread alone, hashing, waits for
-    no core whenever no other program takes it (engine/measure._clean_recheck keeps only such samples)."""
+    no core whenever no other program takes it (engine/runtimes._clean_recheck keeps only such samples)."""
     from jaxcompare.engine.load import SampleWatch
 
     before = os.sched_getaffinity(0)

@@ -375,7 +375,7 @@ UNEQUAL_WORDS = {
 def check_busy(r: Result) -> Check:
     """Did other programs take the cores while the runtimes were timed? Contention only adds time,
     and far more to NumPy's BLAS than to XLA (a false speedup), so a busy run is doubtful unless the
-    pair was timed again with both sides on the free cores (engine/measure._recheck)."""
+    pair was timed again with both sides on the free cores (engine/runtimes._recheck)."""
     source = r.load.get("others_source", "cores")
     if r.load and source is None:  # /proc/stat all zeros and no process times: zero would be a false pass
         return _check("busy", NA, _("not measured here: this system reports no CPU time"), None)
@@ -395,7 +395,7 @@ def _check_busy(r: Result) -> Check:
                                     "machine's load"), None)
     recheck = r.load.get("recheck") or {}
     figure = format_cores(others)
-    if "clean_samples" in recheck:  # a side ran in parallel: timed again on every core (measure._clean_recheck)
+    if "clean_samples" in recheck:  # a side ran in parallel: timed again on every core (runtimes._clean_recheck)
         counts = recheck["clean_samples"]
         values = {"cores": figure, "numpy": counts["numpy"][0], "numpy_all": counts["numpy"][1],
                   "jax": counts["runtime"][0], "jax_all": counts["runtime"][1]}

@@ -15,6 +15,7 @@ from ..i18n import N_, _, translate_text
 from ..model.cases import format_shape
 from ..model.formatting import (
     PERFETTO_HINT,
+    format_factor,
     format_flops,
     format_percent,
     format_share,
@@ -272,3 +273,19 @@ def trace_lines(profile: Profile) -> list[str]:
 
 def _fraction(part: float | None, whole: float | None) -> float | None:
     return None if part is None or not whole else part / whole
+
+
+def back_to_back_line(result: Result) -> str | None:
+    """JAX's per-call time back to back beside the blocked one, the speedup at that rate (labelled:
+    the headline stays the blocked one), and the host's round trip (a blocked empty call)."""
+    pipelined = result.jax.back_to_back
+    if pipelined is None:
+        return None
+    trip = result.roofline.jax.empty_call_s if result.roofline is not None else None
+    values = {"per_call": format_time(pipelined.median_s), "blocked": format_time(result.jax.runtime.median_s),
+              "speedup": format_factor(result.speedup_back_to_back), "trip": format_time(trip)}
+    if not trip:
+        return _("back to back (one block after a loop of calls): {per_call} per call against {blocked} blocked; "
+                 "speedup at that rate {speedup}").format(**values)
+    return _("back to back (one block after a loop of calls): {per_call} per call against {blocked} blocked; "
+             "speedup at that rate {speedup}; the host's round trip (a blocked empty call): {trip}").format(**values)

@@ -29,7 +29,8 @@ from ..model.spec import MIN_SAMPLES_FOR_RANGE, Spec, TimingConfig
 from ..model.stats import Stats
 from .agreement import normwise_errors
 from .environment import resolve_device
-from .measure import build_inputs, check_memory, check_precision, user_call
+from .jax_phases import user_call
+from .measure import build_inputs, check_memory, check_precision
 from .profile import profile_jitted
 from .restart import FreshCall, FreshProcesses, fresh_processes
 from .timing import (

@@ -191,7 +191,8 @@ def _first_call(request: dict[str, Any]) -> dict[str, Any]:
     jax.monitoring.register_event_duration_secs_listener(
         lambda event, duration_secs, **_: compile_s.append(duration_secs) if event == BACKEND_COMPILE_EVENT else None)
     from .environment import pin_device, resolve_device
-    from .measure import build_inputs, user_call
+    from .jax_phases import user_call
+    from .measure import build_inputs
 
     pinned = os.environ.get("JAXCOMPARE_WORKER_DEVICE")
     if pinned:

@@ -43,6 +43,9 @@ class JaxSide:
     # Its output against NumPy's: ok, max_abs_err, max_rel_err, rtol, method; the main side's
     # also atol, numpy_dtype, jax_dtype and vs_float64 (both against a float64 reference).
     agreement: dict[str, Any] = field(default_factory=dict)
+    # The runtime per call when calls are queued back to back and only the last is blocked: what a
+    # loop of calls pays each, the host's round trip overlapping the device's work (None: not measured).
+    back_to_back: Stats | None = None
 
     @property
     def compile_total_s(self) -> float:
@@ -74,6 +77,7 @@ class JaxSide:
             "fetch_zero_copy": self.fetch_zero_copy,
             "protocol": dict(self.protocol),
             "agreement": dict(self.agreement),
+            **({"back_to_back": self.back_to_back.to_dict()} if self.back_to_back is not None else {}),
         }
 
     @classmethod
@@ -89,6 +93,7 @@ class JaxSide:
                    fetch_zero_copy=bool(data.get("fetch_zero_copy", False)),
                    transfer_bytes=_int_or_none(data.get("transfer_bytes")),
                    protocol=dict(data.get("protocol") or {}), agreement=dict(data["agreement"]),
+                   back_to_back=Stats.from_dict(data["back_to_back"]) if data.get("back_to_back") else None,
                    **stats)
 
 
