@@ -142,7 +142,7 @@ def _setup(case: Any, shape: tuple[int, ...], precision: str) -> dict[str, Any]:
     import jax
 
     from jaxcompare import Spec
-    from jaxcompare.engine.measure import build_inputs
+    from jaxcompare.engine.inputs import build_inputs
     from jaxcompare.engine.timing import blocking_call, bound_call
 
     spec = Spec(case.name, shape, precision=precision, device="cpu")

@@ -8,6 +8,7 @@ import csv
 import dataclasses
 import io
 import json
+import math
 import os
 import sqlite3
 
@@ -153,3 +154,14 @@ def test_a_read_only_database_says_so(tmp_path, monkeypatch):
     with pytest.raises(BadInput, match="is on a read-only file system; set JAXCOMPARE_DB") as info:
         Store("/proc/self/results.sqlite3")
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("path, field", [("numpy__kept_memory", "numpy.kept_memory"),
+                                         ("jax__back_to_back", "jax.back_to_back")])
+def test_figures_beside_the_phases_are_checked_as_the_phases_are(tmp_path, path, field):
+    # NumPy with freed memory kept and JAX back to back are optional, and validated where present.
+    forged = dict(doc()["jax"]["runtime"], median_s=math.nan)
+    store = Store(tmp_path / "db.sqlite3")
+    with pytest.raises(BadInput, match=f"{field}: median_s must be a finite number"):
+        store.import_json(json.dumps(doc(**{path: forged})), "forged.json")
+    assert store.count() == 0

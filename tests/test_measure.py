@@ -11,8 +11,9 @@ from support import QUICK
 
 from jaxcompare import Spec, TimingConfig
 from jaxcompare.catalog import get_case
+from jaxcompare.engine.inputs import build_inputs
 from jaxcompare.engine.jax_phases import measure_compile
-from jaxcompare.engine.measure import build_inputs, measure
+from jaxcompare.engine.measure import measure
 from jaxcompare.engine.run_state import PROGRESS_WEIGHTS, Progress, phase_weights
 from jaxcompare.engine.runtimes import runtime_block_order
 

@@ -20,7 +20,7 @@ from ..model.peaks import peak_for
 from ..model.result import Result
 
 # The rules, in the order they are offered: what holds the call back comes before its one-off costs.
-RULES = ("overhead", "memory", "float64", "transfer", "compile")
+RULES = ("overhead", "memory", "float64", "transfer", "compile", "numpy_memory")
 # A break-even under this many calls is paid back almost at once: no advice about one-off costs.
 BREAK_EVEN_WORTH = 10.0
 
@@ -45,6 +45,10 @@ TRANSFER = N_("Copying the inputs to the device ({transfer}) is {share} of the {
 COMPILE = N_("The cold compile ({compile}) is {share} of the {one_off} JAX pays before it is faster ({calls} calls "
              "to break even): the persistent compilation cache (jax.config.update(\"jax_compilation_cache_dir\", "
              "...)) lets a restarted process load the executable instead of compiling it again.")
+NUMPY_MEMORY = N_("NumPy takes {plain} a call as a plain process runs it, and {kept} with freed memory kept ({factor} "
+                  "faster): glibc hands the call's freed blocks back and faults them in again on the next call. In "
+                  "your program, MALLOC_MMAP_THRESHOLD_=1073741824 and MALLOC_TRIM_THRESHOLD_=1073741824 in its "
+                  "environment (or mallopt from ctypes) keep them; the speedup here is against the plain figure.")
 
 
 @dataclass(frozen=True)
@@ -61,7 +65,7 @@ class Advice:
 def advice(result: Result) -> list[Advice]:
     """Every rule that fires for ``result``, in RULES order; [] when none does (or, for the limit
     rules, when the result was saved without a roofline)."""
-    found = [_limit_advice(result), _break_even_advice(result)]
+    found = [_limit_advice(result), _break_even_advice(result), _numpy_memory_advice(result)]
     return [a for a in found if a is not None]
 
 
@@ -131,3 +135,13 @@ def _break_even_advice(result: Result) -> Advice | None:
                                                   share=format_percent(transfer / one_off), **values))
     return Advice("compile", COMPILE.format(compile=format_time(compile_s),
                                             share=format_percent(compile_s / one_off), **values))
+
+
+def _numpy_memory_advice(result: Result) -> Advice | None:
+    """NumPy's two speeds (engine/plain_numpy.py), where keeping freed memory made it faster beyond both ranges."""
+    factor = result.numpy_memory_speedup
+    if factor is None or result.numpy_kept is None:
+        return None
+    return Advice("numpy_memory", NUMPY_MEMORY.format(plain=format_time(result.numpy_runtime.median_s),
+                                                      kept=format_time(result.numpy_kept.median_s),
+                                                      factor=f"{factor:.2f}x"))

@@ -131,7 +131,8 @@ def figure_rows(result: Result) -> list[list[Figure]]:
 def verdict_lines(result: Result, sweep_with: str | None = None) -> list[str]:
     """What the figures mean, a paragraph each: the verdict, then the third side's line and the
     fraction of peak's where the run has them (``sweep_with``: as for ``verdict``)."""
-    return [verdict(result, sweep_with), *filter(None, (third_side_text(result), peak_text(result)))]
+    return [verdict(result, sweep_with), *filter(None, (numpy_speeds_text(result), third_side_text(result),
+                                                        peak_text(result)))]
 
 
 def verdict(result: Result, sweep_with: str | None = None) -> str:
@@ -208,6 +209,19 @@ def _rangesentences(result: Result, with_range: bool = True) -> list[str]:
             sentences.append(_("That range assumes the machine held still, and it did not: see *Samples stable* "
                                "below."))
     return sentences
+
+
+def numpy_speeds_text(result: Result) -> str | None:
+    """NumPy's two speeds where they differ beyond their ranges: as a plain process runs it (the
+    headline's) and with freed memory kept (engine/plain_numpy.py); None where they agree."""
+    factor = result.numpy_memory_speedup
+    if factor is None or result.numpy_kept is None:
+        return None
+    return _("**NumPy's two speeds.** As a plain process runs it, NumPy took {plain} a call; with freed memory "
+             "kept, {kept} ({factor} faster). The speedup is against the plain figure, as your own program "
+             "would see it unless it sets the allocator.").format(
+        plain=format_time(result.numpy_runtime.median_s), kept=format_time(result.numpy_kept.median_s),
+        factor=format_factor(factor))
 
 
 def third_side_text(result: Result) -> str | None:

@@ -289,3 +289,18 @@ def back_to_back_line(result: Result) -> str | None:
                  "speedup at that rate {speedup}").format(**values)
     return _("back to back (one block after a loop of calls): {per_call} per call against {blocked} blocked; "
              "speedup at that rate {speedup}; the host's round trip (a blocked empty call): {trip}").format(**values)
+
+
+def numpy_speeds_line(result: Result) -> str | None:
+    """NumPy as a plain process runs it (the headline's) beside the worker's, with freed memory kept
+    (engine/plain_numpy.py); None where only one was timed (no array large enough for it to matter)."""
+    kept = result.numpy_kept
+    if kept is None:
+        return None
+    values = {"plain": format_time(result.numpy_runtime.median_s), "kept": format_time(kept.median_s)}
+    factor = result.numpy_memory_speedup
+    if factor is None:
+        return _("NumPy: {plain} as a plain process runs it, {kept} with freed memory kept: the same within "
+                 "their ranges").format(**values)
+    return _("NumPy: {plain} as a plain process runs it, {kept} with freed memory kept ({factor} faster); the "
+             "speedup is against the plain figure").format(factor=format_factor(factor), **values)

@@ -9,7 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis.summary import timing_name
-from ..analysis.text import advice_lines, back_to_back_line, note_lines, phase_table_lines, roofline_lines
+from ..analysis.text import (
+    advice_lines,
+    back_to_back_line,
+    note_lines,
+    numpy_speeds_line,
+    phase_table_lines,
+    roofline_lines,
+)
 from ..i18n import N_, _, translate_text
 from ..model.cases import format_shape
 from ..model.errors import BadInput
@@ -59,7 +66,7 @@ def result_table(result: Result) -> str:
         "  " + _("speedup (NumPy / JAX runtime): {speedup}").format(speedup=format_speedup(result.speedup))
         + _range(result.speedup_range),
         *_pairs(result),
-        *(["  " + line] if (line := back_to_back_line(result)) else []),
+        *("  " + line for line in (numpy_speeds_line(result), back_to_back_line(result)) if line),
         "  " + _("compile total: {compile};  break-even: {break_even}").format(
             compile=format_time(result.jax.compile_total_s), break_even=format_break_even(result.break_even_calls)),
         "  " + _("agreement: {verdict}  max abs err {abs_err}, max rel err {rel_err} (rtol {rtol}, {method})").format(

@@ -17,8 +17,8 @@ import numpy as np
 
 from ..catalog import get_case
 from ..i18n import N_
-from ..model.cases import Case, as_tuple, format_shape
-from ..model.errors import BadInput
+from ..model.cases import Case, as_tuple
+from ..model.errors import JaxCompareError
 from ..model.platforms import float64_note
 from ..model.result import Result
 from ..model.roofline import Roofline, RooflineSide, choose_counts
@@ -38,9 +38,11 @@ from .ceilings import (
 from .environment import collect as collect_env
 from .environment import resolve_device
 from .gpu_clocks import ClockWatch
+from .inputs import build_inputs
 from .jax_phases import device_phases, user_call
 from .load import LoadMeter
 from .memory import check_fits, device_memory, estimate, host_available, keep_freed_memory
+from .plain_numpy import allocator_matters, plain_numpy_runtime
 from .profile import profile_jitted
 from .run_state import CPU_SIDE_PARTS, Progress, ProgressCallback, SampleCallback, _Run
 from .runtimes import _compiled_count, _protocol, _runtimes, back_to_back
@@ -76,24 +78,6 @@ def check_memory(case: Case, spec: Spec, device: Any, *, cpu_side: bool = False)
                device_total_bytes=total)
 
 
-def build_inputs(case: Case, spec: Spec) -> tuple[np.ndarray, ...]:
-    """The case's inputs for ``spec`` (seeded); a failing or wrong ``make_inputs`` is a BadInput."""
-    rng = np.random.default_rng(spec.seed)
-    try:
-        inputs = case.make_inputs(spec.shape, np.dtype(spec.dtype), rng)
-    except BadInput:
-        raise
-    except Exception as exc:
-        raise BadInput(
-            N_("case {case!r} could not build inputs of shape {shape}: {error_type}: {error}").format(
-                case=case.name, shape=format_shape(spec.shape), error_type=type(exc).__name__, error=exc)
-        ) from None
-    inputs = tuple(inputs) if isinstance(inputs, tuple | list) else (inputs,)
-    if not inputs or not all(isinstance(a, np.ndarray) for a in inputs):
-        raise BadInput(N_("case {case!r}: make_inputs must return a tuple of NumPy arrays").format(case=case.name))
-    return inputs
-
-
 def measure(spec: Spec, progress: ProgressCallback = _no_progress, clock: Clock = time.perf_counter_ns,
             *, cpu_side: bool | None = None, case: Case | None = None,
             profile_dir: str | None = None, recheck: bool = True, load: LoadMeter | None = None,
@@ -112,6 +96,7 @@ def measure(spec: Spec, progress: ProgressCallback = _no_progress, clock: Clock 
     ``clocks``: what reads the GPU's clocks (by default NVML's, on a GPU; tests replay readings)."""
     check_precision(spec.precision)
     keep_freed_memory()
+    sent_case = case is not None
     case = get_case(spec.case, spec.cases_file) if case is None else case
     case.check_shape(spec.shape)
     device = resolve_device(spec.device)
@@ -126,6 +111,8 @@ def measure(spec: Spec, progress: ProgressCallback = _no_progress, clock: Clock 
     side, warm = device_phases(run, host_inputs, device, run.progress.start)
     numpy_stats, runtime_stats, protocol = _runtimes(run, warm.jitted, host_inputs, warm.dev_inputs, device)
     protocol["matmul_precision"] = matmul_precision()
+    numpy_stats, numpy_kept, plain_failed = _numpy_as_users_run_it(run, spec, numpy_stats, host_inputs + numpy_out,
+                                                                   by_value=sent_case)
     jax_cpu = None
     if want_cpu_side and cpu is not None:
         jax_cpu = measure_jax_side(run, spec, host_inputs, numpy_out, cpu)
@@ -153,10 +140,12 @@ def measure(spec: Spec, progress: ProgressCallback = _no_progress, clock: Clock 
         dtype=spec.dtype,
         backend=device.platform,
         numpy_runtime=numpy_stats,
+        numpy_kept=numpy_kept,
         jax=jax,
         env={**collect_env(), "freed_memory_kept": keep_freed_memory()},
         flops=flops,
-        notes=_notes(spec, jax, device.platform, cpu_side_missing=want_cpu_side and cpu is None),
+        notes=_notes(spec, jax, device.platform, cpu_side_missing=want_cpu_side and cpu is None) + (
+            (plain_failed,) if plain_failed else ()),
         jax_cpu=jax_cpu,
         peak=peak if flops is not None else None,  # the fraction of peak needs the catalog's count
         profile=profile,
@@ -184,6 +173,21 @@ def measure_jax_side(run: _Run, spec: Spec, host_inputs: tuple[np.ndarray, ...],
     agreement = compare_outputs(run.case, spec.dtype, host_inputs, numpy_out, warm.jax_out, None)
     return side(runtime=runtime, protocol=_protocol(call, warm.jitted, compiled_before, warm.dev_inputs, device),
                 agreement={k: agreement[k] for k in ("ok", "max_abs_err", "max_rel_err", "rtol", "method")})
+
+
+def _numpy_as_users_run_it(run: _Run, spec: Spec, kept: Stats, arrays: tuple[np.ndarray, ...], *,
+                           by_value: bool) -> tuple[Stats, Stats | None, str | None]:
+    """NumPy's headline runtime and, beside it, the worker's own with freed memory kept: where the
+    worker keeps freed memory and an array is large enough for the allocator to matter, NumPy is
+    timed again in a plain process (plain_numpy.py) and that figure leads; else the two are one.
+    A plain process that fails leaves the worker's figure, and a note that says why."""
+    if not (keep_freed_memory() and allocator_matters(arrays)):
+        return kept, None, None
+    run.progress.start("numpy_plain")
+    try:
+        return plain_numpy_runtime(run.case, spec, by_value=by_value), kept, None
+    except JaxCompareError as exc:
+        return kept, None, N_("NumPy's runtime is the worker's, with freed memory kept: {error}").format(error=exc)
 
 
 def _inputs(run: _Run, spec: Spec) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:

@@ -29,8 +29,9 @@ from ..model.spec import MIN_SAMPLES_FOR_RANGE, Spec, TimingConfig
 from ..model.stats import Stats
 from .agreement import normwise_errors
 from .environment import resolve_device
+from .inputs import build_inputs
 from .jax_phases import user_call
-from .measure import build_inputs, check_memory, check_precision
+from .measure import check_memory, check_precision
 from .profile import profile_jitted
 from .restart import FreshCall, FreshProcesses, fresh_processes
 from .timing import (

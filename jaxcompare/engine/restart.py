@@ -11,7 +11,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -19,9 +18,10 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..i18n import N_
-from ..model.errors import JaxCompareError, JobFailed
-from ..model.platforms import backend_error_line, error_first_line
+from ..model.errors import JobFailed
+from ..model.platforms import backend_error_line
 from ..model.spec import Spec
+from .child import last_json, last_line, run_child
 
 # A child imports JAX and, on a GPU, creates its client: seconds, more on a busy machine.
 CHILD_TIMEOUT_S = 180.0
@@ -113,9 +113,9 @@ def fresh_first_call(spec: Spec, cache_dir: str | None, state: str | None = None
     except OSError as exc:
         raise JobFailed(N_("pitfall 7: the fresh process {which} could not be started: {error}").format(
             which=which, error=exc)) from None
-    report = _last_json(proc.stdout)
+    report = last_json(proc.stdout)
     if report is None or "error" in report:
-        error = report["error"] if report else _last_line(proc.stderr) or f"exit code {proc.returncode}"
+        error = report["error"] if report else last_line(proc.stderr) or f"exit code {proc.returncode}"
         error = backend_error_line(error) or error
         raise JobFailed(N_("pitfall 7: the fresh process {which} failed: {error}").format(which=which, error=error))
     return FreshCall(first_call_s=report["first_call_s"], compile_s=report["compile_s"],
@@ -123,48 +123,10 @@ def fresh_first_call(spec: Spec, cache_dir: str | None, state: str | None = None
                      cache_misses=report["cache_misses"])
 
 
-def _last_json(out: bytes) -> dict[str, Any] | None:
-    for line in reversed(out.decode(errors="replace").splitlines()):
-        try:
-            value = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            return value
-    return None
-
-
-def _last_line(out: bytes) -> str:
-    lines = [line.strip() for line in out.decode(errors="replace").splitlines() if line.strip()]
-    return lines[-1] if lines else ""
-
-
 # --- in the child ---------------------------------------------------------------------------------
 def child_main(request: str) -> None:
-    """The child's whole life: report one first call as a line of JSON on stdout (anything a
-    library prints goes to stderr), or one line saying why not; never a traceback."""
-    report_fd = os.dup(1)
-    os.dup2(2, 1)
-    _exit_with_parent()
-    try:
-        report = _first_call(json.loads(request))
-    except BaseException as exc:  # the parent shows this line as the section's error
-        text = str(exc) if isinstance(exc, JaxCompareError) else f"{type(exc).__name__}: {exc}"
-        report = {"error": error_first_line(text) or type(exc).__name__}
-    with os.fdopen(report_fd, "w") as out:
-        out.write(json.dumps(report) + "\n")
-
-
-def _exit_with_parent() -> None:
-    """A worker stopped at its job's deadline is killed; its child must not measure on."""
-    parent = os.getppid()
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(0.2)
-        os._exit(1)
-
-    threading.Thread(target=watch, daemon=True, name="exit-with-parent").start()
+    """Report one first call (child.run_child)."""
+    run_child(lambda: _first_call(json.loads(request)))
 
 
 def _first_call(request: dict[str, Any]) -> dict[str, Any]:
@@ -191,8 +153,8 @@ def _first_call(request: dict[str, Any]) -> dict[str, Any]:
     jax.monitoring.register_event_duration_secs_listener(
         lambda event, duration_secs, **_: compile_s.append(duration_secs) if event == BACKEND_COMPILE_EVENT else None)
     from .environment import pin_device, resolve_device
+    from .inputs import build_inputs
     from .jax_phases import user_call
-    from .measure import build_inputs
 
     pinned = os.environ.get("JAXCOMPARE_WORKER_DEVICE")
     if pinned:

@@ -93,6 +93,9 @@ def check(result: Result, *, names: bool = True) -> tuple[dict[str, Any], str]:
     phases = [(name, result.phase(name)) for name in PHASES]
     if result.jax_cpu is not None:  # the third side's phases are checked the same way
         phases += [(f"jax_cpu.{name}", result.jax_cpu.phase(name)) for name in JAX_PHASES]
+    # The figures measured beside the phases, where measured: NumPy with freed memory kept, JAX back to back.
+    phases += [(name, stats) for name, stats in (("numpy.kept_memory", result.numpy_kept),
+                                                 ("jax.back_to_back", result.jax.back_to_back)) if stats is not None]
     for name, stats in phases:
         for field in ("median_s", "min_s", "mean_s", "std_s", "iqr_s"):
             value = getattr(stats, field)

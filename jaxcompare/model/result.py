@@ -59,6 +59,9 @@ class Result:
     # The GPU's clocks and heat before and after the runtime blocks (model/clocks.py); None off GPUs
     # and in results saved before they were read.
     gpu_clocks: GpuClocks | None = None
+    # NumPy in the worker, with freed memory kept (engine/memory.py), when ``numpy_runtime`` is NumPy
+    # as a plain process runs it (engine/plain_numpy.py); None where the two are one figure.
+    numpy_kept: Stats | None = None
 
     # --- derived figures -------------------------------------------------------------
     @property
@@ -69,6 +72,15 @@ class Result:
         if pipelined is None or pipelined.median_s <= 0:
             return None
         return self.numpy_runtime.median_s / pipelined.median_s
+
+    @property
+    def numpy_memory_speedup(self) -> float | None:
+        """How many times faster NumPy ran with freed memory kept than as a plain process, where
+        that is beyond both figures' ranges; None where they agree, or where the two are one."""
+        kept, plain = self.numpy_kept, self.numpy_runtime
+        if kept is None or not kept.below(plain) or kept.median_s <= 0:
+            return None
+        return plain.median_s / kept.median_s
 
     @property
     def speedup(self) -> float:
@@ -93,7 +105,8 @@ class Result:
     def speedup_pairs(self) -> tuple[float, ...]:
         """The speedup of each pair of runtime blocks timed side by side (NumPy block k over
         JAX block k; TimingConfig.runtime_blocks > 1), in the order timed; () otherwise."""
-        n, j = self.numpy_runtime.block_medians_s, self.jax.runtime.block_medians_s
+        # The pairs were timed in the worker, beside JAX: NumPy's there is the kept-memory figure.
+        n, j = (self.numpy_kept or self.numpy_runtime).block_medians_s, self.jax.runtime.block_medians_s
         if len(n) < 2 or len(n) != len(j) or not all(math.isfinite(x) and x > 0 for x in n + j):
             return ()
         return tuple(a / b for a, b in zip(n, j, strict=True))
@@ -192,7 +205,8 @@ class Result:
             "precision": self.spec.precision,
             "dtype": self.dtype,
             "backend": self.backend,
-            "numpy": {"runtime": self.numpy_runtime.to_dict()},
+            "numpy": {"runtime": self.numpy_runtime.to_dict(),
+                      **({"kept_memory": self.numpy_kept.to_dict()} if self.numpy_kept is not None else {})},
             "jax": self.jax.to_dict(),
             "jax_cpu": None if self.jax_cpu is None else self.jax_cpu.to_dict(),
             "speedup": finite_or_none(self.speedup),
@@ -239,6 +253,7 @@ class Result:
                 backend=str(data["backend"]),
                 numpy_runtime=Stats.from_dict(data["numpy"]["runtime"]),
                 jax=JaxSide.from_dict(data["jax"]),
+                numpy_kept=Stats.from_dict(data["numpy"]["kept_memory"]) if data["numpy"].get("kept_memory") else None,
                 env=dict(data["env"]),
                 flops=data.get("flops"),
                 notes=tuple(data.get("notes") or ()),

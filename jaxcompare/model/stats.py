@@ -94,6 +94,17 @@ class Stats:
             return math.inf
         return (self.ci_high_s - self.ci_low_s) / 2 / self.median_s
 
+    @property
+    def range_s(self) -> tuple[float, float]:
+        """Where the median lies: its 95% CI, or the samples' range where the CI is unknown."""
+        if math.isfinite(self.ci_low_s) and math.isfinite(self.ci_high_s):
+            return self.ci_low_s, self.ci_high_s
+        return self.min_s, max(self.samples_s, default=self.median_s)
+
+    def below(self, other: Stats) -> bool:
+        """Whether this median is below ``other``'s beyond both ranges (the ranges do not meet)."""
+        return self.range_s[1] < other.range_s[0]
+
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["samples_s"] = list(self.samples_s)
