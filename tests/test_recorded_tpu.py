@@ -150,3 +150,18 @@ def test_the_tpu_workload_prefers_the_profiles_device_time():
         check = by_id(dataclasses.replace(queued, profile=unused))["workload"]
         assert check.status == FAIL and "calls back to back" in check.reason, check
 
+
+def test_a_tpu_first_call_below_its_compile_beyond_both_ranges_warns():
+    """The docs' example there: first call 410 ms (402-432 ms) against its compile, 913 ms with
+    its three phases' ranges adding up to 436-929 ms. Cheaper than its own compile, it cannot have
+    paid it: a warning, though it is not under half the fastest compile (the older rule)."""
+    check = by_id(DOCS_EXAMPLE)["first_call"]
+    assert check.status == WARN and check.pitfall == "jit", check
+    assert "410 ms (402 ms to 432 ms)" in check.reason and "913 ms (436 ms to 929 ms)" in check.reason
+    assert "cannot have paid for it" in check.reason
+    # matmul 4096x4096 too: 781 ms (780-782 ms) against 1.27 s (795 ms-1.74 s).
+    assert by_id(CHECKED["matmul 4096x4096"])["first_call"].status == WARN
+    # matmul 1024x1024: first call 332 ms (322-342 ms), compile 560 ms (320-800 ms): the ranges
+    # overlap, so nothing contradicts.
+    overlapping = by_id(CHECKED["matmul 1024x1024"])["first_call"]
+    assert overlapping.status == PASS and "within its range" in overlapping.reason, overlapping
