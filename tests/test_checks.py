@@ -9,6 +9,7 @@ from _results import by_id, make_result, stats, with_jax
 
 from jaxcompare.analysis.checks import FAIL, NA, PASS, WARN, overall
 from jaxcompare.analysis.text import checklist_lines
+from jaxcompare.model.stats import Stats
 
 FAIRNESS = ("precision", "blocked", "compile", "transfer", "agreement")
 
@@ -220,6 +221,23 @@ def test_a_first_call_shorter_than_its_compile_is_a_contradiction(fair_result):
     fast = dataclasses.replace(fair_result.jax.first_call, median_s=fair_result.jax.compile_total_s / 10)
     check = by_id(with_jax(fair_result, first_call=fast))["first_call"]
     assert check.status == WARN and "less than its own compile" in check.reason
+
+
+def test_a_first_call_below_its_compile_beyond_both_ranges_warns():
+    """Not under half the fastest compile (the cache-hit rule), yet below its compile beyond both
+    ranges: it cannot have paid that compile, so it is not what a first %time shows."""
+    r = make_result(compile_s=0.9)  # compile 0.9 s, its phases' ranges adding up to about 0.89-0.91 s
+    below = by_id(with_jax(r, first_call=stats(0.6)))["first_call"]
+    assert below.status == WARN and "beyond both ranges" in below.reason, below
+    assert "600 ms (" in below.reason and "900 ms (" in below.reason
+    # Below the compile's median but within its range: the compile wandered, nothing contradicts.
+    wide = Stats.from_samples([0.6, 0.7, 0.85, 0.88, 0.9, 1.0, 1.1])
+    within = by_id(with_jax(r, first_call=wide))["first_call"]
+    assert within.status == PASS and "within its range" in within.reason, within
+    # Measured on this CPU: svd 500x500's first call 1.11 s against its compile's 80.1 ms.
+    svd = make_result("svd", (500, 500), compile_s=0.0801, jax_s=1.03)
+    check = by_id(svd)["first_call"]
+    assert check.status == PASS and "includes its compile" in check.reason, check
 
 
 def test_the_quoting_line_says_why_a_failed_workload_check_still_leaves_the_speedup_quotable():

@@ -1,21 +1,27 @@
 """What a TPU v5e recorded (tests/data/tpu/README.md) read by the engine: its float32 products at one
-bfloat16 pass judged with that pass's tolerance, its profiler capture read as TPU kernels, and its
-device check's results imported into a history."""
+bfloat16 pass judged with that pass's tolerance, its profiler capture read as TPU kernels, its
+device check's results imported into a history and judged by the checklist."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import jax
 import numpy as np
 import pytest
+from _results import by_id, with_jax
 
+from jaxcompare.analysis.checks import FAIL, PASS, WARN
 from jaxcompare.catalog import get_case
 from jaxcompare.engine.agreement import compare_outputs, reduced_products, tolerance
 from jaxcompare.engine.profile import summarize_file
+from jaxcompare.history.exchange import read_results
 from jaxcompare.history.store import Store
 from jaxcompare.model.platforms import PLATFORMS
+from jaxcompare.model.profile import Profile
+from jaxcompare.model.stats import Stats
 
 DATA = Path(__file__).parent / "data" / "tpu"
 
@@ -91,3 +97,71 @@ def test_the_tpu_device_check_imports_into_a_fresh_history(tmp_path):
     assert {r.jax.device for r in results} == {"TPU_0(process=0,(0,0,0,0))"}
     assert {r.jax.agreement["products"] for r in results} == {"bfloat16"}
     assert sorted(r.shape[0] for r in results if r.case == "matmul") == [256, 1024, 4096]
+
+
+# --- the device check's results, as the checklist reads them -------------------------------------
+CHECKED = {f"{r.case} {'x'.join(map(str, r.shape))}": r
+           for r in read_results(json.loads((DATA / "device-check.json").read_text()))}
+DOCS_EXAMPLE = CHECKED["centered_gram 1000x1000"]
+
+
+def _round_trip(result) -> float:
+    return result.roofline.jax.empty_call_s
+
+
+def _per_call(seconds: float) -> Stats:
+    return Stats.from_samples([seconds * (1 + 0.01 * i) for i in range(-3, 4)], loops=200)
+
+
+def test_the_tpu_workload_without_back_to_back_reads_the_blocked_runtime():
+    """Recorded before back to back was timed: the blocked runtime against the host's round trip
+    (516 µs against 526 µs for the docs' example), as before, and the item says which it read."""
+    assert all(r.jax.back_to_back is None and r.profile is None for r in CHECKED.values())
+    docs = by_id(DOCS_EXAMPLE)["workload"]
+    assert docs.status == FAIL and "516 µs per call (blocked runtime) vs 526 µs" in docs.reason
+    assert by_id(CHECKED["matmul 4096x4096"])["workload"].status == WARN
+
+
+def test_the_tpu_workload_is_judged_from_calls_back_to_back():
+    """The host's round trip (0.53 ms a blocked call there) is in every blocked runtime; back to back
+    it overlaps the work. Work far above it passes where the blocked runtime alone failed, and says
+    it read calls back to back."""
+    trip = _round_trip(DOCS_EXAMPLE)
+    large = by_id(with_jax(DOCS_EXAMPLE, back_to_back=_per_call(20 * trip)))["workload"]
+    assert large.status == PASS and "(calls back to back)" in large.reason, large
+    # Work a bit above the round trip: a blocked call pays both, so the round trip is a large share
+    # of it (warn), not most of it (fail).
+    some = by_id(with_jax(DOCS_EXAMPLE, back_to_back=_per_call(1.5 * trip)))["workload"]
+    assert some.status == WARN and "calls back to back" in some.reason, some
+    # The docs' example measured by hand there: 0.12 ms a call back to back, a quarter of the round trip.
+    small = by_id(with_jax(DOCS_EXAMPLE, back_to_back=_per_call(0.12e-3)))["workload"]
+    assert small.status == FAIL and "120 µs per call (calls back to back)" in small.reason, small
+
+
+def test_the_tpu_workload_prefers_the_profiles_device_time():
+    """The profile's device time is the work alone: it wins over calls back to back, and says so; a
+    profile that failed, or one summarised over a whole window (not per call), is not used."""
+    trip = _round_trip(DOCS_EXAMPLE)
+    queued = with_jax(DOCS_EXAMPLE, back_to_back=_per_call(0.12e-3))
+    busy = Profile(device_busy_s=20 * trip, wall_s=21 * trip, calls=5)
+    profiled = by_id(dataclasses.replace(queued, profile=busy))["workload"]
+    assert profiled.status == PASS and "device time from the profile" in profiled.reason, profiled
+    for unused in (Profile.failed("no profiler"), dataclasses.replace(busy, calls=0)):
+        check = by_id(dataclasses.replace(queued, profile=unused))["workload"]
+        assert check.status == FAIL and "calls back to back" in check.reason, check
+
+
+def test_a_tpu_first_call_below_its_compile_beyond_both_ranges_warns():
+    """The docs' example there: first call 410 ms (402-432 ms) against its compile, 913 ms with
+    its three phases' ranges adding up to 436-929 ms. Cheaper than its own compile, it cannot have
+    paid it: a warning, though it is not under half the fastest compile (the older rule)."""
+    check = by_id(DOCS_EXAMPLE)["first_call"]
+    assert check.status == WARN and check.pitfall == "jit", check
+    assert "410 ms (402 ms to 432 ms)" in check.reason and "913 ms (436 ms to 929 ms)" in check.reason
+    assert "cannot have paid for it" in check.reason
+    # matmul 4096x4096 too: 781 ms (780-782 ms) against 1.27 s (795 ms-1.74 s).
+    assert by_id(CHECKED["matmul 4096x4096"])["first_call"].status == WARN
+    # matmul 1024x1024: first call 332 ms (322-342 ms), compile 560 ms (320-800 ms): the ranges
+    # overlap, so nothing contradicts.
+    overlapping = by_id(CHECKED["matmul 1024x1024"])["first_call"]
+    assert overlapping.status == PASS and "within its range" in overlapping.reason, overlapping
