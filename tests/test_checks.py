@@ -118,7 +118,7 @@ def _in_pairs(result, numpy_blocks, jax_blocks, timing=None):
 
     spec = dataclasses.replace(result.spec, timing=timing)
     return dataclasses.replace(with_jax(result, runtime=side(jax_blocks, "the JAX median")), spec=spec,
-                               numpy_runtime=side(numpy_blocks, "the NumPy median"))
+                               numpy_runtime=side(numpy_blocks, "the NumPy median"), numpy_kept=None)
 
 
 def test_a_speedup_that_held_through_a_drift_passes_while_the_drift_warns(fair_result):

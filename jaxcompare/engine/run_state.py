@@ -27,7 +27,7 @@ PROGRESS_WEIGHTS = (
     ("numpy", 0.16),
     ("runtime", 0.14),
     ("recheck", 0.0),  # only with TimingConfig.runtime_blocks > 1 (weights rescaled)
-    ("numpy_plain", 0.08),  # NumPy again in a plain process, where the allocator matters (plain_numpy.py)
+    ("numpy_plain", 0.0),  # only where the allocator matters: NumPy again in a plain process (plain_numpy.py)
     ("jax_cpu", 0.0),  # only with the third side, JAX on the CPU (weights rescaled)
     ("profile", 0.0),  # only when asked: a few traced calls, after every timed phase
     ("agreement", 0.06),
