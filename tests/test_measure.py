@@ -3,13 +3,14 @@ differs from the right one in the direction the JAX docs describe."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
 import pytest
 from support import QUICK
 
-from jaxcompare import Spec, TimingConfig
+from jaxcompare import Result, Spec, TimingConfig
 from jaxcompare.catalog import get_case
 from jaxcompare.engine.inputs import build_inputs
 from jaxcompare.engine.jax_phases import measure_compile
@@ -247,3 +248,28 @@ def test_runtime_blocks_are_timed_in_pairs_side_by_side(monkeypatch):
     assert matmul.load["phases"]["numpy"]["helper_cpu_s"] >= HELPER_SHARE * matmul.load["phases"]["numpy"]["wall_s"]
     jax_settles = [settle for library, settle in runtime_blocks if library == "jax"]
     assert jax_settles == [BLAS_SETTLE_S, 0.0, BLAS_SETTLE_S, 0.0]
+
+
+def test_the_first_call_is_timed_in_a_fresh_process_that_compiled_nothing_before():
+    # careful timing: the first call comes from a new process, persistent cache off, its first compile;
+    # the worker's own (after jax.clear_caches(), a recompile in a warm process) stands beside it.
+    from jaxcompare.analysis.text import first_call_line
+
+    r = measure(Spec("centered_gram", (16, 16)))
+    where = r.jax.protocol["first_call"]
+    assert where == {"process": "fresh", "processes": 1, "cache_hits": 0, "compiled_before": 0}
+    recompile = r.jax.first_call_recompile
+    assert recompile is not None and recompile.n >= 2 and r.jax.first_call.n == 1
+    # A process's first jit pays what a warm process's recompile does not (2x measured here).
+    assert r.jax.first_call.median_s > recompile.median_s
+    assert "in a fresh process" in first_call_line(r)
+    again = Result.from_dict(json.loads(json.dumps(r.to_dict())))
+    assert again.jax.first_call_recompile == recompile and again.jax.protocol["first_call"] == where
+
+
+def test_quick_timing_keeps_the_workers_first_call_and_says_so(tiny_result):
+    from jaxcompare.analysis.text import first_call_line
+
+    assert tiny_result.jax.protocol["first_call"] == {"process": "worker"}
+    assert tiny_result.jax.first_call_recompile is None
+    assert "a fresh process pays more" in first_call_line(tiny_result)

@@ -63,14 +63,15 @@ def _columns(shape, dtype, rng):
 
 
 def test_a_users_own_function_is_timed_in_the_plain_process_too():
-    # A notebook's case travels by value (cloudpickle); the catalog has no "spread", so a plain
-    # process that looked it up by name would fail and leave a note.
+    # A notebook's case travels by value (cloudpickle); the catalog has no "spread", so a plain or a
+    # fresh process that looked it up by name would fail and leave a note.
     import jax.numpy as jnp
 
     case = Case(name="spread", numpy_fn=lambda x: x - x.mean(axis=0), jax_fn=lambda x: x - jnp.mean(x, axis=0),
                 make_inputs=_columns)
-    r = measure(Spec("spread", (300, 300), timing=QUICK), case=case)
+    r = measure(Spec("spread", (300, 300)), case=case)  # careful: its first call in a fresh process too
     assert r.numpy_kept is not None and not any("plain process" in note for note in r.notes), r.notes
+    assert r.jax.protocol["first_call"]["process"] == "fresh", r.notes
 
 
 def test_a_plain_process_that_fails_leaves_the_workers_figure_and_says_why():

@@ -304,3 +304,19 @@ def numpy_speeds_line(result: Result) -> str | None:
                  "their ranges").format(**values)
     return _("NumPy: {plain} as a plain process runs it, {kept} with freed memory kept ({factor} faster); the "
              "speedup is against the plain figure").format(factor=format_factor(factor), **values)
+
+
+def first_call_line(result: Result) -> str | None:
+    """Where the first call was timed: fresh processes (what %time shows), with the worker's
+    recompile beside it, or the worker alone; None for results saved before it was recorded."""
+    where = result.jax.protocol.get("first_call")
+    if not isinstance(where, dict):
+        return None
+    recompile = result.jax.first_call_recompile
+    if where.get("process") == "fresh" and recompile is not None:
+        return _("first call: {fresh} in a fresh process, as %time shows it (processes: {processes}, compilation-cache "
+                 "hits: {hits}); {recompile} in this worker after jax.clear_caches(), a recompile").format(
+            fresh=format_time(result.jax.first_call.median_s), processes=where.get("processes"),
+            hits=where.get("cache_hits", 0), recompile=format_time(recompile.median_s))
+    return _("first call: timed in this worker after jax.clear_caches(), a recompile; a fresh process pays more "
+             "(careful and thorough timing measure it there)")

@@ -36,6 +36,7 @@ JOB_PHASE_TEXT = {
     "dispatch": N_("Timing dispatch only (unblocked)"),
     "fetch": N_("Timing the device→host fetch"),
     "recheck": N_("Timing more pairs of NumPy and JAX blocks (drift check)"),
+    "first_call_fresh": N_("Timing the first call in a fresh process (what %time shows)"),
     "numpy_plain": N_("Timing NumPy again in a plain process (the allocator as it comes)"),
     "jax_cpu": N_("Timing JAX on the CPU (the third side)"),
     "profile": N_("Tracing a few JAX calls with jax.profiler"),

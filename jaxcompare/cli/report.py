@@ -12,6 +12,7 @@ from ..analysis.summary import timing_name
 from ..analysis.text import (
     advice_lines,
     back_to_back_line,
+    first_call_line,
     note_lines,
     numpy_speeds_line,
     phase_table_lines,
@@ -66,7 +67,8 @@ def result_table(result: Result) -> str:
         "  " + _("speedup (NumPy / JAX runtime): {speedup}").format(speedup=format_speedup(result.speedup))
         + _range(result.speedup_range),
         *_pairs(result),
-        *("  " + line for line in (numpy_speeds_line(result), back_to_back_line(result)) if line),
+        *("  " + line for line in (first_call_line(result), numpy_speeds_line(result),
+                                                  back_to_back_line(result)) if line),
         "  " + _("compile total: {compile};  break-even: {break_even}").format(
             compile=format_time(result.jax.compile_total_s), break_even=format_break_even(result.break_even_calls)),
         "  " + _("agreement: {verdict}  max abs err {abs_err}, max rel err {rel_err} (rtol {rtol}, {method})").format(

@@ -7,6 +7,7 @@ pairs and their recheck in runtimes.py; here are the checks, inputs, third side,
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import time
 import uuid
 from dataclasses import replace
@@ -19,7 +20,7 @@ from ..catalog import get_case
 from ..i18n import N_
 from ..model.cases import Case, as_tuple
 from ..model.errors import JaxCompareError
-from ..model.platforms import float64_note
+from ..model.platforms import float64_note, platform
 from ..model.result import Result
 from ..model.roofline import Roofline, RooflineSide, choose_counts
 from ..model.sides import JaxSide, Peak
@@ -44,6 +45,7 @@ from .load import LoadMeter
 from .memory import check_fits, device_memory, estimate, host_available, keep_freed_memory
 from .plain_numpy import allocator_matters, plain_numpy_runtime
 from .profile import profile_jitted
+from .restart import fresh_first_call
 from .run_state import CPU_SIDE_PARTS, Progress, ProgressCallback, SampleCallback, _Run
 from .runtimes import _compiled_count, _protocol, _runtimes, back_to_back
 from .timing import BLAS_SETTLE_S, Clock, blocking_call, bound_call, sample
@@ -124,6 +126,9 @@ def measure(spec: Spec, progress: ProgressCallback = _no_progress, clock: Clock 
     products = reduced_products(spec.dtype, device.platform, protocol["matmul_precision"],
                                 lambda: warm.jitted.lower(*warm.dev_inputs).as_text())
     pipelined = back_to_back(run, warm.jitted, warm.dev_inputs, runtime_stats.median_s)
+    fresh, first_call_note = _fresh_first_call(run, spec, device, protocol, by_value=sent_case)
+    if fresh is not None:
+        side = functools.partial(side, first_call=fresh, first_call_recompile=side.keywords["first_call"])
     jax = side(runtime=runtime_stats, protocol=protocol, back_to_back=pipelined,
                agreement=_agreement(run, spec, host_inputs, numpy_out, warm.jax_out, products=products))
     flops = case.flop_count(spec.shape)
@@ -144,8 +149,8 @@ def measure(spec: Spec, progress: ProgressCallback = _no_progress, clock: Clock 
         jax=jax,
         env={**collect_env(), "freed_memory_kept": keep_freed_memory()},
         flops=flops,
-        notes=_notes(spec, jax, device.platform, cpu_side_missing=want_cpu_side and cpu is None) + (
-            (plain_failed,) if plain_failed else ()),
+        notes=_notes(spec, jax, device.platform, cpu_side_missing=want_cpu_side and cpu is None) + tuple(
+            note for note in (plain_failed, first_call_note) if note),
         jax_cpu=jax_cpu,
         peak=peak if flops is not None else None,  # the fraction of peak needs the catalog's count
         profile=profile,
@@ -188,6 +193,33 @@ def _numpy_as_users_run_it(run: _Run, spec: Spec, kept: Stats, arrays: tuple[np.
         return plain_numpy_runtime(run.case, spec, by_value=by_value), kept, None
     except JaxCompareError as exc:
         return kept, None, N_("NumPy's runtime is the worker's, with freed memory kept: {error}").format(error=exc)
+
+
+def _fresh_first_call(run: _Run, spec: Spec, device: Any, protocol: dict[str, Any], *,
+                      by_value: bool) -> tuple[Stats | None, str | None]:
+    """The first call as a user's %time pays it: in fresh processes (TimingConfig.first_call_processes)
+    that never compiled this function, persistent cache off; their cache hits and earlier compiles go
+    in ``protocol["first_call"]``. None (the worker's recompile stands) in quick timing, on a device
+    one process at a time may hold, or where a fresh process failed: then with a note saying so."""
+    processes = spec.timing.first_call_processes
+    protocol["first_call"] = {"process": "worker"}
+    found = platform(device.platform)
+    if processes == 0:
+        return None, None
+    if found is not None and found.single_holder:
+        return None, N_("the first call was timed in this worker after jax.clear_caches(), not in a fresh process: "
+                        "one process at a time can hold the {device}, and this one holds it; a fresh process's "
+                        "first call costs more").format(device=found.label)
+    run.progress.start("first_call_fresh")
+    try:
+        calls = [fresh_first_call(spec, None, case=run.case if by_value else None, label=N_("the first call"))
+                 for _ in range(processes)]
+    except JaxCompareError as exc:
+        return None, N_("the first call was timed in this worker after jax.clear_caches(): {error}").format(error=exc)
+    protocol["first_call"] = {"process": "fresh", "processes": processes,
+                              "cache_hits": sum(c.cache_hits for c in calls),
+                              "compiled_before": sum(c.compiled_before for c in calls)}
+    return Stats.from_samples([c.first_call_s for c in calls]), None
 
 
 def _inputs(run: _Run, spec: Spec) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..i18n import N_
+from ..model.cases import Case
 from ..model.errors import JobFailed
 from ..model.platforms import backend_error_line
 from ..model.spec import Spec
@@ -47,6 +48,8 @@ class FreshCall:
     start_s: float
     cache_hits: int
     cache_misses: int
+    # XLA compiles the process ran before the timed call: 0, or the call was not its first.
+    compiled_before: int = 0
 
 
 @dataclass(frozen=True)
@@ -94,33 +97,42 @@ def fresh_processes(spec: Spec, pairs: int, *, env: dict[str, str] | None = None
 
 
 def fresh_first_call(spec: Spec, cache_dir: str | None, state: str | None = None, *,
-                     timeout_s: float = CHILD_TIMEOUT_S, env: dict[str, str] | None = None) -> FreshCall:
+                     timeout_s: float = CHILD_TIMEOUT_S, env: dict[str, str] | None = None,
+                     case: Case | None = None, label: str = N_("pitfall 7")) -> FreshCall:
     """Start a fresh process of this interpreter, with this worker's environment (JAX_PLATFORMS,
     the pinned device; or ``env``) and precision, and time its first call of ``spec``'s case; with
-    ``cache_dir``, JAX's persistent cache reads and writes there. ``state`` names the cache
-    in errors (PROCESS_NAMES). A failing child is a JobFailed of one line."""
+    ``cache_dir``, JAX's persistent cache reads and writes there. ``case``: sent by value (a
+    notebook's functions) instead of looked up by name. ``state`` names the cache and ``label``
+    the caller in errors (PROCESS_NAMES). A failing child is a JobFailed of one line."""
     env = {k: v for k, v in (os.environ if env is None else env).items() if k not in CACHE_ENV}
     env["JAX_ENABLE_X64"] = "1" if spec.precision == "x64" else "0"
-    request = json.dumps({"spec": spec.to_dict(), "cache_dir": cache_dir})
+    request = json.dumps({"spec": spec.to_dict(), "cache_dir": cache_dir, "case_on_stdin": case is not None})
+    payload = None
+    if case is not None:
+        import cloudpickle
+
+        payload = cloudpickle.dumps(case)
     which = PROCESS_NAMES[state if cache_dir else None]
     spawned_ns = time.monotonic_ns()  # CLOCK_MONOTONIC: one clock for every process on the host
     try:
         proc = subprocess.run([sys.executable, "-c", _ENTRY, json.dumps(sys.path), request], env=env,
-                              stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout_s, check=False)
+                              input=payload, stdin=None if payload is not None else subprocess.DEVNULL,
+                              capture_output=True, timeout=timeout_s, check=False)
     except subprocess.TimeoutExpired:
-        raise JobFailed(N_("pitfall 7: the fresh process {which} did not finish within {timeout_s:g} s").format(
-            which=which, timeout_s=timeout_s)) from None
+        raise JobFailed(N_("{label}: the fresh process {which} did not finish within {timeout_s:g} s").format(
+            label=label, which=which, timeout_s=timeout_s)) from None
     except OSError as exc:
-        raise JobFailed(N_("pitfall 7: the fresh process {which} could not be started: {error}").format(
-            which=which, error=exc)) from None
+        raise JobFailed(N_("{label}: the fresh process {which} could not be started: {error}").format(
+            label=label, which=which, error=exc)) from None
     report = last_json(proc.stdout)
     if report is None or "error" in report:
         error = report["error"] if report else last_line(proc.stderr) or f"exit code {proc.returncode}"
         error = backend_error_line(error) or error
-        raise JobFailed(N_("pitfall 7: the fresh process {which} failed: {error}").format(which=which, error=error))
+        raise JobFailed(N_("{label}: the fresh process {which} failed: {error}").format(
+            label=label, which=which, error=error))
     return FreshCall(first_call_s=report["first_call_s"], compile_s=report["compile_s"],
                      start_s=(report["ready_ns"] - spawned_ns) / 1e9, cache_hits=report["cache_hits"],
-                     cache_misses=report["cache_misses"])
+                     cache_misses=report["cache_misses"], compiled_before=report.get("compiled_before", 0))
 
 
 # --- in the child ---------------------------------------------------------------------------------
@@ -134,7 +146,12 @@ def _first_call(request: dict[str, Any]) -> dict[str, Any]:
 
     spec = Spec.from_dict(request["spec"])
     cache_dir = request["cache_dir"]
-    case = get_case(spec.case, spec.cases_file)
+    if request.get("case_on_stdin"):
+        import cloudpickle
+
+        case = cloudpickle.loads(sys.stdin.buffer.read())
+    else:
+        case = get_case(spec.case, spec.cases_file)
     import jax
 
     jax.config.update("jax_enable_x64", spec.precision == "x64")
@@ -162,6 +179,7 @@ def _first_call(request: dict[str, Any]) -> dict[str, Any]:
     device = resolve_device(spec.device)
     ready_ns = time.monotonic_ns()
     dev = jax.block_until_ready(jax.device_put(build_inputs(case, spec), device))
+    compiled_before = len(compile_s)  # none: device_put compiles nothing, and nothing else ran here
     compile_s.clear()  # only the first call's compile and cache lookups count
     events.clear()
     started = time.perf_counter_ns()
@@ -169,4 +187,5 @@ def _first_call(request: dict[str, Any]) -> dict[str, Any]:
     user_call(case, "jax_fn", jax.jit(case.jax_fn), dev, where=(device.platform, spec.precision))
     first_call_s = (time.perf_counter_ns() - started) / 1e9
     return {"first_call_s": first_call_s, "compile_s": sum(compile_s) if compile_s else None,
-            "ready_ns": ready_ns, "cache_hits": events[CACHE_HIT_EVENT], "cache_misses": events[CACHE_MISS_EVENT]}
+            "ready_ns": ready_ns, "cache_hits": events[CACHE_HIT_EVENT], "cache_misses": events[CACHE_MISS_EVENT],
+            "compiled_before": compiled_before}

@@ -27,6 +27,7 @@ PROGRESS_WEIGHTS = (
     ("numpy", 0.16),
     ("runtime", 0.14),
     ("recheck", 0.0),  # only with TimingConfig.runtime_blocks > 1 (weights rescaled)
+    ("first_call_fresh", 0.0),  # not in quick timing: the first call in fresh processes (measure.py)
     ("numpy_plain", 0.0),  # only where the allocator matters: NumPy again in a plain process (plain_numpy.py)
     ("jax_cpu", 0.0),  # only with the third side, JAX on the CPU (weights rescaled)
     ("profile", 0.0),  # only when asked: a few traced calls, after every timed phase

@@ -46,6 +46,9 @@ class JaxSide:
     # The runtime per call when calls are queued back to back and only the last is blocked: what a
     # loop of calls pays each, the host's round trip overlapping the device's work (None: not measured).
     back_to_back: Stats | None = None
+    # Where ``first_call`` came from fresh processes (the user's %time), the first call in the worker
+    # after jax.clear_caches(): a recompile, cheaper than a first call in a new process. None otherwise.
+    first_call_recompile: Stats | None = None
 
     @property
     def compile_total_s(self) -> float:
@@ -78,6 +81,8 @@ class JaxSide:
             "protocol": dict(self.protocol),
             "agreement": dict(self.agreement),
             **({"back_to_back": self.back_to_back.to_dict()} if self.back_to_back is not None else {}),
+            **({"first_call_recompile": self.first_call_recompile.to_dict()}
+               if self.first_call_recompile is not None else {}),
         }
 
     @classmethod
@@ -94,6 +99,8 @@ class JaxSide:
                    transfer_bytes=_int_or_none(data.get("transfer_bytes")),
                    protocol=dict(data.get("protocol") or {}), agreement=dict(data["agreement"]),
                    back_to_back=Stats.from_dict(data["back_to_back"]) if data.get("back_to_back") else None,
+                   first_call_recompile=(Stats.from_dict(data["first_call_recompile"])
+                                         if data.get("first_call_recompile") else None),
                    **stats)
 
 

@@ -138,6 +138,12 @@ class TimingConfig:
         """'quick', 'careful' or 'thorough' when these are a preset's settings, else 'custom'."""
         return next((name for name in TIMING_PRESETS if self == TimingConfig.preset(name)), "custom")
 
+    @property
+    def first_call_processes(self) -> int:
+        """Fresh processes that time the first call as a user's %time pays it: none in quick (it
+        keeps the worker's recompile after jax.clear_caches(), for speed), three in thorough, else one."""
+        return {"quick": 0, "thorough": 3}.get(self.preset_name, 1)
+
     def for_runtime(self) -> TimingConfig:
         """The settings for the NumPy and JAX runtime phases, sampled in one go: at least
         MIN_SAMPLES_FOR_RANGE samples, so the speedup has a 95% range."""
