@@ -37,7 +37,8 @@ def test_spec_round_trip_and_dtype():
 
 @pytest.mark.parametrize("kwargs, words", [
     ({"precision": "x16"}, "precision"), ({"device": "npu"}, "device"), ({"seed": -1}, "seed"),
-    ({"case": " "}, "case"), ({"matmul_precision": "HIGHEST"}, "matmul precision must be one of default, high, highest"),
+    ({"case": " "}, "case"),
+    ({"matmul_precision": "HIGHEST"}, "matmul precision must be one of default, high, highest"),
     ({"matmul_precision": "float32"}, "matmul precision"), ({"matmul_precision": None}, "matmul precision"),
 ])
 def test_spec_rejects(kwargs, words):
