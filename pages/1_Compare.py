@@ -118,7 +118,8 @@ if result is None:
 # --- result --------------------------------------------------------------------------------------
 st.subheader(translate_text(str(result.case_info.get("title", result.case))))
 st.caption(views.result_caption(result, current_config().changed_note(shape, result.case, result.shape,
-                                                                      result.precision)))
+                                                                      result.precision,
+                                                                      result.spec.matmul_precision)))
 ui.history_note([result])
 for row in summary.figure_rows(result):
     for column, figure in zip(st.columns(3), row, strict=True):

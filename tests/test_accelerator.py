@@ -180,6 +180,24 @@ def test_a_gpu_is_held_to_its_published_peak_at_the_precision_used(dtype, precis
     assert peak.describe() == f"the NVIDIA H200's {label} peak"
 
 
+@pytest.mark.parametrize(("precision", "label", "value"), [
+    ("default", "BF16", 197e12),  # one bfloat16 pass: Google's published peak
+    ("high", "BF16/3", 197e12 / 3),  # three passes, six: derived, published by no one
+    ("highest", "BF16/6", 197e12 / 6),
+])
+def test_a_tpu_is_held_to_its_bf16_peak_over_the_passes_of_the_precision_used(precision, label, value):
+    tpu = SimpleNamespace(platform="tpu", device_kind="TPU v5 lite")  # a TPU v5e, as JAX names it
+    with ceilings.use_matmul_precision(precision):
+        peak = ceilings.ceilings(tpu, "float32", "float32", with_cpu_side=False)
+    assert (peak.source, peak.label, peak.matmul_precision) == ("table", label, precision)
+    assert peak.flops_per_s == pytest.approx(value)
+    if precision == "default":
+        assert peak.describe() == "the TPU v5 lite's BF16 peak"
+    else:
+        assert peak.describe().startswith(f"the TPU v5 lite's derived {label} rate")
+        assert "no vendor publishes this figure" in peak.to_dict()["describes"]
+
+
 def test_a_device_missing_from_the_table_has_an_unknown_peak_not_a_wrong_one():
     assert peak_for("NVIDIA A30", "float32") is None
     peak = ceilings.ceilings(SimpleNamespace(platform="gpu", device_kind="NVIDIA A30"), "float32", "float32",

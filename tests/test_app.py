@@ -81,6 +81,26 @@ def test_compare_runs_a_small_case_to_charts_and_figures():
     assert dict(at.query_params) == {"case": "matmul", "shape": "small", "timing": "quick"}  # the URL reproduces it
 
 
+def test_compare_runs_at_the_chosen_matmul_precision_and_the_link_keeps_it():
+    at = page("pages/1_Compare.py", case="matmul", shape="small", timing="quick")
+    assert at.session_state["matmul_precision"] == "default" and "matmul_precision" not in dict(at.query_params)
+    box = at.segmented_control(key="matmul_precision")
+    assert list(box.options) == ["default", "high", "highest"] and "recorded with the result" in box.help.lower()
+    box.set_value("highest").run()
+    assert dict(at.query_params)["matmul_precision"] == "highest"
+    at.button(key="run_compare").click().run()
+    assert at.session_state["compare_job"].spec.matmul_precision == "highest"
+    at = run_until(at, lambda a: "compare_result" in a.session_state)
+    result = at.session_state["compare_result"]
+    assert result.spec.matmul_precision == result.jax.protocol["matmul_precision"] == "highest"
+    assert any("matmul precision" in c.value and "highest" in c.value for c in at.caption)
+    # A shared link sets the box; a bad value warns and keeps the default.
+    assert page("pages/1_Compare.py", matmul_precision="high").session_state["matmul_precision"] == "high"
+    bad = page("pages/1_Compare.py", matmul_precision="fast")
+    assert bad.session_state["matmul_precision"] == "default"
+    assert any("fast was ignored" in w.value and "matmul" in w.value for w in bad.warning)
+
+
 def test_compare_second_click_while_running_starts_no_second_job():
     at = page("pages/1_Compare.py", case="matmul", shape="large")  # careful timing: a few seconds
     at.button(key="run_compare").click().run()

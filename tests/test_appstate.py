@@ -50,6 +50,23 @@ def test_compare_url_keeps_the_profile_switch():
     assert off.profile is False and "profile=yes" in warnings[0]
 
 
+def test_compare_url_keeps_the_matmul_precision_and_the_spec_carries_it():
+    highest = controls.CompareConfig("matmul", matmul_precision="highest")
+    assert highest.query() == {"case": "matmul", "matmul_precision": "highest"}
+    again, warnings = controls.compare_config_from_query(highest.query(), CASES)
+    assert warnings == [] and again.spec(get_case("matmul")).matmul_precision == "highest"
+    _bad, warnings = controls.compare_config_from_query({"case": "matmul", "matmul_precision": "HIGH"}, CASES)
+    assert "matmul_precision=HIGH" in warnings[0] and _bad.matmul_precision == "default"
+    measured = highest.spec(get_case("matmul"))
+    assert highest.changed_note(measured.shape, "matmul", measured.shape, "x32", "highest") == ""
+    assert controls.CompareConfig("matmul").changed_note(measured.shape, "matmul", measured.shape, "x32", "highest")
+    # The Pitfalls page has no such box (pitfall 6 compares default with highest itself): its link ignores it.
+    from jaxcompare.app import pitfalls_view as pv
+
+    lab, warnings = pv.config_from_query({"case": "matmul", "matmul_precision": "highest"}, CASES)
+    assert warnings == [] and lab.matmul_precision == "default"
+
+
 def test_compare_url_bad_values_warn_and_fall_back():
     query = {"case": "matmull", "shape": "12x", "precision": "x16", "device": "fpga", "timing": "slow"}
     config, warnings = controls.compare_config_from_query(query, CASES)
@@ -87,17 +104,18 @@ def test_each_page_reads_back_from_its_widgets_what_it_seeded_there():
     from jaxcompare.app import pitfalls_view as pv
 
     compare = controls.CompareConfig("matmul", size="custom", custom_shape="200x200", precision="x64",
-                                     device="cpu", timing="thorough", profile=True)
+                                     device="cpu", timing="thorough", profile=True, matmul_precision="highest")
     sweep = controls.SweepConfig("matmul", precisions=("x32", "x64"), steps=4, largest="300x300", device="gpu",
                                  timing="careful")
     pitfalls = pv.PitfallsConfig("matmul", size="small", custom_shape="10x10", device="cpu", timing="quick")
     for config in (compare, sweep, pitfalls):
         assert type(config).from_widgets(config.widgets()) == config
-    assert set(compare.widgets()) == {"case", "size", "custom_shape", "precision", "device", "timing", "profile"}
+    assert set(compare.widgets()) == {"case", "size", "custom_shape", "precision", "device", "timing", "profile",
+                                      "matmul_precision"}
     assert set(sweep.widgets()) == {"sweep_case", "sweep_precisions", "sweep_steps", "sweep_largest",
                                     "sweep_device", "sweep_timing"}
     assert set(pitfalls.widgets()) == {"pf_case", "pf_size", "pf_custom_shape", "pf_precision", "pf_device",
-                                       "pf_timing"}  # the lab has no profile switch
+                                       "pf_timing"}  # the lab has no profile switch, and pitfall 6 its own precisions
     assert sweep.widgets()["sweep_precisions"] == ["x32", "x64"]  # a multi-select holds a list
     # As the widgets hold them: precisions in click order, the slider's number, a padded text box.
     held = {**sweep.widgets(), "sweep_precisions": ["x64", "x32"], "sweep_steps": 4.0, "sweep_largest": " 300x300 "}

@@ -98,6 +98,27 @@ def test_run_prints_a_table():
         assert words in proc.stdout
 
 
+def test_run_at_a_chosen_matmul_precision_records_it_and_says_so(tmp_path):
+    out = tmp_path / "r.json"
+    proc = cli("run", "--case", "matmul", "--shape", "8x8", "--quick", "--matmul-precision", "highest",
+               "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text())
+    assert doc["spec"]["matmul_precision"] == doc["jax"]["protocol"]["matmul_precision"] == "highest"
+    assert "matmul precision: highest (a TPU: six bfloat16 passes; an NVIDIA GPU: float32)" in proc.stdout
+    assert "matmul precision" not in cli("run", "--case", "matmul", "--shape", "8x8", "--quick").stdout
+
+
+def test_run_and_sweep_parse_the_matmul_precision():
+    from jaxcompare.cli import _base_spec, build_parser
+
+    for command in ("run", "sweep"):
+        args = build_parser().parse_args([command, "--case", "matmul", "--matmul-precision", "high"])
+        assert _base_spec(args, (8, 8)).matmul_precision == "high"
+        default = build_parser().parse_args([command, "--case", "matmul"])
+        assert _base_spec(default, (8, 8)).matmul_precision == "default"
+
+
 @pytest.mark.serial  # beside two test processes a burst stretched quick's 5 ms samples to 28 ms
 def test_thorough_timing_samples_the_speedup_phases_longer():
     # Each sample's length is calibrated to its preset's target (50 ms against 5 ms); a burst of
@@ -149,6 +170,7 @@ def _bad_inputs(tmp_path) -> list[tuple[list[str], str]]:
         (["sweep", "--case", "matmul", "--sizes", "0"], "positive"),
         (["run", "--case", "matmul", "--timing", "thorough"], "contradict"),  # with --quick, below
         (["run", "--case", "matmul", "--timing", "slow"], "invalid choice"),
+        (["sweep", "--case", "matmul", "--matmul-precision", "fast"], "invalid choice: 'fast'"),
         (["frobnicate"], "invalid choice"),
     ]
 

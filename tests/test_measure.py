@@ -82,6 +82,33 @@ def test_result_is_complete_and_agrees(big_result):
     assert r.env["jax"]["x64_enabled"] is False
 
 
+def test_the_spec_s_matmul_precision_is_what_jax_ran_at_and_is_recorded(tiny_result):
+    import jax
+
+    assert tiny_result.spec.matmul_precision == "default"
+    assert tiny_result.jax.protocol["matmul_precision"] == "default"
+    r = measure(Spec("centered_gram", (10, 10), device="cpu", timing=QUICK, matmul_precision="highest"),
+                cpu_side=True)
+    assert r.jax.protocol["matmul_precision"] == "highest" and r.peak.matmul_precision == "highest"
+    assert r.jax_cpu is not None and r.jax.agreement["ok"]
+    assert type(r).from_dict(r.to_dict()).spec.matmul_precision == "highest"
+    assert jax.config.jax_default_matmul_precision is None  # this thread's setting is left as it was
+
+
+def test_the_matmul_precision_reaches_the_program_jax_compiles():
+    import jax
+    import jax.numpy as jnp
+
+    from jaxcompare.engine.ceilings import matmul_precision, use_matmul_precision
+
+    x = jnp.ones((4, 4), dtype=jnp.float32)
+    with use_matmul_precision("high"):
+        assert matmul_precision() == "high"
+        text = jax.jit(jnp.matmul).lower(x, x).as_text()
+    assert "HIGH" in text and "HIGHEST" not in text
+    assert "HIGH" not in jax.jit(jnp.matmul).lower(x, x).as_text()  # outside it, JAX's default again
+
+
 def test_break_even_follows_its_definition(big_result):
     r = big_result
     saving = r.numpy_runtime.median_s - r.jax.runtime.median_s

@@ -16,7 +16,7 @@ import types
 
 import numpy as np
 import pytest
-from _results import with_jax
+from _results import make_result, with_jax
 
 import jaxcompare
 from jaxcompare import BadInput, JaxCompareError, OutputsDisagree, Result
@@ -140,6 +140,8 @@ def _one_sentence(exc: pytest.ExceptionInfo) -> str:
     (lambda: jaxcompare.compare(np.sin, jnp.sin, X, precision="x16"), "precision must be one of x32, x64"),
     (lambda: jaxcompare.compare(np.sin, jnp.sin, X, timing="fast"), "timing must be one of quick"),
     (lambda: jaxcompare.compare(np.sin, jnp.sin, X, device="npu"), "device must be one of"),
+    (lambda: jaxcompare.compare(np.sin, jnp.sin, X, matmul_precision="HIGH"),
+     "matmul precision must be one of default, high, highest, got 'HIGH'"),
     (lambda: jaxcompare.compare(np.sin, jnp.sin, X, timeout_s=-1), "timeout_s must be a positive number"),
     (lambda: jaxcompare.compare(np.sin, jnp.sin, np.array(1.0)), "every input is a scalar"),
     (lambda: jaxcompare.compare(np.sin, jnp.sin, X, profile=3), "profile must be True, False or a folder"),
@@ -150,6 +152,18 @@ def test_bad_input_is_one_sentence(call, expected):
     with pytest.raises(BadInput) as exc:
         call()
     assert expected in _one_sentence(exc)
+
+
+def test_the_matmul_precision_travels_in_the_spec_and_the_title_names_it():
+    _case, spec, _notes = api._request(np.sin, jnp.sin, (X,), precision="x32", device="auto", timing="quick",
+                                       name=None, shape=None, seed=0, tolerance=1.0, canonical=None,
+                                       timeout_s=None, matmul_precision="highest")
+    assert spec.matmul_precision == "highest"
+    plain = make_result()
+    assert "matmul precision" not in display.title(plain)
+    high = with_jax(dataclasses.replace(plain, spec=dataclasses.replace(plain.spec, matmul_precision="high")),
+                    protocol={"matmul_precision": "high"})
+    assert display.title(high).endswith(" · matmul precision: high (a TPU: three bfloat16 passes; an NVIDIA GPU: TF32)")
 
 
 def test_a_function_that_cannot_be_pickled_is_named():

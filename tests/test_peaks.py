@@ -112,7 +112,19 @@ def test_peak_for_on_tpu():
     assert peak_for("TPU v5 lite", "float32") == (v5e.bf16, "BF16")
     assert peak_for("TPU v5e", "float32", "default") == (v5e.bf16, "BF16")
     assert peak_for("TPU v5e", "float64") is None
-    assert peak_for("TPU v5e", "float32", "highest") is None  # Google publishes no fp32 peak
+    # Google publishes no fp32 peak: HIGH (3 bf16 passes) and HIGHEST (6) are held to a derived share of bf16's.
+    assert peak_for("TPU v5e", "float32", "high") == (pytest.approx(v5e.bf16 / 3), "BF16/3")
+    assert peak_for("TPU v5e", "float32", "highest") == (pytest.approx(v5e.bf16 / 6), "BF16/6")
+    assert peak_for("TPU v5e", "float32", "bfloat16_3x") == peak_for("TPU v5e", "float32", "high")
+
+
+def test_high_on_an_nvidia_gpu_is_tf32_as_xla_runs_it():
+    # jax.lax.Precision: HIGH on a GPU "uses tensorfloat32 where available, otherwise float32".
+    h200, t4 = lookup("NVIDIA H200"), lookup("Tesla T4")
+    assert peak_for("NVIDIA H200", "float32", "high") == (h200.tf32, "TF32")
+    assert peak_for("NVIDIA H200", "float32", "tensorfloat32") == (h200.tf32, "TF32")
+    assert peak_for("Tesla T4", "float32", "high") == (t4.fp32, "FP32")
+    assert peak_for("NVIDIA H200", "float64", "high") == (h200.fp64, "FP64")
 
 
 def test_peak_for_before_ampere_is_fp32():

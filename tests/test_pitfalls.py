@@ -164,6 +164,11 @@ def test_a_failing_fresh_process_is_one_clear_line():
     assert "\n" not in message and "Traceback" not in message
 
 
+def test_a_fresh_process_runs_at_the_spec_s_matmul_precision():
+    call = fresh_first_call(Spec("matmul", (8, 8), device="cpu", matmul_precision="highest"), None)
+    assert call.matmul_precision == "highest" and call.first_call_s > 0
+
+
 def test_host_arrays_pay_a_transfer_on_every_call(runner):
     # A memory-bound case, so the per-call copy is a clear share of the time.
     report = runner.submit_pitfalls(Spec("reduction", (3000, 3000), timing=QUICK),

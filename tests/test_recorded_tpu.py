@@ -56,6 +56,15 @@ def test_the_recorded_float32_misses_are_the_cases_with_products():
     assert X32["logsumexp"]["max_rel_err"] <= X32["logsumexp"]["rtol"]
 
 
+def test_high_keeps_float32_s_tolerance_on_a_tpu_and_tf32_s_on_a_gpu():
+    # Three bfloat16 passes gave 1.2e-5 against float64 on the centered Gram at 1000x1000 (a TPU v5e),
+    # well inside float32's 1e-4; one pass gave 4.0e-4. A GPU runs HIGH as TF32 (jax.lax.Precision).
+    assert reduced_products("float32", "tpu", "high", lambda: lowered("matmul")) is None
+    assert tolerance(get_case("centered_gram"), "float32")[0] > 1.2e-5
+    assert reduced_products("float32", "gpu", "high", lambda: lowered("matmul")) == "tensorfloat32"
+    assert reduced_products("float32", "gpu", "highest", lambda: lowered("matmul")) is None
+
+
 @pytest.mark.parametrize("name", BF16_CASES)
 def test_a_recorded_bfloat16_error_passes_at_its_tolerance_and_not_at_float32s(name):
     record = X32[name]

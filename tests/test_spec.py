@@ -38,11 +38,20 @@ def test_spec_round_trip_and_dtype():
 @pytest.mark.parametrize("kwargs, words", [
     ({"precision": "x16"}, "precision"), ({"device": "npu"}, "device"), ({"seed": -1}, "seed"),
     ({"case": " "}, "case"),
+    ({"matmul_precision": "HIGHEST"}, "matmul precision must be one of default, high, highest"),
+    ({"matmul_precision": "float32"}, "matmul precision"), ({"matmul_precision": None}, "matmul precision"),
 ])
 def test_spec_rejects(kwargs, words):
     base = {"case": "matmul", "shape": (4, 4)} | kwargs
     with pytest.raises(BadInput, match=words):
         Spec(**base)
+
+
+def test_the_matmul_precision_round_trips_and_older_json_means_default():
+    spec = Spec("matmul", (8, 8), matmul_precision="high")
+    assert spec.to_dict()["matmul_precision"] == "high" and Spec.from_dict(spec.to_dict()) == spec
+    older = {"case": "matmul", "shape": [8, 8], "precision": "x32", "device": "auto", "cases_file": None, "seed": 0}
+    assert Spec.from_dict(older).matmul_precision == "default"
 
 
 def test_spec_from_dict_rejects_unknown_fields():

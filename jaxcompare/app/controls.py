@@ -17,7 +17,16 @@ from ..model.errors import BadInput, JaxCompareError
 from ..model.formatting import cut
 from ..model.platforms import gap_line, platform
 from ..model.result import Result
-from ..model.spec import DEVICES, DTYPES, PRECISIONS, TIMING_PRESETS, Spec, TimingConfig, parse_shape
+from ..model.spec import (
+    DEVICES,
+    DTYPES,
+    MATMUL_PRECISIONS,
+    PRECISIONS,
+    TIMING_PRESETS,
+    Spec,
+    TimingConfig,
+    parse_shape,
+)
 
 GROUP_LABELS = {"numpy": "NumPy", "scipy": "SciPy"}
 # Shown in the reader's language by timing_label() and device_label() (the controls' format_func).
@@ -183,6 +192,7 @@ class CompareConfig(PageConfig):
     device: str = "auto"
     timing: str = "careful"
     profile: bool = False  # also trace a few JAX calls after the timed phases (the Profile tab)
+    matmul_precision: str = "default"  # jax.default_matmul_precision for the comparison (Spec's)
 
     def shape(self, case: Case) -> tuple[int, ...]:
         if self.size == "small":
@@ -194,12 +204,13 @@ class CompareConfig(PageConfig):
     def spec(self, case: Case) -> Spec:
         return Spec(case.name, self.shape(case), precision=self.precision, device=self.device,
                     cases_file=case.cases_file,
-                    timing=timing_config(self.timing))
+                    timing=timing_config(self.timing), matmul_precision=self.matmul_precision)
 
     def changed_note(self, shape: tuple[int, ...] | None, case: str, measured_shape: Sequence[int],
-                     precision: str) -> str:
+                     precision: str, matmul_precision: str = "default") -> str:
         """A caption's note when these settings would no longer measure what is shown ('' if they would)."""
-        same = self.case == case and shape == tuple(measured_shape) and self.precision == precision
+        same = (self.case == case and shape == tuple(measured_shape) and self.precision == precision
+                and self.matmul_precision == matmul_precision)
         return "" if same else " · " + _("*the sidebar settings have changed since this run*")
 
     def query(self) -> dict[str, str]:
@@ -209,7 +220,7 @@ class CompareConfig(PageConfig):
             out["shape"] = self.custom_shape.replace(" ", "")
         elif self.size != self.default("size"):
             out["shape"] = self.size
-        for key in ("precision", "device", "timing"):
+        for key in ("precision", "device", "timing", "matmul_precision"):
             if getattr(self, key) != self.default(key):
                 out[key] = getattr(self, key)
         if self.profile:
@@ -267,6 +278,8 @@ def compare_config_from_query(query: Mapping[str, Any], cases: Sequence[Case],
         device=_choice(query, "device", DEVICES, default("device"), warnings),
         timing=_choice(query, "timing", cls.TIMING_PRESETS, default("timing"), warnings),
         profile=_choice(query, "profile", ("0", "1"), "1" if default("profile") else "0", warnings) == "1",
+        matmul_precision=(_choice(query, "matmul_precision", MATMUL_PRECISIONS, default("matmul_precision"), warnings)
+                          if "matmul_precision" in cls.controls() else default("matmul_precision")),
     )
     return config, warnings
 

@@ -11,11 +11,16 @@ import streamlit as st
 from ..i18n import N_, _, translate_text
 from ..model.cases import Case
 from ..model.errors import JaxCompareError
-from ..model.spec import DEVICES, PRECISIONS
+from ..model.spec import DEVICES, MATMUL_PRECISIONS, PRECISIONS
 from . import cases_ui, controls, environment_view, language, resources
 
 Config = TypeVar("Config", bound=controls.PageConfig)
 SHAPE_HELP = N_("Sizes separated by x, like 500x500 (or 100000 for a vector).")
+MATMUL_PRECISION_HELP = N_(
+    "What JAX's float32 matrix products and convolutions run at (`jax.default_matmul_precision`). On a TPU: "
+    "one bfloat16 pass (default), three (high) or six, about float32 (highest). On an NVIDIA Ampere or newer "
+    "GPU: TF32 (default, high) or float32 (highest). No effect on the CPU or in float64. Recorded with the "
+    "result; the fraction of peak follows it.")
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,12 @@ class PageForm(Generic[Config]):
         st.segmented_control(_("Precision"), PRECISIONS, key=self.key("precision"), required=True,
                              format_func=controls.precision_label, help=help)
 
+    def matmul_precision_box(self) -> None:
+        """The Matmul precision box, on a page whose config has that control (Compare)."""
+        if "matmul_precision" in self.config.controls():
+            st.segmented_control(_("Matmul precision"), MATMUL_PRECISIONS, key=self.key("matmul_precision"),
+                                 required=True, help=_(MATMUL_PRECISION_HELP))
+
     def device_box(self, env: dict[str, Any] | None) -> None:
         """The Device box, and a warning when the worker's ``env`` (None while it has not reported)
         has no such device."""
@@ -106,6 +117,7 @@ class PageForm(Generic[Config]):
         env = resources.known_environment()
         self.device_box(env)
         self.float64_gap_note(chosen[0], env)
+        self.matmul_precision_box()
         self.timing_box(help.timing)
         return chosen
 

@@ -76,7 +76,8 @@ class PitfallsConfig(CompareConfig):
     """The Pitfalls page's controls; defaults as Compare's: the JAX docs' example at its large size."""
 
     KEY_PREFIX: ClassVar[str] = "pf_"
-    NOT_CONTROLS: ClassVar[frozenset[str]] = frozenset({"profile"})  # the lab traces nothing
+    # The lab traces nothing, and pitfall 6 sets the matmul precision itself (default against highest).
+    NOT_CONTROLS: ClassVar[frozenset[str]] = frozenset({"profile", "matmul_precision"})
     # Every section is a ratio of several runtimes; thorough would make the lab take minutes.
     TIMING_PRESETS: ClassVar[tuple[str, ...]] = ("quick", "careful")
 

@@ -43,7 +43,7 @@ class VersionsConfig(CompareConfig):
     environment first), quick timing, and the versions to compare."""
 
     KEY_PREFIX: ClassVar[str] = "versions_"
-    NOT_CONTROLS: ClassVar[frozenset[str]] = frozenset({"device", "profile"})
+    NOT_CONTROLS: ClassVar[frozenset[str]] = frozenset({"device", "profile", "matmul_precision"})
     size: str = "small"
     timing: str = "quick"
     jax: str = field(default_factory=default_versions)

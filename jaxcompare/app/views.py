@@ -16,7 +16,14 @@ from ..analysis.sweep import crossover
 from ..analysis.trust import set_aside_text, trusted
 from ..i18n import N_, _, sentences, translate_text
 from ..model.cases import format_shape
-from ..model.formatting import format_calls, format_crossover, format_factor, format_time, markdown_literal
+from ..model.formatting import (
+    format_calls,
+    format_crossover,
+    format_factor,
+    format_time,
+    markdown_literal,
+    matmul_precision_line,
+)
 from ..model.phases import PHASES, phase_kind, phase_label
 from ..model.result import Result
 from ..model.stats import Stats
@@ -106,7 +113,13 @@ def result_caption(result: Result, changed: str = "") -> str:
         numpy_name=info.get("numpy_name", ""), jax_name=info.get("jax_name", ""), shape=format_shape(result.shape),
         precision=result.precision, dtype=result.dtype, backend=result.backend, device=result.jax.device,
         device_kind=result.jax.device_kind, timing=summary.timing_name(result.spec.timing.preset_name),
-        created=result.created) + changed
+        created=result.created) + _matmul_precision_part(result) + changed
+
+
+def _matmul_precision_part(result: Result) -> str:
+    """' · matmul precision: highest (...)' where JAX ran at other than its default; '' at it."""
+    line = matmul_precision_line(result)
+    return " · " + markdown_literal(line) if line else ""
 
 
 def file_stem(result: Result) -> str:

@@ -28,7 +28,7 @@ from ..model.cases import Case, format_shape
 from ..model.errors import BadInput, JaxCompareError
 from ..model.formatting import format_time, format_time_range
 from ..model.platforms import PLATFORMS, gap_line, unsupported_label
-from ..model.spec import DEVICES, PRECISIONS, TIMING_PRESETS, Spec, TimingConfig, parse_shape
+from ..model.spec import DEVICES, MATMUL_PRECISIONS, PRECISIONS, TIMING_PRESETS, Spec, TimingConfig, parse_shape
 from . import history as cli_history
 from . import trace as cli_trace
 from . import versions as cli_versions
@@ -62,6 +62,11 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--precision", default="x32", choices=PRECISIONS,
                        help="x32: float32 everywhere; x64: float64 with jax_enable_x64")
         p.add_argument("--device", default="auto", choices=DEVICES)
+        p.add_argument("--matmul-precision", default="default", choices=MATMUL_PRECISIONS,
+                       help="what JAX's float32 matrix products and convolutions run at "
+                       "(jax.default_matmul_precision), recorded with the result: default (a TPU: one bfloat16 "
+                       "pass; an NVIDIA Ampere or newer GPU: TF32), high (a TPU: three passes; a GPU: TF32), "
+                       "highest (a TPU: six passes; a GPU: float32): the fair float32 comparison")
         p.add_argument("--cases-file", help="Python file defining CASES, a list of jaxcompare.Case")
         p.add_argument("--seed", type=int, default=0)
         p.add_argument("--timing", choices=TIMING_PRESETS, default=None,
@@ -190,7 +195,8 @@ def _timing(args: argparse.Namespace) -> TimingConfig:
 
 def _base_spec(args: argparse.Namespace, shape: tuple[int, ...]) -> Spec:
     return Spec(case=args.case, shape=shape, precision=args.precision, device=args.device,
-                cases_file=args.cases_file, seed=args.seed, timing=_timing(args))
+                cases_file=args.cases_file, seed=args.seed, timing=_timing(args),
+                matmul_precision=args.matmul_precision)
 
 
 def cmd_run(args: argparse.Namespace) -> int:

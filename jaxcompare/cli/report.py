@@ -26,6 +26,7 @@ from ..model.formatting import (
     format_break_even,
     format_speedup,
     format_time,
+    matmul_precision_line,
     peak_sentence,
     third_side_verdict,
     transfer_rate_text,
@@ -58,6 +59,7 @@ def result_table(result: Result) -> str:
         "  " + _("shape {shape}, {precision} ({dtype}), device {device} ({backend}), {timing}").format(
             shape=format_shape(spec.shape), precision=spec.precision, dtype=result.dtype, device=result.jax.device,
             backend=result.backend, timing=timing_name(spec.timing.preset_name)),
+        *(["  " + line] if (line := matmul_precision_line(result)) else []),
         "",
         *phase_table_lines(result),
     ]

@@ -83,6 +83,15 @@ def matmul_precision() -> str:
     return str(value).lower() if value else "default"
 
 
+def use_matmul_precision(precision: str) -> contextlib.AbstractContextManager[Any]:
+    """A context in which this thread's JAX runs float32 products at a Spec's matmul precision
+    ('default', 'high', 'highest'): traced, compiled and run under it, and matmul_precision()
+    reports it. measure() and pitfall 7's fresh processes both enter it."""
+    import jax
+
+    return jax.default_matmul_precision(precision)
+
+
 def device_ceiling(device_kind: str, dtype: str, precision: str) -> tuple[float, str] | None:
     """The published peak and its label for an accelerator, or None when the table does not
     know the device, the precision, or that column."""

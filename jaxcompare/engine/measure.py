@@ -35,6 +35,7 @@ from .ceilings import (
     cpu_transcendental_rate,
     matmul_precision,
     transcendental_ceiling,
+    use_matmul_precision,
 )
 from .environment import collect as collect_env
 from .environment import resolve_device
@@ -95,8 +96,17 @@ def measure(spec: Spec, progress: ProgressCallback = _no_progress, clock: Clock 
     ``profile_dir/<result id>`` (engine/profile.py); the timings are the same either way.
     ``recheck``: time the runtime pair again when the machine was busy or one side unstable
     (runtimes._recheck; off only in tests of the first pass). ``load``: the meter (tests inject its counters).
-    ``clocks``: what reads the GPU's clocks (by default NVML's, on a GPU; tests replay readings)."""
+    ``clocks``: what reads the GPU's clocks (by default NVML's, on a GPU; tests replay readings).
+    Everything JAX does here (both sides, the profile, the ceilings) runs at ``spec.matmul_precision``."""
     check_precision(spec.precision)
+    with use_matmul_precision(spec.matmul_precision):
+        return _measure(spec, progress, clock, cpu_side=cpu_side, case=case, profile_dir=profile_dir,
+                        recheck=recheck, load=load, clocks=clocks)
+
+
+def _measure(spec: Spec, progress: ProgressCallback, clock: Clock, *, cpu_side: bool | None, case: Case | None,
+             profile_dir: str | None, recheck: bool, load: LoadMeter | None, clocks: ClockWatch | None) -> Result:
+    """measure()'s phases, at the matmul precision it set: protocol["matmul_precision"] reads it back."""
     keep_freed_memory()
     sent_case = case is not None
     case = get_case(spec.case, spec.cases_file) if case is None else case

@@ -41,7 +41,7 @@ PROCESS_NAMES = {None: N_("without a cache"), "empty": N_("with an empty cache")
 class FreshCall:
     """One fresh process's first call: the whole call (trace, lower, compile or cache read,
     run), the compile step alone, the process's start (spawn until JAX's backend is up) and
-    what the persistent cache saw."""
+    what the persistent cache saw; and the matmul precision it ran at (the Spec's)."""
 
     first_call_s: float
     compile_s: float | None
@@ -50,6 +50,7 @@ class FreshCall:
     cache_misses: int
     # XLA compiles the process ran before the timed call: 0, or the call was not its first.
     compiled_before: int = 0
+    matmul_precision: str = "default"
 
 
 @dataclass(frozen=True)
@@ -132,7 +133,8 @@ def fresh_first_call(spec: Spec, cache_dir: str | None, state: str | None = None
             label=label, which=which, error=error))
     return FreshCall(first_call_s=report["first_call_s"], compile_s=report["compile_s"],
                      start_s=(report["ready_ns"] - spawned_ns) / 1e9, cache_hits=report["cache_hits"],
-                     cache_misses=report["cache_misses"], compiled_before=report.get("compiled_before", 0))
+                     cache_misses=report["cache_misses"], compiled_before=report.get("compiled_before", 0),
+                     matmul_precision=report.get("matmul_precision", "default"))
 
 
 # --- in the child ---------------------------------------------------------------------------------
@@ -169,6 +171,7 @@ def _first_call(request: dict[str, Any]) -> dict[str, Any]:
     jax.monitoring.register_event_listener(lambda event, **_: events.update([event]))
     jax.monitoring.register_event_duration_secs_listener(
         lambda event, duration_secs, **_: compile_s.append(duration_secs) if event == BACKEND_COMPILE_EVENT else None)
+    from .ceilings import matmul_precision, use_matmul_precision
     from .environment import pin_device, resolve_device
     from .inputs import build_inputs
     from .jax_phases import user_call
@@ -182,10 +185,12 @@ def _first_call(request: dict[str, Any]) -> dict[str, Any]:
     compiled_before = len(compile_s)  # none: device_put compiles nothing, and nothing else ran here
     compile_s.clear()  # only the first call's compile and cache lookups count
     events.clear()
-    started = time.perf_counter_ns()
-    # Blocks like the plain call; names an operation the device lacks at this precision plainly.
-    user_call(case, "jax_fn", jax.jit(case.jax_fn), dev, where=(device.platform, spec.precision))
-    first_call_s = (time.perf_counter_ns() - started) / 1e9
+    with use_matmul_precision(spec.matmul_precision):  # as the worker measured it (measure.py)
+        precision = matmul_precision()
+        started = time.perf_counter_ns()
+        # Blocks like the plain call; names an operation the device lacks at this precision plainly.
+        user_call(case, "jax_fn", jax.jit(case.jax_fn), dev, where=(device.platform, spec.precision))
+        first_call_s = (time.perf_counter_ns() - started) / 1e9
     return {"first_call_s": first_call_s, "compile_s": sum(compile_s) if compile_s else None,
             "ready_ns": ready_ns, "cache_hits": events[CACHE_HIT_EVENT], "cache_misses": events[CACHE_MISS_EVENT],
-            "compiled_before": compiled_before}
+            "compiled_before": compiled_before, "matmul_precision": precision}

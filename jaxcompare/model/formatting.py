@@ -335,6 +335,25 @@ def transfer_rate_text(result: Result) -> str:
     return _("{rate} host→device over {link}").format(rate=format_bandwidth(rate), link=link)
 
 
+# What a matmul precision other than JAX's default did to float32 products (jax.lax.Precision).
+MATMUL_PRECISION_EFFECTS = {
+    "high": N_("a TPU: three bfloat16 passes; an NVIDIA GPU: TF32"),
+    "highest": N_("a TPU: six bfloat16 passes; an NVIDIA GPU: float32"),
+}
+
+
+def matmul_precision_line(result: Result) -> str | None:
+    """The matmul precision JAX ran at, when it was not the default ("matmul precision: highest
+    (...)"); None at the default. What the worker recorded leads; the Spec's for older results."""
+    precision = str(result.jax.protocol.get("matmul_precision") or result.spec.matmul_precision).lower()
+    if precision == "default":
+        return None
+    effect = MATMUL_PRECISION_EFFECTS.get(precision)
+    if effect is None:  # a precision a worker was configured with by hand (e.g. 'bfloat16')
+        return _("matmul precision: {precision}").format(precision=precision)
+    return _("matmul precision: {precision} ({effect})").format(precision=precision, effect=_(effect))
+
+
 # Every ASCII punctuation mark may be backslash-escaped in CommonMark, so escaping them all makes
 # text literal: no link, image, code span, emphasis, autolinked URL or e-mail, or Streamlit directive.
 _MARKDOWN_ESCAPES = {ord(c): "\\" + c for c in "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"}

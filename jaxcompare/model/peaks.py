@@ -8,7 +8,8 @@ could not be confirmed against the vendor's table; None means "unknown", never "
 ``fp64`` is the FP64 Tensor Core figure on parts that have one (A100, H100, H200, B200):
 cuBLAS runs DGEMM on those units, so that is the ceiling a float64 matmul meets. ``fp32`` is
 the non-tensor (CUDA core) rate; ``tf32`` and ``bf16`` are tensor-core rates. TPUs: Google
-publishes bf16 peaks only, so their fp32 and fp64 are None.
+publishes bf16 peaks only, so their fp32 and fp64 are None; a float32 product at a higher matmul
+precision is held to the bf16 peak over its passes, a derived rate (peak_for, is_derived).
 
 Standard library only: this module sits in the model layer.
 """
@@ -19,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["DevicePeak", "lookup", "peak_for", "bandwidth_for", "known_devices"]
+__all__ = ["DevicePeak", "lookup", "peak_for", "bandwidth_for", "known_devices", "is_derived"]
 
 _T = 1e12  # tera
 _P = 1e15  # peta
@@ -161,16 +162,29 @@ def known_devices() -> tuple[DevicePeak, ...]:
 
 _DTYPES = {"float64": "float64", "f64": "float64", "double": "float64",
            "float32": "float32", "f32": "float32", "single": "float32"}
-# JAX's names for matmul precision: "bfloat16"/"fastest" are DEFAULT, "float32" is HIGHEST.
+# JAX's names for matmul precision (jax.lax.Precision): "bfloat16"/"fastest" are DEFAULT,
+# "bfloat16_3x"/"tensorfloat32" HIGH, "float32" HIGHEST.
 _PRECISIONS = {"default": "default", "fastest": "default", "bfloat16": "default",
+               "high": "high", "bfloat16_3x": "high", "tensorfloat32": "high",
                "highest": "highest", "float32": "highest"}
+# A TPU runs a float32 product at HIGH as three bfloat16 passes and at HIGHEST as six (jax.lax.Precision),
+# so its rate there is its published bf16 peak over the passes: derived here, published by no vendor.
+TPU_PASSES = {"default": 1, "high": 3, "highest": 6}
+DERIVED_LABELS = frozenset(f"BF16/{n}" for n in TPU_PASSES.values() if n > 1)
+
+
+def is_derived(label: str) -> bool:
+    """Whether a ceiling's label names a rate derived from a published one (BF16/3, BF16/6)."""
+    return label in DERIVED_LABELS
 
 
 def peak_for(device_kind: str, dtype: str, matmul_precision: str = "default") -> tuple[float, str] | None:
     """The compute ceiling for a float32/float64 computation on a device, and its label.
 
-    float64 -> FP64. float32 at "highest" -> FP32; at "default" -> TF32 on NVIDIA Ampere and
-    newer (XLA uses TF32 for float32 dots there), BF16 on a TPU (one bf16 pass), else FP32.
+    float64 -> FP64. float32 on a TPU: BF16 at "default" (one bf16 pass), and derived from it at
+    "high" (BF16/3: three passes) and "highest" (BF16/6: six), since Google publishes no fp32 peak.
+    float32 on NVIDIA: FP32 at "highest"; TF32 at "default" and "high" on Ampere and newer (XLA
+    uses TF32 for float32 dots there, jax.lax.Precision), else FP32.
     None when the device, the dtype or that peak is unknown. An unknown precision is an error.
     """
     precision = _PRECISIONS.get(str(matmul_precision).strip().lower())
@@ -183,10 +197,12 @@ def peak_for(device_kind: str, dtype: str, matmul_precision: str = "default") ->
     peak = entry.peak
     if kind == "float64":
         value, label = peak.fp64, "FP64"
+    elif entry.family == "tpu":
+        passes = TPU_PASSES[precision]
+        value = peak.bf16 / passes if peak.bf16 is not None else None
+        label = "BF16" if passes == 1 else f"BF16/{passes}"
     elif precision == "highest":
         value, label = peak.fp32, "FP32"
-    elif entry.family == "tpu":
-        value, label = peak.bf16, "BF16"
     elif entry.tf32_default:
         value, label = peak.tf32, "TF32"
     else:

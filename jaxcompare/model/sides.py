@@ -10,6 +10,7 @@ from typing import Any
 
 from ..i18n import N_, _
 from .errors import BadInput
+from .peaks import is_derived
 from .phases import COMPILE_PHASES, JAX_PHASES
 from .stats import Stats
 
@@ -108,6 +109,9 @@ PEAK_SOURCES = ("table", "measured")
 # A ceiling in words (Peak.describe): shown in the reader's language, recorded in English.
 MEASURED_CEILING = N_("this CPU's measured {label} rate")
 PUBLISHED_CEILING = N_("the {device}'s {label} peak")
+# BF16/3, BF16/6 (model/peaks.py): a TPU's bf16 peak over the passes a float32 product took.
+DERIVED_CEILING = N_("the {device}'s derived {label} rate (its published BF16 peak over the bfloat16 passes; "
+                     "no vendor publishes this figure)")
 
 
 @dataclass(frozen=True)
@@ -142,7 +146,9 @@ class Peak:
         return _(MEASURED_CEILING).format(label=self.numpy_label)
 
     def _ceiling(self) -> str:
-        return MEASURED_CEILING if self.source == "measured" else PUBLISHED_CEILING
+        if self.source == "measured":
+            return MEASURED_CEILING
+        return DERIVED_CEILING if is_derived(self.label) else PUBLISHED_CEILING
 
     def to_dict(self) -> dict[str, Any]:
         # "describes" is recorded: in English, whatever the language in force.

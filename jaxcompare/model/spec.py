@@ -12,6 +12,9 @@ from .errors import BadInput
 
 PRECISIONS = ("x32", "x64")
 DEVICES = ("auto", "cpu", "gpu", "tpu")
+# jax.default_matmul_precision for float32 matrix products and convolutions: on a TPU one, three or
+# six bfloat16 passes; on an NVIDIA Ampere or newer GPU TF32, TF32, float32 (jax.lax.Precision).
+MATMUL_PRECISIONS = ("default", "high", "highest")
 DTYPES = {"x32": "float32", "x64": "float64"}
 MAX_DIMS = 4
 # A hard ceiling on elements per input, whatever the mode: 2**31 float64 is 16 GiB.
@@ -185,7 +188,8 @@ class TimingConfig:
 
 @dataclass(frozen=True)
 class Spec:
-    """One comparison: case, shape, precision, device, and how to time it."""
+    """One comparison: case, shape, precision, device, how to time it, and the matmul precision
+    JAX's float32 products run at (MATMUL_PRECISIONS; older JSON without it means "default")."""
 
     case: str
     shape: tuple[int, ...]
@@ -194,6 +198,7 @@ class Spec:
     cases_file: str | None = None
     seed: int = 0
     timing: TimingConfig = field(default_factory=TimingConfig)
+    matmul_precision: str = "default"
 
     def __post_init__(self) -> None:
         if not isinstance(self.case, str) or not self.case.strip():
@@ -205,6 +210,9 @@ class Spec:
         if self.device not in DEVICES:
             raise BadInput(N_("device must be one of {choices}, got {value!r}").format(
                 choices=", ".join(DEVICES), value=self.device))
+        if self.matmul_precision not in MATMUL_PRECISIONS:
+            raise BadInput(N_("matmul precision must be one of {choices}, got {value!r}").format(
+                choices=", ".join(MATMUL_PRECISIONS), value=self.matmul_precision))
         if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
             raise BadInput(N_("seed must be a non-negative integer, got {value!r}").format(value=self.seed))
 

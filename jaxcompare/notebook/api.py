@@ -44,7 +44,7 @@ def compare(numpy_fn: Callable[..., Any], jax_fn: Callable[..., Any], *inputs: A
             device: str = "auto", timing: str | TimingConfig = "careful", name: str | None = None,
             shape: Sequence[int] | str | None = None, seed: int = 0, tolerance: float = 1.0,
             canonical: Callable[..., Any] | None = None, timeout_s: float | None = None,
-            profile: bool | str | os.PathLike[str] = False) -> NotebookResult:
+            profile: bool | str | os.PathLike[str] = False, matmul_precision: str = "default") -> NotebookResult:
     """Measure ``numpy_fn`` against ``jax_fn`` (wrapped in ``jax.jit`` here) with every phase of
     the protocol, and return the Result.
 
@@ -55,13 +55,16 @@ def compare(numpy_fn: Callable[..., Any], jax_fn: Callable[..., Any], *inputs: A
     may legitimately differ to what must agree (NumPy's svd, eigh and qr get theirs by default).
     ``profile``: also trace a few steady-state calls with jax.profiler (True: into the traces
     folder beside the History database; or a folder) and show where the time goes (Result.profile).
+    ``matmul_precision``: what JAX's float32 matrix products and convolutions run at, "default",
+    "high" or "highest" (jax.default_matmul_precision; on a TPU one, three or six bfloat16 passes, on
+    an NVIDIA Ampere or newer GPU TF32, TF32, float32), recorded with the result.
     Raises a JaxCompareError with one sentence for bad input, and OutputsDisagree (carrying
     ``.result``) when the outputs differ.
     """
     try:
         case, spec, notes = _request(numpy_fn, jax_fn, inputs, precision=precision, device=device,
                                      timing=timing, name=name, shape=shape, seed=seed, tolerance=tolerance,
-                                     canonical=canonical, timeout_s=timeout_s)
+                                     canonical=canonical, timeout_s=timeout_s, matmul_precision=matmul_precision)
         result = _measure(case, spec, timeout_s, _profile_dir(profile))
         if notes:
             result = replace(result, notes=result.notes + tuple(notes))
@@ -75,7 +78,8 @@ def sweep(numpy_fn: Callable[..., Any], jax_fn: Callable[..., Any], make_inputs:
           sizes: Sequence[int | str | Sequence[int]], *, ndim: int = 2, precision: str = "x32",
           device: str = "auto", timing: str | TimingConfig = "careful", name: str | None = None,
           seed: int = 0, tolerance: float = 1.0, canonical: Callable[..., Any] | None = None,
-          timeout_s: float | None = None, profile: bool | str | os.PathLike[str] = False) -> SweepResult:
+          timeout_s: float | None = None, profile: bool | str | os.PathLike[str] = False,
+          matmul_precision: str = "default") -> SweepResult:
     """Measure the pair at each of ``sizes``, smallest first, and find the crossover: the size
     where JAX starts to win. A plain size n means n along each of ``ndim`` axes (n x n by
     default); a shape ("300x300" or (300, 300)) is taken as it is."""
@@ -86,7 +90,7 @@ def sweep(numpy_fn: Callable[..., Any], jax_fn: Callable[..., Any], make_inputs:
         for shape in shapes:
             results.append(compare(numpy_fn, jax_fn, make_inputs, shape=shape, precision=precision, device=device,
                                    timing=timing, name=name, seed=seed, tolerance=tolerance, canonical=canonical,
-                                   timeout_s=timeout_s, profile=profile))
+                                   timeout_s=timeout_s, profile=profile, matmul_precision=matmul_precision))
         return SweepResult(tuple(results), crossover(results))
     except JaxCompareError as exc:
         raise exc.with_traceback(None) from None
@@ -96,7 +100,7 @@ def versions(numpy_fn: Callable[..., Any], jax_fn: Callable[..., Any], *inputs: 
              precision: str = "x32", device: str = "auto", timing: str | TimingConfig = "careful",
              name: str | None = None, shape: Sequence[int] | str | None = None, seed: int = 0,
              tolerance: float = 1.0, canonical: Callable[..., Any] | None = None, rounds: int = 2,
-             timeout_s: float | None = None, quiet: bool = False) -> dict[str, Any]:
+             timeout_s: float | None = None, quiet: bool = False, matmul_precision: str = "default") -> dict[str, Any]:
     """``compare()`` under each JAX version in ``jax`` (each in its own cached environment, like
     ``jaxcompare versions``); returns the same record as ``versions --json`` (docs/json.md). The
     functions are cloudpickled to each version's worker, so they may use only what that JAX has.
@@ -107,7 +111,7 @@ def versions(numpy_fn: Callable[..., Any], jax_fn: Callable[..., Any], *inputs: 
     try:
         case, spec, _notes = _request(numpy_fn, jax_fn, inputs, precision=precision, device=device,
                                       timing=timing, name=name, shape=shape, seed=seed, tolerance=tolerance,
-                                      canonical=canonical, timeout_s=timeout_s)
+                                      canonical=canonical, timeout_s=timeout_s, matmul_precision=matmul_precision)
         if isinstance(jax, str) or not jax:
             raise BadInput("jax= takes a list of versions, e.g. jax=['0.4.35', '0.10.2']")
         report = None if quiet else (lambda message, fraction: print(f"[{fraction:4.0%}] {message}", file=sys.stderr))
@@ -180,7 +184,8 @@ class Labelled:
 # --- the request ---------------------------------------------------------------------------
 def _request(numpy_fn: Any, jax_fn: Any, inputs: tuple[Any, ...], *, precision: str, device: str,
              timing: str | TimingConfig, name: str | None, shape: Any, seed: int, tolerance: float,
-             canonical: Callable[..., Any] | None, timeout_s: float | None) -> tuple[Case, Spec, list[str]]:
+             canonical: Callable[..., Any] | None, timeout_s: float | None,
+             matmul_precision: str = "default") -> tuple[Case, Spec, list[str]]:
     """Validate everything in this process and build the Case and Spec the worker needs."""
     _check_callable(numpy_fn, "numpy_fn")
     _check_callable(jax_fn, "jax_fn")
@@ -216,7 +221,7 @@ def _request(numpy_fn: Any, jax_fn: Any, inputs: tuple[Any, ...], *, precision: 
                 numpy_computes_in=_numpy_computes_in(numpy_fn))
     case.check_shape(spec_shape)
     spec = Spec(case=case.name, shape=spec_shape, precision=precision, device=device, seed=seed,
-                timing=timing_cfg)
+                timing=timing_cfg, matmul_precision=matmul_precision)
     return case, spec, notes
 
 

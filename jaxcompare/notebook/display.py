@@ -23,7 +23,7 @@ from ..analysis.text import (
 )
 from ..i18n import translate_text
 from ..model.cases import format_shape
-from ..model.formatting import format_calls, format_crossover, format_time
+from ..model.formatting import format_calls, format_crossover, format_time, matmul_precision_line
 from ..model.palette import JAX_COLOR, NUMPY_COLOR
 from ..model.phases import ONE_OFF_PHASES, PER_CALL_PHASES, PHASE_LABELS, PHASES
 from ..model.result import Result
@@ -71,8 +71,10 @@ def sides(result: Result) -> str:
 
 
 def title(result: Result) -> str:
+    matmul = matmul_precision_line(result)
     return (f"{result.case} · {format_shape(result.shape)} · {result.precision} ({result.dtype}) · "
-            f"{result.jax.device} ({result.jax.device_kind}) · {result.spec.timing.preset_name} timing")
+            f"{result.jax.device} ({result.jax.device_kind}) · {result.spec.timing.preset_name} timing"
+            + (f" · {matmul}" if matmul else ""))
 
 
 def sweep_verdict(results: Sequence[Result], crossover_elements: float | None) -> str:
