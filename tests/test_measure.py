@@ -250,7 +250,7 @@ def test_runtime_blocks_are_timed_in_pairs_side_by_side(monkeypatch):
     cfg = TimingConfig(target_sample_s=0.002, min_samples=12, max_samples=40, phase_budget_s=0.05,
                        rel_ci=10.0, compile_samples=2, warmup_s=0.001, runtime_blocks=4)
     r = measure(Spec("elementwise", (1000,), timing=cfg), progress=log, recheck=False)
-    assert log.phases[-7:] == ["fetch", "numpy", "runtime", "recheck", "agreement", "peak", "done"]
+    assert log.phases[-8:] == ["fetch", "numpy", "runtime", "recheck", "first_call_fresh", "agreement", "peak", "done"]
     assert log.only_grows()  # the bar never goes back between blocks
     # Pairs side by side, alternating which goes first; a NumPy block after a JAX one settles first
     # (the first follows fetch). Elementwise NumPy runs on one thread, so nothing of it spins after

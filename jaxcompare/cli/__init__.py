@@ -196,7 +196,7 @@ def _timing(args: argparse.Namespace) -> TimingConfig:
 def _base_spec(args: argparse.Namespace, shape: tuple[int, ...]) -> Spec:
     return Spec(case=args.case, shape=shape, precision=args.precision, device=args.device,
                 cases_file=args.cases_file, seed=args.seed, timing=_timing(args),
-                matmul_precision=args.matmul_precision)
+                matmul_precision=getattr(args, "matmul_precision", "default"))  # pitfalls set theirs per section
 
 
 def cmd_run(args: argparse.Namespace) -> int:
