@@ -40,7 +40,7 @@ NODE_ARGS = {"num_cpus": 1, "num_gpus": 1, "resources": {"jaxcompare_cpu": 1}}
 HEALTH_CHECKS = {"health_check_period_ms": 1000, "health_check_failure_threshold": 3, "health_check_timeout_ms": 5000}
 # Shorter than the quick preset: these tests are about where jobs run, not their numbers.
 TINY = TimingConfig(target_sample_s=0.001, min_samples=3, max_samples=6, phase_budget_s=0.03, rel_ci=0.5,
-                    compile_samples=1, warmup_s=0.001)
+                    compile_samples=1, warmup_s=0.001, first_call_processes=0)
 # Ray reports no usage from the tests' clusters (and the CLI's): nothing outside is reached.
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 

@@ -106,7 +106,7 @@ def test_odd_small_shapes_run_or_fail_clearly_in_the_worker(runner, case, dims, 
     try:
         spec = Spec(case, spec_shape, precision=precision, timing=TimingConfig(
             target_sample_s=0.001, min_samples=3, max_samples=5, phase_budget_s=0.02, rel_ci=0.5,
-            compile_samples=1, warmup_s=0.0005))
+            compile_samples=1, warmup_s=0.0005, first_call_processes=0))
         job = runner.submit(spec, timeout_s=120)
     except JaxCompareError:
         return

@@ -146,3 +146,15 @@ def test_the_pairs_range_quantiles_are_scipys():
 
     for k, q in _RANGE_Q95.items():
         assert q == pytest.approx(studentized_range.ppf(0.95, k, np.inf), abs=1e-4)
+
+
+def test_first_call_processes_per_preset_and_in_older_json():
+    from dataclasses import asdict
+
+    assert [TimingConfig.preset(n).first_call_processes for n in ("quick", "careful", "thorough")] == [0, 1, 3]
+    # Saved before the field existed, every first call was the worker's: 0, and the preset still reads.
+    old = {k: v for k, v in asdict(TimingConfig()).items() if k != "first_call_processes"}
+    read = Spec.from_dict({"case": "matmul", "shape": [8, 8], "timing": old}).timing
+    assert read.first_call_processes == 0 and read.preset_name == "careful"
+    with pytest.raises(BadInput, match="first_call_processes must be a whole number from 0 to 5"):
+        TimingConfig(first_call_processes=9)

@@ -95,13 +95,22 @@ class TimingConfig:
     runtime_budget_s: float | None = None
     runtime_rel_ci: float | None = None
     runtime_blocks: int = 1
+    # Fresh processes that time the first call as a user's %time pays it (engine/measure.py); 0: the
+    # worker's recompile after jax.clear_caches() stands in for it.
+    first_call_processes: int = 1
 
     def __post_init__(self) -> None:
         if isinstance(self.runtime_blocks, float) and self.runtime_blocks.is_integer():
             object.__setattr__(self, "runtime_blocks", int(self.runtime_blocks))  # 2.0 from JSON
+        if isinstance(self.first_call_processes, float) and self.first_call_processes.is_integer():
+            object.__setattr__(self, "first_call_processes", int(self.first_call_processes))
+        if (isinstance(self.first_call_processes, bool) or not isinstance(self.first_call_processes, int)
+                or not 0 <= self.first_call_processes <= 5):
+            raise BadInput(N_("timing setting first_call_processes must be a whole number from 0 to 5, got {value!r}")
+                           .format(value=self.first_call_processes))
         for f in fields(self):
             value = getattr(self, f.name)
-            if value is None and f.name.startswith("runtime_"):
+            if f.name == "first_call_processes" or (value is None and f.name.startswith("runtime_")):
                 continue
             if (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
                     or value <= 0):
@@ -117,7 +126,7 @@ class TimingConfig:
     def quick(cls) -> TimingConfig:
         """For tests and sweeps: fewer, shorter samples."""
         return cls(target_sample_s=0.005, min_samples=3, max_samples=30, phase_budget_s=0.15,
-                   rel_ci=0.1, compile_samples=2, warmup_s=0.002)
+                   rel_ci=0.1, compile_samples=2, warmup_s=0.002, first_call_processes=0)
 
     @classmethod
     def thorough(cls) -> TimingConfig:
@@ -126,7 +135,7 @@ class TimingConfig:
         because more pairs narrow the speedup's spread (benchmarks/RESULTS.md). Every phase
         takes 50 ms samples, at least 10 of them; the others stop at the default ±3% within 0.6 s."""
         return cls(target_sample_s=0.05, min_samples=10, max_samples=400, warmup_s=0.05,
-                   runtime_budget_s=2.5, runtime_rel_ci=0.01, runtime_blocks=4)
+                   runtime_budget_s=2.5, runtime_rel_ci=0.01, runtime_blocks=4, first_call_processes=3)
 
     @classmethod
     def preset(cls, name: str) -> TimingConfig:
@@ -138,14 +147,20 @@ class TimingConfig:
 
     @property
     def preset_name(self) -> str:
-        """'quick', 'careful' or 'thorough' when these are a preset's settings, else 'custom'."""
-        return next((name for name in TIMING_PRESETS if self == TimingConfig.preset(name)), "custom")
+        """'quick', 'careful' or 'thorough' when these are a preset's sampling settings, else 'custom'
+        (where the first call was timed is the result's to say: a saved careful run predates it)."""
+        return next((name for name in TIMING_PRESETS if replace(self, first_call_processes=0)
+                     == replace(TimingConfig.preset(name), first_call_processes=0)), "custom")
 
-    @property
-    def first_call_processes(self) -> int:
-        """Fresh processes that time the first call as a user's %time pays it: none in quick (it
-        keeps the worker's recompile after jax.clear_caches(), for speed), three in thorough, else one."""
-        return {"quick": 0, "thorough": 3}.get(self.preset_name, 1)
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TimingConfig:
+        """Settings as to_dict wrote them. Saved before first_call_processes existed, every first call
+        was the worker's: 0, so a saved preset still reads as its preset."""
+        known = {f.name for f in fields(cls)}
+        if set(data) - known:
+            raise BadInput(N_("spec.timing has unknown fields: {fields}").format(
+                fields=", ".join(sorted(set(data) - known))))
+        return cls(**({"first_call_processes": 0} | data))
 
     def for_runtime(self) -> TimingConfig:
         """The settings for the NumPy and JAX runtime phases, sampled in one go: at least
@@ -241,11 +256,7 @@ class Spec:
             timing = kwargs["timing"]
             if not isinstance(timing, dict):
                 raise BadInput(N_("spec.timing must be an object"))
-            tknown = {f.name for f in fields(TimingConfig)}
-            if set(timing) - tknown:
-                raise BadInput(N_("spec.timing has unknown fields: {fields}").format(
-                    fields=", ".join(sorted(set(timing) - tknown))))
-            kwargs["timing"] = TimingConfig(**timing)
+            kwargs["timing"] = TimingConfig.from_dict(timing)
         try:
             return cls(**kwargs)
         except TypeError as exc:
