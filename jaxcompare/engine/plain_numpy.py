@@ -53,6 +53,8 @@ def plain_numpy_runtime(case: Case, spec: Spec, *, by_value: bool, timeout_s: fl
     except subprocess.TimeoutExpired:
         raise JaxCompareError(N_("NumPy in a plain process did not finish within {timeout_s:g} s").format(
             timeout_s=timeout_s)) from None
+    except OSError as exc:
+        raise JaxCompareError(N_("NumPy in a plain process failed: {error}").format(error=exc)) from None
     report = last_json(proc.stdout)
     if report is None or "error" in report:
         error = report["error"] if report else last_line(proc.stderr) or f"exit code {proc.returncode}"
