@@ -174,3 +174,22 @@ def test_a_tpu_first_call_below_its_compile_beyond_both_ranges_warns():
     # overlap, so nothing contradicts.
     overlapping = by_id(CHECKED["matmul 1024x1024"])["first_call"]
     assert overlapping.status == PASS and "within its range" in overlapping.reason, overlapping
+
+
+def test_the_devices_own_time_stands_beside_the_blocked_figure_on_the_page_and_in_the_notebook():
+    from jaxcompare.analysis.summary import device_time_text, verdict_lines
+
+    assert device_time_text(DOCS_EXAMPLE) is None  # recorded before back to back was measured
+    # The docs' example with 200 calls back to back at 119 µs each (typed by hand on that TPU host).
+    pipelined = dataclasses.replace(DOCS_EXAMPLE, jax=dataclasses.replace(
+        DOCS_EXAMPLE.jax, back_to_back=Stats.from_samples([119e-6, 119e-6, 118e-6, 121e-6, 119e-6, 120e-6, 119e-6])))
+    text = device_time_text(pipelined)
+    assert text.startswith("**The device's own time.** Per call, JAX took 516 µs blocked")
+    assert "119 µs back to back" in text and "round trip, a blocked empty call, is 526 µs" in text
+    assert text in verdict_lines(pipelined)
+
+
+def test_a_cpu_result_keeps_back_to_back_to_the_cli(tiny_result):
+    from jaxcompare.analysis.summary import device_time_text
+
+    assert tiny_result.jax.back_to_back is not None and device_time_text(tiny_result) is None

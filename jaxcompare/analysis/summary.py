@@ -131,8 +131,8 @@ def figure_rows(result: Result) -> list[list[Figure]]:
 def verdict_lines(result: Result, sweep_with: str | None = None) -> list[str]:
     """What the figures mean, a paragraph each: the verdict, then the third side's line and the
     fraction of peak's where the run has them (``sweep_with``: as for ``verdict``)."""
-    return [verdict(result, sweep_with), *filter(None, (numpy_speeds_text(result), third_side_text(result),
-                                                        peak_text(result)))]
+    return [verdict(result, sweep_with), *filter(None, (numpy_speeds_text(result), device_time_text(result),
+                                                        third_side_text(result), peak_text(result)))]
 
 
 def verdict(result: Result, sweep_with: str | None = None) -> str:
@@ -222,6 +222,30 @@ def numpy_speeds_text(result: Result) -> str | None:
              "would see it unless it sets the allocator.").format(
         plain=format_time(result.numpy_runtime.median_s), kept=format_time(result.numpy_kept.median_s),
         factor=format_factor(factor))
+
+
+def device_time_text(result: Result) -> str | None:
+    """On a GPU or TPU: JAX's time per call blocked, back to back and (with a profile) on the device,
+    and the host's round trip, side by side; None on the CPU, or for a result without back to back."""
+    pipelined = result.jax.back_to_back
+    if result.backend == "cpu" or pipelined is None:
+        return None
+    trip = result.roofline.jax.empty_call_s if result.roofline is not None and result.roofline.jax else None
+    profile = result.profile
+    busy = profile.device_busy_s if profile is not None and profile.ok and profile.calls > 0 else None
+    text = _("**The device's own time.** Per call, JAX took {blocked} blocked (the speedup's figure) and {pipelined} "
+             "back to back (one block after a loop of calls: {speedup} against NumPy)").format(
+        blocked=format_time(result.jax.runtime.median_s), pipelined=format_time(pipelined.median_s),
+        speedup=format_factor(result.speedup_back_to_back))
+    parts = [text]
+    if busy:
+        parts.append(_("the device was busy {busy} of it (profile)").format(busy=format_time(busy)))
+    if trip:
+        parts.append(_("the host's round trip, a blocked empty call, is {trip}").format(trip=format_time(trip)))
+    joined = parts[0]
+    for part in parts[1:]:
+        joined = _("{first}; {then}").format(first=joined, then=part)  # Chinese joins with its own semicolon
+    return _("{sentence}.").format(sentence=joined)
 
 
 def third_side_text(result: Result) -> str | None:
