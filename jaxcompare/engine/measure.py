@@ -48,7 +48,7 @@ from .plain_numpy import allocator_matters, plain_numpy_runtime
 from .profile import profile_jitted
 from .restart import fresh_first_call
 from .run_state import CPU_SIDE_PARTS, Progress, ProgressCallback, SampleCallback, _Run
-from .runtimes import _compiled_count, _protocol, _runtimes, back_to_back
+from .runtimes import _compiled_count, _protocol, _runtimes, back_to_back, pairs_were_busy
 from .timing import BLAS_SETTLE_S, Clock, blocking_call, bound_call, sample
 
 # An empty call's runtime, the roofline's measure of fixed cost: a few short samples (~30 ms).
@@ -198,6 +198,10 @@ def _numpy_as_users_run_it(run: _Run, spec: Spec, kept: Stats, arrays: tuple[np.
     A plain process that fails leaves the worker's figure, and a note that says why."""
     if not (keep_freed_memory() and allocator_matters(arrays)):
         return kept, None, None
+    if pairs_were_busy(run.load):  # the plain process has no pair beside JAX to keep other programs out
+        return kept, None, N_("NumPy was not timed again as a plain process runs it: the machine was busy, and that "
+                              "process has no JAX beside it to share the slowdown; NumPy's figure is the worker's, "
+                              "with freed memory kept")
     run.progress.start("numpy_plain")
     try:
         return plain_numpy_runtime(run.case, spec, by_value=by_value), kept, None
