@@ -24,12 +24,22 @@ from jaxcompare.model.cases import Case
 TRIMMING = {"MALLOC_MMAP_THRESHOLD_": "65536", "MALLOC_TRIM_THRESHOLD_": "0"}
 
 
+def quiet(spec, case=None):
+    """measure(); a busy machine keeps NumPy's figure the worker's (its note says so), so it is
+    measured again, up to three times, until other programs left the runtime pairs alone."""
+    for _ in range(3):
+        result = measure(spec, case=case)
+        if not any("machine was busy" in note for note in result.notes):
+            break
+    return result
+
+
 @pytest.fixture(scope="module")
 def trimmed():
     with pytest.MonkeyPatch.context() as mp:
         for key, value in TRIMMING.items():
             mp.setenv(key, value)
-        return measure(Spec("elementwise", (250000,), timing=QUICK))
+        return quiet(Spec("elementwise", (250000,), timing=QUICK))
 
 
 def test_forced_trimming_gives_two_numpy_speeds_and_the_headline_from_the_plain_one(trimmed):
@@ -69,7 +79,7 @@ def test_a_users_own_function_is_timed_in_the_plain_process_too():
 
     case = Case(name="spread", numpy_fn=lambda x: x - x.mean(axis=0), jax_fn=lambda x: x - jnp.mean(x, axis=0),
                 make_inputs=_columns)
-    r = measure(Spec("spread", (300, 300)), case=case)  # careful: its first call in a fresh process too
+    r = quiet(Spec("spread", (300, 300)), case)  # careful: its first call in a fresh process too
     assert r.numpy_kept is not None and not any("plain process" in note for note in r.notes), r.notes
     assert r.jax.protocol["first_call"]["process"] == "fresh", r.notes
 
@@ -86,7 +96,7 @@ def test_a_plain_process_that_fails_leaves_the_workers_figure_and_says_why():
 
     case = Case(name="only_here", numpy_fn=only_here, jax_fn=lambda x: x - jnp.mean(x, axis=0),
                 make_inputs=_columns)
-    r = measure(Spec("only_here", (300, 300), timing=QUICK), case=case)
+    r = quiet(Spec("only_here", (300, 300), timing=QUICK), case)
     assert r.numpy_kept is None and r.jax.agreement["ok"]
     [note] = [note for note in r.notes if "plain process" in note]
     assert "worker's, with freed memory kept" in note and "RuntimeError: not in this process" in note
