@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -12,6 +14,20 @@ from typing import Any
 
 from ..model.errors import JaxCompareError
 from ..model.platforms import error_first_line
+
+
+def start_child(module: str, *args: str, env: dict[str, str], payload: bytes | None = None,
+                timeout_s: float) -> dict[str, Any]:
+    """Run ``module``'s ``child_main(*args)`` in a fresh interpreter of this one, with this process's
+    sys.path (so it imports the same jaxcompare) and ``payload`` on its stdin. Returns its report; a
+    child that failed reports {"error": its last words}. Raises subprocess.TimeoutExpired or OSError."""
+    entry = ("import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
+             f"from {module} import child_main; child_main(*sys.argv[2:])")
+    proc = subprocess.run([sys.executable, "-c", entry, json.dumps(sys.path), *args], env=env, input=payload,
+                          stdin=None if payload is not None else subprocess.DEVNULL, capture_output=True,
+                          timeout=timeout_s, check=False)
+    report = last_json(proc.stdout)
+    return report if report is not None else {"error": last_line(proc.stderr) or f"exit code {proc.returncode}"}
 
 
 def last_json(out: bytes) -> dict[str, Any] | None:

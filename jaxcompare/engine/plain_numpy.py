@@ -8,7 +8,6 @@ headline (docs/protocol.md, "Two speeds of NumPy").
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -20,7 +19,7 @@ from ..model.cases import Case
 from ..model.errors import JaxCompareError
 from ..model.spec import Spec
 from ..model.stats import Stats
-from .child import last_json, last_line, run_child
+from .child import run_child, start_child
 from .inputs import build_inputs
 from .timing import bound_call, sample
 
@@ -29,8 +28,6 @@ from .timing import bound_call, sample
 GLIBC_MMAP_THRESHOLD = 128 << 10
 # The child imports NumPy and the case and times one runtime phase; more than this is a stuck child.
 CHILD_TIMEOUT_S = 120.0
-_ENTRY = ("import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
-          "from jaxcompare.engine.plain_numpy import child_main; child_main()")
 
 
 def allocator_matters(arrays: tuple[np.ndarray, ...]) -> bool:
@@ -48,17 +45,14 @@ def plain_numpy_runtime(case: Case, spec: Spec, *, by_value: bool, timeout_s: fl
     request = cloudpickle.dumps({"spec": spec, "case": case if by_value else None})
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     try:
-        proc = subprocess.run([sys.executable, "-c", _ENTRY, json.dumps(sys.path)], input=request, env=env,
-                              capture_output=True, timeout=timeout_s, check=False)
+        report = start_child(__name__, env=env, payload=request, timeout_s=timeout_s)
     except subprocess.TimeoutExpired:
         raise JaxCompareError(N_("NumPy in a plain process did not finish within {timeout_s:g} s").format(
             timeout_s=timeout_s)) from None
     except OSError as exc:
         raise JaxCompareError(N_("NumPy in a plain process failed: {error}").format(error=exc)) from None
-    report = last_json(proc.stdout)
-    if report is None or "error" in report:
-        error = report["error"] if report else last_line(proc.stderr) or f"exit code {proc.returncode}"
-        raise JaxCompareError(N_("NumPy in a plain process failed: {error}").format(error=error))
+    if "error" in report:
+        raise JaxCompareError(N_("NumPy in a plain process failed: {error}").format(error=report["error"]))
     return Stats.from_dict(report["runtime"])
 
 

@@ -22,16 +22,13 @@ from ..model.cases import Case
 from ..model.errors import JobFailed
 from ..model.platforms import backend_error_line
 from ..model.spec import Spec
-from .child import last_json, last_line, run_child
+from .child import run_child, start_child
 
 # A child imports JAX and, on a GPU, creates its client: seconds, more on a busy machine.
 CHILD_TIMEOUT_S = 180.0
 # A user's own cache settings would turn the cold process into a cache hit.
 CACHE_ENV = ("JAX_COMPILATION_CACHE_DIR", "JAX_ENABLE_COMPILATION_CACHE",
              "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES")
-# The child gets the parent's sys.path, so it imports the same jaxcompare (as workers do).
-_ENTRY = ("import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
-          "from jaxcompare.engine.restart import child_main; child_main(sys.argv[2])")
 BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"  # jax._src.dispatch: compile or cache read
 CACHE_HIT_EVENT, CACHE_MISS_EVENT = "/jax/compilation_cache/cache_hits", "/jax/compilation_cache/cache_misses"
 PROCESS_NAMES = {None: N_("without a cache"), "empty": N_("with an empty cache"), "filled": N_("with the filled cache")}
@@ -116,19 +113,15 @@ def fresh_first_call(spec: Spec, cache_dir: str | None, state: str | None = None
     which = PROCESS_NAMES[state if cache_dir else None]
     spawned_ns = time.monotonic_ns()  # CLOCK_MONOTONIC: one clock for every process on the host
     try:
-        proc = subprocess.run([sys.executable, "-c", _ENTRY, json.dumps(sys.path), request], env=env,
-                              input=payload, stdin=None if payload is not None else subprocess.DEVNULL,
-                              capture_output=True, timeout=timeout_s, check=False)
+        report = start_child(__name__, request, env=env, payload=payload, timeout_s=timeout_s)
     except subprocess.TimeoutExpired:
         raise JobFailed(N_("{label}: the fresh process {which} did not finish within {timeout_s:g} s").format(
             label=label, which=which, timeout_s=timeout_s)) from None
     except OSError as exc:
         raise JobFailed(N_("{label}: the fresh process {which} could not be started: {error}").format(
             label=label, which=which, error=exc)) from None
-    report = last_json(proc.stdout)
-    if report is None or "error" in report:
-        error = report["error"] if report else last_line(proc.stderr) or f"exit code {proc.returncode}"
-        error = backend_error_line(error) or error
+    if "error" in report:
+        error = backend_error_line(report["error"]) or report["error"]
         raise JobFailed(N_("{label}: the fresh process {which} failed: {error}").format(
             label=label, which=which, error=error))
     return FreshCall(first_call_s=report["first_call_s"], compile_s=report["compile_s"],
