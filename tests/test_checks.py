@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 from _results import by_id, make_result, stats, with_jax
 
+from jaxcompare import i18n
 from jaxcompare.analysis.checks import FAIL, NA, PASS, WARN, overall
 from jaxcompare.analysis.text import checklist_lines
 from jaxcompare.model.stats import Stats
@@ -175,6 +176,9 @@ def test_every_unstable_side_is_named(fair_result):
                                numpy_runtime=shaky(fair_result.numpy_runtime, "numpy wobbled"))
     check = by_id(both)["stable"]
     assert check.status == WARN and "NumPy: numpy wobbled" in check.reason and "JAX: jax wobbled" in check.reason
+    with i18n.using("zh"):  # Chinese joins the two with its own semicolon, not an ASCII "; "
+        reason = by_id(both)["stable"].reason
+    assert "；" in reason and "; " not in reason, reason
 
 
 def test_the_busy_item_names_what_other_programs_used(fair_result):

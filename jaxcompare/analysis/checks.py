@@ -282,7 +282,7 @@ def check_stability(r: Result) -> Check:
         # Translators: {reason} says why the samples are unstable.
         parts = [(_("NumPy: {reason}") if name == "NumPy" else _("JAX: {reason}")).format(
             reason=translate_text(s.unstable_reason or "")) for name, s in shaky]
-        return _check("stable", WARN, "; ".join(parts), None)
+        return _check("stable", WARN, _("; ").join(parts), None)
     return _check("stable", PASS, _("median known to ±{ci:.1%} (95% CI)").format(
         ci=max(r.numpy_runtime.rel_ci, r.jax.runtime.rel_ci)), None)
 
@@ -416,7 +416,7 @@ def check_busy(r: Result) -> Check:
         return _check("busy", NA, _("not measured here: this system reports no CPU time"), None)
     check = _check_busy(r)
     if source == "processes" and check.status != NA:  # the reader learns the figure's other source
-        check = replace(check, reason="; ".join((check.reason, _(
+        check = replace(check, reason=_("; ").join((check.reason, _(
             "counted from the other programs' own CPU times, as this system reports no CPU time for its "
             "cores"))))
     return check
