@@ -15,6 +15,10 @@ def test_compare_runs_and_renders_charts(server, browser, tmp_path):
     bs.assert_no_error(page)
     for label in ("Quick (≈1–2 s)", "Careful (≈3–5 s)", "Thorough (≈6–10 s)"):  # the timing presets
         page.get_by_role("radio", name=label).wait_for(timeout=30_000)  # the sidebar may still be drawing
+    # Beside the chosen "Large", Streamlit hides "Small"'s right edge; where the sidebar wraps the row
+    # that edge was just missing, so each unchosen button keeps its whole border.
+    edge = page.get_by_role("radio", name="Small · 10x10").evaluate("b => getComputedStyle(b).borderRightColor")
+    assert edge != "rgba(0, 0, 0, 0)", edge
     page.get_by_role("radio", name="Small · 10x10").click()  # pick the small shape (large is the default)
     page.wait_for_function("() => location.search.includes('shape=small')", timeout=30_000)
     page.wait_for_selector(bs.IDLE, timeout=30_000)

@@ -27,7 +27,18 @@ def start_page(page: Page) -> None:
     sidebar (sidebar_nav)."""
     title = "jaxcompare" if page is navigation.HOME else f"{page.label} · jaxcompare"
     st.set_page_config(page_title=title, page_icon=page.icon, layout="wide")
+    st.html(segment_borders_css())  # style only: Streamlit puts it where it takes no space
     sidebar_nav()
+
+
+def segment_borders_css() -> str:
+    """A segmented control's buttons overlap by a pixel, and Streamlit makes a button's edge next to
+    the chosen one transparent (the chosen one, drawn above, shows its colour there). Where the
+    sidebar wraps a row, that neighbour sits on another line and the edge was simply missing. Each
+    unchosen button keeps its whole border (!important: Streamlit's rule is more specific); the
+    chosen one is still drawn above it."""
+    return ('<style>button[data-variant="segmented_control"]:not([data-selected]) '
+            f"{{ border-color: {st.get_option('theme.borderColor')} !important; }}</style>")
 
 
 def sidebar_nav() -> None:
