@@ -7,6 +7,10 @@ one pair of runtime blocks to the next where there were pairs, and its 95% range
 at most a factor of TRUSTED_SPREAD wide.
 "Samples stable" alone does not doubt a result: on a shared machine the medians wander by ±20% or
 so busy or not, and the range already carries that noise (benchmarks/RESULTS.md, "A busy neighbour").
+
+A result set aside may still say which side is faster (``direction``): its size is doubtful, but
+a 95% range wholly on one side of 1x is not, unless the reason it was set aside could have put it
+there (a failed check; contention that slowed the side the range says is slower).
 """
 
 from __future__ import annotations
@@ -65,6 +69,78 @@ def trust(result: Result, checks: Sequence[Check] | None = None) -> Trust:
 def trusted(result: Result) -> bool:
     """The one test every headline uses: may this result's speedup lead?"""
     return trust(result).trusted
+
+
+# The side a firm direction names: the whole 95% range above 1x, or below it.
+JAX_FASTER, NUMPY_FASTER = "jax_faster", "numpy_faster"
+
+# Why a direction stands (or not), worded for "25x25 (...)"; {side}: "below 1x" or "above 1x".
+DIRECTION_WHY = {
+    "trusted": N_("trusted"),
+    "range": N_("its range is too wide, but lies wholly {side}"),
+    "busy": N_("the machine was busy, but only {slowed} ran on more than one core, the side contention slows: "
+               "it can only have narrowed the gap"),
+    "steady": N_("the speedup moved between pairs of blocks, but every pair and the whole range lie {side}"),
+}
+# What the runtime blocks call each side, and its name for readers.
+SIDE_NAMES = {"numpy": "NumPy", "runtime": "JAX"}
+
+
+@dataclass(frozen=True)
+class Direction:
+    """Which side is faster for sure (JAX_FASTER, NUMPY_FASTER; None: this run cannot say) and
+    why that stands, a DIRECTION_WHY key (or, for None, a WHY key or "straddles")."""
+
+    side: str | None
+    why: str
+
+    def reason(self) -> str:
+        """Why the direction stands, in the reader's language ('' for no direction)."""
+        if self.side is None or self.why not in DIRECTION_WHY:
+            return ""
+        where = _("below 1x") if self.side == NUMPY_FASTER else _("above 1x")
+        slowed = SIDE_NAMES["numpy" if self.side == NUMPY_FASTER else "runtime"]
+        return _(DIRECTION_WHY[self.why]).format(side=where, slowed=slowed)
+
+
+def contended_sides(result: Result) -> set[str]:
+    """The sides ("numpy", "runtime") a busy machine may have slowed: those that ran on more than
+    one core in the first runtime blocks (load.recheck's "parallel"). Contention only adds time,
+    and to the side that wanted the cores it lost: NumPy's BLAS on a matmul (DESIGN.md), but XLA's
+    threads elsewhere (reduction 2000x2000 fell from 2.19x to 0.73x beside a neighbour, JAX's side
+    the parallel one: benchmarks/RESULTS.md). Not recorded, or neither: either side may have been."""
+    parallel = set((result.load.get("recheck") or {}).get("parallel") or ()) & set(SIDE_NAMES)
+    return parallel or set(SIDE_NAMES)
+
+
+def direction(result: Result, checks: Sequence[Check] | None = None) -> Direction:
+    """Which side is faster whatever the doubt about by how much: the whole 95% range on one side
+    of 1x, from a result that is trusted, or set aside only for a reason that cannot have put the
+    range there. A failed check (outputs that disagree, a wrong dtype, an unblocked call) gives none;
+    a busy machine only the direction that contention, which slows one side, cannot have produced;
+    a speedup that moved between pairs of blocks only when every pair lies on the range's side."""
+    low, high = result.speedup_range
+    if not (math.isfinite(low) and math.isfinite(high) and low > 0):
+        return Direction(None, "no_range")
+    if low <= 1 <= high:
+        return Direction(None, "straddles")
+    side = JAX_FASTER if low > 1 else NUMPY_FASTER
+    checks = list(checks) if checks is not None else checklist(result)
+    verdict = trust(result, checks)
+    if verdict.trusted:
+        return Direction(side, "trusted")
+    if verdict.why not in DIRECTION_WHY:  # "fail", "no_range"
+        return Direction(None, verdict.why or "fail")
+    # Whatever the main reason, pairs of blocks that disagree on the side leave it open.
+    if any((p > 1) != (side == JAX_FASTER) for p in result.speedup_pairs):
+        return Direction(None, "steady")
+    if verdict.why == "busy":
+        # A side contention may have slowed can only look slower than it is: a JAX that looks
+        # slower stands only where JAX's side was not slowed, and the reverse.
+        looks_slower = "runtime" if side == NUMPY_FASTER else "numpy"
+        if looks_slower in contended_sides(result):
+            return Direction(None, "busy")
+    return Direction(side, verdict.why)
 
 
 def split(results: Sequence[Result]) -> tuple[list[Result], list[Result]]:

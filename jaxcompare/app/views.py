@@ -17,7 +17,6 @@ from ..analysis.trust import set_aside_text, trusted
 from ..i18n import N_, _, sentences, translate_text
 from ..model.cases import format_shape
 from ..model.formatting import (
-    format_calls,
     format_crossover,
     format_factor,
     format_time,
@@ -208,7 +207,7 @@ def sweep_table(results: Sequence[Result]) -> list[dict[str, Any]]:
             _("Speedup"): summary.speedup_text(r),
             _("Compile"): format_time(r.jax.compile_total_s),
             _("Transfer"): format_time(r.jax.transfer.median_s),
-            _("Break-even"): format_calls(r.break_even_calls),
+            _("Break-even"): summary.break_even_tile(r)[0],  # "not known" for a doubtful size, as its tile
             _("Agree"): _("yes") if r.jax.agreement.get("ok") else _("NO"),
             _("Stable"): _("yes") if r.numpy_runtime.stable and r.jax.runtime.stable else _("no"),
             _("Trusted"): _("yes") if trusted(r) else _("no: {why}").format(why=summary.doubt_text(r)),
