@@ -12,6 +12,7 @@ from jaxcompare import Result, Stats
 from jaxcompare.analysis import summary
 from jaxcompare.analysis.sweep import crossover
 from jaxcompare.analysis.trust import JAX_FASTER, NUMPY_FASTER, direction, trust
+from jaxcompare.app import views
 
 
 def _samples(median_s: float, spread: float) -> Stats:
@@ -117,6 +118,7 @@ def test_a_sweep_says_numpy_wins_where_its_small_sizes_lie_wholly_below_1x():
     assert "25x25 (its range is too wide, but lies wholly below 1x)" in text
     assert "63x63 (the machine was busy, but only NumPy ran on more than one core" in text
     assert "4 of 4 sizes set aside" in text
+    assert views.crossover_figure("x32", None, 2, True, False, results).value == "above 63x63"
     # Had JAX's side been the parallel one at 63x63, only 25x25 would be used.
     results[1] = _busy(results[1], ["runtime"])
     assert summary.sweep_verdict(results, None).startswith("NumPy is faster up to 25x25; above, no size")
@@ -124,6 +126,14 @@ def test_a_sweep_says_numpy_wins_where_its_small_sizes_lie_wholly_below_1x():
     results[3] = _wide(4e-3, 1e-4, (398, 398))
     assert summary.sweep_verdict(results, None).startswith(
         "NumPy is faster up to 25x25 and JAX from 398x398 up, so JAX starts to win between 25x25 and 398x398.")
+    assert views.crossover_figure("x32", None, 2, True, False, results).value == "25x25–398x398"
+    # Every size trusted: the tile and verdict read the trusted sizes alone, as before.
+    quiet = [make_result(shape=(n, n), numpy_s=1e-3 * k, jax_s=1e-3) for n, k in ((10, 0.2), (100, 3.0))]
+    assert views.crossover_figure("x32", crossover(quiet), 2, True, True, quiet).value.startswith("≈")
+    # Trusted sizes that all lie wholly below 1x: NumPy is faster at every size, the crossover above.
+    small = [make_result(shape=(n, n), numpy_s=1e-4, jax_s=1e-3) for n in (10, 20)]
+    assert summary.sweep_verdict(small, None).startswith("NumPy is faster at every size; try larger sizes.")
+    assert views.crossover_figure("x32", None, 2, True, True, small).value == "above 20x20"
 
 
 def test_direction_sentences_name_each_side_where_it_holds():

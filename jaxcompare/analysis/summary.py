@@ -25,6 +25,7 @@ from ..model.formatting import (
 )
 from ..model.result import Result
 from ..model.sides import link_name
+from .sweep import doubtful_directions
 from .trust import JAX_FASTER, NUMPY_FASTER, WHY, Direction, direction, set_aside_text, trust, trusted
 
 
@@ -362,17 +363,17 @@ def best_trusted(results: Sequence[Result]) -> Result | None:
 
 def sweep_verdict(results: Sequence[Result], crossover_elements: float | None) -> str:
     """Where JAX starts to win, from trusted points only; where no trusted point places it, which
-    side is faster where, from the sizes whose whole range lies on one side of 1x (trust.direction),
-    naming those set aside that it used and why; then how many were set aside and why."""
+    side is faster where, from the sizes whose whole range lies on one side of 1x (trust.direction,
+    trusted or not), naming those set aside that it used and why; then how many were set aside and why."""
     kept = [r for r in results if trusted(r)]
     ndim = len(results[0].shape) if results else 1
     ordered = sorted(results, key=lambda r: math.prod(r.shape))
     sides = {id(r): direction(r) for r in ordered}
-    used = [r for r in ordered if not trusted(r) and sides[id(r)].side is not None]
+    used = doubtful_directions(results)
     if crossover_elements is not None:
         first = _("JAX starts to win at {where}.").format(where=format_crossover(crossover_elements, ndim))
         used = []
-    elif used:
+    elif any(d.side is not None for d in sides.values()):
         first = direction_sentence([(r.shape, sides[id(r)].side) for r in ordered])
     elif not kept:
         first = _("No size could be trusted, so this sweep has no verdict.")
