@@ -48,6 +48,7 @@ def test_a_range_wholly_on_one_side_is_a_direction_unless_a_check_failed():
     # Outputs that disagree say nothing about either side, however far the range lies from 1x.
     wrong = with_jax(wide_slow, agreement=wide_slow.jax.agreement | {"ok": False, "max_rel_err": 0.5})
     assert trust(wrong).why == "fail" and direction(wrong).side is None
+    assert direction(wrong).doubt() == "wholly below 1x, but a check failed"
     # A range that holds 1x, or none at all, is no direction.
     assert direction(_wide(1e-3, 1e-3)).side is None
     few = with_jax(make_result(numpy_s=1e-4, jax_s=1e-3), runtime=Stats.from_samples([1e-3] * 5))
@@ -67,6 +68,10 @@ def test_a_busy_machine_leaves_only_the_direction_contention_cannot_have_made():
     for parallel in (["numpy", "runtime"], None):
         assert direction(_busy(slower, parallel)).side is None and direction(_busy(faster, parallel)).side is None
     assert "only NumPy ran on more than one core" in direction(_busy(slower, ["numpy"])).reason()
+    # Compare's verdict says the side where it stands, and why not where the range alone would.
+    assert "Only the size of the gap is in doubt: **NumPy is faster**" in summary.verdict(_busy(slower, ["numpy"]))
+    assert "Not even the side is sure" in summary.verdict(_busy(slower, ["runtime"]))
+    assert "is faster" not in summary.verdict(_busy(faster, None)).split("**", 2)[2]
 
 
 def test_pairs_of_blocks_that_disagree_on_the_side_leave_it_open():
@@ -121,7 +126,9 @@ def test_a_sweep_says_numpy_wins_where_its_small_sizes_lie_wholly_below_1x():
     assert views.crossover_figure("x32", None, 2, True, False, results).value == "above 63x63"
     # Had JAX's side been the parallel one at 63x63, only 25x25 would be used.
     results[1] = _busy(results[1], ["runtime"])
-    assert summary.sweep_verdict(results, None).startswith("NumPy is faster up to 25x25; above, no size")
+    text = summary.sweep_verdict(results, None)
+    assert text.startswith("NumPy is faster up to 25x25; above, no size")
+    assert "Not used: 63x63 (wholly below 1x, but the machine was busy and JAX ran on more than one core" in text
     # JAX faster for sure at the large end too: the crossover lies between them.
     results[3] = _wide(4e-3, 1e-4, (398, 398))
     assert summary.sweep_verdict(results, None).startswith(

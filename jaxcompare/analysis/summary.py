@@ -6,7 +6,7 @@ the third side and the fraction of peak. Plain data and Markdown sentences (``**
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..i18n import N_, _, ngettext, sentences
@@ -216,7 +216,7 @@ def verdict(result: Result, sweep_with: str | None = None) -> str:
         return sentences(_("**No verdict from this run: {why}.** It measured a speedup of {speedup} ({numpy} vs "
                            "{jax}); see the checklist below, and rerun when the machine is quieter.").format(
             why=doubt, speedup=speedup_text(result), numpy=numpy_time, jax=jax_time),
-            *_rangesentences(result, with_range=False))
+            direction_text(result), *_rangesentences(result, with_range=False))
     if word == "faster":
         be = result.break_even_calls
         if be is not None and be <= 1:
@@ -235,6 +235,20 @@ def verdict(result: Result, sweep_with: str | None = None) -> str:
     sweep = "" if not sweep_with else _("{sweep_with} shows whether larger inputs change that.").format(
         sweep_with=sweep_with)
     return sentences(first, *_rangesentences(result), sweep)
+
+
+def direction_text(result: Result) -> str:
+    """For a result set aside: which side is faster all the same, where that stands (trust.direction),
+    or why a range wholly on one side of 1x does not say; '' otherwise."""
+    found = direction(result)
+    if found.side == NUMPY_FASTER:
+        return _("Only the size of the gap is in doubt: **NumPy is faster** at this size ({why}).").format(
+            why=found.reason())
+    if found.side == JAX_FASTER:
+        return _("Only the size of the gap is in doubt: **JAX is faster** at this size ({why}).").format(
+            why=found.reason())
+    doubt = found.doubt()
+    return _("Not even the side is sure: the range lies {why}.").format(why=doubt) if doubt else ""
 
 
 def _rangesentences(result: Result, with_range: bool = True) -> list[str]:
@@ -386,7 +400,9 @@ def sweep_verdict(results: Sequence[Result], crossover_elements: float | None) -
     best = best_trusted(results)
     best_line = "" if best is None else _("Best trusted speedup: {speedup} at {shape}.").format(
         speedup=speedup_text(best), shape=format_shape(best.shape))
-    return sentences(first, used_text(used, sides), best_line, set_aside_text(results) or "")
+    unsure = [] if crossover_elements is not None else [r for r in ordered if sides[id(r)].doubt()]
+    return sentences(first, used_text(used, sides), unsure_text(unsure, sides), best_line,
+                     set_aside_text(results) or "")
 
 
 def _shapes(shapes: Sequence[tuple[int, ...]]) -> str:
@@ -428,11 +444,24 @@ def direction_sentence(points: Sequence[tuple[tuple[int, ...], str | None]]) -> 
     return _("JAX is faster {where}.").format(where=jax_where)
 
 
+def _grouped(results: Sequence[Result], why: Callable[[Result], str]) -> str:
+    """'10x10, 20x20 (why); 40x40 (why)': sizes that share a reason named once, in order."""
+    groups: dict[str, list[tuple[int, ...]]] = {}
+    for r in results:
+        groups.setdefault(why(r), []).append(r.shape)
+    return _("; ").join(_("{shapes} ({why})").format(shapes=_shapes(shapes), why=text)  # Chinese: its semicolon
+                        for text, shapes in groups.items())
+
+
 def used_text(used: Sequence[Result], sides: dict[int, Direction]) -> str:
     """Which sizes set aside the verdict used and why each still says which side is faster; '' for none."""
     if not used:
         return ""
-    each = _("; ").join(_("{shape} ({why})").format(shape=format_shape(r.shape), why=sides[id(r)].reason())
-                        for r in used)  # Chinese joins with its own semicolon
-    return _("From sizes set aside, only those whose whole 95% range lies on one side of 1x: {each}.").format(
-        each=each)
+    return _("Used although set aside: {each}.").format(each=_grouped(used, lambda r: sides[id(r)].reason()))
+
+
+def unsure_text(unsure: Sequence[Result], sides: dict[int, Direction]) -> str:
+    """The sizes whose range lies on one side of 1x that the verdict did not use, and why; '' for none."""
+    if not unsure:
+        return ""
+    return _("Not used: {each}.").format(each=_grouped(unsure, lambda r: sides[id(r)].doubt()))

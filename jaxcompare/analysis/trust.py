@@ -82,6 +82,14 @@ DIRECTION_WHY = {
                "it can only have narrowed the gap"),
     "steady": N_("the speedup moved between pairs of blocks, but every pair and the whole range lie {side}"),
 }
+# Why a range wholly on one side of 1x still names no side, worded for "20x20 (...)"; {side} as above.
+NOT_SURE = {
+    "fail": N_("wholly {side}, but a check failed"),
+    "steady": N_("wholly {side}, but its pairs of blocks disagree on the side"),
+    "busy": N_("wholly {side}, but the machine was busy and {slowed} ran on more than one core, the side "
+               "contention slows: it may have put the range there"),
+    "busy_either": N_("wholly {side}, but the machine was busy and either side may have lost cores to it"),
+}
 # What the runtime blocks call each side, and its name for readers.
 SIDE_NAMES = {"numpy": "NumPy", "runtime": "JAX"}
 
@@ -89,18 +97,29 @@ SIDE_NAMES = {"numpy": "NumPy", "runtime": "JAX"}
 @dataclass(frozen=True)
 class Direction:
     """Which side is faster for sure (JAX_FASTER, NUMPY_FASTER; None: this run cannot say) and
-    why that stands, a DIRECTION_WHY key (or, for None, a WHY key or "straddles")."""
+    why that stands, a DIRECTION_WHY key (or, for None, a WHY key or "straddles"); ``claimed``:
+    the side the range alone names, whether or not it stands (None where it holds 1x or is unknown)."""
 
     side: str | None
     why: str
+    claimed: str | None = None
+
+    def _where(self) -> str:
+        return _("below 1x") if (self.side or self.claimed) == NUMPY_FASTER else _("above 1x")
 
     def reason(self) -> str:
         """Why the direction stands, in the reader's language ('' for no direction)."""
         if self.side is None or self.why not in DIRECTION_WHY:
             return ""
-        where = _("below 1x") if self.side == NUMPY_FASTER else _("above 1x")
         slowed = SIDE_NAMES["numpy" if self.side == NUMPY_FASTER else "runtime"]
-        return _(DIRECTION_WHY[self.why]).format(side=where, slowed=slowed)
+        return _(DIRECTION_WHY[self.why]).format(side=self._where(), slowed=slowed)
+
+    def doubt(self) -> str:
+        """Why a range wholly on one side names no side here ('' where it does, or holds 1x)."""
+        if self.side is not None or self.claimed is None or self.why not in NOT_SURE:
+            return ""
+        looks_slower = SIDE_NAMES["runtime" if self.claimed == NUMPY_FASTER else "numpy"]
+        return _(NOT_SURE[self.why]).format(side=self._where(), slowed=looks_slower)
 
 
 def contended_sides(result: Result) -> set[str]:
@@ -130,16 +149,17 @@ def direction(result: Result, checks: Sequence[Check] | None = None) -> Directio
     if verdict.trusted:
         return Direction(side, "trusted")
     if verdict.why not in DIRECTION_WHY:  # "fail", "no_range"
-        return Direction(None, verdict.why or "fail")
+        return Direction(None, verdict.why or "fail", side)
     # Whatever the main reason, pairs of blocks that disagree on the side leave it open.
     if any((p > 1) != (side == JAX_FASTER) for p in result.speedup_pairs):
-        return Direction(None, "steady")
+        return Direction(None, "steady", side)
     if verdict.why == "busy":
         # A side contention may have slowed can only look slower than it is: a JAX that looks
         # slower stands only where JAX's side was not slowed, and the reverse.
         looks_slower = "runtime" if side == NUMPY_FASTER else "numpy"
-        if looks_slower in contended_sides(result):
-            return Direction(None, "busy")
+        slowed = contended_sides(result)
+        if looks_slower in slowed:
+            return Direction(None, "busy" if len(slowed) == 1 else "busy_either", side)
     return Direction(side, verdict.why)
 
 
