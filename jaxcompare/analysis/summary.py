@@ -9,7 +9,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..i18n import N_, _, ngettext, sentences
+from ..i18n import N_, _, sentences
 from ..model.cases import format_shape
 from ..model.formatting import (
     faster_or_slower,
@@ -131,8 +131,7 @@ def break_even_tile(result: Result) -> tuple[str, str]:
     low, high = max(math.ceil(ends[0]), 1), max(math.ceil(ends[1]), 1)
     if low == high:
         return format_calls(ends[0]), _("95% range")
-    return ngettext("{low:,}–{high:,} call", "{low:,}–{high:,} calls", high).format(low=low, high=high), \
-        _("95% range")
+    return _("{low:,}–{high:,} calls").format(low=low, high=high), _("95% range")  # high > low ≥ 1: a plural
 
 
 def break_even_help(result: Result) -> str:
