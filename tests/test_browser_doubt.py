@@ -11,9 +11,9 @@ from browser_support import IDLE, MAIN, main_text, open_page
 from conftest import start_neighbour
 
 METRIC = "[data-testid='stMetric']"
-# matmul at 10x10 and 40x40: NumPy 0.6-2 µs a call, JAX 25-35 µs, on this CPU quiet or beside a
-# neighbour (measured: 0.02x-0.06x, each range below 1x); two sizes, quick timing, keep it short.
-SWEEP = "/Size_sweep?case=matmul&steps=2&largest=40x40&timing=quick"
+# matmul from 10x10 to 40x40 (the fewest sizes a sweep takes): NumPy 0.6-2 µs a call, JAX 25-35 µs,
+# on this CPU quiet or beside a neighbour (measured: 0.02x-0.06x, each range below 1x).
+SWEEP = "/Size_sweep?case=matmul&steps=3&largest=40x40&timing=quick"
 COMPARE = "/Compare?case=matmul&shape=small&timing=quick"
 FACTOR = r"\d+(?:\.\d+)?x"
 
@@ -42,27 +42,32 @@ def table_rows(page) -> dict[str, dict[str, str]]:
 @pytest.mark.serial  # the neighbour's one core is the load it was written for, not other tests'
 def test_a_busy_machine_gives_directions_and_no_bare_figures(server, browser, neighbour, tmp_path):
     page = open_page(browser, f"{server}{SWEEP}", height=2400)
-    page.locator("[data-testid='stSidebar']").get_by_text("10x10 → 40x40: 2 measurement(s).").wait_for(
+    page.locator("[data-testid='stSidebar']").get_by_text("10x10 → 20x20 → 40x40: 3 measurement(s).").wait_for(
         timeout=30_000)
     page.get_by_role("button", name="Run sweep").click()
     page.wait_for_function(f"""() => {{
         const text = document.querySelector("{MAIN}").innerText;
-        return text.includes("2 of 2 measurement(s)") && !text.includes("so far");
+        return text.includes("3 of 3 measurement(s)") && !text.includes("so far");
     }}""", timeout=120_000)
     page.wait_for_selector(IDLE, timeout=60_000)
     page.screenshot(path=str(tmp_path / "sweep.png"), full_page=True)
     text = main_text(page)
     assert neighbour.is_running(), "the neighbour stopped before the sweep ended"
-    said = re.search(r"NumPy is faster (up to|at) ([\dx, ]+?)(?:[.;]| and JAX)", text)
+    said = re.search(r"NumPy is faster (up to|at) (every size|[\dx, ]+?)(?:[.;]| and JAX)", text)
     assert said, f"the sweep never says NumPy is faster: {text}"
-    rows = table_rows(page)
-    named = [s.strip() for s in said.group(2).split(",")] if said.group(1) == "at" else [
-        s for s in rows if s.split("x")[0].isdigit() and int(s.split("x")[0]) <= int(said.group(2).split("x")[0])]
+    rows = table_rows(page)  # by shape, smallest first
+    if said.group(2) == "every size":
+        named = list(rows)
+    elif said.group(1) == "at":
+        named = [shape.strip() for shape in said.group(2).split(",")]
+    else:
+        named = list(rows)[:list(rows).index(said.group(2)) + 1]
     for shape in named:  # each size it names lies wholly below 1x (the table's "0.03x (95%: 0.02x–0.04x)")
         high = re.search(rf"95%: {FACTOR}–(\d+(?:\.\d+)?)x", rows[shape]["Speedup"])
         assert high and float(high.group(1)) < 1, (shape, rows[shape])
         if rows[shape]["Trusted"] != "yes":  # a doubtful size it used is named with why it still counts
-            assert f"{shape} (" in text, text
+            used = text.partition("Used although set aside: ")[2].partition("Not used:")[0].split("\n")[0]
+            assert re.search(rf"\b{shape}\b[^(]*\(", used), text
     crossover = tile(page, "Crossover (x32)")[0]
     assert crossover != "—" and "none" not in crossover, crossover  # bracketed by the sizes NumPy wins
     page.close()

@@ -11,7 +11,7 @@ from _results import make_result, with_jax
 from jaxcompare import Result, Stats
 from jaxcompare.analysis import summary
 from jaxcompare.analysis.sweep import crossover
-from jaxcompare.analysis.trust import JAX_FASTER, NUMPY_FASTER, direction, trust
+from jaxcompare.analysis.trust import JAX_BUSY_SLOWDOWN, JAX_FASTER, NUMPY_FASTER, Direction, direction, trust
 from jaxcompare.app import views
 
 
@@ -56,7 +56,7 @@ def test_a_range_wholly_on_one_side_is_a_direction_unless_a_check_failed():
 
 
 def test_a_busy_machine_leaves_only_the_direction_contention_cannot_have_made():
-    slower, faster = make_result(numpy_s=1e-4, jax_s=1e-3), make_result(numpy_s=1e-3, jax_s=1e-4)
+    slower, faster = make_result(numpy_s=4e-4, jax_s=1e-3), make_result(numpy_s=1e-3, jax_s=1e-4)
     # Only NumPy's BLAS wanted the cores it lost: NumPy can only look slower than it is, so
     # "JAX is slower" stands and "JAX is faster" (the false speedup of DESIGN.md) does not.
     assert direction(_busy(slower, ["numpy"])).side == NUMPY_FASTER
@@ -68,6 +68,13 @@ def test_a_busy_machine_leaves_only_the_direction_contention_cannot_have_made():
     for parallel in (["numpy", "runtime"], None):
         assert direction(_busy(slower, parallel)).side is None and direction(_busy(faster, parallel)).side is None
     assert "only NumPy ran on more than one core" in direction(_busy(slower, ["numpy"])).reason()
+    # JAX slower by more than contention ever slowed it (0.1x: a 10x slowdown) stands whichever side
+    # wanted the cores; JAX faster by as much does not (OpenBLAS made 70x false speedups).
+    far = make_result(numpy_s=1e-4, jax_s=1e-3)
+    assert 1 / far.speedup_range[1] > JAX_BUSY_SLOWDOWN > 1 / slower.speedup_range[1]
+    for parallel in (["runtime"], ["numpy", "runtime"], None):
+        assert direction(_busy(far, parallel)) == Direction(NUMPY_FASTER, "busy_far")
+    assert direction(_busy(make_result(numpy_s=1e-2, jax_s=1e-4), None)).side is None  # 100x
     # Compare's verdict says the side where it stands, and why not where the range alone would.
     assert "Only the size of the gap is in doubt: **NumPy is faster**" in summary.verdict(_busy(slower, ["numpy"]))
     assert "Not even the side is sure" in summary.verdict(_busy(slower, ["runtime"]))
@@ -124,8 +131,12 @@ def test_a_sweep_says_numpy_wins_where_its_small_sizes_lie_wholly_below_1x():
     assert "63x63 (the machine was busy, but only NumPy ran on more than one core" in text
     assert "4 of 4 sizes set aside" in text
     assert views.crossover_figure("x32", None, 2, True, False, results).value == "above 63x63"
-    # Had JAX's side been the parallel one at 63x63, only 25x25 would be used.
+    # Had JAX's side been the parallel one: 0.13x is still a slowdown no contention measured here made,
+    # but at 0.4x (2.5x) contention may have put it below 1x, and only 25x25 is used.
     results[1] = _busy(results[1], ["runtime"])
+    text = summary.sweep_verdict(results, None)
+    assert text.startswith("NumPy is faster up to 63x63") and "only a slowdown of JAX beyond 4.00x" in text
+    results[1] = _busy(make_result(shape=(63, 63), numpy_s=4e-4, jax_s=1e-3), ["runtime"])
     text = summary.sweep_verdict(results, None)
     assert text.startswith("NumPy is faster up to 25x25; above, no size")
     assert "Not used: 63x63 (wholly below 1x, but the machine was busy and JAX ran on more than one core" in text
