@@ -10,7 +10,7 @@ from _results import make_result, with_jax
 
 from jaxcompare import Result, Stats
 from jaxcompare.analysis import summary
-from jaxcompare.analysis.sweep import crossover
+from jaxcompare.analysis.sweep import crossover, sweep_document
 from jaxcompare.analysis.trust import JAX_BUSY_SLOWDOWN, JAX_FASTER, NUMPY_FASTER, Direction, direction, trust
 from jaxcompare.app import views
 
@@ -130,6 +130,8 @@ def test_a_sweep_says_numpy_wins_where_its_small_sizes_lie_wholly_below_1x():
     assert "25x25 (its range is too wide, but lies wholly below 1x)" in text
     assert "63x63 (the machine was busy, but only NumPy ran on more than one core" in text
     assert "4 of 4 sizes set aside" in text
+    doc = sweep_document("matmul", "x32", results, None)
+    assert [p["direction"] for p in doc["results"]] == [NUMPY_FASTER, NUMPY_FASTER, None, None]
     assert views.crossover_figure("x32", None, 2, True, False, results).value == "above 63x63"
     # Had JAX's side been the parallel one: 0.13x is still a slowdown no contention measured here made,
     # but at 0.4x (2.5x) contention may have put it below 1x, and only 25x25 is used.

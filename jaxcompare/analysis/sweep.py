@@ -82,9 +82,11 @@ def crossover_bracket(results: Sequence[Result]) -> tuple[tuple[int, ...] | None
 
 def sweep_document(case: str, precision: str, results: Sequence[Result], cross: float | None) -> dict[str, Any]:
     """The JSON of a sweep (``jaxcompare sweep --json``, the notebook's Sweep.to_json): each point
-    says whether it is trusted and, if not, why it was set aside (a trust.WHY key)."""
+    says whether it is trusted and, if not, why it was set aside (a trust.WHY key), and which side
+    is faster for sure (trust.direction), trusted or not."""
     points = []
     for r in results:
         verdict = trust(r)
-        points.append(r.to_dict() | {"trusted": verdict.trusted, "set_aside": verdict.why})
+        points.append(r.to_dict() | {"trusted": verdict.trusted, "set_aside": verdict.why,
+                                     "direction": direction(r).side})
     return {"case": case, "precision": precision, "crossover_elements": cross, "results": points}
