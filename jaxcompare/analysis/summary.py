@@ -348,17 +348,13 @@ def speedup_text(result: Result) -> str:
                                                      low=format_factor(low), high=format_factor(high))
 
 
-def range_detail(result: Result, doubtful: bool = False) -> str:
-    """A speedup tile's line under its value: the 95% range ('95%: 2.10x–3.31x'), and 'doubtful'
-    when the result is not trusted. The value holds the speedup alone, so a laptop-wide column
-    shows it whole."""
+def range_detail(result: Result) -> str:
+    """A trusted speedup tile's line under its value: the 95% range ('95%: 2.10x–3.31x'; '' where
+    unknown). The value holds the speedup alone, so a laptop-wide column shows it whole."""
     low, high = result.speedup_range
-    parts = []
-    if math.isfinite(low) and math.isfinite(high):
-        parts.append(_("95%: {low}–{high}").format(low=format_factor(low), high=format_factor(high)))
-    if doubtful:
-        parts.append(_("doubtful"))
-    return " · ".join(parts)
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return ""
+    return _("95%: {low}–{high}").format(low=format_factor(low), high=format_factor(high))
 
 
 def doubt_text(result: Result) -> str | None:
