@@ -10,6 +10,8 @@ import pytest
 from browser_support import IDLE, MAIN, main_text, open_page
 from conftest import start_neighbour
 
+pytestmark = pytest.mark.browser
+
 METRIC = "[data-testid='stMetric']"
 # matmul from 10x10 to 40x40 (the fewest sizes a sweep takes): NumPy 0.6-2 µs a call, JAX 25-35 µs,
 # on this CPU quiet or beside a neighbour (measured: 0.02x-0.06x, each range below 1x).
