@@ -160,7 +160,8 @@ st.caption(sweep_caption.format(numpy_name=first.case_info.get("numpy_name", "")
                                 device=first.jax.device, done=len(results), total=run.total))
 ui.history_note(results)
 figures = [views.crossover_figure(precision, elements, len(first.shape), run.finished,
-                                  any(trusted(r) for r in results if r.precision == precision))
+                                  any(trusted(r) for r in results if r.precision == precision),
+                                  [r for r in results if r.precision == precision])
            for precision, elements in views.crossovers(results).items()]
 for column, figure in zip(st.columns(len(figures) + 1), [*figures, views.best_speedup_figure(results)], strict=True):
     column.metric(figure.label, figure.value, delta=figure.detail or None, delta_color="off", delta_arrow="off",

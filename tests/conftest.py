@@ -107,14 +107,19 @@ NEIGHBOUR_MAX_S = 120  # the loop ends by itself even if teardown never ran
 NEIGHBOUR = f"import time\nend = time.time() + {NEIGHBOUR_MAX_S}\nwhile time.time() < end: pass\n"
 
 
-@pytest.fixture
-def neighbour():
-    """A process that keeps one core busy with a tight loop, bounded in time and always killed in
-    teardown. Started through a shell that exits at once, so it is not in this process tree (whose
-    CPU time the meter counts as ours): it is another program, as a browser or a build would be."""
+def start_neighbour() -> psutil.Process:
+    """A process that keeps one core busy with a tight loop, bounded in time (the caller kills it).
+    Started through a shell that exits at once, so it is not in this process tree (whose CPU time
+    the meter counts as ours): it is another program, as a browser or a build would be."""
     shell = subprocess.run(["sh", "-c", f'"{sys.executable}" -c "$0" >/dev/null 2>&1 & echo $!', NEIGHBOUR],
                            capture_output=True, text=True, check=True, timeout=30)
-    proc = psutil.Process(int(shell.stdout.strip()))
+    return psutil.Process(int(shell.stdout.strip()))
+
+
+@pytest.fixture
+def neighbour():
+    """start_neighbour's process, always killed in teardown."""
+    proc = start_neighbour()
     try:
         yield proc
     finally:

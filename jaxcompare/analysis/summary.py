@@ -6,7 +6,7 @@ the third side and the fraction of peak. Plain data and Markdown sentences (``**
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..i18n import N_, _, sentences
@@ -25,7 +25,8 @@ from ..model.formatting import (
 )
 from ..model.result import Result
 from ..model.sides import link_name
-from .trust import WHY, set_aside_text, trust, trusted
+from .sweep import doubtful_directions
+from .trust import JAX_FASTER, NUMPY_FASTER, WHY, Direction, direction, set_aside_text, trust, trusted
 
 
 @dataclass(frozen=True)
@@ -65,25 +66,88 @@ def _speedup_range_text(result: Result) -> list[str]:
 
 
 def headline(result: Result) -> list[Figure]:
-    """The six numbers a comparison leads with."""
-    s = result.speedup
-    be = result.break_even_calls
+    """The six numbers a comparison leads with; a result that is not trusted shows no bare speedup
+    or break-even figure (speedup_tile, break_even_tile)."""
+    speedup_value, speedup_detail = speedup_tile(result)
+    be_value, be_detail = break_even_tile(result)
     return [
         Figure(_("NumPy runtime"), format_time(result.numpy_runtime.median_s),
                _("Median time per call of the NumPy/SciPy function on host arrays.")),
         Figure(_("JAX runtime"), format_time(result.jax.runtime.median_s),
                _("Median time per call of the jitted JAX function, inputs already on the device, "
                  "each call blocked with block_until_ready().")),
-        Figure(_("Speedup"), format_factor(s), sentences(
-            _("{speedup}: NumPy runtime / JAX runtime; above 1x JAX is faster.").format(speedup=format_speedup(s)),
-            *_speedup_range_text(result)), range_detail(result, doubtful=not trusted(result))),
+        Figure(_("Speedup"), speedup_value, sentences(
+            _("{speedup}: NumPy runtime / JAX runtime; above 1x JAX is faster.").format(
+                speedup=format_speedup(result.speedup)),
+            *_speedup_range_text(result), _doubt_help(result)), speedup_detail),
         Figure(_("Compile"), format_time(result.jax.compile_total_s),
                _("Cold trace + lower + XLA compile, paid once per function, shape and dtype.")),
         Figure(_("Transfer"), format_time(result.jax.transfer.median_s), transfer_help(result)),
-        Figure(_("Break-even"), format_calls(be),
-               _("Calls before JAX's one-off costs (transfer + compile) are paid back by its faster "
-                 "runtime: {calls}.").format(calls=format_break_even(be))),
+        Figure(_("Break-even"), be_value, break_even_help(result), be_detail),
     ]
+
+
+# --- the two tiles that carry the doubt -----------------------------------------------------------
+# One place decides what the Speedup and Break-even tiles say, for the app, the notebook's HTML
+# and the CLI's summary lines alike: a result that is not trusted never shows a bare point figure.
+def speedup_tile(result: Result) -> tuple[str, str]:
+    """(value, line under it) of the Speedup tile: trusted, the speedup and its 95% range; not
+    trusted, the range itself (or 'not known' without one) and the direction where one stands."""
+    if trusted(result):
+        return format_factor(result.speedup), range_detail(result)
+    low, high = result.speedup_range
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return _("not known"), _("doubtful")
+    side = direction(result).side
+    where = {JAX_FASTER: _("JAX faster"), NUMPY_FASTER: _("NumPy faster")}.get(side, _("doubtful"))
+    return _("{low}–{high}").format(low=format_factor(low), high=format_factor(high)), \
+        _("95% range · {where}").format(where=where)
+
+
+def break_even_range(result: Result) -> tuple[float, float | None] | None:
+    """Break-even calls at the two ends of the runtimes' 95% ranges (the most NumPy could be
+    slower per call, then the least; None for 'never' at the far end); None where unknown."""
+    n, j = result.numpy_runtime, result.jax.runtime
+    bounds = (n.ci_low_s, n.ci_high_s, j.ci_low_s, j.ci_high_s)
+    if not all(math.isfinite(b) and b > 0 for b in bounds) or not math.isfinite(result.speedup_range[0]):
+        return None
+    most, least = n.ci_high_s - j.ci_low_s, n.ci_low_s - j.ci_high_s
+    if most <= 0:
+        return None
+    return one_off_s(result) / most, (one_off_s(result) / least if least > 0 else None)
+
+
+def break_even_tile(result: Result) -> tuple[str, str]:
+    """(value, line under it) of the Break-even tile: trusted, the calls; not trusted, 'never'
+    where NumPy is faster for sure, the calls' range where JAX is, else 'not known'."""
+    if trusted(result):
+        return format_calls(result.break_even_calls), ""
+    side = direction(result).side
+    if side == NUMPY_FASTER:
+        return _("never"), _("NumPy faster per call")
+    ends = break_even_range(result) if side == JAX_FASTER else None
+    if ends is None or ends[1] is None:
+        return _("not known"), _("doubtful")
+    low, high = max(math.ceil(ends[0]), 1), max(math.ceil(ends[1]), 1)
+    if low == high:
+        return format_calls(ends[0]), _("95% range")
+    return _("{low:,}–{high:,} calls").format(low=low, high=high), _("95% range")  # high > low ≥ 1: a plural
+
+
+def break_even_help(result: Result) -> str:
+    """The Break-even tile's help: what it counts, then (not trusted) why it is a range or unknown."""
+    text = _("Calls before JAX's one-off costs (transfer + compile) are paid back by its faster runtime.")
+    if trusted(result):
+        return sentences(text, _("Here: {calls}.").format(calls=format_break_even(result.break_even_calls)))
+    return sentences(text, _("This run's speedup is not trusted, so the calls are given only as far as its "
+                             "95% range allows (JAX faster or NumPy faster for sure), else not known."),
+                     _doubt_help(result))
+
+
+def _doubt_help(result: Result) -> str:
+    """'Set aside: the machine was busy.' for a tile's help, '' when the result is trusted."""
+    why = doubt_text(result)
+    return "" if why is None else _("Set aside: {why}.").format(why=why)
 
 
 def transfer_help(result: Result) -> str:
@@ -151,7 +215,7 @@ def verdict(result: Result, sweep_with: str | None = None) -> str:
         return sentences(_("**No verdict from this run: {why}.** It measured a speedup of {speedup} ({numpy} vs "
                            "{jax}); see the checklist below, and rerun when the machine is quieter.").format(
             why=doubt, speedup=speedup_text(result), numpy=numpy_time, jax=jax_time),
-            *_rangesentences(result, with_range=False))
+            direction_text(result), *_rangesentences(result, with_range=False))
     if word == "faster":
         be = result.break_even_calls
         if be is not None and be <= 1:
@@ -170,6 +234,20 @@ def verdict(result: Result, sweep_with: str | None = None) -> str:
     sweep = "" if not sweep_with else _("{sweep_with} shows whether larger inputs change that.").format(
         sweep_with=sweep_with)
     return sentences(first, *_rangesentences(result), sweep)
+
+
+def direction_text(result: Result) -> str:
+    """For a result set aside: which side is faster all the same, where that stands (trust.direction),
+    or why a range wholly on one side of 1x does not say; '' otherwise."""
+    found = direction(result)
+    if found.side == NUMPY_FASTER:
+        return _("Only the size of the gap is in doubt: **NumPy is faster** at this size ({why}).").format(
+            why=found.reason())
+    if found.side == JAX_FASTER:
+        return _("Only the size of the gap is in doubt: **JAX is faster** at this size ({why}).").format(
+            why=found.reason())
+    doubt = found.doubt()
+    return _("Not even the side is sure: the range lies {why}.").format(why=doubt) if doubt else ""
 
 
 def _rangesentences(result: Result, with_range: bool = True) -> list[str]:
@@ -270,17 +348,13 @@ def speedup_text(result: Result) -> str:
                                                      low=format_factor(low), high=format_factor(high))
 
 
-def range_detail(result: Result, doubtful: bool = False) -> str:
-    """A speedup tile's line under its value: the 95% range ('95%: 2.10x–3.31x'), and 'doubtful'
-    when the result is not trusted. The value holds the speedup alone, so a laptop-wide column
-    shows it whole."""
+def range_detail(result: Result) -> str:
+    """A trusted speedup tile's line under its value: the 95% range ('95%: 2.10x–3.31x'; '' where
+    unknown). The value holds the speedup alone, so a laptop-wide column shows it whole."""
     low, high = result.speedup_range
-    parts = []
-    if math.isfinite(low) and math.isfinite(high):
-        parts.append(_("95%: {low}–{high}").format(low=format_factor(low), high=format_factor(high)))
-    if doubtful:
-        parts.append(_("doubtful"))
-    return " · ".join(parts)
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return ""
+    return _("95%: {low}–{high}").format(low=format_factor(low), high=format_factor(high))
 
 
 def doubt_text(result: Result) -> str | None:
@@ -297,13 +371,21 @@ def best_trusted(results: Sequence[Result]) -> Result | None:
 
 
 def sweep_verdict(results: Sequence[Result], crossover_elements: float | None) -> str:
-    """Where JAX starts to win, from trusted points only, then how many were set aside and why."""
+    """Where JAX starts to win, from trusted points only; where no trusted point places it, which
+    side is faster where, from the sizes whose whole range lies on one side of 1x (trust.direction,
+    trusted or not), naming those set aside that it used and why; then how many were set aside and why."""
     kept = [r for r in results if trusted(r)]
     ndim = len(results[0].shape) if results else 1
-    if not kept:
-        first = _("No size could be trusted, so this sweep has no verdict.")
-    elif crossover_elements is not None:
+    ordered = sorted(results, key=lambda r: math.prod(r.shape))
+    sides = {id(r): direction(r) for r in ordered}
+    used = doubtful_directions(results)
+    if crossover_elements is not None:
         first = _("JAX starts to win at {where}.").format(where=format_crossover(crossover_elements, ndim))
+        used = []
+    elif any(d.side is not None for d in sides.values()):
+        first = direction_sentence([(r.shape, sides[id(r)].side) for r in ordered])
+    elif not kept:
+        first = _("No size could be trusted, so this sweep has no verdict.")
     elif all(r.speedup >= 1 for r in kept):
         first = _("No crossover: JAX is faster at every trusted size.")
     elif all(r.speedup < 1 for r in kept):
@@ -313,4 +395,68 @@ def sweep_verdict(results: Sequence[Result], crossover_elements: float | None) -
     best = best_trusted(results)
     best_line = "" if best is None else _("Best trusted speedup: {speedup} at {shape}.").format(
         speedup=speedup_text(best), shape=format_shape(best.shape))
-    return sentences(first, best_line, set_aside_text(results) or "")
+    unsure = [] if crossover_elements is not None else [r for r in ordered if sides[id(r)].doubt()]
+    return sentences(first, used_text(used, sides), unsure_text(unsure, sides), best_line,
+                     set_aside_text(results) or "")
+
+
+def _shapes(shapes: Sequence[tuple[int, ...]]) -> str:
+    return _(", ").join(format_shape(shape) for shape in shapes)  # Chinese lists take 、
+
+
+def direction_sentence(points: Sequence[tuple[tuple[int, ...], str | None]]) -> str:
+    """Which side is faster where: ``points`` (shape, trust.direction's side or None), smallest
+    first. 'NumPy is faster up to 63x63; above, no size could be trusted.'"""
+    numpy = [i for i, (_shape, side) in enumerate(points) if side == NUMPY_FASTER]
+    jax = [i for i, (_shape, side) in enumerate(points) if side == JAX_FASTER]
+    shapes = [shape for shape, _side in points]
+    if numpy and jax and max(numpy) > min(jax):
+        return _("No single crossover in this range: NumPy is faster at {numpy}, JAX at {jax}.").format(
+            numpy=_shapes([shapes[i] for i in numpy]), jax=_shapes([shapes[i] for i in jax]))
+    # "up to" / "from ... up" only where every size on that side of the last one says the same.
+    numpy_where = jax_where = ""
+    if numpy:
+        numpy_where = (_("up to {shape}").format(shape=format_shape(shapes[max(numpy)])) if len(numpy) == max(numpy) + 1
+                       else _("at {shapes}").format(shapes=_shapes([shapes[i] for i in numpy])))
+    if jax:
+        jax_where = (_("from {shape} up").format(shape=format_shape(shapes[min(jax)]))
+                     if len(jax) == len(points) - min(jax)
+                     else _("at {shapes}").format(shapes=_shapes([shapes[i] for i in jax])))
+    if numpy and jax:
+        return _("NumPy is faster {numpy} and JAX {jax}, so JAX starts to win between {last} and {first}.").format(
+            numpy=numpy_where, jax=jax_where, last=format_shape(shapes[max(numpy)]),
+            first=format_shape(shapes[min(jax)]))
+    if numpy:
+        if len(numpy) == len(points):
+            return _("NumPy is faster at every size; try larger sizes.")
+        if max(numpy) < len(points) - 1:
+            return _("NumPy is faster {where}; above, no size could be trusted.").format(where=numpy_where)
+        return _("NumPy is faster {where}.").format(where=numpy_where)
+    if len(jax) == len(points):
+        return _("JAX is faster at every size.")
+    if min(jax) > 0:
+        return _("JAX is faster {where}; below, no size could be trusted.").format(where=jax_where)
+    return _("JAX is faster {where}.").format(where=jax_where)
+
+
+def _grouped(results: Sequence[Result], why: Callable[[Result], str]) -> str:
+    """'10x10, 20x20 (why); 40x40 (why)': sizes that share a reason named once, in order."""
+    groups: dict[str, list[tuple[int, ...]]] = {}
+    for r in results:
+        groups.setdefault(why(r), []).append(r.shape)
+    return _("; ").join(_("{shapes} ({why})").format(shapes=_shapes(shapes), why=text)  # Chinese: its semicolon
+                        for text, shapes in groups.items())
+
+
+def used_text(used: Sequence[Result], sides: dict[int, Direction]) -> str:
+    """Which sizes set aside the verdict used and why each still says which side is faster; '' for none."""
+    if not used:
+        return ""
+    return _("Used although set aside: {each}.").format(each=_grouped(used, lambda r: sides[id(r)].reason()))
+
+
+def unsure_text(unsure: Sequence[Result], sides: dict[int, Direction]) -> str:
+    """The sizes whose range lies on one side of 1x that the verdict did not use, and why; '' for none."""
+    if not unsure:
+        return ""
+    return _("Not used: {each}.").format(each=_grouped(unsure, lambda r: sides[id(r)].doubt()))

@@ -10,7 +10,7 @@ from ..model.cases import Case
 from ..model.errors import BadInput
 from ..model.result import Result
 from ..model.spec import parse_shape
-from .trust import trust, trusted
+from .trust import JAX_FASTER, NUMPY_FASTER, direction, trust, trusted
 
 
 def ladder(case: Case, steps: int = 5, largest: Sequence[int] | None = None) -> list[tuple[int, ...]]:
@@ -61,13 +61,32 @@ def crossover(results: Sequence[Result]) -> float | None:
             return float(math.exp(math.log(n0) + t * (math.log(n1) - math.log(n0))))
     return None
 
+def doubtful_directions(results: Sequence[Result]) -> list[Result]:
+    """The sizes set aside that still say which side is faster (trust.direction), smallest first:
+    where a sweep's verdict and crossover tile read a side from doubtful sizes, these are they."""
+    doubtful = (r for r in results if not trusted(r) and direction(r).side is not None)
+    return sorted(doubtful, key=lambda r: math.prod(r.shape))
+
+
+def crossover_bracket(results: Sequence[Result]) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None] | None:
+    """Where the crossover lies by the sizes whose side is sure (trust.direction), doubtful or not:
+    (the largest shape NumPy is faster at, the smallest JAX is faster at), either None where no
+    size says so; None where no size has a direction or the sides interleave."""
+    points = sorted(((math.prod(r.shape), r.shape, direction(r).side) for r in results), key=lambda p: p[0])
+    numpy = [shape for _n, shape, side in points if side == NUMPY_FASTER]
+    jax = [shape for _n, shape, side in points if side == JAX_FASTER]
+    if not (numpy or jax) or (numpy and jax and math.prod(numpy[-1]) > math.prod(jax[0])):
+        return None
+    return (numpy[-1] if numpy else None), (jax[0] if jax else None)
 
 
 def sweep_document(case: str, precision: str, results: Sequence[Result], cross: float | None) -> dict[str, Any]:
     """The JSON of a sweep (``jaxcompare sweep --json``, the notebook's Sweep.to_json): each point
-    says whether it is trusted and, if not, why it was set aside (a trust.WHY key)."""
+    says whether it is trusted and, if not, why it was set aside (a trust.WHY key), and which side
+    is faster for sure (trust.direction), trusted or not."""
     points = []
     for r in results:
         verdict = trust(r)
-        points.append(r.to_dict() | {"trusted": verdict.trusted, "set_aside": verdict.why})
+        points.append(r.to_dict() | {"trusted": verdict.trusted, "set_aside": verdict.why,
+                                     "direction": direction(r).side})
     return {"case": case, "precision": precision, "crossover_elements": cross, "results": points}

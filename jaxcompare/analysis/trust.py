@@ -7,6 +7,10 @@ one pair of runtime blocks to the next where there were pairs, and its 95% range
 at most a factor of TRUSTED_SPREAD wide.
 "Samples stable" alone does not doubt a result: on a shared machine the medians wander by ±20% or
 so busy or not, and the range already carries that noise (benchmarks/RESULTS.md, "A busy neighbour").
+
+A result set aside may still say which side is faster (``direction``): its size is doubtful, but
+a 95% range wholly on one side of 1x is not, unless the reason it was set aside could have put it
+there (a failed check; contention that slowed the side the range says is slower).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..i18n import N_, _
+from ..model.formatting import format_factor
 from ..model.result import Result
 from .checks import FAIL, WARN, Check, checklist
 
@@ -65,6 +70,110 @@ def trust(result: Result, checks: Sequence[Check] | None = None) -> Trust:
 def trusted(result: Result) -> bool:
     """The one test every headline uses: may this result's speedup lead?"""
     return trust(result).trusted
+
+
+# The most contention may be taken to slow JAX's side: beside a neighbour it slowed XLA's work at most
+# 3.0x where measured (reduction 2000x2000, matmul 10x10 beside two: benchmarks/RESULTS.md). NumPy's
+# BLAS, spinning at its barriers, has no such bound (false speedups of 5-70x there).
+JAX_BUSY_SLOWDOWN = 4.0
+
+# The side a firm direction names: the whole 95% range above 1x, or below it.
+JAX_FASTER, NUMPY_FASTER = "jax_faster", "numpy_faster"
+
+# Why a direction stands (or not), worded for "25x25 (...)"; {side}: "below 1x" or "above 1x".
+DIRECTION_WHY = {
+    "trusted": N_("trusted"),
+    "range": N_("its range is too wide, but lies wholly {side}"),
+    "busy": N_("the machine was busy, but only {slowed} ran on more than one core, the side contention slows: "
+               "it can only have narrowed the gap"),
+    "steady": N_("the speedup moved between pairs of blocks, but every pair and the whole range lie {side}"),
+    "busy_far": N_("the machine was busy, but only a slowdown of JAX beyond {limit}, more than contention caused "
+                   "anywhere it was measured, could have put the whole range {side}"),
+}
+# Why a range wholly on one side of 1x still names no side, worded for "20x20 (...)"; {side} as above.
+NOT_SURE = {
+    "fail": N_("wholly {side}, but a check failed"),
+    "steady": N_("wholly {side}, but its pairs of blocks disagree on the side"),
+    "busy": N_("wholly {side}, but the machine was busy and {slowed} ran on more than one core, the side "
+               "contention slows: it may have put the range there"),
+    "busy_either": N_("wholly {side}, but the machine was busy and either side may have lost cores to it"),
+}
+# What the runtime blocks call each side, and its name for readers.
+SIDE_NAMES = {"numpy": "NumPy", "runtime": "JAX"}
+
+
+@dataclass(frozen=True)
+class Direction:
+    """Which side is faster for sure (JAX_FASTER, NUMPY_FASTER; None: this run cannot say) and
+    why that stands, a DIRECTION_WHY key (or, for None, a WHY key or "straddles"); ``claimed``:
+    the side the range alone names, whether or not it stands (None where it holds 1x or is unknown)."""
+
+    side: str | None
+    why: str
+    claimed: str | None = None
+
+    def _where(self) -> str:
+        return _("below 1x") if (self.side or self.claimed) == NUMPY_FASTER else _("above 1x")
+
+    def reason(self) -> str:
+        """Why the direction stands, in the reader's language ('' for no direction)."""
+        if self.side is None or self.why not in DIRECTION_WHY:
+            return ""
+        slowed = SIDE_NAMES["numpy" if self.side == NUMPY_FASTER else "runtime"]
+        return _(DIRECTION_WHY[self.why]).format(side=self._where(), slowed=slowed,
+                                                  limit=format_factor(JAX_BUSY_SLOWDOWN))
+
+    def doubt(self) -> str:
+        """Why a range wholly on one side names no side here ('' where it does, or holds 1x)."""
+        if self.side is not None or self.claimed is None or self.why not in NOT_SURE:
+            return ""
+        looks_slower = SIDE_NAMES["runtime" if self.claimed == NUMPY_FASTER else "numpy"]
+        return _(NOT_SURE[self.why]).format(side=self._where(), slowed=looks_slower)
+
+
+def contended_sides(result: Result) -> set[str]:
+    """The sides ("numpy", "runtime") a busy machine may have slowed: those that ran on more than
+    one core in the first runtime blocks (load.recheck's "parallel"). Contention only adds time,
+    and to the side that wanted the cores it lost: NumPy's BLAS on a matmul (DESIGN.md), but XLA's
+    threads elsewhere (reduction 2000x2000 fell from 2.19x to 0.73x beside a neighbour, JAX's side
+    the parallel one: benchmarks/RESULTS.md). Not recorded, or neither: either side may have been."""
+    parallel = set((result.load.get("recheck") or {}).get("parallel") or ()) & set(SIDE_NAMES)
+    return parallel or set(SIDE_NAMES)
+
+
+def direction(result: Result, checks: Sequence[Check] | None = None) -> Direction:
+    """Which side is faster whatever the doubt about by how much: the whole 95% range on one side
+    of 1x, from a result that is trusted, or set aside only for a reason that cannot have put the
+    range there. A failed check (outputs that disagree, a wrong dtype, an unblocked call) gives none;
+    a busy machine only the direction that contention, which slows one side, cannot have produced
+    (or JAX slower by more than JAX_BUSY_SLOWDOWN);
+    a speedup that moved between pairs of blocks only when every pair lies on the range's side."""
+    low, high = result.speedup_range
+    if not (math.isfinite(low) and math.isfinite(high) and low > 0):
+        return Direction(None, "no_range")
+    if low <= 1 <= high:
+        return Direction(None, "straddles")
+    side = JAX_FASTER if low > 1 else NUMPY_FASTER
+    checks = list(checks) if checks is not None else checklist(result)
+    verdict = trust(result, checks)
+    if verdict.trusted:
+        return Direction(side, "trusted")
+    if verdict.why not in DIRECTION_WHY:  # "fail", "no_range"
+        return Direction(None, verdict.why or "fail", side)
+    # Whatever the main reason, pairs of blocks that disagree on the side leave it open.
+    if any((p > 1) != (side == JAX_FASTER) for p in result.speedup_pairs):
+        return Direction(None, "steady", side)
+    if verdict.why == "busy":
+        # A side contention may have slowed can only look slower than it is: a JAX that looks
+        # slower stands only where JAX's side was not slowed, and the reverse.
+        looks_slower = "runtime" if side == NUMPY_FASTER else "numpy"
+        slowed = contended_sides(result)
+        if looks_slower in slowed:
+            # JAX slower by more than contention has ever slowed XLA's work stands all the same.
+            if looks_slower == "runtime" and 1 / high > JAX_BUSY_SLOWDOWN:
+                return Direction(side, "busy_far")
+            return Direction(None, "busy" if len(slowed) == 1 else "busy_either", side)
+    return Direction(side, verdict.why)
 
 
 def split(results: Sequence[Result]) -> tuple[list[Result], list[Result]]:

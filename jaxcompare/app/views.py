@@ -12,12 +12,11 @@ from typing import Any
 from ..analysis import summary
 from ..analysis.advice import advice, advice_document
 from ..analysis.checks import FAIL, NA, PASS, WARN, Check, overall
-from ..analysis.sweep import crossover
+from ..analysis.sweep import crossover, crossover_bracket
 from ..analysis.trust import set_aside_text, trusted
 from ..i18n import N_, _, sentences, translate_text
 from ..model.cases import format_shape
 from ..model.formatting import (
-    format_calls,
     format_crossover,
     format_factor,
     format_time,
@@ -208,7 +207,7 @@ def sweep_table(results: Sequence[Result]) -> list[dict[str, Any]]:
             _("Speedup"): summary.speedup_text(r),
             _("Compile"): format_time(r.jax.compile_total_s),
             _("Transfer"): format_time(r.jax.transfer.median_s),
-            _("Break-even"): format_calls(r.break_even_calls),
+            _("Break-even"): summary.break_even_tile(r)[0],  # "not known" for a doubtful size, as its tile
             _("Agree"): _("yes") if r.jax.agreement.get("ok") else _("NO"),
             _("Stable"): _("yes") if r.numpy_runtime.stable and r.jax.runtime.stable else _("no"),
             _("Trusted"): _("yes") if trusted(r) else _("no: {why}").format(why=summary.doubt_text(r)),
@@ -225,14 +224,30 @@ def crossovers(results: Sequence[Result]) -> dict[str, float | None]:
 
 
 def crossover_figure(precision: str, elements: float | None, ndim: int, finished: bool,
-                     any_trusted: bool = True) -> summary.Figure:
-    """The Size sweep's crossover tile; 'not yet' while a running sweep has not crossed, '—' when
-    no size could be trusted (the crossover is placed between trusted sizes only)."""
+                     any_trusted: bool = True, results: Sequence[Result] = ()) -> summary.Figure:
+    """The Size sweep's crossover tile; 'not yet' while a running sweep has not crossed. Placed
+    between trusted sizes only; where none places it, bracketed by the sizes whose side is sure
+    (sweep.crossover_bracket: 'above 63x63'), else '—' when no size could be trusted."""
+    label = _("Crossover ({precision})").format(precision=precision)
+    bracket = crossover_bracket(results) if elements is None else None
+    if bracket is not None:
+        below, above = (None if shape is None else format_shape(shape) for shape in bracket)
+        if below and above:
+            value, where = _("{below}–{above}").format(below=below, above=above), _(
+                "between {below}, where NumPy is faster, and {above}, where JAX is").format(below=below, above=above)
+        elif below:
+            value, where = _("above {shape}").format(shape=below), _(
+                "above {shape}: NumPy is faster up to there").format(shape=below)
+        else:
+            value, where = _("below {shape}").format(shape=above), _(
+                "below {shape}: JAX is faster from there").format(shape=above)
+        return summary.Figure(label, value, sentences(_(
+            "No pair of trusted sizes places the crossover; the sizes whose whole 95% range lies on one side of 1x "
+            "put it {where}.").format(where=where), _("The verdict below says which sizes and why.")))
     if not any_trusted and elements is None:
-        return summary.Figure(_("Crossover ({precision})").format(precision=precision), "—",
-                              _("No size could be trusted, so no crossover is placed."))
+        return summary.Figure(label, "—", _("No size could be trusted, so no crossover is placed."))
     value = _("not yet") if elements is None and not finished else format_crossover(elements, ndim, short=True)
-    return summary.Figure(_("Crossover ({precision})").format(precision=precision), value,
+    return summary.Figure(label, value,
                           _("Where the speedup first crosses 1x, interpolated on log-log axes: {crossover}.").format(
                               crossover=format_crossover(elements, ndim)))
 

@@ -19,7 +19,7 @@ from ..analysis.checks import checklist
 from ..analysis.summary import sweep_verdict
 from ..analysis.sweep import crossover, ladder, parse_sizes, sweep_document
 from ..analysis.text import checklist_lines, display_width, pad, profile_lines, sweep_header_line, sweep_row_line
-from ..analysis.trust import trusted
+from ..analysis.trust import direction, trusted
 from ..catalog import builtin_cases, case_from_summary, find_case, get_case
 from ..engine.pitfalls import SECTIONS, check_sections
 from ..history.store import traces_dir
@@ -219,6 +219,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         with i18n.using(i18n.SOURCE_LANGUAGE):  # JSON is English whatever the reader's language
             checks = [c.to_dict() for c in checklist(result)]
         write_json(args.json, result.to_dict() | {"checklist": checks, "trusted": trusted(result),
+                                                  "direction": direction(result).side,
                                                   "advice": advice_document(result)})
     if args.json != "-":
         print(result_table(result), file=out)

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..analysis.summary import timing_name
+from ..analysis.summary import break_even_tile, doubt_text, speedup_tile, timing_name
 from ..analysis.text import (
     advice_lines,
     back_to_back_line,
@@ -18,6 +18,7 @@ from ..analysis.text import (
     phase_table_lines,
     roofline_lines,
 )
+from ..analysis.trust import trusted
 from ..i18n import N_, _, translate_text
 from ..model.cases import format_shape
 from ..model.errors import BadInput
@@ -66,13 +67,12 @@ def result_table(result: Result) -> str:
     agreement = result.jax.agreement
     lines += [
         "",
-        "  " + _("speedup (NumPy / JAX runtime): {speedup}").format(speedup=format_speedup(result.speedup))
-        + _range(result.speedup_range),
+        _speedup_line(result),
         *_pairs(result),
         *("  " + line for line in (first_call_line(result), numpy_speeds_line(result),
                                                   back_to_back_line(result)) if line),
         "  " + _("compile total: {compile};  break-even: {break_even}").format(
-            compile=format_time(result.jax.compile_total_s), break_even=format_break_even(result.break_even_calls)),
+            compile=format_time(result.jax.compile_total_s), break_even=_break_even(result)),
         "  " + _("agreement: {verdict}  max abs err {abs_err}, max rel err {rel_err} (rtol {rtol}, {method})").format(
             verdict=_("OK") if agreement["ok"] else _("MISMATCH"), abs_err=f"{agreement['max_abs_err']:.3g}",
             rel_err=f"{agreement['max_rel_err']:.3g}", rtol=f"{agreement['rtol']:.0e}", method=agreement["method"]),
@@ -100,6 +100,25 @@ def result_table(result: Result) -> str:
             lines.append(f"  {verdict}")
     lines += note_lines(result)
     return "\n".join(lines)
+
+
+def _speedup_line(result: Result) -> str:
+    """The speedup with its range; not trusted, the range alone as the Speedup tile shows it
+    (summary.speedup_tile), never the bare point figure."""
+    if trusted(result):
+        return "  " + _("speedup (NumPy / JAX runtime): {speedup}").format(
+            speedup=format_speedup(result.speedup)) + _range(result.speedup_range)
+    value, detail = speedup_tile(result)
+    return "  " + _("speedup (NumPy / JAX runtime): {speedup}").format(speedup=value) + "  " + _(
+        "({detail}; set aside: {why})").format(detail=detail, why=doubt_text(result))
+
+
+def _break_even(result: Result) -> str:
+    """Break-even as the tile says it (summary.break_even_tile), with why where there are no calls."""
+    if trusted(result):
+        return format_break_even(result.break_even_calls)
+    value, detail = break_even_tile(result)
+    return _("{value} ({detail})").format(value=value, detail=detail) if detail else value
 
 
 def _pairs(result: Result) -> list[str]:

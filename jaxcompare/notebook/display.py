@@ -23,7 +23,7 @@ from ..analysis.text import (
 )
 from ..i18n import translate_text
 from ..model.cases import format_shape
-from ..model.formatting import format_calls, format_crossover, format_time, matmul_precision_line
+from ..model.formatting import format_crossover, format_time, matmul_precision_line
 from ..model.palette import JAX_COLOR, NUMPY_COLOR
 from ..model.phases import ONE_OFF_PHASES, PER_CALL_PHASES, PHASE_LABELS, PHASES
 from ..model.result import Result
@@ -280,7 +280,7 @@ def sweep_html(results: Sequence[Result], crossover_elements: float | None) -> s
     body = "".join(
         "<tr>" + "".join(f'<td style="text-align:right;padding:2px 8px">{_e(v)}</td>' for v in (
             format_shape(r.shape), format_time(r.numpy_runtime.median_s), format_time(r.jax.runtime.median_s),
-            summary.speedup_text(r), format_time(r.jax.compile_total_s), format_calls(r.break_even_calls),
+            summary.speedup_text(r), format_time(r.jax.compile_total_s), summary.break_even_tile(r)[0],
             overall(checklist(r)), "yes" if summary.doubt_text(r) is None else f"no: {summary.doubt_text(r)}"))
         + "</tr>" for r in results)
     return (f'<div class="jaxcompare-sweep" style="{_BOX}">'
