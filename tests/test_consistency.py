@@ -149,3 +149,22 @@ def test_a_results_lines_join_its_checklist():
     r = make_result()
     ids = [c.id for c in result_checks(r)]
     assert ids == ["first_call", "recompile"] and set(ids) <= set(by_id(r))
+
+
+def test_the_versions_page_lists_each_versions_contradictions():
+    """The page itself (AppTest, no run: a finished outcome in the session): the table's column and
+    one warning per finding, quoting both figures."""
+    from apptest_support import page
+
+    agree = with_jax(make_result(compile_s=0.0291), first_call=Stats.from_samples([0.0262, 0.0288, 0.0301]))
+    below = with_jax(agree, first_call=stats(0.02, spread=0.01))
+    at = page("pages/6_Versions.py")
+    at.session_state["versions_outcome"] = VersionsOutcome([("0.4.35", agree), ("0.10.2", below)], [],
+                                                           {"0.4.35": [agree], "0.10.2": [below]})
+    at.run()
+    assert not at.exception, at.exception
+    warnings = [w.value for w in at.warning]
+    assert len(warnings) == 1 and warnings[0].startswith("JAX 0\\.10\\.2: **First call includes its compile**")
+    assert "20 ms \\(19\\.9 ms" in warnings[0] and "29\\.1 ms" in warnings[0], warnings  # Markdown-escaped
+    table = at.dataframe[0].value
+    assert list(table["Figures agree"]) == ["yes", "no: First call includes its compile"]
