@@ -145,7 +145,9 @@ def check_recompile(r: Result) -> Check:
         "but within their ranges: their samples wander").format(**values), "jit")
 
 
-# --- the same measurement more than once (a sweep, a versions run's rounds) -------------------------
+# --- the same measurement more than once (a versions run's rounds) ---------------------------------
+# A sweep never measures a shape twice (its sizes are deduplicated), and sizes that differ may well
+# disagree, so a sweep's only lines are each point's own.
 # The phases two measurements of one case, shape and precision on one device must agree on, by
 # how a finding names them.
 REPEATED = {"numpy": N_("NumPy's runtime"), "runtime": N_("JAX's runtime"), "compile": N_("the compile")}
@@ -199,12 +201,6 @@ def _repeat_lines(a: Result, b: Result) -> list[Check]:
             where=where, aliased=format_time(aliased.jax.transfer.median_s), aliased_text=transfer_rate_text(aliased),
             copied=format_time(copied.jax.transfer.median_s), copied_text=transfer_rate_text(copied)), "transfer"))
     return lines
-
-
-def sweep_checks(results: Sequence[Result]) -> list[Check]:
-    """A sweep's lines beyond each point's own checklist: only a shape measured twice can
-    contradict (sizes that differ may well disagree), so its repeats alone."""
-    return repeat_checks(results)
 
 
 # --- a versions run ---------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from ..engine.process import Cancelled
 from ..engine.runner import Job, Owner, Runner
 from ..engine.settings import Settings
 from ..engine.versions import StopSignal, VersionRun, measure_versions
-from ..i18n import N_, _
+from ..i18n import N_, _, ngettext
 from ..model.errors import BadInput
 from ..model.formatting import format_factor, format_time, format_time_range, markdown_literal
 from ..model.result import Result
@@ -166,7 +166,7 @@ def outcome(runs: list[VersionRun]) -> VersionsOutcome:
 def versions_table(pooled: list[tuple[str, Result]],
                    found: dict[str, list[Check]] | None = None) -> list[dict[str, str]]:
     """One row per version: runtime with its 95% range, compile, first call, speedup, what really ran,
-    and whether its figures agree (``found``: VersionsOutcome.findings; the titles of those that do not)."""
+    and whether its figures agree (``found``: VersionsOutcome.findings; how many do not)."""
     rows = []
     for requested, result in pooled:
         runtime = result.jax.runtime
@@ -177,9 +177,10 @@ def versions_table(pooled: list[tuple[str, Result]],
                _("First call"): format_time(result.jax.first_call.median_s),
                _("Speedup"): format_factor(result.speedup),
                _("jax (ran)"): jax_version or "?", _("jaxlib (ran)"): jaxlib_version or "?"}
-        if found is not None:
-            titles = list(dict.fromkeys(c.title for c in found.get(requested, [])))
-            row[_("Figures agree")] = _("no: {titles}").format(titles=_(", ").join(titles)) if titles else _("yes")
+        if found is not None:  # a count: the findings' titles did not fit the column
+            n = len(found.get(requested, []))
+            row[_("Figures agree")] = ngettext("no: {n} finding below", "no: {n} findings below", n).format(n=n) \
+                if n else _("yes")
         rows.append(row)
     return rows
 
