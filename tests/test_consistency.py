@@ -4,6 +4,7 @@ recorded figures that contradict each other, and stays quiet on figures that mer
 from __future__ import annotations
 
 import dataclasses
+import html
 
 from _results import by_id, make_result, stats, with_jax
 
@@ -16,6 +17,7 @@ from jaxcompare.app.versions_view import VersionsOutcome, findings_markdown, ver
 from jaxcompare.cli.report import result_table
 from jaxcompare.model.formatting import transfer_rate_text
 from jaxcompare.model.stats import Stats
+from jaxcompare.notebook.display import result_html
 
 FRESH = {"process": "fresh", "processes": 1, "cache_hits": 0, "compiled_before": 0}
 
@@ -39,6 +41,9 @@ def test_a_first_call_far_above_its_compile_says_where_the_rest_went():
     check = by_id(svd)["first_call"]
     assert check.status == PASS and "3.66 s, in a fresh process" in check.reason, check
     assert "the other 3.02 s is what a new process pays" in check.reason and "841 ms" in check.reason
+    # A fresh first call within its compile and one run's ranges has nothing left over to explain.
+    paid = with_jax(svd, first_call=Stats.from_samples([0.55]))
+    assert "new process" not in by_id(paid)["first_call"].reason
     # The worker's own first call (no fresh process): no story about a new process.
     worker = with_jax(svd, first_call=svd.jax.first_call_recompile, first_call_recompile=None,
                       protocol=svd.jax.protocol | {"first_call": {"process": "worker"}})
@@ -117,7 +122,7 @@ def test_every_front_end_words_the_transfer_with_the_one_function():
         text = transfer_rate_text(result)
         assert "64-byte aligned" in text
         assert text in transfer_help(result) and text in check_on_device(result).reason
-        assert text in result_table(result)
+        assert text in result_table(result) and html.escape(text) in result_html(result)
 
 
 def test_a_versions_run_names_its_contradictions_in_the_table_and_the_record():

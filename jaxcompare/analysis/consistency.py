@@ -24,9 +24,6 @@ from .checkline import NA, PASS, WARN, Check
 
 # A first call under this share of its fastest trace + lower + compile: a cache answered it.
 FIRST_CALL_SHARE = 0.5
-# A first call above this many times its compile and one run (both ranges' high ends) is explained:
-# the rest is in neither figure.
-FIRST_CALL_EXPLAINED = 2.0
 # Each line's title by its id; Check.title is it in the language in force when the line is made.
 TITLES = {
     "first_call": N_("First call includes its compile"),
@@ -69,8 +66,8 @@ def check_first_call(r: Result) -> Check:
     own compile. Under half the fastest compile, a cache answered it (a cache hit is a hundred
     times shorter). Shorter beyond both ranges, it was timed after something had been compiled
     already: it is not what a first %time pays. On a busy machine both wander by ±50% (measured),
-    so ranges that overlap pass. Far above its compile and one run, a fresh process's first call
-    is explained: the rest is that process's first use of JAX, beside the worker's recompile."""
+    so ranges that overlap pass. Above its compile and one run beyond their ranges, a fresh process's
+    first call is explained: the rest is that process's first use of JAX, beside the worker's recompile."""
     side = r.jax
     first, compile_s = side.first_call.median_s, side.compile_total_s
     fastest = sum(p.min_s for p in (side.trace, side.lower, side.compile))
@@ -93,8 +90,8 @@ def check_first_call(r: Result) -> Check:
             "the first call, {first} ({first_low} to {first_high}), is below its compile's median ({compile}) "
             "but within its range ({compile_low} to {compile_high}): the compile's samples wander").format(**values),
             "jit")
-    paid = compile_high + side.runtime.range_s[1]
-    if _fresh(r) and first_low > FIRST_CALL_EXPLAINED * paid:
+    # Above its compile and one run beyond their ranges, a fresh first call paid for more: say what.
+    if _fresh(r) and first_low > compile_high + side.runtime.range_s[1]:
         recompile = side.first_call_recompile
         assert recompile is not None  # _fresh
         return _line("first_call", PASS, _(
