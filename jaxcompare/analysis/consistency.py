@@ -36,7 +36,12 @@ TITLES = {
 def disjoint(a: Stats, b: Stats) -> bool:
     """Whether two measurements of the same thing have 95% ranges that do not overlap (their
     samples' spans where a range is unknown): beyond the noise, one of them measured something else."""
-    return a.below(b) or b.below(a)
+    return _apart(a.range_s, b.range_s)
+
+
+def _apart(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    """Whether two ranges (low, high) do not meet."""
+    return a[1] < b[0] or b[1] < a[0]
 
 
 def _line(check_id: str, status: str, reason: str, pitfall: str | None = None) -> Check:
@@ -181,7 +186,7 @@ def _repeat_lines(a: Result, b: Result) -> list[Check]:
     lines = []
     for phase, name in REPEATED.items():
         (a_med, a_low, a_high), (b_med, b_low, b_high) = _phase_range(a, phase), _phase_range(b, phase)
-        if a_high < b_low or b_high < a_low:
+        if _apart((a_low, a_high), (b_low, b_high)):
             lines.append(_line("repeat", WARN, _(
                 "{phase} of {where}, measured twice: {first} ({first_range}), then {second} ({second_range}), "
                 "ranges that do not meet: the machine's speed changed between them, so neither figure alone "
