@@ -7,7 +7,14 @@ import streamlit as st
 from jaxcompare import JaxCompareError
 from jaxcompare.app import access, cases_ui, chart_ui, form_ui, jobs, navigation, resources, ui
 from jaxcompare.app.charts_versions import versions_chart
-from jaxcompare.app.versions_view import VersionsConfig, VersionsJob, hosted_refusals, outcome, versions_table
+from jaxcompare.app.versions_view import (
+    VersionsConfig,
+    VersionsJob,
+    findings_markdown,
+    hosted_refusals,
+    outcome,
+    versions_table,
+)
 from jaxcompare.i18n import _, translate_text
 from jaxcompare.model.formatting import markdown_literal
 
@@ -126,7 +133,10 @@ for error in found.errors:
     st.error(translate_text(error), icon=":material/error:")
 if not found.pooled:
     st.stop()
-st.dataframe(versions_table(found.pooled), hide_index=True, width="stretch")
+contradictions = found.findings
+st.dataframe(versions_table(found.pooled, contradictions), hide_index=True, width="stretch")
+for text in findings_markdown(contradictions):
+    st.warning(text, icon=":material/warning:")
 for comparison in found.comparisons:
     st.markdown("- " + markdown_literal(comparison["text"]))  # names a case, perhaps from a cases file
 ui.history_note([result for _v, result in found.pooled])

@@ -261,7 +261,7 @@ def test_transfer_rate_says_which_link_it_crossed(fair_result):
     if fair_result.jax.transfer_zero_copy:
         assert cpu_text.startswith("no copy") and fair_result.jax.transfer_bytes_per_s is None
     else:
-        assert cpu_text.endswith(", a copy within host memory") and fair_result.jax.transfer_bytes_per_s > 0
+        assert ", a copy within host memory" in cpu_text and fair_result.jax.transfer_bytes_per_s > 0
     assert "PCIe" not in cpu_text
 
 

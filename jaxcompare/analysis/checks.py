@@ -9,8 +9,7 @@ lead a page (analysis/trust.py).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, replace
-from typing import Any
+from dataclasses import replace
 
 import numpy as np
 
@@ -21,22 +20,20 @@ from ..model.clocks import SM_DROP_WARN
 from ..model.formatting import format_factor, format_time, transfer_rate_text
 from ..model.result import Result
 from ..model.stats import Stats
+from .checkline import FAIL, NA, PASS, WARN, Check
+from .consistency import result_checks
 
-PASS, WARN, FAIL, NA = "pass", "warn", "fail", "n/a"
 MIN_SAMPLES = 5
 # A blocked call over its fixed cost (check_workload): under 2x the fixed cost is most of the call,
 # under 10x more than a tenth of it.
 DISPATCH_RATIO_WARN = 10.0
 DISPATCH_RATIO_FAIL = 2.0
-# A first call under this share of its fastest trace + lower + compile contradicts it.
-FIRST_CALL_SHARE = 0.5
 # Each check's title by its id; Check.title is it in the language in force when checklist() runs.
 TITLES = {
     "workload": N_("Workload large enough"),
     "precision": N_("Matched precision"),
     "blocked": N_("Blocked timing"),
     "compile": N_("Compile excluded from runtime"),
-    "first_call": N_("First call includes its compile"),
     "transfer": N_("Inputs already on the device"),
     "agreement": N_("Outputs agree"),
     "stable": N_("Samples stable"),
@@ -47,18 +44,6 @@ TITLES = {
     "tf32": N_("TF32 on GPU"),
     "clocks": N_("GPU clocks steady"),
 }
-
-
-@dataclass(frozen=True)
-class Check:
-    id: str
-    title: str
-    status: str
-    reason: str
-    pitfall: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _check(check_id: str, status: str, reason: str, pitfall: str | None) -> Check:
@@ -473,54 +458,15 @@ def format_cores(cores: float) -> str:
     return f"{cores:.2f}"
 
 
-def _bounds(s: Stats) -> tuple[float, float]:
-    """A phase's range: its median's 95% range, or its samples' where that is unknown."""
-    low = s.ci_low_s if math.isfinite(s.ci_low_s) else s.min_s
-    high = s.ci_high_s if math.isfinite(s.ci_high_s) else max(s.samples_s, default=s.median_s)
-    return low, high
-
-
-def check_first_call(r: Result) -> Check:
-    """A first call with a cold cache traces, lowers and compiles, so it cannot be shorter than its
-    own compile. Under half the fastest compile, a cache answered it (a cache hit is a hundred
-    times shorter). Shorter beyond both ranges, it was timed after something had been compiled
-    already: it is not what a first %time pays. On a busy machine both wander by ±50% (measured),
-    so ranges that overlap pass. The compile's range is its three phases' ranges added up."""
-    first, compile_s = r.jax.first_call.median_s, r.jax.compile_total_s
-    phases = (r.jax.trace, r.jax.lower, r.jax.compile)
-    fastest = sum(p.min_s for p in phases)
-    values = {"first": format_time(first), "compile": format_time(compile_s)}
-    if first > 0 and fastest > 0 and first < FIRST_CALL_SHARE * fastest:
-        return _check("first_call", WARN, _("the first call ({first}) took less than its own compile ({compile}): "
-                                            "a cache answered it, or the clock is wrong").format(**values), "jit")
-    first_low, first_high = _bounds(r.jax.first_call)
-    compile_low = sum(_bounds(p)[0] for p in phases)
-    compile_high = sum(_bounds(p)[1] for p in phases)
-    values |= {"first_low": format_time(first_low), "first_high": format_time(first_high),
-               "compile_low": format_time(compile_low), "compile_high": format_time(compile_high)}
-    if first > 0 and first < compile_s and first_high < compile_low:
-        return _check("first_call", WARN, _(
-            "the first call, {first} ({first_low} to {first_high}), took less than its own compile, {compile} "
-            "({compile_low} to {compile_high}), beyond both ranges: a first call cheaper than its compile cannot "
-            "have paid for it, so it was timed after something was already compiled and does not show what a "
-            "user's %time of the first call pays").format(**values), "jit")
-    if first < compile_s:
-        return _check("first_call", PASS, _(
-            "the first call, {first} ({first_low} to {first_high}), is below its compile's median ({compile}) "
-            "but within its range ({compile_low} to {compile_high}): the compile's samples wander").format(**values),
-            "jit")
-    return _check("first_call", PASS, _("the first call ({first}) includes its compile ({compile})").format(**values),
-                  "jit")
-
-
 CHECKS = (check_workload, check_precision, check_blocked, check_compile_excluded, check_on_device,
           check_agreement, check_stability, check_busy, check_speedup_steady, check_sample_count,
-          check_first_call, check_threads, check_tf32, check_gpu_clocks)
+          check_threads, check_tf32, check_gpu_clocks)
 
 
 def checklist(result: Result) -> list[Check]:
-    """Every check for ``result``, in a fixed order."""
-    return [check(result) for check in CHECKS]
+    """Every check for ``result``, in a fixed order: each figure's own, then the figures that must
+    agree with each other (analysis/consistency.py, the one place that holds figures together)."""
+    return [check(result) for check in CHECKS] + result_checks(result)
 
 
 def overall(checks: list[Check]) -> str:

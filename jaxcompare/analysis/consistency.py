@@ -4,25 +4,209 @@ quotes both figures.
 
 A single figure is judged by checks.py; here two figures that measure the same thing, or that
 bound each other (a first call pays at least its compile), are held against each other with
-their 95% ranges, so the noise of a shared machine alone never fires a finding.
+their 95% ranges, so the noise of a shared machine alone never fires a finding. A result's own
+lines join its checklist (checks.checklist); they doubt the figures they name, which are never
+the speedup's two runtimes, so they warn without setting the speedup aside (analysis/trust.py).
+docs/protocol.md, "Figures that must agree", lists every check.
 """
 
 from __future__ import annotations
 
-import math
+from collections.abc import Sequence
 
+from ..i18n import N_, _
+from ..model.cases import format_shape
+from ..model.formatting import format_time, format_time_range, transfer_rate_text
+from ..model.result import Result
+from ..model.sides import JaxSide
 from ..model.stats import Stats
+from .checkline import NA, PASS, WARN, Check
+
+# A first call under this share of its fastest trace + lower + compile: a cache answered it.
+FIRST_CALL_SHARE = 0.5
+# Each line's title by its id; Check.title is it in the language in force when the line is made.
+TITLES = {
+    "first_call": N_("First call includes its compile"),
+    "recompile": N_("Recompile between compile and first call"),
+    "repeat": N_("Repeated measurement agrees"),
+    "transfer_alike": N_("Transfer judged alike"),
+}
 
 
 def disjoint(a: Stats, b: Stats) -> bool:
     """Whether two measurements of the same thing have 95% ranges that do not overlap (their
     samples' spans where a range is unknown): beyond the noise, one of them measured something else."""
-    a_low, a_high = _span(a)
-    b_low, b_high = _span(b)
-    return a_high < b_low or b_high < a_low
+    return _apart(a.range_s, b.range_s)
 
 
-def _span(s: Stats) -> tuple[float, float]:
-    low = s.ci_low_s if math.isfinite(s.ci_low_s) else s.min_s
-    high = s.ci_high_s if math.isfinite(s.ci_high_s) else max(s.samples_s, default=s.median_s)
-    return low, high
+def _apart(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    """Whether two ranges (low, high) do not meet."""
+    return a[1] < b[0] or b[1] < a[0]
+
+
+def _line(check_id: str, status: str, reason: str, pitfall: str | None = None) -> Check:
+    return Check(check_id, _(TITLES[check_id]), status, reason, pitfall)
+
+
+def compile_range(side: JaxSide) -> tuple[float, float]:
+    """The cold compile's range: its three phases' (trace, lower, compile) ranges added up."""
+    phases = (side.trace, side.lower, side.compile)
+    return sum(p.range_s[0] for p in phases), sum(p.range_s[1] for p in phases)
+
+
+# --- a result ---------------------------------------------------------------------------------------
+def result_checks(r: Result) -> list[Check]:
+    """A result's lines for its checklist (checks.checklist adds them), in a fixed order."""
+    return [check_first_call(r), check_recompile(r)]
+
+
+def _fresh(r: Result) -> bool:
+    """Whether the first call was timed in fresh processes (and the worker's recompile kept beside it)."""
+    where = r.jax.protocol.get("first_call")
+    return isinstance(where, dict) and where.get("process") == "fresh" and r.jax.first_call_recompile is not None
+
+
+def check_first_call(r: Result) -> Check:
+    """A first call with a cold cache traces, lowers and compiles, so it cannot be shorter than its
+    own compile. Under half the fastest compile, a cache answered it (a cache hit is a hundred
+    times shorter). Shorter beyond both ranges, it was timed after something had been compiled
+    already: it is not what a first %time pays. On a busy machine both wander by ±50% (measured),
+    so ranges that overlap pass. Above its compile and one run beyond their ranges, a fresh process's
+    first call is explained: the rest is that process's first use of JAX, beside the worker's recompile."""
+    side = r.jax
+    first, compile_s = side.first_call.median_s, side.compile_total_s
+    fastest = sum(p.min_s for p in (side.trace, side.lower, side.compile))
+    values = {"first": format_time(first), "compile": format_time(compile_s)}
+    if first > 0 and fastest > 0 and first < FIRST_CALL_SHARE * fastest:
+        return _line("first_call", WARN, _("the first call ({first}) took less than its own compile ({compile}): "
+                                           "a cache answered it, or the clock is wrong").format(**values), "jit")
+    first_low, first_high = side.first_call.range_s
+    compile_low, compile_high = compile_range(side)
+    values |= {"first_low": format_time(first_low), "first_high": format_time(first_high),
+               "compile_low": format_time(compile_low), "compile_high": format_time(compile_high)}
+    if first > 0 and first < compile_s and first_high < compile_low:
+        return _line("first_call", WARN, _(
+            "the first call, {first} ({first_low} to {first_high}), took less than its own compile, {compile} "
+            "({compile_low} to {compile_high}), beyond both ranges: a first call cheaper than its compile cannot "
+            "have paid for it, so it was timed after something was already compiled and does not show what a "
+            "user's %time of the first call pays").format(**values), "jit")
+    if first < compile_s:
+        return _line("first_call", PASS, _(
+            "the first call, {first} ({first_low} to {first_high}), is below its compile's median ({compile}) "
+            "but within its range ({compile_low} to {compile_high}): the compile's samples wander").format(**values),
+            "jit")
+    # Above its compile and one run beyond their ranges, a fresh first call paid for more: say what.
+    if _fresh(r) and first_low > compile_high + side.runtime.range_s[1]:
+        recompile = side.first_call_recompile
+        assert recompile is not None  # _fresh
+        return _line("first_call", PASS, _(
+            "the first call ({first}, in a fresh process) includes its compile ({compile}) and one run ({runtime}); "
+            "the other {rest} is what a new process pays on its first call only, as JAX and XLA set themselves "
+            "up for their first trace, lowering and compile: the worker's first call after jax.clear_caches() "
+            "took {recompile}").format(runtime=format_time(side.runtime.median_s),
+                                       rest=format_time(first - compile_s - side.runtime.median_s),
+                                       recompile=format_time(recompile.median_s), **values), "jit")
+    return _line("first_call", PASS, _("the first call ({first}) includes its compile ({compile})").format(**values),
+                 "jit")
+
+
+def check_recompile(r: Result) -> Check:
+    """Where the first call came from fresh processes, the worker's first call after
+    jax.clear_caches() (a recompile) lies between the two: it compiles as the compile phase does,
+    then runs, so it is not shorter than that compile; and a new process pays at least what a warm
+    one does, so the fresh first call is not shorter than the recompile. Each only beyond both ranges."""
+    side = r.jax
+    recompile = side.first_call_recompile
+    if not _fresh(r) or recompile is None:
+        return _line("recompile", NA, _("not applicable: the first call was timed in this worker, not in fresh "
+                                        "processes"), "jit")
+    compile_low, compile_high = compile_range(side)
+    values = {"recompile": format_time(recompile.median_s),
+              "recompile_range": format_time_range(*recompile.range_s),
+              "compile": format_time(side.compile_total_s),
+              "compile_range": format_time_range(compile_low, compile_high),
+              "first": format_time(side.first_call.median_s),
+              "first_range": format_time_range(*side.first_call.range_s)}
+    if recompile.range_s[1] < compile_low:
+        return _line("recompile", WARN, _(
+            "the worker's first call after jax.clear_caches(), {recompile} ({recompile_range}), took less than the "
+            "compile alone, {compile} ({compile_range}), beyond both ranges: a cache the clearing missed answered "
+            "it, or the machine's speed changed between them").format(**values), "jit")
+    if side.first_call.below(recompile):
+        return _line("recompile", WARN, _(
+            "the first call in a fresh process, {first} ({first_range}), took less than the worker's first call "
+            "after jax.clear_caches(), {recompile} ({recompile_range}), beyond both ranges: a new process cannot "
+            "start cheaper than a warm one, so the machine's speed changed between them").format(**values), "jit")
+    if side.compile_total_s <= recompile.median_s <= side.first_call.median_s:
+        return _line("recompile", PASS, _(
+            "the worker's first call after jax.clear_caches() ({recompile}) lies between the compile ({compile}) "
+            "and the first call in a fresh process ({first})").format(**values), "jit")
+    return _line("recompile", PASS, _(
+        "the worker's first call after jax.clear_caches(), {recompile} ({recompile_range}), is out of order with "
+        "the compile, {compile} ({compile_range}), or the first call in a fresh process, {first} ({first_range}), "
+        "but within their ranges: their samples wander").format(**values), "jit")
+
+
+# --- the same measurement more than once (a versions run's rounds) ---------------------------------
+# A sweep never measures a shape twice (its sizes are deduplicated), and sizes that differ may well
+# disagree, so a sweep's only lines are each point's own.
+# The phases two measurements of one case, shape and precision on one device must agree on, by
+# how a finding names them.
+REPEATED = {"numpy": N_("NumPy's runtime"), "runtime": N_("JAX's runtime"), "compile": N_("the compile")}
+
+
+def _key(r: Result) -> tuple[object, ...]:
+    """What makes two results the same measurement: case, shape, precision, dtype and device."""
+    return r.case, r.shape, r.precision, r.dtype, r.backend, r.jax.device_kind
+
+
+def _phase_range(r: Result, phase: str) -> tuple[float, float, float]:
+    """(median, low, high) of a repeated phase; the compile's range adds up its three phases'."""
+    if phase == "compile":
+        return (r.jax.compile_total_s, *compile_range(r.jax))
+    stats = r.phase(phase)
+    return (stats.median_s, *stats.range_s)
+
+
+def repeat_checks(results: Sequence[Result]) -> list[Check]:
+    """Every result measured again among ``results`` (the same case, shape, precision and device)
+    held against its first measurement: a phase whose two ranges do not meet, and a transfer
+    aliased in one and copied in the other. One line per finding; [] when nothing repeats or all agree."""
+    first_seen: dict[tuple[object, ...], Result] = {}
+    lines: list[Check] = []
+    for r in results:
+        earlier = first_seen.setdefault(_key(r), r)
+        if earlier is not r:
+            lines += _repeat_lines(earlier, r)
+    return lines
+
+
+def _repeat_lines(a: Result, b: Result) -> list[Check]:
+    where = _("{case} {shape} {precision}").format(case=a.case, shape=format_shape(a.shape), precision=a.precision)
+    lines = []
+    for phase, name in REPEATED.items():
+        (a_med, a_low, a_high), (b_med, b_low, b_high) = _phase_range(a, phase), _phase_range(b, phase)
+        if _apart((a_low, a_high), (b_low, b_high)):
+            lines.append(_line("repeat", WARN, _(
+                "{phase} of {where}, measured twice: {first} ({first_range}), then {second} ({second_range}), "
+                "ranges that do not meet: the machine's speed changed between them, so neither figure alone "
+                "stands for this size").format(phase=_(name), where=where, first=format_time(a_med),
+                                               first_range=format_time_range(a_low, a_high),
+                                               second=format_time(b_med),
+                                               second_range=format_time_range(b_low, b_high))))
+    if a.jax.transfer_zero_copy != b.jax.transfer_zero_copy:
+        aliased, copied = (a, b) if a.jax.transfer_zero_copy else (b, a)
+        lines.append(_line("transfer_alike", WARN, _(
+            "the transfer of {where}, measured twice: {aliased} ({aliased_text}), and {copied} ({copied_text}): "
+            "the same inputs, aliased once and copied once, so the transfer and the break-even differ between "
+            "the two for a reason that is not JAX's").format(
+            where=where, aliased=format_time(aliased.jax.transfer.median_s), aliased_text=transfer_rate_text(aliased),
+            copied=format_time(copied.jax.transfer.median_s), copied_text=transfer_rate_text(copied)), "transfer"))
+    return lines
+
+
+# --- a versions run ---------------------------------------------------------------------------------
+def version_checks(rounds: Sequence[Result], pooled: Result) -> list[Check]:
+    """One version's findings, those that warn: its rounds held against each other (each round is
+    the same measurement), then its pooled result's own lines (its first call against its compile)."""
+    return [c for c in (*repeat_checks(rounds), *result_checks(pooled)) if c.status == WARN]

@@ -153,13 +153,13 @@ def _doubt_help(result: Result) -> str:
 def transfer_help(result: Result) -> str:
     """The Transfer figure's help: what was copied, across which link, how fast."""
     text = _("Host→device copy of the inputs (device_put, blocked).")
+    rate = transfer_rate_text(result)  # the one wording of what the transfer did, aliased or copied
     if result.jax.transfer_zero_copy:
-        return sentences(text, _("Near zero here: the CPU backend aliased the NumPy buffer (no copy)."))
+        return sentences(text, _("Near zero here: {rate}.").format(rate=rate))
     link = link_name(result.backend, result.jax.device_kind)
     crosses = "" if link is None else _(
         "On a {backend} the copy crosses {link} from host memory to the device's.").format(
         backend=result.backend.upper(), link=link)
-    rate = transfer_rate_text(result)
     return sentences(text, crosses, _("Achieved: {rate}.").format(rate=rate) if rate else "")
 
 

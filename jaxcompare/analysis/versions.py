@@ -14,7 +14,9 @@ from ..i18n import _
 from ..model.cases import format_shape
 from ..model.result import Result, finite_or_none
 from ..model.stats import Stats
+from .checkline import Check
 from .compare import FASTER, SAME, SLOWER, Verdict, verdict
+from .consistency import version_checks
 
 SCHEMA = "jaxcompare.versions/1"
 # The JAX phases pooled across rounds (the NumPy runtime is pooled across every version: shared_numpy).
@@ -118,6 +120,12 @@ def pooled_runs(runs: Sequence[Any]) -> tuple[Stats | None, list[tuple[Any, Resu
     return numpy, [(run, pool_rounds(run.results, numpy)) for run in measured]
 
 
+def findings(runs_pooled: Sequence[tuple[Any, Result]]) -> dict[str, list[Check]]:
+    """Each version's figures that contradict each other (consistency.version_checks: its rounds
+    against each other, its first call against its compile), by the version asked for; [] where none."""
+    return {run.requested: version_checks(run.results, result) for run, result in runs_pooled}
+
+
 def versions_document(runs: Sequence[Any], rounds: int, python: str) -> dict[str, Any]:
     """The ``versions --json`` record (docs/json.md), in English; ``python``: the host's interpreter."""
     from .. import i18n
@@ -125,6 +133,7 @@ def versions_document(runs: Sequence[Any], rounds: int, python: str) -> dict[str
     _numpy, pooled = pooled_runs(runs)
     with i18n.using(i18n.SOURCE_LANGUAGE):
         comparisons = compare_versions([(run.requested, result) for run, result in pooled])
+        found = findings(pooled)
     entries = []
     for run, result in pooled:
         jax_version, jaxlib_version = real_versions(result)
@@ -134,7 +143,8 @@ def versions_document(runs: Sequence[Any], rounds: int, python: str) -> dict[str
                         "python": env.python if foreign else python,
                         "environment": str(env.path) if foreign else None,
                         "environment_made": bool(env and env.made), "rounds": len(run.results),
-                        "error": run.error, "result": result.to_dict()})
+                        "error": run.error, "consistency": [c.to_dict() for c in found[run.requested]],
+                        "result": result.to_dict()})
     unavailable = [{"requested": run.requested, "error": run.error} for run in runs if not run.results]
     return {"schema": SCHEMA, "rounds": rounds, "versions": entries, "unavailable": unavailable,
             "comparisons": comparisons}

@@ -10,15 +10,16 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..analysis.versions import compare_versions, pooled_runs, real_versions, release_key
+from ..analysis.checkline import Check
+from ..analysis.versions import compare_versions, findings, pooled_runs, real_versions, release_key
 from ..engine import envs
 from ..engine.process import Cancelled
 from ..engine.runner import Job, Owner, Runner
 from ..engine.settings import Settings
 from ..engine.versions import StopSignal, VersionRun, measure_versions
-from ..i18n import N_, _
+from ..i18n import N_, _, ngettext
 from ..model.errors import BadInput
-from ..model.formatting import format_factor, format_time, format_time_range
+from ..model.formatting import format_factor, format_time, format_time_range, markdown_literal
 from ..model.result import Result
 from ..model.spec import Spec
 from .controls import CompareConfig
@@ -132,29 +133,60 @@ class VersionsOutcome:
 
     pooled: list[tuple[str, Result]]
     errors: list[str]
+    # Each version's rounds, for the figures that contradict each other (findings).
+    rounds: dict[str, list[Result]] = field(default_factory=dict)
 
     @property
     def comparisons(self) -> list[dict[str, Any]]:
         """Adjacent versions compared, worded in the reader's language of this moment."""
         return compare_versions(self.pooled)
 
+    @property
+    def findings(self) -> dict[str, list[Check]]:
+        """Each version's figures that contradict each other, in the reader's language of this moment."""
+        return findings([(_Rounds(version, self.rounds.get(version) or [result]), result)
+                         for version, result in self.pooled])
+
+
+@dataclass(frozen=True)
+class _Rounds:
+    """A version's rounds as analysis.versions.findings reads a run: what was asked for, its results."""
+
+    requested: str
+    results: list[Result]
+
 
 def outcome(runs: list[VersionRun]) -> VersionsOutcome:
     _numpy, pooled = pooled_runs(runs)
     ordered = sorted(((run.requested, result) for run, result in pooled), key=lambda item: release_key(item[0]))
-    return VersionsOutcome(ordered, [run.error for run in runs if run.error])
+    return VersionsOutcome(ordered, [run.error for run in runs if run.error],
+                           {run.requested: list(run.results) for run, _result in pooled})
 
 
-def versions_table(pooled: list[tuple[str, Result]]) -> list[dict[str, str]]:
-    """One row per version: runtime with its 95% range, compile, first call, speedup, what really ran."""
+def versions_table(pooled: list[tuple[str, Result]],
+                   found: dict[str, list[Check]] | None = None) -> list[dict[str, str]]:
+    """One row per version: runtime with its 95% range, compile, first call, speedup, what really ran,
+    and whether its figures agree (``found``: VersionsOutcome.findings; how many do not)."""
     rows = []
     for requested, result in pooled:
         runtime = result.jax.runtime
         jax_version, jaxlib_version = real_versions(result)
-        rows.append({_("JAX asked for"): requested, _("JAX runtime"): format_time(runtime.median_s),
-                     _("95% range"): format_time_range(runtime.ci_low_s, runtime.ci_high_s),
-                     _("Compile"): format_time(result.jax.compile_total_s),
-                     _("First call"): format_time(result.jax.first_call.median_s),
-                     _("Speedup"): format_factor(result.speedup),
-                     _("jax (ran)"): jax_version or "?", _("jaxlib (ran)"): jaxlib_version or "?"})
+        row = {_("JAX asked for"): requested, _("JAX runtime"): format_time(runtime.median_s),
+               _("95% range"): format_time_range(runtime.ci_low_s, runtime.ci_high_s),
+               _("Compile"): format_time(result.jax.compile_total_s),
+               _("First call"): format_time(result.jax.first_call.median_s),
+               _("Speedup"): format_factor(result.speedup),
+               _("jax (ran)"): jax_version or "?", _("jaxlib (ran)"): jaxlib_version or "?"}
+        if found is not None:  # a count: the findings' titles did not fit the column
+            n = len(found.get(requested, []))
+            row[_("Figures agree")] = ngettext("no: {n} finding below", "no: {n} findings below", n).format(n=n) \
+                if n else _("yes")
+        rows.append(row)
     return rows
+
+
+def findings_markdown(found: dict[str, list[Check]]) -> list[str]:
+    """Each figure of a version that contradicts another, a Markdown line quoting both figures."""
+    return [_("JAX {version}: **{title}**: {reason}").format(version=markdown_literal(version), title=line.title,
+                                                            reason=markdown_literal(line.reason))
+            for version, lines in found.items() for line in lines]

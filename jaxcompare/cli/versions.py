@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from ..analysis.versions import compare_versions, pooled_runs, real_versions, versions_document
+from ..analysis.versions import compare_versions, findings, pooled_runs, real_versions, versions_document
 from ..catalog import get_case
 from ..i18n import N_, _, translate_text
 from ..model.cases import format_shape
@@ -79,8 +79,11 @@ def handle(args: argparse.Namespace) -> int:
     if args.json:
         write_json(args.json, versions_document(runs, args.rounds, sys.executable))
     if args.json != "-":
-        for _run, result in pooled:
+        found = findings(pooled)
+        for run, result in pooled:
             print(version_line(result), file=out)
+            for line in found[run.requested]:  # figures of this version that cannot all be true
+                print("  " + _("{title}: {reason}").format(title=line.title, reason=line.reason), file=out)
         if numpy is not None:
             print("  " + _("NumPy (one for every version, {n} samples): {median}").format(
                 n=numpy.n, median=format_time(numpy.median_s)), file=out)

@@ -318,11 +318,6 @@ def _notes(spec: Spec, jax: JaxSide, platform: str, *, cpu_side_missing: bool = 
     if cpu_side_missing:
         notes.append(N_("JAX on the CPU was not measured: this worker's JAX has no CPU backend "
                         "(JAX_PLATFORMS leaves it out)"))
-    if jax.transfer_zero_copy:
-        notes.append(N_(
-            "transfer is near zero because the CPU backend aliased the NumPy buffer (zero-copy): "
-            "no bytes were copied"
-        ))
     if agreement["numpy_dtype"] != spec.dtype:
         notes.append(N_("NumPy returned {returned} for {dtype} inputs (it upcasts)").format(
             returned=agreement["numpy_dtype"], dtype=spec.dtype))

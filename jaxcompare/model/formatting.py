@@ -321,17 +321,22 @@ def format_bandwidth(bytes_per_s: float | None) -> str:
 
 
 def transfer_rate_text(result: Result) -> str:
-    """What the transfer moved and how fast: '12.3 GB/s host→device over PCIe', 'no copy: the
-    CPU backend aliased the NumPy buffer', '1.2 GB/s, a copy within host memory'; '' when the
+    """What the transfer did and how fast, the one wording every front end and check uses: '12.3 GB/s
+    host→device over PCIe'; on the CPU backend whether it aliased the NumPy buffer or copied it, and
+    why (XLA uses a buffer in place only when it is 64-byte aligned, and where NumPy's allocator put
+    the inputs varies from process to process, so two runs of one case may differ); '' when the
     size was not recorded."""
     if result.jax.transfer_zero_copy:
-        return _("no copy: the CPU backend aliased the NumPy buffer")
+        return _("no copy: the CPU backend used the NumPy buffer in place, as it does when the buffer is 64-byte "
+                 "aligned (where NumPy put it varies from run to run; an unaligned one is copied)")
     rate = result.jax.transfer_bytes_per_s
     if rate is None:
         return ""
     link = link_name(result.backend, result.jax.device_kind)
     if link is None:
-        return _("{rate}, a copy within host memory").format(rate=format_bandwidth(rate))
+        return _("{rate}, a copy within host memory: the CPU backend uses a NumPy buffer in place only when it is "
+                 "64-byte aligned, and where NumPy put this one varies from run to run").format(
+            rate=format_bandwidth(rate))
     return _("{rate} host→device over {link}").format(rate=format_bandwidth(rate), link=link)
 
 
