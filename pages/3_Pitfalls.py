@@ -56,7 +56,7 @@ def harvest() -> None:
     job = jobs.take_finished(JOB, ERROR)
     if job is None:
         return
-    entries = pv.section_entries(job.value, meta.get("timing", "careful"))
+    entries = pv.section_entries(job.value, meta.get("timing", "careful"), run=job.id)
     st.session_state[RESULTS] = {**st.session_state.get(RESULTS, {}), **entries}
 
 
@@ -117,6 +117,9 @@ def section(meta: Mapping[str, str], entry: Mapping[str, Any] | None, case: Case
         with st.container(border=True):
             st.markdown(f"**{pv.verdict_text(pitfall, section_backend)}**")
             st.markdown(pv.how_wrong(pitfall, section_backend))
+            busy_note = pv.busy_note(entry)
+            if busy_note:
+                st.warning(busy_note, icon=":material/speed:")
             if pid == "tf32" and pv.tf32_errors(pitfall):
                 st.markdown(pv.tf32_errors(pitfall))
         side_grid([(role, side, True) for role, side in pv.sides(pitfall)])
@@ -130,7 +133,7 @@ def section(meta: Mapping[str, str], entry: Mapping[str, Any] | None, case: Case
         gap_chart = size_gap_chart(pitfall) if pid == "size" else None
         if gap_chart is not None:
             st.altair_chart(chart_ui.svg_rendered(gap_chart), width="stretch")
-        st.caption(pv.measured_caption(context, entry["timing"])
+        st.caption(pv.measured_caption(context, entry["timing"], pitfall)
                    + config.changed_note(shape, context["case"], context["shape"], context["precision"]))
     row = st.container(horizontal=True)
     row.button(_("Measure this section") if pitfall is None else _("Measure this section again"),
@@ -183,6 +186,11 @@ elif not results:
     st.info(_("**Run all pitfalls** (sidebar) measures all {count} sections in one job; each section can also "
               "be measured on its own.").format(count=len(PITFALLS)), icon=":material/play_arrow:")
 st.markdown(pv.markdown_table(pv.summary_rows(results)))
+busy_summary = pv.busy_summary(results)
+if busy_summary:
+    st.warning(busy_summary, icon=":material/speed:")
+for finding in pv.run_findings(results):
+    st.warning(pv.finding_text(finding), icon=":material/compare_arrows:")
 
 for meta in PITFALLS:
     section(meta, results.get(meta["id"]), case, config, shape, backend, busy)
