@@ -117,11 +117,11 @@ def section(meta: Mapping[str, str], entry: Mapping[str, Any] | None, case: Case
         with st.container(border=True):
             st.markdown(f"**{pv.verdict_text(pitfall, section_backend)}**")
             st.markdown(pv.how_wrong(pitfall, section_backend))
+            if pid == "tf32" and pv.tf32_errors(pitfall):
+                st.markdown(pv.tf32_errors(pitfall))
             busy_note = pv.busy_note(entry)
             if busy_note:
                 st.warning(busy_note, icon=":material/speed:")
-            if pid == "tf32" and pv.tf32_errors(pitfall):
-                st.markdown(pv.tf32_errors(pitfall))
         side_grid([(role, side, True) for role, side in pv.sides(pitfall)])
     else:  # the code each side will run, before anything is measured
         preview = pv.preview(pid, case, shape or case.large_shape, config.precision)

@@ -163,7 +163,7 @@ def test_the_page_counts_busy_sections_and_names_a_runs_disagreement_while_its_s
     assert rows["1. JIT"]["Machine"] == "busy (1.37 cores)" and rows["3. Dtypes"]["Machine"] == "quiet"
     assert rows["2. Async dispatch"]["Machine"] == "—"
     assert pv.busy_summary(results).startswith("1 of 3 pitfalls were timed while the machine was busy")
-    assert pv.busy_note(results["jit"]).startswith("**Machine quiet**: other programs used 1.37 cores")
+    assert pv.busy_note(results["jit"]).startswith("**Busy machine**: other programs used 1.37 cores")
     assert pv.busy_note(results["dtype"]) is None
     caption = pv.measured_caption(results["dtype"]["context"], "quick", results["dtype"]["pitfall"])
     assert caption.endswith("quick timing · other programs used 0.12 cores while this pitfall was timed")

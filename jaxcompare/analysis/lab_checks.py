@@ -37,7 +37,7 @@ def busy_check(pitfall: Mapping[str, Any], others_source: str | None = "cores") 
 
 def check_line(check: Check) -> str:
     """'[warn] Machine quiet: other programs used 1.02 cores ...': one of the lab's checklist lines, as text."""
-    return f"[{_(STATUS_WORDS[check.status])}] {check.title}: {check.reason}"
+    return f"[{_(STATUS_WORDS[check.status])}] " + _("{title}: {reason}").format(title=check.title, reason=check.reason)
 
 
 def is_busy_pitfall(pitfall: Mapping[str, Any]) -> bool:

@@ -361,7 +361,7 @@ def busy_check(entry: Mapping[str, Any]) -> Check:
 def busy_note(entry: Mapping[str, Any]) -> str | None:
     """The warning beside a section's lesson when it was timed on a busy machine (None when not)."""
     check = busy_check(entry)
-    return f"**{check.title}**: {check.reason}" if check.status == WARN else None
+    return _("**Busy machine**: {reason}").format(reason=check.reason) if check.status == WARN else None
 
 
 def busy_summary(results: Mapping[str, Mapping[str, Any]]) -> str | None:
@@ -384,7 +384,8 @@ def run_findings(results: Mapping[str, Mapping[str, Any]]) -> list[Check]:
 
 
 def finding_text(check: Check) -> str:
-    return f"**{check.title}**: {check.reason}"
+    """A checklist line of the lab as Markdown: its title in bold, then its reason."""
+    return _("**{title}**: {reason}").format(title=check.title, reason=check.reason)
 
 
 def markdown_table(rows: Sequence[Mapping[str, str]]) -> str:
