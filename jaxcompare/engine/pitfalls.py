@@ -296,15 +296,14 @@ class Lab:
     """Shared state for one pitfalls run: the case, inputs, jitted function, timers, and the load
     meter that records how busy the machine was in each phase (the baseline, then each pitfall)."""
 
-    def __init__(self, spec: Spec, clock: Clock, sections: tuple[str, ...] = (),
-                 load: LoadMeter | None = None) -> None:
+    def __init__(self, spec: Spec, clock: Clock, sections: tuple[str, ...] = ()) -> None:
         import jax
 
         self.jax = jax
         self.spec = spec
         self.cfg = lab_timing(spec.timing)
         self.clock = clock
-        self.load = load if load is not None else LoadMeter()
+        self.load = LoadMeter()
         self.fresh_load: dict[str, Any] = {}  # pitfall 7's processes' meter (FreshProcesses.load)
         self.case: Case = get_case(spec.case, spec.cases_file)
         self.case.check_shape(spec.shape)
@@ -549,13 +548,11 @@ MEASURE = {"jit": pitfall_jit, "async": pitfall_async, "dtype": pitfall_dtype,
 
 def measure_pitfalls(spec: Spec, sections: tuple[str, ...] = SECTIONS,
                      progress: Callable[[str, float], None] | None = None,
-                     clock: Clock = time.perf_counter_ns, fresh: FreshProcesses | None = None,
-                     load: LoadMeter | None = None) -> dict[str, Any]:
+                     clock: Clock = time.perf_counter_ns, fresh: FreshProcesses | None = None) -> dict[str, Any]:
     """Measure the chosen pitfall sections for ``spec`` (in a worker of matching precision);
-    ``fresh``: pitfall 7's processes, already run (pitfall_cache); ``load``: the meter (tests
-    inject its counters)."""
+    ``fresh``: pitfall 7's processes, already run (pitfall_cache)."""
     check_precision(spec.precision)
-    lab = Lab(spec, clock, sections, load)
+    lab = Lab(spec, clock, sections)
     out = []
     for i, pid in enumerate(sections):
         if progress is not None:
