@@ -9,6 +9,7 @@ from typing import Any
 import streamlit as st
 
 from jaxcompare import Case, JaxCompareError
+from jaxcompare.analysis.checks import WARN
 from jaxcompare.app import access, cases_ui, chart_ui, controls, form_ui, jobs, navigation, resources, ui
 from jaxcompare.app import pitfalls_view as pv
 from jaxcompare.app.charts_pitfalls import pitfall_chart
@@ -190,7 +191,7 @@ busy_summary = pv.busy_summary(results)
 if busy_summary:
     st.warning(busy_summary, icon=":material/speed:")
 for finding in pv.run_findings(results):
-    st.warning(pv.finding_text(finding), icon=":material/compare_arrows:")
+    (st.warning if finding.status == WARN else st.info)(pv.finding_text(finding), icon=":material/compare_arrows:")
 
 for meta in PITFALLS:
     section(meta, results.get(meta["id"]), case, config, shape, backend, busy)

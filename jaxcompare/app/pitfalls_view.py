@@ -384,7 +384,10 @@ def run_findings(results: Mapping[str, Mapping[str, Any]]) -> list[Check]:
 
 
 def finding_text(check: Check) -> str:
-    """A checklist line of the lab as Markdown: its title in bold, then its reason."""
+    """A finding of the run as Markdown, led by what it is (the check's title, "Figures of the run
+    agree", would read as the opposite above a warning)."""
+    if check.status == WARN:
+        return _("**Figures that disagree**: {reason}").format(reason=check.reason)
     return _("**{title}**: {reason}").format(title=check.title, reason=check.reason)
 
 
