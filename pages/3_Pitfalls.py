@@ -9,6 +9,7 @@ from typing import Any
 import streamlit as st
 
 from jaxcompare import Case, JaxCompareError
+from jaxcompare.analysis.checks import WARN
 from jaxcompare.app import access, cases_ui, chart_ui, controls, form_ui, jobs, navigation, resources, ui
 from jaxcompare.app import pitfalls_view as pv
 from jaxcompare.app.charts_pitfalls import pitfall_chart
@@ -56,7 +57,7 @@ def harvest() -> None:
     job = jobs.take_finished(JOB, ERROR)
     if job is None:
         return
-    entries = pv.section_entries(job.value, meta.get("timing", "careful"))
+    entries = pv.section_entries(job.value, meta.get("timing", "careful"), run=job.id)
     st.session_state[RESULTS] = {**st.session_state.get(RESULTS, {}), **entries}
 
 
@@ -119,6 +120,9 @@ def section(meta: Mapping[str, str], entry: Mapping[str, Any] | None, case: Case
             st.markdown(pv.how_wrong(pitfall, section_backend))
             if pid == "tf32" and pv.tf32_errors(pitfall):
                 st.markdown(pv.tf32_errors(pitfall))
+            busy_note = pv.busy_note(entry)
+            if busy_note:
+                st.warning(busy_note, icon=":material/speed:")
         side_grid([(role, side, True) for role, side in pv.sides(pitfall)])
     else:  # the code each side will run, before anything is measured
         preview = pv.preview(pid, case, shape or case.large_shape, config.precision)
@@ -130,7 +134,7 @@ def section(meta: Mapping[str, str], entry: Mapping[str, Any] | None, case: Case
         gap_chart = size_gap_chart(pitfall) if pid == "size" else None
         if gap_chart is not None:
             st.altair_chart(chart_ui.svg_rendered(gap_chart), width="stretch")
-        st.caption(pv.measured_caption(context, entry["timing"])
+        st.caption(pv.measured_caption(context, entry["timing"], pitfall)
                    + config.changed_note(shape, context["case"], context["shape"], context["precision"]))
     row = st.container(horizontal=True)
     row.button(_("Measure this section") if pitfall is None else _("Measure this section again"),
@@ -183,6 +187,11 @@ elif not results:
     st.info(_("**Run all pitfalls** (sidebar) measures all {count} sections in one job; each section can also "
               "be measured on its own.").format(count=len(PITFALLS)), icon=":material/play_arrow:")
 st.markdown(pv.markdown_table(pv.summary_rows(results)))
+busy_summary = pv.busy_summary(results)
+if busy_summary:
+    st.warning(busy_summary, icon=":material/speed:")
+for finding in pv.run_findings(results):
+    (st.warning if finding.status == WARN else st.info)(pv.finding_text(finding), icon=":material/compare_arrows:")
 
 for meta in PITFALLS:
     section(meta, results.get(meta["id"]), case, config, shape, backend, busy)

@@ -5,6 +5,7 @@ section. (The English page: tests/test_pitfalls_page.py.)"""
 from __future__ import annotations
 
 import os
+import re
 
 import browser_support as bs
 import pytest
@@ -92,4 +93,29 @@ def test_a_deep_link_scrolls_to_its_section(server, browser):
     box = heading.bounding_box()
     assert box is not None and 0 <= box["y"] < 900, f"section heading not in view: {box}"
     assert page.url.endswith("#pitfall-size")  # the page kept the link's URL (no rewrite)
+    page.close()
+
+
+def test_on_a_busy_machine_a_section_says_so_beside_its_lesson_and_the_summary_counts_it(server, browser, neighbour,
+                                                                                         tmp_path):
+    """Issue 44: pitfalls measured while another program kept a core busy never said so. One
+    section, a small shape, quick timing: the lab's meter must see the neighbour, and the page show it."""
+    page = bs.open_page(browser, f"{server}/Pitfalls?case=matmul&shape=200x200&timing=quick", height=1200)
+    page.locator(".st-key-run_pitfall_async button").click()
+    bs.wait_or_say(page, f"{bs.MAIN} [data-testid='stAlert']:has-text('while this pitfall was timed')",
+                   timeout=180_000)
+    page.wait_for_selector(bs.IDLE, timeout=60_000)
+    assert neighbour.is_running(), "the neighbour stopped before the section was timed"
+    bs.assert_no_error(page)
+    text = bs.main_text(page)
+    assert "1 of 1 pitfalls were timed while the machine was busy" in text
+    assert re.search(r"Busy machine: other programs used \d+\.\d\d cores while this pitfall was timed", text)
+    assert re.search(r"\| busy \(\d+\.\d\d cores\)|busy \(\d+\.\d\d cores\)", text)  # the summary's Machine cell
+    # The note sits in the section it is about, beside its lesson ("How wrong").
+    box = section_box(page, "async")
+    note = page.locator(f"{bs.MAIN} [data-testid='stAlert']", has_text="while this pitfall was timed").bounding_box()
+    scroll = page.evaluate("() => window.scrollY")
+    assert box["y"] <= note["y"] + scroll <= box["y"] + box["height"], (box, note)
+    shots = os.environ.get("JAXCOMPARE_SHOT_DIR") or str(tmp_path)  # where a person looks at it
+    page.screenshot(path=f"{shots}/pitfall_busy.png", full_page=True)
     page.close()

@@ -49,6 +49,8 @@ def test_x32_x64_x32_and_the_restart_pitfall_never_share_the_device(tmp_path, ca
     fresh = [pid for pid, what, _ in log if what == "restart"]
     cache = next(p for p in report["pitfalls"] if p["id"] == "cache")
     assert len(fresh) == 1 + 2 * cache["naive"]["processes"] >= 9, (log, cache)
+    # The runner metered them where they ran, and the worker's report carries that reading.
+    assert report["load"]["phases"]["cache"]["wall_s"] > 0 and cache["load"]["phases"] == ["baseline", "cache"]
     # They ran between the x64 worker and the x32 worker's return.
     order = [pid for pid, _, _ in log]
     assert order.index(workers[1]) < order.index(fresh[0]) and order.index(fresh[-1]) < order.index(workers[2])

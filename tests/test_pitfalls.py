@@ -9,7 +9,7 @@ from support import QUICK
 
 from jaxcompare import JobFailed, Spec
 from jaxcompare.engine.load import LoadMeter, is_busy
-from jaxcompare.engine.pitfalls import SECTIONS
+from jaxcompare.engine.pitfalls import LOAD_PHASES, SECTIONS
 from jaxcompare.engine.restart import fresh_first_call
 
 pytestmark = pytest.mark.slow  # a minute or more: collected first (conftest)
@@ -58,6 +58,14 @@ def test_every_pitfall_is_reported_with_both_sides(lab):
             assert pitfall[side]["seconds"] > 0 and pitfall[side]["conclusion"]
         assert "naive:" in pitfall["verdict"] and "measured properly" in pitfall["verdict"]
         assert pitfall["doc"].startswith("https://docs.jax.dev/")
+        # The busy meter's reading of the phases its figures were timed in, by the checklist's rule.
+        reading = pitfall["load"]
+        assert reading["phases"] == list(LOAD_PHASES[pitfall["id"]])
+        assert reading["others_cores"] is not None and reading["others_cores"] >= 0
+        assert reading["busy"] == is_busy(reading["others_cores"])
+    # The x64 worker's fair float64 side carries its own worker's reading.
+    fair64 = next(s for s in lab["dtype"]["extra"] if s.get("dtype") == "float64")
+    assert fair64["load"]["phases"] == ["baseline"] and fair64["load"]["others_cores"] is not None
 
 
 def test_first_call_is_well_above_steady_state(lab_and_load):

@@ -10,6 +10,7 @@ import pytest
 from _pitfalls import check_ranges_and_effect
 from support import cli
 
+from jaxcompare.analysis.checks import PASS, WARN
 from jaxcompare.engine.pitfalls import EFFECTS, SECTIONS
 
 pytestmark = pytest.mark.slow  # 20 s or more beside other tests: collected first, so workers end together
@@ -42,3 +43,14 @@ def test_pitfalls_cli_json(cli_doc):
 def test_a_bad_section_is_one_line_and_exit_2(sections, said):
     proc = cli("pitfalls", "--quick", "--sections", *sections)
     assert proc.returncode == 2 and said in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_each_pitfall_carries_the_machines_reading_and_the_run_its_findings(cli_doc):
+    busy = [p["load"]["busy"] for p in cli_doc["pitfalls"]]
+    assert cli_doc["busy_pitfalls"] == sum(busy)
+    assert set(cli_doc["load"]["phases"]) >= {"baseline", *ASKED}  # the baseline and each pitfall's turns
+    for pitfall, was_busy in zip(cli_doc["pitfalls"], busy, strict=True):
+        [check] = pitfall["checks"]
+        assert (check["id"], check["title"], check["status"]) == ("busy", "Machine quiet", WARN if was_busy else PASS)
+        assert f"{pitfall['load']['others_cores']:.2f} cores" in check["reason"]
+    assert all(c["id"] == "pitfalls_agree" and c["status"] == WARN for c in cli_doc["consistency"])

@@ -108,6 +108,13 @@ def test_run_all_measures_seven_sections_in_one_job():
     assert any("Both float64 (jax_enable_x64)" in t for t in texts)  # the x64 worker's fair side
     table = next(t for t in texts if t.startswith("| Pitfall |"))
     assert "not measured yet" not in table and "[6. TF32" in table and "[7. Restarts" in table
+    # Each section's reading of the machine: busy ones counted above and noted beside their lesson.
+    busy = [pid for pid in SECTIONS if results[pid]["pitfall"]["load"]["busy"]]
+    assert table.count("| busy (") == len(busy) and table.count("| quiet |") == len(SECTIONS) - len(busy)
+    warnings = [w.value for w in at.warning]
+    assert sum(w.startswith("**Busy machine**: other programs used") for w in warnings) == len(busy)
+    assert any(w.startswith(f"{len(busy)} of 7 pitfalls were timed while") for w in warnings) == bool(busy)
+    assert "cache" in results["cache"]["context"]["load"]["phases"]  # pitfall 7's processes, metered
     # Pitfall 7 names the compile step of each fresh process's first call, and the cache's docs.
     assert any("compiling " in t and t.startswith("JAX **") for t in texts)
     assert any("read from the cache in " in t for t in texts)

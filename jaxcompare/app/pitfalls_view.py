@@ -11,6 +11,9 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 from urllib.parse import urlencode
 
+from ..analysis import lab_checks
+from ..analysis.checks import WARN, Check
+from ..analysis.consistency import pitfalls_findings
 from ..analysis.summary import timing_name
 from ..engine.pitfalls import DOCS, EFFECTS, PITFALLS, SECTIONS, side_roles, side_text
 from ..i18n import N_, _, translate_text
@@ -326,18 +329,66 @@ def summary_rows(results: Mapping[str, Mapping[str, Any]]) -> list[dict[str, str
     The keys are the table's column names, in the reader's language."""
     pitfall_col, naive_col, proper_col, wrong_col = _("Pitfall"), _("Naive says"), _("Measured properly"), \
         _("How wrong")
+    machine_col = _("Machine")
     rows = []
     for p in PITFALLS:
         entry = results.get(p["id"])
         row = {pitfall_col: f"[{short_title(p['id'])}](#{anchor(p['id'])})", naive_col: "—",
-               proper_col: "—", wrong_col: _("not measured yet")}
+               proper_col: "—", wrong_col: _("not measured yet"), machine_col: "—"}
         if entry:
             pitfall, backend = entry["pitfall"], entry["context"]["backend"]
             row.update({naive_col: short_speed(pitfall["naive"]),
                         proper_col: short_speed(pitfall["correct"]),
-                        wrong_col: how_wrong_short(pitfall, backend)})
+                        wrong_col: how_wrong_short(pitfall, backend), machine_col: machine_text(pitfall)})
         rows.append(row)
     return rows
+
+
+def machine_text(pitfall: Mapping[str, Any]) -> str:
+    """The summary table's Machine cell: 'busy (1.37 cores)', 'quiet', or '—' where not measured."""
+    reading = pitfall.get("load") or {}
+    if reading.get("busy"):
+        return _("busy ({cores} cores)").format(cores=f"{reading['others_cores']:.2f}")
+    return _("quiet") if reading.get("others_cores") is not None else "—"
+
+
+def busy_check(entry: Mapping[str, Any]) -> Check:
+    """A measured section's Machine quiet line (analysis.lab_checks), in the reader's language."""
+    source = (entry["context"].get("load") or {}).get("others_source", "cores")
+    return lab_checks.busy_check(entry["pitfall"], source)
+
+
+def busy_note(entry: Mapping[str, Any]) -> str | None:
+    """The warning beside a section's lesson when it was timed on a busy machine (None when not)."""
+    check = busy_check(entry)
+    return _("**Busy machine**: {reason}").format(reason=check.reason) if check.status == WARN else None
+
+
+def busy_summary(results: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """'2 of 5 pitfalls were timed while the machine was busy ...' over the sections shown."""
+    return lab_checks.busy_count_text(entry["pitfall"] for entry in results.values())
+
+
+def run_findings(results: Mapping[str, Mapping[str, Any]]) -> list[Check]:
+    """The figures that disagree within each run whose sections are shown (a section measured
+    again leaves its old run's figures out: they no longer stand on the page)."""
+    runs: dict[str, list[Mapping[str, Any]]] = {}
+    for pid in SECTIONS:
+        if pid in results:
+            runs.setdefault(str(results[pid]["context"].get("run")), []).append(results[pid])
+    findings = []
+    for entries in runs.values():
+        context = entries[0]["context"]
+        findings += pitfalls_findings({**context, "pitfalls": [e["pitfall"] for e in entries]})
+    return findings
+
+
+def finding_text(check: Check) -> str:
+    """A finding of the run as Markdown, led by what it is (the check's title, "Figures of the run
+    agree", would read as the opposite above a warning)."""
+    if check.status == WARN:
+        return _("**Figures that disagree**: {reason}").format(reason=check.reason)
+    return _("**{title}**: {reason}").format(title=check.title, reason=check.reason)
 
 
 def markdown_table(rows: Sequence[Mapping[str, str]]) -> str:
@@ -371,18 +422,24 @@ def tf32_errors(pitfall: Mapping[str, Any]) -> str | None:
              "**{highest:.2g}**.").format(default=a, highest=b)
 
 
-def measured_caption(context: Mapping[str, Any], timing: str) -> str:
-    """'Measured: matmul · 64x64 · x32 (float32) · CPU device `cpu:0` · quick timing'."""
-    return _("Measured: {case} · {shape} · {precision} ({dtype}) · {backend} device `{device}` · {timing}").format(
+def measured_caption(context: Mapping[str, Any], timing: str, pitfall: Mapping[str, Any] | None = None) -> str:
+    """'Measured: matmul · 64x64 · x32 (float32) · CPU device `cpu:0` · quick timing', and with
+    ``pitfall``, what other programs used meanwhile ('· other programs used 0.12 cores ...')."""
+    text = _("Measured: {case} · {shape} · {precision} ({dtype}) · {backend} device `{device}` · {timing}").format(
         case=context["case"], shape=format_shape(context["shape"]), precision=context["precision"],
         dtype=context["dtype"], backend=BACKEND_NAMES.get(context["backend"], context["backend"]),
         device=context["device"], timing=timing_name(timing))
+    if pitfall is None:
+        return text
+    check = busy_check({"pitfall": pitfall, "context": context})
+    return f"{text} · {check.reason}" if check.status != WARN else text  # a busy one has its own note
 
 
-def section_entries(report: Mapping[str, Any], timing: str) -> dict[str, dict[str, Any]]:
+def section_entries(report: Mapping[str, Any], timing: str, run: str | None = None) -> dict[str, dict[str, Any]]:
     """A finished pitfalls job's sections, by pitfall id: each with the run's context (case,
-    shape, backend...) and timing preset, so sections measured at different times keep theirs."""
-    context = {k: v for k, v in report.items() if k != "pitfalls"}
+    shape, backend..., and ``run``: the job, whose sections' figures are held against each other)
+    and timing preset, so sections measured at different times keep theirs."""
+    context = {k: v for k, v in report.items() if k != "pitfalls"} | {"run": run or str(id(report))}
     return {p["id"]: {"pitfall": p, "context": context, "timing": timing} for p in report["pitfalls"]}
 
 

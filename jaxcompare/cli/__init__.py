@@ -14,8 +14,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import i18n
+from ..analysis import lab_checks
 from ..analysis.advice import advice_document
 from ..analysis.checks import checklist
+from ..analysis.consistency import pitfalls_findings
 from ..analysis.summary import sweep_verdict
 from ..analysis.sweep import crossover, ladder, parse_sizes, sweep_document
 from ..analysis.text import checklist_lines, display_width, pad, profile_lines, sweep_header_line, sweep_row_line
@@ -281,19 +283,25 @@ def cmd_pitfalls(args: argparse.Namespace) -> int:
             case=case.name, shape=format_shape(shape), precision=args.precision), file=sys.stderr)
         report = _wait(runner.submit_pitfalls(_base_spec(args, shape), sections))
     if args.json:
-        write_json(args.json, report)
+        with i18n.using(i18n.SOURCE_LANGUAGE):  # JSON is English whatever the reader's language
+            write_json(args.json, lab_checks.judged(report))
     if args.json != "-":
+        source = (report.get("load") or {}).get("others_source", "cores")
         for pitfall in report["pitfalls"]:
-            print("\n" + "\n".join(pitfall_lines(pitfall, report["backend"])), file=out)
+            print("\n" + "\n".join(pitfall_lines(pitfall, report["backend"], source)), file=out)
+        summary = pitfalls_summary_lines(report)
+        if summary:
+            print("\n" + "\n".join(summary), file=out)
     return 0
 
 
 SIDE_TAGS = {"naive": N_("naive"), "correct": N_("correct"), "also": N_("also")}
 
 
-def pitfall_lines(pitfall: dict[str, Any], backend: str) -> list[str]:
+def pitfall_lines(pitfall: dict[str, Any], backend: str, others_source: str | None = "cores") -> list[str]:
     """A pitfall as the worker measured it: its title, each side's time and conclusion in
-    columns (padded by display width), and its effect, in the current language."""
+    columns (padded by display width), its effect, and whether the machine was quiet meanwhile,
+    in the current language."""
     lines = [translate_text(pitfall["title"])]
     if not pitfall["applicable"]:
         lines.append("  " + _("(not applicable on {backend}: shown for reference)").format(backend=backend))
@@ -306,7 +314,16 @@ def pitfall_lines(pitfall: dict[str, Any], backend: str) -> list[str]:
                      f"{pad(format_time(side['seconds']), 10, '>')} {pad(spread, 20)} "
                      f"{translate_text(side['conclusion'] or '')}".rstrip())
     lines.append(f"  {pitfall_effect_line(pitfall)}")
+    lines.append("  " + lab_checks.check_line(lab_checks.busy_check(pitfall, others_source)))
     return lines
+
+
+def pitfalls_summary_lines(report: dict[str, Any]) -> list[str]:
+    """After the pitfalls: how many were timed on a busy machine, and the run's figures that
+    disagree (consistency.pitfalls_findings); [] when there is nothing to say."""
+    busy = lab_checks.busy_count_text(report["pitfalls"])
+    findings = [lab_checks.check_line(c) for c in pitfalls_findings(report)]
+    return ["  " + line for line in ([busy] if busy else []) + findings]
 
 
 def pitfall_effect_line(pitfall: dict[str, Any]) -> str:

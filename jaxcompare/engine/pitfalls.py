@@ -31,6 +31,7 @@ from .agreement import normwise_errors
 from .environment import resolve_device
 from .inputs import build_inputs
 from .jax_phases import user_call
+from .load import LoadMeter, is_busy
 from .measure import check_memory, check_precision
 from .profile import profile_jitted
 from .restart import FreshCall, FreshProcesses, fresh_processes
@@ -269,8 +270,31 @@ def lab_timing(timing: TimingConfig) -> TimingConfig:
                    compile_samples=max(timing.compile_samples, DECIDING_SAMPLES))
 
 
+# The load meter's phases each pitfall's figures were timed in: the lab's shared baseline (the
+# NumPy runtime its speedups divide, and pitfall 3's runtimes) and the pitfall's own turns.
+# Pitfall 5 times both shapes itself; pitfall 7's phase covers its fresh processes.
+LOAD_PHASES = {"jit": ("baseline", "jit"), "async": ("baseline", "async"), "dtype": ("baseline",),
+               "transfer": ("baseline", "transfer"), "size": ("size",), "tf32": ("baseline", "tf32"),
+               "cache": ("baseline", "cache")}
+
+
+def load_reading(phases: dict[str, dict[str, Any]], names: Sequence[str]) -> dict[str, Any]:
+    """A pitfall's ``load``: the phases its figures were timed in (``phases``: the run's load
+    phases, Span.to_dict each), the cores' worth other programs used in the busiest of them, and
+    whether that is busy (engine.load.is_busy, the checklist's rule). ``others_cores`` is None where
+    it was not measured, unless a phase that was is busy already."""
+    spans = [phases.get(name) or {} for name in names]
+    known = [s["others_cpu_s"] / s["wall_s"] for s in spans if "others_cpu_s" in s and s.get("wall_s", 0) > 0]
+    busiest = max(known, default=None)
+    if busiest is not None and len(known) < len(spans) and not is_busy(busiest):
+        busiest = None  # a quiet phase says nothing about the one that was not measured
+    return {"phases": list(names), "others_cores": None if busiest is None else round(busiest, 3),
+            "busy": is_busy(busiest)}
+
+
 class Lab:
-    """Shared state for one pitfalls run: the case, inputs, jitted function, timers."""
+    """Shared state for one pitfalls run: the case, inputs, jitted function, timers, and the load
+    meter that records how busy the machine was in each phase (the baseline, then each pitfall)."""
 
     def __init__(self, spec: Spec, clock: Clock, sections: tuple[str, ...] = ()) -> None:
         import jax
@@ -279,6 +303,8 @@ class Lab:
         self.spec = spec
         self.cfg = lab_timing(spec.timing)
         self.clock = clock
+        self.load = LoadMeter()
+        self.fresh_load: dict[str, Any] = {}  # pitfall 7's processes' meter (FreshProcesses.load)
         self.case: Case = get_case(spec.case, spec.cases_file)
         self.case.check_shape(spec.shape)
         self.device = resolve_device(spec.device)
@@ -299,7 +325,8 @@ class Lab:
                 dev = jax.block_until_ready(jax.device_put(host, self.device))
                 jax.block_until_ready(self.f(*dev))  # compiles the float32 variant
                 jax_calls["jax_other"] = blocking_call(self.f, dev)
-        self.steady = self.side_by_side(jax_calls, numpy_calls)
+        with self.load.phase("baseline"):
+            self.steady = self.side_by_side(jax_calls, numpy_calls)
         self.numpy, self.blocked = self.steady["numpy"], self.steady["jax"]
         self.small: tuple[Any, float] | None = None  # pitfall 5's small inputs on the device, and their runtime
 
@@ -472,6 +499,7 @@ def pitfall_cache(lab: Lab, fresh: FreshProcesses | None = None) -> dict[str, An
     cache (the hit), compile_samples of each; the folder is removed afterwards. ``fresh``: those
     processes already run (by the runner, while a single-holder device's worker let go of it)."""
     fresh = fresh or fresh_processes(lab.spec, lab.cfg.compile_samples)
+    lab.fresh_load = fresh.load
     fill, entries, cold, hit = fresh.fill, fresh.entries, list(fresh.cold), list(fresh.hit)
 
     def stats(calls: list[FreshCall], attr: str = "first_call_s") -> Stats:
@@ -529,7 +557,11 @@ def measure_pitfalls(spec: Spec, sections: tuple[str, ...] = SECTIONS,
     for i, pid in enumerate(sections):
         if progress is not None:
             progress(pid, i / len(sections))
-        out.append(pitfall_cache(lab, fresh) if pid == "cache" else MEASURE[pid](lab))
+        if pid == "cache":  # its processes carry their own meter's phase (FreshProcesses.load)
+            out.append(pitfall_cache(lab, fresh))
+        else:
+            with lab.load.phase(pid):
+                out.append(MEASURE[pid](lab))
     for pitfall in out:
         if pitfall["id"] == "size":
             if progress is not None:
@@ -537,13 +569,19 @@ def measure_pitfalls(spec: Spec, sections: tuple[str, ...] = SECTIONS,
             profile_size(lab, pitfall)
     if progress is not None:
         progress("done", 1.0)
+    load = lab.load.to_dict()
+    if load and lab.fresh_load.get("phases"):
+        load["phases"] |= lab.fresh_load["phases"]
+    for pitfall in out:
+        pitfall["load"] = load_reading(load.get("phases") or {}, LOAD_PHASES[pitfall["id"]])
     return {"case": spec.case, "shape": list(spec.shape), "precision": spec.precision,
             "dtype": spec.dtype, "backend": lab.device.platform, "device": str(lab.device),
-            "pitfalls": out}
+            "load": load, "pitfalls": out}
 
 
 def fair_float64(spec: Spec, clock: Clock = time.perf_counter_ns) -> dict[str, Any]:
     """Pitfall 3's float64 fair side, measured in the x64 worker for an x32 run."""
     check_precision("x64")
     lab = Lab(spec, clock)
-    return _side(*side_text("float64"), lab.blocked, lab.numpy, dtype="float64")
+    reading = load_reading(lab.load.to_dict().get("phases") or {}, ("baseline",))
+    return _side(*side_text("float64"), lab.blocked, lab.numpy, dtype="float64", load=reading)

@@ -14,7 +14,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..i18n import N_
@@ -23,6 +23,7 @@ from ..model.errors import JobFailed
 from ..model.platforms import backend_error_line
 from ..model.spec import Spec
 from .child import run_child, start_child
+from .load import LoadMeter
 
 # A child imports JAX and, on a GPU, creates its client: seconds, more on a busy machine.
 CHILD_TIMEOUT_S = 180.0
@@ -53,21 +54,24 @@ class FreshCall:
 @dataclass(frozen=True)
 class FreshProcesses:
     """Pitfall 7's processes, in the order they ran: the one that filled an empty cache (and the
-    cache files it wrote), then in turns one without a cache and one with the filled cache."""
+    cache files it wrote), then in turns one without a cache and one with the filled cache; and how
+    busy the machine was meanwhile (``load``: the LoadMeter's to_dict, its one phase "cache"; {}
+    where not measured), read where they ran: in the worker, or in the runner for a single-holder device."""
 
     fill: FreshCall
     entries: int
     cold: tuple[FreshCall, ...]
     hit: tuple[FreshCall, ...]
+    load: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"fill": asdict(self.fill), "entries": self.entries, "cold": [asdict(c) for c in self.cold],
-                "hit": [asdict(c) for c in self.hit]}
+                "hit": [asdict(c) for c in self.hit], "load": self.load}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FreshProcesses:
         return cls(FreshCall(**data["fill"]), int(data["entries"]), tuple(FreshCall(**c) for c in data["cold"]),
-                   tuple(FreshCall(**c) for c in data["hit"]))
+                   tuple(FreshCall(**c) for c in data["hit"]), dict(data.get("load") or {}))
 
 
 def fresh_processes(spec: Spec, pairs: int, *, env: dict[str, str] | None = None,
@@ -85,13 +89,16 @@ def fresh_processes(spec: Spec, pairs: int, *, env: dict[str, str] | None = None
 
     cold: list[FreshCall] = []
     hit: list[FreshCall] = []
-    with tempfile.TemporaryDirectory(prefix="jaxcompare-cache-", ignore_cleanup_errors=True) as folder:
+    # The children are this process's, so the meter counts their CPU as ours, not as others'.
+    meter = LoadMeter()
+    with tempfile.TemporaryDirectory(prefix="jaxcompare-cache-", ignore_cleanup_errors=True) as folder, \
+            meter.phase("cache"):
         fill = call(folder, "empty")
         entries = len(os.listdir(folder))
         for _ in range(pairs):
             cold.append(call(None))
             hit.append(call(folder, "filled"))
-    return FreshProcesses(fill, entries, tuple(cold), tuple(hit))
+    return FreshProcesses(fill, entries, tuple(cold), tuple(hit), meter.to_dict())
 
 
 def fresh_first_call(spec: Spec, cache_dir: str | None, state: str | None = None, *,

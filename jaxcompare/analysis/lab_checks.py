@@ -1,0 +1,65 @@
+"""What a pitfalls run says about its own measuring: each pitfall's *Machine quiet* line, by the
+checklist's rule (engine.load.is_busy on the busiest phase its figures were timed in), how many
+pitfalls were timed while the machine was busy, and the run's figures that disagree
+(consistency.pitfalls_findings). The CLI, its JSON and the Pitfalls page all read them here."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..i18n import N_, _
+from .checks import NA, PASS, TITLES, WARN, Check, format_cores
+from .consistency import pitfalls_findings
+from .text import STATUS_WORDS
+
+
+def busy_check(pitfall: Mapping[str, Any], others_source: str | None = "cores") -> Check:
+    """Was the machine busy while this pitfall's naive and correct figures were timed?
+    ``others_source``: the run's ``load.others_source`` (None: this system reports no CPU time)."""
+    reading = pitfall.get("load")
+    if not reading:
+        return Check("busy", _(TITLES["busy"]), NA, _(
+            "not checked: this run was measured before the pitfalls lab recorded the machine's load"), pitfall["id"])
+    cores = reading.get("others_cores")
+    if reading.get("busy"):
+        return Check("busy", _(TITLES["busy"]), WARN, _(
+            "other programs used {cores} cores while this pitfall was timed: contention slows NumPy's BLAS far "
+            "more than XLA and can stretch a short call to a whole scheduler tick, so this lesson may be off; "
+            "rerun it when the machine is quieter").format(cores=format_cores(cores)), pitfall["id"])
+    if cores is None:
+        words = (N_("not measured here: this system reports no CPU time") if others_source is None else
+                 N_("not measured: a phase of this pitfall has no reading of the other programs' CPU time"))
+        return Check("busy", _(TITLES["busy"]), NA, _(words), pitfall["id"])
+    return Check("busy", _(TITLES["busy"]), PASS, _("other programs used {cores} cores while this pitfall was "
+                                                    "timed").format(cores=format_cores(cores)), pitfall["id"])
+
+
+def check_line(check: Check) -> str:
+    """'[warn] Machine quiet: other programs used 1.02 cores ...': one of the lab's checklist lines, as text."""
+    return f"[{_(STATUS_WORDS[check.status])}] " + _("{title}: {reason}").format(title=check.title, reason=check.reason)
+
+
+def is_busy_pitfall(pitfall: Mapping[str, Any]) -> bool:
+    return bool((pitfall.get("load") or {}).get("busy"))
+
+
+def busy_count_text(pitfalls: Iterable[Mapping[str, Any]]) -> str | None:
+    """'2 of 5 pitfalls were timed while the machine was busy: ...', None when none was."""
+    pitfalls = list(pitfalls)
+    busy = sum(map(is_busy_pitfall, pitfalls))
+    if not busy:
+        return None
+    return _("{busy} of {count} pitfalls were timed while the machine was busy (other programs used half a core "
+             "or more): their lessons may be off; rerun them when the machine is quieter").format(
+        busy=busy, count=len(pitfalls))
+
+
+def judged(report: Mapping[str, Any]) -> dict[str, Any]:
+    """The report with what it says about itself, as the CLI's JSON carries it: each pitfall's
+    ``checks`` (its *Machine quiet* line), the run's ``busy_pitfalls`` (how many were busy) and
+    ``consistency`` (its figures that disagree), each check a dict as in a result's checklist."""
+    source = (report.get("load") or {}).get("others_source", "cores")
+    pitfalls = [dict(p, checks=[busy_check(p, source).to_dict()]) for p in report["pitfalls"]]
+    return {**report, "pitfalls": pitfalls, "busy_pitfalls": sum(map(is_busy_pitfall, pitfalls)),
+            "consistency": [c.to_dict() for c in pitfalls_findings(report)]}
