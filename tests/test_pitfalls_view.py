@@ -78,6 +78,9 @@ def test_verdict_and_how_wrong():
     text = pv.how_wrong(close, "cpu")
     assert "within the noise" in text and "the Transfer pitfall did not show" in text and "CPU backend" in text
     assert "CPU backend" not in pv.how_wrong(close, "gpu")  # the CPU's hint is not given for a GPU
+    with i18n.using("zh"):  # the hint follows a Chinese full stop with no space
+        chinese = pv.how_wrong(close, "cpu")
+    assert "。" in chinese and "。 " not in chinese, chinese
     assert pv.how_wrong_short(close) == "within the noise" and pv.effect_name(close) == "within the noise"
 
 

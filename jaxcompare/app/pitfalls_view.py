@@ -16,7 +16,7 @@ from ..analysis.checks import WARN, Check
 from ..analysis.consistency import pitfalls_findings
 from ..analysis.summary import timing_name
 from ..engine.pitfalls import DOCS, EFFECTS, PITFALLS, SECTIONS, side_roles, side_text
-from ..i18n import N_, _, translate_text
+from ..i18n import N_, _, sentences, translate_text
 from ..model.cases import Case, format_shape
 from ..model.formatting import faster_or_slower, format_time, format_time_range, same_speed
 from ..model.platforms import platform
@@ -300,7 +300,7 @@ def how_wrong(pitfall: Mapping[str, Any], backend: str = "cpu") -> str:
                  "speedup is {factor}x the proper one{range}, and the run's noise covers 1x.").format(
             name=short_title(pitfall["id"]).split(". ", 1)[-1], factor=factor_number(factor), range=within)
         hint = CLOSE_HINTS.get((pitfall["id"], backend))
-        return f"{text} {_(hint)}" if hint else text
+        return sentences(text, _(hint)) if hint else text  # no space after a Chinese 。
     if found == "flatters":
         return _("How wrong: the naive way makes JAX look **{factor}x better** than it is{range}.").format(
             factor=factor_number(factor), range=within)
