@@ -12,7 +12,7 @@ import streamlit as st
 
 from ..engine.runner import Job, Runner
 from ..i18n import N_, _
-from . import resources, views
+from . import estimates, resources, views
 
 log = logging.getLogger("jaxcompare.app")
 
@@ -139,7 +139,7 @@ def take_finished(job_key: str, error_key: str) -> Job | None:
 
 
 def job_progress(job: Job, label: str, *, overall: float | None = None) -> None:
-    """A progress bar that says which phase is being measured (or where the job is queued)."""
+    """A progress bar that says which phase is being measured and the time left (or where the job is queued)."""
     runner = resources.get_runner()
     ahead = runner.jobs_ahead(job)
     if job.status == "queued" and ahead is not None:
@@ -150,5 +150,6 @@ def job_progress(job: Job, label: str, *, overall: float | None = None) -> None:
         st.progress(overall or 0.0, text=text)
         return
     elapsed = time.time() - (job.started_at or time.time())
-    text = f"{label}: {views.job_phase_text(job.phase)} · {job.progress:.0%} · {elapsed:.0f} s"
+    text = (f"{label}: {views.job_phase_text(job.phase)} · {job.progress:.0%} · "
+            f"{estimates.time_left_text(job.estimate, elapsed)}")
     st.progress(min(max(overall if overall is not None else job.progress, 0.0), 1.0), text=text)
