@@ -42,7 +42,11 @@ def test_a_request_seen_before_is_said_from_its_runs_and_others_scale_the_guess(
     seen = guess(durations, gram)
     assert (seen.basis, seen.runs, seen.seconds) == ("seen", 3, 3.5)  # the median
     assert seen.low < 3.0 and seen.high > 4.0
-    assert guess(durations, dataclasses.replace(gram, precision="x64")).basis != "seen"  # per precision
+    assert guess(durations, dataclasses.replace(gram, precision="x64")).basis == "scaled"  # per precision
+    thorough = guess(durations, spec(timing="thorough"))  # this case at another timing: its error carries over
+    assert thorough.basis == "like" and thorough.seconds > seen.seconds
+    assert thorough.seconds == pytest.approx(guess(Durations(), spec(timing="thorough")).seconds * 3.5
+                                             / guess(Durations(), gram).seconds, rel=0.2)
     # Three runs of another case took r x its guess: svd's guess moves toward r, not all the way.
     ratio = 3.5 / guess(Durations(), gram).seconds
     scaled = guess(durations, svd)

@@ -458,6 +458,10 @@ class SweepRun:
         sizes = [math.prod(shape) for shape, _ in self.points]
         return float(min(sizes)), float(max(sizes))
 
+    def specs(self) -> list[Spec]:
+        """The Spec of every point, in run order."""
+        return [replace(self.base, shape=shape, precision=precision) for shape, precision in self.points]
+
     def plan_text(self) -> str:
         """'10x10 → 32x32 → 100x100: 6 measurement(s).' for the sidebar, before it runs."""
         sizes = list(dict.fromkeys(shape for shape, _ in self.points))

@@ -34,6 +34,8 @@ def run_hint(estimate: Estimate, wait_s: float = 0.0, ahead: int = 0) -> str:
     before it where other measurements are ahead."""
     if estimate.basis == "seen":
         basis = _("from {runs} run(s) of this case at this shape and timing").format(runs=estimate.runs)
+    elif estimate.basis == "like":
+        basis = _("from {runs} run(s) of this case at this shape with another timing").format(runs=estimate.runs)
     elif estimate.basis == "scaled":
         basis = _("a first guess, scaled by {runs} earlier run(s) of other cases").format(runs=estimate.runs)
     else:

@@ -143,6 +143,15 @@ def preset_estimates(specs: Sequence[Spec], kind: str = "measure") -> dict[str, 
             for mode in controls.TIMING_PRESETS}
 
 
+def sweep_estimates(config: controls.SweepConfig, case: Case, env: dict[str, Any] | None) -> dict[str, Estimate] | None:
+    """How long the sweep ``config`` describes would take at each timing preset; None where it cannot run."""
+    try:
+        specs = config.plan(case, env).specs()
+    except JaxCompareError:
+        return None
+    return preset_estimates(specs) if specs else None
+
+
 def run_hint(specs: Sequence[Spec], kind: str = "measure") -> None:
     """The caption under a Run button: about how long ``specs`` will take (one after another), what
     the figure rests on, and the queue's wait before them."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import OrderedDict, deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..model.cases import Case
@@ -48,11 +48,15 @@ MAX_REQUESTS = 64  # requests remembered, so a long-running server's memory stay
 KIND_RATIOS = 16  # seen/guessed ratios kept per kind and preset
 
 
+BASES = ("seen", "like", "scaled", "guess")  # from the firmest to the loosest
+
+
 @dataclass(frozen=True)
 class Estimate:
     """A run's expected duration in seconds and an honest range around it. ``basis``: 'seen' (this
-    request ran before, ``runs`` times), 'scaled' (a first guess scaled by ``runs`` runs of its kind)
-    or 'guess' (nothing like it has run in this server yet)."""
+    request ran before, ``runs`` times), 'like' (a first guess scaled by ``runs`` runs of the same case
+    and shape at another timing), 'scaled' (by ``runs`` runs of other requests of its kind) or 'guess'
+    (nothing like it has run in this server yet)."""
 
     seconds: float
     low: float
@@ -70,7 +74,7 @@ class Estimate:
 
     def __add__(self, other: Estimate) -> Estimate:
         """Two runs back to back (a sweep's points, a job's steps): the weaker basis of the two."""
-        basis = max((self.basis, other.basis), key=("seen", "scaled", "guess").index)
+        basis = max((self.basis, other.basis), key=BASES.index)
         return Estimate(self.seconds + other.seconds, self.low + other.low, self.high + other.high, basis,
                         min(self.runs, other.runs))
 
@@ -109,8 +113,8 @@ def measure_guess(timing: TimingConfig, call: float, *, plain: bool) -> float:
         return max(timing.min_samples * per_sample, budget * 0.6) + timing.warmup_s + call
 
     runtime_budget = timing.runtime_budget_s or timing.phase_budget_s
-    pair = 2 * phase(runtime_budget)
-    recheck = pair * (timing.runtime_blocks - 1) if timing.runtime_blocks > 1 else RECHECK_SHARE * pair
+    pair = 2 * phase(runtime_budget)  # more than one pair of blocks share the runtimes' budget
+    recheck = RECHECK_SHARE * pair if timing.runtime_blocks == 1 else 0.0
     return (FIXED_S + 3 * call  # inputs, agreement and its float64 reference
             + 3 * phase(timing.phase_budget_s)  # transfer, dispatch, fetch
             + pair + recheck
@@ -123,10 +127,13 @@ def work_guess(kind: str, spec: Spec | None, case: Case | None) -> float:
     """The first guess at a job's own work (no worker start, no one-off ceilings)."""
     if spec is None or kind not in ("measure", "pitfalls"):
         return OTHER_KIND_S
-    one = measure_guess(spec.timing, call_s(case, spec), plain=plain_process(case, spec))
-    if kind == "pitfalls":  # and pitfall 7's fresh processes, one per compile sample
-        return PITFALLS_MEASURES * one + spec.timing.compile_samples * PROCESS_S
-    return one
+    if kind == "pitfalls":  # the lab's own timing, and pitfall 7's fresh processes, one per compile sample
+        from .pitfalls import lab_timing
+
+        timing = replace(lab_timing(spec.timing), first_call_processes=0, runtime_blocks=1, runtime_budget_s=None)
+        one = measure_guess(timing, call_s(case, spec), plain=plain_process(case, spec))
+        return PITFALLS_MEASURES * one + timing.compile_samples * PROCESS_S
+    return measure_guess(spec.timing, call_s(case, spec), plain=plain_process(case, spec))
 
 
 def ceilings_known(dtype: str) -> bool:
@@ -155,6 +162,11 @@ def request_key(kind: str, spec: Spec | None) -> tuple[Any, ...]:
     return (kind, spec.case, spec.cases_file, tuple(spec.shape), spec.precision, spec.timing)
 
 
+def case_key(kind: str, spec: Spec | None) -> tuple[Any, ...]:
+    """The same case, shape and precision at any timing: how far the first guess is off for it."""
+    return request_key(kind, spec)[:-1]
+
+
 def kind_key(kind: str, spec: Spec | None) -> tuple[Any, ...]:
     """What a first guess's error is learnt per: the kind and the timing preset."""
     return (kind, None if spec is None else spec.timing.preset_name)
@@ -168,6 +180,7 @@ class Durations:
     def __init__(self) -> None:
         self._seen: OrderedDict[tuple[Any, ...], deque[float]] = OrderedDict()
         self._ratios: dict[tuple[Any, ...], deque[float]] = {}
+        self._case_ratios: OrderedDict[tuple[Any, ...], deque[float]] = OrderedDict()
         self._starts: dict[str, deque[float]] = {}
 
     def start_s(self, precision: str) -> float:
@@ -193,6 +206,11 @@ class Durations:
             low, high = min(seen) * LEARNT_SPREAD[0], max(seen) * LEARNT_SPREAD[1]
             return Estimate(work, low, high, "seen", len(seen))
         guess = work_guess(kind, spec, case)
+        like = self._case_ratios.get(case_key(kind, spec)) if spec is not None else None
+        if like:  # this case at another timing: its error is this one's, near enough
+            scale = statistics.median(like)
+            return Estimate(guess * scale, guess * min(like) * GUESS_SPREAD[0] ** 0.5,
+                            guess * max(like) * GUESS_SPREAD[1] ** 0.5, "like", len(like))
         ratios = self._ratios.get(kind_key(kind, spec))
         if not ratios:
             return Estimate(guess, guess * GUESS_SPREAD[0], guess * GUESS_SPREAD[1], "guess", 0)
@@ -214,8 +232,14 @@ class Durations:
         self._seen.move_to_end(key)
         while len(self._seen) > MAX_REQUESTS:
             self._seen.popitem(last=False)
-        self._ratios.setdefault(kind_key(kind, spec), deque(maxlen=KIND_RATIOS)).append(
-            work_s / work_guess(kind, spec, case))
+        ratio = work_s / work_guess(kind, spec, case)
+        self._ratios.setdefault(kind_key(kind, spec), deque(maxlen=KIND_RATIOS)).append(ratio)
+        if spec is not None:
+            like = case_key(kind, spec)
+            self._case_ratios.setdefault(like, deque(maxlen=SEEN_PER_REQUEST)).append(ratio)
+            self._case_ratios.move_to_end(like)
+            while len(self._case_ratios) > MAX_REQUESTS:
+                self._case_ratios.popitem(last=False)
 
     def learn_start(self, precision: str, seconds: float) -> None:
         """Record how long a worker of ``precision`` took to start."""
