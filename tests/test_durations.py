@@ -55,12 +55,15 @@ def test_a_request_seen_before_is_said_from_its_runs_and_others_scale_the_guess(
 
 
 def test_other_programs_load_lengthens_the_estimate_and_is_taken_out_of_what_is_learnt():
-    assert slowdown(None, 2) == slowdown(0.0, 2) == 1.0
-    assert 1.0 < slowdown(1.0, 2) < slowdown(2.0, 2) == slowdown(5.0, 2)  # no more than every core
+    gram, svd = get_case("centered_gram"), get_case("svd")
+    assert slowdown(0.0, gram) == slowdown(0.0, svd) == 1.0
+    assert 1.0 < slowdown(0.5, gram) < slowdown(1.0, gram) == slowdown(3.0, gram)  # no more than every core
+    assert slowdown(1.0, svd) > slowdown(1.0, gram)  # LAPACK's spinning threads suffer most
     durations = Durations()
-    durations.learn("measure", spec(), None, 9.0, slowdown=3.0)  # a run beside a busy neighbour
-    assert guess(durations, spec()).seconds == pytest.approx(3.0)  # as on a quiet machine
-    assert guess(durations, spec(), slowdown=3.0).seconds == pytest.approx(9.0)
+    durations.learn("measure", spec(), gram, 9.0, busy=1.0)  # a run beside a busy neighbour
+    quiet = guess(durations, spec())
+    assert quiet.seconds == pytest.approx(9.0 / slowdown(1.0, gram))  # as on a quiet machine
+    assert guess(durations, spec(), busy=1.0).seconds == pytest.approx(9.0)
     durations.learn_start("x32", 0.8)
     assert guess(durations, spec(), cold=("x32",)).seconds < guess(Durations(), spec(), cold=("x32",)).seconds + 3.0
 

@@ -22,22 +22,27 @@ from .plain_numpy import GLIBC_MMAP_THRESHOLD
 
 # The first guess's parts, on a 2-core box with little else running: worker starts took 1.0-1.9 s,
 # the CPU's ceilings 3.9-4.6 s, a fresh first-call process 1.4-2.1 s, a plain NumPy process 0.3-1.2 s.
-WORKER_START_S = 1.5  # an interpreter that imports NumPy and JAX and opens its backend
+WORKER_START_S = 1.2  # an interpreter that imports NumPy and JAX and opens its backend
 FRESH_WORKER_S = 0.5  # a fresh worker's first job: JAX's first compile, BLAS's threads, lazy imports
 CEILINGS_S = 4.0  # the CPU's matmul rate and bandwidth, measured once per host and dtype (ceilings.py)
 PROCESS_S = 1.5  # a fresh interpreter that imports JAX, compiles and calls once (the first call)
 PLAIN_PROCESS_S = 0.4  # a plain interpreter that imports NumPy and the case (plain_numpy.py)
 COMPILE_S = 0.1  # one cold compile of a catalog case on the CPU
 FIXED_S = 0.3  # inputs, agreement, the roofline's empty calls, the ceilings read from their cache
-# Other programs' load slows a run: by 1 + CONTENTION_SLOPE x the share of this process's cores they
-# took just before it (OpenBLAS's threads spin at their barriers: svd 500x500 x64 took 8 s beside a
-# quiet neighbour and 20-46 s with both cores taken).
-CONTENTION_SLOPE = 2.0
+# Other programs' load slows a run, by how much of this process's cores they took just before it (busy,
+# 0 to 1). OpenBLAS's threads spin at their barriers, so a factorisation suffers most once no core is
+# free: svd 500x500 x64 (quick) took 1.8x as long with one of two cores taken, 5.6x with both; the
+# centered Gram 1.3x and 1.5x. So 1 + 0.6 busy, and 1 + 4.5 busy² for LAPACK's calls.
+CONTENTION_SLOPE = 0.6
+LAPACK_CONTENTION_SLOPE = 4.5
 LOAD_SAMPLE_S = 0.3  # a fresh reading of the others' load takes this long...
 LOAD_FRESH_S = 30.0  # ...where the last is older than this
 RECHECK_SHARE = 0.5  # how often a one-pair run times its runtimes again (busy or unstable): often, here
 PITFALLS_MEASURES = 5.0  # the lab's pitfalls each time about a measurement's worth of phases
-CALL_FLOPS_PER_S = 5e10  # a guess at one call's time from the catalog's FLOP count...
+# A guess at one call's time from the catalog's FLOP count (a 2-core box: the centered Gram's matrix
+# product ran at 2.7e11 FLOP/s in float32, svd 500x500 at 6e10 in float64)...
+CALL_FLOPS_PER_S = 1e11
+LAPACK_FLOPS_PER_S = 3e10  # a factorisation (numpy.linalg, scipy.linalg) runs well below a matrix product
 CALL_BYTES_PER_S = 2e9  # ...or from its inputs' bytes
 OTHER_KIND_S = 2.0  # an environment, a cases listing, a self-check: a worker call, no timing
 # A first guess is worth a factor of two either way; a learnt one at least this much around it.
@@ -85,7 +90,8 @@ def call_s(case: Case | None, spec: Spec) -> float:
         return 0.01
     flops = case.flop_count(spec.shape)
     if flops:
-        return flops / CALL_FLOPS_PER_S * (2 if spec.precision == "x64" else 1)
+        rate = LAPACK_FLOPS_PER_S if is_lapack(case) else CALL_FLOPS_PER_S
+        return flops / rate * (2 if spec.precision == "x64" else 1)
     try:
         return memory_estimate(case, spec.shape, spec.dtype, backend="unknown", with_outputs=False).input_bytes \
             / CALL_BYTES_PER_S
@@ -189,14 +195,15 @@ class Durations:
         return statistics.median(seen) if seen else WORKER_START_S
 
     def estimate(self, kind: str, spec: Spec | None, case: Case | None, *, cold: tuple[str, ...] = (),
-                 ceilings: bool = False, slowdown: float = 1.0) -> Estimate:
+                 ceilings: bool = False, busy: float = 0.0) -> Estimate:
         """How long a job will take once it starts. ``cold``: the precisions whose worker it starts
         (their start-up and first job); ``ceilings``: it measures the CPU's ceilings first;
-        ``slowdown``: what other programs' load does to it now (contention())."""
+        ``busy``: the share of the cores other programs take now (LoadReading)."""
+        slow = slowdown(busy, case)
         overhead = sum(self.start_s(p) + FRESH_WORKER_S for p in cold) + (CEILINGS_S if ceilings else 0.0)
         estimate = self._work(kind, spec, case)
-        return Estimate(estimate.seconds * slowdown + overhead, estimate.low * slowdown + overhead * GUESS_SPREAD[0],
-                        estimate.high * slowdown + overhead * GUESS_SPREAD[1], estimate.basis, estimate.runs)
+        return Estimate(estimate.seconds * slow + overhead, estimate.low * slow + overhead * GUESS_SPREAD[0],
+                        estimate.high * slow + overhead * GUESS_SPREAD[1], estimate.basis, estimate.runs)
 
     def _work(self, kind: str, spec: Spec | None, case: Case | None) -> Estimate:
         """A job's own work on a quiet machine: seen before, else a first guess scaled by its kind's runs."""
@@ -223,10 +230,10 @@ class Durations:
         high = max(work * GUESS_SPREAD[1], guess * max(ratios) * LEARNT_SPREAD[1])
         return Estimate(work, low, high, "scaled", len(ratios))
 
-    def learn(self, kind: str, spec: Spec | None, case: Case | None, work_s: float, slowdown: float = 1.0) -> None:
+    def learn(self, kind: str, spec: Spec | None, case: Case | None, work_s: float, busy: float = 0.0) -> None:
         """Record a finished job's own work, in seconds (its worker's start-up and the ceilings apart),
-        as on a quiet machine: divided by the ``slowdown`` other programs' load was said to cause."""
-        work_s = max(work_s, 0.05) / slowdown
+        as on a quiet machine: divided by the slowdown other programs' load (``busy``) was said to cause."""
+        work_s = max(work_s, 0.05) / slowdown(busy, case)
         key = request_key(kind, spec)
         self._seen.setdefault(key, deque(maxlen=SEEN_PER_REQUEST)).append(work_s)
         self._seen.move_to_end(key)
@@ -246,11 +253,15 @@ class Durations:
         self._starts.setdefault(precision, deque(maxlen=SEEN_PER_REQUEST)).append(max(seconds, 0.0))
 
 
-def slowdown(others_cores: float | None, cores: int) -> float:
-    """What other programs taking ``others_cores`` of this process's ``cores`` do to a run's duration."""
-    if not others_cores or cores <= 0:
-        return 1.0
-    return 1.0 + CONTENTION_SLOPE * min(max(others_cores, 0.0) / cores, 1.0)
+def is_lapack(case: Case | None) -> bool:
+    """A factorisation or solver from numpy.linalg or scipy.linalg: LAPACK's calls, slower than a product."""
+    return case is not None and ".linalg." in case.numpy_name
+
+
+def slowdown(busy: float, case: Case | None) -> float:
+    """What other programs taking ``busy`` of this process's cores (0 to 1) do to a run of ``case``."""
+    busy = min(max(busy, 0.0), 1.0)
+    return 1.0 + (LAPACK_CONTENTION_SLOPE * busy**2 if is_lapack(case) else CONTENTION_SLOPE * busy)
 
 
 class LoadReading:
@@ -274,7 +285,7 @@ class LoadReading:
             self._last = None
 
     def read(self, *, wait: bool) -> float:
-        """The slowdown other programs cause now: from the time since the last reading (the runner
+        """The share of the cores other programs take now: from the time since the last reading (the runner
         idle meanwhile), else, with ``wait``, a fresh LOAD_SAMPLE_S reading, else the last one."""
         import time
 
@@ -288,7 +299,7 @@ class LoadReading:
         try:
             if self._last is None or now - self._last[0] > LOAD_FRESH_S:
                 if not wait:
-                    return slowdown(self.others_cores, self.cores)
+                    return self.busy()
                 start = (now, self._others())
                 time.sleep(LOAD_SAMPLE_S)  # the reading's interval, not a synchronisation
                 now = time.monotonic()
@@ -297,6 +308,10 @@ class LoadReading:
                 used = self._others()
                 self.others_cores = (used - self._last[1]) / (now - self._last[0])
                 self._last = (now, used)
-        except Exception:  # a system that does not say (no /proc/stat, no psutil): no slowdown known
-            return 1.0
-        return slowdown(self.others_cores, self.cores)
+        except Exception:  # a system that does not say (no /proc/stat, no psutil): no load known
+            return 0.0
+        return self.busy()
+
+    def busy(self) -> float:
+        """The last reading as a share of the cores (0 to 1); 0 before any."""
+        return min(max((self.others_cores or 0.0) / max(self.cores, 1), 0.0), 1.0)

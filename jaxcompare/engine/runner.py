@@ -109,7 +109,7 @@ class Job:
     _cold: tuple[str, ...] = field(default=(), repr=False)  # the precisions whose workers it started
     _ceilings: bool = field(default=False, repr=False)  # it measured the CPU's ceilings first
     _peak_at: float | None = field(default=None, repr=False)  # when it reached the ceilings' phase
-    _slowdown: float = field(default=1.0, repr=False)  # what other programs' load was said to cost it
+    _busy: float = field(default=0.0, repr=False)  # the share of the cores other programs took as it started
     _done: threading.Event = field(default_factory=threading.Event, repr=False)
     _cancel: threading.Event = field(default_factory=threading.Event, repr=False)
     _runner: Runner | None = field(default=None, repr=False)
@@ -423,7 +423,7 @@ class Runner:
         total: Estimate | None = None
         with self._cv:
             idle = self._idle()
-        slowdown = self._load.read(wait=idle)  # outside the lock: a fresh reading takes a moment
+        busy = self._load.read(wait=idle)  # outside the lock: a fresh reading takes a moment
         with self._cv:
             lane = self._pick_lane(None, False)
             ahead = [job for job in (lane.current, *lane.queue) if job is not None]
@@ -431,7 +431,7 @@ class Runner:
                 known = case if case is not None else _catalog_case(spec)
                 precisions = ((spec.precision, "x64") if kind == "pitfalls" and spec.precision == "x32"
                               else (spec.precision,))
-                one = self._estimate_on(lane, kind, spec, known, precisions, ahead, slowdown)[0]
+                one = self._estimate_on(lane, kind, spec, known, precisions, ahead, busy)[0]
                 total = one if total is None else total + one
                 ahead.append(Job(kind, tuple(Step(p, kind) for p in precisions), 0.0, spec=spec))
         return total if total is not None else Estimate(0.0, 0.0, 0.0)
@@ -531,7 +531,7 @@ class Runner:
         return all(not lane.queue and lane.current is None for lane in self._lanes)
 
     def _estimate_on(self, lane: _Lane, kind: str, spec: Spec | None, case: Case | None,
-                     precisions: tuple[str, ...], ahead: list[Job], slowdown: float = 1.0
+                     precisions: tuple[str, ...], ahead: list[Job], busy: float = 0.0
                      ) -> tuple[Estimate, tuple[str, ...], bool]:
         """A job's estimate on ``lane`` after the jobs ``ahead`` of it, the precisions whose workers it
         would start, and whether it would measure the CPU's ceilings first. Lock held."""
@@ -540,7 +540,7 @@ class Runner:
         cold = tuple(dict.fromkeys(p for p in precisions if p not in warm))
         ceilings = (spec is not None and kind in _CAPPED_KINDS and not any(job.spec is not None for job in ahead)
                     and not ceilings_known(spec.dtype))
-        return (self._durations.estimate(kind, spec, case, cold=cold, ceilings=ceilings, slowdown=slowdown),
+        return (self._durations.estimate(kind, spec, case, cold=cold, ceilings=ceilings, busy=busy),
                 cold, ceilings)
 
     def _typical_s(self, job: Job) -> float:
@@ -640,10 +640,10 @@ class Runner:
                 lane.current = job
                 job.status, job.phase, job.started_at = "running", "starting worker", time.time()
                 if job.jax_env is None:  # another JAX release's workers are not the lane's: no estimate of theirs
-                    job._slowdown = self._load.read(wait=False)
+                    job._busy = self._load.read(wait=False)
                     job.estimate, job._cold, job._ceilings = self._estimate_on(
                         lane, job.kind, job.spec, job.case, tuple(step.precision for step in job.steps), [],
-                        job._slowdown)
+                        job._busy)
                 self._load.restart()  # its own load would hide the others' until it ends
             try:
                 self._execute(lane, job)
@@ -731,7 +731,7 @@ class Runner:
             work -= job.finished_at - job._peak_at
         if job._cold:
             work = max(work - FRESH_WORKER_S * len(job._cold), work / 2)
-        self._durations.learn(job.kind, job.spec, job.case, work, job._slowdown)
+        self._durations.learn(job.kind, job.spec, job.case, work, job._busy)
 
     def _notice(self, job: Job, text: str) -> None:
         with self._cv:
