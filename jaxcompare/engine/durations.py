@@ -20,8 +20,7 @@ from .environment import cpu_model
 from .memory import estimate as memory_estimate
 from .plain_numpy import GLIBC_MMAP_THRESHOLD
 
-# The first guess's parts, on a 2-core box with little else running: worker starts took 1.0-1.9 s,
-# the CPU's ceilings 3.9-4.6 s, a fresh first-call process 1.4-2.1 s, a plain NumPy process 0.3-1.2 s.
+# The first guess's parts (benchmarks/RESULTS.md, "How long a run takes": what they were measured at).
 WORKER_START_S = 1.2  # an interpreter that imports NumPy and JAX and opens its backend
 FRESH_WORKER_S = 0.5  # a fresh worker's first job: JAX's first compile, BLAS's threads, lazy imports
 CEILINGS_S = 4.0  # the CPU's matmul rate and bandwidth, measured once per host and dtype (ceilings.py)
@@ -30,18 +29,15 @@ PLAIN_PROCESS_S = 0.4  # a plain interpreter that imports NumPy and the case (pl
 COMPILE_S = 0.1  # one cold compile of a catalog case on the CPU
 FIXED_S = 0.3  # inputs, agreement, the roofline's empty calls, the ceilings read from their cache
 # Other programs' load slows a run, by how much of this process's cores they took just before it (busy,
-# 0 to 1). OpenBLAS's threads spin at their barriers, so a factorisation suffers most once no core is
-# free: svd 500x500 x64 (quick) took 1.8x as long with one of two cores taken, 5.6x with both; the
-# centered Gram 1.3x and 1.5x. So 1 + 0.6 busy, and 1 + 4.5 busy² for LAPACK's calls.
+# 0 to 1): 1 + 0.6 busy, and 1 + 4.5 busy² for LAPACK's calls, whose OpenBLAS threads spin at their
+# barriers once no core is free.
 CONTENTION_SLOPE = 0.6
 LAPACK_CONTENTION_SLOPE = 4.5
 LOAD_SAMPLE_S = 0.3  # a fresh reading of the others' load takes this long...
 LOAD_FRESH_S = 30.0  # ...where the last is older than this
 RECHECK_SHARE = 0.5  # how often a one-pair run times its runtimes again (busy or unstable): often, here
 PITFALLS_MEASURES = 5.0  # the lab's pitfalls each time about a measurement's worth of phases
-# A guess at one call's time from the catalog's FLOP count (a 2-core box: the centered Gram's matrix
-# product ran at 2.7e11 FLOP/s in float32, svd 500x500 at 6e10 in float64)...
-CALL_FLOPS_PER_S = 1e11
+CALL_FLOPS_PER_S = 1e11  # a guess at one call's time from the catalog's FLOP count...
 LAPACK_FLOPS_PER_S = 3e10  # a factorisation (numpy.linalg, scipy.linalg) runs well below a matrix product
 CALL_BYTES_PER_S = 2e9  # ...or from its inputs' bytes
 OTHER_KIND_S = 2.0  # an environment, a cases listing, a self-check: a worker call, no timing
