@@ -35,6 +35,7 @@ CONTENTION_SLOPE = 0.6
 LAPACK_CONTENTION_SLOPE = 4.5
 LOAD_SAMPLE_S = 0.3  # a fresh reading of the others' load takes this long...
 LOAD_FRESH_S = 30.0  # ...where the last is older than this
+LOAD_SMOOTH_S = 10.0  # readings are averaged over about this long
 RECHECK_SHARE = 0.5  # how often a one-pair run times its runtimes again (busy or unstable): often, here
 PITFALLS_MEASURES = 5.0  # the lab's pitfalls each time about a measurement's worth of phases
 CALL_FLOPS_PER_S = 1e11  # a guess at one call's time from the catalog's FLOP count...
@@ -273,12 +274,36 @@ class LoadReading:
         self._lock = threading.Lock()
         self._others = OthersCpu()
         self._last: tuple[float, float] | None = None  # (monotonic time, others' CPU seconds)
+        self._since: tuple[float, float] | None = None  # the same, as the runner's last job started
         self.others_cores: float | None = None
 
     def restart(self) -> None:
-        """A job of the runner's starts or ends: the interval read next begins now."""
+        """A job of the runner's starts or ends: the interval read next begins now, and so does the
+        one during() reads."""
+        import time
+
         with self._lock:
             self._last = None
+            try:
+                self._since = (time.monotonic(), self._others())
+            except Exception:
+                self._since = None
+
+    def during(self, busy_before: float) -> float:
+        """The share of the cores other programs took while a job ran (since restart()), as far as a
+        reading during it can tell: with every core wanted, they get about half of what they asked
+        for, so twice their share, and never more than ``busy_before`` (a load that went away)."""
+        import time
+
+        with self._lock:
+            since = self._since
+            try:
+                if since is None or time.monotonic() - since[0] < LOAD_SAMPLE_S:
+                    return busy_before
+                share = (self._others() - since[1]) / (time.monotonic() - since[0]) / max(self.cores, 1)
+            except Exception:
+                return busy_before
+        return min(busy_before, max(2 * share, 0.0))
 
     def read(self, *, wait: bool) -> float:
         """The share of the cores other programs take now: from the time since the last reading (the runner
@@ -302,7 +327,11 @@ class LoadReading:
                 self._last = start
             if now - self._last[0] >= LOAD_SAMPLE_S:
                 used = self._others()
-                self.others_cores = (used - self._last[1]) / (now - self._last[0])
+                span = now - self._last[0]
+                fresh = (used - self._last[1]) / span
+                # Smoothed over about LOAD_SMOOTH_S: a browser drawing the page is a moment's load, not the run's.
+                keep = math.exp(-span / LOAD_SMOOTH_S) if self.others_cores is not None else 0.0
+                self.others_cores = keep * (self.others_cores or 0.0) + (1 - keep) * fresh
                 self._last = (now, used)
         except Exception:  # a system that does not say (no /proc/stat, no psutil): no load known
             return 0.0

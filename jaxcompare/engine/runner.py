@@ -601,9 +601,9 @@ class Runner:
                 self._rate.acquire(who.rate_key)  # last: a refused request spends no token
             job.device, job._runner = lane.device, self
             ahead = [queued for queued in (lane.current, *lane.queue) if queued is not None]
+            job._busy = self._load.read(wait=False)
             job.estimate = self._estimate_on(lane, job.kind, job.spec, job.case,
-                                             tuple(step.precision for step in job.steps), ahead,
-                                             self._load.read(wait=False))[0]
+                                             tuple(step.precision for step in job.steps), ahead, job._busy)[0]
             lane.queue.append(job)
             self._jobs_by_id[job.id] = job
             if who is not None:
@@ -640,10 +640,13 @@ class Runner:
                 lane.current = job
                 job.status, job.phase, job.started_at = "running", "starting worker", time.time()
                 if job.jax_env is None:  # another JAX release's workers are not the lane's: no estimate of theirs
-                    job._busy = self._load.read(wait=False)
-                    job.estimate, job._cold, job._ceilings = self._estimate_on(
+                    waited = job.started_at - job.submitted_at > 1.0  # what was said when it queued may be stale
+                    if waited:
+                        job._busy = self._load.read(wait=False)
+                    again, job._cold, job._ceilings = self._estimate_on(
                         lane, job.kind, job.spec, job.case, tuple(step.precision for step in job.steps), [],
                         job._busy)
+                    job.estimate = again if waited or job.estimate is None else job.estimate
                 self._load.restart()  # its own load would hide the others' until it ends
             try:
                 self._execute(lane, job)
@@ -731,7 +734,7 @@ class Runner:
             work -= job.finished_at - job._peak_at
         if job._cold:
             work = max(work - FRESH_WORKER_S * len(job._cold), work / 2)
-        self._durations.learn(job.kind, job.spec, job.case, work, job._busy)
+        self._durations.learn(job.kind, job.spec, job.case, work, self._load.during(job._busy))
 
     def _notice(self, job: Job, text: str) -> None:
         with self._cv:
