@@ -99,3 +99,44 @@ def test_the_duration_said_before_a_run_is_within_2x_of_the_run():
     assert [e.basis for e in said] == ["guess", "scaled"]
     for estimate, seconds, name in zip(said, took, ("centered_gram", "svd x64"), strict=True):
         assert 0.5 <= seconds / estimate.seconds <= 2.0, (name, estimate, seconds)
+
+
+def test_a_neighbour_on_a_core_is_read_as_load_and_lengthens_the_guess(neighbour):
+    """Another program spinning on one of this process's cores: the reading sees most of a core of it
+    (this process tree's own CPU, a runner's workers, would not count), and the estimate grows."""
+    from jaxcompare.engine.durations import LoadReading
+
+    reading = LoadReading()
+    busy = reading.read(wait=True)
+    assert busy >= min(0.7 / reading.cores, 1.0), (busy, reading.others_cores)  # a whole core, less the odd tick
+    s = spec("svd", (500, 500), "x64")
+    assert guess(Durations(), s, busy=busy).seconds > guess(Durations(), s).seconds
+
+
+def test_what_is_learnt_takes_the_load_during_the_run_when_it_went_away():
+    """Replayed counters: others took both cores before a job, then none while it ran (the load went
+    away), or kept half of them (they share the cores with the job, so they still wanted them all)."""
+    from jaxcompare.engine.durations import LoadReading
+
+    now, used, load = [0.0], [0.0], [2.0]
+
+    def advance(seconds: float, others_cores: float) -> None:
+        now[0] += seconds
+        used[0] += seconds * others_cores
+
+    reading = LoadReading(others=lambda: used[0], clock=lambda: now[0], sleep=lambda s: advance(s, load[0]))
+    reading.cores = 2
+    busy = reading.read(wait=True)  # a fresh reading while both cores are taken
+    assert busy == pytest.approx(1.0)
+    assert reading.during(busy) == busy  # no job yet: what was read stands
+    reading.restart()  # a job starts
+    advance(5.0, 0.0)
+    assert reading.during(busy) == 0.0  # gone: the run was not slowed, and is learnt as it was
+    reading.restart()
+    advance(5.0, 1.0)
+    assert reading.during(busy) == pytest.approx(1.0)  # half the cores beside the job: still all wanted
+    assert reading.read(wait=False) == busy  # while a job runs, the last reading taken idle stands
+    advance(10.0, 1.0)
+    reading.restart()  # the job ends, the neighbours have gone: a fresh reading outweighs the old one
+    load[0] = 0.0
+    assert reading.read(wait=True) < 0.5

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import math
 import statistics
+import threading
+import time
 from collections import OrderedDict, deque
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -265,27 +268,27 @@ class LoadReading:
     """Other programs' load on this process's cores, read while the runner was idle (a run of its own
     hides theirs: both cannot take more than every core). Thread-safe."""
 
-    def __init__(self) -> None:
-        import threading
-
+    def __init__(self, others: Callable[[], float] | None = None, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        """``others``: other programs' CPU seconds so far (load.OthersCpu; tests replay counters)."""
         from .load import OthersCpu, _cores
 
         self.cores = len(_cores())
         self._lock = threading.Lock()
-        self._others = OthersCpu()
+        self._clock, self._sleep = clock, sleep
+        self._others = others if others is not None else OthersCpu()
         self._last: tuple[float, float] | None = None  # (monotonic time, others' CPU seconds)
         self._since: tuple[float, float] | None = None  # the same, as the runner's last job started
+        self._updated = 0.0  # when others_cores was last read
         self.others_cores: float | None = None
 
     def restart(self) -> None:
         """A job of the runner's starts or ends: the interval read next begins now, and so does the
         one during() reads."""
-        import time
-
         with self._lock:
             self._last = None
             try:
-                self._since = (time.monotonic(), self._others())
+                self._since = (self._clock(), self._others())
             except Exception:
                 self._since = None
 
@@ -293,14 +296,12 @@ class LoadReading:
         """The share of the cores other programs took while a job ran (since restart()), as far as a
         reading during it can tell: with every core wanted, they get about half of what they asked
         for, so twice their share, and never more than ``busy_before`` (a load that went away)."""
-        import time
-
         with self._lock:
             since = self._since
             try:
-                if since is None or time.monotonic() - since[0] < LOAD_SAMPLE_S:
+                if since is None or self._clock() - since[0] < LOAD_SAMPLE_S:
                     return busy_before
-                share = (self._others() - since[1]) / (time.monotonic() - since[0]) / max(self.cores, 1)
+                share = (self._others() - since[1]) / (self._clock() - since[0]) / max(self.cores, 1)
             except Exception:
                 return busy_before
         return min(busy_before, max(2 * share, 0.0))
@@ -308,31 +309,27 @@ class LoadReading:
     def read(self, *, wait: bool) -> float:
         """The share of the cores other programs take now: from the time since the last reading (the runner
         idle meanwhile), else, with ``wait``, a fresh LOAD_SAMPLE_S reading, else the last one."""
-        import time
-
         with self._lock:
-            now = time.monotonic()
+            now = self._clock()
             return self._read(now, wait)
 
     def _read(self, now: float, wait: bool) -> float:
-        import time
-
         try:
             if self._last is None or now - self._last[0] > LOAD_FRESH_S:
                 if not wait:
                     return self.busy()
                 start = (now, self._others())
-                time.sleep(LOAD_SAMPLE_S)  # the reading's interval, not a synchronisation
-                now = time.monotonic()
+                self._sleep(LOAD_SAMPLE_S)  # the reading's interval, not a synchronisation
+                now = self._clock()
                 self._last = start
             if now - self._last[0] >= LOAD_SAMPLE_S:
                 used = self._others()
-                span = now - self._last[0]
-                fresh = (used - self._last[1]) / span
-                # Smoothed over about LOAD_SMOOTH_S: a browser drawing the page is a moment's load, not the run's.
-                keep = math.exp(-span / LOAD_SMOOTH_S) if self.others_cores is not None else 0.0
+                fresh = (used - self._last[1]) / (now - self._last[0])
+                # Smoothed over about LOAD_SMOOTH_S: a browser drawing the page is a moment's load, not the
+                # run's; the older the last reading, the less it counts.
+                keep = math.exp(-(now - self._updated) / LOAD_SMOOTH_S) if self.others_cores is not None else 0.0
                 self.others_cores = keep * (self.others_cores or 0.0) + (1 - keep) * fresh
-                self._last = (now, used)
+                self._last, self._updated = (now, used), now
         except Exception:  # a system that does not say (no /proc/stat, no psutil): no load known
             return 0.0
         return self.busy()
