@@ -39,7 +39,8 @@ pytest_plugins = ["browser_support", "postgres_support"]
 # such test marks that test itself (`@pytest.mark.serial`).
 SERIAL_MODULES = frozenset({
     "test_accelerator", "test_breakages", "test_charts", "test_durations", "test_load", "test_machine_load",
-    "test_measure", "test_noisy_neighbour", "test_pitfalls", "test_plain_numpy", "test_profile", "test_protocol", "test_roofline",
+    "test_measure", "test_noisy_neighbour", "test_pitfalls", "test_plain_numpy", "test_profile", "test_protocol",
+    "test_roofline",
 })
 
 
