@@ -29,20 +29,20 @@ FRESH_WORKER_S = 0.5  # a fresh worker's first job: JAX's first compile, BLAS's 
 CEILINGS_S = 4.0  # the CPU's matmul rate and bandwidth, measured once per host and dtype (ceilings.py)
 PROCESS_S = 1.5  # a fresh interpreter that imports JAX, compiles and calls once (the first call)
 PLAIN_PROCESS_S = 0.4  # a plain interpreter that imports NumPy and the case (plain_numpy.py)
-COMPILE_S = 0.1  # one cold compile of a catalog case on the CPU
+COMPILE_S = 0.06  # one cold compile of a catalog case on the CPU
 FIXED_S = 0.3  # inputs, agreement, the roofline's empty calls, the ceilings read from their cache
 # Other programs' load slows a run, by how much of this process's cores they took just before it (busy,
-# 0 to 1): 1 + 0.6 busy, and 1 + 4.5 busy² for LAPACK's calls, whose OpenBLAS threads spin at their
+# 0 to 1): 1 + 0.6 busy, and 1 + 4 busy² for LAPACK's calls, whose OpenBLAS threads spin at their
 # barriers once no core is free.
 CONTENTION_SLOPE = 0.6
-LAPACK_CONTENTION_SLOPE = 4.5
+LAPACK_CONTENTION_SLOPE = 4.0
 LOAD_SAMPLE_S = 0.3  # a fresh reading of the others' load takes this long...
 LOAD_FRESH_S = 30.0  # ...where the last is older than this
 LOAD_SMOOTH_S = 10.0  # readings are averaged over about this long
 RECHECK_SHARE = 0.5  # how often a one-pair run times its runtimes again (busy or unstable): often, here
 PITFALLS_MEASURES = 5.0  # the lab's pitfalls each time about a measurement's worth of phases
 CALL_FLOPS_PER_S = 1e11  # a guess at one call's time from the catalog's FLOP count...
-LAPACK_FLOPS_PER_S = 3e10  # a factorisation (numpy.linalg, scipy.linalg) runs well below a matrix product
+LAPACK_FLOPS_PER_S = 4e10  # a factorisation (numpy.linalg, scipy.linalg) runs well below a matrix product
 CALL_BYTES_PER_S = 2e9  # ...or from its inputs' bytes
 OTHER_KIND_S = 2.0  # an environment, a cases listing, a self-check: a worker call, no timing
 # A first guess is worth a factor of two either way; a learnt one at least this much around it.
@@ -116,7 +116,7 @@ def measure_guess(timing: TimingConfig, call: float, *, plain: bool) -> float:
     per_sample = max(timing.target_sample_s, call)
 
     def phase(budget: float) -> float:  # a long call takes its fewest samples whatever the budget
-        return max(timing.min_samples * per_sample, budget * 0.6) + timing.warmup_s + call
+        return max(timing.min_samples * per_sample, budget * 0.4) + timing.warmup_s + call
 
     runtime_budget = timing.runtime_budget_s or timing.phase_budget_s
     pair = 2 * phase(runtime_budget)  # more than one pair of blocks share the runtimes' budget
