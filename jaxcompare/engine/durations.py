@@ -264,23 +264,48 @@ def slowdown(busy: float, case: Case | None) -> float:
     return 1.0 + (LAPACK_CONTENTION_SLOPE * busy**2 if is_lapack(case) else CONTENTION_SLOPE * busy)
 
 
+def others_counter() -> Callable[[], float]:
+    """Other programs' CPU seconds so far, counted as load.LoadMeter counts them: this process's cores'
+    busy time less this process tree's own (a runner's workers are its children), or where the cores'
+    busy time reads nothing, the other processes' own CPU times."""
+    from .load import LoadMeter
+
+    meter = LoadMeter()
+    if meter.others_source is None:
+        raise RuntimeError("no load source")
+
+    def others() -> float:
+        _, counter, own = meter.reading()
+        return counter - own if meter.others_source == "cores" else counter
+
+    return others
+
+
 class LoadReading:
     """Other programs' load on this process's cores, read while the runner was idle (a run of its own
     hides theirs: both cannot take more than every core). Thread-safe."""
 
     def __init__(self, others: Callable[[], float] | None = None, clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], None] = time.sleep) -> None:
-        """``others``: other programs' CPU seconds so far (load.OthersCpu; tests replay counters)."""
-        from .load import OthersCpu, _cores
+        """``others``: other programs' CPU seconds so far (others_counter(); tests replay counters)."""
+        from .load import _cores
 
         self.cores = len(_cores())
         self._lock = threading.Lock()
         self._clock, self._sleep = clock, sleep
-        self._others = others if others is not None else OthersCpu()
+        try:
+            self._others: Callable[[], float] | None = others if others is not None else others_counter()
+        except Exception:  # nothing says what other programs use here: no load is known, none is added
+            self._others = None
         self._last: tuple[float, float] | None = None  # (monotonic time, others' CPU seconds)
         self._since: tuple[float, float] | None = None  # the same, as the runner's last job started
         self._updated = 0.0  # when others_cores was last read
         self.others_cores: float | None = None
+
+    def _used(self) -> float:
+        if self._others is None:
+            raise RuntimeError("no load source")
+        return self._others()
 
     def restart(self) -> None:
         """A job of the runner's starts or ends: the interval read next begins now, and so does the
@@ -288,7 +313,7 @@ class LoadReading:
         with self._lock:
             self._last = None
             try:
-                self._since = (self._clock(), self._others())
+                self._since = (self._clock(), self._used())
             except Exception:
                 self._since = None
 
@@ -301,7 +326,7 @@ class LoadReading:
             try:
                 if since is None or self._clock() - since[0] < LOAD_SAMPLE_S:
                     return busy_before
-                share = (self._others() - since[1]) / (self._clock() - since[0]) / max(self.cores, 1)
+                share = (self._used() - since[1]) / (self._clock() - since[0]) / max(self.cores, 1)
             except Exception:
                 return busy_before
         return min(busy_before, max(2 * share, 0.0))
@@ -318,12 +343,12 @@ class LoadReading:
             if self._last is None or now - self._last[0] > LOAD_FRESH_S:
                 if not wait:
                     return self.busy()
-                start = (now, self._others())
+                start = (now, self._used())
                 self._sleep(LOAD_SAMPLE_S)  # the reading's interval, not a synchronisation
                 now = self._clock()
                 self._last = start
             if now - self._last[0] >= LOAD_SAMPLE_S:
-                used = self._others()
+                used = self._used()
                 fresh = (used - self._last[1]) / (now - self._last[0])
                 # Smoothed over about LOAD_SMOOTH_S: a browser drawing the page is a moment's load, not the
                 # run's; the older the last reading, the less it counts.
