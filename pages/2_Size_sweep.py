@@ -77,7 +77,8 @@ def poll_sweep() -> None:
     if landed or run.finished:
         st.rerun()
     if run.job is not None:
-        jobs.job_progress(run.job, run.progress_label(), overall=run.fraction())
+        jobs.job_progress(run.job, run.progress_label(), overall=run.fraction(),
+                          after=jobs.sweep_left(run.job, run.specs(run.next_index)))
     st.button(_("Stop the sweep"), icon=":material/stop_circle:", on_click=stop_sweep, key="stop_sweep")
 
 

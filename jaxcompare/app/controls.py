@@ -458,9 +458,9 @@ class SweepRun:
         sizes = [math.prod(shape) for shape, _ in self.points]
         return float(min(sizes)), float(max(sizes))
 
-    def specs(self) -> list[Spec]:
-        """The Spec of every point, in run order."""
-        return [replace(self.base, shape=shape, precision=precision) for shape, precision in self.points]
+    def specs(self, start: int = 0) -> list[Spec]:
+        """The Spec of every point from ``start`` on, in run order."""
+        return [replace(self.base, shape=shape, precision=precision) for shape, precision in self.points[start:]]
 
     def plan_text(self) -> str:
         """'10x10 → 32x32 → 100x100: 6 measurement(s).' for the sidebar, before it runs."""
