@@ -102,7 +102,8 @@ class Job:
     cases_version: tuple[str, int, int] | None = field(default=None, repr=False)
     # A job of a versions run: the environment of the JAX release its worker runs (None: the runner's own).
     jax_env: JaxEnv | None = field(default=None, repr=False)
-    # How long it should take once started (engine/durations.py): said when queued, again when it starts.
+    # How long it should take once started (engine/durations.py): said when queued, said again when it
+    # starts only if it waited (what a page showed before the run stays what its bar counts down from).
     estimate: Estimate | None = None
     work_started_at: float | None = None  # when its worker began the work (a fresh worker's start-up before)
     case: Case | None = field(default=None, repr=False)  # the case it measures, where this process knows it
@@ -769,7 +770,8 @@ class Runner:
                         self._cases.popitem(last=False)
             self.history.append(job)
             self._jobs_by_id.pop(job.id, None)
-            self._load.restart()
+            if job.started_at is not None:  # one cancelled in its queue did not load the machine
+                self._load.restart()
             job._done.set()
             self._cv.notify_all()
         if job.owner is not None:
