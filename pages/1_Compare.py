@@ -80,7 +80,7 @@ url_warnings = ui.seed_from_url("compare", lambda query: controls.compare_config
 harvest()
 
 with st.sidebar:
-    case, shape = FORM.measurement_boxes(BOX_HELP)
+    case, shape = FORM.measurement_boxes(BOX_HELP, kind="measure")
     st.toggle(_("Profile the JAX call"), key=key("profile"),
               help=_("After the timed phases, trace a few steady-state JAX calls with jax.profiler: the XLA ops "
                      "that take the device's time, and how much of each call is host overhead. The timings are "
@@ -90,6 +90,8 @@ with st.sidebar:
               disabled=busy or shape is None, width="stretch", key="run_compare")
     if busy:
         st.caption(_("Measuring… the page stays usable; change settings for the next run."))
+    elif shape is not None:
+        form_ui.run_hint([spec for spec in [FORM.spec(case)] if spec is not None])
 
 cases_ui.cases_file_ui()
 ui.sync_url(current_config().query())

@@ -77,7 +77,8 @@ def poll_sweep() -> None:
     if landed or run.finished:
         st.rerun()
     if run.job is not None:
-        jobs.job_progress(run.job, run.progress_label(), overall=run.fraction())
+        jobs.job_progress(run.job, run.progress_label(), overall=run.fraction(),
+                          after=jobs.sweep_left(run.job, run.specs(run.next_index)))
     st.button(_("Stop the sweep"), icon=":material/stop_circle:", on_click=stop_sweep, key="stop_sweep")
 
 
@@ -102,7 +103,8 @@ with st.sidebar:
                          "dimension on a GPU or TPU."))
     FORM.device_box(env)
     FORM.timing_box(_("Quick is the default for sweeps; careful samples longer at every size; thorough "
-                      "samples the NumPy and JAX runtimes to ±1% at every size (times are per size)."))
+                      "samples the NumPy and JAX runtimes to ±1% at every size. Each says about how long "
+                      "the whole sweep takes."), form_ui.sweep_estimates(current_config(), case, env))
     config = current_config()
     problem = None
     try:
@@ -115,6 +117,8 @@ with st.sidebar:
     busy = active_run() is not None
     st.button(_("Run sweep"), type="primary", icon=":material/play_arrow:", on_click=start_sweep,
               disabled=busy or problem is not None, width="stretch", key="run_sweep")
+    if not busy and problem is None:
+        form_ui.run_hint(planned.specs())
 
 cases_ui.cases_file_ui()
 ui.sync_url(config.query())

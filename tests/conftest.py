@@ -38,8 +38,9 @@ pytest_plugins = ["browser_support", "postgres_support"]
 # were not written for, so `make test` runs them alone (marker `serial`). A module with only one
 # such test marks that test itself (`@pytest.mark.serial`).
 SERIAL_MODULES = frozenset({
-    "test_accelerator", "test_breakages", "test_charts", "test_load", "test_machine_load", "test_measure",
-    "test_noisy_neighbour", "test_pitfalls", "test_plain_numpy", "test_profile", "test_protocol", "test_roofline",
+    "test_accelerator", "test_breakages", "test_charts", "test_durations", "test_load", "test_machine_load",
+    "test_measure", "test_noisy_neighbour", "test_pitfalls", "test_plain_numpy", "test_profile", "test_protocol",
+    "test_roofline",
 })
 
 

@@ -13,8 +13,11 @@ pytestmark = pytest.mark.browser
 def test_compare_runs_and_renders_charts(server, browser, tmp_path):
     page = bs.open_page(browser, f"{server}/Compare?case=matmul&shape=large&timing=quick", height=1800)
     bs.assert_no_error(page)
-    for label in ("Quick (≈1–2 s)", "Careful (≈3–5 s)", "Thorough (≈6–10 s)"):  # the timing presets
-        page.get_by_role("radio", name=label).wait_for(timeout=30_000)  # the sidebar may still be drawing
+    for label in ("Quick", "Careful", "Thorough"):  # the timing presets, each with how long this case should take
+        preset = page.get_by_role("radio", name=re.compile(rf"^{label} · about \d+(\.\d)? (s|min)$"))
+        preset.wait_for(timeout=30_000)  # the sidebar may still be drawing
+    # The Run button's hint: about how long, its range, and what the figure rests on.
+    page.get_by_text(re.compile(r"Takes about \d+(\.\d)? (s|min) \(.+–.+\), ")).wait_for(timeout=30_000)
     # Beside the chosen "Large", Streamlit hides "Small"'s right edge; where the sidebar wraps the row
     # that edge was just missing, so each unchosen button keeps its whole border.
     edge = page.get_by_role("radio", name="Small · 10x10").evaluate("b => getComputedStyle(b).borderRightColor")

@@ -96,6 +96,9 @@ def start_long_run(page) -> None:
     measuring = page.locator(PROGRESS).filter(has_not_text="Starting the worker")
     measuring.filter(has_not_text="Waiting in the device queue").filter(has_not_text="queued behind").wait_for(
         timeout=60_000)
+    # A running job says its time so far and what is left of its estimate, or that it is taking longer.
+    said = page.locator(PROGRESS).inner_text()
+    assert re.search(r"· \d+ s, (about \d+(\.\d)? (s|min) left|longer than the .+ expected)", said), said
 
 
 def run_small_quick(page) -> None:
@@ -103,7 +106,7 @@ def run_small_quick(page) -> None:
     the headline figures of that run."""
     page.get_by_role("radio", name="Small · 10x10").click()
     page.wait_for_function("() => location.search.includes('shape=small')", timeout=30_000)
-    page.get_by_role("radio", name="Quick (≈1–2 s)").click()
+    page.get_by_role("radio", name=re.compile(r"^Quick · about ")).click()
     page.wait_for_function("() => location.search.includes('timing=quick')", timeout=30_000)
     page.wait_for_selector(IDLE, timeout=30_000)
     run = page.get_by_role("button", name="Run comparison")

@@ -29,20 +29,14 @@ from ..model.spec import (
 )
 
 GROUP_LABELS = {"numpy": "NumPy", "scipy": "SciPy"}
-# Shown in the reader's language by timing_label() and device_label() (the controls' format_func).
-TIMING_LABELS = {"careful": N_("Careful (≈3–5 s)"), "quick": N_("Quick (≈1–2 s)"),
-                 "thorough": N_("Thorough (≈6–10 s)")}
+# Shown in the reader's language by device_label() (the Device control's format_func); the Timing
+# control's labels, with how long each preset should take, are app/estimates.py's.
 SIZE_CHOICES = ("small", "large", "custom")
 # Where Compare and Pitfalls open: the JAX docs' "Benchmarking JAX code" example at its large size
 # (as the CLI's default and the README's screenshot), a first result that shows JAX's case.
 DEFAULT_CASE = "centered_gram"
 URL_VALUE_CHARS = 60  # longer than any valid URL value (a case name, a shape)
 DEVICE_LABELS = {"auto": N_("auto (GPU, else TPU, else CPU)"), "cpu": "CPU", "gpu": "GPU", "tpu": "TPU"}
-
-
-def timing_label(mode: str) -> str:
-    """'Careful (≈3–5 s)' in the reader's language: the timing control's format_func."""
-    return _(TIMING_LABELS[mode])
 
 
 def device_label(device: str) -> str:
@@ -463,6 +457,10 @@ class SweepRun:
             return None
         sizes = [math.prod(shape) for shape, _ in self.points]
         return float(min(sizes)), float(max(sizes))
+
+    def specs(self, start: int = 0) -> list[Spec]:
+        """The Spec of every point from ``start`` on, in run order."""
+        return [replace(self.base, shape=shape, precision=precision) for shape, precision in self.points[start:]]
 
     def plan_text(self) -> str:
         """'10x10 → 32x32 → 100x100: 6 measurement(s).' for the sidebar, before it runs."""

@@ -3,16 +3,18 @@ offers, its widgets' keys, the settings they hold now, and the boxes those pages
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar
 
 import streamlit as st
 
+from ..engine.durations import Estimate
 from ..i18n import N_, _, translate_text
 from ..model.cases import Case
 from ..model.errors import JaxCompareError
-from ..model.spec import DEVICES, MATMUL_PRECISIONS, PRECISIONS
-from . import cases_ui, controls, environment_view, language, resources
+from ..model.spec import DEVICES, MATMUL_PRECISIONS, PRECISIONS, Spec, TimingConfig
+from . import cases_ui, controls, environment_view, estimates, language, resources
 
 Config = TypeVar("Config", bound=controls.PageConfig)
 SHAPE_HELP = N_("Sizes separated by x, like 500x500 (or 100000 for a vector).")
@@ -102,15 +104,18 @@ class PageForm(Generic[Config]):
     def _choose(self, name: str, value: str) -> None:
         st.session_state[self.key(name)] = value
 
-    def timing_box(self, help: str | None = None) -> None:
+    def timing_box(self, help: str | None = None, durations: Mapping[str, Estimate] | None = None) -> None:
+        """The Timing box; ``durations``: each preset's estimate, said in its label."""
+        labels = {mode: estimates.timing_label(mode, (durations or {}).get(mode))
+                  for mode in self.config.TIMING_PRESETS}
         st.segmented_control(_("Timing"), self.config.TIMING_PRESETS, key=self.key("timing"), required=True,
-                             format_func=controls.timing_label, help=help)
+                             format_func=labels.__getitem__, help=help)
 
-
-    def measurement_boxes(self, help: BoxHelp) -> tuple[Case, tuple[int, ...] | None]:
+    def measurement_boxes(self, help: BoxHelp, kind: str | None = None) -> tuple[Case, tuple[int, ...] | None]:
         """One measurement's boxes under the Configuration header (Compare, Pitfalls): case and
         shape, precision, device (checked against the worker's environment, and against what it lacks
-        at x64) and timing, each with the page's ``help``; returns case_and_shape()'s case and shape."""
+        at x64) and timing, each with the page's ``help``; returns case_and_shape()'s case and shape.
+        ``kind``: the job the page runs ('measure', 'pitfalls'), whose estimate each timing preset says."""
         st.header(_("Configuration"))
         chosen = self.case_and_shape(help.case)
         self.precision_box(help.precision)
@@ -118,8 +123,43 @@ class PageForm(Generic[Config]):
         self.device_box(env)
         self.float64_gap_note(chosen[0], env)
         self.matmul_precision_box()
-        self.timing_box(help.timing)
+        spec = self.spec(chosen[0]) if kind is not None and chosen[1] is not None else None
+        self.timing_box(help.timing, None if spec is None else preset_estimates([spec], kind or "measure"))
         return chosen
+
+    def spec(self, case: Case) -> Spec | None:
+        """The Spec the widgets describe now (a config with a spec(), as Compare's), or None."""
+        make = getattr(self.current(), "spec", None)
+        try:
+            return make(case) if make is not None else None
+        except JaxCompareError:
+            return None
+
+
+def preset_estimates(specs: Sequence[Spec], kind: str = "measure") -> dict[str, Estimate]:
+    """How long ``specs``, run one after another, would take at each timing preset."""
+    runner = resources.get_runner()
+    return {mode: runner.estimate_all([replace(spec, timing=TimingConfig.preset(mode)) for spec in specs], kind=kind)
+            for mode in controls.TIMING_PRESETS}
+
+
+def sweep_estimates(config: controls.SweepConfig, case: Case, env: dict[str, Any] | None) -> dict[str, Estimate] | None:
+    """How long the sweep ``config`` describes would take at each timing preset; None where it cannot run."""
+    try:
+        specs = config.plan(case, env).specs()
+    except JaxCompareError:
+        return None
+    return preset_estimates(specs) if specs else None
+
+
+def run_hint(specs: Sequence[Spec], kind: str = "measure") -> None:
+    """The caption under a Run button: about how long ``specs`` will take (one after another), what
+    the figure rests on, and the queue's wait before them."""
+    if not specs:
+        return
+    runner = resources.get_runner()
+    wait, ahead = runner.queue_wait()
+    st.caption(estimates.run_hint(runner.estimate_all(specs, kind=kind), wait, ahead))
 
 
 @dataclass(frozen=True)

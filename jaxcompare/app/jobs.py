@@ -12,7 +12,7 @@ import streamlit as st
 
 from ..engine.runner import Job, Runner
 from ..i18n import N_, _
-from . import resources, views
+from . import estimates, resources, views
 
 log = logging.getLogger("jaxcompare.app")
 
@@ -138,8 +138,20 @@ def take_finished(job_key: str, error_key: str) -> Job | None:
     return job
 
 
-def job_progress(job: Job, label: str, *, overall: float | None = None) -> None:
-    """A progress bar that says which phase is being measured (or where the job is queued)."""
+def sweep_left(job: Job, later: list[Any]) -> str | None:
+    """A sweep's time left in all, where its running point has an estimate: that point's, and the
+    estimate of the points after it (``later``, their Specs)."""
+    if job.estimate is None or job.started_at is None or job.status != "running":
+        return None
+    left = job.estimate.left_s(time.time() - job.started_at)
+    if later:
+        left += resources.get_runner().estimate_all(later).seconds
+    return _("about {left} left in all").format(left=estimates.seconds_text(left))
+
+
+def job_progress(job: Job, label: str, *, overall: float | None = None, after: str | None = None) -> None:
+    """A progress bar that says which phase is being measured and the time left (or where the job is
+    queued); ``after``: what follows (a sweep's time left in all)."""
     runner = resources.get_runner()
     ahead = runner.jobs_ahead(job)
     if job.status == "queued" and ahead is not None:
@@ -150,5 +162,6 @@ def job_progress(job: Job, label: str, *, overall: float | None = None) -> None:
         st.progress(overall or 0.0, text=text)
         return
     elapsed = time.time() - (job.started_at or time.time())
-    text = f"{label}: {views.job_phase_text(job.phase)} · {job.progress:.0%} · {elapsed:.0f} s"
+    text = (f"{label}: {views.job_phase_text(job.phase)} · {job.progress:.0%} · "
+            f"{estimates.time_left_text(job.estimate, elapsed)}" + (f" · {after}" if after else ""))
     st.progress(min(max(overall if overall is not None else job.progress, 0.0), 1.0), text=text)

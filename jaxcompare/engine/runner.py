@@ -19,7 +19,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +29,7 @@ from ..model.errors import BadInput, JaxCompareError, JobFailed
 from ..model.platforms import Platform, platform
 from ..model.result import Result
 from ..model.spec import PRECISIONS, Spec
+from .durations import FRESH_WORKER_S, Durations, Estimate, LoadReading, ceilings_known
 from .envs import JaxEnv, env_for_job
 from .process import Cancelled, Expired, WorkerProcess
 from .restart import fresh_processes
@@ -41,10 +42,8 @@ __all__ = ["Cancelled", "Job", "Owner", "Runner", "Step"]
 log = logging.getLogger("jaxcompare.runner")
 
 # Bounds on what the server remembers, so its memory stays flat however long it runs.
-_MAX_DURATIONS = 64
 _MAX_OWNERS = 4096
 _MAX_CASES_FILES = 16
-_GUESS_S = 5.0  # the wait estimate for a kind of job never seen yet
 _CAPPED_KINDS = ("measure", "pitfalls")  # what a visitor asks for (queue cap, per-client cap)
 _MAX_OTHER_JAX_WORKERS = 4  # per device: workers of other JAX versions kept warm between a versions run's rounds
 
@@ -103,6 +102,15 @@ class Job:
     cases_version: tuple[str, int, int] | None = field(default=None, repr=False)
     # A job of a versions run: the environment of the JAX release its worker runs (None: the runner's own).
     jax_env: JaxEnv | None = field(default=None, repr=False)
+    # How long it should take once started (engine/durations.py): said when queued, said again when it
+    # starts only if it waited (what a page showed before the run stays what its bar counts down from).
+    estimate: Estimate | None = None
+    work_started_at: float | None = None  # when its worker began the work (a fresh worker's start-up before)
+    case: Case | None = field(default=None, repr=False)  # the case it measures, where this process knows it
+    _cold: tuple[str, ...] = field(default=(), repr=False)  # the precisions whose workers it started
+    _ceilings: bool = field(default=False, repr=False)  # it measured the CPU's ceilings first
+    _peak_at: float | None = field(default=None, repr=False)  # when it reached the ceilings' phase
+    _busy: float = field(default=0.0, repr=False)  # the share of the cores other programs took as it started
     _done: threading.Event = field(default_factory=threading.Event, repr=False)
     _cancel: threading.Event = field(default_factory=threading.Event, repr=False)
     _runner: Runner | None = field(default=None, repr=False)
@@ -250,7 +258,8 @@ class Runner:
         self._rate = RateLimiter(self.settings.max_jobs_per_minute)
         self._cv = threading.Condition()  # guards every queue, lane and job field below
         self._closed = False
-        self._durations: OrderedDict[tuple[str, Any], float] = OrderedDict()
+        self._durations = Durations()
+        self._load = LoadReading()  # other programs' load, read while this runner is idle
         self._owner_lane: OrderedDict[str, _Lane] = OrderedDict()
         self._cases: OrderedDict[tuple[str, int, int], list[dict[str, Any]]] = OrderedDict()
         self._jobs_by_id: dict[str, Job] = {}
@@ -320,7 +329,8 @@ class Runner:
             # The worker may not share this process's working directory.
             profile_dir=None if profile_dir is None else os.path.abspath(os.path.expanduser(os.fspath(profile_dir))))
         job = Job("measure", (Step(spec.precision, "measure", (spec.to_dict(), options)),),
-                  timeout_s or self.timeout_s, spec=spec, jax_env=jax_env)
+                  timeout_s or self.timeout_s, spec=spec, jax_env=jax_env,
+                  case=case if case is not None else _catalog_case(spec))
         return self._enqueue(job, _owner(owner), capped=True, rate_limited=rate_limited, sticky=not rate_limited)
 
     def submit_pitfalls(self, spec: Spec, sections: tuple[str, ...] | None = None, *,
@@ -333,7 +343,7 @@ class Runner:
         steps = [Step(spec.precision, "pitfalls", (spec.to_dict(), sections))]
         if "dtype" in sections and spec.precision == "x32":
             steps.append(Step("x64", "fair_float64", (spec.to_dict() | {"precision": "x64"},)))
-        job = Job("pitfalls", tuple(steps), timeout_s or self.timeout_s, spec=spec)
+        job = Job("pitfalls", tuple(steps), timeout_s or self.timeout_s, spec=spec, case=_catalog_case(spec))
         return self._enqueue(job, _owner(owner), capped=True, rate_limited=True)
 
     def run(self, spec: Spec, *, timeout_s: float | None = None,
@@ -401,6 +411,37 @@ class Runner:
         with self._cv:
             lane = next((lane for lane in self._lanes if job in lane.queue or lane.current is job), None)
             return 0.0 if lane is None else self._wait_s(lane, before=job)
+
+    def estimate(self, spec: Spec, *, kind: str = "measure", case: Case | None = None) -> Estimate:
+        """How long a ``kind`` job ('measure' or 'pitfalls') of ``spec`` would take once it starts,
+        said before it is submitted: from the durations seen here, else a first guess (engine/durations.py).
+        The wait in the queue before it is queue_wait()'s."""
+        return self.estimate_all([spec], kind=kind, case=case)
+
+    def estimate_all(self, specs: Sequence[Spec], *, kind: str = "measure", case: Case | None = None) -> Estimate:
+        """How long ``specs`` run one after the other would take (a sweep's points): each worker's
+        start-up and the CPU's ceilings counted once."""
+        total: Estimate | None = None
+        with self._cv:
+            idle = self._idle()
+        busy = self._load.read(wait=idle)  # outside the lock: a fresh reading takes a moment
+        with self._cv:
+            lane = self._pick_lane(None, False)
+            ahead = [job for job in (lane.current, *lane.queue) if job is not None]
+            for spec in specs:
+                known = case if case is not None else _catalog_case(spec)
+                precisions = ((spec.precision, "x64") if kind == "pitfalls" and spec.precision == "x32"
+                              else (spec.precision,))
+                one = self._estimate_on(lane, kind, spec, known, precisions, ahead, busy)[0]
+                total = one if total is None else total + one
+                ahead.append(Job(kind, tuple(Step(p, kind) for p in precisions), 0.0, spec=spec))
+        return total if total is not None else Estimate(0.0, 0.0, 0.0)
+
+    def queue_wait(self) -> tuple[float, int]:
+        """What a job submitted now would wait before it starts: seconds, and the jobs ahead of it."""
+        with self._cv:
+            lane = self._pick_lane(None, False)
+            return self._wait_s(lane), len(lane.queue) + (lane.current is not None)
 
     def cancel(self, job: Job) -> None:
         job.cancel()
@@ -490,23 +531,24 @@ class Runner:
     def _idle(self) -> bool:
         return all(not lane.queue and lane.current is None for lane in self._lanes)
 
-    @staticmethod
-    def _duration_keys(job: Job) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-        """The same request (case, shape, precision, timing) takes alike long; failing that, one
-        of the same kind and timing settings (quick vs careful differ 3x)."""
-        spec = job.spec
-        if spec is None:
-            return (job.kind, None, None), (job.kind, None)
-        return (job.kind, spec.case, tuple(spec.shape), spec.precision, spec.timing), (job.kind, spec.timing)
+    def _estimate_on(self, lane: _Lane, kind: str, spec: Spec | None, case: Case | None,
+                     precisions: tuple[str, ...], ahead: list[Job], busy: float = 0.0
+                     ) -> tuple[Estimate, tuple[str, ...], bool]:
+        """A job's estimate on ``lane`` after the jobs ``ahead`` of it, the precisions whose workers it
+        would start, and whether it would measure the CPU's ceilings first. Lock held."""
+        warm = {p for p, worker in lane.workers.items() if worker.alive}
+        warm |= {step.precision for job in ahead for step in job.steps}  # a job ahead starts them
+        cold = tuple(dict.fromkeys(p for p in precisions if p not in warm))
+        ceilings = (spec is not None and kind in _CAPPED_KINDS and not any(job.spec is not None for job in ahead)
+                    and not ceilings_known(spec.dtype))
+        return (self._durations.estimate(kind, spec, case, cold=cold, ceilings=ceilings, busy=busy),
+                cold, ceilings)
 
     def _typical_s(self, job: Job) -> float:
-        """Last duration of the same request; else of a like job; else of any job of its kind;
-        else a guess; never under a second. Call with the lock held: the dispatchers write these."""
-        for key in self._duration_keys(job):
-            if key in self._durations:
-                return max(self._durations[key], 1.0)
-        same_kind = [d for key, d in self._durations.items() if key[0] == job.kind]
-        return max(same_kind[-1], 1.0) if same_kind else _GUESS_S
+        """What ``job`` is expected to take once it starts (its estimate); never under a second. Lock held."""
+        if job.estimate is None:
+            job.estimate = self._durations.estimate(job.kind, job.spec, job.case)
+        return max(job.estimate.seconds, 1.0)
 
     def _wait_s(self, lane: _Lane, before: Job | None = None) -> float:
         """How long until ``before`` (None: a job joining the end) starts on ``lane``; lock held."""
@@ -559,6 +601,10 @@ class Runner:
             if rate_limited and who is not None:
                 self._rate.acquire(who.rate_key)  # last: a refused request spends no token
             job.device, job._runner = lane.device, self
+            ahead = [queued for queued in (lane.current, *lane.queue) if queued is not None]
+            job._busy = self._load.read(wait=False)
+            job.estimate = self._estimate_on(lane, job.kind, job.spec, job.case,
+                                             tuple(step.precision for step in job.steps), ahead, job._busy)[0]
             lane.queue.append(job)
             self._jobs_by_id[job.id] = job
             if who is not None:
@@ -594,6 +640,15 @@ class Runner:
                 job = lane.queue.popleft()
                 lane.current = job
                 job.status, job.phase, job.started_at = "running", "starting worker", time.time()
+                if job.jax_env is None:  # another JAX release's workers are not the lane's: no estimate of theirs
+                    waited = job.started_at - job.submitted_at > 1.0  # what was said when it queued may be stale
+                    if waited:
+                        job._busy = self._load.read(wait=False)
+                    again, job._cold, job._ceilings = self._estimate_on(
+                        lane, job.kind, job.spec, job.case, tuple(step.precision for step in job.steps), [],
+                        job._busy)
+                    job.estimate = again if waited or job.estimate is None else job.estimate
+                self._load.restart()  # its own load would hide the others' until it ends
             try:
                 self._execute(lane, job)
             except Exception as exc:  # the dispatcher must survive anything
@@ -668,6 +723,20 @@ class Runner:
 
         return fresh_processes(spec, lab_timing(spec.timing).compile_samples, env=env, on_start=on_start).to_dict()
 
+    def _learn(self, job: Job) -> None:
+        """Keep a finished job's duration for the estimates: its worker's start-up apart, and its own
+        work without what a fresh worker or the CPU's ceilings added once. Lock held."""
+        assert job.started_at is not None and job.finished_at is not None
+        began = job.work_started_at or job.started_at
+        if job._cold and job.work_started_at is not None:
+            self._durations.learn_start(job._cold[0], job.work_started_at - job.started_at)
+        work = job.finished_at - began
+        if job._ceilings and job._peak_at is not None:
+            work -= job.finished_at - job._peak_at
+        if job._cold:
+            work = max(work - FRESH_WORKER_S * len(job._cold), work / 2)
+        self._durations.learn(job.kind, job.spec, job.case, work, self._load.during(job._busy))
+
     def _notice(self, job: Job, text: str) -> None:
         with self._cv:
             job.notices.append(text)
@@ -676,6 +745,10 @@ class Runner:
     def _progress(self, job: Job, phase: str, fraction: float) -> None:
         with self._cv:
             if job.status == "running":  # a finished job's phase is its outcome, for good
+                if job.work_started_at is None and phase != "starting worker":
+                    job.work_started_at = time.time()
+                if phase == "peak" and job._peak_at is None:
+                    job._peak_at = time.time()
                 job.phase, job.progress = phase, min(max(fraction, 0.0), 1.0)
 
     def _finish(self, job: Job, *, value: Any = None, error: JaxCompareError | None = None,
@@ -689,18 +762,16 @@ class Runner:
             job.finished_at = time.time()
             if error is None:
                 job.progress = 1.0
-                if job.started_at is not None:
-                    for key in self._duration_keys(job):
-                        self._durations[key] = job.finished_at - job.started_at
-                        self._durations.move_to_end(key)
-                    while len(self._durations) > _MAX_DURATIONS:
-                        self._durations.popitem(last=False)
+                if job.started_at is not None and job.jax_env is None:
+                    self._learn(job)
                 if job.kind == "list_cases" and job.cases_version is not None:
                     self._cases[job.cases_version] = list(value)
                     while len(self._cases) > _MAX_CASES_FILES:
                         self._cases.popitem(last=False)
             self.history.append(job)
             self._jobs_by_id.pop(job.id, None)
+            if job.started_at is not None:  # one cancelled in its queue did not load the machine
+                self._load.restart()
             job._done.set()
             self._cv.notify_all()
         if job.owner is not None:
@@ -713,6 +784,19 @@ def _owner(owner: Owner | str | None) -> Owner | None:
     if owner is None or isinstance(owner, Owner):
         return owner
     return Owner(session=str(owner))
+
+
+def _catalog_case(spec: Spec) -> Case | None:
+    """The catalog's case a spec names (its size and FLOPs feed the first guess); None for a user's
+    cases file, which is code and runs in a worker only."""
+    if spec.cases_file:
+        return None
+    from ..catalog import get_case
+
+    try:
+        return get_case(spec.case)
+    except JaxCompareError:
+        return None
 
 
 def _file_version(path: str) -> tuple[str, int, int]:

@@ -1,0 +1,61 @@
+"""How long a run will take, in words (no Streamlit here): the timing presets' labels, the Run
+button's hint, and a running job's time left, from the runner's estimates (engine/durations.py)."""
+
+from __future__ import annotations
+
+from ..engine.durations import Estimate
+from ..i18n import N_, _
+
+# The timing presets by name, in the reader's language; timing_label() adds each one's estimate.
+TIMING_NAMES = {"careful": N_("Careful"), "quick": N_("Quick"), "thorough": N_("Thorough")}
+
+
+def seconds_text(seconds: float) -> str:
+    """'8 s', '35 s', '2.5 min': two figures at most, since an estimate is no finer than that."""
+    if seconds < 10:
+        return _("{n} s").format(n=max(round(seconds), 1))
+    if seconds < 100:
+        return _("{n} s").format(n=round(seconds / 5) * 5 if seconds >= 30 else round(seconds))
+    minutes = seconds / 60
+    return _("{n} min").format(n=f"{minutes:.1f}".rstrip("0").rstrip(".") if minutes < 10 else round(minutes))
+
+
+def timing_label(mode: str, estimate: Estimate | None = None) -> str:
+    """'Careful · about 8 s' (the preset and how long this case at this shape should take), or the
+    preset's name alone where nothing is estimated: the Timing control's format_func."""
+    name = _(TIMING_NAMES[mode])
+    if estimate is None:
+        return name
+    return _("{preset} · about {duration}").format(preset=name, duration=seconds_text(estimate.seconds))
+
+
+def run_hint(estimate: Estimate, wait_s: float = 0.0, ahead: int = 0) -> str:
+    """Under a Run button: about how long, its range, and what the figure rests on; the queue's wait
+    before it where other measurements are ahead."""
+    if estimate.basis == "seen":
+        basis = _("from {runs} run(s) of this case at this shape and timing").format(runs=estimate.runs)
+    elif estimate.basis == "like":
+        basis = _("from {runs} run(s) of this case at this shape with another timing").format(runs=estimate.runs)
+    elif estimate.basis == "scaled":
+        basis = _("a first guess, scaled by {runs} earlier run(s) of other cases").format(runs=estimate.runs)
+    else:
+        basis = _("a first guess: nothing like it has run on this server yet")
+    text = _("Takes about {duration} ({low}–{high}), {basis}.").format(
+        duration=seconds_text(estimate.seconds), low=seconds_text(estimate.low), high=seconds_text(estimate.high),
+        basis=basis)
+    if ahead:
+        text += " " + _("First it waits about {wait} behind {ahead} other measurement(s).").format(
+            wait=seconds_text(wait_s), ahead=ahead)
+    return text
+
+
+def time_left_text(estimate: Estimate | None, elapsed_s: float) -> str:
+    """A running job's time: '12 s, about 20 s left', or past its estimate, that it is taking longer.
+    The time so far is measured, so it is said to the second."""
+    elapsed = _("{n} s").format(n=round(elapsed_s))
+    if estimate is None:
+        return elapsed
+    if estimate.overdue(elapsed_s):
+        return _("{elapsed}, longer than the {duration} expected").format(
+            elapsed=elapsed, duration=seconds_text(estimate.seconds))
+    return _("{elapsed}, about {left} left").format(elapsed=elapsed, left=seconds_text(estimate.left_s(elapsed_s)))
