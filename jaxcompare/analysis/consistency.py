@@ -12,6 +12,7 @@ docs/protocol.md, "Figures that must agree", lists every check.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -294,10 +295,31 @@ def _runtime_finding(report: Mapping[str, Any], pitfalls: Mapping[str, Any], lib
         dtype=dtype, figures=quoted), None)
 
 
+# How sure pitfall 7's line must be before it says the machine's speed changed: one first process
+# against its restarts is one test among the run's several, so a false alarm is kept near 1 in 100.
+SINGLE_SAMPLE_CONFIDENCE = 0.99
+
+
+def single_sample_range(samples: Sequence[float], confidence: float = SINGLE_SAMPLE_CONFIDENCE) -> tuple[float, float]:
+    """Where one more sample from the distribution of ``samples`` (two or more) falls with
+    ``confidence``: the prediction interval of a log-normal (times are positive and skewed),
+    exp(mean ± t(n-1) · sd · sqrt(1 + 1/n)) of the logs. Not the median's range, which narrows as
+    samples are added while a single sample's spread does not."""
+    from scipy.stats import t  # lazily: its import is slow, and only this line needs it
+
+    logs = [math.log(max(x, 1e-12)) for x in samples]
+    n = len(logs)
+    mean = sum(logs) / n
+    sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (n - 1))
+    half = float(t.ppf((1 + confidence) / 2, n - 1)) * sd * math.sqrt(1 + 1 / n)
+    return math.exp(mean - half), math.exp(mean + half)
+
+
 def _restart_finding(cache: Mapping[str, Any] | None) -> Check | None:
     """Pitfall 7: the first process (empty cache: it compiles, and writes the cache) and the restarts
-    without a cache compile the same function, so the first's one sample lies within the restarts'
-    range. It has no range of its own, so the line says how far it lies, never how sure that is."""
+    without a cache compile the same function, so the first's one sample falls where one restart
+    would (single_sample_range of the restarts' samples). It has no range of its own, so the line
+    says how far it lies, never how sure that is."""
     if cache is None:
         return None
     cold = cache["naive"]
@@ -309,18 +331,20 @@ def _restart_finding(cache: Mapping[str, Any] | None) -> Check | None:
         return _line("pitfalls_agree", NA, _(
             "pitfall 7's first process with an empty cache ({first}) and its restarts without a cache ({restart}) "
             "were not compared: a single sample of each has no range").format(**values), "cache")
-    low, high = cold["range"]
+    if len(cold.get("samples") or ()) < 2:
+        return None  # a report from before the lab kept the restarts' samples: the median's range is no yardstick
+    low, high = single_sample_range(cold["samples"])
     if low <= fill["seconds"] <= high:
         return None
     values |= {"range": format_time_range(low, high),
                "factor": f"{max(fill['seconds'] / cold['seconds'], cold['seconds'] / fill['seconds']):.3g}"}
     words = (N_("pitfall 7's first process with an empty cache took {first} (one sample: no range of its own), "
-                "{factor}x faster than its restarts without a cache, {restart} ({range}), though both compile "
-                "the same function: the machine's speed changed between them; one sample cannot say by how much "
-                "for sure")
+                "{factor}x faster than its restarts without a cache, {restart} (one of them falls within {range}), "
+                "though both compile the same function: the machine's speed changed between them; one sample "
+                "cannot say by how much for sure")
              if fill["seconds"] < low else
              N_("pitfall 7's first process with an empty cache took {first} (one sample: no range of its own), "
-                "{factor}x slower than its restarts without a cache, {restart} ({range}), though both compile "
-                "the same function and writing the cache costs little: the machine's speed changed between them; "
-                "one sample cannot say by how much for sure"))
+                "{factor}x slower than its restarts without a cache, {restart} (one of them falls within {range}), "
+                "though both compile the same function and writing the cache costs little: the machine's speed "
+                "changed between them; one sample cannot say by how much for sure"))
     return _line("pitfalls_agree", WARN, _(words).format(**values), "cache")

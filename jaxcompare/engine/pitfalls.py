@@ -278,6 +278,19 @@ LOAD_PHASES = {"jit": ("baseline", "jit"), "async": ("baseline", "async"), "dtyp
                "cache": ("baseline", "cache")}
 
 
+def fold_load(reading: dict[str, Any], other: dict[str, Any], prefix: str) -> dict[str, Any]:
+    """A pitfall's ``load`` with that of a side timed elsewhere (an x32 run's float64 side, timed in
+    the x64 worker) folded in: its phases listed, named with ``prefix``, and the busiest of the two
+    read, by load_reading's rule (an unmeasured phase leaves a quiet reading unknown)."""
+    cores = [r.get("others_cores") for r in (reading, other)]
+    known = [c for c in cores if c is not None]
+    busiest = max(known, default=None)
+    if busiest is not None and len(known) < len(cores) and not is_busy(busiest):
+        busiest = None
+    return {"phases": [*reading.get("phases", []), *(f"{prefix} {name}" for name in other.get("phases", []))],
+            "others_cores": busiest, "busy": bool(reading.get("busy") or other.get("busy") or is_busy(busiest))}
+
+
 def load_reading(phases: dict[str, dict[str, Any]], names: Sequence[str]) -> dict[str, Any]:
     """A pitfall's ``load``: the phases its figures were timed in (``phases``: the run's load
     phases, Span.to_dict each), the cores' worth other programs used in the busiest of them, and
@@ -524,7 +537,7 @@ def pitfall_cache(lab: Lab, fresh: FreshProcesses | None = None) -> dict[str, An
         _side(*side_text("cold_restart"), cold_s, lab.numpy,
               conclusion=N_("{speed}; compiling: {compile} of it").format(
                   speed=speed_words(numpy_s, cold_s.median_s), compile=format_time(compile_median(cold))),
-              **figures(cold)),
+              samples=list(cold_s.samples_s), **figures(cold)),  # where the first process's one sample should fall
         _side(*side_text("cache_hit"), hit_s, lab.numpy,
               conclusion=correct_words.format(
                   speed=speed_words(numpy_s, hit_s.median_s), compile=format_time(compile_median(hit)),
