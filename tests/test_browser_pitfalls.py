@@ -4,8 +4,10 @@ section. (The English page: tests/test_pitfalls_page.py.)"""
 
 from __future__ import annotations
 
+import inspect
 import os
 import re
+import sys
 
 import browser_support as bs
 import pytest
@@ -96,6 +98,7 @@ def test_a_deep_link_scrolls_to_its_section(server, browser):
     page.close()
 
 
+@pytest.mark.serial  # the neighbour's one core is the load it was written for, not other tests'
 def test_on_a_busy_machine_a_section_says_so_beside_its_lesson_and_the_summary_counts_it(server, browser, neighbour,
                                                                                          tmp_path):
     """Issue 44: pitfalls measured while another program kept a core busy never said so. One
@@ -119,3 +122,13 @@ def test_on_a_busy_machine_a_section_says_so_beside_its_lesson_and_the_summary_c
     shots = os.environ.get("JAXCOMPARE_SHOT_DIR") or str(tmp_path)  # where a person looks at it
     page.screenshot(path=f"{shots}/pitfall_busy.png", full_page=True)
     page.close()
+
+
+def test_the_tests_beside_a_neighbour_run_in_the_serial_part():
+    """conftest's rule: a test that starts a neighbour is marked serial, so `make test` runs it
+    alone; beside two test processes its load would not be the one it was written for."""
+    tests = {name: f for name, f in vars(sys.modules[__name__]).items() if name.startswith("test_") and callable(f)}
+    with_neighbour = [f for f in tests.values() if "neighbour" in inspect.signature(f).parameters]
+    assert with_neighbour
+    for f in with_neighbour:
+        assert any(m.name == "serial" for m in getattr(f, "pytestmark", [])), f.__name__
