@@ -143,10 +143,14 @@ def test_each_pitfall_says_whether_the_machine_was_busy_by_the_checklists_rule()
     assert "  [pass] Machine quiet: other programs used 0.12 cores" in "\n".join(pitfall_lines(calm, "cpu"))
     jit, dtype, size = steady_figures(3.1e-3)
     summary = pitfalls_summary_lines(run(busy, dtype, size))
-    assert summary[0].startswith("  1 of 3 pitfalls were timed") and summary[1].startswith("  [warn] Figures of")
+    assert summary[0].startswith("  1 of 3 pitfalls were timed") and summary[1].startswith(
+        "  [warn] Figures that disagree: NumPy's runtime")  # not the check's title, "Figures of the run agree"
     assert pitfalls_summary_lines(run(calm)) == []
     with i18n.using("zh"):
         assert zh("Machine quiet") in "\n".join(pitfall_lines(busy, "cpu"))
+        assert pitfalls_summary_lines(run(busy, dtype, size))[1].startswith(f"  [{zh('warn')}] {zh('Figures that disagree')}")
+        assert pv.finding_text(pitfalls_findings(run(busy, dtype, size))[0]).startswith(
+            f"**{zh('Figures that disagree')}**")
 
 
 def test_the_json_carries_each_pitfalls_line_the_busy_count_and_the_findings():

@@ -277,3 +277,20 @@ def test_stop_cancels_the_running_round_and_stops_its_worker(versions_run, tmp_p
         workers[0].wait(30)  # killed (psutil raises TimeoutExpired if it still ran)
         (job,) = runner.recent()
         assert job.status == "cancelled" and runner.wait_idle(30)
+
+
+def test_versions_findings_lead_with_figures_that_disagree_not_the_checks_title():
+    """A version's figures that cannot all be true, under its result line: "Repeated measurement
+    agrees: ... do not overlap" read as the opposite of a warning; the page's wording leads them."""
+    from support import zh
+
+    from jaxcompare import i18n
+    from jaxcompare.analysis.checkline import WARN, Check
+    from jaxcompare.analysis.consistency import TITLES
+    from jaxcompare.cli.versions import finding_lines
+
+    reason = "its rounds' 95% ranges do not overlap: 28.8 ms (28.1–29.4 ms), 67.8 ms (66.9–68.2 ms)"
+    found = [Check("repeat", TITLES["repeat"], WARN, reason)]
+    assert finding_lines(found) == [f"  Figures that disagree: {reason}"]
+    with i18n.using("zh"):
+        assert finding_lines(found) == [f"  {zh('Figures that disagree')}：{reason}"]

@@ -348,3 +348,10 @@ def _restart_finding(cache: Mapping[str, Any] | None) -> Check | None:
                 "though both compile the same function and writing the cache costs little: the machine's speed "
                 "changed between them; one sample cannot say by how much for sure"))
     return _line("pitfalls_agree", WARN, _(words).format(**values), "cache")
+
+
+def finding_title(check: Check) -> str:
+    """What a finding of this module leads with: a warning is "Figures that disagree" (its check's
+    title, "Figures of the run agree", would read as the opposite above it); the page, the CLI's
+    pitfalls and its versions all say it so."""
+    return _("Figures that disagree") if check.status == WARN else check.title

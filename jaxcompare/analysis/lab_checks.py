@@ -35,9 +35,11 @@ def busy_check(pitfall: Mapping[str, Any], others_source: str | None = "cores") 
                                                     "timed").format(cores=format_cores(cores)), pitfall["id"])
 
 
-def check_line(check: Check) -> str:
-    """'[warn] Machine quiet: other programs used 1.02 cores ...': one of the lab's checklist lines, as text."""
-    return f"[{_(STATUS_WORDS[check.status])}] " + _("{title}: {reason}").format(title=check.title, reason=check.reason)
+def check_line(check: Check, title: str | None = None) -> str:
+    """'[warn] Machine quiet: other programs used 1.02 cores ...': one of the lab's checklist lines, as
+    text; ``title``: what leads it, where not the check's own (a finding's: consistency.finding_title)."""
+    return f"[{_(STATUS_WORDS[check.status])}] " + _("{title}: {reason}").format(title=title or check.title,
+                                                                                 reason=check.reason)
 
 
 def is_busy_pitfall(pitfall: Mapping[str, Any]) -> bool:

@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 
 from ..analysis import lab_checks
 from ..analysis.checks import WARN, Check
-from ..analysis.consistency import pitfalls_findings
+from ..analysis.consistency import finding_title, pitfalls_findings
 from ..analysis.summary import timing_name
 from ..engine.pitfalls import DOCS, EFFECTS, PITFALLS, SECTIONS, side_roles, side_text
 from ..i18n import N_, _, sentences, translate_text
@@ -384,11 +384,8 @@ def run_findings(results: Mapping[str, Mapping[str, Any]]) -> list[Check]:
 
 
 def finding_text(check: Check) -> str:
-    """A finding of the run as Markdown, led by what it is (the check's title, "Figures of the run
-    agree", would read as the opposite above a warning)."""
-    if check.status == WARN:
-        return _("**Figures that disagree**: {reason}").format(reason=check.reason)
-    return _("**{title}**: {reason}").format(title=check.title, reason=check.reason)
+    """A finding of the run as Markdown, led by what it is (consistency.finding_title)."""
+    return _("**{title}**: {reason}").format(title=finding_title(check), reason=check.reason)
 
 
 def markdown_table(rows: Sequence[Mapping[str, str]]) -> str:

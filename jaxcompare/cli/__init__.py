@@ -17,7 +17,7 @@ from .. import i18n
 from ..analysis import lab_checks
 from ..analysis.advice import advice_document
 from ..analysis.checks import checklist
-from ..analysis.consistency import pitfalls_findings
+from ..analysis.consistency import finding_title, pitfalls_findings
 from ..analysis.summary import sweep_verdict
 from ..analysis.sweep import crossover, ladder, parse_sizes, sweep_document
 from ..analysis.text import checklist_lines, display_width, pad, profile_lines, sweep_header_line, sweep_row_line
@@ -322,7 +322,7 @@ def pitfalls_summary_lines(report: dict[str, Any]) -> list[str]:
     """After the pitfalls: how many were timed on a busy machine, and the run's figures that
     disagree (consistency.pitfalls_findings); [] when there is nothing to say."""
     busy = lab_checks.busy_count_text(report["pitfalls"])
-    findings = [lab_checks.check_line(c) for c in pitfalls_findings(report)]
+    findings = [lab_checks.check_line(c, finding_title(c)) for c in pitfalls_findings(report)]
     return ["  " + line for line in ([busy] if busy else []) + findings]
 
 

@@ -7,6 +7,8 @@ import argparse
 import sys
 from typing import Any
 
+from ..analysis.checkline import Check
+from ..analysis.consistency import finding_title
 from ..analysis.versions import compare_versions, findings, pooled_runs, real_versions, versions_document
 from ..catalog import get_case
 from ..i18n import N_, _, translate_text
@@ -82,8 +84,8 @@ def handle(args: argparse.Namespace) -> int:
         found = findings(pooled)
         for run, result in pooled:
             print(version_line(result), file=out)
-            for line in found[run.requested]:  # figures of this version that cannot all be true
-                print("  " + _("{title}: {reason}").format(title=line.title, reason=line.reason), file=out)
+            for line in finding_lines(found[run.requested]):  # figures of this version that cannot all be true
+                print(line, file=out)
         if numpy is not None:
             print("  " + _("NumPy (one for every version, {n} samples): {median}").format(
                 n=numpy.n, median=format_time(numpy.median_s)), file=out)
@@ -96,6 +98,11 @@ def handle(args: argparse.Namespace) -> int:
         for _run, result in pooled:
             cli_history.save_result(result, store)
     return EXIT_UNAVAILABLE if any(run.error is not None for run in runs) else 0
+
+
+def finding_lines(found: list[Check]) -> list[str]:
+    """A version's figures that cannot all be true, a line each under its result line."""
+    return ["  " + _("{title}: {reason}").format(title=finding_title(c), reason=c.reason) for c in found]
 
 
 def version_line(result: Result) -> str:
