@@ -148,7 +148,8 @@ def test_each_pitfall_says_whether_the_machine_was_busy_by_the_checklists_rule()
     assert pitfalls_summary_lines(run(calm)) == []
     with i18n.using("zh"):
         assert zh("Machine quiet") in "\n".join(pitfall_lines(busy, "cpu"))
-        assert pitfalls_summary_lines(run(busy, dtype, size))[1].startswith(f"  [{zh('warn')}] {zh('Figures that disagree')}")
+        assert pitfalls_summary_lines(run(busy, dtype, size))[1].startswith(
+            f"  [{zh('warn')}] {zh('Figures that disagree')}")
         assert pv.finding_text(pitfalls_findings(run(busy, dtype, size))[0]).startswith(
             f"**{zh('Figures that disagree')}**")
 
