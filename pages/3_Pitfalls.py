@@ -71,7 +71,8 @@ def poll_job() -> None:
     ahead = runner.jobs_ahead(job) if job.status == "queued" else None
     elapsed = time.time() - (job.started_at or time.time())
     st.progress(min(max(job.progress, 0.0), 1.0),
-                text=pv.progress_text(job.phase, job.progress, elapsed, sections, queued_behind=ahead))
+                text=pv.progress_text(job.phase, job.progress, elapsed, sections, queued_behind=ahead,
+                                      estimate=job.estimate))
     st.button(_("Stop"), icon=":material/stop_circle:", on_click=jobs.cancel_job, args=(JOB,), key="stop_pitfalls")
 
 
@@ -154,11 +155,13 @@ url_warnings = ui.seed_from_url("pitfalls", lambda query: pv.config_from_query(q
 harvest()
 
 with st.sidebar:
-    case, shape = FORM.measurement_boxes(BOX_HELP)
+    case, shape = FORM.measurement_boxes(BOX_HELP, kind="pitfalls")
     busy = jobs.running_job(JOB) is not None
     st.button(_("Run all pitfalls"), type="primary", icon=":material/play_arrow:", on_click=start_run,
               disabled=busy or shape is None, width="stretch", key="run_all_pitfalls",
               help=_("Measures every section in one job, one after another."))
+    if not busy and shape is not None:
+        form_ui.run_hint([s for s in [FORM.spec(case)] if s is not None], kind="pitfalls")
     if busy:
         st.caption(_("Measuring… the page stays usable; change settings for the next run."))
 

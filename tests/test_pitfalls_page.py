@@ -35,6 +35,13 @@ def test_default_config_renders_every_section_with_its_code():
     code = [c.value for c in at.code]
     assert "%time f(x).block_until_ready()" in code and "x = rand(1000x1000)" in code  # shown before any run
     assert not at.button(key="run_all_pitfalls").disabled
+    # How long the lab should take, as on Compare: under Run all pitfalls, and in each timing preset.
+    assert any(re.match(r"Takes about \d+(\.\d)? (s|min) \(.+–.+\), ", c.value) for c in at.sidebar.caption)
+    presets = [[o.content for o in group.proto.options] for group in at.get("button_group")]
+    timing = re.compile(r"(Quick|Careful) · about \d+(\.\d)? (s|min)")
+    estimated = [[label.split(" ")[0] for label in labels] for labels in presets
+                 if all(timing.fullmatch(label) for label in labels)]
+    assert estimated == [["Quick", "Careful"]], presets
     assert not at.get("vega_lite_chart")
     assert any("not measured yet" in text for text in markdown(at))
     assert dict(at.query_params) == {"case": "centered_gram"}

@@ -11,6 +11,7 @@ from _pitfalls import made_pitfall
 from jaxcompare import all_cases, i18n
 from jaxcompare.app import controls
 from jaxcompare.app import pitfalls_view as pv
+from jaxcompare.engine.durations import Estimate
 from jaxcompare.engine.pitfalls import SECTIONS, speed_words
 
 CASES = all_cases()
@@ -200,6 +201,10 @@ def test_a_finished_job_becomes_section_entries_with_their_context():
     assert pv.file_stem("jit", entries["jit"]["context"]) == "pitfall_jit_matmul_64x64_x32"
     assert pv.progress_text("jit", 0.5, 3.2, queued_behind=2).startswith("Queued behind 2 other measurement(s)")
     assert pv.progress_text("done", 1.0, 3.2) == "Done · 100% · 3 s"
+    # A running job says its time left by its estimate, as every running job does.
+    estimate = Estimate(20.0, 10.0, 40.0)
+    assert pv.progress_text("jit", 0.5, 3.2, estimate=estimate) == "Measuring 1 of 7: JIT · 50% · 3 s, about 17 s left"
+    assert pv.progress_text("jit", 0.9, 31, estimate=estimate).endswith("31 s, longer than the 20 s expected")
 
 
 def test_equal_times_name_no_winner_and_chinese_factors_are_read_as_multiples():

@@ -15,6 +15,7 @@ from ..analysis import lab_checks
 from ..analysis.checks import WARN, Check
 from ..analysis.consistency import finding_title, pitfalls_findings
 from ..analysis.summary import timing_name
+from ..engine.durations import Estimate
 from ..engine.pitfalls import DOCS, EFFECTS, PITFALLS, SECTIONS, side_roles, side_text
 from ..i18n import N_, _, sentences, translate_text
 from ..model.cases import Case, format_shape
@@ -22,7 +23,7 @@ from ..model.formatting import faster_or_slower, format_time, format_time_range,
 from ..model.platforms import platform
 from ..model.result import Result
 from ..model.spec import DEVICES
-from . import navigation
+from . import estimates, navigation
 from .controls import DEFAULT_CASE, CompareConfig, compare_config_from_query, ordered_cases
 
 ROLES = ("naive", "correct", "also")
@@ -468,9 +469,10 @@ def phase_text(phase: str, sections: Sequence[str] = SECTIONS) -> str:
 
 
 def progress_text(phase: str, progress: float, elapsed_s: float, sections: Sequence[str] = SECTIONS, *,
-                  queued_behind: int | None = None) -> str:
-    """The progress bar's text: the queue while waiting behind others, else phase, share and time."""
+                  queued_behind: int | None = None, estimate: Estimate | None = None) -> str:
+    """The progress bar's text: the queue while waiting behind others, else phase, share, time and
+    the time left by the job's ``estimate`` (estimates.time_left_text, as every running job says it)."""
     if queued_behind is not None:
         return _("Queued behind {count} other measurement(s): one at a time, so they don't spoil each "
                  "other's timings.").format(count=queued_behind)
-    return f"{phase_text(phase, sections)} · {progress:.0%} · {elapsed_s:.0f} s"
+    return f"{phase_text(phase, sections)} · {progress:.0%} · {estimates.time_left_text(estimate, elapsed_s)}"
