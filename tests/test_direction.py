@@ -202,3 +202,19 @@ def test_direction_sentences_name_each_side_where_it_holds():
         "JAX is faster from 20 up; below, no size could be trusted.")
     assert summary.direction_sentence([((10,), j), ((20,), n)]).startswith("No single crossover in this range")
     assert summary.direction_sentence([((10,), n), ((20,), n)]) == "NumPy is faster at every size; try larger sizes."
+    # Trusted sizes whose ranges hold 1x were trusted: they cannot tell the two apart.
+    assert summary.direction_sentence([((10,), n), ((20,), None)], [False, True]) == (
+        "NumPy is faster up to 10; above, the trusted sizes cannot tell the two apart.")
+    assert summary.direction_sentence([((10,), None), ((20,), j)], [True, False]) == (
+        "JAX is faster from 20 up; below, the trusted sizes cannot tell the two apart.")
+
+
+def test_a_sweep_whose_trusted_sizes_straddle_1x_does_not_say_none_was_trusted():
+    """The review's repro: 25x25 set aside but wholly below 1x, then 100x100 and 200x200 trusted at 0.97-1.01x."""
+    results = [_wide(4e-5, 1e-3, (25, 25))] + [make_result(shape=(n, n), numpy_s=k * 1e-3, jax_s=1e-3)
+                                              for n, k in ((100, 0.985), (200, 0.99))]
+    assert [trust(r).trusted for r in results] == [False, True, True]
+    assert all(low < 1 < high for low, high in (r.speedup_range for r in results[1:]))
+    text = summary.sweep_verdict(results, None)
+    assert text.startswith("NumPy is faster up to 25x25; above, the trusted sizes cannot tell the two apart.")
+    assert "no size could be trusted" not in text and "Best trusted speedup: 0.99x" in text and "at 200x200" in text
