@@ -117,20 +117,28 @@ def break_even_range(result: Result) -> tuple[float, float | None] | None:
     return one_off_s(result) / most, (one_off_s(result) / least if least > 0 else None)
 
 
+def break_even_bounds(result: Result) -> tuple[int, int] | None:
+    """The calls a result that is not trusted may quote: the whole calls (low, high) at the ends of
+    its runtimes' 95% ranges where JAX is faster for sure and both are known; None otherwise."""
+    ends = break_even_range(result) if direction(result).side == JAX_FASTER else None
+    if ends is None or ends[1] is None:
+        return None
+    return max(math.ceil(ends[0]), 1), max(math.ceil(ends[1]), 1)
+
+
 def break_even_tile(result: Result) -> tuple[str, str]:
     """(value, line under it) of the Break-even tile: trusted, the calls; not trusted, 'never'
     where NumPy is faster for sure, the calls' range where JAX is, else 'not known'."""
     if trusted(result):
         return format_calls(result.break_even_calls), ""
-    side = direction(result).side
-    if side == NUMPY_FASTER:
+    if direction(result).side == NUMPY_FASTER:
         return _("never"), _("NumPy faster per call")
-    ends = break_even_range(result) if side == JAX_FASTER else None
-    if ends is None or ends[1] is None:
+    bounds = break_even_bounds(result)
+    if bounds is None:
         return _("not known"), _("doubtful")
-    low, high = max(math.ceil(ends[0]), 1), max(math.ceil(ends[1]), 1)
+    low, high = bounds
     if low == high:
-        return format_calls(ends[0]), _("95% range")
+        return format_calls(low), _("95% range")
     return _("{low:,}–{high:,} calls").format(low=low, high=high), _("95% range")  # high > low ≥ 1: a plural
 
 
