@@ -13,9 +13,11 @@ import pytest
 from _results import make_result, stats, with_jax
 from support import QUICK, zh
 
-from jaxcompare import Spec, i18n
+from jaxcompare import Spec, Stats, i18n
 from jaxcompare.analysis.advice import COMPILE, MEMORY, OVERHEAD, TRANSFER, advice, advice_document
+from jaxcompare.analysis.summary import break_even_tile
 from jaxcompare.analysis.text import advice_lines
+from jaxcompare.analysis.trust import trusted
 from jaxcompare.engine.measure import measure
 from jaxcompare.model.formatting import format_percent
 from jaxcompare.model.result import Result
@@ -124,6 +126,32 @@ def test_compile_fires_when_the_compile_dominates_and_names_the_cache():
 def test_no_break_even_advice_when_it_pays_back_at_once_or_never():
     assert advice(make_result(numpy_s=1.0, jax_s=1e-4, compile_s=0.02)) == []  # one call pays it back
     assert advice(make_result(numpy_s=1e-4, jax_s=1e-3, compile_s=0.5)) == []  # JAX slower: never
+
+
+def _spread(median_s: float, spread: float) -> Stats:
+    """Seven samples whose median's 95% range spans about ``spread`` times."""
+    return Stats.from_samples([median_s * spread ** ((i - 3) / 6) for i in range(7)], loops=10)
+
+
+def test_break_even_advice_quotes_no_figure_the_tile_withholds():
+    """The review's CLI run: 'break-even: not known (doubtful)', then '(251 calls to break even)'."""
+    r = make_result(numpy_s=1e-2, jax_s=1e-4, transfer_s=0.5, compile_s=0.02)
+    busy = {"cores": 2, "phases": {p: {"wall_s": 1.0, "others_cpu_s": 1.3} for p in ("numpy", "runtime")}}
+    doubtful = with_jax(dataclasses.replace(r, load=busy, numpy_runtime=_spread(1e-2, 400.0)),
+                        runtime=_spread(1e-4, 2.0))
+    assert not trusted(doubtful) and break_even_tile(doubtful) == ("not known", "doubtful")
+    (found,) = advice(doubtful)
+    assert f"{math.ceil(doubtful.break_even_calls)}" not in found.text
+    assert "(how many calls to break even is not known: this run is not trusted)" in found.text
+    # Set aside for its range alone, JAX faster for sure: the calls' range, as the tile shows it.
+    wide = with_jax(dataclasses.replace(r, numpy_runtime=_spread(1e-2, 3.0)), runtime=_spread(1e-4, 3.0))
+    value, detail = break_even_tile(wide)
+    assert not trusted(wide) and detail == "95% range" and value.endswith(" calls")
+    (found,) = advice(wide)
+    assert f"({value} to break even, the 95% range)" in found.text
+    with i18n.using("zh"):  # the nested phrase is translated with the sentence around it
+        shown = i18n.translate_text(found.text)
+    assert "to break even" not in shown and value.removesuffix(" calls") in shown
 
 
 def test_an_old_result_without_a_roofline_still_gets_break_even_advice():

@@ -18,6 +18,8 @@ from ..i18n import N_
 from ..model.formatting import format_bandwidth, format_flops, format_percent, format_time
 from ..model.peaks import peak_for
 from ..model.result import Result
+from .summary import break_even_bounds
+from .trust import trusted
 
 # The rules, in the order they are offered: what holds the call back comes before its one-off costs.
 RULES = ("overhead", "memory", "float64", "transfer", "compile", "numpy_memory")
@@ -40,11 +42,15 @@ MEMORY = N_("JAX is memory-bound: it moves {rate}, {share} of the {bandwidth} th
 FLOAT64 = N_("JAX is compute-bound in float64 on the {device}, whose FP64 peak is {fp64} against {fp32} in float32 "
              "({label}), {factor}x the ceiling: run in x32 where the accuracy allows.")
 TRANSFER = N_("Copying the inputs to the device ({transfer}) is {share} of the {one_off} JAX pays before it is "
-              "faster ({calls} calls to break even): keep the data on the device between calls (jax.device_put "
+              "faster ({break_even}): keep the data on the device between calls (jax.device_put "
               "once, then pass device arrays from one JAX function to the next).")
-COMPILE = N_("The cold compile ({compile}) is {share} of the {one_off} JAX pays before it is faster ({calls} calls "
-             "to break even): the persistent compilation cache (jax.config.update(\"jax_compilation_cache_dir\", "
+COMPILE = N_("The cold compile ({compile}) is {share} of the {one_off} JAX pays before it is faster ({break_even}): "
+             "the persistent compilation cache (jax.config.update(\"jax_compilation_cache_dir\", "
              "...)) lets a restarted process load the executable instead of compiling it again.")
+# The break-even as TRANSFER and COMPILE quote it: never a figure the Break-even tile withholds.
+BREAK_EVEN_CALLS = N_("{calls} calls to break even")
+BREAK_EVEN_RANGE = N_("{calls} calls to break even, the 95% range")
+BREAK_EVEN_UNKNOWN = N_("how many calls to break even is not known: this run is not trusted")
 NUMPY_MEMORY = N_("NumPy takes {plain} a call as a plain process runs it, and {kept} with freed memory kept ({factor} "
                   "faster): glibc hands the call's freed blocks back and faults them in again on the next call. In "
                   "your program, MALLOC_MMAP_THRESHOLD_=1073741824 and MALLOC_TRIM_THRESHOLD_=1073741824 in its "
@@ -129,12 +135,24 @@ def _break_even_advice(result: Result) -> Advice | None:
     one_off = transfer + compile_s
     if one_off <= 0:
         return None
-    values = {"one_off": format_time(one_off), "calls": f"{math.ceil(calls):,}"}
+    values = {"one_off": format_time(one_off), "break_even": _break_even_text(result)}
     if transfer > compile_s:
         return Advice("transfer", TRANSFER.format(transfer=format_time(transfer),
                                                   share=format_percent(transfer / one_off), **values))
     return Advice("compile", COMPILE.format(compile=format_time(compile_s),
                                             share=format_percent(compile_s / one_off), **values))
+
+
+def _break_even_text(result: Result) -> str:
+    """The break-even the Break-even tile shows (summary.break_even_tile): the calls where the result is
+    trusted, their 95% range where JAX is faster for sure, else that it is not known."""
+    if trusted(result):
+        return BREAK_EVEN_CALLS.format(calls=f"{math.ceil(result.break_even_calls or 0):,}")
+    bounds = break_even_bounds(result)
+    if bounds is None:
+        return BREAK_EVEN_UNKNOWN
+    low, high = bounds
+    return BREAK_EVEN_RANGE.format(calls=f"{low:,}" if low == high else f"{low:,}–{high:,}")
 
 
 def _numpy_memory_advice(result: Result) -> Advice | None:

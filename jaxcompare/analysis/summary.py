@@ -117,20 +117,28 @@ def break_even_range(result: Result) -> tuple[float, float | None] | None:
     return one_off_s(result) / most, (one_off_s(result) / least if least > 0 else None)
 
 
+def break_even_bounds(result: Result) -> tuple[int, int] | None:
+    """The calls a result that is not trusted may quote: the whole calls (low, high) at the ends of
+    its runtimes' 95% ranges where JAX is faster for sure and both are known; None otherwise."""
+    ends = break_even_range(result) if direction(result).side == JAX_FASTER else None
+    if ends is None or ends[1] is None:
+        return None
+    return max(math.ceil(ends[0]), 1), max(math.ceil(ends[1]), 1)
+
+
 def break_even_tile(result: Result) -> tuple[str, str]:
     """(value, line under it) of the Break-even tile: trusted, the calls; not trusted, 'never'
     where NumPy is faster for sure, the calls' range where JAX is, else 'not known'."""
     if trusted(result):
         return format_calls(result.break_even_calls), ""
-    side = direction(result).side
-    if side == NUMPY_FASTER:
+    if direction(result).side == NUMPY_FASTER:
         return _("never"), _("NumPy faster per call")
-    ends = break_even_range(result) if side == JAX_FASTER else None
-    if ends is None or ends[1] is None:
+    bounds = break_even_bounds(result)
+    if bounds is None:
         return _("not known"), _("doubtful")
-    low, high = max(math.ceil(ends[0]), 1), max(math.ceil(ends[1]), 1)
+    low, high = bounds
     if low == high:
-        return format_calls(ends[0]), _("95% range")
+        return format_calls(low), _("95% range")
     return _("{low:,}–{high:,} calls").format(low=low, high=high), _("95% range")  # high > low ≥ 1: a plural
 
 
@@ -383,7 +391,8 @@ def sweep_verdict(results: Sequence[Result], crossover_elements: float | None) -
         first = _("JAX starts to win at {where}.").format(where=format_crossover(crossover_elements, ndim))
         used = []
     elif any(d.side is not None for d in sides.values()):
-        first = direction_sentence([(r.shape, sides[id(r)].side) for r in ordered])
+        first = direction_sentence([(r.shape, sides[id(r)].side) for r in ordered],
+                                   [trusted(r) for r in ordered])
     elif not kept:
         first = _("No size could be trusted, so this sweep has no verdict.")
     elif all(r.speedup >= 1 for r in kept):
@@ -404,9 +413,10 @@ def _shapes(shapes: Sequence[tuple[int, ...]]) -> str:
     return _(", ").join(format_shape(shape) for shape in shapes)  # Chinese lists take 、
 
 
-def direction_sentence(points: Sequence[tuple[tuple[int, ...], str | None]]) -> str:
+def direction_sentence(points: Sequence[tuple[tuple[int, ...], str | None]], trusted_at: Sequence[bool] = ()) -> str:
     """Which side is faster where: ``points`` (shape, trust.direction's side or None), smallest
-    first. 'NumPy is faster up to 63x63; above, no size could be trusted.'"""
+    first; ``trusted_at``: whether each was trusted (none, where not given).
+    'NumPy is faster up to 63x63; above, no size could be trusted.'"""
     numpy = [i for i, (_shape, side) in enumerate(points) if side == NUMPY_FASTER]
     jax = [i for i, (_shape, side) in enumerate(points) if side == JAX_FASTER]
     shapes = [shape for shape, _side in points]
@@ -430,11 +440,17 @@ def direction_sentence(points: Sequence[tuple[tuple[int, ...], str | None]]) -> 
         if len(numpy) == len(points):
             return _("NumPy is faster at every size; try larger sizes.")
         if max(numpy) < len(points) - 1:
+            if any(trusted_at[max(numpy) + 1:]):  # trusted, but with no side: ranges that hold 1x
+                return _("NumPy is faster {where}; above, the trusted sizes cannot tell the two apart.").format(
+                    where=numpy_where)
             return _("NumPy is faster {where}; above, no size could be trusted.").format(where=numpy_where)
         return _("NumPy is faster {where}.").format(where=numpy_where)
     if len(jax) == len(points):
         return _("JAX is faster at every size.")
     if min(jax) > 0:
+        if any(trusted_at[:min(jax)]):
+            return _("JAX is faster {where}; below, the trusted sizes cannot tell the two apart.").format(
+                where=jax_where)
         return _("JAX is faster {where}; below, no size could be trusted.").format(where=jax_where)
     return _("JAX is faster {where}.").format(where=jax_where)
 

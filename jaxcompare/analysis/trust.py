@@ -72,10 +72,10 @@ def trusted(result: Result) -> bool:
     return trust(result).trusted
 
 
-# The most contention may be taken to slow JAX's side: beside a neighbour it slowed XLA's work at most
-# 3.0x where measured (reduction 2000x2000, matmul 10x10 beside two: benchmarks/RESULTS.md). NumPy's
-# BLAS, spinning at its barriers, has no such bound (false speedups of 5-70x there).
-JAX_BUSY_SLOWDOWN = 4.0
+# The most contention may be taken to slow a side that did not lose cores to pinning: beside neighbours it
+# slowed XLA's work at most 3.0x (reduction 2000x2000) and a serial NumPy 2.59x (matmul 10x10; RESULTS.md,
+# "Which side a busy machine slows"). NumPy's BLAS, spinning at its barriers, has no such bound (false 5-70x).
+BUSY_SLOWDOWN = 4.0
 
 # The side a firm direction names: the whole 95% range above 1x, or below it.
 JAX_FASTER, NUMPY_FASTER = "jax_faster", "numpy_faster"
@@ -84,19 +84,23 @@ JAX_FASTER, NUMPY_FASTER = "jax_faster", "numpy_faster"
 DIRECTION_WHY = {
     "trusted": N_("trusted"),
     "range": N_("its range is too wide, but lies wholly {side}"),
-    "busy": N_("the machine was busy, but only {slowed} ran on more than one core, the side contention slows: "
-               "it can only have narrowed the gap"),
     "steady": N_("the speedup moved between pairs of blocks, but every pair and the whole range lie {side}"),
-    "busy_far": N_("the machine was busy, but only a slowdown of JAX beyond {limit}, more than contention caused "
-                   "anywhere it was measured, could have put the whole range {side}"),
+    "busy_far": N_("the machine was busy, but only a slowdown of {slowed} beyond {limit}, more than contention "
+                   "caused anywhere it was measured, could have put the whole range {side}"),
 }
 # Why a range wholly on one side of 1x still names no side, worded for "20x20 (...)"; {side} as above.
 NOT_SURE = {
     "fail": N_("wholly {side}, but a check failed"),
     "steady": N_("wholly {side}, but its pairs of blocks disagree on the side"),
+    "steady_kept": N_("wholly {side}, but the speedup moved between pairs of blocks, which were timed against "
+                      "NumPy with freed memory kept, not the NumPy figure this range is of"),
     "busy": N_("wholly {side}, but the machine was busy and {slowed} ran on more than one core, the side "
                "contention slows: it may have put the range there"),
     "busy_either": N_("wholly {side}, but the machine was busy and either side may have lost cores to it"),
+    "busy_near": N_("wholly {side}, but the machine was busy and within {limit} of 1x: contention has slowed "
+                    "a side by up to 3x where it was measured"),
+    "pinned": N_("wholly {side}, but the machine was busy and the recheck pinned {slowed} to fewer cores than "
+                 "it wanted, which slows it by more than contention does"),
 }
 # What the runtime blocks call each side, and its name for readers.
 SIDE_NAMES = {"numpy": "NumPy", "runtime": "JAX"}
@@ -119,24 +123,25 @@ class Direction:
         """Why the direction stands, in the reader's language ('' for no direction)."""
         if self.side is None or self.why not in DIRECTION_WHY:
             return ""
-        slowed = SIDE_NAMES["numpy" if self.side == NUMPY_FASTER else "runtime"]
-        return _(DIRECTION_WHY[self.why]).format(side=self._where(), slowed=slowed,
-                                                  limit=format_factor(JAX_BUSY_SLOWDOWN))
+        looks_slower = SIDE_NAMES["runtime" if self.side == NUMPY_FASTER else "numpy"]
+        return _(DIRECTION_WHY[self.why]).format(side=self._where(), slowed=looks_slower,
+                                                  limit=format_factor(BUSY_SLOWDOWN))
 
     def doubt(self) -> str:
         """Why a range wholly on one side names no side here ('' where it does, or holds 1x)."""
         if self.side is not None or self.claimed is None or self.why not in NOT_SURE:
             return ""
         looks_slower = SIDE_NAMES["runtime" if self.claimed == NUMPY_FASTER else "numpy"]
-        return _(NOT_SURE[self.why]).format(side=self._where(), slowed=looks_slower)
+        return _(NOT_SURE[self.why]).format(side=self._where(), slowed=looks_slower,
+                                            limit=format_factor(BUSY_SLOWDOWN))
 
 
 def contended_sides(result: Result) -> set[str]:
-    """The sides ("numpy", "runtime") a busy machine may have slowed: those that ran on more than
-    one core in the first runtime blocks (load.recheck's "parallel"). Contention only adds time,
-    and to the side that wanted the cores it lost: NumPy's BLAS on a matmul (DESIGN.md), but XLA's
-    threads elsewhere (reduction 2000x2000 fell from 2.19x to 0.73x beside a neighbour, JAX's side
-    the parallel one: benchmarks/RESULTS.md). Not recorded, or neither: either side may have been."""
+    """The sides ("numpy", "runtime") a busy machine may have slowed beyond BUSY_SLOWDOWN, or pinning
+    slowed: those that ran on more than one core in the first runtime blocks (load.recheck's
+    "parallel"): NumPy's BLAS on a matmul (DESIGN.md), XLA's threads elsewhere (reduction 2000x2000
+    fell from 2.19x to 0.73x beside a neighbour: benchmarks/RESULTS.md). Not recorded, or neither:
+    either side may have been. A serial side is slowed too, within BUSY_SLOWDOWN."""
     parallel = set((result.load.get("recheck") or {}).get("parallel") or ()) & set(SIDE_NAMES)
     return parallel or set(SIDE_NAMES)
 
@@ -145,9 +150,9 @@ def direction(result: Result, checks: Sequence[Check] | None = None) -> Directio
     """Which side is faster whatever the doubt about by how much: the whole 95% range on one side
     of 1x, from a result that is trusted, or set aside only for a reason that cannot have put the
     range there. A failed check (outputs that disagree, a wrong dtype, an unblocked call) gives none;
-    a busy machine only the direction that contention, which slows one side, cannot have produced
-    (or JAX slower by more than JAX_BUSY_SLOWDOWN);
-    a speedup that moved between pairs of blocks only when every pair lies on the range's side."""
+    a busy machine only a range beyond BUSY_SLOWDOWN from 1x, never "JAX is faster" where NumPy's
+    side may have run in parallel, and none where the recheck pinned a side to fewer cores than it
+    wanted; a speedup that moved between pairs of blocks only when every pair lies on the range's side."""
     low, high = result.speedup_range
     if not (math.isfinite(low) and math.isfinite(high) and low > 0):
         return Direction(None, "no_range")
@@ -158,22 +163,35 @@ def direction(result: Result, checks: Sequence[Check] | None = None) -> Directio
     verdict = trust(result, checks)
     if verdict.trusted:
         return Direction(side, "trusted")
-    if verdict.why not in DIRECTION_WHY:  # "fail", "no_range"
+    if verdict.why not in ("range", "steady", "busy"):  # "fail", "no_range"
         return Direction(None, verdict.why or "fail", side)
-    # Whatever the main reason, pairs of blocks that disagree on the side leave it open.
-    if any((p > 1) != (side == JAX_FASTER) for p in result.speedup_pairs):
+    # The pairs of blocks are of NumPy's kept-memory figure where it has one, the range of its plain
+    # figure: pairs that disagree on the side doubt the range only where the two are one figure.
+    if result.numpy_kept is None and any((p > 1) != (side == JAX_FASTER) for p in result.speedup_pairs):
         return Direction(None, "steady", side)
+    if verdict.why == "steady" and result.numpy_kept is not None:
+        return Direction(None, "steady_kept", side)  # the pairs that moved say nothing of this range
     if verdict.why == "busy":
-        # A side contention may have slowed can only look slower than it is: a JAX that looks
-        # slower stands only where JAX's side was not slowed, and the reverse.
-        looks_slower = "runtime" if side == NUMPY_FASTER else "numpy"
-        slowed = contended_sides(result)
-        if looks_slower in slowed:
-            # JAX slower by more than contention has ever slowed XLA's work stands all the same.
-            if looks_slower == "runtime" and 1 / high > JAX_BUSY_SLOWDOWN:
-                return Direction(side, "busy_far")
-            return Direction(None, "busy" if len(slowed) == 1 else "busy_either", side)
+        return _busy_direction(result, side, low, high)
     return Direction(side, verdict.why)
+
+
+def _busy_direction(result: Result, side: str, low: float, high: float) -> Direction:
+    """A busy result's direction: contention only adds time, but to either side (a serial NumPy
+    2.59x slower beside neighbours), so the range must lie beyond BUSY_SLOWDOWN from 1x; the side
+    that looks slower must not be a NumPy that may have run in parallel (no bound there); and a
+    recheck pinned to fewer cores than the side that looks slower wanted slowed it by more than
+    contention does (pinning the other side only narrowed the gap)."""
+    looks_slower = "runtime" if side == NUMPY_FASTER else "numpy"
+    slowed = contended_sides(result)
+    recheck = result.load.get("recheck") or {}
+    if recheck.get("pinned") and not recheck.get("equal") and looks_slower in slowed:
+        return Direction(None, "pinned", side)
+    if looks_slower == "numpy" and "numpy" in slowed:
+        return Direction(None, "busy" if len(slowed) == 1 else "busy_either", side)
+    if (low if side == JAX_FASTER else 1 / high) > BUSY_SLOWDOWN:
+        return Direction(side, "busy_far")
+    return Direction(None, "busy_near", side)
 
 
 def split(results: Sequence[Result]) -> tuple[list[Result], list[Result]]:
