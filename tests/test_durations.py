@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from jaxcompare import Runner, Spec, TimingConfig
+from jaxcompare import Runner, Spec, TimingConfig, i18n
 from jaxcompare.app import estimates
 from jaxcompare.catalog import get_case
 from jaxcompare.engine.durations import Durations, Estimate, slowdown
@@ -80,6 +80,9 @@ def test_time_left_is_never_negative_and_says_when_a_run_takes_longer():
     assert estimates.timing_label("quick") == "Quick"
     hint = estimates.run_hint(Estimate(8.0, 4.0, 16.0), wait_s=12.0, ahead=1)
     assert hint.startswith("Takes about 8 s (4 s–16 s), a first guess") and "about 12 s behind 1 other" in hint
+    with i18n.using("zh"):  # the wait is a second sentence, with no space after the first's 。
+        chinese = estimates.run_hint(Estimate(8.0, 4.0, 16.0), wait_s=12.0, ahead=1)
+    assert "。" in chinese and "。 " not in chinese, chinese
     total = Estimate(8.0, 4.0, 16.0) + est
     assert (total.seconds, total.low, total.high, total.basis) == (28.0, 14.0, 56.0, "guess")
 

@@ -118,6 +118,11 @@ def test_stop_on_a_queued_job_frees_its_place_at_once(runner, gate):
     assert [runner.position(j) for j in queued[1:]] == [base, base + 1]
     assert [runner.jobs_ahead(j) for j in queued] == [None, 2, 3]
     assert runner.estimate_wait_s(queued[2]) < waits[2]
+    # A page's own environment job adds to the wait a newcomer is told, but is no one's measurement.
+    wait, ahead = runner.queue_wait()
+    assert ahead == 4  # the gated job, done_before and the two still queued
+    runner.submit_environment("x32")
+    assert runner.queue_wait()[1] == ahead and runner.queue_wait()[0] > wait
     assert not blocker.done  # the running job was not disturbed
     gate.open()
     for job in (blocker, done_before, *queued[1:]):

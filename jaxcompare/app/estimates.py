@@ -4,7 +4,7 @@ button's hint, and a running job's time left, from the runner's estimates (engin
 from __future__ import annotations
 
 from ..engine.durations import Estimate
-from ..i18n import N_, _
+from ..i18n import N_, _, sentences
 
 # The timing presets by name, in the reader's language; timing_label() adds each one's estimate.
 TIMING_NAMES = {"careful": N_("Careful"), "quick": N_("Quick"), "thorough": N_("Thorough")}
@@ -44,8 +44,8 @@ def run_hint(estimate: Estimate, wait_s: float = 0.0, ahead: int = 0) -> str:
         duration=seconds_text(estimate.seconds), low=seconds_text(estimate.low), high=seconds_text(estimate.high),
         basis=basis)
     if ahead:
-        text += " " + _("First it waits about {wait} behind {ahead} other measurement(s).").format(
-            wait=seconds_text(wait_s), ahead=ahead)
+        text = sentences(text, _("First it waits about {wait} behind {ahead} other measurement(s).").format(
+            wait=seconds_text(wait_s), ahead=ahead))
     return text
 
 

@@ -438,10 +438,12 @@ class Runner:
         return total if total is not None else Estimate(0.0, 0.0, 0.0)
 
     def queue_wait(self) -> tuple[float, int]:
-        """What a job submitted now would wait before it starts: seconds, and the jobs ahead of it."""
+        """What a job submitted now would wait before it starts: seconds, and the measurements ahead of
+        it (a page's own environment or case-list job adds to the wait, but is no one's measurement)."""
         with self._cv:
             lane = self._pick_lane(None, False)
-            return self._wait_s(lane), len(lane.queue) + (lane.current is not None)
+            jobs = [*lane.queue, *([lane.current] if lane.current is not None else [])]
+            return self._wait_s(lane), sum(job.kind in _CAPPED_KINDS for job in jobs)
 
     def cancel(self, job: Job) -> None:
         job.cancel()
