@@ -20,6 +20,7 @@ from jaxcompare.app import (
     navigation,
     pitfalls_view,
     profile_view,
+    reopen,
     resources,
     ui,
     views,
@@ -63,6 +64,7 @@ def harvest() -> None:
     job = jobs.take_finished(JOB, ERROR)
     if job is not None and isinstance(job.value, Result):
         st.session_state[RESULT] = job.value
+        reopen.replaced()
         ui.save_to_history([job.value])
 
 
@@ -76,6 +78,7 @@ def poll_job() -> None:
 
 
 # --- page ---------------------------------------------------------------------------------------
+reopen.open_from_url(RESULT, ERROR, CASES)  # ?result=<id>: a saved run, before the sidebar reads the URL
 url_warnings = ui.seed_from_url("compare", lambda query: controls.compare_config_from_query(query, CASES))
 harvest()
 
@@ -94,7 +97,7 @@ with st.sidebar:
         form_ui.run_hint([spec for spec in [FORM.spec(case)] if spec is not None])
 
 cases_ui.cases_file_ui()
-ui.sync_url(current_config().query())
+ui.sync_url(reopen.url_query(current_config().query()))
 
 st.title(navigation.COMPARE.label)
 st.caption(_("{case}: `{numpy_name}` vs `{jax_name}`. {description}").format(
@@ -122,7 +125,8 @@ st.subheader(translate_text(str(result.case_info.get("title", result.case))))
 st.caption(views.result_caption(result, current_config().changed_note(shape, result.case, result.shape,
                                                                       result.precision,
                                                                       result.spec.matmul_precision)))
-ui.history_note([result])
+if not reopen.saved_note(result):
+    ui.history_note([result])
 for row in summary.figure_rows(result):
     for column, figure in zip(st.columns(3), row, strict=True):
         # The line under a value: a speedup's 95% range, grey and without an arrow.

@@ -7,7 +7,7 @@ import streamlit as st
 
 from jaxcompare import JaxCompareError
 from jaxcompare.analysis.compare import compare_results
-from jaxcompare.app import access, chart_ui, charts_history, controls, navigation, resources, ui
+from jaxcompare.app import access, chart_ui, charts_history, controls, navigation, reopen, resources, ui
 from jaxcompare.app import history_view as hv
 from jaxcompare.history.exchange import export_csv, export_json
 from jaxcompare.i18n import _, ngettext, sentences, translate_text
@@ -132,6 +132,8 @@ def selection_actions(results: list, labels: list[str]) -> None:
     n = len(results)
     bar = st.container(horizontal=True, vertical_alignment="center")
     bar.markdown(_("**{count} selected**").format(count=n), width="content")
+    if n == 1:
+        reopen.open_link(results[0], container=bar)
     bar.download_button(_("Selection (JSON)"), data=lambda: export_json(results), file_name="jaxcompare_results.json",
                         mime="application/json", icon=":material/download:", on_click="ignore",
                         key="history_download_json")

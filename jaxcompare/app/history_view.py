@@ -318,3 +318,36 @@ def roofline_line(result: Result, label: str) -> str:
     # The label carries recorded names (case, device kind): shown as written, never as Markdown.
     line = " ".join(part.strip() for part in roofline_lines(result))
     return f"**{markdown_literal(label)}** · {markdown_literal(line)}"
+
+
+# --- a saved run reopened on the Compare page --------------------------------------------------------
+RESULT_PARAM = "result"  # Compare's URL parameter: the id of a saved result to show
+MAX_ID_CHARS = 80  # anyone can write a link: an id is quoted in a message, never at any length
+
+
+def compare_query(result: Result) -> dict[str, str]:
+    """The Compare page's URL parameters that set its sidebar to what ``result`` measured (the
+    settings a Run comparison would measure it again with); read by controls.compare_config_from_query."""
+    spec = result.spec
+    query = {"case": result.case, "shape": "x".join(str(n) for n in result.shape), "precision": result.precision,
+             "device": spec.device, "timing": spec.timing.preset_name}
+    if spec.matmul_precision != "default":
+        query["matmul_precision"] = spec.matmul_precision
+    return query
+
+
+def saved_run_note(result: Result) -> str:
+    """The Compare page's line over a result reopened from History: when and where it was measured."""
+    where = device_text(result.backend, result.jax.device_kind)
+    host = result.env.get("hostname")  # gone from a result a hosted demo's visitor sees (access.visible)
+    if host:
+        where += f" · {host}"
+    return _("A saved run (`{id}`) from History, measured {when} UTC on {where}. **Run comparison** measures it "
+             "again here.").format(id=result.id[:8], when=when_text(result.created), where=markdown_literal(where))
+
+
+def not_opened_text(raw_id: str) -> str:
+    """English from an N_() template (shown with translate_text, like the page's other errors): the
+    saved result a link asked for is not there, or cannot be read."""
+    return N_("No saved result with the id {id} can be opened; pick a run on the History page.").format(
+        id=markdown_literal(raw_id, MAX_ID_CHARS) or '""')

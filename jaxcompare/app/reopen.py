@@ -1,0 +1,70 @@
+"""A saved result reopened on the Compare page (``?result=<id>``, History's "Open in Compare"):
+the page's full view of it, as after a run, until a new run replaces it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import streamlit as st
+
+from ..i18n import _
+from ..model.cases import Case
+from ..model.errors import JaxCompareError
+from ..model.result import Result
+from . import access, controls, language, navigation, resources
+from . import history_view as hv
+
+SHOWN = "compare_saved_id"  # session state: the id of the saved result on show, while it is
+TRIED = "compare_saved_tried"  # the id the URL asked for last: opened (or refused) once, not every rerun
+
+
+def open_from_url(result_key: str, error_key: str, cases: Sequence[Case]) -> None:
+    """Put the saved result the URL names into ``st.session_state[result_key]`` (as this reader may
+    see it) and the sidebar's settings to what it measured; an id that opens nothing leaves the page
+    as it was and says so once in ``error_key`` (English, shown with translate_text). Call before
+    the sidebar's widgets and the page's own URL seeding."""
+    raw = st.query_params.get(hv.RESULT_PARAM)
+    if raw is None:
+        st.session_state.pop(TRIED, None)  # the same run opened again later is opened again
+        return
+    if st.session_state.get(TRIED) == raw:
+        return
+    st.session_state[TRIED] = raw
+    try:
+        result = resources.get_store().get(raw)
+    except JaxCompareError:  # unknown, ambiguous or unreadable; the store's own message names its path
+        st.session_state[error_key] = hv.not_opened_text(raw)
+        return
+    st.session_state[result_key] = access.visible([result])[0]
+    st.session_state[SHOWN] = result.id
+    st.session_state.pop(error_key, None)
+    if any(case.name == result.case for case in cases):  # a case from a cases file not loaded: sidebar stays
+        config, _warnings = controls.compare_config_from_query(hv.compare_query(result), cases)
+        st.session_state.update(config.widgets())
+
+
+def replaced() -> None:
+    """A new run's result took the saved one's place."""
+    st.session_state.pop(SHOWN, None)
+
+
+def url_query(query: dict[str, str]) -> dict[str, str]:
+    """The page's URL parameters, with the saved result's id while it is the one shown (a reload
+    or a shared link shows it again)."""
+    shown = st.session_state.get(SHOWN)
+    return {**query, hv.RESULT_PARAM: shown} if shown else query
+
+
+def saved_note(result: Result) -> bool:
+    """The line saying ``result`` is a saved run; False (nothing drawn) for a run of this session."""
+    if st.session_state.get(SHOWN) != result.id:
+        return False
+    st.info(hv.saved_run_note(result), icon=":material/history:")
+    return True
+
+
+def open_link(result: Result, container: Any = st) -> None:
+    """History's link to ``result`` on the Compare page, in the reader's language."""
+    container.page_link(navigation.COMPARE.path, label=_("Open in Compare"), icon=":material/open_in_new:",
+                        query_params=language.with_language({hv.RESULT_PARAM: result.id}))
