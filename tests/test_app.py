@@ -94,6 +94,16 @@ def test_compare_runs_at_the_chosen_matmul_precision_and_the_link_keeps_it():
     result = at.session_state["compare_result"]
     assert result.spec.matmul_precision == result.jax.protocol["matmul_precision"] == "highest"
     assert any("matmul precision" in c.value and "highest" in c.value for c in at.caption)
+    # Reopened from History (saved as it finished): its view and the sidebar it was measured with, until a
+    # new run replaces it.
+    saved = page("pages/1_Compare.py", result=result.id[:8])
+    assert not saved.exception and saved.session_state["compare_result"].id == result.id
+    assert saved.session_state["matmul_precision"] == "highest" and saved.session_state["size"] == "small"
+    assert any(i.value.startswith("A saved run") for i in saved.info) and len(saved.metric) >= 6
+    assert dict(saved.query_params)["result"] == result.id  # a reload shows it again
+    saved.button(key="run_compare").click().run()
+    saved = run_until(saved, lambda a: a.session_state["compare_result"].id != result.id)
+    assert "result" not in dict(saved.query_params) and not any("A saved run" in i.value for i in saved.info)
     # A shared link sets the box; a bad value warns and keeps the default.
     assert page("pages/1_Compare.py", matmul_precision="high").session_state["matmul_precision"] == "high"
     bad = page("pages/1_Compare.py", matmul_precision="fast")

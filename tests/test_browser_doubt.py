@@ -98,7 +98,8 @@ def test_the_compare_page_shows_no_bare_figure_for_a_result_set_aside():
     straddles = dataclasses.replace(base, numpy_runtime=_spread(8 * base.jax.runtime.median_s, 200.0))
     wide = dataclasses.replace(base, numpy_runtime=_spread(20 * base.jax.runtime.median_s, 3.0), load={})
     assert straddles.speedup_range[0] < 1 < straddles.speedup_range[1] and direction(wide).side == JAX_FASTER
-    for r, break_even in ((base, "not known"), (straddles, "not known"), (wide, r"[\d,]+–[\d,]+ calls")):
+    # The busy run and the wide one, reopened from History, are test_browser_history's in Chromium.
+    for r, break_even in ((straddles, "not known"),):
         assert not trusted(r)
         at = app_page("pages/1_Compare.py", case="matmul", shape="64x64", timing="quick")
         at.session_state["compare_result"] = r

@@ -1,14 +1,33 @@
 """A real browser on the History page: seeded results in the server's database, tick two rows,
-see the verdict and both comparison charts drawn."""
+see the verdict and both comparison charts drawn; tick one, open it in Compare."""
 
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
+import json
+import math
+import re
+import uuid
 
 import pytest
 from _results import make_result
-from browser_support import CHART, IDLE, JAX_COLOR, assert_no_error, chart_count, tick, wait_for_chart_marks
+from browser_support import (
+    CHART,
+    IDLE,
+    JAX_COLOR,
+    MAIN,
+    assert_no_error,
+    chart_count,
+    main_text,
+    open_page,
+    tick,
+    wait_for_chart_marks,
+)
+from test_browser_doubt import DATA, FACTOR, METRIC, _spread, tile
 
+from jaxcompare import Result
+from jaxcompare.analysis.trust import JAX_FASTER, direction, trusted
 from jaxcompare.history.store import Store
 
 pytestmark = pytest.mark.browser
@@ -48,4 +67,53 @@ def test_history_select_two_runs_shows_verdict_and_charts(fresh_server, browser,
     shot = tmp_path / "history.png"
     page.screenshot(path=str(shot), full_page=True)
     assert shot.stat().st_size > 20_000
+    page.close()
+
+
+def saved_doubtful(db) -> list:
+    """Recorded results not trusted (test_browser_doubt's), saved as History keeps them, newest now:
+    the 64x64 matmul measured busy (no side, break-even not known) and the same made 20x with a
+    range too wide but wholly above 1x (JAX faster for sure, break-even a range of calls)."""
+    now = dt.datetime.now(dt.UTC).isoformat()  # newest: History's first row (its table is newest first)
+    base = Result.from_dict(json.loads((DATA / "result-v1-third-side.json").read_text()))
+    wide = dataclasses.replace(base, numpy_runtime=_spread(20 * base.jax.runtime.median_s, 3.0), load={})
+    run = uuid.uuid4().hex[:8]  # the session's server keeps every module's results: ids of this run's own
+    results = [dataclasses.replace(base, id=f"reopen-{run}-busy", created=now),
+               dataclasses.replace(wide, id=f"reopen-{run}-wide", created=now)]  # busy sorts first
+    assert not any(trusted(r) for r in results) and direction(wide).side == JAX_FASTER
+    Store(db).import_docs([r.to_dict() for r in results])
+    return results
+
+
+def test_a_saved_result_set_aside_reopens_in_compare_without_a_bare_figure(server, browser):
+    """History's "Open in Compare" shows a saved run's full Compare view, and an untrusted one's tiles
+    carry their doubt: a range (never the point figure) and a break-even not known or a range."""
+    busy, wide = saved_doubtful(server.db)
+    page = open_page(browser, f"{server}/History", height=1600)
+    tick(page, 0, selected=1)  # newest first: the busy run
+    page.locator(MAIN).get_by_role("link", name="Open in Compare").click()
+    page.wait_for_url(re.compile(r"/Compare\?"), timeout=30_000)
+    for result, break_even in ((busy, "not known"), (wide, r"[\d,]+–[\d,]+ calls")):
+        if result is wide:
+            page.goto(f"{server}/Compare?result={result.id}")
+        page.locator(METRIC).first.wait_for(timeout=60_000)
+        page.wait_for_selector(IDLE, timeout=60_000)
+        assert_no_error(page)
+        text = main_text(page)
+        assert "A saved run" in text and "No verdict from this run" in text, text[:800]
+        value, detail = tile(page, "Speedup")
+        assert re.fullmatch(rf"{FACTOR}–{FACTOR}", value) and f"{result.speedup:.2f}x" not in value + detail, \
+            (value, detail)
+        shown = tile(page, "Break-even")[0]
+        assert re.fullmatch(break_even, shown), shown
+        calls = result.break_even_calls  # the advice words the break-even as the tile does
+        if calls is not None and math.isfinite(calls):
+            assert f"({math.ceil(calls):,} calls to break even)" not in text
+            assert ("calls to break even is not known" in text) == (shown == "not known"), text
+        assert f"result={result.id}" in page.url  # a reload shows it again
+    page.goto(f"{server}/Compare?result=no-such-run")
+    page.wait_for_selector(IDLE, timeout=60_000)
+    page.get_by_text("No saved result with the id no-such-run can be opened").wait_for(timeout=30_000)
+    assert_no_error(page)
+    assert page.get_by_role("button", name="Run comparison").is_enabled()
     page.close()

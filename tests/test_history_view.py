@@ -139,3 +139,20 @@ def test_recorded_strings_show_as_text_wherever_history_uses_markdown():
     html = MarkdownIt().render("\n\n".join(shown))
     assert "<a" not in html and "<img" not in html and "<code" not in html
     assert link in plain(shown[0]) and image in plain(shown[1]) and link in plain(shown[2])
+
+
+def test_a_reopened_run_sets_compares_sidebar_and_says_when_and_where():
+    from jaxcompare import get_case
+    from jaxcompare.app import controls
+
+    r = gpu_copy(make_result("svd", (300, 300), "x64"))
+    r = dataclasses.replace(r, spec=dataclasses.replace(r.spec, matmul_precision="highest"))
+    config, warnings = controls.compare_config_from_query(hv.compare_query(r), [get_case("svd"), get_case("matmul")])
+    assert not warnings and config.shape(get_case("svd")) == (300, 300)
+    assert (config.case, config.precision, config.timing, config.matmul_precision) == ("svd", "x64", "quick",
+                                                                                         "highest")
+    assert hv.saved_run_note(r).startswith("A saved run (`gpu-run`) from History, measured 2026-11-29 21:58 UTC "
+                                           "on gpu · NVIDIA H200 · gpu\\-box.")
+    # Anyone can write a link: the id it names is quoted as text, and cut short.
+    text = hv.not_opened_text("[x](https://evil.example)" + "a" * 500)
+    assert "](" not in text and len(text) < 200

@@ -241,3 +241,21 @@ def test_with_a_login_configured_no_page_runs_or_shows_anything_before_login(ser
     from jaxcompare.app import resources
 
     assert resources.get_runner().queue_length() == 0 and not resources.get_runner().history
+
+
+@pytest.mark.parametrize("address, env, host_shown", [
+    ("0.0.0.0", {"JAXCOMPARE_MODE": "hosted"}, False),
+    ("127.0.0.1", {}, True),
+])
+def test_a_saved_run_opened_in_compare_hides_the_server_from_visitors(serve, saved, address, env, host_shown):
+    """Compare's ?result=<id> (History's "Open in Compare") shows what History shows: no host name
+    or interpreter path to a hosted demo's visitors, the host where the server is one's own."""
+    serve(address, **env)
+    rid = saved.list()[0]["id"]
+    at = page("pages/1_Compare.py", result=rid)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("A saved run" in e.value for e in at.info) and at.metric  # the result's view, tiles and all
+    text = (everything(at) + "\n".join(str(c.value) for c in at.code)).replace("\\", "")  # Markdown escapes
+    assert ("secret-gpu-box" in text) == host_shown, text
+    assert "/srv/secret" not in text  # the interpreter's path: the Compare page never shows it
