@@ -104,6 +104,8 @@ def test_compare_runs_at_the_chosen_matmul_precision_and_the_link_keeps_it():
     saved.button(key="run_compare").click().run()
     saved = run_until(saved, lambda a: a.session_state["compare_result"].id != result.id)
     assert "result" not in dict(saved.query_params) and not any("A saved run" in i.value for i in saved.info)
+    saved.query_params["result"] = result.id  # History's "Open in Compare" for the same run again
+    assert saved.run().session_state["compare_result"].id == result.id
     # A shared link sets the box; a bad value warns and keeps the default.
     assert page("pages/1_Compare.py", matmul_precision="high").session_state["matmul_precision"] == "high"
     bad = page("pages/1_Compare.py", matmul_precision="fast")

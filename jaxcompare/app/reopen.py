@@ -45,8 +45,10 @@ def open_from_url(result_key: str, error_key: str, cases: Sequence[Case]) -> Non
 
 
 def replaced() -> None:
-    """A new run's result took the saved one's place."""
+    """A new run's result took the saved one's place: History's link to the same run opens it again
+    (the URL still named it when this rerun began)."""
     st.session_state.pop(SHOWN, None)
+    st.session_state.pop(TRIED, None)
 
 
 def url_query(query: dict[str, str]) -> dict[str, str]:
