@@ -10,7 +10,8 @@ import pytest
 from jaxcompare import Runner, Spec, TimingConfig, i18n
 from jaxcompare.app import estimates
 from jaxcompare.catalog import get_case
-from jaxcompare.engine.durations import Durations, Estimate, slowdown
+from jaxcompare.engine.durations import Durations, Estimate, pitfalls_kind, slowdown
+from jaxcompare.engine.pitfalls import SECTIONS
 
 
 def spec(case: str = "centered_gram", shape: tuple[int, ...] = (1000, 1000), precision: str = "x32",
@@ -52,6 +53,19 @@ def test_a_request_seen_before_is_said_from_its_runs_and_others_scale_the_guess(
     scaled = guess(durations, svd)
     assert scaled.basis == "scaled" and scaled.runs == 3
     assert min(1.0, ratio) < scaled.seconds / first_svd.seconds < max(1.0, ratio)
+
+
+def test_one_pitfalls_section_is_guessed_and_learnt_apart_from_the_whole_lab():
+    durations, s, case = Durations(), spec(shape=(200, 200), timing="quick"), get_case("centered_gram")
+    whole = durations.estimate(pitfalls_kind(SECTIONS), s, case)
+    assert pitfalls_kind(None) == pitfalls_kind(tuple(reversed(SECTIONS))) == "pitfalls"
+    one = durations.estimate(pitfalls_kind(("jit",)), s, case)
+    assert one.seconds < whole.seconds / 4  # a seventh of the lab, without pitfall 7's fresh processes
+    for _ in range(4):  # a run of one section says nothing about the whole lab's time
+        durations.learn(pitfalls_kind(("jit",)), s, case, 1.0)
+    assert durations.estimate(pitfalls_kind(("jit",)), s, case).basis == "seen"
+    again = durations.estimate(pitfalls_kind(SECTIONS), s, case)
+    assert again.basis == "guess" and again.seconds == pytest.approx(whole.seconds)
 
 
 def test_other_programs_load_lengthens_the_estimate_and_is_taken_out_of_what_is_learnt():

@@ -12,7 +12,7 @@ import statistics
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -129,16 +129,29 @@ def measure_guess(timing: TimingConfig, call: float, *, plain: bool) -> float:
             + (PLAIN_PROCESS_S + phase(runtime_budget) if plain else 0.0))
 
 
+def pitfalls_kind(sections: Sequence[str] | None) -> str:
+    """What a pitfalls job is guessed and learnt as: "pitfalls" for the whole lab, else "pitfalls:"
+    and its sections (one section takes a part of the lab's time: learnt as the whole, a run of one
+    section made the next whole lab's estimate 15x too short)."""
+    from .pitfalls import SECTIONS
+
+    if not sections or set(sections) >= set(SECTIONS):
+        return "pitfalls"
+    return "pitfalls:" + ",".join(s for s in SECTIONS if s in sections)
+
+
 def work_guess(kind: str, spec: Spec | None, case: Case | None) -> float:
     """The first guess at a job's own work (no worker start, no one-off ceilings)."""
-    if spec is None or kind not in ("measure", "pitfalls"):
+    if spec is None or not (kind == "measure" or kind.startswith("pitfalls")):
         return OTHER_KIND_S
-    if kind == "pitfalls":  # the lab's own timing, and pitfall 7's fresh processes, one per compile sample
-        from .pitfalls import lab_timing
+    if kind.startswith("pitfalls"):  # the lab's own timing, and pitfall 7's fresh processes, one per compile sample
+        from .pitfalls import SECTIONS, lab_timing
 
+        sections = kind.partition(":")[2].split(",") if ":" in kind else list(SECTIONS)
         timing = replace(lab_timing(spec.timing), first_call_processes=0, runtime_blocks=1, runtime_budget_s=None)
         one = measure_guess(timing, call_s(case, spec), plain=plain_process(case, spec))
-        return PITFALLS_MEASURES * one + timing.compile_samples * PROCESS_S
+        processes = timing.compile_samples * PROCESS_S if "cache" in sections else 0.0
+        return PITFALLS_MEASURES * one * len(sections) / len(SECTIONS) + processes
     return measure_guess(spec.timing, call_s(case, spec), plain=plain_process(case, spec))
 
 

@@ -29,7 +29,7 @@ from ..model.errors import BadInput, JaxCompareError, JobFailed
 from ..model.platforms import Platform, platform
 from ..model.result import Result
 from ..model.spec import PRECISIONS, Spec
-from .durations import FRESH_WORKER_S, Durations, Estimate, LoadReading, ceilings_known
+from .durations import FRESH_WORKER_S, Durations, Estimate, LoadReading, ceilings_known, pitfalls_kind
 from .envs import JaxEnv, env_for_job
 from .process import Cancelled, Expired, WorkerProcess
 from .restart import fresh_processes
@@ -534,8 +534,8 @@ class Runner:
         return all(not lane.queue and lane.current is None for lane in self._lanes)
 
     def _estimate_on(self, lane: _Lane, kind: str, spec: Spec | None, case: Case | None,
-                     precisions: tuple[str, ...], ahead: list[Job], busy: float = 0.0
-                     ) -> tuple[Estimate, tuple[str, ...], bool]:
+                     precisions: tuple[str, ...], ahead: list[Job], busy: float = 0.0,
+                     guessed_as: str | None = None) -> tuple[Estimate, tuple[str, ...], bool]:
         """A job's estimate on ``lane`` after the jobs ``ahead`` of it, the precisions whose workers it
         would start, and whether it would measure the CPU's ceilings first. Lock held."""
         warm = {p for p, worker in lane.workers.items() if worker.alive}
@@ -543,13 +543,13 @@ class Runner:
         cold = tuple(dict.fromkeys(p for p in precisions if p not in warm))
         ceilings = (spec is not None and kind in _CAPPED_KINDS and not any(job.spec is not None for job in ahead)
                     and not ceilings_known(spec.dtype))
-        return (self._durations.estimate(kind, spec, case, cold=cold, ceilings=ceilings, busy=busy),
+        return (self._durations.estimate(guessed_as or kind, spec, case, cold=cold, ceilings=ceilings, busy=busy),
                 cold, ceilings)
 
     def _typical_s(self, job: Job) -> float:
         """What ``job`` is expected to take once it starts (its estimate); never under a second. Lock held."""
         if job.estimate is None:
-            job.estimate = self._durations.estimate(job.kind, job.spec, job.case)
+            job.estimate = self._durations.estimate(_guessed_as(job), job.spec, job.case)
         return max(job.estimate.seconds, 1.0)
 
     def _wait_s(self, lane: _Lane, before: Job | None = None) -> float:
@@ -606,7 +606,8 @@ class Runner:
             ahead = [queued for queued in (lane.current, *lane.queue) if queued is not None]
             job._busy = self._load.read(wait=False)
             job.estimate = self._estimate_on(lane, job.kind, job.spec, job.case,
-                                             tuple(step.precision for step in job.steps), ahead, job._busy)[0]
+                                             tuple(step.precision for step in job.steps), ahead, job._busy,
+                                             _guessed_as(job))[0]
             lane.queue.append(job)
             self._jobs_by_id[job.id] = job
             if who is not None:
@@ -648,7 +649,7 @@ class Runner:
                         job._busy = self._load.read(wait=False)
                     again, job._cold, job._ceilings = self._estimate_on(
                         lane, job.kind, job.spec, job.case, tuple(step.precision for step in job.steps), [],
-                        job._busy)
+                        job._busy, _guessed_as(job))
                     job.estimate = again if waited or job.estimate is None else job.estimate
                 self._load.restart()  # its own load would hide the others' until it ends
             try:
@@ -737,7 +738,7 @@ class Runner:
             work -= job.finished_at - job._peak_at
         if job._cold:
             work = max(work - FRESH_WORKER_S * len(job._cold), work / 2)
-        self._durations.learn(job.kind, job.spec, job.case, work, self._load.during(job._busy))
+        self._durations.learn(_guessed_as(job), job.spec, job.case, work, self._load.during(job._busy))
 
     def _notice(self, job: Job, text: str) -> None:
         with self._cv:
@@ -816,6 +817,12 @@ def _file_version(path: str) -> tuple[str, int, int]:
 
 def _wait_text(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
+
+
+def _guessed_as(job: Job) -> str:
+    """What a job's duration is guessed and learnt as: its kind, and for the pitfalls lab its sections."""
+    args = job.steps[0].args if job.steps else ()
+    return pitfalls_kind(args[1] if len(args) > 1 else None) if job.kind == "pitfalls" else job.kind
 
 
 def _combine(kind: str, values: list[Any]) -> Any:
