@@ -86,3 +86,20 @@ def test_a_cpu_run_without_a_peak_has_no_third_side_and_no_peak_line():
     assert summary.third_side_figures(result) == [] and summary.third_side_text(result) is None
     assert summary.peak_text(result) is None
     assert summary.verdict_lines(result, "X") == [summary.verdict(result, "X")]
+
+
+def test_a_trusted_range_that_holds_1x_qualifies_its_break_even_and_a_doubt_says_what_would_settle_it():
+    from jaxcompare import i18n
+
+    close = make_result(numpy_s=1e-3, jax_s=0.99e-3)  # trusted, its range 0.99x-1.03x
+    low, high = close.speedup_range
+    assert low < 1 < high and summary.break_even_tile(close)[1] == "range holds 1x"
+    assert summary.break_even_tile(make_result())[1] == ""  # 5x, its range wholly above 1x
+    busy = dataclasses.replace(close, load={"cores": 2, "phases": {
+        p: {"wall_s": 1.0, "others_cpu_s": 1.3} for p in ("numpy", "runtime")}})
+    assert "Rerun when the machine is quieter." in summary.verdict(busy)
+    wide = with_jax(close, runtime=dataclasses.replace(close.jax.runtime, ci_low_s=0.5e-3, ci_high_s=2e-3))
+    assert "A longer timing preset" in summary.verdict(wide) and "quieter" not in summary.verdict(wide)
+    with i18n.using("zh"):  # bold closes before the full stop (CommonMark), and no space follows it
+        chinese = summary.verdict(busy)
+    assert "**。" in chinese and "。 " not in chinese, chinese

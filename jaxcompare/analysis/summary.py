@@ -130,7 +130,9 @@ def break_even_tile(result: Result) -> tuple[str, str]:
     """(value, line under it) of the Break-even tile: trusted, the calls; not trusted, 'never'
     where NumPy is faster for sure, the calls' range where JAX is, else 'not known'."""
     if trusted(result):
-        return format_calls(result.break_even_calls), ""
+        low, high = result.speedup_range
+        # The median's side of 1x is not sure where the range holds 1x: "never" or "45 calls" may flip.
+        return format_calls(result.break_even_calls), _("range holds 1x") if low <= 1 <= high else ""
     if direction(result).side == NUMPY_FASTER:
         return _("never"), _("NumPy faster per call")
     bounds = break_even_bounds(result)
@@ -221,9 +223,10 @@ def verdict(result: Result, sweep_with: str | None = None) -> str:
     if doubt is not None:
         # Never a verdict from a doubtful number: say what was measured, and why it does not count.
         return sentences(_("**No verdict from this run: {why}.** It measured a speedup of {speedup} ({numpy} vs "
-                           "{jax}); see the checklist below, and rerun when the machine is quieter.").format(
+                           "{jax}); see the checklist below.").format(
             why=doubt, speedup=speedup_text(result), numpy=numpy_time, jax=jax_time),
-            direction_text(result), *_rangesentences(result, with_range=False))
+            _(rerun) if (rerun := RERUN[trust(result).why or "fail"]) else "", direction_text(result),
+            *_rangesentences(result, with_range=False))
     if word == "faster":
         be = result.break_even_calls
         if be is not None and be <= 1:
@@ -363,6 +366,17 @@ def range_detail(result: Result) -> str:
     if not (math.isfinite(low) and math.isfinite(high)):
         return ""
     return _("95%: {low}–{high}").format(low=format_factor(low), high=format_factor(high))
+
+
+# What would settle a run set aside, by why (trust.WHY): a quieter machine, or more samples; a failed
+# check is the checklist's to explain.
+RERUN = {
+    "busy": N_("Rerun when the machine is quieter."),
+    "steady": N_("Rerun when the machine is quieter, or with Thorough timing, whose pairs of blocks show it."),
+    "range": N_("A longer timing preset (Careful, Thorough) narrows the range."),
+    "no_range": N_("A longer timing preset (Careful, Thorough) takes enough samples for a range."),
+    "fail": "",
+}
 
 
 def doubt_text(result: Result) -> str | None:
