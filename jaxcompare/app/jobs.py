@@ -162,6 +162,8 @@ def job_progress(job: Job, label: str, *, overall: float | None = None, after: s
         st.progress(overall or 0.0, text=text)
         return
     elapsed = time.time() - (job.started_at or time.time())
-    text = (f"{label}: {views.job_phase_text(job.phase)} · {job.progress:.0%} · "
-            f"{estimates.time_left_text(job.estimate, elapsed)}" + (f" · {after}" if after else ""))
+    # Translators: a label, then the phase being measured (Chinese takes its full-width colon).
+    text = (_("{label}: {phase}").format(label=label, phase=views.job_phase_text(job.phase))
+            + f" · {job.progress:.0%} · {estimates.time_left_text(job.estimate, elapsed)}"
+            + (f" · {after}" if after else ""))
     st.progress(min(max(overall if overall is not None else job.progress, 0.0), 1.0), text=text)
