@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import threading
 import time
 from dataclasses import replace
@@ -296,6 +297,12 @@ def test_compare_shows_a_third_row_and_column_only_with_the_third_side(fair_resu
     figures = summary.third_side_figures(gpu)
     assert [(f.label, f.value) for f in figures] == [("JAX on CPU", "50 µs"), ("Speedup on CPU", "2.00x"),
                                                      ("GPU over CPU", "0.25x")]
+    # Set aside (the machine was busy), the ratio tiles show their runtimes' range, never the bare ratio.
+    busy = replace(gpu, load={"cores": 2, "phases": {
+        p: {"wall_s": 1.0, "others_cpu_s": 1.3} for p in ("numpy", "runtime")}})
+    doubtful = summary.third_side_figures(busy)[1:]
+    assert [f.detail for f in doubtful] == ["doubtful", "doubtful"]
+    assert all(re.fullmatch(r"\d+\.\d+x–\d+\.\d+x", f.value) for f in doubtful), doubtful
     assert summary.third_side_text(gpu).startswith("**JAX on the CPU.** JAX on the CPU is faster than on the GPU")
     assert summary.peak_text(gpu).startswith("**Fraction of peak.** JAX reached")
     assert [row["JAX on CPU"] for row in views.phase_table(gpu)][:2] == ["", "100 µs"]

@@ -25,6 +25,7 @@ from ..model.formatting import (
 )
 from ..model.result import Result
 from ..model.sides import link_name
+from ..model.stats import Stats
 from .sweep import doubtful_directions
 from .trust import JAX_FASTER, NUMPY_FASTER, WHY, Direction, direction, set_aside_text, trust, trusted
 
@@ -181,16 +182,33 @@ def third_side_figures(result: Result) -> list[Figure]:
         return []
     accel = result.backend.upper()
     gain = side.runtime.median_s / result.jax.runtime.median_s if result.jax.runtime.median_s > 0 else math.inf
+    sure = trusted(result)
+    cpu_value, cpu_detail = _ratio_tile(result.cpu_speedup, result.numpy_runtime, side.runtime, sure)
+    gain_value, gain_detail = _ratio_tile(gain, side.runtime, result.jax.runtime, sure)
     return [
         Figure(_("JAX on CPU"), format_time(side.runtime.median_s),
                _("The same jitted function on this machine's CPU (XLA's CPU backend), inputs already there, "
                  "each call blocked: tells whether a speedup comes from XLA or from the device.")),
-        Figure(_("Speedup on CPU"), format_factor(result.cpu_speedup),
-               _("{speedup}: NumPy runtime / JAX-on-CPU runtime.").format(speedup=format_speedup(result.cpu_speedup))),
-        Figure(_("{accel} over CPU").format(accel=accel), format_factor(gain),
+        Figure(_("Speedup on CPU"), cpu_value,
+               _("{speedup}: NumPy runtime / JAX-on-CPU runtime.").format(speedup=format_speedup(result.cpu_speedup)),
+               cpu_detail),
+        Figure(_("{accel} over CPU").format(accel=accel), gain_value,
                _("JAX on the CPU / JAX on the {accel}: what the device adds over XLA on the CPU; below 1x "
-                 "the CPU is faster.").format(accel=accel)),
+                 "the CPU is faster.").format(accel=accel), gain_detail),
     ]
+
+
+def _ratio_tile(ratio: float | None, over: Stats, under: Stats, sure: bool) -> tuple[str, str]:
+    """(value, line under it) of a ratio tile beside the speedup: the ratio where the result is
+    trusted; where it is not, the range its runtimes' 95% ranges allow, or 'not known' (as the
+    Speedup tile does: no bare point figure from a run set aside)."""
+    if sure:
+        return format_factor(ratio), ""
+    bounds = (over.ci_low_s, over.ci_high_s, under.ci_low_s, under.ci_high_s)
+    if not all(math.isfinite(b) and b > 0 for b in bounds):
+        return _("not known"), _("doubtful")
+    low, high = over.ci_low_s / under.ci_high_s, over.ci_high_s / under.ci_low_s
+    return _("{low}–{high}").format(low=format_factor(low), high=format_factor(high)), _("doubtful")
 
 
 def figure_rows(result: Result) -> list[list[Figure]]:
