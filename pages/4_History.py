@@ -226,11 +226,14 @@ ids = [row["id"] for row in rows]
 keep_selection(ids)
 st.caption(hv.showing_text(len(rows), total, MAX_ROWS))
 event = st.dataframe(
-    hv.table_rows(rows, host=not access.private_details_hidden()), key=TABLE, on_select="rerun",
-    selection_mode="multi-row", hide_index=True,
+    hv.table_rows(rows, host=not access.private_details_hidden(), doubts=hv.set_aside(store, ids)),
+    key=TABLE, on_select="rerun", selection_mode="multi-row", hide_index=True,
     width="stretch", height=min(38 + 35 * len(rows), 420),
     column_config={_("Speedup"): st.column_config.NumberColumn(
                        format="%.2fx", help=_("NumPy runtime / JAX runtime; above 1x JAX is faster")),
+                   _("Set aside"): st.column_config.TextColumn(
+                       width="large", help=_("A run whose speedup is not trusted: the range its Speedup tile shows "
+                                             "instead of a bare figure; open it in Compare for why")),
                    _("ID"): st.column_config.TextColumn(help=_("Short id; the CLI accepts it (export --ids)"))},
 )
 selected = [ids[i] for i in event.selection.rows if i < len(ids)]

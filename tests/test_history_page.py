@@ -4,7 +4,9 @@ Compare and Size sweep saving every finished result to the store."""
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
+from pathlib import Path
 
 import pytest
 from _results import make_result
@@ -19,6 +21,8 @@ from jaxcompare.history.exchange import export_json
 from jaxcompare.history.store import Store
 
 VERDICTS = {"B is", "No significant difference", "Too few samples to judge"}
+
+DATA = Path(__file__).parent / "data"
 
 
 @pytest.fixture(scope="module")
@@ -162,6 +166,14 @@ def test_import_a_valid_export_then_a_bad_file(store):
     assert not at.exception
     assert [s.value for s in at.success] == ["Imported 2 results (0 already present) from gpu_box.json."]
     assert store.count() == 5 and len(at.dataframe[0].value) == 5
+    # A run measured on a busy machine (recorded) has no bare speedup: its tile's range and why.
+    at.file_uploader[0].set_value(("busy.json", (DATA / "result-v1-third-side.json").read_bytes(),
+                                   "application/json")).run()
+    table = at.dataframe[0].value.set_index("ID")
+    busy = table.loc["95049e84"]
+    assert math.isnan(busy["Speedup"]) and busy["Set aside"] == "0.19x–0.24x · the machine was busy", busy
+    assert table.loc[fast.id[:8], "Set aside"] == "" and table.loc[fast.id[:8], "Speedup"] > 0
+    store.delete(["95049e8402034838bca58fed8766c827"])
 
     at = select(at, [slow.id, fast.id])  # synthetic samples: 2x apart, so the verdict is certain
     assert any(s.value == "B is 2.00x faster than A" for s in at.success)

@@ -20,6 +20,23 @@ def gpu_copy(result, **env):
                                env={**result.env, "hostname": "gpu-box", "versions": {"jax": "0.11.0"}, **env})
 
 
+def test_a_saved_run_set_aside_has_its_range_in_the_table_not_a_bare_speedup(tmp_path):
+    from jaxcompare.history.store import Store
+
+    store = Store(tmp_path / "results.sqlite3")
+    fine = make_result()
+    busy = dataclasses.replace(make_result(numpy_s=1e-3, jax_s=0.99e-3), id="busy-run", load={
+        "cores": 2, "phases": {p: {"wall_s": 1.0, "others_cpu_s": 1.3} for p in ("numpy", "runtime")}})
+    for r in (fine, busy):
+        store.save(r)
+    doubts = hv.set_aside(store, [fine.id, busy.id])
+    assert list(doubts) == [busy.id] and re.fullmatch(r"0\.9\dx–1\.0\dx · the machine was busy", doubts[busy.id])
+    rows = hv.table_rows([summary(fine), summary(busy)], doubts=doubts)
+    assert rows[0]["Speedup"] == fine.speedup and rows[0]["Set aside"] == ""
+    assert rows[1]["Speedup"] is None and rows[1]["Set aside"] == doubts[busy.id]
+    assert "Set aside" not in hv.table_rows([summary(fine)], doubts=hv.set_aside(store, [fine.id]))[0]
+
+
 def test_labels_name_case_shape_precision_device_host_and_utc_minute():
     r = gpu_copy(make_result("svd", (500, 500), "x64"))
     assert hv.run_label(r) == "svd 500x500 x64 · gpu · gpu-box · 2026-11-29 21:58"

@@ -8,10 +8,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..analysis import compare
+from ..analysis.summary import speedup_tile
 from ..analysis.text import roofline_lines
+from ..analysis.trust import WHY, trust
 from ..analysis.versions import release_key
 from ..history.exchange import summary
-from ..i18n import N_, _, ngettext, sentences
+from ..i18n import N_, _, language, ngettext, sentences
+from ..model.errors import JaxCompareError
 from ..model.formatting import format_factor, format_time, markdown_literal
 from ..model.result import Result, finite_or_none
 
@@ -89,12 +92,38 @@ def oldest_first(results: Sequence[Result]) -> list[Result]:
 
 
 # --- table and filters ---------------------------------------------------------------------------
-def table_rows(rows: Sequence[Mapping[str, Any]], *, host: bool = True) -> list[dict[str, Any]]:
+def set_aside(store: Any, ids: Sequence[str]) -> dict[str, str]:
+    """The saved results among ``ids`` whose speedup is not trusted, each with what its Speedup tile
+    shows instead of the bare figure and why ('0.19x–0.24x · the machine was busy'). A saved result
+    never changes, so each id is judged once per server process and language."""
+    lang = language()  # the tile's words are the reader's
+    missing = [i for i in ids if (lang, i) not in _SET_ASIDE]
+    if missing:
+        try:
+            results = store.load(missing)
+        except JaxCompareError:  # a row deleted meanwhile, or unreadable: judge the others one by one
+            results = store.load_readable(missing)[0]
+        if len(_SET_ASIDE) > 20_000:  # a long-lived server's cache stays bounded
+            _SET_ASIDE.clear()
+        for result in results:
+            verdict = trust(result)
+            _SET_ASIDE[lang, result.id] = None if verdict.trusted else _("{value} · {why}").format(
+                value=speedup_tile(result)[0], why=_(WHY[verdict.why or "fail"]))
+    return {i: text for i in ids if (text := _SET_ASIDE.get((lang, i)))}
+
+
+_SET_ASIDE: dict[tuple[str, str], str | None] = {}
+
+
+def table_rows(rows: Sequence[Mapping[str, Any]], *, host: bool = True,
+               doubts: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     """One table row per saved result (times as text: they span six decades); ``host=False``
-    leaves the machine's name out (a hosted demo's visitors). The columns are named in the
-    reader's language: the page finds them as ``_("Speedup")`` and ``_("ID")``."""
+    leaves the machine's name out (a hosted demo's visitors); ``doubts`` (set_aside): a result not
+    trusted has no bare Speedup, its tile's range instead, in a column of its own. The columns are
+    named in the reader's language: the page finds them as ``_("Speedup")`` and ``_("ID")``."""
     out = []
     host_column = _("Host")
+    doubts = doubts or {}
     for row in rows:
         out.append({
             _("Measured (UTC)"): when_text(row["created"]),
@@ -106,7 +135,8 @@ def table_rows(rows: Sequence[Mapping[str, Any]], *, host: bool = True) -> list[
             "JAX": row["jax_version"] or "—",
             _("NumPy runtime"): format_time(row["numpy_median_s"]),
             _("JAX runtime"): format_time(row["jax_median_s"]),
-            _("Speedup"): finite_or_none(row.get("speedup")),
+            _("Speedup"): None if row["id"] in doubts else finite_or_none(row.get("speedup")),
+            **({_("Set aside"): doubts.get(row["id"], "")} if doubts else {}),
             _("ID"): row["id"][:8],
         })
         if not host:
