@@ -104,27 +104,29 @@ def test_a_full_queue_refuses_at_once_and_refusals_spend_no_token(gate):
 
 def test_stop_on_a_queued_job_frees_its_place_at_once(runner, gate):
     blocker = runner.submit(gate.spec())
-    done_before = runner.submit(quick_spec())
-    queued = [runner.submit(quick_spec()) for _ in range(3)]
-    base = runner.position(queued[0])
-    assert [runner.position(j) for j in queued] == [base, base + 1, base + 2]
-    waits = [runner.estimate_wait_s(j) for j in queued]
-    assert [runner.jobs_ahead(j) for j in queued] == [2, 3, 4]  # the gated job and done_before first
-    queued[0].cancel()
-    # No waiting on the dispatcher: the job is finished and out of the queue when cancel() returns.
-    assert queued[0].done and queued[0].status == "cancelled"
-    with pytest.raises(JobFailed, match="cancelled before it started"):
-        queued[0].wait(0)
-    assert [runner.position(j) for j in queued[1:]] == [base, base + 1]
-    assert [runner.jobs_ahead(j) for j in queued] == [None, 2, 3]
-    assert runner.estimate_wait_s(queued[2]) < waits[2]
-    # A page's own environment job adds to the wait a newcomer is told, but is no one's measurement.
-    wait, ahead = runner.queue_wait()
-    assert ahead == 4  # the gated job, done_before and the two still queued
-    runner.submit_environment("x32")
-    assert runner.queue_wait()[1] == ahead and runner.queue_wait()[0] > wait
-    assert not blocker.done  # the running job was not disturbed
-    gate.open()
+    try:
+        done_before = runner.submit(quick_spec())
+        queued = [runner.submit(quick_spec()) for _ in range(3)]
+        base = runner.position(queued[0])
+        assert [runner.position(j) for j in queued] == [base, base + 1, base + 2]
+        waits = [runner.estimate_wait_s(j) for j in queued]
+        assert [runner.jobs_ahead(j) for j in queued] == [2, 3, 4]  # the gated job and done_before first
+        queued[0].cancel()
+        # No waiting on the dispatcher: the job is finished and out of the queue when cancel() returns.
+        assert queued[0].done and queued[0].status == "cancelled"
+        with pytest.raises(JobFailed, match="cancelled before it started"):
+            queued[0].wait(0)
+        assert [runner.position(j) for j in queued[1:]] == [base, base + 1]
+        assert [runner.jobs_ahead(j) for j in queued] == [None, 2, 3]
+        assert runner.estimate_wait_s(queued[2]) < waits[2]
+        # A page's own environment job adds to the wait a newcomer is told, but is no one's measurement.
+        wait, ahead = runner.queue_wait()
+        assert ahead == 4 and wait > 0  # the gated job, done_before and the two still queued
+        runner.submit_environment("x32")
+        assert runner.queue_wait()[1] == ahead and runner.queue_wait()[0] > wait
+        assert not blocker.done  # the running job was not disturbed
+    finally:  # a failed assert above must not leave the gated job holding the module's runner
+        gate.open()
     for job in (blocker, done_before, *queued[1:]):
         job.wait(240)
     assert runner.position(queued[2]) == -1

@@ -556,7 +556,7 @@ class Runner:
         """How long until ``before`` (None: a job joining the end) starts on ``lane``; lock held."""
         wait = 0.0
         running = lane.current
-        if running is before:
+        if before is not None and running is before:
             return 0.0
         if running is not None:
             # One taking longer than usual has not told how much longer: say a second, not zero.
