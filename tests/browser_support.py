@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support import ROOT
+from support import ROOT, zh
 
 CHROMIUM = os.environ.get("JAXCOMPARE_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -133,6 +133,8 @@ def fresh_server(tmp_path_factory):
 
 
 PENDING = "Checking which device the measurements will run on"
+# The same banner on a Chinese page (?lang=zh): open_page waits for either to go.
+PENDING_ZH = zh(PENDING + "…").rstrip("…")
 
 
 def open_page(opener, url: str, *, height: int | None = None, timeout: float = 90_000):
@@ -142,7 +144,8 @@ def open_page(opener, url: str, *, height: int | None = None, timeout: float = 9
     page = opener.new_page() if height is None else opener.new_page(viewport={"width": 1400, "height": height})
     page.goto(url)
     page.wait_for_selector(IDLE, timeout=timeout)
-    page.wait_for_function(f"() => !document.body.innerText.includes({PENDING!r})", timeout=timeout)
+    page.wait_for_function(f"() => !document.body.innerText.includes({PENDING!r}) "
+                           f"&& !document.body.innerText.includes({PENDING_ZH!r})", timeout=timeout)
     page.wait_for_selector(IDLE, timeout=timeout)
     return page
 
