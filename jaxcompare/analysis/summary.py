@@ -23,7 +23,7 @@ from ..model.formatting import (
     third_side_verdict,
     transfer_rate_text,
 )
-from ..model.result import Result
+from ..model.result import Result, ratio_range
 from ..model.sides import link_name
 from ..model.stats import Stats
 from .sweep import doubtful_directions
@@ -204,10 +204,9 @@ def _ratio_tile(ratio: float | None, over: Stats, under: Stats, sure: bool) -> t
     Speedup tile does: no bare point figure from a run set aside)."""
     if sure:
         return format_factor(ratio), ""
-    bounds = (over.ci_low_s, over.ci_high_s, under.ci_low_s, under.ci_high_s)
-    if not all(math.isfinite(b) and b > 0 for b in bounds):
+    low, high = ratio_range(over, under)
+    if not (math.isfinite(low) and math.isfinite(high)):
         return _("not known"), _("doubtful")
-    low, high = over.ci_low_s / under.ci_high_s, over.ci_high_s / under.ci_low_s
     return _("{low}–{high}").format(low=format_factor(low), high=format_factor(high)), _("doubtful")
 
 

@@ -29,6 +29,17 @@ SCHEMA_HISTORY = (
 RUNTIME_PHASES = ("numpy", "runtime")
 
 
+def ratio_range(over: Stats, under: Stats) -> tuple[float, float]:
+    """A conservative 95% range of ``over``'s median / ``under``'s, from the two medians' confidence
+    intervals (the low end over the high end, and the reverse). nan where a CI is unknown, or where a
+    side has fewer than MIN_SAMPLES_FOR_RANGE samples: their order-statistics interval is then the
+    whole sample range, which covers the median less than 95% of the time (n=5: 94%)."""
+    bounds = (over.ci_low_s, over.ci_high_s, under.ci_low_s, under.ci_high_s)
+    if min(over.n, under.n) < MIN_SAMPLES_FOR_RANGE or not all(math.isfinite(b) and b > 0 for b in bounds):
+        return math.nan, math.nan
+    return over.ci_low_s / under.ci_high_s, over.ci_high_s / under.ci_low_s
+
+
 @dataclass(frozen=True)
 class Result:
     """One comparison's numbers: NumPy's runtime beside JAX's side (JaxSide: every phase, how it
@@ -91,15 +102,8 @@ class Result:
 
     @property
     def speedup_range(self) -> tuple[float, float]:
-        """A conservative 95% range of the speedup from the two medians' confidence intervals
-        (NumPy's low end over JAX's high end, and the reverse). nan where a CI is unknown, or
-        where a side has fewer than 6 samples: their order-statistics interval is then the
-        whole sample range, which covers the median less than 95% of the time (n=5: 94%)."""
-        n, j = self.numpy_runtime, self.jax.runtime
-        bounds = (n.ci_low_s, n.ci_high_s, j.ci_low_s, j.ci_high_s)
-        if min(n.n, j.n) < MIN_SAMPLES_FOR_RANGE or not all(math.isfinite(b) and b > 0 for b in bounds):
-            return math.nan, math.nan
-        return n.ci_low_s / j.ci_high_s, n.ci_high_s / j.ci_low_s
+        """A conservative 95% range of the speedup (ratio_range of NumPy's runtime over JAX's)."""
+        return ratio_range(self.numpy_runtime, self.jax.runtime)
 
     @property
     def speedup_pairs(self) -> tuple[float, ...]:
