@@ -150,6 +150,18 @@ def open_page(opener, url: str, *, height: int | None = None, timeout: float = 9
     return page
 
 
+def run_sweep(page, plan: str, points: int) -> None:
+    """On the Size sweep page: wait for the sidebar's ``plan`` (the URL's sizes), click Run sweep,
+    then wait until all ``points`` are measured and the page is idle."""
+    page.locator("[data-testid='stSidebar']").get_by_text(plan).wait_for(timeout=30_000)
+    page.get_by_role("button", name="Run sweep").click()
+    page.wait_for_function(f"""() => {{
+        const text = document.querySelector("{MAIN}").innerText;
+        return text.includes("{points} of {points} measurement(s)") && !text.includes("so far");
+    }}""", timeout=120_000)
+    page.wait_for_selector(IDLE, timeout=60_000)
+
+
 def stop_button(page):
     """The app's Stop button. Streamlit's toolbar shows a "Stop" of its own while a script
     runs (it stops the rerun, not the job), so the name alone can match two buttons."""

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from apptest_support import app_runner, fresh_caches  # noqa: F401 (autouse fixtures)
 from apptest_support import page as app_page
-from browser_support import IDLE, MAIN, main_text, open_page
+from browser_support import main_text, open_page, run_sweep
 
 from jaxcompare import Result, Stats
 from jaxcompare.analysis.advice import BREAK_EVEN_WORTH
@@ -54,14 +54,7 @@ def table_rows(page) -> dict[str, dict[str, str]]:
 @pytest.mark.serial  # the neighbour's one core is the load it was written for, not other tests'
 def test_a_busy_machine_gives_directions_and_no_bare_figures(server, browser, neighbour, tmp_path):
     page = open_page(browser, f"{server}{SWEEP}", height=2400)
-    page.locator("[data-testid='stSidebar']").get_by_text("10x10 → 20x20 → 40x40: 3 measurement(s).").wait_for(
-        timeout=30_000)
-    page.get_by_role("button", name="Run sweep").click()
-    page.wait_for_function(f"""() => {{
-        const text = document.querySelector("{MAIN}").innerText;
-        return text.includes("3 of 3 measurement(s)") && !text.includes("so far");
-    }}""", timeout=120_000)
-    page.wait_for_selector(IDLE, timeout=60_000)
+    run_sweep(page, "10x10 → 20x20 → 40x40: 3 measurement(s).", 3)
     page.screenshot(path=str(tmp_path / "sweep.png"), full_page=True)
     text = main_text(page)
     assert neighbour.is_running(), "the neighbour stopped before the sweep ended"  # NEIGHBOUR_MAX_S outlives the waits

@@ -28,6 +28,7 @@ from browser_support import (
     main_text,
     open_page,
     roofline_marks,
+    run_sweep,
     stop_button,
     tick,
     wait_for_chart_marks,
@@ -166,14 +167,7 @@ def test_environment_shows_both_workers(server, browser):
 
 def test_size_sweep_runs_and_draws_the_crossover(server, browser):
     page = open_page(browser, f"{server}/Size_sweep?case=matmul&steps=3&largest=100x100&timing=quick", height=2600)
-    sidebar = page.locator("[data-testid='stSidebar']")
-    sidebar.get_by_text("10x10 → 32x32 → 100x100: 3 measurement(s).").wait_for(timeout=30_000)  # the URL's plan
-    page.get_by_role("button", name="Run sweep").click()
-    page.wait_for_function(f"""() => {{
-        const text = document.querySelector("{MAIN}").innerText;
-        return text.includes("3 of 3 measurement(s)") && !text.includes("so far");
-    }}""", timeout=120_000)
-    page.wait_for_selector(IDLE, timeout=60_000)
+    run_sweep(page, "10x10 → 32x32 → 100x100: 3 measurement(s).", 3)  # the URL's plan
     assert_no_error(page)
     text = main_text(page)
     assert "The sweep stopped" not in text and "All 3 measurements saved to history." in text
