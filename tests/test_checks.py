@@ -10,6 +10,7 @@ from _results import by_id, make_result, stats, with_jax
 from jaxcompare import i18n
 from jaxcompare.analysis.checks import FAIL, NA, PASS, WARN, overall
 from jaxcompare.analysis.text import checklist_lines
+from jaxcompare.model.formatting import format_time
 from jaxcompare.model.stats import Stats
 
 FAIRNESS = ("precision", "blocked", "compile", "transfer", "agreement")
@@ -51,6 +52,18 @@ def test_tiny_workload_warns_or_fails(tiny_result):
     check = by_id(tiny_result)["workload"]
     assert check.status in (WARN, FAIL), check
     assert check.pitfall == "size"
+
+
+def test_a_dispatch_that_waited_for_a_core_does_not_make_the_work_small(fair_result):
+    """Beside busy programs the dispatcher waits for a core its compute threads hold: beside two
+    busy loops 1000x1000's samples split into 111-170 µs and 2-8 ms, most of them the latter. The
+    work is still 60x the dispatch itself, and the check must not call it overhead."""
+    work = fair_result.jax.runtime.median_s
+    waited = [work / 60, work / 57, work / 55] + [work * f for f in (0.15, 0.2, 0.3, 0.4, 0.45, 0.5)]
+    dispatch = Stats.from_samples(waited, loops=1)
+    assert dispatch.median_s > work / 10  # the median alone would warn
+    check = by_id(with_jax(fair_result, dispatch=dispatch))["workload"]
+    assert check.status == PASS and format_time(work / 60) in check.reason, check
 
 
 def test_disagreeing_outputs_fail(fair_result):
