@@ -68,11 +68,16 @@ FIGURES = (("NumPy runtime", "numpy_s"), ("first call", "first_call_s"), ("JAX r
            ("empty jitted call, blocked", "empty_call_s"), ("back to back, per call", "back_to_back_s"))
 
 
-def tool(case: str, shape: str, precision: str) -> dict:
+def tool(case: str, shape: str, precision: str, keep: str | None = None) -> dict:
     proc = subprocess.run([sys.executable, "-m", "jaxcompare", "run", "--case", case, "--shape", shape,
-                           "--precision", precision, "--json", "-"], cwd=ROOT, capture_output=True, text=True,
-                          check=True)
+                           "--precision", precision, "--json", "-"], cwd=ROOT, capture_output=True, text=True)
+    if proc.returncode:
+        sys.exit(f"jaxcompare run {case} {shape} failed ({proc.returncode}):\n{proc.stderr}")
     doc = json.loads(proc.stdout)
+    if keep:
+        os.makedirs(keep, exist_ok=True)
+        with open(os.path.join(keep, f"{case}-{shape}-{precision}.json"), "w") as f:
+            f.write(proc.stdout)
     jax = doc["jax"]
     return {"numpy_s": doc["numpy"]["runtime"]["median_s"], "first_call_s": jax["first_call"]["median_s"],
             "runtime_s": jax["runtime"]["median_s"], "empty_call_s": (doc["roofline"] or {}).get("jax", {}).get(
@@ -83,8 +88,9 @@ def tool(case: str, shape: str, precision: str) -> dict:
 
 def hand(spec: dict) -> dict:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)}
-    proc = subprocess.run([sys.executable, "-c", HAND, json.dumps(spec)], env=env, capture_output=True, text=True,
-                          check=True)
+    proc = subprocess.run([sys.executable, "-c", HAND, json.dumps(spec)], env=env, capture_output=True, text=True)
+    if proc.returncode:
+        sys.exit(f"the hand-typed protocol failed ({proc.returncode}):\n{proc.stderr}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -99,11 +105,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--cases", nargs="+", default=["centered_gram:1000x1000", "matmul:1000x1000"],
                    help="CASE:SHAPE pairs (default: the docs' example and a matmul)")
     p.add_argument("--precision", default="x32", choices=("x32", "x64"))
+    p.add_argument("--keep", metavar="DIR", help="also write each run's JSON from the tool here (CASE-SHAPE.json), "
+                                                 "for `jaxcompare import` and its checklist")
     args = p.parse_args(argv)
     sys.path.insert(0, ROOT)
     for item in args.cases:
         case, _, shape = item.partition(":")
-        measured = tool(case, shape, args.precision)
+        measured = tool(case, shape, args.precision, args.keep)
         typed = hand(measured["spec"])
         print(f"\n{case} {shape} {args.precision}\n")
         print("| figure | typed by hand | jaxcompare | ratio |\n|---|---|---|---|")

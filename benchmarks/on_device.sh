@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Every part of jaxcompare on a borrowed accelerator machine, from the checkout, in one script:
+#
+#     benchmarks/on_device.sh setup check cli hand pages
+#
+# Parts: setup (the engine's and the pages' wheels from .whl-tpu/ into /tmp/site, where that
+# machine has no network), check (benchmarks/device_check.py, the report), cli (run at both
+# precisions, a float64 case the TPU lacks, --profile, sweep, pitfalls, import of the check's JSON),
+# hand (benchmarks/hand_protocol.py: the tool beside the docs' protocol typed by hand), pages (the
+# AppTest page tests; such a machine allows no socket, so no server or browser). Each part's output
+# goes to $OUT/PART.log (OUT defaults to ./on-device), and $OUT/summary.txt lists each step's exit
+# status and seconds. CHECK_BUDGET bounds the device check (seconds, default 390).
+set -u
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/on-device}
+mkdir -p "$OUT"
+PY=${PY:-python3}
+DB="$OUT/results.sqlite3"
+export PYTHONUNBUFFERED=1
+# After the machine's own JAX, so that a JAX that pip brought along does not hide it.
+export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}/tmp/site
+
+step() {  # step PART NAME COMMAND...: runs it, logs its output, notes its exit status and time
+    local part=$1 name=$2
+    shift 2
+    local start=$SECONDS
+    echo "=== $name: $*" >>"$OUT/$part.log"
+    "$@" >>"$OUT/$part.log" 2>&1
+    local rc=$?
+    printf '%-28s rc=%-3s %4ss\n' "$name" "$rc" "$((SECONDS - start))" | tee -a "$OUT/summary.txt"
+}
+
+setup() {
+    if [ ! -d /tmp/site/streamlit ]; then
+        # The machine's own index holds pandas and pyarrow (too large to carry); the rest travels.
+        PIP_CONFIG_FILE=/dev/null $PY -m pip install --isolated -q --no-cache-dir --only-binary=:all: \
+            --index-url file:///opt/pypi/simple --find-links .whl-tpu --target /tmp/site \
+            streamlit altair psutil threadpoolctl cloudpickle babel pytest-timeout pytest-xdist pandas pyarrow
+    fi
+}
+
+cli() {
+    local jc=("$PY" -m jaxcompare)
+    step cli list "${jc[@]}" list
+    step cli import "${jc[@]}" import tests/data/tpu/device-check.json --db "$DB"
+    step cli run-x32-docs "${jc[@]}" run --case centered_gram --shape 1000x1000 --save --db "$DB" \
+        --json "$OUT/run-x32-docs.json"
+    step cli run-x64-inv "${jc[@]}" run --case inv --shape 200x200 --precision x64 --quick
+    step cli run-x64-docs "${jc[@]}" run --case centered_gram --shape 1000x1000 --precision x64 --quick \
+        --save --db "$DB"
+    step cli run-profile "${jc[@]}" run --case matmul --shape 2048x2048 --quick --profile "$OUT/trace"
+    step cli pitfalls "${jc[@]}" pitfalls --case centered_gram --shape 1000x1000 --json "$OUT/pitfalls.json"
+    step cli sweep "${jc[@]}" sweep --case matmul --quick --save --db "$DB"
+    step cli history "${jc[@]}" history --db "$DB"
+}
+
+for part in "$@"; do
+    case $part in
+        setup) step setup setup setup ;;
+        check) step check device-check "$PY" benchmarks/device_check.py --out "$OUT/check" \
+                   --budget "${CHECK_BUDGET:-390}" ;;
+        cli) cli ;;
+        hand) step hand hand-protocol "$PY" benchmarks/hand_protocol.py \
+                  --cases centered_gram:1000x1000 matmul:2048x2048 --keep "$OUT/hand" ;;
+        pages) step pages apptest "$PY" -m pytest -n 0 -p no:cacheprovider --timeout 600 \
+                   tests/test_app.py tests/test_pitfalls_page.py tests/test_i18n_pages.py ;;
+        *) echo "unknown part: $part (setup check cli hand pages)" >&2; exit 2 ;;
+    esac
+done
