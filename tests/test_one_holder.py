@@ -6,6 +6,7 @@ overlap is a failed job, and its log lists the processes that held it, one after
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -54,6 +55,28 @@ def test_x32_x64_x32_and_the_restart_pitfall_never_share_the_device(tmp_path, ca
     # They ran between the x64 worker and the x32 worker's return.
     order = [pid for pid, _, _ in log]
     assert order.index(workers[1]) < order.index(fresh[0]) and order.index(fresh[-1]) < order.index(workers[2])
+
+
+def test_a_measurement_s_first_call_takes_the_device_in_a_fresh_process(tmp_path):
+    """The first call as %time pays it is a fresh process's, and that process needs the device: the
+    worker lets go of it while the process runs, comes back for the rest, and the result says where
+    the first call was timed, with the worker's recompile beside it."""
+    lock = tmp_path / "device.lock"
+    env = {"PYTHONPATH": HOLDER, "JAXCOMPARE_TEST_DEVICE_LOCK": str(lock)}
+    spec = quick_spec(shape=(16, 16))
+    spec = dataclasses.replace(spec, timing=dataclasses.replace(spec.timing, first_call_processes=1))
+    with Runner(worker_env=env, settings=Settings(device_holders=1)) as runner:
+        runner.environment("x32")
+        job = runner.submit(spec)
+        result = job.wait(300)
+    assert any(n.startswith("the first call: a fresh process takes the CPU") for n in job.notices), job.notices
+    log = holders(lock)
+    assert all(state == "holds" for _, _, state in log), log
+    assert [what for _, what, _ in log] == ["worker", "restart", "worker"], log
+    assert log[2][0] == job.worker_pid
+    assert result.jax.protocol["first_call"] == {"process": "fresh", "processes": 1, "cache_hits": 0,
+                                                 "compiled_before": 0}
+    assert result.jax.first_call_recompile is not None
 
 
 def test_a_second_holder_is_refused_in_one_line_without_the_setting(tmp_path):

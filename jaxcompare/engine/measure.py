@@ -10,6 +10,7 @@ import datetime as dt
 import functools
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,7 @@ from .load import LoadMeter
 from .memory import check_fits, device_memory, estimate, host_available, keep_freed_memory
 from .plain_numpy import allocator_matters, plain_numpy_runtime
 from .profile import profile_jitted
-from .restart import fresh_first_call
+from .restart import FreshCall, fresh_first_call
 from .run_state import CPU_SIDE_PARTS, Progress, ProgressCallback, SampleCallback, _Run
 from .runtimes import _compiled_count, _protocol, _runtimes, back_to_back, pairs_were_busy
 from .timing import BLAS_SETTLE_S, Clock, blocking_call, bound_call, sample
@@ -84,7 +85,7 @@ def check_memory(case: Case, spec: Spec, device: Any, *, cpu_side: bool = False)
 def measure(spec: Spec, progress: ProgressCallback = _no_progress, clock: Clock = time.perf_counter_ns,
             *, cpu_side: bool | None = None, case: Case | None = None,
             profile_dir: str | None = None, recheck: bool = True, load: LoadMeter | None = None,
-            clocks: ClockWatch | None = None) -> Result:
+            clocks: ClockWatch | None = None, first_calls: Sequence[FreshCall] | None = None) -> Result:
     """Run every phase of the protocol for ``spec`` and return the Result: inputs, transfer,
     cold compile, first call, dispatch, fetch, the two runtimes side by side, the third side
     (JAX on the CPU), the profile when asked, agreement, and the ceilings for the fraction of peak.
@@ -97,15 +98,18 @@ def measure(spec: Spec, progress: ProgressCallback = _no_progress, clock: Clock 
     ``recheck``: time the runtime pair again when the machine was busy or one side unstable
     (runtimes._recheck; off only in tests of the first pass). ``load``: the meter (tests inject its counters).
     ``clocks``: what reads the GPU's clocks (by default NVML's, on a GPU; tests replay readings).
+    ``first_calls``: the fresh processes' first calls where the runner ran them (a device one process
+    at a time may hold: they took it while no worker held it); None starts them here.
     Everything JAX does here (both sides, the profile, the ceilings) runs at ``spec.matmul_precision``."""
     check_precision(spec.precision)
     with use_matmul_precision(spec.matmul_precision):
         return _measure(spec, progress, clock, cpu_side=cpu_side, case=case, profile_dir=profile_dir,
-                        recheck=recheck, load=load, clocks=clocks)
+                        recheck=recheck, load=load, clocks=clocks, first_calls=first_calls)
 
 
 def _measure(spec: Spec, progress: ProgressCallback, clock: Clock, *, cpu_side: bool | None, case: Case | None,
-             profile_dir: str | None, recheck: bool, load: LoadMeter | None, clocks: ClockWatch | None) -> Result:
+             profile_dir: str | None, recheck: bool, load: LoadMeter | None, clocks: ClockWatch | None,
+             first_calls: Sequence[FreshCall] | None = None) -> Result:
     """measure()'s phases, at the matmul precision it set: protocol["matmul_precision"] reads it back."""
     keep_freed_memory()
     sent_case = case is not None
@@ -136,7 +140,7 @@ def _measure(spec: Spec, progress: ProgressCallback, clock: Clock, *, cpu_side: 
     products = reduced_products(spec.dtype, device.platform, protocol["matmul_precision"],
                                 lambda: warm.jitted.lower(*warm.dev_inputs).as_text())
     pipelined = back_to_back(run, warm.jitted, warm.dev_inputs, runtime_stats.median_s)
-    fresh, first_call_note = _fresh_first_call(run, spec, device, protocol, by_value=sent_case)
+    fresh, first_call_note = _fresh_first_call(run, spec, device, protocol, by_value=sent_case, ran=first_calls)
     if fresh is not None:
         side = functools.partial(side, first_call=fresh, first_call_recompile=side.keywords["first_call"])
     jax = side(runtime=runtime_stats, protocol=protocol, back_to_back=pipelined,
@@ -209,28 +213,34 @@ def _numpy_as_users_run_it(run: _Run, spec: Spec, kept: Stats, arrays: tuple[np.
         return kept, None, N_("NumPy's runtime is the worker's, with freed memory kept: {error}").format(error=exc)
 
 
-def _fresh_first_call(run: _Run, spec: Spec, device: Any, protocol: dict[str, Any], *,
-                      by_value: bool) -> tuple[Stats | None, str | None]:
+def _fresh_first_call(run: _Run, spec: Spec, device: Any, protocol: dict[str, Any], *, by_value: bool,
+                      ran: Sequence[FreshCall] | None = None) -> tuple[Stats | None, str | None]:
     """The first call as a user's %time pays it: in fresh processes (TimingConfig.first_call_processes)
     that never compiled this function, persistent cache off; their cache hits and earlier compiles go
-    in ``protocol["first_call"]``. None (the worker's recompile stands) in quick timing, on a device
-    one process at a time may hold, or where a fresh process failed: then with a note saying so."""
+    in ``protocol["first_call"]``. ``ran``: those processes' calls where the runner ran them, while no
+    worker held a device one process at a time may hold. None (the worker's recompile stands) in quick
+    timing, on such a device when the runner did not run them, or where a fresh process failed: then
+    with a note saying so."""
     processes = spec.timing.first_call_processes
     protocol["first_call"] = {"process": "worker"}
     found = platform(device.platform)
     if processes == 0:
         return None, None
-    if found is not None and found.single_holder:
+    if ran:
+        calls = list(ran)
+    elif found is not None and found.single_holder:
         return None, N_("the first call was timed in this worker after jax.clear_caches(), not in a fresh process: "
                         "one process at a time can hold the {device}, and this one holds it; a fresh process's "
                         "first call costs more").format(device=found.label)
-    run.progress.start("first_call_fresh")
-    try:
-        calls = [fresh_first_call(spec, None, case=run.case if by_value else None, label=N_("the first call"))
-                 for _ in range(processes)]
-    except JaxCompareError as exc:
-        return None, N_("the first call was timed in this worker after jax.clear_caches(): {error}").format(error=exc)
-    protocol["first_call"] = {"process": "fresh", "processes": processes,
+    else:
+        run.progress.start("first_call_fresh")
+        try:
+            calls = [fresh_first_call(spec, None, case=run.case if by_value else None, label=N_("the first call"))
+                     for _ in range(processes)]
+        except JaxCompareError as exc:
+            return None, N_("the first call was timed in this worker after jax.clear_caches(): {error}").format(
+                error=exc)
+    protocol["first_call"] = {"process": "fresh", "processes": len(calls),
                               "cache_hits": sum(c.cache_hits for c in calls),
                               "compiled_before": sum(c.compiled_before for c in calls)}
     return Stats.from_samples([c.first_call_s for c in calls]), None

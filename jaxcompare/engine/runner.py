@@ -20,7 +20,7 @@ import time
 import uuid
 from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from ..i18n import N_
@@ -32,7 +32,7 @@ from ..model.spec import PRECISIONS, Spec
 from .durations import FRESH_WORKER_S, Durations, Estimate, LoadReading, ceilings_known, pitfalls_kind
 from .envs import JaxEnv, env_for_job
 from .process import Cancelled, Expired, WorkerProcess
-from .restart import fresh_processes
+from .restart import fresh_first_call, fresh_processes
 from .settings import RateLimiter, Settings, preflight
 from .shipping import pack_case
 from .worker import MeasureOptions
@@ -674,6 +674,10 @@ class Runner:
                     started = time.monotonic()
                     args = (*args, self._fresh_processes(lane, job, worker))
                     spent += time.monotonic() - started
+                elif step.target == "measure" and lane.factory is None and job.jax_env is None:
+                    started = time.monotonic()
+                    args = self._fresh_first_calls(lane, job, worker, args)
+                    spent += time.monotonic() - started
                 lane.hand_over(worker, lambda text: self._notice(job, text))
                 started = time.monotonic()
                 envelope = worker.call(job.id, step.target, args, timeout_s=max(job.timeout_s - spent, 1.0),
@@ -725,6 +729,45 @@ class Runner:
         from .pitfalls import lab_timing
 
         return fresh_processes(spec, lab_timing(spec.timing).compile_samples, env=env, on_start=on_start).to_dict()
+
+    def _fresh_first_calls(self, lane: _Lane, job: Job, worker: WorkerProcess,
+                           args: tuple[Any, ...]) -> tuple[Any, ...]:
+        """A measurement's first call as a user's %time pays it, on a single-holder device: its fresh
+        processes each need the device, so the lane's workers let go of it and the processes run from
+        here, one at a time; the worker then measures the rest with their calls (MeasureOptions.first_calls).
+        ``args`` unchanged elsewhere (the worker starts them itself), in quick timing, or where one failed
+        (the worker's recompile stands, and the notice says why)."""
+        spec = job.spec
+        assert spec is not None
+        options = args[1] if len(args) > 1 and args[1] is not None else MeasureOptions()
+        if spec.timing.first_call_processes == 0:
+            return args
+        if lane.platform is None and lane.holders is None:
+            worker.start(job._cancel)  # the first worker to open the device says what it is
+            lane.learn(worker)
+        if not lane.single_holder:
+            return args
+        self._notice(job, N_("the first call: a fresh process takes the {device}, so the worker lets go of it until "
+                             "that process is done").format(device=lane.device_label))
+        for other in lane.all_workers():
+            other.stop()
+        env = {**os.environ, **lane.env}
+        total = spec.timing.first_call_processes
+        calls = []
+        for i in range(total):
+            if job._cancel.is_set():
+                raise Cancelled(N_("cancelled while running"))
+            self._progress(job, N_("the first call: fresh process {i} of {total}, holding the {device}").format(
+                i=i + 1, total=total, device=lane.device_label), 0.05 * i / total)
+            try:
+                call = fresh_first_call(spec, None, env=env, label=N_("the first call"),
+                                        case=job.case if options.case_bytes is not None else None)
+            except JobFailed as exc:
+                self._notice(job, N_("the first call was timed in the worker after jax.clear_caches(): {error}").format(
+                    error=exc))
+                return args
+            calls.append(asdict(call))
+        return (args[0], replace(options, first_calls=tuple(calls)), *args[2:])
 
     def _learn(self, job: Job) -> None:
         """Keep a finished job's duration for the estimates: its worker's start-up apart, and its own

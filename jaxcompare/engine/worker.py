@@ -115,16 +115,20 @@ def serve(fd: int) -> None:
 class MeasureOptions:
     """What a measurement job carries besides its Spec, each by name: ``case_bytes``, a Case sent
     with the job (engine/shipping.py) and measured instead of the catalog's; ``profile_dir``, an
-    absolute folder to trace a few calls into, after the timed phases."""
+    absolute folder to trace a few calls into, after the timed phases; ``first_calls``, the fresh
+    processes' first calls (restart.FreshCall as dicts) where the runner ran them, on a device one
+    process at a time may hold (None: measure() starts them itself)."""
 
     case_bytes: bytes | None = None
     profile_dir: str | None = None
+    first_calls: tuple[dict[str, Any], ...] | None = None
 
 
 def run_measurement(job_id: str, spec_dict: dict[str, Any], options: MeasureOptions | None = None) -> dict[str, Any]:
     """Measure one Spec; returns the Result as a dict plus the worker-side time window."""
     from ..model.spec import Spec
     from .measure import measure
+    from .restart import FreshCall
     from .shipping import unpack_case
 
     spec = Spec.from_dict(spec_dict)
@@ -133,8 +137,9 @@ def run_measurement(job_id: str, spec_dict: dict[str, Any], options: MeasureOpti
     options = options or MeasureOptions()
     case = unpack_case(options.case_bytes, spec.case) if options.case_bytes is not None else None
     started = time.time()
+    first_calls = None if options.first_calls is None else tuple(FreshCall(**c) for c in options.first_calls)
     result = measure(spec, progress=lambda phase, frac: _report(job_id, phase, frac), case=case,
-                     profile_dir=options.profile_dir)
+                     profile_dir=options.profile_dir, first_calls=first_calls)
     return {"result": result.to_dict(), "window": (started, time.time()), "pid": os.getpid()}
 
 
