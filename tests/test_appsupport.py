@@ -60,7 +60,7 @@ def test_a_warning_the_backend_gave_as_it_started_is_a_finding_with_its_cost():
                for precision, seconds in (("x32", 6.2), ("x64", 7.4))}
     found = [w for w in environment_view.environment_warnings(workers) if "backend warned" in w]
     assert len(found) == 1
-    assert "Transparent hugepages are not enabled" in found[0]
+    assert f"`{HUGEPAGES}`" in found[0]  # verbatim, in a code span: a Chinese page quotes it as it is
     assert "6.2 s in the x32 worker, 7.4 s in the x64 worker" in found[0]
     quiet = {"x32": dict(CPU_ENV, backend_start={"warnings": [], "seconds": 0.8}), "x64": CPU_ENV}
     assert not any("backend warned" in w for w in environment_view.environment_warnings(quiet))
@@ -161,3 +161,11 @@ def test_size_sweep_tiles(sample_result):
     best = views.best_speedup_figure([sample_result])
     assert (best.value, best.detail) == ("5.00x", "95%: 4.92x–5.09x")  # a headline speedup carries its range
     assert best.help == "At 10x10 x32, among the trusted sizes."
+
+
+def test_a_quoted_message_stays_one_code_span_whatever_it_holds():
+    from jaxcompare.model.formatting import markdown_code
+
+    assert markdown_code("a\n  b") == "`a b`"
+    assert markdown_code("use `x` here") == "``use `x` here``"  # a single backtick would end the span
+    assert markdown_code("`x``") == "``` `x`` ```"

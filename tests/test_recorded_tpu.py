@@ -193,3 +193,20 @@ def test_a_cpu_result_keeps_back_to_back_to_the_cli(tiny_result):
     from jaxcompare.analysis.summary import device_time_text
 
     assert tiny_result.jax.back_to_back is not None and device_time_text(tiny_result) is None
+
+
+def test_a_tpu_matmul_at_the_default_precision_agrees_at_the_bfloat16_pass_s_tolerance_named():
+    """The recorded 2048-class matmuls erred by 4e-4 against NumPy: within one bfloat16 pass's tolerance,
+    and the checklist and the CLI's agreement line both say that was the tolerance and why."""
+    from jaxcompare.cli.report import result_table
+
+    for name in ("centered_gram 1000x1000", "matmul 1024x1024", "matmul 4096x4096"):
+        result = CHECKED[name]
+        check = by_id(result)["agreement"]
+        assert check.status == PASS and "one bfloat16 pass (8-bit mantissa), 1e-02" in check.reason, check
+        assert "the TPU runs them at under JAX's default matmul precision" in check.reason
+        assert "(rtol 1e-02 for float32 products at one bfloat16 pass (8-bit mantissa)" in result_table(result)
+    beyond = DOCS_EXAMPLE.jax.agreement | {"ok": False, "max_rel_err": 0.05}
+    check = by_id(with_jax(DOCS_EXAMPLE, agreement=beyond))["agreement"]
+    assert check.status == FAIL and "beyond even the tolerance of float32 products at one bfloat16" in check.reason
+    assert check.pitfall == "tf32"

@@ -18,6 +18,7 @@ from ..engine.load import is_busy
 from ..i18n import N_, _, translate_text
 from ..model.clocks import SM_DROP_WARN
 from ..model.formatting import format_factor, format_time, transfer_rate_text
+from ..model.platforms import PRODUCT_PRECISIONS, platform
 from ..model.result import Result
 from ..model.stats import Stats
 from .checkline import FAIL, NA, PASS, WARN, Check
@@ -236,6 +237,18 @@ def check_agreement(r: Result) -> Check:
                                                "{method})").format(**values), "tf32")
         return _check("agreement", PASS, _("max rel err {err:.2g} (TF32's tolerance {rtol:.0e}, {method}): the GPU "
                                            "ran the float32 products in TF32").format(**values), "tf32")
+    reduced = PRODUCT_PRECISIONS.get(a.get("products") or "")
+    if reduced is not None and reduced.rtol is not None:
+        # Products at a TPU's bfloat16 pass: judged at that pass's tolerance, which the reason names.
+        found = platform(r.backend)
+        values |= {"products": _(reduced.label), "device": found.label if found is not None else r.backend}
+        if not a.get("ok"):
+            return _check("agreement", FAIL, _("outputs differ: max rel err {err:.2g}, beyond even the tolerance of "
+                                               "float32 products at {products}, {rtol:.0e} ({method})").format(
+                **values), "tf32")
+        return _check("agreement", PASS, _("max rel err {err:.2g}, within the tolerance of float32 products at "
+                                           "{products}, {rtol:.0e} ({method}): what the {device} runs them at under "
+                                           "JAX's default matmul precision").format(**values), "tf32")
     if not a.get("ok"):
         tf32_rtol = _tf32_rtol(r)
         if tf32_rtol is not None and a["max_rel_err"] <= tf32_rtol:

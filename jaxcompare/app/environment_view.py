@@ -11,7 +11,7 @@ from typing import Any
 
 from ..i18n import _, ngettext
 from ..model.device_memory import DeviceMemory
-from ..model.formatting import format_bytes, format_time, markdown_literal
+from ..model.formatting import format_bytes, format_time, markdown_code
 
 Env = Mapping[str, Any]
 BLAS_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
@@ -181,9 +181,9 @@ def backend_start_warnings(m: Machine) -> Iterator[str]:
             heard.setdefault(warning, []).append(_("{seconds} in the {precision} worker").format(
                 precision=precision, seconds=format_time(start.get("seconds"))))
     for warning, costs in heard.items():
-        yield _("The JAX backend warned as it started: “{warning}”. Importing JAX and opening the backend took "
+        yield _("The JAX backend warned as it started: {warning}. Importing JAX and opening the backend took "
                 "{costs}, paid once as each worker starts, before it measures anything.").format(
-            warning=markdown_literal(warning), costs=", ".join(costs))
+            warning=markdown_code(warning), costs=", ".join(costs))
 
 
 ENVIRONMENT_RULES: tuple[Callable[[Machine], Iterator[str]], ...] = (

@@ -32,6 +32,7 @@ from ..model.formatting import (
     third_side_verdict,
     transfer_rate_text,
 )
+from ..model.platforms import PRODUCT_PRECISIONS
 from ..model.result import Result
 
 
@@ -73,9 +74,7 @@ def result_table(result: Result) -> str:
                                                   back_to_back_line(result)) if line),
         "  " + _("compile total: {compile};  break-even: {break_even}").format(
             compile=format_time(result.jax.compile_total_s), break_even=_break_even(result)),
-        "  " + _("agreement: {verdict}  max abs err {abs_err}, max rel err {rel_err} (rtol {rtol}, {method})").format(
-            verdict=_("OK") if agreement["ok"] else _("MISMATCH"), abs_err=f"{agreement['max_abs_err']:.3g}",
-            rel_err=f"{agreement['max_rel_err']:.3g}", rtol=f"{agreement['rtol']:.0e}", method=agreement["method"]),
+        "  " + _agreement_line(agreement),
     ]
     rate = transfer_rate_text(result)
     if rate:
@@ -111,6 +110,19 @@ def _speedup_line(result: Result) -> str:
     value, detail = speedup_tile(result)
     return "  " + _("speedup (NumPy / JAX runtime): {speedup}").format(speedup=value) + "  " + _(
         "({detail}; set aside: {why})").format(detail=detail, why=doubt_text(result))
+
+
+def _agreement_line(agreement: dict) -> str:
+    """The agreement and its tolerance, with the reduced precision float32 products ran at, if any."""
+    values = {"verdict": _("OK") if agreement["ok"] else _("MISMATCH"), "abs_err": f"{agreement['max_abs_err']:.3g}",
+              "rel_err": f"{agreement['max_rel_err']:.3g}", "rtol": f"{agreement['rtol']:.0e}",
+              "method": agreement["method"]}
+    reduced = PRODUCT_PRECISIONS.get(agreement.get("products") or "")
+    if reduced is not None and reduced.rtol is not None:
+        return _("agreement: {verdict}  max abs err {abs_err}, max rel err {rel_err} (rtol {rtol} for float32 products "
+                 "at {products}, {method})").format(products=_(reduced.label), **values)
+    return _("agreement: {verdict}  max abs err {abs_err}, max rel err {rel_err} (rtol {rtol}, {method})").format(
+        **values)
 
 
 def _break_even(result: Result) -> str:

@@ -384,6 +384,15 @@ def markdown_literal(text: Any, limit: int | None = None) -> str:
     return _AUTOLINKS.sub(WORD_JOINER, line).translate(_MARKDOWN_ESCAPES)
 
 
+def markdown_code(text: Any, limit: int | None = None) -> str:
+    """``text`` as a Markdown code span on one line (a library's own message, quoted verbatim in a
+    page of another language): the fence is one backtick longer than any run inside it."""
+    line = cut(text, limit) if limit is not None else " ".join(str(text).split())
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", line)), default=0) + 1)
+    pad = " " if line.startswith("`") or line.endswith("`") else ""
+    return f"{fence}{pad}{line}{pad}{fence}"
+
+
 def _json_safe(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
