@@ -306,7 +306,7 @@ def device_md(report: dict[str, Any], plan: Plan, docs: Result | None, pits: dic
 
     measured = ([(f"{DOCS_CASE} {format_shape(docs.shape)}", docs)] if docs is not None else []) + [
         (f"matmul {format_shape(r.shape)}", r) for r in results]
-    if measured:
+    if any(r.backend == "gpu" for _, r in measured):  # NVML reads NVIDIA GPUs only: elsewhere a table of dashes
         lines += ["## GPU clocks (NVML, before → after the timed runtime blocks)", ""]
         lines += table(["run", "SM clock", "memory clock", "temperature", "power", "heat or power limits",
                         "GPU clocks steady"], clock_rows(measured)) + [""]

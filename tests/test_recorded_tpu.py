@@ -14,6 +14,8 @@ import pytest
 from _results import by_id, with_jax
 
 from jaxcompare.analysis.checks import FAIL, PASS, WARN
+from jaxcompare.analysis.text import first_call_line
+from jaxcompare.analysis.trust import trusted
 from jaxcompare.catalog import get_case
 from jaxcompare.engine.agreement import compare_outputs, reduced_products, tolerance
 from jaxcompare.engine.profile import summarize_file
@@ -21,6 +23,7 @@ from jaxcompare.history.exchange import read_results
 from jaxcompare.history.store import Store
 from jaxcompare.model.platforms import PLATFORMS
 from jaxcompare.model.profile import Profile
+from jaxcompare.model.result import Result
 from jaxcompare.model.stats import Stats
 
 DATA = Path(__file__).parent / "data" / "tpu"
@@ -210,3 +213,25 @@ def test_a_tpu_matmul_at_the_default_precision_agrees_at_the_bfloat16_pass_s_tol
     check = by_id(with_jax(DOCS_EXAMPLE, agreement=beyond))["agreement"]
     assert check.status == FAIL and "beyond even the tolerance of float32 products at one bfloat16" in check.reason
     assert check.pitfall == "tf32"
+
+
+HAND = {path.stem: Result.from_dict(json.loads(path.read_text())) for path in (DATA / "hand-protocol").glob("*.json")}
+
+
+@pytest.mark.parametrize("name", sorted(HAND))
+def test_a_tpu_first_call_recorded_in_a_fresh_process_is_what_percent_time_pays(name):
+    """The first call as the hand protocol's %time paid it (1.27 s and 1.97 s by hand): a fresh
+    process's, with its compile in it, and the worker's recompile beside it."""
+    result = HAND[name]
+    assert result.backend == "tpu" and result.jax.protocol["first_call"]["process"] == "fresh"
+    assert result.jax.first_call.median_s > result.jax.first_call_recompile.median_s
+    checks = by_id(result)
+    assert checks["first_call"].status == PASS and "in a fresh process" in checks["first_call"].reason
+    assert "in a fresh process, as %time shows it" in first_call_line(result)
+    assert checks["agreement"].status == PASS and "one bfloat16 pass" in checks["agreement"].reason
+
+
+def test_the_tpu_matmul_at_the_default_precision_is_trusted():
+    result = HAND["matmul-2048x2048-x32"]
+    assert result.spec.matmul_precision == "default" and result.jax.agreement["products"] == "bfloat16"
+    assert trusted(result)
