@@ -98,7 +98,8 @@ def test_tf32_warns_only_for_float32_on_gpu(fair_result):
     assert by_id(on_gpu)["tf32"].status == WARN
     no_product = with_jax(on_gpu, agreement=on_gpu.jax.agreement | {"tf32": False})
     assert by_id(no_product)["tf32"].status == NA
-    saved_before = with_jax(on_gpu, agreement={k: v for k, v in on_gpu.jax.agreement.items() if k != "tf32"})
+    saved_before = with_jax(on_gpu, agreement={k: v for k, v in on_gpu.jax.agreement.items()
+                                               if k not in ("tf32", "products")})
     assert by_id(saved_before)["tf32"].status == WARN  # not known then: it may have
     highest = with_jax(on_gpu, protocol=on_gpu.jax.protocol | {"matmul_precision": "highest"})
     assert by_id(highest)["tf32"].status == PASS
@@ -109,6 +110,19 @@ def test_tf32_warns_only_for_float32_on_gpu(fair_result):
     float64 = with_jax(dataclasses.replace(on_gpu, dtype="float64"),
                        agreement=on_gpu.jax.agreement | {"numpy_dtype": "float64", "jax_dtype": "float64"})
     assert by_id(float64)["tf32"].status == NA
+
+
+def test_reduced_precision_products_warn_on_a_tpu_too(fair_result):
+    """A TPU runs float32 products as one bfloat16 pass by default: the same item warns and names it;
+    three passes ('high') keep float32's accuracy there."""
+    on_tpu = with_jax(dataclasses.replace(fair_result, backend="tpu"),
+                      agreement=fair_result.jax.agreement | {"products": "bfloat16"})
+    check = by_id(on_tpu)["tf32"]
+    assert check.status == WARN and "one bfloat16 pass" in check.reason and check.title == "Reduced-precision products"
+    high = with_jax(on_tpu, protocol=on_tpu.jax.protocol | {"matmul_precision": "high"})
+    assert by_id(high)["tf32"].status == PASS
+    no_product = with_jax(on_tpu, agreement=on_tpu.jax.agreement | {"products": None})
+    assert by_id(no_product)["tf32"].status == NA
 
 
 def test_numpy_linalg_float32_is_flagged_as_double_work(fair_result):

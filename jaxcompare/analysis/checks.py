@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..engine.agreement import BASE_RTOL, FULL_FLOAT32, TF32_RTOL, may_use_tf32
+from ..engine.agreement import BASE_RTOL, TF32_RTOL, may_use_tf32
 from ..engine.load import is_busy
 from ..i18n import N_, _, translate_text
 from ..model.clocks import SM_DROP_WARN
@@ -42,7 +42,7 @@ TITLES = {
     "steady": N_("Speedup steady"),
     "samples": N_("Enough samples"),
     "threads": N_("CPU thread parity"),
-    "tf32": N_("TF32 on GPU"),
+    "tf32": N_("Reduced-precision products"),
     "clocks": N_("GPU clocks steady"),
 }
 
@@ -345,19 +345,28 @@ def check_threads(r: Result) -> Check:
 
 
 def check_tf32(r: Result) -> Check:
-    if r.backend != "gpu":
+    """Float32 products at a reduced precision: JAX's default on a GPU (TF32) and a TPU (one bfloat16
+    pass), model/platforms.py; the CPU keeps float32."""
+    found = platform(r.backend)
+    reduced = PRODUCT_PRECISIONS.get(found.float32_products) if found is not None else None
+    if found is None or reduced is None or reduced.rtol is None:
         return _check("tf32", NA, _("not applicable on {backend}").format(backend=r.backend), "tf32")
     if r.dtype != "float32":
-        return _check("tf32", NA, _("float64 is never computed in TF32"), "tf32")
-    if _matmul_precision(r) in FULL_FLOAT32:  # the precisions the agreement never widens for
+        return _check("tf32", NA, _("float64 products are never computed at a reduced precision"), "tf32")
+    if _matmul_precision(r) in found.full_products_at:  # the precisions the agreement never widens for
         return _check("tf32", PASS, _("matmul precision set to '{precision}'").format(precision=_matmul_precision(r)),
                       "tf32")
-    # The worker looked at the lowered program (engine/agreement.uses_tf32); older records did not.
-    if r.jax.agreement.get("tf32") is False:
+    # The worker looked at the lowered program (engine/agreement.reduced_products); older records did not.
+    a = r.jax.agreement
+    if not (a.get("products") or a.get("tf32")) and ("products" in a or "tf32" in a):
         return _check("tf32", NA, _("not applicable: the program has no matrix product or convolution"), "tf32")
-    return _check("tf32", WARN,
-                  _("float32 matmuls on this GPU may use TF32 (about 10 mantissa bits); agreement error "
-                    "{err:.2g}").format(err=r.jax.agreement["max_rel_err"]), "tf32")
+    if r.backend == "gpu":
+        return _check("tf32", WARN,
+                      _("float32 matmuls on this GPU may use TF32 (about 10 mantissa bits); agreement error "
+                        "{err:.2g}").format(err=a["max_rel_err"]), "tf32")
+    return _check("tf32", WARN, _("float32 products on this {device} run as {products} under JAX's default matmul "
+                                  "precision; agreement error {err:.2g}; 'highest' keeps float32").format(
+        device=found.label, products=_(reduced.label), err=a["max_rel_err"]), "tf32")
 
 
 def check_gpu_clocks(r: Result) -> Check:
