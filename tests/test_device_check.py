@@ -47,13 +47,10 @@ def test_device_md_has_the_docs_colab_column_beside_this_machine(device_check):
     for label, colab in (("NumPy runtime", "16.2 ms"), ("Transfer host→device", "1.26 ms"),
                          ("Compile (trace+lower+XLA)", "193 ms"), ("JAX runtime (blocked)", "485 µs")):
         assert rows[label].endswith(f"| {colab} |"), rows[label]
-    for heading in ("## Devices", "## Self-check", "## Pitfalls", "## Matmul size sweep", "## GPU clocks",
-                    "## Environment"):
+    for heading in ("## Devices", "## Self-check", "## Pitfalls", "## Matmul size sweep", "## Environment"):
         assert heading in md
-    # Without a GPU the clocks are not read, and the table says so for every run.
-    clock_rows = [line for line in lines if line.startswith(("| centered_gram", "| matmul"))
-                  and line.endswith("| n/a: not applicable on cpu |")]
-    assert len(clock_rows) == 3
+    # NVML reads NVIDIA GPUs only: without one, no table of dashes (the H200's report has it).
+    assert "## GPU clocks" not in md
     assert "6. TF32: GPU float32 matmuls default to TF32" in md  # the pitfalls lab, TF32 included
     assert "7. Restarts" not in md and "--sections cache" in md  # left out at the small size, and said so
     assert "of this cpu's measured float32 matmul rate" in md.lower()  # the fraction of peak
