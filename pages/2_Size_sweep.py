@@ -102,6 +102,7 @@ with st.sidebar:
                   help=_("Leave empty for the default: the case's large preset on CPU, twice that per "
                          "dimension on a GPU or TPU."))
     FORM.device_box(env)
+    FORM.matmul_precision_box()
     FORM.timing_box(_("Quick is the default for sweeps; careful samples longer at every size; thorough "
                       "samples the NumPy and JAX runtimes to ±1% at every size. Each says about how long "
                       "the whole sweep takes."), form_ui.sweep_estimates(current_config(), case, env))
@@ -159,9 +160,11 @@ sweep_caption = (_("`{numpy_name}` vs `{jax_name}` · {backend} device `{device}
                  if run.finished else
                  _("`{numpy_name}` vs `{jax_name}` · {backend} device `{device}` · {done} of {total} measurement(s) "
                    "so far"))
+matmul_line = formatting.matmul_precision_line(first)  # every point ran at the sweep's
 st.caption(sweep_caption.format(numpy_name=first.case_info.get("numpy_name", ""),
                                 jax_name=first.case_info.get("jax_name", ""), backend=first.backend,
-                                device=first.jax.device, done=len(results), total=run.total))
+                                device=first.jax.device, done=len(results), total=run.total)
+           + (" · " + matmul_line if matmul_line else ""))
 ui.history_note(results)
 figures = [views.crossover_figure(precision, elements, len(first.shape), run.finished,
                                   any(trusted(r) for r in results if r.precision == precision),

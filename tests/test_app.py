@@ -152,13 +152,19 @@ def test_compare_custom_shape_is_validated_as_typed():
 
 
 def test_size_sweep_overlays_precisions_and_marks_crossover_axes():
-    at = page("pages/2_Size_sweep.py", case="matmul", precision="x32,x64", steps="3", largest="40x40")
+    at = page("pages/2_Size_sweep.py", case="matmul", precision="x32,x64", steps="3", largest="40x40",
+              matmul_precision="highest")
     assert not at.exception
     assert at.session_state["sweep_precisions"] == ["x32", "x64"]
+    assert at.session_state["sweep_matmul_precision"] == "highest"
     at.button(key="run_sweep").click().run()
     at = run_until(at, lambda a: a.session_state["sweep_run"].finished, timeout=120)
     run = at.session_state["sweep_run"]
     assert len(run.results) == 6 and not run.failures
+    # Every point ran at the sweep's matmul precision, and the caption over the charts says so.
+    assert {(r.spec.matmul_precision, r.jax.protocol["matmul_precision"]) for r in run.results} == {("highest",) * 2}
+    assert any("matmul precision: highest" in c.value for c in at.caption)
+    assert dict(at.query_params)["matmul_precision"] == "highest"
     runtime, speedup, share, roofline = vega_specs(at)
     # The roofline: a path per side and precision through every size, and a roof per precision; on a
     # GPU or TPU, JAX on the CPU (the third side) is a third path.
@@ -183,9 +189,11 @@ def test_size_sweep_overlays_precisions_and_marks_crossover_axes():
 
 
 def test_size_sweep_bad_url_values_warn():
-    at = page("pages/2_Size_sweep.py", case="matmul", precision="fp8", steps="99", largest="abc")
+    at = page("pages/2_Size_sweep.py", case="matmul", precision="fp8", steps="99", largest="abc",
+              matmul_precision="fast")
     assert not at.exception
-    assert len([w for w in at.warning if "was ignored" in w.value]) == 3
+    assert len([w for w in at.warning if "was ignored" in w.value]) == 4
+    assert at.session_state["sweep_matmul_precision"] == "default"
     assert at.session_state["sweep_precisions"] == ["x32"] and at.session_state["sweep_steps"] == 6
 
 

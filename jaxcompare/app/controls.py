@@ -290,6 +290,7 @@ class SweepConfig(PageConfig):
     largest: str = ""  # "" = the default for the device (see default_largest)
     device: str = "auto"
     timing: str = "quick"
+    matmul_precision: str = "default"  # jax.default_matmul_precision at every point (Spec's)
 
     def shapes(self, case: Case, backend: str = "cpu") -> list[tuple[int, ...]]:
         largest = check_largest(case, self.largest) if self.largest else default_largest(case, backend)
@@ -298,7 +299,7 @@ class SweepConfig(PageConfig):
     def base_spec(self, case: Case) -> Spec:
         return Spec(case.name, case.small_shape, precision=self.precisions[0], device=self.device,
                     cases_file=case.cases_file,
-                    timing=timing_config(self.timing))
+                    timing=timing_config(self.timing), matmul_precision=self.matmul_precision)
 
     def plan(self, case: Case, env: Mapping[str, Any] | None = None) -> SweepRun:
         """The sweep these settings describe; BadInput says what is wrong with them."""
@@ -316,7 +317,7 @@ class SweepConfig(PageConfig):
             out["steps"] = str(self.steps)
         if self.largest != self.default("largest"):
             out["largest"] = self.largest.replace(" ", "")
-        for key in ("device", "timing"):
+        for key in ("device", "timing", "matmul_precision"):
             if getattr(self, key) != self.default(key):
                 out[key] = getattr(self, key)
         return out
@@ -414,6 +415,7 @@ def sweep_config_from_query(query: Mapping[str, Any], cases: Sequence[Case]
         case=case.name, precisions=precisions, steps=steps, largest=largest,
         device=_choice(query, "device", DEVICES, default("device"), warnings),
         timing=_choice(query, "timing", SweepConfig.TIMING_PRESETS, default("timing"), warnings),
+        matmul_precision=_choice(query, "matmul_precision", MATMUL_PRECISIONS, default("matmul_precision"), warnings),
     )
     return config, warnings
 

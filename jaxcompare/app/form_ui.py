@@ -76,7 +76,7 @@ class PageForm(Generic[Config]):
                              format_func=controls.precision_label, help=help)
 
     def matmul_precision_box(self) -> None:
-        """The Matmul precision box, on a page whose config has that control (Compare)."""
+        """The Matmul precision box, on a page whose config has that control (Compare, Size sweep)."""
         if "matmul_precision" in self.config.controls():
             st.segmented_control(_("Matmul precision"), MATMUL_PRECISIONS, key=self.key("matmul_precision"),
                                  required=True, help=_(MATMUL_PRECISION_HELP))
