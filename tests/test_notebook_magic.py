@@ -59,6 +59,13 @@ def test_cell_magic_with_keywords_two_inputs_and_save(shell):
     assert Store().get(r.id).to_dict() == r.to_dict()  # -s saved it (a temporary database in tests)
 
 
+def test_the_magic_runs_at_the_matmul_precision_asked_for(shell):
+    outcome = shell.run_cell("%jaxcompare -q --matmul-precision highest np.matmul(x, x) jnp.matmul(x, x)")
+    assert outcome.success, outcome.error_in_exec
+    r = outcome.result
+    assert r.spec.matmul_precision == r.jax.protocol["matmul_precision"] == "highest"
+
+
 @pytest.mark.parametrize(("line", "expected"), [
     ("%jaxcompare -x np.sum(x) jnp.sum(x)", "unknown option -x"),
     ("%jaxcompare np.sum(x, k) jnp.sum(x, k)", "argument 2 (k) is an int, not an array"),
@@ -67,6 +74,7 @@ def test_cell_magic_with_keywords_two_inputs_and_save(shell):
     ("%jaxcompare np.sum(x)", "could not read two calls"),
     ("%jaxcompare -p x128 np.sum(x) jnp.sum(x)", "precision must be one of x32, x64"),
     ("%jaxcompare -q -t thorough np.sum(x) jnp.sum(x)", "contradict"),
+    ("%jaxcompare -m fast np.sum(x) jnp.sum(x)", "matmul precision"),
 ])
 def test_bad_input_is_one_usage_error_line(shell, capsys, line, expected):
     outcome = shell.run_cell(line)

@@ -10,7 +10,8 @@
 The callee of each call is the function; its positional arguments, evaluated in the notebook,
 are the inputs (the same for both calls); keyword arguments stay fixed parameters of the
 function. Options come first: -p/--precision x32|x64, -d/--device, -t/--timing
-quick|careful|thorough (-q/--quick: quick), -n/--name NAME, -s/--save (keep it in History).
+quick|careful|thorough (-q/--quick: quick), -m/--matmul-precision default|high|highest (what
+JAX's float32 products run at), -n/--name NAME, -s/--save (keep it in History).
 Imports IPython.
 """
 
@@ -28,10 +29,12 @@ from ..model.errors import BadInput, JaxCompareError
 from .api import Labelled, compare, describe
 
 _VALUE_OPTIONS = {"-p": "precision", "--precision": "precision", "-d": "device", "--device": "device",
-                  "-t": "timing", "--timing": "timing", "-n": "name", "--name": "name"}
+                  "-t": "timing", "--timing": "timing", "-n": "name", "--name": "name",
+                  "-m": "matmul_precision", "--matmul-precision": "matmul_precision"}
 _FLAG_OPTIONS = {"-s": "save", "--save": "save", "-q": "quick", "--quick": "quick"}
-_OPTION = re.compile(r"\s*(--?[A-Za-z]+)(?:=|\s+|$)")
-USAGE = "usage: %jaxcompare [-p x32|x64] [-d DEVICE] [-t TIMING | -q] [-n NAME] [-s] numpy_call(x) jax_call(x)"
+_OPTION = re.compile(r"\s*(--?[A-Za-z][A-Za-z-]*)(?:=|\s+|$)")
+USAGE = ("usage: %jaxcompare [-p x32|x64] [-d DEVICE] [-t TIMING | -q] [-m MATMUL_PRECISION] [-n NAME] [-s] "
+         "numpy_call(x) jax_call(x)")
 
 
 @magics_class
