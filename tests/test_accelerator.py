@@ -248,6 +248,10 @@ def test_the_verdict_says_whether_the_speedup_comes_from_the_device_or_from_xla(
     assert both.startswith("The speedup comes from XLA and the GPU together") and "adds 50.00x" in both
     xla = third_side_verdict(_gpu_result(numpy_s=1e-2, gpu_s=1e-3, cpu_s=1.05e-3))
     assert xla.startswith("The speedup comes from XLA, not from the GPU: JAX on the CPU is about as fast")
+    # The TPU's docs' example: NumPy 2.87 ms, JAX on the CPU 2.86 ms: not "already 1.00x faster".
+    even = third_side_verdict(_gpu_result(numpy_s=2.87e-3, gpu_s=5.19e-4, cpu_s=2.86e-3))
+    assert even.startswith("The speedup comes from the GPU: JAX on the CPU is about as fast as NumPy (within 10%)")
+    assert "on the GPU 5.53x faster" in even
     neither = third_side_verdict(_gpu_result(numpy_s=1e-3, gpu_s=2e-3, cpu_s=4e-3))
     assert neither.startswith("The GPU beats JAX on the CPU (2.00x) but not NumPy")
 

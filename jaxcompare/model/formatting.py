@@ -302,6 +302,11 @@ def third_side_verdict(result: Result) -> str | None:
     if device_s >= numpy_s:
         return _("The {accel} beats JAX on the CPU ({factor}) but not NumPy ({times}).").format(
             accel=accel, factor=format_factor(cpu_s / device_s), times=times)
+    if 1 / SAME_WITHIN < cpu_s / numpy_s < SAME_WITHIN:
+        # Translators: {accel} and {accel_again} name the same device (GPU, TPU).
+        return _("The speedup comes from the {accel}: JAX on the CPU is about as fast as NumPy (within {within}), "
+                 "and on the {accel_again} {faster} faster ({times}).").format(
+            accel=accel, accel_again=accel, within=within, faster=format_factor(numpy_s / device_s), times=times)
     if cpu_s >= numpy_s:
         # Translators: {accel} and {accel_again} name the same device (GPU, TPU).
         return _("The speedup comes from the {accel}, not from XLA: JAX on the CPU is {slower} slower than NumPy, "
