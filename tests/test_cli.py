@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from pathlib import Path
 
@@ -67,6 +68,8 @@ def test_run_json_is_one_document_with_documented_fields(run_json):
     assert doc["jax"]["agreement"]["ok"] is True
     assert doc["env"]["versions"]["jax"] and doc["env"]["jax"]["x64_enabled"] is True
     assert "measuring" in run_json.stderr  # progress goes to stderr, not stdout
+    # Before it runs, about how long it will take (the runner's estimate, as the app's Run button says).
+    assert re.search(r"measuring \w+ at \S+ \(x64\), about [\d.]+ (s|min) \.\.\.", run_json.stderr), run_json.stderr
     assert doc["profile"] is None  # only with --profile
 
 

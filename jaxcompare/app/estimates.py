@@ -5,19 +5,10 @@ from __future__ import annotations
 
 from ..engine.durations import Estimate
 from ..i18n import N_, _, sentences
+from ..model.formatting import seconds_text
 
 # The timing presets by name, in the reader's language; timing_label() adds each one's estimate.
 TIMING_NAMES = {"careful": N_("Careful"), "quick": N_("Quick"), "thorough": N_("Thorough")}
-
-
-def seconds_text(seconds: float) -> str:
-    """'8 s', '35 s', '2.5 min': two figures at most, since an estimate is no finer than that."""
-    if seconds < 10:
-        return _("{n} s").format(n=max(round(seconds), 1))
-    if seconds < 100:
-        return _("{n} s").format(n=round(seconds / 5) * 5 if seconds >= 30 else round(seconds))
-    minutes = seconds / 60
-    return _("{n} min").format(n=f"{minutes:.1f}".rstrip("0").rstrip(".") if minutes < 10 else round(minutes))
 
 
 def timing_label(mode: str, estimate: Estimate | None = None) -> str:

@@ -23,12 +23,13 @@ from ..analysis.sweep import crossover, ladder, parse_sizes, sweep_document
 from ..analysis.text import checklist_lines, display_width, pad, profile_lines, sweep_header_line, sweep_row_line
 from ..analysis.trust import direction, trusted
 from ..catalog import builtin_cases, case_from_summary, find_case, get_case
+from ..engine.durations import pitfalls_kind
 from ..engine.pitfalls import SECTIONS, check_sections
 from ..history.store import traces_dir
 from ..i18n import N_, _, translate_text
 from ..model.cases import Case, format_shape
 from ..model.errors import BadInput, JaxCompareError
-from ..model.formatting import format_time, format_time_range
+from ..model.formatting import format_time, format_time_range, seconds_text
 from ..model.platforms import PLATFORMS, gap_line, unsupported_label
 from ..model.spec import DEVICES, MATMUL_PRECISIONS, PRECISIONS, TIMING_PRESETS, Spec, TimingConfig, parse_shape
 from . import history as cli_history
@@ -214,8 +215,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         spec = _base_spec(args, shape)
         store = cli_history.open_store(args.db) if args.save else None  # a bad --db fails before measuring
         out = _human(args)
-        print(_("measuring {case} at {shape} ({precision}) ...").format(
-            case=case.name, shape=format_shape(shape), precision=args.precision), file=sys.stderr)
+        print(_("measuring {case} at {shape} ({precision}), about {duration} ...").format(
+            case=case.name, shape=format_shape(shape), precision=args.precision,
+            duration=seconds_text(runner.estimate(spec).seconds)), file=sys.stderr)
         result = _wait(runner.submit(spec, profile_dir=profile_dir))
     if args.json:
         with i18n.using(i18n.SOURCE_LANGUAGE):  # JSON is English whatever the reader's language
@@ -279,9 +281,11 @@ def cmd_pitfalls(args: argparse.Namespace) -> int:
         case.check_shape(shape)
         sections = check_sections(args.sections)
         out = _human(args)
-        print(_("measuring the pitfalls for {case} at {shape} ({precision}) ...").format(
-            case=case.name, shape=format_shape(shape), precision=args.precision), file=sys.stderr)
-        report = _wait(runner.submit_pitfalls(_base_spec(args, shape), sections))
+        spec = _base_spec(args, shape)
+        print(_("measuring the pitfalls for {case} at {shape} ({precision}), about {duration} ...").format(
+            case=case.name, shape=format_shape(shape), precision=args.precision,
+            duration=seconds_text(runner.estimate(spec, kind=pitfalls_kind(sections)).seconds)), file=sys.stderr)
+        report = _wait(runner.submit_pitfalls(spec, sections))
     if args.json:
         with i18n.using(i18n.SOURCE_LANGUAGE):  # JSON is English whatever the reader's language
             write_json(args.json, lab_checks.judged(report))

@@ -389,6 +389,16 @@ def markdown_literal(text: Any, limit: int | None = None) -> str:
     return _AUTOLINKS.sub(WORD_JOINER, line).translate(_MARKDOWN_ESCAPES)
 
 
+def seconds_text(seconds: float) -> str:
+    """'8 s', '35 s', '2.5 min': two figures at most, since an estimate is no finer than that."""
+    if seconds < 10:
+        return _("{n} s").format(n=max(round(seconds), 1))
+    if seconds < 100:
+        return _("{n} s").format(n=round(seconds / 5) * 5 if seconds >= 30 else round(seconds))
+    minutes = seconds / 60
+    return _("{n} min").format(n=f"{minutes:.1f}".rstrip("0").rstrip(".") if minutes < 10 else round(minutes))
+
+
 def markdown_code(text: Any, limit: int | None = None) -> str:
     """``text`` as a Markdown code span on one line (a library's own message, quoted verbatim in a
     page of another language): the fence is one backtick longer than any run inside it."""
