@@ -18,7 +18,7 @@ from ..engine.load import is_busy
 from ..i18n import N_, _, translate_text
 from ..model.clocks import SM_DROP_WARN
 from ..model.formatting import format_factor, format_time, transfer_rate_text
-from ..model.platforms import PRODUCT_PRECISIONS, platform
+from ..model.platforms import platform, reduced_precision
 from ..model.result import Result
 from ..model.stats import Stats
 from .checkline import FAIL, NA, PASS, WARN, Check
@@ -237,8 +237,8 @@ def check_agreement(r: Result) -> Check:
                                                "{method})").format(**values), "tf32")
         return _check("agreement", PASS, _("max rel err {err:.2g} (TF32's tolerance {rtol:.0e}, {method}): the GPU "
                                            "ran the float32 products in TF32").format(**values), "tf32")
-    reduced = PRODUCT_PRECISIONS.get(a.get("products") or "")
-    if reduced is not None and reduced.rtol is not None:
+    reduced = reduced_precision(a.get("products"))
+    if reduced is not None:
         # Products at a TPU's bfloat16 pass: judged at that pass's tolerance, which the reason names.
         found = platform(r.backend)
         values |= {"products": _(reduced.label), "device": found.label if found is not None else r.backend}
@@ -348,8 +348,8 @@ def check_tf32(r: Result) -> Check:
     """Float32 products at a reduced precision: JAX's default on a GPU (TF32) and a TPU (one bfloat16
     pass), model/platforms.py; the CPU keeps float32."""
     found = platform(r.backend)
-    reduced = PRODUCT_PRECISIONS.get(found.float32_products) if found is not None else None
-    if found is None or reduced is None or reduced.rtol is None:
+    reduced = reduced_precision(found.float32_products) if found is not None else None
+    if found is None or reduced is None:
         return _check("tf32", NA, _("not applicable on {backend}").format(backend=r.backend), "tf32")
     if r.dtype != "float32":
         return _check("tf32", NA, _("float64 products are never computed at a reduced precision"), "tf32")

@@ -32,7 +32,7 @@ from ..model.formatting import (
     third_side_verdict,
     transfer_rate_text,
 )
-from ..model.platforms import PRODUCT_PRECISIONS
+from ..model.platforms import reduced_precision
 from ..model.result import Result
 
 
@@ -117,8 +117,8 @@ def _agreement_line(agreement: dict) -> str:
     values = {"verdict": _("OK") if agreement["ok"] else _("MISMATCH"), "abs_err": f"{agreement['max_abs_err']:.3g}",
               "rel_err": f"{agreement['max_rel_err']:.3g}", "rtol": f"{agreement['rtol']:.0e}",
               "method": agreement["method"]}
-    reduced = PRODUCT_PRECISIONS.get(agreement.get("products") or "")
-    if reduced is not None and reduced.rtol is not None:
+    reduced = reduced_precision(agreement.get("products"))
+    if reduced is not None:
         return _("agreement: {verdict}  max abs err {abs_err}, max rel err {rel_err} (rtol {rtol} for float32 products "
                  "at {products}, {method})").format(products=_(reduced.label), **values)
     return _("agreement: {verdict}  max abs err {abs_err}, max rel err {rel_err} (rtol {rtol}, {method})").format(

@@ -703,22 +703,30 @@ class Runner:
             return
         self._finish(job, value=_combine(job.kind, values))
 
-    def _fresh_processes(self, lane: _Lane, job: Job, worker: WorkerProcess) -> dict[str, Any] | None:
-        """Pitfall 7 on a single-holder device: its fresh processes each need the device, so the
-        lane's workers let go of it and the processes run from here, one at a time; the worker then
-        measures the rest of the lab with them. None elsewhere: the worker starts them itself."""
+    def _let_go(self, lane: _Lane, job: Job, worker: WorkerProcess, notice: str) -> dict[str, str] | None:
+        """On a single-holder device, before fresh processes that need it run from here: ``notice``
+        (its {device} filled) told to the user, every worker of the lane stopped, and the environment
+        the processes start with returned. None, with the workers left alone, on any other device."""
         if lane.platform is None and lane.holders is None:
             worker.start(job._cancel)  # the first worker to open the device says what it is
             lane.learn(worker)
         if not lane.single_holder:
             return None
-        self._notice(job, N_("pitfall 7: its fresh processes take the {device} in turn, so the worker lets go of it "
-                             "until they are done").format(device=lane.device_label))
+        self._notice(job, notice.format(device=lane.device_label))
         for other in lane.all_workers():
             other.stop()
+        return {**os.environ, **lane.env}
+
+    def _fresh_processes(self, lane: _Lane, job: Job, worker: WorkerProcess) -> dict[str, Any] | None:
+        """Pitfall 7 on a single-holder device: its fresh processes each need the device, so the
+        lane's workers let go of it and the processes run from here, one at a time; the worker then
+        measures the rest of the lab with them. None elsewhere: the worker starts them itself."""
+        env = self._let_go(lane, job, worker, N_("pitfall 7: its fresh processes take the {device} in turn, so the "
+                                                 "worker lets go of it until they are done"))
+        if env is None:
+            return None
         spec = job.spec
         assert spec is not None
-        env = {**os.environ, **lane.env}
 
         def on_start(i: int, total: int) -> None:
             if job._cancel.is_set():
@@ -742,16 +750,10 @@ class Runner:
         options = args[1] if len(args) > 1 and args[1] is not None else MeasureOptions()
         if spec.timing.first_call_processes == 0:
             return args
-        if lane.platform is None and lane.holders is None:
-            worker.start(job._cancel)  # the first worker to open the device says what it is
-            lane.learn(worker)
-        if not lane.single_holder:
+        env = self._let_go(lane, job, worker, N_("the first call: a fresh process takes the {device}, so the worker "
+                                                 "lets go of it until that process is done"))
+        if env is None:
             return args
-        self._notice(job, N_("the first call: a fresh process takes the {device}, so the worker lets go of it until "
-                             "that process is done").format(device=lane.device_label))
-        for other in lane.all_workers():
-            other.stop()
-        env = {**os.environ, **lane.env}
         total = spec.timing.first_call_processes
         calls = []
         for i in range(total):

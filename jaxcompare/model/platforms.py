@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from ..i18n import N_
 
 __all__ = ["PLATFORMS", "Float64Gap", "Platform", "ProductPrecision", "PRODUCT_PRECISIONS", "platform",
-           "backend_error_line", "error_first_line", "float64_line", "float64_note", "gap_line", "unsupported_label"]
+           "reduced_precision", "backend_error_line", "error_first_line", "float64_line", "float64_note", "gap_line",
+           "unsupported_label"]
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,12 @@ PRODUCT_PRECISIONS = {p.name: p for p in (
     # Gram at 1000x1000 (DESIGN notes in benchmarks/RESULTS.md), so 2.5 units leave room.
     ProductPrecision("bfloat16", N_("one bfloat16 pass (8-bit mantissa)"), 1e-2),
 )}
+
+
+def reduced_precision(name: str | None) -> ProductPrecision | None:
+    """The reduced precision ``name`` names (TF32, a bfloat16 pass), None for full float32 or none."""
+    found = PRODUCT_PRECISIONS.get(name or "")
+    return found if found is not None and found.rtol is not None else None
 
 
 @dataclass(frozen=True)
