@@ -174,8 +174,9 @@ def wait_or_say(page, selector: str, *, timeout: float) -> None:
     try:
         page.wait_for_selector(selector, timeout=timeout)
     except Exception as exc:  # Playwright's TimeoutError
-        raise AssertionError(f"{selector!r} did not show within {timeout / 1000:g} s; the page said:\n"
-                             f"{main_text(page)[-1500:]}") from exc
+        alerts = page.locator(f"{MAIN} [data-testid='stAlert'], {MAIN} [data-testid='stException']").all_inner_texts()
+        raise AssertionError(f"{selector!r} did not show within {timeout / 1000:g} s at {page.url}; its alerts:\n"
+                             + "\n".join(alerts) + f"\nthe page's end:\n{main_text(page)[-1500:]}") from exc
 
 
 def chart_count(page, expected: int, *, timeout: float = 30_000) -> int:

@@ -13,9 +13,12 @@ pytestmark = pytest.mark.browser
 def test_compare_runs_and_renders_charts(server, browser, tmp_path):
     page = bs.open_page(browser, f"{server}/Compare?case=matmul&shape=large&timing=quick", height=1800)
     bs.assert_no_error(page)
-    for label in ("Quick", "Careful", "Thorough"):  # the timing presets, each with how long this case should take
-        preset = page.get_by_role("radio", name=re.compile(rf"^{label} · about \d+(\.\d)? (s|min)$"))
-        preset.wait_for(timeout=30_000)  # the sidebar may still be drawing
+    for label in ("Quick", "Careful", "Thorough"):  # the timing presets, their labels fixed
+        page.get_by_role("radio", name=label, exact=True).wait_for(timeout=30_000)  # the sidebar may still be drawing
+    # Under them, how long this case should take at each.
+    duration = r"\d+(\.\d)? (s|min)"
+    page.get_by_text(re.compile(rf"^About {duration} quick, {duration} careful, {duration} thorough\.$")).wait_for(
+        timeout=30_000)
     # The Run button's hint: about how long, its range, and what the figure rests on.
     page.get_by_text(re.compile(r"Takes about \d+(\.\d)? (s|min) \(.+–.+\), ")).wait_for(timeout=30_000)
     # Beside the chosen "Large", Streamlit hides "Small"'s right edge; where the sidebar wraps the row

@@ -107,7 +107,7 @@ def run_small_quick(page) -> None:
     the headline figures of that run."""
     page.get_by_role("radio", name="Small · 10x10").click()
     page.wait_for_function("() => location.search.includes('shape=small')", timeout=30_000)
-    page.get_by_role("radio", name=re.compile(r"^Quick · about ")).click()
+    page.get_by_role("radio", name="Quick", exact=True).click()
     page.wait_for_function("() => location.search.includes('timing=quick')", timeout=30_000)
     page.wait_for_selector(IDLE, timeout=30_000)
     run = page.get_by_role("button", name="Run comparison")

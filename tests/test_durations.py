@@ -90,8 +90,12 @@ def test_time_left_is_never_negative_and_says_when_a_run_takes_longer():
     assert estimates.time_left_text(None, 3.2) == "3 s"
     assert [estimates.seconds_text(s) for s in (0.2, 7.6, 12.4, 33.0, 150.0, 1500.0)] == [
         "1 s", "8 s", "12 s", "35 s", "2.5 min", "25 min"]  # no finer than an estimate is
-    assert estimates.timing_label("careful", est) == "Careful · about 20 s"
     assert estimates.timing_label("quick") == "Quick"
+    two = {"careful": est, "quick": Estimate(4.0, 2.0, 8.0)}
+    assert estimates.presets_caption(two) == "About 20 s careful, 4 s quick."
+    with i18n.using("zh"):  # Chinese punctuation, each preset's name as the control shows it
+        caption = estimates.presets_caption(two)
+    assert "、" in caption and caption.endswith("。") and "areful" not in caption, caption
     hint = estimates.run_hint(Estimate(8.0, 4.0, 16.0), wait_s=12.0, ahead=1)
     assert hint.startswith("Takes about 8 s (4 s–16 s), a first guess") and "about 12 s behind 1 other" in hint
     with i18n.using("zh"):  # the wait is a second sentence, with no space after the first's 。

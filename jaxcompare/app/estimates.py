@@ -3,21 +3,28 @@ button's hint, and a running job's time left, from the runner's estimates (engin
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ..engine.durations import Estimate
 from ..i18n import N_, _, sentences
 from ..model.formatting import seconds_text
 
-# The timing presets by name, in the reader's language; timing_label() adds each one's estimate.
+# The timing presets by name, in the reader's language: the Timing control's labels, which stay
+# fixed (a label that changed with its estimate could leave the browser holding a stale option).
 TIMING_NAMES = {"careful": N_("Careful"), "quick": N_("Quick"), "thorough": N_("Thorough")}
 
 
-def timing_label(mode: str, estimate: Estimate | None = None) -> str:
-    """'Careful · about 8 s' (the preset and how long this case at this shape should take), or the
-    preset's name alone where nothing is estimated: the Timing control's format_func."""
-    name = _(TIMING_NAMES[mode])
-    if estimate is None:
-        return name
-    return _("{preset} · about {duration}").format(preset=name, duration=seconds_text(estimate.seconds))
+def timing_label(mode: str) -> str:
+    """'Careful': the Timing control's format_func."""
+    return _(TIMING_NAMES[mode])
+
+
+def presets_caption(durations: Mapping[str, Estimate]) -> str:
+    """Under the Timing control: 'About 20 s careful, 4 s quick, 1 min 5 s thorough.', the estimate
+    of each preset in ``durations`` (in the control's order)."""
+    parts = [_("{duration} {preset}").format(duration=seconds_text(estimate.seconds),
+                                             preset=timing_label(mode).lower()) for mode, estimate in durations.items()]
+    return _("About {list}.").format(list=_(", ").join(parts)) if parts else ""
 
 
 def run_hint(estimate: Estimate, wait_s: float = 0.0, ahead: int = 0) -> str:

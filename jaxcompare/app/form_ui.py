@@ -106,10 +106,11 @@ class PageForm(Generic[Config]):
 
     def timing_box(self, help: str | None = None, durations: Mapping[str, Estimate] | None = None) -> None:
         """The Timing box; ``durations``: each preset's estimate, said in its label."""
-        labels = {mode: estimates.timing_label(mode, (durations or {}).get(mode))
-                  for mode in self.config.TIMING_PRESETS}
         st.segmented_control(_("Timing"), self.config.TIMING_PRESETS, key=self.key("timing"), required=True,
-                             format_func=labels.__getitem__, help=help)
+                             format_func=estimates.timing_label, help=help)
+        if durations:
+            st.caption(estimates.presets_caption({mode: durations[mode] for mode in self.config.TIMING_PRESETS
+                                                  if mode in durations}))
 
     def measurement_boxes(self, help: BoxHelp, kind: str | None = None) -> tuple[Case, tuple[int, ...] | None]:
         """One measurement's boxes under the Configuration header (Compare, Pitfalls): case and
