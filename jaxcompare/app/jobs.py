@@ -16,7 +16,10 @@ from . import estimates, resources, views
 
 log = logging.getLogger("jaxcompare.app")
 
-POLL_S = 0.5
+# How often a page following a job redraws its progress. Each redraw costs the server and the
+# browser about 0.1 s of CPU: every 0.5 s the page took 0.43 cores from the measurement it
+# followed, every 1 s 0.19-0.23 (Pitfalls, two cores; benchmarks/RESULTS.md).
+POLL_S = 1.0
 
 
 

@@ -337,7 +337,7 @@ HELPER_SHARE = 0.05
 # The runtimes count as timed on a busy machine when other processes used this many cores' worth
 # or more meanwhile. Half a core, not a whole one: OpenBLAS spinning at its barriers made a 398x398
 # matmul look 9.6x faster in JAX with others at 1.0 cores of two. Not lower: the app's own page
-# (its server and the browser) takes 0.35-0.45 cores while it follows a job (benchmarks/RESULTS.md).
+# (its server and the browser) takes about 0.2 cores while it follows a job (benchmarks/RESULTS.md).
 BUSY_CORES = 0.5
 
 
