@@ -117,8 +117,13 @@ def test_a_report_from_before_ranges_still_reads():
 
 
 def test_side_figures_show_each_median_with_its_range():
-    text = pv.side_figures(pitfall("jit", naive=(0.174, 0.0519), correct=(0.043, 0.0519))["correct"])
+    first_call = pitfall("jit", naive=(0.174, 0.0519), correct=(0.043, 0.0519))
+    text = pv.side_figures(first_call["correct"])
     assert text.startswith("JAX **43 ms** (42.1–43.9 ms) · NumPy 51.9 ms (50.9–52.9 ms) → JAX 1.21x faster")
+    with i18n.using("zh"):  # Chinese brackets, and a factor's range in 倍 as its factor is
+        chinese, wrong = pv.side_figures(first_call["correct"]), pv.how_wrong(first_call)
+    assert chinese.startswith("JAX **43 ms**（42.1–43.9 ms） · NumPy 51.9 ms（50.9–52.9 ms）"), chinese
+    assert "(" not in chinese and re.search(r"\d 倍）", wrong) and "x）" not in wrong, wrong
 
 
 def test_pitfall_6_applies_where_float32_products_are_reduced_by_default():

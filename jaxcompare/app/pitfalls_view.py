@@ -199,19 +199,21 @@ def range_text(bounds: Sequence[float] | None) -> str:
 
 def side_figures(side: Mapping[str, Any]) -> str:
     """'JAX **43 ms** (41–46 ms) · NumPy 51.9 ms (50.2–53 ms) → JAX 1.21x faster than NumPy' (markdown)."""
-    text = f"JAX **{format_time(side.get('seconds'))}**"
-    if range_text(side.get("range")):
-        text += f" ({range_text(side['range'])})"
+    text = with_range(f"JAX **{format_time(side.get('seconds'))}**", side.get("range"))
     if side.get("numpy_seconds"):
-        text += f" · NumPy {format_time(side['numpy_seconds'])}"
-        if range_text(side.get("numpy_range")):
-            text += f" ({range_text(side['numpy_range'])})"
+        text += " · " + with_range(f"NumPy {format_time(side['numpy_seconds'])}", side.get("numpy_range"))
         text += f" → {short_speed(side)}"
     if side.get("rel_error") is not None:
         text += " · " + _("error vs float64 {error:.2g}").format(error=side["rel_error"])
     if compile_text(side):
         text += f" · {compile_text(side)}"
     return text
+
+
+def with_range(figure: str, bounds: Any) -> str:
+    """'JAX 43 ms (41–46 ms)', its brackets the reader's ('（…）' in Chinese); the figure alone without a range."""
+    spread = range_text(bounds)
+    return _("{value} ({detail})").format(value=figure, detail=spread) if spread else figure
 
 
 def compile_text(side: Mapping[str, Any]) -> str | None:
@@ -266,7 +268,7 @@ def effect_range_text(pitfall: Mapping[str, Any], *, inverted: bool = False) -> 
     if not bounds or not all(isinstance(b, int | float) and math.isfinite(b) and b > 0 for b in bounds):
         return ""
     low, high = (1 / bounds[1], 1 / bounds[0]) if inverted else bounds
-    return f"{factor_number(low)}–{factor_number(high)}x"
+    return _("{low}–{high}x").format(low=factor_number(low), high=factor_number(high))
 
 
 # English here (stored), in the reader's language where shown.
