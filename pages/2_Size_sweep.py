@@ -104,8 +104,8 @@ with st.sidebar:
     FORM.device_box(env)
     FORM.matmul_precision_box()
     FORM.timing_box(_("Quick is the default for sweeps; careful samples longer at every size; thorough "
-                      "samples the NumPy and JAX runtimes to ±1% at every size. Each says about how long "
-                      "the whole sweep takes."), form_ui.sweep_estimates(current_config(), case, env))
+                      "samples the NumPy and JAX runtimes to ±1% at every size. The line below says about how "
+                      "long the whole sweep takes at each."), form_ui.sweep_estimates(current_config(), case, env))
     config = current_config()
     problem = None
     try:
