@@ -105,7 +105,7 @@ class PageForm(Generic[Config]):
         st.session_state[self.key(name)] = value
 
     def timing_box(self, help: str | None = None, durations: Mapping[str, Estimate] | None = None) -> None:
-        """The Timing box; ``durations``: each preset's estimate, said in its label."""
+        """The Timing box; ``durations``: each preset's estimate, said in a caption under it."""
         st.segmented_control(_("Timing"), self.config.TIMING_PRESETS, key=self.key("timing"), required=True,
                              format_func=estimates.timing_label, help=help)
         if durations:
