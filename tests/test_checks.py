@@ -66,6 +66,16 @@ def test_a_dispatch_that_waited_for_a_core_does_not_make_the_work_small(fair_res
     assert check.status == PASS and format_time(work / 60) in check.reason, check
 
 
+def test_a_busy_machines_slow_blocked_calls_do_not_make_a_tiny_call_large(tiny_result):
+    """A busy suite run read 10x10's median blocked call at 120 µs against an 11 µs fastest dispatch
+    and passed it: the work beside the fastest dispatch is the fastest blocked call."""
+    fastest, dispatch = tiny_result.jax.runtime.min_s, tiny_result.jax.dispatch.min_s
+    waited = Stats.from_samples([fastest] + [max(fastest, 11 * dispatch) * f for f in (1.0, 1.1, 1.2, 1.3)], loops=1)
+    assert waited.median_s > 10 * dispatch  # the median alone would pass
+    check = by_id(with_jax(tiny_result, runtime=waited))["workload"]
+    assert check.status in (WARN, FAIL) and format_time(fastest) in check.reason, check
+
+
 def test_disagreeing_outputs_fail(fair_result):
     agreement = fair_result.jax.agreement | {"ok": False, "max_rel_err": 0.3}
     assert by_id(with_jax(fair_result, agreement=agreement))["agreement"].status == FAIL

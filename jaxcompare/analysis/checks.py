@@ -98,6 +98,7 @@ WORK_FIGURES = {
     "profile": N_("device time from the profile"),
     "back_to_back": N_("calls back to back"),
     "blocked": N_("blocked runtime"),
+    "fastest_blocked": N_("fastest blocked call"),
 }
 
 
@@ -123,14 +124,16 @@ def check_workload(r: Result) -> Check:
     (52 µs against 11 µs each), so those two are not of one kind. There the fastest dispatch is the
     fixed cost: beside two busy loops 1000x1000's samples split into 111-170 µs and 2-8 ms (the
     dispatcher waiting for a core its own compute threads hold), and the median fell on either
-    side. The fixed cost over half a blocked call fails, over a tenth warns."""
+    side. The work beside it is the fastest blocked call, a figure of the same quiet moments: a busy
+    suite run read 10x10's median blocked call at 120 µs against an 11 µs dispatch, and passed it.
+    The fixed cost over half a blocked call fails, over a tenth warns."""
     empty = _fixed_cost(r)
     if empty is None:
-        basis, overhead, figure, work = "dispatch", r.jax.dispatch.min_s, "blocked", r.jax.runtime.median_s
+        basis, overhead, figure, work = "dispatch", r.jax.dispatch.min_s, "fastest_blocked", r.jax.runtime.min_s
     else:
         basis, overhead, (figure, work) = "device", empty, _work_per_call(r)
     ratio = work / overhead if overhead > 0 else float("inf")
-    blocked_ratio = ratio if figure == "blocked" else ratio + 1.0
+    blocked_ratio = ratio if figure in ("blocked", "fastest_blocked") else ratio + 1.0
     status = FAIL if blocked_ratio < DISPATCH_RATIO_FAIL else WARN if blocked_ratio < DISPATCH_RATIO_WARN else PASS
     words = WORKLOAD_WORDS[basis][(FAIL, WARN, PASS).index(status)]
     # Each basis's words name the overhead by what it is ({empty} or {dispatch}).
