@@ -109,8 +109,7 @@ class PageForm(Generic[Config]):
         st.segmented_control(_("Timing"), self.config.TIMING_PRESETS, key=self.key("timing"), required=True,
                              format_func=estimates.timing_label, help=help)
         if durations:
-            st.caption(estimates.presets_caption({mode: durations[mode] for mode in self.config.TIMING_PRESETS
-                                                  if mode in durations}))
+            st.caption(estimates.presets_caption(durations))
 
     def measurement_boxes(self, help: BoxHelp, kind: str | None = None) -> tuple[Case, tuple[int, ...] | None]:
         """One measurement's boxes under the Configuration header (Compare, Pitfalls): case and
@@ -125,7 +124,8 @@ class PageForm(Generic[Config]):
         self.float64_gap_note(chosen[0], env)
         self.matmul_precision_box()
         spec = self.spec(chosen[0]) if kind is not None and chosen[1] is not None else None
-        self.timing_box(help.timing, None if spec is None else preset_estimates([spec], kind or "measure"))
+        self.timing_box(help.timing, None if spec is None else preset_estimates([spec], kind or "measure",
+                                                                                self.config.TIMING_PRESETS))
         return chosen
 
     def spec(self, case: Case) -> Spec | None:
@@ -137,11 +137,13 @@ class PageForm(Generic[Config]):
             return None
 
 
-def preset_estimates(specs: Sequence[Spec], kind: str = "measure") -> dict[str, Estimate]:
-    """How long ``specs``, run one after another, would take at each timing preset."""
+def preset_estimates(specs: Sequence[Spec], kind: str = "measure",
+                     presets: Sequence[str] = controls.TIMING_PRESETS) -> dict[str, Estimate]:
+    """How long ``specs``, run one after another, would take at each of ``presets`` (a page's timing
+    choices, in its order)."""
     runner = resources.get_runner()
     return {mode: runner.estimate_all([replace(spec, timing=TimingConfig.preset(mode)) for spec in specs], kind=kind)
-            for mode in controls.TIMING_PRESETS}
+            for mode in presets}
 
 
 def sweep_estimates(config: controls.SweepConfig, case: Case, env: dict[str, Any] | None) -> dict[str, Estimate] | None:
@@ -150,7 +152,7 @@ def sweep_estimates(config: controls.SweepConfig, case: Case, env: dict[str, Any
         specs = config.plan(case, env).specs()
     except JaxCompareError:
         return None
-    return preset_estimates(specs) if specs else None
+    return preset_estimates(specs, presets=config.TIMING_PRESETS) if specs else None
 
 
 def run_hint(specs: Sequence[Spec], kind: str = "measure") -> None:
