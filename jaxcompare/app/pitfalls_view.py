@@ -19,7 +19,7 @@ from ..engine.durations import Estimate
 from ..engine.pitfalls import DOCS, EFFECTS, PITFALLS, SECTIONS, side_roles, side_text
 from ..i18n import N_, _, sentences, translate_text
 from ..model.cases import Case, format_shape
-from ..model.formatting import faster_or_slower, format_time, format_time_range, same_speed
+from ..model.formatting import faster_or_slower, format_time, format_time_range, same_speed, with_detail
 from ..model.platforms import platform
 from ..model.result import Result
 from ..model.spec import DEVICES
@@ -199,21 +199,15 @@ def range_text(bounds: Sequence[float] | None) -> str:
 
 def side_figures(side: Mapping[str, Any]) -> str:
     """'JAX **43 ms** (41–46 ms) · NumPy 51.9 ms (50.2–53 ms) → JAX 1.21x faster than NumPy' (markdown)."""
-    text = with_range(f"JAX **{format_time(side.get('seconds'))}**", side.get("range"))
+    text = with_detail(f"JAX **{format_time(side.get('seconds'))}**", range_text(side.get("range")))
     if side.get("numpy_seconds"):
-        text += " · " + with_range(f"NumPy {format_time(side['numpy_seconds'])}", side.get("numpy_range"))
+        text += " · " + with_detail(f"NumPy {format_time(side['numpy_seconds'])}", range_text(side.get("numpy_range")))
         text += f" → {short_speed(side)}"
     if side.get("rel_error") is not None:
         text += " · " + _("error vs float64 {error:.2g}").format(error=side["rel_error"])
     if compile_text(side):
         text += f" · {compile_text(side)}"
     return text
-
-
-def with_range(figure: str, bounds: Any) -> str:
-    """'JAX 43 ms (41–46 ms)', its brackets the reader's ('（…）' in Chinese); the figure alone without a range."""
-    spread = range_text(bounds)
-    return _("{value} ({detail})").format(value=figure, detail=spread) if spread else figure
 
 
 def compile_text(side: Mapping[str, Any]) -> str | None:

@@ -31,6 +31,7 @@ from ..model.formatting import (
     peak_sentence,
     third_side_verdict,
     transfer_rate_text,
+    with_detail,
 )
 from ..model.platforms import reduced_precision
 from ..model.result import Result
@@ -130,7 +131,7 @@ def _break_even(result: Result) -> str:
     if trusted(result):
         return format_break_even(result.break_even_calls)
     value, detail = break_even_tile(result)
-    return _("{value} ({detail})").format(value=value, detail=detail) if detail else value
+    return with_detail(value, detail)
 
 
 def _pairs(result: Result) -> list[str]:

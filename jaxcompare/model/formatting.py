@@ -389,6 +389,11 @@ def markdown_literal(text: Any, limit: int | None = None) -> str:
     return _AUTOLINKS.sub(WORD_JOINER, line).translate(_MARKDOWN_ESCAPES)
 
 
+def with_detail(value: str, detail: str | None) -> str:
+    """'value (detail)', its brackets the reader's ('（…）' in Chinese); ``value`` alone without a detail."""
+    return _("{value} ({detail})").format(value=value, detail=detail) if detail else value
+
+
 def seconds_text(seconds: float) -> str:
     """'8 s', '35 s', '2.5 min': two figures at most, since an estimate is no finer than that."""
     if seconds < 10:
