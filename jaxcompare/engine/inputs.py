@@ -1,5 +1,6 @@
-"""A case's inputs for a Spec, as every process that times it builds them (the worker, pitfall 7's
-fresh processes, NumPy's plain process): seeded, so each builds the same arrays."""
+"""A case's inputs for a Spec, as every process that times JAX builds them (the worker, pitfall 7's
+fresh processes): seeded, so each builds the same arrays. NumPy's plain process reads the worker's
+instead (plain_numpy.py: building them would change its allocator's regime)."""
 
 from __future__ import annotations
 

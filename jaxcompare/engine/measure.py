@@ -45,7 +45,7 @@ from .inputs import build_inputs
 from .jax_phases import device_phases, user_call
 from .load import LoadMeter
 from .memory import check_fits, device_memory, estimate, host_available, keep_freed_memory
-from .plain_numpy import allocator_matters, plain_numpy_runtime
+from .plain_numpy import numpy_as_users_run_it
 from .profile import profile_jitted
 from .restart import FreshCall, fresh_first_call
 from .run_state import CPU_SIDE_PARTS, Progress, ProgressCallback, SampleCallback, _Run
@@ -127,8 +127,9 @@ def _measure(spec: Spec, progress: ProgressCallback, clock: Clock, *, cpu_side: 
     side, warm = device_phases(run, host_inputs, device, run.progress.start)
     numpy_stats, runtime_stats, protocol = _runtimes(run, warm.jitted, host_inputs, warm.dev_inputs, device)
     protocol["matmul_precision"] = matmul_precision()
-    numpy_stats, numpy_kept, plain_failed = _numpy_as_users_run_it(run, spec, numpy_stats, host_inputs + numpy_out,
-                                                                   by_value=sent_case)
+    numpy_stats, numpy_kept, plain_failed = numpy_as_users_run_it(
+        case, spec, numpy_stats, host_inputs, numpy_out, by_value=sent_case, busy=pairs_were_busy(run.load),
+        starting=lambda: run.progress.start("numpy_plain"))
     jax_cpu = None
     if want_cpu_side and cpu is not None:
         jax_cpu = measure_jax_side(run, spec, host_inputs, numpy_out, cpu)
@@ -192,25 +193,6 @@ def measure_jax_side(run: _Run, spec: Spec, host_inputs: tuple[np.ndarray, ...],
     agreement = compare_outputs(run.case, spec.dtype, host_inputs, numpy_out, warm.jax_out, None)
     return side(runtime=runtime, protocol=_protocol(call, warm.jitted, compiled_before, warm.dev_inputs, device),
                 agreement={k: agreement[k] for k in ("ok", "max_abs_err", "max_rel_err", "rtol", "method")})
-
-
-def _numpy_as_users_run_it(run: _Run, spec: Spec, kept: Stats, arrays: tuple[np.ndarray, ...], *,
-                           by_value: bool) -> tuple[Stats, Stats | None, str | None]:
-    """NumPy's headline runtime and, beside it, the worker's own with freed memory kept: where the
-    worker keeps freed memory and an array is large enough for the allocator to matter, NumPy is
-    timed again in a plain process (plain_numpy.py) and that figure leads; else the two are one.
-    A plain process that fails leaves the worker's figure, and a note that says why."""
-    if not (keep_freed_memory() and allocator_matters(arrays)):
-        return kept, None, None
-    if pairs_were_busy(run.load):  # the plain process has no pair beside JAX to keep other programs out
-        return kept, None, N_("NumPy was not timed again as a plain process runs it: the machine was busy, and that "
-                              "process has no JAX beside it to share the slowdown; NumPy's figure is the worker's, "
-                              "with freed memory kept")
-    run.progress.start("numpy_plain")
-    try:
-        return plain_numpy_runtime(run.case, spec, by_value=by_value), kept, None
-    except JaxCompareError as exc:
-        return kept, None, N_("NumPy's runtime is the worker's, with freed memory kept: {error}").format(error=exc)
 
 
 def _fresh_first_call(run: _Run, spec: Spec, device: Any, protocol: dict[str, Any], *, by_value: bool,

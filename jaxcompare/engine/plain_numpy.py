@@ -1,9 +1,17 @@
 """NumPy as the user's own program runs it. The worker keeps freed memory for reuse
 (memory.keep_freed_memory) so its NumPy figures hold from one input to the next; a plain process
 leaves glibc's allocator as it comes, which may hand a freed block back to the system and fault it
-in again on the next call (a TPU host: centered Gram 1000x1000 13.7 ms plain, 2.9 ms kept). So
+in again on the next call (a TPU host: centered Gram 1000x1000 14.9 ms plain, 3.0 ms kept). So
 NumPy's runtime is timed again in a fresh interpreter that sets nothing, and that figure is the
 headline (docs/protocol.md, "Two speeds of NumPy").
+
+glibc raises its mmap threshold to the largest mmapped block freed so far, so which speed a plain
+process gets depends on its heap's history: inputs made in float64 and cast free a block twice
+their size and put the call's temporaries in the heap (fast), where the JAX docs' script, which
+frees nothing larger than the call's own arrays, runs slow. The child therefore never builds its
+inputs: it reads the worker's arrays from .npy files straight into arrays of their own size, as a
+script that types ``x = np.ones(...)`` holds them, whatever built them (a float64 cast, a case's
+intermediates, a notebook's pickle).
 """
 
 from __future__ import annotations
@@ -11,6 +19,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -20,7 +31,7 @@ from ..model.errors import JaxCompareError
 from ..model.spec import Spec
 from ..model.stats import Stats
 from .child import run_child, start_child
-from .inputs import build_inputs
+from .memory import keep_freed_memory
 from .timing import bound_call, sample
 
 # glibc serves a block below this from the heap and keeps it when freed, whatever the settings: a
@@ -29,28 +40,58 @@ GLIBC_MMAP_THRESHOLD = 128 << 10
 # The child imports NumPy and the case and times one runtime phase; more than this is a stuck child.
 CHILD_TIMEOUT_S = 120.0
 
+BUSY_NOTE = N_("NumPy was not timed again as a plain process runs it: the machine was busy, and that "
+               "process has no JAX beside it to share the slowdown; NumPy's figure is the worker's, "
+               "with freed memory kept")
 
-def allocator_matters(arrays: tuple[np.ndarray, ...]) -> bool:
+
+def allocator_matters(arrays: Sequence[np.ndarray]) -> bool:
     """Whether glibc's defaults could hand this call's memory back between calls: an array (input or
     output) as large as its mmap threshold."""
     return any(np.asarray(a).nbytes >= GLIBC_MMAP_THRESHOLD for a in arrays)
 
 
-def plain_numpy_runtime(case: Case, spec: Spec, *, by_value: bool, timeout_s: float = CHILD_TIMEOUT_S) -> Stats:
-    """Time ``case``'s NumPy function as a fresh, plain process runs it (JAX kept to the CPU there: it
-    needs no device). ``by_value``: send the Case itself (a notebook's functions), else its name.
-    A child that fails is a JaxCompareError of one line."""
+def numpy_as_users_run_it(case: Case, spec: Spec, kept: Stats, inputs: tuple[np.ndarray, ...],
+                          outputs: Sequence[np.ndarray], *, by_value: bool, busy: bool,
+                          starting: Callable[[], Any] | None = None) -> tuple[Stats, Stats | None, str | None]:
+    """NumPy's headline runtime, the worker's own with freed memory kept (``kept``) beside it, and a
+    note: where the worker keeps freed memory and an array is large enough for the allocator to
+    matter, NumPy is timed again in a plain process and that figure leads; else the two are one.
+    ``busy``: other programs ran while ``kept`` was timed (the plain process has no pair beside JAX to
+    keep them out, so it is not run); ``starting``: called before the plain process starts (progress).
+    A plain process that fails leaves the worker's figure, and a note that says why."""
+    if not (keep_freed_memory() and allocator_matters((*inputs, *outputs))):
+        return kept, None, None
+    if busy:
+        return kept, None, BUSY_NOTE
+    if starting is not None:
+        starting()
+    try:
+        return plain_numpy_runtime(case, spec, inputs, by_value=by_value), kept, None
+    except JaxCompareError as exc:
+        return kept, None, N_("NumPy's runtime is the worker's, with freed memory kept: {error}").format(error=exc)
+
+
+def plain_numpy_runtime(case: Case, spec: Spec, inputs: tuple[np.ndarray, ...], *, by_value: bool,
+                        timeout_s: float = CHILD_TIMEOUT_S) -> Stats:
+    """Time ``case``'s NumPy function on ``inputs`` as a fresh, plain process runs it (JAX kept to the
+    CPU there: it needs no device). ``by_value``: send the NumPy function itself (a notebook's), else
+    the child looks the case up by name. A child that fails is a JaxCompareError of one line."""
     import cloudpickle
 
-    request = cloudpickle.dumps({"spec": spec, "case": case if by_value else None})
-    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
-    try:
-        report = start_child(__name__, env=env, payload=request, timeout_s=timeout_s)
-    except subprocess.TimeoutExpired:
-        raise JaxCompareError(N_("NumPy in a plain process did not finish within {timeout_s:g} s").format(
-            timeout_s=timeout_s)) from None
-    except OSError as exc:
-        raise JaxCompareError(N_("NumPy in a plain process failed: {error}").format(error=exc)) from None
+    with tempfile.TemporaryDirectory(prefix="jaxcompare-plain-") as folder:
+        paths = [os.path.join(folder, f"input{k}.npy") for k in range(len(inputs))]
+        for path, array in zip(paths, inputs, strict=True):
+            np.save(path, array, allow_pickle=False)
+        request = cloudpickle.dumps({"spec": spec, "numpy_fn": case.numpy_fn if by_value else None, "inputs": paths})
+        env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+        try:
+            report = start_child(__name__, env=env, payload=request, timeout_s=timeout_s)
+        except subprocess.TimeoutExpired:
+            raise JaxCompareError(N_("NumPy in a plain process did not finish within {timeout_s:g} s").format(
+                timeout_s=timeout_s)) from None
+        except OSError as exc:
+            raise JaxCompareError(N_("NumPy in a plain process failed: {error}").format(error=exc)) from None
     if "error" in report:
         raise JaxCompareError(N_("NumPy in a plain process failed: {error}").format(error=report["error"]))
     return Stats.from_dict(report["runtime"])
@@ -69,6 +110,7 @@ def _time_numpy(payload: bytes) -> Stats:
 
     request = cloudpickle.loads(payload)
     spec: Spec = request["spec"]
-    case = request["case"] or get_case(spec.case, spec.cases_file)
-    inputs = build_inputs(case, spec)
-    return sample(bound_call(case.numpy_fn, inputs), spec.timing.for_runtime())
+    numpy_fn = request["numpy_fn"] or get_case(spec.case, spec.cases_file).numpy_fn
+    # np.load reads a file into an array of its own size (fromfile): no larger block is freed first.
+    inputs = tuple(np.load(path, allow_pickle=False) for path in request["inputs"])
+    return sample(bound_call(numpy_fn, inputs), spec.timing.for_runtime())
