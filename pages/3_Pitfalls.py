@@ -190,6 +190,9 @@ elif not results:
     st.info(_("**Run all pitfalls** (sidebar) measures all {count} sections in one job; each section can also "
               "be measured on its own.").format(count=len(PITFALLS)), icon=":material/play_arrow:")
 st.markdown(pv.markdown_table(pv.summary_rows(results)))
+numpy_speeds = pv.numpy_speeds_lines(results)
+if numpy_speeds:
+    st.info("\n\n".join(numpy_speeds), icon=":material/memory:")
 busy_summary = pv.busy_summary(results)
 if busy_summary:
     st.warning(busy_summary, icon=":material/speed:")

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..i18n import N_, _, translate_text
 from ..model.cases import format_shape
@@ -26,7 +27,7 @@ from ..model.formatting import (
 )
 from ..model.phases import JAX_PHASES, PHASE_LABELS, PHASES
 from ..model.profile import Profile
-from ..model.result import Result
+from ..model.result import Result, memory_speedup
 from ..model.roofline import LIMIT_WORDS, ROOFLINE_SIDES
 from ..model.stats import Stats
 from .advice import advice
@@ -294,16 +295,36 @@ def back_to_back_line(result: Result) -> str | None:
 def numpy_speeds_line(result: Result) -> str | None:
     """NumPy as a plain process runs it (the headline's) beside the worker's, with freed memory kept
     (engine/plain_numpy.py); None where only one was timed (no array large enough for it to matter)."""
-    kept = result.numpy_kept
+    return numpy_speeds_text(result.numpy_runtime, result.numpy_kept)
+
+
+def numpy_speeds_text(plain: Stats, kept: Stats | None, what: str = "NumPy") -> str | None:
+    """'NumPy: 14.9 ms as a plain process runs it, 3 ms with freed memory kept (4.97x faster); ...' for
+    one call's two figures; ``what``: the call ('NumPy at 1000x1000, float32'); None where only one was timed."""
     if kept is None:
         return None
-    values = {"plain": format_time(result.numpy_runtime.median_s), "kept": format_time(kept.median_s)}
-    factor = result.numpy_memory_speedup
+    values = {"what": what, "plain": format_time(plain.median_s), "kept": format_time(kept.median_s)}
+    factor = memory_speedup(plain, kept)
     if factor is None:
-        return _("NumPy: {plain} as a plain process runs it, {kept} with freed memory kept: the same within "
+        return _("{what}: {plain} as a plain process runs it, {kept} with freed memory kept: the same within "
                  "their ranges").format(**values)
-    return _("NumPy: {plain} as a plain process runs it, {kept} with freed memory kept ({factor} faster); the "
+    return _("{what}: {plain} as a plain process runs it, {kept} with freed memory kept ({factor} faster); the "
              "speedup is against the plain figure").format(factor=format_factor(factor), **values)
+
+
+def lab_numpy_speeds_lines(report: Mapping[str, Any]) -> list[str]:
+    """The pitfalls lab's NumPy figures, each as `run` gives it (engine/pitfalls.Lab.users_numpy): one line
+    a call where a plain process timed it again, or where it was not and a note says why."""
+    lines = []
+    for entry in report.get("numpy_speeds") or ():
+        what = _("NumPy at {shape}, {dtype}").format(shape=format_shape(entry["shape"]), dtype=entry["dtype"])
+        kept = entry.get("kept_memory")
+        line = numpy_speeds_text(Stats.from_dict(entry["runtime"]), kept and Stats.from_dict(kept), what)
+        if line is not None:
+            lines.append(line)
+        elif entry.get("note"):
+            lines.append(f"{what}: {translate_text(entry['note'])}")
+    return lines
 
 
 def first_call_line(result: Result) -> str | None:

@@ -15,6 +15,7 @@ from ..analysis import lab_checks
 from ..analysis.checks import WARN, Check
 from ..analysis.consistency import finding_title, pitfalls_findings
 from ..analysis.summary import timing_name
+from ..analysis.text import lab_numpy_speeds_lines
 from ..engine.durations import Estimate
 from ..engine.pitfalls import DOCS, EFFECTS, PITFALLS, SECTIONS, side_roles, side_text
 from ..i18n import N_, _, sentences, translate_text
@@ -378,6 +379,19 @@ def run_findings(results: Mapping[str, Mapping[str, Any]]) -> list[Check]:
         context = entries[0]["context"]
         findings += pitfalls_findings({**context, "pitfalls": [e["pitfall"] for e in entries]})
     return findings
+
+
+def numpy_speeds_lines(results: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """NumPy's figures in the runs shown, each as `run` gives it: as a plain process runs it, and with freed
+    memory kept, where a plain process timed it again (analysis.text.lab_numpy_speeds_lines), once a run."""
+    lines: list[str] = []
+    seen: set[str] = set()
+    for pid in SECTIONS:
+        context = results[pid]["context"] if pid in results else None
+        if context is not None and str(context.get("run")) not in seen:
+            seen.add(str(context.get("run")))
+            lines += [line for line in lab_numpy_speeds_lines(context) if line not in lines]
+    return lines
 
 
 def finding_text(check: Check) -> str:

@@ -20,7 +20,15 @@ from ..analysis.checks import checklist
 from ..analysis.consistency import finding_title, pitfalls_findings
 from ..analysis.summary import sweep_verdict
 from ..analysis.sweep import crossover, ladder, parse_sizes, sweep_document
-from ..analysis.text import checklist_lines, display_width, pad, profile_lines, sweep_header_line, sweep_row_line
+from ..analysis.text import (
+    checklist_lines,
+    display_width,
+    lab_numpy_speeds_lines,
+    pad,
+    profile_lines,
+    sweep_header_line,
+    sweep_row_line,
+)
 from ..analysis.trust import direction, trusted
 from ..catalog import builtin_cases, case_from_summary, find_case, get_case
 from ..engine.durations import pitfalls_kind
@@ -291,6 +299,8 @@ def cmd_pitfalls(args: argparse.Namespace) -> int:
             write_json(args.json, lab_checks.judged(report))
     if args.json != "-":
         source = (report.get("load") or {}).get("others_source", "cores")
+        for line in lab_numpy_speeds_lines(report):  # the NumPy figures every pitfall's speedups divide
+            print(line, file=out)
         for pitfall in report["pitfalls"]:
             print("\n" + "\n".join(pitfall_lines(pitfall, report["backend"], source)), file=out)
         summary = pitfalls_summary_lines(report)

@@ -33,6 +33,7 @@ from .inputs import build_inputs
 from .jax_phases import user_call
 from .load import LoadMeter, is_busy
 from .measure import check_memory, check_precision
+from .plain_numpy import numpy_as_users_run_it
 from .profile import profile_jitted
 from .restart import FreshCall, FreshProcesses, fresh_processes
 from .timing import (
@@ -349,8 +350,31 @@ class Lab:
                 self.steady, self.load.spans[self.load.prefix + "baseline"] = steady, again
             self.load.notes["baseline_recheck"] = {"first_others_cores": round(first.others_cores, 3),
                                                    "kept": "again" if quieter else "first"}
+        # NumPy's figures as `run` gives them: timed again in a plain process where the allocator matters.
+        self.numpy_speeds: dict[tuple[tuple[int, ...], str], dict[str, Any]] = {}
+        self.steady["numpy"] = self.users_numpy(self.steady["numpy"], self.host, "baseline")
+        if "numpy_other" in self.steady:
+            self.steady["numpy_other"] = self.users_numpy(self.steady["numpy_other"], host, "baseline")
         self.numpy, self.blocked = self.steady["numpy"], self.steady["jax"]
         self.small: tuple[Any, float] | None = None  # pitfall 5's small inputs on the device, and their runtime
+
+    def users_numpy(self, kept: Stats, host: tuple[np.ndarray, ...], phase: str) -> Stats:
+        """NumPy's figure for a call the lab timed in this worker (``kept``: freed memory kept), as `run`
+        gives it (plain_numpy.numpy_as_users_run_it): the plain process's where the allocator matters and
+        the load phase ``phase`` was quiet. Each call once; both figures go in the report's numpy_speeds."""
+        shape, dtype = tuple(host[0].shape), str(host[0].dtype)
+        if (shape, dtype) in self.numpy_speeds:
+            return Stats.from_dict(self.numpy_speeds[shape, dtype]["runtime"])
+        outputs = as_tuple(self.case.numpy_fn(*host))
+        span = self.load.spans.get(self.load.prefix + phase)
+        spec = Spec(self.spec.case, shape, cases_file=self.spec.cases_file, seed=self.spec.seed, timing=self.cfg,
+                    precision="x64" if dtype == "float64" else "x32")
+        figure, kept_figure, note = numpy_as_users_run_it(self.case, spec, kept, host, outputs, by_value=False,
+                                                          busy=span is not None and is_busy(span.others_cores))
+        self.numpy_speeds[shape, dtype] = {
+            "shape": list(shape), "dtype": dtype, "runtime": figure.to_dict(),
+            "kept_memory": None if kept_figure is None else kept_figure.to_dict(), "note": note}
+        return figure
 
     def turns(self, *turns: Turn) -> list[Stats]:
         """JAX calls timed in turns (naive beside correct), after a settle: NumPy ran before."""
@@ -453,10 +477,14 @@ def pitfall_size(lab: Lab) -> dict[str, Any]:
     host = lab.inputs_for(small, lab.spec.dtype)
     dev = jax.device_put(host, lab.device)
     jax.block_until_ready(lab.f(*dev))
-    t = lab.side_by_side({"small": blocking_call(lab.f, dev), "large": blocking_call(lab.f, lab.dev)},
-                         {"numpy_small": bound_call(case.numpy_fn, host),
-                          "numpy_large": bound_call(case.numpy_fn, lab.host)})
+    with lab.load.phase("size"):  # its own phase: the plain process below reads whether it was quiet
+        t = lab.side_by_side({"small": blocking_call(lab.f, dev), "large": blocking_call(lab.f, lab.dev)},
+                             {"numpy_small": bound_call(case.numpy_fn, host),
+                              "numpy_large": bound_call(case.numpy_fn, lab.host)})
     lab.small = (dev, t["small"].median_s)  # profiled after every section is timed (profile_size)
+    # NumPy as `run` gives it: the large shape is the baseline's call, the small one timed plain where it matters.
+    t["numpy_large"] = lab.users_numpy(t["numpy_large"], lab.host, "size")
+    t["numpy_small"] = lab.users_numpy(t["numpy_small"], host, "size")
     return _pitfall(
         "size",
         _side(*side_text("small", format_shape(small)), t["small"], t["numpy_small"], shape=list(small)),
@@ -583,6 +611,8 @@ def measure_pitfalls(spec: Spec, sections: tuple[str, ...] = SECTIONS,
             progress(pid, i / len(sections))
         if pid == "cache":  # its processes carry their own meter's phase (FreshProcesses.load)
             out.append(pitfall_cache(lab, fresh))
+        elif pid == "size":  # its phase ends before its NumPy is timed again in a plain process
+            out.append(pitfall_size(lab))
         else:
             with lab.load.phase(pid):
                 out.append(MEASURE[pid](lab))
@@ -600,7 +630,7 @@ def measure_pitfalls(spec: Spec, sections: tuple[str, ...] = SECTIONS,
         pitfall["load"] = load_reading(load.get("phases") or {}, LOAD_PHASES[pitfall["id"]])
     return {"case": spec.case, "shape": list(spec.shape), "precision": spec.precision,
             "dtype": spec.dtype, "backend": lab.device.platform, "device": str(lab.device),
-            "load": load, "pitfalls": out}
+            "load": load, "pitfalls": out, "numpy_speeds": list(lab.numpy_speeds.values())}
 
 
 def fair_float64(spec: Spec, clock: Clock = time.perf_counter_ns) -> dict[str, Any]:
@@ -608,4 +638,5 @@ def fair_float64(spec: Spec, clock: Clock = time.perf_counter_ns) -> dict[str, A
     check_precision("x64")
     lab = Lab(spec, clock)
     reading = load_reading(lab.load.to_dict().get("phases") or {}, ("baseline",))
-    return _side(*side_text("float64"), lab.blocked, lab.numpy, dtype="float64", load=reading)
+    return _side(*side_text("float64"), lab.blocked, lab.numpy, dtype="float64", load=reading,
+                 numpy_speeds=list(lab.numpy_speeds.values()))

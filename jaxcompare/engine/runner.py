@@ -882,6 +882,7 @@ def _combine(kind: str, values: list[Any]) -> Any:
             for pitfall in report["pitfalls"]:
                 if pitfall["id"] == "dtype":
                     pitfall["extra"].append(values[1])
+                    report.setdefault("numpy_speeds", []).extend(values[1].pop("numpy_speeds", []))
                     if pitfall.get("load") and values[1].get("load"):  # its machine was read too: the busiest counts
                         pitfall["load"] = fold_load(pitfall["load"], values[1]["load"], "x64")
         return report

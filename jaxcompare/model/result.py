@@ -40,6 +40,14 @@ def ratio_range(over: Stats, under: Stats) -> tuple[float, float]:
     return over.ci_low_s / under.ci_high_s, over.ci_high_s / under.ci_low_s
 
 
+def memory_speedup(plain: Stats, kept: Stats | None) -> float | None:
+    """How many times faster NumPy ran with freed memory kept than as a plain process, where that is
+    beyond both figures' ranges; None where they agree, or where the two are one (``kept`` None)."""
+    if kept is None or not kept.below(plain) or kept.median_s <= 0:
+        return None
+    return plain.median_s / kept.median_s
+
+
 @dataclass(frozen=True)
 class Result:
     """One comparison's numbers: NumPy's runtime beside JAX's side (JaxSide: every phase, how it
@@ -88,10 +96,7 @@ class Result:
     def numpy_memory_speedup(self) -> float | None:
         """How many times faster NumPy ran with freed memory kept than as a plain process, where
         that is beyond both figures' ranges; None where they agree, or where the two are one."""
-        kept, plain = self.numpy_kept, self.numpy_runtime
-        if kept is None or not kept.below(plain) or kept.median_s <= 0:
-            return None
-        return plain.median_s / kept.median_s
+        return memory_speedup(self.numpy_runtime, self.numpy_kept)
 
     @property
     def speedup(self) -> float:
