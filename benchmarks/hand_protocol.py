@@ -66,6 +66,7 @@ def per_call(stmt):  # %timeit: autorange, then 7 repeats; the median of the per
 
 out = {{"numpy_s": per_call(lambda: f_np(*x_np))}}  # %timeit f(x_np)
 if sys.argv[1] == "numpy":
+    out["imported"] = sorted(name for name in sys.modules if name.split(".")[0] == "jaxcompare")
     print(json.dumps(out)); sys.exit()
 start = time.perf_counter()
 x_jax = jax.block_until_ready(jax.device_put(x_np))  # %time x_jax = jax.device_put(x_np)

@@ -6,7 +6,7 @@
 # Parts: setup (the engine's and the pages' wheels from .whl-tpu/ into /tmp/site, where that
 # machine has no network), check (benchmarks/device_check.py, the report), cli (run at both
 # precisions, a float64 case the TPU lacks, --profile, sweep, pitfalls, import of the check's JSON),
-# hand (benchmarks/hand_protocol.py: the tool beside the docs' protocol typed by hand), pages (the
+# hand (benchmarks/hand_protocol.py: the tool beside the docs' lines typed in a plain process), pages (the
 # AppTest page tests; such a machine allows no socket, so no server or browser). Each part's output
 # goes to $OUT/PART.log (OUT defaults to ./on-device), and $OUT/summary.txt lists each step's exit
 # status and seconds. CHECK_BUDGET bounds the device check (seconds, default 390).
@@ -60,8 +60,8 @@ for part in "$@"; do
         check) step check device-check "$PY" benchmarks/device_check.py --out "$OUT/check" \
                    --budget "${CHECK_BUDGET:-390}" ;;
         cli) cli ;;
-        hand) step hand hand-protocol "$PY" benchmarks/hand_protocol.py \
-                  --cases centered_gram:1000x1000 matmul:2048x2048 --keep "$OUT/hand" ;;
+        hand) step hand hand-protocol "$PY" benchmarks/hand_protocol.py --keep "$OUT/hand" \
+                  --json "$OUT/hand-protocol.json" ;;
         # The PNG export test draws through vl-convert on the host's CPU, not the device, and its
         # 33 MB wheel does not fit beside the others in what a call can carry.
         pages) step pages apptest "$PY" -m pytest -n 0 -p no:cacheprovider --timeout 600 \

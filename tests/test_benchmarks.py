@@ -93,3 +93,15 @@ def test_a_saved_result_can_be_summarized_again(run, tmp_path):
                           cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() and table.strip().endswith(proc.stdout.strip())
+
+
+def test_the_hand_protocols_witness_imports_nothing_of_jaxcompare():
+    # A witness that built its inputs or timed with jaxcompare's code would agree with it by construction.
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import hand_protocol
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    for case in hand_protocol.FUNCTIONS:
+        typed = hand_protocol.witness(case, "32x32", "x32", numpy_only=True)
+        assert typed["imported"] == [] and typed["numpy_s"] > 0, (case, typed)
