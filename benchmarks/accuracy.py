@@ -3,6 +3,7 @@
     python benchmarks/accuracy.py            # full run, 5-6.5 minutes on a busy 2-core machine
     python benchmarks/accuracy.py --quick    # ~1.5 minutes
     python benchmarks/accuracy.py --json results.json   (or --json - : one JSON document on stdout)
+    python benchmarks/accuracy.py --held-out  # memory-bound cases through the CLI beside timeit
 
 Each precision runs in its own process (jax_enable_x64 is process-global), spawned from
 here with JAX_ENABLE_X64 set before JAX is imported. Inside it, for each case and size,
@@ -61,6 +62,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    "then goes to stderr)")
     p.add_argument("--from-json", metavar="PATH", help="re-summarize and print a saved --json result instead "
                    "of measuring")
+    p.add_argument("--held-out", action="store_true", help="instead: held-out memory-bound cases through "
+                   "`jaxcompare run --cases-file` beside timeit in fresh processes (accuracy_held_out.py; its "
+                   "own options follow --held-out)")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--precision", choices=("x32", "x64"), help=argparse.SUPPRESS)
     p.add_argument("--out", help=argparse.SUPPRESS)
@@ -125,6 +129,11 @@ def machine() -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if "--held-out" in argv:
+        import accuracy_held_out
+
+        return accuracy_held_out.main([a for a in argv if a != "--held-out"])
     args = parse_args(argv)
     if args.child:
         import accuracy_worker
