@@ -163,8 +163,8 @@ def render(report: dict) -> str:
                      f"{r['control_dev']:.1%} |")
     worst = report["worst"]
     lines += ["", f"Mean deviation: jaxcompare {report['tool_mean_dev']:.1%}, the control "
-              f"{report['control_mean_dev']:.1%} (allowed: the control's + {MARGIN:.0%}); worst: {worst['case']} {worst['side']} round "
-              f"{worst['round']}, {worst['tool_dev']:.1%} (allowed {WORST:.0%}). Within: "
+              f"{report['control_mean_dev']:.1%} (allowed: the control's + {MARGIN:.0%}); worst: {worst['case']} "
+              f"{worst['side']} round {worst['round']}, {worst['tool_dev']:.1%} (allowed {WORST:.0%}). Within: "
               f"{'yes' if report['within'] else 'NO'}."]
     return "\n".join(lines)
 
