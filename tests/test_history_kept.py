@@ -1,9 +1,10 @@
 """NumPy's kept figure (numpy.kept_memory) in History's store: the summary column migration 2 adds,
 filled for rows saved before it, on SQLite and on the real PostgreSQL server; a result with it
-through save, list, export and import."""
+through save, list, export and import; and the CLI's listing of both NumPy figures."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import csv
 import dataclasses
@@ -16,9 +17,11 @@ import pytest
 from _results import make_result, stats
 
 from jaxcompare import BadInput, Result
+from jaxcompare.cli import history as cli_history
 from jaxcompare.history import schema
 from jaxcompare.history.exchange import check, export_csv
 from jaxcompare.history.store import APPLICATION_ID, SCHEMA_VERSION, Store
+from jaxcompare.i18n import using
 
 DATA = Path(__file__).parent / "data"
 # The results table's columns at schema 1, as jaxcompare wrote them before migration 2.
@@ -218,3 +221,49 @@ def test_a_result_with_a_kept_figure_round_trips_through_save_list_export_and_im
     assert float(cells["kept-run"]["numpy_kept_median_s"]) == kept.numpy_kept.median_s
     assert cells["once-run"]["numpy_kept_median_s"] == ""  # an empty cell is null
     assert table.read_text() == export_csv([store.get("once-run"), store.get("kept-run")])  # newest first
+
+
+# --- the CLI's listing ------------------------------------------------------------------------------------
+def cli_args(db: str, **given) -> argparse.Namespace:
+    """``history``'s arguments as cli.py parses them: no filters unless given."""
+    fields = dict.fromkeys(("action", "to", "case", "precision", "device", "host", "jax", "since", "until",
+                            "limit", "json"))
+    return argparse.Namespace(**(fields | {"db": db} | given))
+
+
+def cells(line: str) -> list[str]:
+    return [c for c in line.split("  ") if c.strip()]
+
+
+def test_history_json_lists_the_kept_figure(tmp_path, capsys):
+    db = str(tmp_path / "h.sqlite3")
+    Store(db).import_docs([kept_result().to_dict(), once_result().to_dict()])
+    assert cli_history.cmd_history(cli_args(db, json="-")) == 0
+    rows = {r["id"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["kept-run"]["numpy_kept_median_s"] == 3.0e-3 and rows["once-run"]["numpy_kept_median_s"] is None
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_history_lists_both_numpy_figures_and_says_which_is_which(tmp_path, lang):
+    store = Store(tmp_path / "h.sqlite3")
+    store.import_docs([kept_result().to_dict(), once_result().to_dict()])
+    with using(lang):
+        text = cli_history.history_table(store.list(), store.location)
+    lines = text.splitlines()
+    header, newest, older = (cells(line) for line in lines[:3])
+    plain, kept = ("NumPy plain", "NumPy kept") if lang == "en" else ("NumPy 普通进程", "NumPy 保留内存")
+    assert [c.strip() for c in header[7:10]] == [plain, kept, "JAX"]
+    # once-run is newer; NumPy timed once has "—" in its kept column, every row as many cells as the header.
+    assert [c.strip() for c in newest[7:9]] == ["1 ms", "—"] and [c.strip() for c in older[7:9]] == ["14.9 ms", "3 ms"]
+    assert len(newest) == len(older) == len(header) == 11
+    legend = lines[3]
+    assert legend.startswith(plain + ("：" if lang == "zh" else ":")) and kept in legend
+    assert ("2 results in" if lang == "en" else "中共 2 个结果") in lines[4] and len(lines) == 5
+
+
+def test_history_without_a_kept_figure_keeps_its_legend_out(tmp_path):
+    store = Store(tmp_path / "h.sqlite3")
+    store.save(once_result())
+    lines = cli_history.history_table(store.list(), store.location).splitlines()
+    assert len(lines) == 3 and lines[-1].startswith("1 result in") and "—" in lines[1]
+
