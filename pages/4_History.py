@@ -163,6 +163,9 @@ def verdict_block(a, b, labels: list[str]) -> None:
         st.warning(warning, icon=":material/warning:")
     st.markdown(hv.setup_line(cmp.differences))
     st.caption(hv.speedup_line(cmp.speedup))
+    kept = hv.numpy_kept_line(cmp)
+    if kept:
+        st.caption(kept)
     for column, (title, subject, v) in zip(st.columns(2, gap="medium"), hv.runtime_verdicts(cmp), strict=True):
         level, headline = hv.verdict_headline(v)
         with column.container(border=True):
@@ -229,8 +232,16 @@ event = st.dataframe(
     hv.table_rows(rows, host=not access.private_details_hidden(), doubts=hv.set_aside(store, ids)),
     key=TABLE, on_select="rerun", selection_mode="multi-row", hide_index=True,
     width="stretch", height=min(38 + 35 * len(rows), 420),
-    column_config={_("Speedup"): st.column_config.NumberColumn(
-                       format="%.2fx", help=_("NumPy runtime / JAX runtime; above 1x JAX is faster")),
+    column_config={_("NumPy runtime (plain process)"): st.column_config.TextColumn(
+                       help=_("NumPy timed in a fresh plain process, as your own program runs it: the speedup's "
+                              "numerator. Where the next column is blank, NumPy's one figure.")),
+                   _("NumPy (freed memory kept)"): st.column_config.TextColumn(
+                       help=_("NumPy timed in the worker beside JAX, with freed memory kept for reuse (glibc's "
+                              "allocator told so). Blank where NumPy was timed once: arrays too small for the "
+                              "allocator to matter, a busy machine, or a result saved before both were timed.")),
+                   _("Speedup"): st.column_config.NumberColumn(
+                       format="%.2fx", help=_("NumPy runtime (plain process) / JAX runtime; above 1x JAX is "
+                                              "faster")),
                    _("Set aside"): st.column_config.TextColumn(
                        width="large", help=_("A run whose speedup is not trusted: the range its Speedup tile shows "
                                              "instead of a bare figure; open it in Compare for why")),

@@ -11,7 +11,7 @@ import re
 import uuid
 
 import pytest
-from _results import make_result
+from _results import make_result, stats
 from browser_support import (
     CHART,
     IDLE,
@@ -34,10 +34,11 @@ pytestmark = pytest.mark.browser
 
 
 def seed(db) -> list:
-    """A (older) and B (2x faster JAX, newer JAX version) of one case, and C: another case."""
+    """A (older) and B (2x faster JAX, newer JAX version, NumPy timed both ways) of one case, and C:
+    another case."""
     a = dataclasses.replace(make_result(jax_s=2e-4), id="browser-a", created="2026-01-01T10:00:00+00:00")
     b = dataclasses.replace(make_result(jax_s=1e-4), id="browser-b", created="2026-01-02T10:00:00+00:00",
-                            env={**a.env, "versions": {"jax": "0.11.0"}})
+                            env={**a.env, "versions": {"jax": "0.11.0"}}, numpy_kept=stats(3e-4))
     c = dataclasses.replace(make_result("cumsum", (1000,), "x64"), id="browser-c",
                             created="2026-01-03T10:00:00+00:00")
     Store(db).import_docs([r.to_dict() for r in (a, b, c)])
@@ -60,6 +61,7 @@ def test_history_select_two_runs_shows_verdict_and_charts(fresh_server, browser,
     page.wait_for_selector(CHART, timeout=30_000)
     text = page.locator("[data-testid='stApp']").inner_text()
     assert "2 selected" in text and "Is B faster than A?" in text and "jax — → 0.11.0" in text
+    assert "NumPy with freed memory kept: A — → B 300 µs" in text
     assert chart_count(page, 2) == 2
     for index in range(2):  # run B is drawn in #E4572E in both charts
         assert wait_for_chart_marks(page, index, JAX_COLOR) > 0, f"chart {index} drew no marks for run B"

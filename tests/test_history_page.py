@@ -4,12 +4,13 @@ Compare and Size sweep saving every finished result to the store."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import re
 from pathlib import Path
 
 import pytest
-from _results import make_result
+from _results import make_result, stats
 from apptest_support import page, run_until
 from chart_support import layer_marks, vega_specs
 from streamlit.testing.v1 import AppTest
@@ -156,6 +157,55 @@ def test_different_shapes_warn_and_three_runs_have_no_verdict(store, measured):
     phases, speedups = vega_specs(at)
     assert len(phases["layer"][2]["encoding"]["color"]["scale"]["domain"]) == 3
     assert len(speedups["layer"][2]["encoding"]["y"]["scale"]["domain"]) == 3
+
+
+def kept_pair(db) -> tuple:
+    """A (older): NumPy timed once, in its worker; B: as a plain process runs it, and with freed memory
+    kept (the TPU host's allocator figures, docs/protocol.md)."""
+    once = dataclasses.replace(make_result(numpy_s=14e-3), id="numpy-once-run")
+    both = dataclasses.replace(make_result(numpy_s=14.9e-3), id="numpy-both-run", numpy_kept=stats(3e-3),
+                               created="2026-01-02T00:00:00+00:00")
+    Store(db).import_docs([r.to_dict() for r in (once, both)])
+    return once, both
+
+
+def test_the_table_gives_numpys_plain_figure_and_its_kept_one_beside_it(db):
+    once, both = kept_pair(db)
+    at = history()
+    frame = at.dataframe[0].value
+    columns = list(frame.columns)
+    assert columns.index("NumPy (freed memory kept)") == columns.index("NumPy runtime (plain process)") + 1
+    assert "NumPy runtime" not in columns  # the plain figure says it is one
+    table = frame.set_index("ID")
+    assert table.loc["numpy-bo", "NumPy runtime (plain process)"] == "14.9 ms"
+    assert table.loc["numpy-bo", "NumPy (freed memory kept)"] == "3 ms"
+    assert table.loc["numpy-on", "NumPy runtime (plain process)"] == "14 ms"
+    assert table.loc["numpy-on", "NumPy (freed memory kept)"] == ""  # timed once: blank
+    config = json.loads(at.dataframe[0].proto.columns)  # each NumPy column says what it holds
+    assert "fresh plain process" in config["NumPy runtime (plain process)"]["help"]
+    assert "freed memory kept" in config["NumPy (freed memory kept)"]["help"]
+
+    at = select(at, [once.id, both.id])
+    body = texts(at)
+    assert ("NumPy with freed memory kept: A — → B 3 ms; the NumPy runtime verdict compares the figures of NumPy "
+            "as a plain process runs it") in body
+    assert "A timed NumPy once, in its worker, and B as a plain process runs it" in body
+
+
+def test_the_numpy_columns_and_the_comparison_in_chinese(db):
+    from i18n_support import english_left
+
+    from jaxcompare import i18n
+
+    once, both = kept_pair(db)
+    with i18n.using("zh"):  # AppTest formats some widgets in the test's thread (test_i18n_pages)
+        at = page("pages/4_History.py", lang="zh")
+        assert not at.exception, [e.value for e in at.exception]
+        columns = list(at.dataframe[0].value.columns)
+        assert {"NumPy 运行时间（普通进程）", "NumPy（保留已释放内存）"} <= set(columns)
+        at = select(at, [once.id, both.id])
+        assert "保留已释放内存的 NumPy：A — → B 3 ms" in texts(at)
+        assert english_left(at) == []
 
 
 def test_import_a_valid_export_then_a_bad_file(store):

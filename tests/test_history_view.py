@@ -6,12 +6,13 @@ import dataclasses
 import datetime as dt
 import re
 
-from _results import make_result, with_jax
+from _results import make_result, stats, with_jax
 from markdown_it import MarkdownIt
 
 from jaxcompare.analysis import compare
 from jaxcompare.app import history_view as hv
 from jaxcompare.history.exchange import summary
+from jaxcompare.i18n import using
 
 
 def gpu_copy(result, **env):
@@ -62,9 +63,42 @@ def test_table_rows_format_times_and_devices():
     r = gpu_copy(make_result(numpy_s=1.5e-3, jax_s=2.5e-6))
     (row,) = hv.table_rows([summary(r)])
     assert row["Device"] == "gpu · NVIDIA H200" and row["Host"] == "gpu-box" and row["JAX"] == "0.11.0"
-    assert row["NumPy runtime"] == "1.5 ms" and row["JAX runtime"] == "2.5 µs"
+    assert row["NumPy runtime (plain process)"] == "1.5 ms" and row["JAX runtime"] == "2.5 µs"
+    assert row["NumPy (freed memory kept)"] == ""  # NumPy timed once: blank, not a figure
     assert row["Speedup"] == r.speedup and row["ID"] == "gpu-run"
     assert hv.table_rows([summary(make_result())])[0]["Device"] == "cpu"
+
+
+def test_table_rows_give_numpys_kept_figure_beside_the_plain_one():
+    r = dataclasses.replace(make_result(numpy_s=14.9e-3), numpy_kept=stats(3e-3))
+    (row,) = hv.table_rows([summary(r)])
+    names = list(row)
+    assert names.index("NumPy (freed memory kept)") == names.index("NumPy runtime (plain process)") + 1
+    assert row["NumPy runtime (plain process)"] == "14.9 ms" and row["NumPy (freed memory kept)"] == "3 ms"
+    assert row["Speedup"] == r.speedup  # against the plain figure
+    with using("zh"):
+        (zh_row,) = hv.table_rows([summary(r)])
+    assert zh_row["NumPy 运行时间（普通进程）"] == "14.9 ms" and zh_row["NumPy（保留已释放内存）"] == "3 ms"
+
+
+def test_a_comparison_gives_numpys_kept_figures_where_either_run_has_one():
+    once, other_once = make_result(numpy_s=14e-3), make_result(numpy_s=15e-3)
+    assert compare.compare_results(once, other_once).numpy_kept == {"a": None, "b": None}
+    assert hv.numpy_kept_line(compare.compare_results(once, other_once)) is None
+    both = dataclasses.replace(make_result(numpy_s=14.9e-3), numpy_kept=stats(3e-3))
+    cmp = compare.compare_results(once, both)
+    assert cmp.numpy_kept == {"a": None, "b": both.numpy_kept.median_s}
+    assert hv.numpy_kept_line(cmp) == ("NumPy with freed memory kept: A — → B 3 ms; the NumPy runtime verdict "
+                                       "compares the figures of NumPy as a plain process runs it")
+    # Same arrays, one run timed NumPy once in its worker: its NumPy verdict may be the allocator's doing.
+    assert cmp.comparable and any(w.startswith("A timed NumPy once, in its worker, and B as a plain process")
+                                  for w in cmp.warnings)
+    twice = compare.compare_results(both, dataclasses.replace(both, numpy_kept=stats(2.9e-3)))
+    assert hv.numpy_kept_line(twice).startswith("NumPy with freed memory kept: A 3 ms → B 2.9 ms;")
+    assert not any("timed NumPy once" in w for w in twice.warnings)
+    # Different shapes: one figure is no sign of another way of timing (small arrays are timed once).
+    bigger = dataclasses.replace(make_result(shape=(1000, 1000)), numpy_kept=stats(3e-3))
+    assert not any("timed NumPy once" in w for w in compare.compare_results(once, bigger).warnings)
 
 
 def test_device_options_and_date_bounds():

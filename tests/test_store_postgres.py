@@ -45,11 +45,13 @@ def test_migrations_create_the_schema_on_an_empty_database_once(postgres, pg_url
     Store(pg_url)
     Store(pg_url).save(fresh(1)[0])  # a second server opening the same database migrates nothing
     with postgres.admin(pg_url.rsplit("/", 1)[1]) as conn:
-        assert conn.execute(f"SELECT version FROM {VERSION_TABLE}").fetchall() == [(SCHEMA_VERSION,)]
+        versions = conn.execute(f"SELECT version FROM {VERSION_TABLE} ORDER BY version").fetchall()
+        assert versions == [(v,) for v in range(1, SCHEMA_VERSION + 1)]
         columns = dict(conn.execute("SELECT column_name, data_type FROM information_schema.columns "
                                     "WHERE table_name = 'results'").fetchall())
         indexes = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'results'")}
-    assert columns["jax_median_s"] == "double precision" and columns["doc"] == "text" and len(columns) == 16
+    assert columns["jax_median_s"] == "double precision" and columns["doc"] == "text" and len(columns) == 17
+    assert columns["numpy_kept_median_s"] == "double precision"  # migration 2
     assert {"results_created", "results_case"} <= indexes
 
 

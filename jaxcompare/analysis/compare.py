@@ -112,8 +112,8 @@ def verdict(
 
 @dataclass(frozen=True)
 class Comparison:
-    """Run B against run A: a verdict for each runtime, each run's speedup, and whether the
-    two measured the same thing at all."""
+    """Run B against run A: a verdict for each runtime, each run's speedup and NumPy's kept figure,
+    and whether the two measured the same thing at all."""
 
     a: str  # the runs' ids
     b: str
@@ -123,6 +123,9 @@ class Comparison:
     jax_runtime: Verdict
     numpy_runtime: Verdict
     speedup: dict[str, float | None]  # {"a": ..., "b": ...}
+    # NumPy with freed memory kept, each run's median where it has one: numpy_runtime (the verdict's)
+    # is NumPy as a plain process runs it; None where a run timed NumPy once.
+    numpy_kept: dict[str, float | None]
 
 
 def compare_results(a: Result, b: Result, alpha: float = 0.05, min_effect: float = 0.02) -> Comparison:
@@ -155,14 +158,24 @@ def compare_results(a: Result, b: Result, alpha: float = 0.05, min_effect: float
             pairs = r.speedup_pairs
             warnings.append(_("{run}'s speedup moved between its pairs of blocks ({least} to {most})").format(
                 run=label, least=format_factor(min(pairs)), most=format_factor(max(pairs))))
+    comparable = a.case == b.case and tuple(a.shape) == tuple(b.shape) and a.precision == b.precision
+    if comparable and (a.numpy_kept is None) != (b.numpy_kept is None):
+        # Same arrays, so one run timed NumPy once in its worker (saved before the plain process, or
+        # the machine was busy): glibc's heap history there, not the code, may set NumPy's speed.
+        once, both = ("A", "B") if a.numpy_kept is None else ("B", "A")
+        # Translators: {once} and {both} are A and B.
+        warnings.append(_("{once} timed NumPy once, in its worker, and {both} as a plain process runs it: a "
+                          "NumPy difference between them may come from glibc's allocator, not the code").format(
+            once=once, both=both))
     return Comparison(
         a=a.id, b=b.id,
-        comparable=a.case == b.case and tuple(a.shape) == tuple(b.shape) and a.precision == b.precision,
+        comparable=comparable,
         warnings=warnings,
         differences=differences(a, b),
         jax_runtime=verdict(a.jax.runtime, b.jax.runtime, alpha, min_effect),
         numpy_runtime=verdict(a.numpy_runtime, b.numpy_runtime, alpha, min_effect),
         speedup={"a": finite_or_none(a.speedup), "b": finite_or_none(b.speedup)},
+        numpy_kept={key: None if r.numpy_kept is None else r.numpy_kept.median_s for key, r in (("a", a), ("b", b))},
     )
 
 

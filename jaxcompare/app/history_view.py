@@ -119,12 +119,15 @@ def table_rows(rows: Sequence[Mapping[str, Any]], *, host: bool = True,
                doubts: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     """One table row per saved result (times as text: they span six decades); ``host=False``
     leaves the machine's name out (a hosted demo's visitors); ``doubts`` (set_aside): a result not
-    trusted has no bare Speedup, its tile's range instead, in a column of its own. The columns are
-    named in the reader's language: the page finds them as ``_("Speedup")`` and ``_("ID")``."""
+    trusted has no bare Speedup, its tile's range instead, in a column of its own. NumPy has two
+    columns: as a plain process runs it (the speedup's), and with freed memory kept, blank where it
+    was timed once. The columns are named in the reader's language: the page finds them as
+    ``_("Speedup")`` and ``_("ID")``."""
     out = []
     host_column = _("Host")
     doubts = doubts or {}
     for row in rows:
+        kept = row.get("numpy_kept_median_s")
         out.append({
             _("Measured (UTC)"): when_text(row["created"]),
             _("Case"): row["case"],
@@ -133,7 +136,9 @@ def table_rows(rows: Sequence[Mapping[str, Any]], *, host: bool = True,
             _("Device"): device_text(row["backend"], row["device_kind"]),
             host_column: row["host"] or "—",
             "JAX": row["jax_version"] or "—",
-            _("NumPy runtime"): format_time(row["numpy_median_s"]),
+            _("NumPy runtime (plain process)"): format_time(row["numpy_median_s"]),
+            # Blank where NumPy was timed once: "—" would read as a figure that is missing.
+            _("NumPy (freed memory kept)"): "" if kept is None else format_time(kept),
             _("JAX runtime"): format_time(row["jax_median_s"]),
             _("Speedup"): None if row["id"] in doubts else finite_or_none(row.get("speedup")),
             **({_("Set aside"): doubts.get(row["id"], "")} if doubts else {}),
@@ -323,6 +328,16 @@ def verdict_stats(v: compare.Verdict) -> str:
 def speedup_line(speedups: Mapping[str, float | None]) -> str:
     return _("Speedup (NumPy / JAX): A {a} → B {b}").format(a=format_factor(speedups.get("a")),
                                                            b=format_factor(speedups.get("b")))
+
+
+def numpy_kept_line(cmp: compare.Comparison) -> str | None:
+    """Each run's NumPy with freed memory kept, where either has one, and which figure the NumPy
+    verdict compares (the plain process's); None where both timed NumPy once."""
+    kept = cmp.numpy_kept
+    if kept.get("a") is None and kept.get("b") is None:
+        return None
+    return _("NumPy with freed memory kept: A {a} → B {b}; the NumPy runtime verdict compares the figures of "
+             "NumPy as a plain process runs it").format(a=format_time(kept.get("a")), b=format_time(kept.get("b")))
 
 
 def _p_value(p: float) -> str:

@@ -31,7 +31,7 @@ from ..model.roofline import ROOFLINE_SIDES
 EXPORT_SCHEMA = "jaxcompare.export/1"
 SUMMARY_FIELDS = (
     "id", "created", "case", "shape", "precision", "dtype", "backend", "device", "device_kind",
-    "host", "jax_version", "speedup", "numpy_median_s", "jax_median_s",
+    "host", "jax_version", "speedup", "numpy_median_s", "numpy_kept_median_s", "jax_median_s",
 )
 # The CSV: one row per result (a spreadsheet's natural unit, and a sweep's size per row), the
 # summary, then each phase's statistics as <phase>_<stat> columns.
@@ -78,7 +78,9 @@ def summary(result: Result) -> dict[str, Any]:
         "host": str(result.env.get("hostname") or ""),
         "jax_version": str((result.env.get("versions") or {}).get("jax") or ""),
         "speedup": finite_or_none(result.speedup),
-        "numpy_median_s": result.numpy_runtime.median_s,
+        "numpy_median_s": result.numpy_runtime.median_s,  # as a plain process runs it (the speedup's)
+        # The worker's, with freed memory kept; None where NumPy was timed once.
+        "numpy_kept_median_s": result.numpy_kept.median_s if result.numpy_kept is not None else None,
         "jax_median_s": result.jax.runtime.median_s,
     }
 

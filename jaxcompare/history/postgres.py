@@ -17,7 +17,7 @@ from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 from ..i18n import N_
 from ..model.errors import BadInput
-from .schema import SCHEMA_VERSION, VERSION_TABLE, migration, to_pyformat
+from .schema import SCHEMA_VERSION, VERSION_TABLE, migrate, to_pyformat
 
 SCHEMES = ("postgresql://", "postgres://")
 HIDDEN = "***"
@@ -148,8 +148,7 @@ class Postgres:
                                   "this one knows {known})").format(
                     path=self.location, version=version, known=SCHEMA_VERSION))
             for step in range(version + 1, SCHEMA_VERSION + 1):
-                for statement in migration(step, "postgres"):
-                    conn.execute(statement)
+                migrate(conn, step, "postgres")
                 conn.execute(f"INSERT INTO {VERSION_TABLE} (version, applied) VALUES (?, now()::text)", (step,))
 
     def close(self) -> None:

@@ -3,11 +3,17 @@ place where the two dialects' parameter styles meet.
 
 Migration N (1-based) takes a database from schema N-1 to N; SQLite records the version in
 ``PRAGMA user_version``, PostgreSQL in the ``jaxcompare_schema_version`` table (a row per migration).
+A migration is SQL, then where it fills a new column for rows saved before it, a Python step
+(``FILLS``) that runs in the same transaction: all of it lands, or none.
 """
 
 from __future__ import annotations
 
 import functools
+import json
+import math
+from collections.abc import Callable
+from typing import Any
 
 # Column types that differ: PostgreSQL's REAL is 4-byte (a saved median would come back rounded),
 # and its text sorts by the database's locale unless COLLATE "C" (SQLite compares bytes, so both
@@ -41,6 +47,11 @@ CREATE TABLE IF NOT EXISTS results (
 CREATE INDEX IF NOT EXISTS results_created ON results (created);
 CREATE INDEX IF NOT EXISTS results_case ON results ("case", precision);
 """,
+    # 2: NumPy's second figure, timed in the worker with freed memory kept (the doc's
+    # numpy.kept_memory.median_s; NULL where NumPy was timed once). Older rows: fill_numpy_kept.
+    """
+ALTER TABLE results ADD COLUMN numpy_kept_median_s {float};
+""",
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -52,6 +63,52 @@ def migration(version: int, dialect: str) -> list[str]:
     """The statements of migration ``version`` in ``dialect`` ("sqlite" or "postgres")."""
     text = MIGRATIONS[version - 1].format(**TYPES[dialect])
     return [s.strip() for s in text.split(";") if s.strip()]
+
+
+def migrate(conn: Any, version: int, dialect: str) -> None:
+    """Apply migration ``version`` on ``conn`` (sqlite3's, or postgres.Connection: both take qmark
+    SQL) inside the caller's transaction: its statements, then its fill for older rows, if any."""
+    for statement in migration(version, dialect):
+        conn.execute(statement)
+    fill = FILLS.get(version)
+    if fill is not None:
+        fill(conn)
+
+
+FILL_BATCH = 500  # rows read at a time: a history of large docs never sits in memory whole
+
+
+def fill_numpy_kept(conn: Any) -> None:
+    """Migration 2 for rows saved before it: each row's kept figure from its own doc. In Python, not
+    SQL: SQLite's json_extract and PostgreSQL's ::jsonb both fail the whole upgrade on one doc that is
+    not JSON (a row written by hand), where here that row keeps NULL and stays the unreadable row it was."""
+    last = ""
+    while True:
+        # Only docs that mention it (LIKE's _ matches any character: a superset, checked below).
+        batch = conn.execute("SELECT id, doc FROM results WHERE id > ? AND doc LIKE ? ORDER BY id LIMIT ?",
+                             (last, "%kept_memory%", FILL_BATCH)).fetchall()
+        if not batch:
+            return
+        for row_id, doc in batch:
+            median = kept_median(doc)
+            if median is not None:
+                conn.execute("UPDATE results SET numpy_kept_median_s = ? WHERE id = ?", (median, row_id))
+        last = batch[-1][0]
+
+
+def kept_median(doc: Any) -> float | None:
+    """``numpy.kept_memory.median_s`` of a saved doc's text, when it is a finite number; else None."""
+    try:
+        value = json.loads(doc)["numpy"]["kept_memory"]["median_s"]
+    except (ValueError, TypeError, KeyError, IndexError, RecursionError):
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+# Migrations that fill a column they add, by version.
+FILLS: dict[int, Callable[[Any], None]] = {2: fill_numpy_kept}
 
 
 @functools.lru_cache(maxsize=256)

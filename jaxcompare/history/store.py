@@ -39,7 +39,7 @@ from .exchange import (
     read_results,
     write_atomically,
 )
-from .schema import SCHEMA_VERSION, migration
+from .schema import SCHEMA_VERSION, migrate
 
 __all__ = ["EXPORT_SCHEMA", "SCHEMA_VERSION", "SUMMARY_COLUMNS", "Store", "default_location", "default_path",
            "shown_location",
@@ -418,8 +418,7 @@ def _check_and_create_schema(conn: sqlite3.Connection, path: Path) -> None:
         raise BadInput(N_("the results database {path} was written by a newer jaxcompare (schema {version}, this one "
                           "knows {known})").format(path=path, version=version, known=SCHEMA_VERSION))
     for step in range(version + 1, SCHEMA_VERSION + 1):
-        for statement in migration(step, "sqlite"):
-            conn.execute(statement)
+        migrate(conn, step, "sqlite")
     if version < SCHEMA_VERSION:
         conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
