@@ -6,7 +6,7 @@
 
 It prints the devices each worker sees, runs the catalog's self-check on the device (x32 and
 x64), the JAX docs' example (centered_gram at 1000x1000, x32, careful timing) beside the docs'
-own Colab numbers, the pitfalls lab (TF32 included), and a short matmul size sweep; then checks
+own Colab numbers, the pitfalls lab (reduced precision included), and a short matmul size sweep; then checks
 that both workers (x32 and x64) are still the processes that started, sharing the device (on a device
 that one process at a time may hold, a TPU chip, it counts how often they took turns instead).
 It writes DEVICE.md (the tables and the environment) and device-check.json, a

@@ -51,7 +51,7 @@ def test_device_md_has_the_docs_colab_column_beside_this_machine(device_check):
         assert heading in md
     # NVML reads NVIDIA GPUs only: without one, no table of dashes (the H200's report has it).
     assert "## GPU clocks" not in md
-    assert "6. TF32: GPU float32 matmuls default to TF32" in md  # the pitfalls lab, TF32 included
+    assert "6. Reduced precision: does not apply on the CPU" in md  # the pitfalls lab, pitfall 6 included
     assert "7. Restarts" not in md and "--sections cache" in md  # left out at the small size, and said so
     assert "of this cpu's measured float32 matmul rate" in md.lower()  # the fraction of peak
 
