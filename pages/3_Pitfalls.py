@@ -105,11 +105,11 @@ def side_grid(rows: list[tuple[str, Mapping[str, Any], bool]]) -> None:
 def section(meta: Mapping[str, str], entry: Mapping[str, Any] | None, case: Case, config: pv.PitfallsConfig,
             shape: tuple[int, ...] | None, backend: str | None, busy: bool) -> None:
     pid = meta["id"]
-    st.subheader(pv.title_text(pid), anchor=pv.anchor(pid), divider="gray")
-    st.markdown(sentences(pv.explanation_text(pid),
-                          _("JAX docs: [{title}]({url}).").format(title=pv.doc_title(meta["doc"]), url=meta["doc"])))
     pitfall = entry["pitfall"] if entry else None
     section_backend = entry["context"]["backend"] if entry else backend
+    st.subheader(pv.title_text(pid, section_backend), anchor=pv.anchor(pid), divider="gray")
+    st.markdown(sentences(pv.explanation_text(pid),
+                          _("JAX docs: [{title}]({url}).").format(title=pv.doc_title(meta["doc"]), url=meta["doc"])))
     not_applicable = pv.not_applicable_text(pid, section_backend) if section_backend else None
     if not_applicable:
         st.info(not_applicable, icon=":material/info:")

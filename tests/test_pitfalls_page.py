@@ -32,6 +32,8 @@ def test_default_config_renders_every_section_with_its_code():
     assert at.session_state["pf_size"] == "large" and at.text_input(key="pf_custom_shape").value == "1000x1000"
     assert at.session_state["pf_timing"] == "careful" and at.session_state["pf_precision"] == "x32"
     assert [h.proto.anchor for h in at.subheader] == [pv.anchor(p) for p in SECTIONS]
+    # Pitfall 6's heading names the platform's reduced precision once the worker has said which it has.
+    assert at.subheader[SECTIONS.index("tf32")].value in (pv.title_text("tf32"), pv.title_text("tf32", "cpu"))
     code = [c.value for c in at.code]
     assert "%time f(x).block_until_ready()" in code and "x = rand(1000x1000)" in code  # shown before any run
     assert not at.button(key="run_all_pitfalls").disabled
@@ -113,7 +115,10 @@ def test_run_all_measures_seven_sections_in_one_job():
     assert any("Agreement with float64" in t for t in texts)
     assert any("Both float64 (jax_enable_x64)" in t for t in texts)  # the x64 worker's fair side
     table = next(t for t in texts if t.startswith("| Pitfall |"))
-    assert "not measured yet" not in table and "[6. TF32" in table and "[7. Restarts" in table
+    assert "not measured yet" not in table and "[6. Reduced precision]" in table and "[7. Restarts" in table
+    # Pitfall 6's heading names what the CPU's float32 products run at: the lesson does not apply here.
+    assert "6. Reduced precision: does not apply on the CPU, where float32 matmuls stay float32" in [
+        h.value for h in at.subheader]
     # Each section's reading of the machine: busy ones counted above and noted beside their lesson.
     busy = [pid for pid in SECTIONS if results[pid]["pitfall"]["load"]["busy"]]
     assert table.count("| busy (") == len(busy) and table.count("| quiet |") == len(SECTIONS) - len(busy)

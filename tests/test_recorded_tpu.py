@@ -235,3 +235,30 @@ def test_the_tpu_matmul_at_the_default_precision_is_trusted():
     result = HAND["matmul-2048x2048-x32"]
     assert result.spec.matmul_precision == "default" and result.jax.agreement["products"] == "bfloat16"
     assert trusted(result)
+
+
+@pytest.mark.parametrize(("recorded_file", "title", "chinese"), [
+    (DATA / "device-check.json", "6. Reduced precision: float32 matmuls on a TPU run one bfloat16 pass",
+     "6. 精度降低：TPU 上的 float32 矩阵乘法只做一遍 bfloat16"),
+    (DATA.parent / "device-check-h200.json",
+     "6. Reduced precision: float32 matmuls on recent NVIDIA GPUs default to TF32",
+     "6. 精度降低：较新的 NVIDIA GPU 上的 float32 矩阵乘法默认使用 TF32"),
+])
+def test_pitfall_6_is_titled_by_the_platforms_reduced_precision(recorded_file, title, chinese):
+    # Both reports were saved under "6. TF32: GPU float32 matmuls default to TF32-class precision",
+    # which a TPU run showed beside rows of bfloat16 passes. Shown by id, they read as measured now.
+    from jaxcompare import i18n
+    from jaxcompare.app.pitfalls_view import short_title, title_text
+    from jaxcompare.cli import pitfall_lines
+    from jaxcompare.engine.pitfalls import pitfall_title
+
+    report = json.loads(recorded_file.read_text())["device_check"]["pitfalls"]
+    tf32 = next(p for p in report["pitfalls"] if p["id"] == "tf32")
+    assert tf32["title"].startswith("6. TF32: GPU float32")
+    assert pitfall_lines(tf32, report["backend"])[0] == title == title_text("tf32", report["backend"])
+    with i18n.using("zh"):
+        assert pitfall_lines(tf32, report["backend"])[0] == chinese == title_text("tf32", report["backend"])
+    assert pitfall_title("tf32", "cpu").startswith("6. Reduced precision: does not apply on the CPU")
+    # Before a platform is known, both; the summary table's short title is one for every platform.
+    assert "TF32 on GPUs" in pitfall_title("tf32") and "bfloat16 pass on TPUs" in pitfall_title("tf32")
+    assert short_title("tf32") == "6. Reduced precision"

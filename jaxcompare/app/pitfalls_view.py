@@ -17,7 +17,7 @@ from ..analysis.consistency import finding_title, pitfalls_findings
 from ..analysis.summary import timing_name
 from ..analysis.text import lab_numpy_speeds_lines
 from ..engine.durations import Estimate
-from ..engine.pitfalls import DOCS, EFFECTS, PITFALLS, SECTIONS, side_roles, side_text
+from ..engine.pitfalls import DOCS, EFFECTS, PITFALLS, SECTIONS, pitfall_title, side_roles, side_text
 from ..i18n import N_, _, sentences, translate_text
 from ..model.cases import Case, format_shape
 from ..model.formatting import faster_or_slower, format_time, format_time_range, same_speed, with_detail
@@ -50,9 +50,9 @@ def meta(pitfall_id: str) -> dict[str, str]:
     return next(p for p in PITFALLS if p["id"] == pitfall_id)
 
 
-def title_text(pitfall_id: str) -> str:
-    """A pitfall's title in the reader's language."""
-    return _(meta(pitfall_id)["title"])
+def title_text(pitfall_id: str, backend: str | None = None) -> str:
+    """A pitfall's title in the reader's language; pitfall 6's names ``backend``'s reduced precision."""
+    return _(pitfall_title(pitfall_id, backend))
 
 
 def explanation_text(pitfall_id: str) -> str:

@@ -32,7 +32,7 @@ from ..analysis.text import (
 from ..analysis.trust import direction, trusted
 from ..catalog import builtin_cases, case_from_summary, find_case, get_case
 from ..engine.durations import pitfalls_kind
-from ..engine.pitfalls import SECTIONS, check_sections
+from ..engine.pitfalls import SECTIONS, check_sections, pitfall_title
 from ..history.store import traces_dir
 from ..i18n import N_, _, translate_text
 from ..model.cases import Case, format_shape
@@ -316,7 +316,7 @@ def pitfall_lines(pitfall: dict[str, Any], backend: str, others_source: str | No
     """A pitfall as the worker measured it: its title, each side's time and conclusion in
     columns (padded by display width), its effect, and whether the machine was quiet meanwhile,
     in the current language."""
-    lines = [translate_text(pitfall["title"])]
+    lines = [_(pitfall_title(pitfall["id"], backend))]  # by id: a report saved under an older title reads as new
     if not pitfall["applicable"]:
         lines.append("  " + _("(not applicable on {backend}: shown for reference)").format(backend=backend))
     sides = [("naive", pitfall["naive"]), ("correct", pitfall["correct"])] + [("also", s) for s in pitfall["extra"]]

@@ -87,7 +87,7 @@ PITFALLS: tuple[dict[str, str], ...] = (
                   N_("At 10x10 the JAX call is mostly dispatch overhead and NumPy wins; at "
                      "1000x1000 the computation dominates. One size is not a verdict.")),
     _pitfall_meta("tf32", "precision",
-                  N_("6. TF32: GPU float32 matmuls default to TF32-class precision"),
+                  N_("6. Reduced precision: float32 matmuls run in TF32 on GPUs, one bfloat16 pass on TPUs"),
                   N_("On recent NVIDIA GPUs float32 matmuls and convolutions run in TF32 by "
                      "default: faster, with about 10 mantissa bits; on TPUs they run one bfloat16 pass, "
                      "with about 8. jax.default_matmul_precision('highest') gives the fair float32 comparison.")),
@@ -100,6 +100,23 @@ PITFALLS: tuple[dict[str, str], ...] = (
                      "second be cached too). Tracing and lowering still run in every process.")),
 )
 SECTIONS = tuple(p["id"] for p in PITFALLS)
+# Pitfall 6's title on a known platform names the precision its float32 products run at by default
+# (model/platforms.py): a TPU has no TF32, and on a CPU the lesson does not apply.
+TF32_TITLES = {
+    "tensorfloat32": N_("6. Reduced precision: float32 matmuls on recent NVIDIA GPUs default to TF32"),
+    "bfloat16": N_("6. Reduced precision: float32 matmuls on a TPU run one bfloat16 pass"),
+    "float32": N_("6. Reduced precision: does not apply on the CPU, where float32 matmuls stay float32"),
+}
+
+
+def pitfall_title(pid: str, backend: str | None = None) -> str:
+    """A pitfall's title (recorded English, N_()): pitfall 6's names ``backend``'s reduced precision,
+    or GPUs' and TPUs' both where the platform is not known. Shown by id, so a report saved with an
+    older title reads as one measured now."""
+    entry = platform(backend) if pid == "tf32" else None
+    if entry is not None and entry.float32_products in TF32_TITLES:
+        return TF32_TITLES[entry.float32_products]
+    return next(p["title"] for p in PITFALLS if p["id"] == pid)
 
 
 def check_sections(sections: Sequence[str] | None) -> tuple[str, ...]:
@@ -249,9 +266,10 @@ def effect_of(low: float, high: float) -> str:
 
 
 def _pitfall(pid: str, naive: dict[str, Any], correct: dict[str, Any], timings: tuple[tuple[Stats, Stats], ...],
-             extra: list[dict[str, Any]] | None = None, applicable: bool = True) -> dict[str, Any]:
+             extra: list[dict[str, Any]] | None = None, applicable: bool = True,
+             backend: str | None = None) -> dict[str, Any]:
     """``timings``: (JAX, NumPy) Stats of the naive side, then of the correct one."""
-    meta = next(p for p in PITFALLS if p["id"] == pid)
+    meta = next(p for p in PITFALLS if p["id"] == pid) | {"title": pitfall_title(pid, backend)}
     low, high = effect_range(*timings)
     effect = effect_of(low, high)
     factor = ((timings[0][1].median_s / max(timings[0][0].median_s, TINY_S))
@@ -540,6 +558,7 @@ def pitfall_tf32(lab: Lab) -> dict[str, Any]:
                   speed=speed_words(lab.numpy.median_s, highest.median_s), error=f"{highest_err:.2g}")),
         ((default, lab.numpy), (highest, lab.numpy)),
         applicable=products != "float32",
+        backend=lab.device.platform,
     )
 
 

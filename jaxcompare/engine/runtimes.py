@@ -5,6 +5,7 @@ recheck of a pair timed on a busy machine or with one side unstable, and how JAX
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -15,7 +16,17 @@ from ..model.spec import MIN_SAMPLES_FOR_RANGE, TimingConfig
 from ..model.stats import Stats
 from .load import LoadMeter, SampleWatch, Span, free_cores, is_busy, share_cores
 from .run_state import _Run
-from .timing import BLAS_SETTLE_S, XLA_SETTLE_S, blocking_call, bound_call, combine_blocks, lowest_block, sample
+from .timing import (
+    BLAS_SETTLE_S,
+    NS,
+    XLA_SETTLE_S,
+    blocking_call,
+    bound_call,
+    combine_blocks,
+    lowest_block,
+    sample,
+    time_loops,
+)
 
 # A busy pair with a parallel side is timed again in samples this short (one call where a call is
 # longer): a neighbour leaves a core to us in stretches of a few ms, and only samples inside one count.
@@ -257,10 +268,37 @@ def _on_device(dev_inputs: Any, device: Any) -> bool:
     return bool(leaves) and all(isinstance(a, jax.Array) and device in a.devices() for a in leaves)
 
 
-# Calls queued per back-to-back sample: enough that the one block at the end is a small share of it
-# (JAX's own benchmarks/api_benchmark.py times loops of calls the same way), few enough to stay short.
-BACK_TO_BACK_TARGET_S = 0.005
-BACK_TO_BACK_MAX_CALLS = 200
+# A loop of calls queued back to back ends in one block, which pays what a blocked call pays beyond
+# a queued one (on a TPU v5e the host's round trip, about 0.5 ms beside 0.12 ms a queued call). Loops
+# are sized so that this end is at most END_SHARE of a loop: sized from the blocked time alone (5 ms
+# of it), a TPU loop held 8 calls and read 1.10-1.21x the hand protocol's 200 (benchmarks/RESULTS.md).
+BACK_TO_BACK_END_SHARE = 0.02
+BACK_TO_BACK_MAX_CALLS = 200  # the hand protocol's loop (benchmarks/hand_protocol.py)
+BACK_TO_BACK_MAX_LOOP_S = 0.1  # at most this long a loop: calls that long dwarf any round trip
+# The probe: loops of k and 2k calls, k from this much blocked time, the fastest of up to three each
+# (within the probe budget): their slope is a queued call's cost, the rest the end's.
+BACK_TO_BACK_PROBE_S = 0.005
+BACK_TO_BACK_PROBES = 3
+BACK_TO_BACK_PROBE_BUDGET_S = 0.05
+
+
+def back_to_back_calls(time_loop: Callable[[int], float], blocked_s: float) -> int:
+    """Calls per back-to-back loop so that the one block at its end is at most BACK_TO_BACK_END_SHARE
+    of it, from ``time_loop(n)`` (seconds for a loop of n calls and its block)."""
+    k = int(min(BACK_TO_BACK_MAX_CALLS // 2, max(1, BACK_TO_BACK_PROBE_S // max(blocked_s, 1e-9))))
+    short = long = math.inf
+    spent = 0.0
+    for _ in range(BACK_TO_BACK_PROBES):
+        one, two = time_loop(k), time_loop(2 * k)
+        short, long, spent = min(short, one), min(long, two), spent + one + two
+        if spent >= BACK_TO_BACK_PROBE_BUDGET_S:
+            break
+    per_call, end = (long - short) / k, 2 * short - long  # end: a loop of k less its k calls
+    # The probe's own per-call time (its end included) is never below a call's cost: the loop's cap.
+    most = max(k, min(BACK_TO_BACK_MAX_CALLS, int(BACK_TO_BACK_MAX_LOOP_S // max(short / k, 1e-9))))
+    if per_call <= 0:  # noise hid a call's cost: the longest loop allowed
+        return most
+    return min(most, max(k, math.ceil(end / (BACK_TO_BACK_END_SHARE * per_call))))
 
 
 def back_to_back(run: _Run, jitted: Any, dev_inputs: Any, blocked_s: float) -> Stats:
@@ -268,13 +306,15 @@ def back_to_back(run: _Run, jitted: Any, dev_inputs: Any, blocked_s: float) -> S
     blocked runtime (a round trip per call), what a loop of calls pays each."""
     import jax
 
-    calls = int(min(BACK_TO_BACK_MAX_CALLS, max(1, BACK_TO_BACK_TARGET_S // max(blocked_s, 1e-9))))
+    def loop_of(calls: int) -> Callable[[], None]:
+        def loop() -> None:
+            out = None
+            for _ in range(calls):
+                out = jitted(*dev_inputs)
+            jax.block_until_ready(out)
+        return loop
 
-    def loop() -> None:
-        out = None
-        for _ in range(calls):
-            out = jitted(*dev_inputs)
-        jax.block_until_ready(out)
-
-    stats = sample(loop, replace(run.timing, phase_budget_s=min(run.timing.phase_budget_s, 0.3)), clock=run.clock)
+    calls = back_to_back_calls(lambda n: time_loops(loop_of(n), 1, run.clock) * NS, blocked_s)
+    stats = sample(loop_of(calls), replace(run.timing, phase_budget_s=min(run.timing.phase_budget_s, 0.3)),
+                   clock=run.clock)
     return Stats.from_samples([t / calls for t in stats.samples_s], loops=stats.loops * calls)
