@@ -80,8 +80,8 @@ def test_a_busy_neighbour_is_seen_and_trusted_speedups_hold(quiet_results, neigh
         pinned = recheck.get("pinned") and "free core" in item.reason
         clean = recheck.get("kept") == "clean" and "had the cores they wanted" in item.reason
         assert not busy_seen or item.status == WARN or (item.status == PASS and (pinned or clean)), (label, item)
-        # Busy, NumPy is not timed again as a plain process (it has no pair to share the slowdown): the
-        # worker's kept-memory NumPy is the figure, so the quiet runs are read at theirs too.
+        # A plain process that could not be timed leaves the worker's kept-memory NumPy as the figure, so
+        # the quiet runs are read at theirs too (a busy plain process is timed again, and warned of).
         quiet = [_alike(r, busy).speedup_range for r in (before, after) if r is not None and trusted(r)]
         if trusted(busy) and quiet:
             medians = [(r.numpy_runtime.median_s, r.jax.runtime.median_s) for r in (before, busy, after) if r]

@@ -427,6 +427,14 @@ def check_busy(r: Result) -> Check:
     if r.load and source is None:  # /proc/stat all zeros and no process times: zero would be a false pass
         return _check("busy", NA, _("not measured here: this system reports no CPU time"), None)
     check = _check_busy(r)
+    plain = r.load.get("numpy_plain") or {}
+    plain_cores = r.others_cores(("numpy_plain",))
+    if plain.get("busy") and check.status != WARN and plain_cores is not None:
+        # The headline's NumPy figure comes from a process that has no JAX beside it to share a slowdown.
+        check = _check("busy", WARN, _(
+            "other programs used {cores} cores while NumPy was timed in its plain process ({attempts} times): "
+            "NumPy's figure, the headline's, may be slow; rerun when the machine is quieter").format(
+            cores=format_cores(plain_cores), attempts=plain.get("attempts", 1)), None)
     if source == "processes" and check.status != NA:  # the reader learns the figure's other source
         check = replace(check, reason=_("; ").join((check.reason, _(
             "counted from the other programs' own CPU times, as this system reports no CPU time for its "

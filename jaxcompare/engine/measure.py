@@ -49,7 +49,7 @@ from .plain_numpy import numpy_as_users_run_it
 from .profile import profile_jitted
 from .restart import FreshCall, fresh_first_call
 from .run_state import CPU_SIDE_PARTS, Progress, ProgressCallback, SampleCallback, _Run
-from .runtimes import _compiled_count, _protocol, _runtimes, back_to_back, pairs_were_busy
+from .runtimes import _compiled_count, _protocol, _runtimes, back_to_back
 from .timing import BLAS_SETTLE_S, Clock, blocking_call, bound_call, sample
 
 # An empty call's runtime, the roofline's measure of fixed cost: a few short samples (~30 ms).
@@ -128,7 +128,7 @@ def _measure(spec: Spec, progress: ProgressCallback, clock: Clock, *, cpu_side: 
     numpy_stats, runtime_stats, protocol = _runtimes(run, warm.jitted, host_inputs, warm.dev_inputs, device)
     protocol["matmul_precision"] = matmul_precision()
     numpy_stats, numpy_kept, plain_failed = numpy_as_users_run_it(
-        case, spec, numpy_stats, host_inputs, numpy_out, by_value=sent_case, busy=pairs_were_busy(run.load),
+        case, spec, numpy_stats, host_inputs, numpy_out, by_value=sent_case, load=run.load,
         starting=lambda: run.progress.start("numpy_plain"))
     jax_cpu = None
     if want_cpu_side and cpu is not None:

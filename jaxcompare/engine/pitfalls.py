@@ -378,20 +378,22 @@ class Lab:
 
     def users_numpy(self, kept: Stats, host: tuple[np.ndarray, ...], phase: str) -> Stats:
         """NumPy's figure for a call the lab timed in this worker (``kept``: freed memory kept), as `run`
-        gives it (plain_numpy.numpy_as_users_run_it): the plain process's where the allocator matters and
-        the load phase ``phase`` was quiet. Each call once; both figures go in the report's numpy_speeds."""
+        gives it (plain_numpy.numpy_as_users_run_it): the plain process's where the allocator matters,
+        timed in a load phase named after ``phase`` and the call. Each call once; both figures go in the
+        report's numpy_speeds."""
         shape, dtype = tuple(host[0].shape), str(host[0].dtype)
         if (shape, dtype) in self.numpy_speeds:
             return Stats.from_dict(self.numpy_speeds[shape, dtype]["runtime"])
         outputs = as_tuple(self.case.numpy_fn(*host))
-        span = self.load.spans.get(self.load.prefix + phase)
         spec = Spec(self.spec.case, shape, cases_file=self.spec.cases_file, seed=self.spec.seed, timing=self.cfg,
                     precision="x64" if dtype == "float64" else "x32")
+        meter = self.load.prefixed(f"{self.load.prefix}{phase} {dtype} {format_shape(shape)} ")
         figure, kept_figure, note = numpy_as_users_run_it(self.case, spec, kept, host, outputs, by_value=False,
-                                                          busy=span is not None and is_busy(span.others_cores))
+                                                          load=meter)
         self.numpy_speeds[shape, dtype] = {
             "shape": list(shape), "dtype": dtype, "runtime": figure.to_dict(),
-            "kept_memory": None if kept_figure is None else kept_figure.to_dict(), "note": note}
+            "kept_memory": None if kept_figure is None else kept_figure.to_dict(), "note": note,
+            **({} if kept_figure is None else {"plain_process": meter.notes.pop("numpy_plain")})}
         return figure
 
     def turns(self, *turns: Turn) -> list[Stats]:
@@ -495,10 +497,9 @@ def pitfall_size(lab: Lab) -> dict[str, Any]:
     host = lab.inputs_for(small, lab.spec.dtype)
     dev = jax.device_put(host, lab.device)
     jax.block_until_ready(lab.f(*dev))
-    with lab.load.phase("size"):  # its own phase: the plain process below reads whether it was quiet
-        t = lab.side_by_side({"small": blocking_call(lab.f, dev), "large": blocking_call(lab.f, lab.dev)},
-                             {"numpy_small": bound_call(case.numpy_fn, host),
-                              "numpy_large": bound_call(case.numpy_fn, lab.host)})
+    t = lab.side_by_side({"small": blocking_call(lab.f, dev), "large": blocking_call(lab.f, lab.dev)},
+                         {"numpy_small": bound_call(case.numpy_fn, host),
+                          "numpy_large": bound_call(case.numpy_fn, lab.host)})
     lab.small = (dev, t["small"].median_s)  # profiled after every section is timed (profile_size)
     # NumPy as `run` gives it: the large shape is the baseline's call, the small one timed plain where it matters.
     t["numpy_large"] = lab.users_numpy(t["numpy_large"], lab.host, "size")
@@ -630,8 +631,6 @@ def measure_pitfalls(spec: Spec, sections: tuple[str, ...] = SECTIONS,
             progress(pid, i / len(sections))
         if pid == "cache":  # its processes carry their own meter's phase (FreshProcesses.load)
             out.append(pitfall_cache(lab, fresh))
-        elif pid == "size":  # its phase ends before its NumPy is timed again in a plain process
-            out.append(pitfall_size(lab))
         else:
             with lab.load.phase(pid):
                 out.append(MEASURE[pid](lab))

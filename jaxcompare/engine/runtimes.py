@@ -225,11 +225,6 @@ def _sides_used(load: LoadMeter) -> dict[str, Any]:
             "parallel": parallel, "equal": not parallel}
 
 
-def pairs_were_busy(load: LoadMeter) -> bool:
-    """Whether other programs took a share of the machine while the runtime pairs were timed."""
-    return is_busy(_others(load, ("numpy", "runtime"))) or (load.notes.get("recheck") or {}).get("why") == "busy"
-
-
 def _others(load: LoadMeter, phases: tuple[str, ...]) -> float | None:
     spans = [load.spans[p] for p in phases if p in load.spans]
     wall = sum(s.wall_s for s in spans)
