@@ -1,8 +1,9 @@
 """The roofline of one comparison: how much work a call does (FLOPs, transcendentals, bytes),
 the ceilings each side runs under (compute, memory bandwidth, and on the CPU a transcendental
 rate), and which one holds it back (or whether the call is mostly fixed cost). The counts come
-from XLA's cost analysis of the compiled JAX program; NumPy does the same maths, so its side
-uses the same counts.
+from XLA's cost analysis of the compiled JAX program; NumPy does the same maths as XLA's CPU program,
+so on a GPU or TPU the sides on the CPU read that program's counts. JAX on a GPU or TPU is read from
+its own time on the device, the blocked call beside it.
 """
 
 from __future__ import annotations
