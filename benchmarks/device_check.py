@@ -275,6 +275,10 @@ def clock_rows(results: list[tuple[str, Result]]) -> list[list[Any]]:
     return rows
 
 
+# Where the sweep table's JAX share of peak was read (Result.device_time).
+DEVICE_TIME = {"profile": "device busy time", "back_to_back": "at least: back to back"}
+
+
 def percent(share: float | None) -> str:
     """A fraction of peak; over 100% means the ceiling was too low, not a side beyond its peak."""
     if share is not None and math.isfinite(share) and share > 1:
@@ -342,11 +346,14 @@ def device_md(report: dict[str, Any], plan: Plan, docs: Result | None, pits: dic
 
     if results:
         lines += ["## Matmul size sweep (x32, quick timing)", ""]
+        # JAX's share read from its time on the device where there is one, the blocked call's beside it.
         rows = [[format_shape(r.shape), format_time(r.numpy_runtime.median_s), format_time(r.jax.runtime.median_s),
                  format_time(r.jax_cpu.runtime.median_s) if r.jax_cpu else "n/a", format_factor(r.speedup),
-                 percent(r.peak_fraction("jax")), percent(r.peak_fraction("numpy"))] for r in results]
-        lines += table(["shape", "NumPy", "JAX", "JAX on the CPU", "speedup", "JAX of peak", "NumPy of peak"],
-                       rows) + [""]
+                 percent(r.peak_fraction("jax")) + (f" ({DEVICE_TIME[r.device_time[0]]})" if r.device_time else ""),
+                 percent(r.peak_fraction_blocked("jax") if r.device_time else r.peak_fraction("jax")),
+                 percent(r.peak_fraction("numpy"))] for r in results]
+        lines += table(["shape", "NumPy", "JAX", "JAX on the CPU", "speedup", "JAX of peak", "JAX of peak, blocked",
+                        "NumPy of peak"], rows) + [""]
         if results[-1].peak is not None:
             lines += [f"Peaks: JAX against {results[-1].peak.describe()}, NumPy against "
                       f"{results[-1].peak.describe_numpy()}.", ""]

@@ -72,6 +72,23 @@ def test_matmul_counts_come_from_xla_and_match_2n_cubed(matmul):
     assert 0 < roofline.fraction("jax") < 1.5
 
 
+def test_the_arrays_in_and_out_are_recorded_and_one_program_serves_every_side_on_a_cpu_host(matmul):
+    """The arrays in and out (the memory roof where XLA's count of bytes proves too many) are kept with the
+    counts; on a CPU-only host the CPU sides' program is JAX's own, so there are no second counts, and the
+    engine's own compile of the function counts what the cold compile's executable did."""
+    from jaxcompare.catalog import get_case
+    from jaxcompare.engine.jax_phases import compiled_counts
+
+    roofline = matmul.roofline
+    assert roofline.least_bytes == 3 * 1000 * 1000 * 4 and roofline.cpu_counts is None
+    assert roofline.counts("numpy") == roofline.counts("jax") and roofline.jax.device_s is None
+    case = get_case("matmul")
+    import jax
+
+    inputs = case.make_inputs((1000, 1000), np.float32, np.random.default_rng(0))
+    assert compiled_counts(case, inputs, jax.devices("cpu")[0]) == roofline.xla
+
+
 def test_column_sums_are_memory_bound_and_no_faster_than_the_measured_bandwidth(column_sums):
     roofline = column_sums.roofline
     for side in ("numpy", "jax"):
@@ -197,7 +214,10 @@ def test_the_limit_rule():
     assert mixed.compute_roof_flops_per_s("jax") == mixed.bound_flops_per_s("jax")
     # A profile's host gap decides overhead where there is one, whatever the empty calls say.
     gap = dataclasses.replace(_side(OVERHEAD_CALLS * 0.9e-6), host_gap_share=0.3)
-    assert Roofline(flops=1e9, bytes=1e6, transcendentals=0.0, jax=gap).limit("jax") == "compute"
+    assert Roofline(flops=1e5, bytes=1e3, transcendentals=0.0, jax=gap).limit("jax") == "compute"
+    # 1 GFLOP in 2.7 µs is 370 TFLOP/s against a 100 GFLOP/s roof: that roof is no bound, so no roof is the limit.
+    impossible = Roofline(flops=1e9, bytes=1e6, transcendentals=0.0, jax=gap)
+    assert impossible.above_bound("jax") and impossible.limit("jax") is None
     gap = dataclasses.replace(_side(0.02), host_gap_share=0.8)
     assert Roofline(flops=1e9, bytes=1e6, transcendentals=0.0, jax=gap).limit("jax") == "overhead"
     # Without transcendentals the rate changes nothing.

@@ -18,6 +18,7 @@ from ..i18n import N_
 from ..model.formatting import format_bandwidth, format_flops, format_percent, format_time
 from ..model.peaks import peak_for
 from ..model.result import Result
+from ..model.roofline import RooflineSide
 from .summary import break_even_bounds
 from .trust import trusted
 
@@ -35,6 +36,15 @@ OVERHEAD_NO_BOUND = N_("JAX's call takes {runtime}, {calls} empty jitted calls (
 OVERHEAD_PROFILED = N_("JAX's call takes {runtime}, and its profile shows the device idle for {gap} of it: the call "
                        "is mostly fixed cost on the host. Do more work per call: vmap over a batch, jit the outer "
                        "function, make fewer calls from Python.")
+# A call read from its device time whose blocked call is mostly the host's round trip (blocked_limit).
+OVERHEAD_ROUND_TRIP = N_("JAX's blocked call takes {runtime}, and the device is busy for {device} of it (the profile): "
+                         "the rest, {share}, is the host's round trip. Block once after many calls rather than "
+                         "after each (results stay on the device until you fetch them), or do more work per call: "
+                         "vmap over a batch, jit the outer function.")
+OVERHEAD_BACK_TO_BACK = N_("JAX's blocked call takes {runtime}; back to back, blocking once after the loop, a call "
+                           "takes {device}. Block once after many calls rather than after each (results stay on the "
+                           "device until you fetch them), or do more work per call: vmap over a batch, jit the "
+                           "outer function.")
 MEMORY = N_("JAX is memory-bound: it moves {rate}, {share} of the {bandwidth} the device's memory allows, at "
             "{intensity} FLOP/byte (the ridge point is at {ridge}). Make fewer passes over the data: fuse the steps "
             "under one jit and avoid temporaries; a smaller dtype than {dtype} moves fewer bytes where the "
@@ -85,6 +95,8 @@ def _limit_advice(result: Result) -> Advice | None:
     if roofline is None or roofline.jax is None:
         return None
     limit, side = roofline.limit("jax"), roofline.jax
+    if side.device_s and roofline.blocked_limit("jax") == "overhead":  # the round trip, beside the device's time
+        return _round_trip_advice(side)
     if limit == "overhead" and side.host_gap_share is not None:  # the profile's own evidence
         return Advice("overhead", OVERHEAD_PROFILED.format(runtime=format_time(side.runtime_s),
                                                            gap=format_percent(side.host_gap_share)))
@@ -101,11 +113,21 @@ def _limit_advice(result: Result) -> Advice | None:
         return Advice("memory", MEMORY.format(
             rate=format_bandwidth(rate), bandwidth=format_bandwidth(bandwidth),
             share=format_percent(rate / bandwidth if rate is not None and bandwidth else None),
-            intensity=f"{roofline.intensity:.3g}", ridge=f"{side.peak_flops_per_s / bandwidth:.3g}",
+            intensity=f"{roofline.side_intensity('jax'):.3g}", ridge=f"{side.peak_flops_per_s / bandwidth:.3g}",
             dtype=result.dtype))
     if limit == "compute":
         return _float64_advice(result)
     return None
+
+
+def _round_trip_advice(side: RooflineSide) -> Advice:
+    """JAX's blocked call mostly the host's round trip, its device time beside it (the profile's busy
+    time, or calls back to back)."""
+    values = {"runtime": format_time(side.runtime_s), "device": format_time(side.device_s)}
+    if side.device_source == "profile":
+        share = 1.0 - side.device_s / side.runtime_s if side.device_s and side.runtime_s > 0 else None
+        return Advice("overhead", OVERHEAD_ROUND_TRIP.format(share=format_percent(share), **values))
+    return Advice("overhead", OVERHEAD_BACK_TO_BACK.format(**values))
 
 
 def _float64_advice(result: Result) -> Advice | None:

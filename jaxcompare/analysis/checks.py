@@ -106,13 +106,7 @@ def _work_per_call(r: Result) -> tuple[str, float]:
     """JAX's work per call on a GPU or TPU, beside the host's round trip, and where it was read:
     the device's busy time per call in the profile, else the per-call time back to back (the round
     trip overlaps the work there), else (results saved before either) the blocked runtime."""
-    profile = r.profile
-    if profile is not None and profile.ok and profile.calls > 0 and profile.device_busy_s:
-        return "profile", float(profile.device_busy_s)
-    pipelined = r.jax.back_to_back
-    if pipelined is not None and pipelined.median_s > 0:
-        return "back_to_back", pipelined.median_s
-    return "blocked", r.jax.runtime.median_s
+    return r.device_time or ("blocked", r.jax.runtime.median_s)
 
 
 def check_workload(r: Result) -> Check:

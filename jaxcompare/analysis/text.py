@@ -24,11 +24,12 @@ from ..model.formatting import (
     format_time,
     gap_sentence,
     op_kind_text,
+    with_detail,
 )
 from ..model.phases import JAX_PHASES, PHASE_LABELS, PHASES
 from ..model.profile import Profile
 from ..model.result import Result, memory_speedup
-from ..model.roofline import LIMIT_WORDS, ROOFLINE_SIDES
+from ..model.roofline import AT_BOUND_NOISE, LIMIT_WORDS, ROOFLINE_SIDES, Roofline
 from ..model.stats import Stats
 from .advice import advice
 from .checks import FAIL, NA, PASS, WARN, Check, checklist, overall
@@ -158,22 +159,83 @@ def roofline_lines(result: Result) -> list[str]:
     roofline = result.roofline
     if roofline is None:
         return ["  " + _("roofline: not recorded")]
-    clauses = []
-    for side in ROOFLINE_SIDES:
-        if roofline.side(side) is None:
-            continue
-        name, limit = _(ROOFLINE_SIDE_NAMES[side]), roofline.limit(side)
-        if limit is None:
-            clauses.append(_("{side}: limit not known").format(side=name))
-            continue
-        bound = roofline.bound_flops_per_s(side)
-        if bound is None:  # overhead is told from the empty call alone; the roofs need the counts
-            clauses.append(_("{side} {limit}").format(side=name, limit=_(LIMIT_WORDS[limit])))
-            continue
-        clauses.append(_("{side} {limit}, {share} of its bound ({bound})").format(
-            side=name, limit=_(LIMIT_WORDS[limit]), share=format_percent(roofline.fraction(side)),
-            bound=format_flops(bound)))
+    clauses = [roofline_clause(roofline, side) for side in ROOFLINE_SIDES if roofline.side(side) is not None]
     return ["  " + _("roofline: {sides}").format(sides=_("; ").join(clauses))]
+
+
+def roofline_clause(roofline: Roofline, side: str) -> str:
+    """One side's limit and share of its bound. JAX on a GPU or TPU is read from its time on the
+    device, the blocked call beside it; a side above its bound says so instead of a share over 100%."""
+    name, point = _(ROOFLINE_SIDE_NAMES[side]), roofline.side(side)
+    bound = roofline.bound_flops_per_s(side)
+    limit = roofline.limit(side)
+    if roofline.above_bound(side):
+        values = {"side": name, "rate": format_flops(roofline.flops_per_s(side)), "bound": format_flops(bound)}
+        if limit is not None:  # overhead, told from the empty calls or the profile: no roof needed
+            return _("{side} {limit}, and above its bound ({rate} against {bound}): that ceiling is too low for "
+                     "this call").format(limit=_(LIMIT_WORDS[limit]), **values)
+        return _("{side} above its bound ({rate} against {bound}): that ceiling is too low for this call, so its "
+                 "limit is not known").format(**values)
+    if limit is None:
+        return _("{side}: limit not known").format(side=name)
+    if bound is None:  # overhead is told from the empty call alone; the roofs need the counts
+        return _("{side} {limit}").format(side=name, limit=_(LIMIT_WORDS[limit]))
+    values = {"side": name, "limit": _(LIMIT_WORDS[limit]), "share": format_percent(roofline.fraction(side)),
+              "bound": format_flops(bound), "rate": format_flops(roofline.flops_per_s(side))}
+    if roofline.at_bound(side):  # a little over: the ceiling's own noise, never a share over 100%
+        main = _("{side} {limit}, at its bound ({rate} against {bound})").format(**values)
+        return main if not point.device_s else with_detail(main, blocked_words(roofline, side))
+    if not point.device_s:
+        return _("{side} {limit}, {share} of its bound ({bound})").format(**values)
+    if point.device_source == "profile":
+        main = _("{side} {limit}, {share} of its bound ({bound}) in its time on the device").format(**values)
+    else:
+        main = _("{side} {limit}, at least {share} of its bound ({bound}) in calls back to back").format(**values)
+    return with_detail(main, blocked_words(roofline, side))
+
+
+def blocked_words(roofline: Roofline, side: str) -> str:
+    """A side read from device time: its blocked call's limit and share of the same bound, labelled as
+    holding the host's round trip."""
+    share, limit = bound_share(roofline.blocked_fraction(side)), roofline.blocked_limit(side)
+    if limit is None:
+        return _("blocked, with the host's round trip: {share}").format(share=share)
+    return _("blocked, with the host's round trip: {limit}, {share}").format(limit=_(LIMIT_WORDS[limit]), share=share)
+
+
+def bound_share(share: float | None) -> str:
+    """A share of a roofline bound as a reader sees it: "61%", never over 100% ("at its bound" within the
+    ceilings' noise, "above its bound" beyond it: roofline.AT_BOUND_NOISE)."""
+    if share is not None and share > 1.0 + AT_BOUND_NOISE:
+        return _("above its bound")
+    if share is not None and share > 1.0:
+        return _("at its bound")
+    return format_percent(share)
+
+
+def roofline_point_label(roofline: Roofline, side: str, *, blocked: bool = False) -> str:
+    """A side's dot on a roofline chart in words (the app's legend, the notebook's SVG): "JAX on the device:
+    compute-bound, 98% of its bound"; ``blocked``: JAX's blocked call beside a dot read from device time."""
+    name, point = _(ROOFLINE_SIDE_NAMES[side]), roofline.side(side)
+    if blocked:
+        limit = roofline.blocked_limit(side)
+        return _("{side} blocked, round trip included: {limit}, {share} of its bound").format(
+            side=name, limit=_(LIMIT_WORDS[limit]) if limit else _("limit not known"),
+            share=bound_share(roofline.blocked_fraction(side)))
+    limit = roofline.limit(side)
+    if roofline.above_bound(side):
+        if limit is not None:
+            return _("{side}: {limit}, above its bound").format(side=name, limit=_(LIMIT_WORDS[limit]))
+        return _("{side}: above its bound, limit not known").format(side=name)
+    values = {"side": name, "limit": _(LIMIT_WORDS[limit]) if limit else _("limit not known"),
+              "share": format_percent(roofline.fraction(side))}
+    if roofline.at_bound(side):
+        return _("{side}: {limit}, at its bound").format(**values)
+    if point is not None and point.device_s and point.device_source == "profile":
+        return _("{side} on the device: {limit}, {share} of its bound").format(**values)
+    if point is not None and point.device_s:
+        return _("{side} back to back: {limit}, at least {share} of its bound").format(**values)
+    return _("{side}: {limit}, {share} of its bound").format(**values)
 
 
 def advice_lines(result: Result) -> list[str]:

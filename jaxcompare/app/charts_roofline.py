@@ -12,9 +12,10 @@ from typing import Any
 import altair as alt
 
 from ..analysis.roofline_plot import Roof, decades, intensity_domain, roofs
+from ..analysis.text import bound_share, roofline_point_label
 from ..i18n import _
 from ..model.cases import format_shape
-from ..model.formatting import format_bandwidth, format_flops, format_percent
+from ..model.formatting import format_bandwidth, format_flops
 from ..model.palette import JAX_COLOR, JAX_CPU_COLOR, NUMPY_COLOR
 from ..model.result import Result
 from ..model.roofline import LIMIT_WORDS, ROOFLINE_SIDES, Roofline
@@ -106,18 +107,23 @@ def _domain(points: list[dict[str, Any]], lines: list[dict[str, Any]], labels: l
     return [{"x": [x_lo, x_hi], "x_ticks": x_ticks, "y": [y_lo, y_hi], "y_ticks": y_ticks}]
 
 
-def _point(roofline: Roofline, name: str) -> dict[str, Any] | None:
-    """One side's dot: where it sits and, as words, its limit and share of its bound; None
-    without an attained rate."""
-    rate = roofline.flops_per_s(name)
-    if roofline.side(name) is None or not rate or rate <= 0:
+def _point(roofline: Roofline, name: str, *, blocked: bool = False) -> dict[str, Any] | None:
+    """One side's dot: where it sits and, as words, its limit and share of its bound (``legend``); None
+    without an attained rate. ``blocked``: JAX's blocked call, beside a dot read from its device time."""
+    side = roofline.side(name)
+    rate = roofline.blocked_flops_per_s(name) if blocked else roofline.flops_per_s(name)
+    if side is None or not rate or rate <= 0:
         return None
-    limit = roofline.limit(name)
-    return {"side": side_name(name), "intensity": roofline.intensity, "flops_per_s": rate,
-            "rate": format_flops(rate), "bytes_rate": format_bandwidth(roofline.bytes_per_s(name)),
+    limit = roofline.blocked_limit(name) if blocked else roofline.limit(name)
+    moved = roofline.side_bytes(name)
+    fraction = roofline.blocked_fraction(name) if blocked else roofline.fraction(name)
+    return {"side": side_name(name), "intensity": roofline.side_intensity(name), "flops_per_s": rate,
+            "rate": format_flops(rate),
+            "bytes_rate": format_bandwidth(moved / (side.runtime_s if blocked else side.time_s) if moved else None),
             "bound": format_flops(roofline.bound_flops_per_s(name)),
-            "fraction": format_percent(roofline.fraction(name)),
-            "limit": _(LIMIT_WORDS[limit]) if limit else _("not known")}
+            "fraction": bound_share(fraction),
+            "limit": _(LIMIT_WORDS[limit]) if limit else _("not known"), "blocked": blocked,
+            "legend": roofline_point_label(roofline, name, blocked=blocked)}
 
 
 def roofline_rows(result: Result) -> dict[str, list[dict[str, Any]]] | None:
@@ -130,10 +136,11 @@ def roofline_rows(result: Result) -> dict[str, list[dict[str, Any]]] | None:
     if roofline is None or intensity is None:
         return None
     points = [p for p in (_point(roofline, name) for name in ROOFLINE_SIDES) if p is not None]
-    for point in points:
-        point["legend"] = _("{side}: {limit}, {fraction} of its bound").format(**point)
+    # JAX read from its device time: its blocked call too, hollow, where the host's round trip puts it.
+    blocked = _point(roofline, "jax", blocked=True) if points else None
+    points += [blocked] if blocked is not None else []
     roof_list = roofs(roofline)
-    x_lo, x_hi, x_ticks = intensity_domain([intensity], roof_list)
+    x_lo, x_hi, x_ticks = intensity_domain([p["intensity"] for p in points] or [intensity], roof_list)
     lines, ridge_rows, labels = roof_rows(roof_list, x_lo, x_hi)
     return {"points": points, "roofs": lines, "ridges": ridge_rows, "labels": labels,
             "domain": _domain(points, lines, labels, x_lo, x_hi, x_ticks)}
@@ -152,20 +159,28 @@ def roofline_chart(result: Result) -> alt.LayerChart | None:
     colors = {"NumPy": NUMPY_COLOR, "JAX": JAX_COLOR, jax_cpu_side(): JAX_CPU_COLOR}
     color = alt.Color("legend:N", scale=alt.Scale(domain=[p["legend"] for p in data["points"]],
                                                   range=[colors[p["side"]] for p in data["points"]]),
-                      legend=alt.Legend(title=None, orient="top", direction="horizontal", labelLimit=400))
+                      legend=alt.Legend(title=None, orient="top", direction="horizontal", labelLimit=460,
+                                        **({"columns": 2} if len(data["points"]) > 3 else {})))
     tooltip = [alt.Tooltip("side:N", title=_("side")), alt.Tooltip("limit:N", title=_("limit")),
                alt.Tooltip("fraction:N", title=_("share of its bound")), alt.Tooltip("rate:N", title=_("attained")),
                alt.Tooltip("bound:N", title=_("bound")), alt.Tooltip("bytes_rate:N", title=_("bytes/s"))]
-    layers.append(alt.Chart(alt.Data(values=data["points"])).mark_point(filled=True, size=140, opacity=1).encode(
-        x=x, y=y, color=color, tooltip=tooltip))
-    intensity = data["points"][0]["intensity"] if data["points"] else result.roofline.intensity
+    for hollow in (False, True):  # JAX's blocked call is a ring: the same side, the host's round trip in it
+        rows = [p for p in data["points"] if p["blocked"] == hollow]
+        if rows:
+            layers.append(alt.Chart(alt.Data(values=rows)).mark_point(
+                filled=not hollow, size=140, opacity=1, strokeWidth=2.5).encode(x=x, y=y, color=color, tooltip=tooltip))
+    intensities = sorted({p["intensity"] for p in data["points"]})
+    if len(intensities) > 1:  # the CPU's program, or a memory roof from the arrays in and out, moved a dot
+        where = _("each dot at its own program's FLOP per byte; a dot under the slope is limited by memory, under "
+                  "the flat by compute, far below both by per-call overhead")
+    else:
+        where = _("{intensity} FLOP per byte; a dot under the slope is limited by memory, under the flat by "
+                  "compute, far below both by per-call overhead").format(
+            intensity=f"{(intensities or [result.roofline.intensity])[0]:.3g}")
     return alt.layer(*layers).properties(
         autosize=FIT_WIDTH, width="container", height=HEIGHT_PX,
         title=alt.TitleParams(_("Roofline: what holds each side back"), anchor="start",
-                              subtitle=[_subtitle(result),
-                                        _("{intensity} FLOP per byte; a dot under the slope is limited by memory, "
-                                          "under the flat by compute, far below both by per-call overhead").format(
-                                            intensity=f"{intensity:.3g}")]))
+                              subtitle=[_subtitle(result), where]))
 
 
 # --- Size sweep ---------------------------------------------------------------------------------

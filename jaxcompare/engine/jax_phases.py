@@ -96,6 +96,19 @@ def _cost(compiled: Any) -> dict[str, float | None] | None:
         return None
 
 
+def compiled_counts(case: Case, host_inputs: tuple[np.ndarray, ...], device: Any) -> dict[str, float | None] | None:
+    """XLA's counts of ``case``'s JAX function compiled for ``device`` (one more compile, untimed); None
+    where it cannot be compiled or counted there."""
+    import jax
+
+    try:
+        inputs = jax.device_put(host_inputs, device)
+        compiled = jax.jit(case.jax_fn).lower(*inputs).compile()
+    except Exception:  # a function that does not compile there only goes uncounted: it was measured elsewhere
+        return None
+    return _cost(compiled)
+
+
 def _first_call(run: _Run, dev_inputs: Any, start: StartPhase) -> Stats:
     """The first call with a cold cache: what a naive %time shows."""
     import jax

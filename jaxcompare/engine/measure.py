@@ -22,8 +22,9 @@ from ..i18n import N_
 from ..model.cases import Case, as_tuple
 from ..model.errors import JaxCompareError
 from ..model.platforms import float64_note, platform
+from ..model.profile import Profile
 from ..model.result import Result
-from ..model.roofline import Roofline, RooflineSide, choose_counts
+from ..model.roofline import Counts, Roofline, RooflineSide, choose_counts, device_time
 from ..model.sides import JaxSide, Peak
 from ..model.spec import Spec, TimingConfig
 from ..model.stats import Stats
@@ -42,7 +43,7 @@ from .environment import collect as collect_env
 from .environment import resolve_device
 from .gpu_clocks import ClockWatch
 from .inputs import build_inputs
-from .jax_phases import device_phases, user_call
+from .jax_phases import compiled_counts, device_phases, user_call
 from .load import LoadMeter
 from .memory import check_fits, device_memory, estimate, host_available, keep_freed_memory
 from .plain_numpy import numpy_as_users_run_it
@@ -150,7 +151,7 @@ def _measure(spec: Spec, progress: ProgressCallback, clock: Clock, *, cpu_side: 
     peak = _peak(run, spec, device, with_cpu_side=jax_cpu is not None)
     least_bytes = sum(a.nbytes for a in host_inputs) + sum(np.asarray(o).nbytes for o in numpy_out)
     roofline = _roofline(run, spec, device, peak, warm.cost, flops, numpy_stats, jax, jax_cpu, cpu,
-                         host_gap_share=None if profile is None else profile.gap_share, least_bytes=least_bytes)
+                         profile=profile, host_inputs=host_inputs, least_bytes=least_bytes)
     run.progress.complete()
     return Result(
         id=result_id,
@@ -249,28 +250,43 @@ def _peak(run: _Run, spec: Spec, device: Any, *, with_cpu_side: bool) -> Peak:
 
 def _roofline(run: _Run, spec: Spec, device: Any, peak: Peak, cost: dict[str, float | None] | None,
               catalog_flops: float | None, numpy_stats: Stats, jax: JaxSide, jax_cpu: JaxSide | None,
-              cpu: Any | None, *, host_gap_share: float | None = None, least_bytes: float | None = None) -> Roofline:
-    """Each side's point on the roofline: XLA's counts of the main side's program (NumPy and JAX
-    on the CPU do the same maths), each side's ceilings, and an empty call on each side. The
-    transcendental rate is measured (once per host) only for a call that has transcendentals."""
+              cpu: Any | None, *, profile: Profile | None = None, host_inputs: tuple[np.ndarray, ...] = (),
+              least_bytes: float | None = None) -> Roofline:
+    """Each side's point on the roofline: XLA's counts of the main side's program and, where that runs
+    on a GPU or TPU, of the same function compiled for the CPU (NumPy's and JAX on the CPU's: the same
+    maths, without a TPU's float64 emulation), each side's ceilings, and an empty call on each side.
+    JAX's side on a GPU or TPU is read from its time on the device (device_time), the blocked runtime
+    beside it. The transcendental rate is measured (once per host) only for a call that has
+    transcendentals."""
     counts = choose_counts(cost, catalog_flops, least_bytes)
+    cpu_counts = None
+    if device.platform != "cpu" and cpu is not None:
+        found = compiled_counts(run.case, host_inputs, cpu)
+        if found is not None:
+            cpu_counts = Counts(**choose_counts(found, catalog_flops, least_bytes), xla=found, least_bytes=least_bytes)
+    transcendentals = counts["transcendentals"] or (cpu_counts is not None and cpu_counts.transcendentals)
     cpu_bw = cpu_bandwidth(cpu, clock=run.clock)
     jax_bw, jax_bw_source = bandwidth_ceiling(device, cpu_bw)
     numpy_trans = jax_trans = cpu_trans = (None, None)
-    if counts["transcendentals"]:
+    if transcendentals:
         numpy_trans = (cpu_transcendental_rate(spec.dtype, cpu, clock=run.clock), "measured")
         jax_trans = transcendental_ceiling(device, numpy_trans[0])
         cpu_trans = numpy_trans
+    on_device = device_time(device.platform, profile, jax.back_to_back)
     numpy_side = RooflineSide(numpy_stats.median_s, peak.numpy_flops_per_s, "measured", cpu_bw, "measured",
                               _empty_call(run, None, spec.dtype), *numpy_trans)
     jax_side = RooflineSide(jax.runtime.median_s, peak.flops_per_s, peak.source, jax_bw, jax_bw_source,
-                            _empty_call(run, device, spec.dtype), *jax_trans, host_gap_share=host_gap_share)
+                            _empty_call(run, device, spec.dtype), *jax_trans,
+                            host_gap_share=None if profile is None else profile.gap_share,
+                            device_s=on_device[1] if on_device else None,
+                            device_source=on_device[0] if on_device else None,
+                            dispatch_s=jax.dispatch.median_s if on_device else None)
     cpu_side = None
     if jax_cpu is not None:
         cpu_side = RooflineSide(jax_cpu.runtime.median_s, peak.cpu_flops_per_s, "measured", cpu_bw, "measured",
                                 _empty_call(run, cpu, spec.dtype), *cpu_trans)
     return Roofline(**counts, catalog_flops=catalog_flops, xla=cost, numpy=numpy_side, jax=jax_side,
-                    jax_cpu=cpu_side)
+                    jax_cpu=cpu_side, cpu_counts=cpu_counts, least_bytes=least_bytes)
 
 
 def _empty_call(run: _Run, device: Any | None, dtype: str) -> float:

@@ -24,7 +24,7 @@ from ..model.errors import BadInput
 from ..model.formatting import cut, dumps
 from ..model.phases import JAX_PHASES, PHASES
 from ..model.result import SCHEMA as RESULT_SCHEMA
-from ..model.result import SCHEMA_V1 as RESULT_SCHEMA_V1
+from ..model.result import SCHEMAS as RESULT_SCHEMAS
 from ..model.result import Result, finite_or_none
 from ..model.roofline import ROOFLINE_SIDES
 
@@ -41,9 +41,11 @@ CSV_STATS = ("median_s", "min_s", "mean_s", "std_s", "iqr_s", "ci_low_s", "ci_hi
              "unstable_reason")
 CSV_PREFIX = {"numpy": "numpy_runtime", "runtime": "jax_runtime"}  # column name prefix per phase
 # The roofline: the call's counts, then each side's limit and share of its bound (empty where
-# the result has none: saved before the roofline, or a side it did not run).
+# the result has none: saved before the roofline, or a side it did not run); JAX's share read from
+# its device time has its blocked call's beside it.
 CSV_ROOFLINE = ("flops", "bytes", "transcendentals",
-                *(f"{side}_{field}" for side in ROOFLINE_SIDES for field in ("limit", "fraction")))
+                *(f"{side}_{field}" for side in ROOFLINE_SIDES for field in ("limit", "fraction")),
+                "jax_blocked_fraction")
 CSV_COLUMNS = (*CSV_RESULT_FIELDS, *CSV_ROOFLINE,
                *(f"{CSV_PREFIX.get(p, p)}_{s}" for p in PHASES for s in CSV_STATS))
 
@@ -209,7 +211,7 @@ def _extract_results(doc: Any, source: str) -> list[Any]:
         items = doc
     elif isinstance(doc, dict):
         schema = doc.get("schema")
-        if schema in (RESULT_SCHEMA, RESULT_SCHEMA_V1):
+        if schema in RESULT_SCHEMAS:
             items = [doc]
         elif schema == EXPORT_SCHEMA or (schema is None and "results" in doc):
             items = doc.get("results")
@@ -254,6 +256,7 @@ def csv_row(result: Result) -> dict[str, Any]:
         for side in ROOFLINE_SIDES:
             if roofline.side(side) is not None:
                 row |= {f"{side}_limit": roofline.limit(side), f"{side}_fraction": roofline.fraction(side)}
+        row["jax_blocked_fraction"] = roofline.blocked_fraction("jax") if roofline.jax is not None else None
     for p in PHASES:
         stats = result.phase(p)
         for s in CSV_STATS:

@@ -217,7 +217,7 @@ def peak_sentence(result: Result) -> str | None:
         on_cpu.insert(0, ("JAX", jax))
     parts = []
     if peak.source == "table":
-        parts.append(_("JAX reached {share} of {ceiling} ({rate})").format(
+        parts.append(_device_peak_clause(result) or _("JAX reached {share} of {ceiling} ({rate})").format(
             share=format_peak_share(jax), ceiling=peak.describe(), rate=format_flops(peak.flops_per_s)))
     elif peak.source is None:
         parts.append(_("JAX's fraction of peak is unknown (no published {dtype} peak for the {device} in the "
@@ -237,6 +237,28 @@ def peak_sentence(result: Result) -> str | None:
     end = _(".")
     text = between.join(parts) + end
     return text[0].upper() + text[1:]
+
+
+def _device_peak_clause(result: Result) -> str | None:
+    """JAX's share of the device's peak read from its own time on the device, the blocked call's beside
+    it, labelled as holding the host's round trip; None where there is no device time (result.device_time)."""
+    found, peak = result.device_time, result.peak
+    if found is None or peak is None:
+        return None
+    source, seconds = found
+    blocked = result.jax.runtime.median_s
+    values = {"share": format_peak_share(result.peak_fraction("jax")), "ceiling": peak.describe(),
+              "rate": format_flops(peak.flops_per_s), "time": format_time(seconds), "blocked": format_time(blocked),
+              "blocked_share": format_peak_share(result.peak_fraction_blocked("jax")),
+              "trip": format_share(max(1.0 - seconds / blocked, 0.0) if blocked > 0 else None)}
+    if source == "profile":
+        return _("JAX reached {share} of {ceiling} ({rate}) in its time on the device ({time} a call, the profile's "
+                 "busy time); {blocked_share} in a blocked call, which holds the host's round trip ({blocked}, "
+                 "{trip} of it)").format(**values)
+    # A loop of calls lasts at least as long as the device's work in it: a share read there is a floor.
+    return _("JAX reached at least {share} of {ceiling} ({rate}) in calls back to back ({time} a call, no less than "
+             "its time on the device); {blocked_share} in a blocked call, which holds the host's round trip "
+             "({blocked})").format(**values)
 
 
 def _cpu_clause(label: str, rate: str, shares: list[tuple[str, str]]) -> str:

@@ -10,21 +10,30 @@ from ..i18n import N_
 from .clocks import GpuClocks
 from .errors import BadInput
 from .profile import Profile
-from .roofline import Roofline
+from .roofline import Roofline, device_time
 from .sides import JaxSide, Peak, fraction
 from .spec import MIN_SAMPLES_FOR_RANGE, Spec
 from .stats import Stats
 
-SCHEMA = "jaxcompare.result/2"
+SCHEMA = "jaxcompare.result/3"
+SCHEMA_V2 = "jaxcompare.result/2"
 SCHEMA_V1 = "jaxcompare.result/1"
 # What changed between the result schemas, oldest first: every document carries it as "history"
 # (docs/json.md), so a reader holding one document knows what an older reader expects.
 SCHEMA_HISTORY = (
     {"schema": SCHEMA_V1, "change": "the first versioned layout"},
-    {"schema": SCHEMA, "change": "the JAX side is one object: device, device_kind, protocol and agreement moved "
-                                 "from the top level into jax, so jax and jax_cpu share one layout; jax_cpu's "
-                                 "speedup and gflops moved to the top-level cpu_speedup and gflops.jax_cpu"},
+    {"schema": SCHEMA_V2, "change": "the JAX side is one object: device, device_kind, protocol and agreement moved "
+                                    "from the top level into jax, so jax and jax_cpu share one layout; jax_cpu's "
+                                    "speedup and gflops moved to the top-level cpu_speedup and gflops.jax_cpu"},
+    {"schema": SCHEMA, "change": "on a GPU or TPU, JAX's fraction of peak (peak.jax_fraction) and its roofline "
+                                 "point (roofline.jax: flops_per_s, fraction, limit) are read from its time on "
+                                 "the device (roofline.jax.device_s: the profile's busy time, else calls back to "
+                                 "back), the blocked figures beside them (peak.jax_blocked_fraction, "
+                                 "roofline.jax.blocked_*); the sides on the CPU are placed by the CPU program's "
+                                 "counts (roofline.cpu_counts)"},
 )
+# Every layout from_dict reads, the newest first.
+SCHEMAS = (SCHEMA, SCHEMA_V2, SCHEMA_V1)
 # The load phases the speedup is made of: the NumPy and JAX runtime blocks.
 RUNTIME_PHASES = ("numpy", "runtime")
 
@@ -173,15 +182,36 @@ class Result:
         cpu = self.jax_cpu.runtime.median_s
         return self.numpy_runtime.median_s / cpu if cpu > 0 else math.inf
 
+    @property
+    def device_time(self) -> tuple[str, float] | None:
+        """JAX's time per call on a GPU or TPU without the host's round trip, and where it was read:
+        ("profile", its busy time) or ("back_to_back", the time per call); None on the CPU or without either."""
+        return device_time(self.backend, self.profile, self.jax.back_to_back)
+
     def peak_fraction(self, side: str) -> float | None:
         """``side``'s FLOP rate as a share of its ceiling: NumPy's and JAX-on-the-CPU's is the
-        CPU's measured matmul rate, JAX's the device's (Peak)."""
+        CPU's measured matmul rate, JAX's the device's (Peak). JAX's rate on a GPU or TPU is read
+        from its time on the device (device_time) where there is one: the blocked runtime holds the
+        host's round trip (peak_fraction_blocked)."""
         if self.peak is None:
             return None
         stats = self.side_runtime(side)
-        ceiling = {"numpy": self.peak.numpy_flops_per_s, "jax": self.peak.flops_per_s,
-                   "jax_cpu": self.peak.cpu_flops_per_s}.get(side)
-        return fraction(self.flops, stats.median_s, ceiling) if stats is not None else None
+        if stats is None:
+            return None
+        found = self.device_time if side == "jax" else None
+        return fraction(self.flops, found[1] if found else stats.median_s, self._ceiling(side))
+
+    def peak_fraction_blocked(self, side: str = "jax") -> float | None:
+        """JAX's blocked rate as a share of its ceiling, beside a fraction read from device time; None
+        where the fraction is the blocked one (the CPU, or no device time measured)."""
+        if self.peak is None or side != "jax" or self.device_time is None:
+            return None
+        return fraction(self.flops, self.jax.runtime.median_s, self._ceiling(side))
+
+    def _ceiling(self, side: str) -> float | None:
+        peak = self.peak
+        return None if peak is None else {"numpy": peak.numpy_flops_per_s, "jax": peak.flops_per_s,
+                                          "jax_cpu": peak.cpu_flops_per_s}.get(side)
 
     @property
     def case(self) -> str:
@@ -239,20 +269,25 @@ class Result:
     def _peak_dict(self) -> dict[str, Any] | None:
         if self.peak is None:
             return None
+        found = self.device_time
         return self.peak.to_dict() | {f"{side}_fraction": self.peak_fraction(side)
-                                      for side in ("numpy", "jax", "jax_cpu")}
+                                      for side in ("numpy", "jax", "jax_cpu")} | {
+            "jax_blocked_fraction": self.peak_fraction_blocked("jax"),
+            "jax_time_source": found[0] if found else "blocked"}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Result:
-        """Rebuild a Result from ``to_dict`` output, schema 2 or 1; BadInput names what is wrong."""
+        """Rebuild a Result from ``to_dict`` output, schema 3, 2 or 1; BadInput names what is wrong."""
         if not isinstance(data, dict):
             raise BadInput(N_("a result must be a JSON object"))
-        if data.get("schema") not in (SCHEMA, SCHEMA_V1):
+        if data.get("schema") not in SCHEMAS:
             raise BadInput(N_("not a jaxcompare result (schema {found!r}, expected {expected!r})").format(
                 found=data.get("schema"), expected=SCHEMA))
         try:
             if data["schema"] == SCHEMA_V1:
                 data = _from_v1(data)
+            if data["schema"] == SCHEMA_V2:
+                data = _from_v2(data)
             return cls(
                 id=str(data["id"]),
                 created=str(data["created"]),
@@ -288,7 +323,24 @@ def _from_v1(data: dict[str, Any]) -> dict[str, Any]:
         "device": data["device"], "device_kind": data.get("device_kind", ""),
         "protocol": data.get("protocol") or {}, "agreement": data["agreement"],
     }
-    return data | {"schema": SCHEMA, "jax": jax}
+    return data | {"schema": SCHEMA_V2, "jax": jax}
+
+
+def _from_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """A schema-2 document in schema 3's layout: JAX's roofline side on a GPU or TPU gains its time on
+    the device, read from what the document already holds (the profile, calls back to back) and the
+    dispatch beside it. Its CPU program was not counted then: the CPU sides keep JAX's program's counts."""
+    roofline = data.get("roofline")
+    side = roofline.get("jax") if isinstance(roofline, dict) else None
+    if not isinstance(side, dict):
+        return data | {"schema": SCHEMA}
+    jax = data["jax"]
+    found = device_time(str(data["backend"]), Profile.from_dict(data.get("profile")),
+                        Stats.from_dict(jax["back_to_back"]) if jax.get("back_to_back") else None)
+    if found is not None:
+        side = side | {"device_source": found[0], "device_s": found[1],
+                       "dispatch_s": Stats.from_dict(jax["dispatch"]).median_s}
+    return data | {"schema": SCHEMA, "roofline": roofline | {"jax": side}}
 
 
 def finite_or_none(value: Any) -> float | None:

@@ -7,11 +7,11 @@ import html
 import math
 
 from ..analysis.roofline_plot import decades, intensity_domain, roofs
-from ..analysis.text import ROOFLINE_SIDE_NAMES
-from ..model.formatting import format_bandwidth, format_flops, format_percent
+from ..analysis.text import ROOFLINE_SIDE_NAMES, roofline_point_label
+from ..model.formatting import format_bandwidth, format_flops
 from ..model.palette import JAX_COLOR, JAX_CPU_COLOR, NUMPY_COLOR
 from ..model.result import Result
-from ..model.roofline import LIMIT_WORDS, ROOFLINE_SIDES
+from ..model.roofline import ROOFLINE_SIDES
 
 ROOF_COLOR = "#6B6B6B"
 SIDE_COLORS = {"numpy": NUMPY_COLOR, "jax": JAX_COLOR, "jax_cpu": JAX_CPU_COLOR}
@@ -28,12 +28,16 @@ def roofline_svg(result: Result) -> str:
     intensity = None if roofline is None else roofline.intensity
     if roofline is None or intensity is None:
         return ""
-    points = [(name, rate) for name in ROOFLINE_SIDES
+    points = [(name, False, rate) for name in ROOFLINE_SIDES
               if roofline.side(name) is not None and (rate := roofline.flops_per_s(name)) and rate > 0]
+    # JAX read from its device time: its blocked call beside it, a ring (the host's round trip in it).
+    blocked = roofline.blocked_flops_per_s("jax") if points else None
+    points += [("jax", True, blocked)] if blocked and blocked > 0 else []
     roof_list = roofs(roofline)
-    x_lo, x_hi, x_ticks = intensity_domain([intensity], roof_list)
+    x_lo, x_hi, x_ticks = intensity_domain([roofline.side_intensity(name) or intensity for name, _b, _r in points]
+                                           or [intensity], roof_list)
     corners = [roof.corners(x_lo, x_hi) for roof in roof_list]
-    ys = [rate for _n, rate in points] + [y for line in corners for _x, y in line]
+    ys = [rate for _n, _b, rate in points] + [y for line in corners for _x, y in line]
     y_lo, y_hi, y_ticks = decades(min(ys), max(ys))
     left, plot_w, plot_h, top, bottom = 78, 500, 240, 14, 40
 
@@ -65,13 +69,14 @@ def roofline_svg(result: Result) -> str:
                          f'L{cx - 5:.1f},{cy:.1f} Z" fill="{ROOF_COLOR}"><title>ridge point: '
                          f'{roof.ridge:.3g} FLOP/byte</title></path>')
     legend = []
-    for name, rate in points:
-        limit = roofline.limit(name)
-        words = (f"{ROOFLINE_SIDE_NAMES[name]}: {LIMIT_WORDS[limit] if limit else 'limit not known'}, "
-                 f"{format_percent(roofline.fraction(name))} of its bound")
-        parts.append(f'<circle cx="{px(intensity):.1f}" cy="{py(rate):.1f}" r="5" fill="{SIDE_COLORS[name]}">'
+    for name, hollow, rate in points:
+        words = roofline_point_label(roofline, name, blocked=hollow)
+        paint = (f'fill="none" stroke="{SIDE_COLORS[name]}" stroke-width="2"' if hollow
+                 else f'fill="{SIDE_COLORS[name]}"')
+        at = roofline.side_intensity(name) or intensity
+        parts.append(f'<circle cx="{px(at):.1f}" cy="{py(rate):.1f}" r="5" {paint}>'
                      f'<title>{_e(words)} ({_e(format_flops(rate))})</title></circle>')
-        legend.append(f'<span style="color:{SIDE_COLORS[name]}">●</span> {_e(words)}')
+        legend.append(f'<span style="color:{SIDE_COLORS[name]}">{"○" if hollow else "●"}</span> {_e(words)}')
     parts.append(f'<text x="{left + plot_w / 2}" y="{top + plot_h + 32}" font-size="11" text-anchor="middle" '
                  f'fill-opacity="0.7">arithmetic intensity (FLOP per byte, log scale); up: attained FLOP/s</text>')
     width, height = left + plot_w + 12, top + plot_h + bottom
