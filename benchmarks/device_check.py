@@ -60,16 +60,16 @@ from jaxcompare.model.platforms import platform  # noqa: E402
 COLAB = {"numpy": 16.2e-3, "transfer": 1.26e-3, "compile": 193e-3, "runtime": 485e-6}
 DOCS_CASE, DOCS_SHAPE = "centered_gram", (1000, 1000)
 
-# Seconds each part of the full plan takes on a platform, from what two runs there recorded: a part
+# Seconds each part of the full plan takes on a platform, from what three runs there recorded: a part
 # starts only where it and the closing check fit in what is left of the budget. TPU v5e, runs of 402 s
-# (tests/data/tpu/device-check.json) and 445 s (benchmarks/DEVICE-TPU.md): devices 18.7-20; self-check
-# 149-157 with svd's float64 40 s, left out now (SLOW_X64_S); the docs' example 24-26.2; the pitfalls
-# 155-188 with pitfall 7, now a part of its own: nine processes at 8.4 s each to import JAX and open
-# the chip, 6.8 s of first calls and a hand-over, about 95 s; the sweep 38-41; the end 12-13.4.
-# Elsewhere the whole plan is far under its budget (an H200: 75 s), so parts run until the deadline.
+# (tests/data/tpu/device-check.json), 445 s and 447 s (benchmarks/DEVICE-TPU.md): devices 18.7-25;
+# self-check 122 without svd's float64 40 s (SLOW_X64_S); the docs' example 24-43; the pitfalls 155-188
+# with pitfall 7, 43 without; pitfall 7 alone (nine processes opening the chip) 153; the sweep 38-44;
+# the end 12-14. Elsewhere the whole plan is far under its budget (an H200: 75 s), so parts run until
+# the deadline.
 RECORDED_S = {
-    "tpu": {"devices": 20.0, "self-check": 120.0, "docs": 27.0, "pitfalls": 95.0, "sweep": 41.0,
-            "restarts": 95.0, "end": 14.0},
+    "tpu": {"devices": 25.0, "self-check": 122.0, "docs": 43.0, "pitfalls": 60.0, "sweep": 44.0,
+            "restarts": 153.0, "end": 14.0},
 }
 # Where pitfall 7 is measured on its own when the device check leaves it out.
 RESTARTS_ALONE = "python -m jaxcompare pitfalls --sections cache"

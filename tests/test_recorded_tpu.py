@@ -14,7 +14,7 @@ import pytest
 from _results import by_id, with_jax
 
 from jaxcompare.analysis.checks import FAIL, PASS, WARN
-from jaxcompare.analysis.text import first_call_line
+from jaxcompare.analysis.text import first_call_line, numpy_speeds_line
 from jaxcompare.analysis.trust import trusted
 from jaxcompare.catalog import get_case
 from jaxcompare.engine.agreement import compare_outputs, reduced_products, tolerance
@@ -228,7 +228,18 @@ def test_a_tpu_first_call_recorded_in_a_fresh_process_is_what_percent_time_pays(
     checks = by_id(result)
     assert checks["first_call"].status == PASS and "in a fresh process" in checks["first_call"].reason
     assert "in a fresh process, as %time shows it" in first_call_line(result)
-    assert checks["agreement"].status == PASS and "one bfloat16 pass" in checks["agreement"].reason
+    assert checks["agreement"].status == PASS
+    if result.jax.agreement.get("products"):  # a layernorm has no products to run at bfloat16
+        assert "one bfloat16 pass" in checks["agreement"].reason
+
+
+def test_the_tpu_hosts_numpy_is_plain_as_the_docs_lines_run_it_with_the_kept_figure_beside():
+    # The docs' example and a layernorm passed to compare(), as the witness recorded them beside the tool:
+    # the docs' lines gave 14.6-15 and 44-47 ms in a plain process, 3-8.2 ms with freed memory kept.
+    for name in ("centered_gram-1000x1000-x32", "layernorm-4096x1024-x32"):
+        result = HAND[name]
+        assert result.numpy_kept is not None and result.numpy_memory_speedup > 3, name
+        assert "as a plain process runs it" in numpy_speeds_line(result)
 
 
 def test_the_tpu_matmul_at_the_default_precision_is_trusted():
