@@ -19,9 +19,10 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]  # slow: 20 s or more, coll
 
 
 def section_box(page, pid: str) -> dict:
-    """The page region from a section's heading to the next heading (or the page's end)."""
+    """The page region from a section's heading to the main area's next heading (or the page's end): the
+    sidebar's headings scroll apart from it."""
     return page.evaluate("""pid => {
-        const heads = [...document.querySelectorAll("[data-testid='stHeading']")];
+        const heads = [...document.querySelectorAll("[data-testid='stMain'] [data-testid='stHeading']")];
         const top = document.getElementById(`pitfall-${pid}`).getBoundingClientRect().top + window.scrollY;
         const next = heads.map(h => h.getBoundingClientRect().top + window.scrollY).find(y => y > top + 5);
         const end = next ?? document.querySelector("[data-testid='stMain']").scrollHeight;

@@ -37,7 +37,7 @@ def load(name: str) -> Result:
 
 # matmul 2048x2048 x32, quick, --profile: the chip busy 89.2 µs of a 615 µs blocked call.
 PROFILED = load("device-time/matmul-2048x2048-x32-profile.json")
-# The same matmul measured without a profile (careful): 147 µs a call back to back, 598 µs blocked.
+# The same matmul measured without a profile (careful): 152 µs a call back to back, 601 µs blocked.
 BACK_TO_BACK = load("hand-protocol/matmul-2048x2048-x32.json")
 # centered Gram 1000x1000 x64, quick: the TPU emulates float64, and its program counted 6.4 GFLOP.
 GRAM_X64 = load("device-time/centered_gram-1000x1000-x64.json")
@@ -86,8 +86,8 @@ def test_without_a_profile_calls_back_to_back_give_a_floor_on_the_fraction():
     source, per_call = BACK_TO_BACK.device_time
     assert source == "back_to_back" and per_call == BACK_TO_BACK.jax.back_to_back.median_s
     assert BACK_TO_BACK.peak_fraction("jax") > 3 * BACK_TO_BACK.peak_fraction_blocked("jax")
-    assert "JAX reached at least 59% of the TPU v5 lite's BF16 peak" in peak_sentence(BACK_TO_BACK)
-    assert "15% in a blocked call, which holds the host's round trip (598 µs)" in peak_sentence(BACK_TO_BACK)
+    assert "JAX reached at least 57% of the TPU v5 lite's BF16 peak" in peak_sentence(BACK_TO_BACK)
+    assert "15% in a blocked call, which holds the host's round trip (601 µs)" in peak_sentence(BACK_TO_BACK)
     side = BACK_TO_BACK.roofline.jax
     assert side.host_paced and BACK_TO_BACK.roofline.limit("jax") == "overhead"
     assert "JAX overhead-bound, at least" in roofline_lines(BACK_TO_BACK)[0]

@@ -171,7 +171,7 @@ def test_the_plain_figure_is_the_docs_lines_figure_however_the_inputs_were_built
     figures = {}
     for route, make in (("float64 then cast", _cast), ("float32 directly", _direct)):
         case = Case(name="chain", numpy_fn=_chain, jax_fn=_chain, make_inputs=make)
-        figures[route] = plain_numpy_runtime(case, spec, build_inputs(case, spec), by_value=True).median_s
+        figures[route] = plain_numpy_runtime(case, spec, build_inputs(case, spec), by_value=True).runtime.median_s
     # A notebook's arrays, made in float64 and cast in this process, sent to the worker by value.
     from jaxcompare.notebook import compare
 

@@ -426,8 +426,9 @@ def check_busy(r: Result) -> Check:
     if plain.get("busy") and check.status != WARN and plain_cores is not None:
         # The headline's NumPy figure comes from a process that has no JAX beside it to share a slowdown.
         check = _check("busy", WARN, _(
-            "other programs used {cores} cores while NumPy was timed in its plain process ({attempts} times): "
-            "NumPy's figure, the headline's, may be slow; rerun when the machine is quieter").format(
+            "other programs used {cores} cores while NumPy was timed in its plain process, and too few of its "
+            "samples had their cores ({attempts} tries): NumPy's figure is the worker's, with freed memory kept, "
+            "not the one a plain process gets; rerun when the machine is quieter").format(
             cores=format_cores(plain_cores), attempts=plain.get("attempts", 1)), None)
     if source == "processes" and check.status != NA:  # the reader learns the figure's other source
         check = replace(check, reason=_("; ").join((check.reason, _(

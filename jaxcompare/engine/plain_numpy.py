@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -28,11 +29,12 @@ import numpy as np
 from ..i18n import N_
 from ..model.cases import Case
 from ..model.errors import JaxCompareError
-from ..model.spec import Spec
+from ..model.spec import MIN_SAMPLES_FOR_RANGE, Spec
 from ..model.stats import Stats
 from .child import run_child, start_child
-from .load import LoadMeter, Span, is_busy
+from .load import LoadMeter, SampleWatch, Span, is_busy
 from .memory import keep_freed_memory
+from .runtimes import CLEAN_BUDGET_S, CLEAN_SAMPLE_S
 from .timing import bound_call, sample
 
 # glibc serves a block below this from the heap and keeps it when freed, whatever the settings: a
@@ -41,12 +43,14 @@ GLIBC_MMAP_THRESHOLD = 128 << 10
 # The child imports NumPy and the case and times one runtime phase; more than this is a stuck child.
 CHILD_TIMEOUT_S = 120.0
 
-# A plain process timed while other programs ran is timed again, up to this many times in all, and the
-# fastest figure kept (contention only adds time). It has no JAX beside it to share a slowdown, so it is
-# never left out for a busy machine: the worker's figure is the other regime (a TPU host: 5x apart).
+# A plain process timed while other programs ran counts only its samples that had their cores; where
+# too few did, it is timed again, up to this many times in all. It has no JAX beside it to share a
+# slowdown, and the worker's figure is the other regime (a TPU host: 5x apart), so it is not skipped
+# for a busy machine; only where every attempt was spoilt does the worker's figure stand, and warn.
 PLAIN_ATTEMPTS = 3
-BUSY_NOTE = N_("NumPy's plain process ran while other programs used {cores} cores, {attempts} times: its figure, "
-               "the headline's, may be slow; rerun when the machine is quieter")
+BUSY_NOTE = N_("NumPy's plain process ran while other programs used {cores} cores, and too few of its samples "
+               "had the cores they wanted in {attempts} tries: NumPy's figure is the worker's, with freed memory "
+               "kept; rerun when the machine is quieter")
 
 
 def allocator_matters(arrays: Sequence[np.ndarray]) -> bool:
@@ -69,30 +73,42 @@ def numpy_as_users_run_it(case: Case, spec: Spec, kept: Stats, inputs: tuple[np.
         return kept, None, None
     if starting is not None:
         starting()
-    timed: list[tuple[Stats, Span]] = []
+    timed: list[tuple[Stats | None, Span, PlainTiming]] = []
     try:
         for attempt in range(PLAIN_ATTEMPTS):
             with load.phase(f"numpy_plain {attempt}") as span:
-                timed.append((plain_numpy_runtime(case, spec, inputs, by_value=by_value), span))
-            if not is_busy(span.others_cores):
+                timing = plain_numpy_runtime(case, spec, inputs, by_value=by_value)
+            # Busy, only the samples that had their cores stand (a neighbour leaves a serial call's alone).
+            timed.append((timing.runtime if not is_busy(span.others_cores) else timing.clean, span, timing))
+            if timed[-1][0] is not None:
                 break
     except JaxCompareError as exc:
         if not timed:
             return kept, None, N_("NumPy's runtime is the worker's, with freed memory kept: {error}").format(
                 error=exc)
-    figure, span = min(timed, key=lambda pair: pair[0].median_s)
+    figure, span, timing = timed[-1]
     for attempt in range(len(timed)):  # one phase: the timing kept
         del load.spans[load.prefix + f"numpy_plain {attempt}"]
     load.spans[load.prefix + "numpy_plain"] = span
-    busy = all(is_busy(s.others_cores) for _, s in timed)
-    load.notes["numpy_plain"] = {"attempts": len(timed), "busy": busy}
-    if busy:
-        return figure, kept, BUSY_NOTE.format(cores=f"{span.others_cores:.2f}", attempts=len(timed))
+    load.notes["numpy_plain"] = {"attempts": len(timed), "busy": figure is None,
+                                 **({"clean_samples": list(timing.clean_count)} if timing.clean_count else {})}
+    if figure is None:  # contention spoils a multithreaded BLAS call's every sample: no figure of that regime
+        return kept, None, BUSY_NOTE.format(cores=f"{span.others_cores:.2f}", attempts=len(timed))
     return figure, kept, None
 
 
+@dataclass(frozen=True)
+class PlainTiming:
+    """What the plain process timed: every sample (``runtime``), and where the kernel says whether each
+    sample had the cores it wanted, those that did (``clean``, where they were enough for a range)."""
+
+    runtime: Stats
+    clean: Stats | None = None
+    clean_count: tuple[int, int] | None = None  # samples that had their cores, of all
+
+
 def plain_numpy_runtime(case: Case, spec: Spec, inputs: tuple[np.ndarray, ...], *, by_value: bool,
-                        timeout_s: float = CHILD_TIMEOUT_S) -> Stats:
+                        timeout_s: float = CHILD_TIMEOUT_S) -> PlainTiming:
     """Time ``case``'s NumPy function on ``inputs`` as a fresh, plain process runs it (JAX kept to the
     CPU there: it needs no device). ``by_value``: send the NumPy function itself (a notebook's), else
     the child looks the case up by name. A child that fails is a JaxCompareError of one line."""
@@ -113,16 +129,21 @@ def plain_numpy_runtime(case: Case, spec: Spec, inputs: tuple[np.ndarray, ...], 
             raise JaxCompareError(N_("NumPy in a plain process failed: {error}").format(error=exc)) from None
     if "error" in report:
         raise JaxCompareError(N_("NumPy in a plain process failed: {error}").format(error=report["error"]))
-    return Stats.from_dict(report["runtime"])
+    clean = report.get("clean")
+    return PlainTiming(Stats.from_dict(report["runtime"]), None if clean is None else Stats.from_dict(clean),
+                       tuple(report["clean_count"]) if report.get("clean_count") else None)
 
 
 # --- in the child ---------------------------------------------------------------------------------
 def child_main() -> None:
     """Report NumPy's runtime (child.run_child)."""
-    run_child(lambda: {"runtime": _time_numpy(sys.stdin.buffer.read()).to_dict()})
+    run_child(lambda: _time_numpy(sys.stdin.buffer.read()))
 
 
-def _time_numpy(payload: bytes) -> Stats:
+def _time_numpy(payload: bytes) -> dict[str, Any]:
+    """Every sample's Stats, and each sample judged by whether it had the cores it wanted
+    (load.SampleWatch): where too few did, timed again in short samples (CLEAN_SAMPLE_S) that a
+    neighbour is more likely to leave alone, as the worker's runtime pairs are (runtimes._clean_recheck)."""
     import cloudpickle
 
     from ..catalog import get_case
@@ -132,4 +153,25 @@ def _time_numpy(payload: bytes) -> Stats:
     numpy_fn = request["numpy_fn"] or get_case(spec.case, spec.cases_file).numpy_fn
     # np.load reads a file into an array of its own size (fromfile): no larger block is freed first.
     inputs = tuple(np.load(path, allow_pickle=False) for path in request["inputs"])
-    return sample(bound_call(numpy_fn, inputs), spec.timing.for_runtime())
+    call, timing = bound_call(numpy_fn, inputs), spec.timing.for_runtime()
+    watch = SampleWatch(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1,
+                        per_block=10**9)
+    if not watch.available:  # no run delays from this kernel: every sample would count
+        return {"runtime": sample(call, timing).to_dict()}
+    stats = sample(call, timing, watch=watch)
+    every, verdicts = list(stats.samples_s), list(watch.clean)
+    if sum(verdicts) < MIN_SAMPLES_FOR_RANGE:
+        short = replace(timing, phase_budget_s=max(timing.phase_budget_s, CLEAN_BUDGET_S),
+                        target_sample_s=CLEAN_SAMPLE_S, min_samples=3, max_samples=10**6, rel_ci=1e-9)
+        start = len(watch.clean)
+        more = sample(call, short, watch=watch, warmup=False)
+        every, verdicts = list(more.samples_s), watch.clean[start:]
+        loops = more.loops
+    else:
+        loops = stats.loops
+    watch.close()
+    kept = [x for x, ok in zip(every, verdicts, strict=True) if ok]
+    report: dict[str, Any] = {"runtime": stats.to_dict(), "clean_count": [len(kept), len(every)]}
+    if len(kept) >= MIN_SAMPLES_FOR_RANGE:
+        report["clean"] = Stats.from_samples(kept, loops=loops).to_dict()
+    return report
