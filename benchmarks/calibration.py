@@ -8,7 +8,9 @@ and each run's 95% speedup range is held against the other runs' medians.
 Reported per case: how often a rerun's speedup falls inside the first run's range (the issue's
 measure, at least 85% wanted) and inside any other run's range (every ordered pair: the same
 question asked of every run, a steadier estimate), the range's width, and any two trusted runs whose
-ranges lie apart on opposite sides of 1x (none wanted). benchmarks/RESULTS.md, "Ranges that hold".
+ranges lie apart on opposite sides of 1x (none wanted). Then an A/A test: consecutive runs of a case
+compared as the Versions page compares two JAX releases, which should rarely read "different".
+benchmarks/RESULTS.md, "Ranges that hold".
 """
 
 from __future__ import annotations
@@ -41,10 +43,11 @@ def one_run(case: str, shape: str, precision: str, timing: str) -> dict:
     from jaxcompare.analysis.trust import trust
     from jaxcompare.model.result import Result
 
-    result = Result.from_dict(json.loads(proc.stdout))
+    doc = json.loads(proc.stdout)
+    result = Result.from_dict(doc)
     low, high = result.speedup_range
     verdict = trust(result)
-    return {"speedup": result.speedup, "range": [low, high], "trusted": verdict.trusted, "why": verdict.why,
+    return {"doc": doc, "speedup": result.speedup, "range": [low, high], "trusted": verdict.trusted, "why": verdict.why,
             "numpy_s": result.numpy_runtime.median_s, "jax_s": result.jax.runtime.median_s,
             "numpy_range": [result.numpy_runtime.ci_low_s, result.numpy_runtime.ci_high_s],
             "jax_range": [result.jax.runtime.ci_low_s, result.jax.runtime.ci_high_s],
@@ -79,6 +82,22 @@ def summarize(runs: list[dict]) -> dict:
     return out
 
 
+def aa_pairs(runs: list[dict]) -> list[dict]:
+    """Consecutive runs of one case as two 'versions' of one environment, compared as the Versions page
+    compares two releases (analysis/versions.compare_versions): an A/A test, which should read
+    'different' in at most 5% of pairs."""
+    from jaxcompare.analysis.compare import SAME
+    from jaxcompare.analysis.versions import compare_versions, pool_rounds
+    from jaxcompare.model.result import Result
+
+    out = []
+    for a, b in zip(runs[::2], runs[1::2], strict=False):
+        [found] = compare_versions([("0.0.1", pool_rounds([Result.from_dict(a["doc"])])),
+                                    ("0.0.2", pool_rounds([Result.from_dict(b["doc"])]))])
+        out.append({"ratio": found["ratio"], "p_value": found["p_value"], "different": found["direction"] != SAME})
+    return out
+
+
 def render(report: dict) -> str:
     lines = [f"Ranges against reruns: {report['timing']} timing, {report['precision']}, {report['runs']} runs a case",
              "", "| case | speedups (min-median-max) | range width | rerun in the first run's range | in any "
@@ -94,6 +113,11 @@ def render(report: dict) -> str:
                for e in report["cases"].values())
     lines += ["", f"Every case at least {WANTED:.0%} in its first run's range, and no trusted runs apart across "
               f"1x: {'yes' if held else 'NO'}."]
+    aa = [pair for entry in report["cases"].values() for pair in entry["aa"]]
+    if aa:
+        worst = min(aa, key=lambda pair: pair["p_value"] if pair["p_value"] is not None else 1.0)
+        lines += [f"A/A (consecutive runs of one case compared as two JAX versions): {sum(p['different'] for p in aa)} "
+                  f"of {len(aa)} pairs read 'different' (lowest p = {worst['p_value']:.3g}, at {worst['ratio']:.3g})."]
     return "\n".join(lines)
 
 
@@ -115,11 +139,15 @@ def main(argv: list[str] | None = None) -> int:
                   f"{run['range'][1]:.3g}x){'' if run['trusted'] else ', set aside: ' + str(run['why'])}",
                   file=sys.stderr)
     report = {"schema": "jaxcompare.calibration/1", "timing": args.timing, "precision": args.precision,
-              "runs": args.runs, "cases": {k: {"runs": v, "summary": summarize(v)} for k, v in runs.items()}}
+              "runs": args.runs, "cases": {k: {"runs": v, "summary": summarize(v), "aa": aa_pairs(v)}
+                                           for k, v in runs.items()}}
     print(render(report))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump(report, fh, indent=1)
+    for entry in report["cases"].values():  # the results themselves are kept only in the JSON
+        for run in entry["runs"]:
+            run.pop("doc", None)
     return 0
 
 

@@ -46,6 +46,11 @@ def v1_documents() -> list[tuple[str, dict[str, Any]]]:
 V1 = v1_documents()
 
 
+# Derived figures the JSON writes but from_dict never reads: written anew from the kept values, by
+# today's rules (the speedup's range became where a rerun falls: model/reruns.py).
+RECOMPUTED = frozenset({"speedup_range"})
+
+
 def flatten(value: Any, path: tuple = ()) -> dict[tuple, Any]:
     """Every leaf of a JSON document by its path (list items by index)."""
     if isinstance(value, dict):
@@ -75,7 +80,7 @@ def test_a_schema_1_result_keeps_every_value_through_schema_2(name, old):
     assert new["schema"] == SCHEMA and new["history"] == [dict(change) for change in SCHEMA_HISTORY]
     flat_new = flatten(new)
     for path, value in flatten(old).items():
-        if path == ("schema",):
+        if path == ("schema",) or path[0] in RECOMPUTED:
             continue
         assert moved(path) in flat_new, (name, path)
         assert flat_new[moved(path)] == value, (name, path)

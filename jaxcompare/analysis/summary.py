@@ -23,7 +23,8 @@ from ..model.formatting import (
     third_side_verdict,
     transfer_rate_text,
 )
-from ..model.result import Result, ratio_range
+from ..model.reruns import rerun_ratio_range
+from ..model.result import Result
 from ..model.sides import link_name
 from ..model.stats import Stats
 from .sweep import doubtful_directions
@@ -204,7 +205,7 @@ def _ratio_tile(ratio: float | None, over: Stats, under: Stats, sure: bool) -> t
     Speedup tile does: no bare point figure from a run set aside)."""
     if sure:
         return format_factor(ratio), ""
-    low, high = ratio_range(over, under)
+    low, high = rerun_ratio_range(over, under)
     if not (math.isfinite(low) and math.isfinite(high)):
         return _("not known"), _("doubtful")
     return _("{low}–{high}").format(low=format_factor(low), high=format_factor(high)), _("doubtful")

@@ -25,9 +25,9 @@ _POOLED = ("transfer", "trace", "lower", "compile", "first_call", "runtime", "di
 
 def pool_stats(parts: Sequence[Stats]) -> Stats:
     """One phase's samples from several rounds as one Stats; each round's median is kept as a
-    block median, and the pool is unstable if a round was."""
-    if len(parts) == 1:
-        return parts[0]
+    block median (the runs a verdict counts: compare.verdict's runs), and the pool is unstable if a round was."""
+    if len(parts) == 1:  # its own blocks are of one run: the block median a versions verdict reads is the run's
+        return replace(parts[0], block_medians_s=(parts[0].median_s,))
     samples = [s for part in parts for s in part.samples_s]
     unstable = next((p for p in parts if not p.stable), None)
     pooled = Stats.from_samples(samples, loops=parts[0].loops, stable=unstable is None,
@@ -72,7 +72,8 @@ def compare_versions(pooled: Sequence[tuple[str, Result]]) -> list[dict[str, Any
     ordered = sorted(pooled, key=lambda item: release_key(item[0]))
     out = []
     for (va, a), (vb, b) in zip(ordered, ordered[1:], strict=False):
-        v = verdict(a.jax.runtime, b.jax.runtime)
+        v = verdict(a.jax.runtime, b.jax.runtime, runs_a=a.jax.runtime.block_medians_s,
+                    runs_b=b.jax.runtime.block_medians_s)
         out.append({"from": va, "to": vb, "ratio": v.ratio, "significant": v.significant, "direction": v.direction,
                     "p_value": v.p_value, "ci_low": v.ci_low, "ci_high": v.ci_high, "n_from": v.n_a, "n_to": v.n_b,
                     "compile_ratio": finite_or_none(b.jax.compile_total_s / a.jax.compile_total_s)

@@ -17,6 +17,7 @@ from ..i18n import N_, _, language, ngettext, sentences
 from ..model.errors import JaxCompareError
 from ..model.formatting import format_factor, format_time, markdown_literal
 from ..model.result import Result, finite_or_none
+from ..model.spec import MIN_SAMPLES_FOR_RANGE
 
 MAX_COMPARE = 10  # runs drawn side by side; one letter each
 LETTERS = "ABCDEFGHIJ"
@@ -264,9 +265,9 @@ def verdict_explanation(v: compare.Verdict, subject: str = "") -> str:
     else:
         name_a, name_b = "A", "B"
     if v.p_value is None or v.ci_low is None or v.ci_high is None or v.ratio is None:  # too few samples
-        return _("Too few samples to judge: {name_a} has {n_a} and {name_b} has {n_b}; at least {min_samples} "
-                 "positive samples each are needed (medians {median_a} vs {median_b}).").format(
-            name_a=name_a, n_a=v.n_a, name_b=name_b, n_b=v.n_b, min_samples=compare.MIN_SAMPLES,
+        return _("Too few samples to judge: {name_a} or {name_b} has no 95% range, which needs at least "
+                 "{min_samples} samples (medians {median_a} vs {median_b}).").format(
+            name_a=name_a, name_b=name_b, min_samples=MIN_SAMPLES_FOR_RANGE,
             median_a=format_time(v.median_a_s), median_b=format_time(v.median_b_s))
     level = f"{1 - v.alpha:.0%}"
     if v.shift == compare.FASTER:
@@ -292,23 +293,14 @@ def verdict_explanation(v: compare.Verdict, subject: str = "") -> str:
         else:
             why = _("{name_b} is {factor} slower than {name_a}, statistically significant but under the "
                     "{min_effect:.0%} that counts as a real difference").format(min_effect=v.min_effect, **moved)
-    elif v.rank_test_differs:
-        why = _("the rank test differs ({p_value}) but the {level} CI of the ratio of medians "
-                "({low:.3g}–{high:.3g}) includes 1").format(p_value=_p_value(v.p_value), level=level,
-                                                            low=v.ci_low, high=v.ci_high)
-    elif v.ci_excludes_one:
-        why = _("the medians differ by {difference:.1%} but the rank test does not confirm it").format(
-            difference=abs(v.ratio - 1))
     else:
-        why = _("the {difference:.1%} difference in medians is within the noise").format(difference=abs(v.ratio - 1))
-    if not v.rank_test_can_decide:
-        why += _("; with {n_a} and {n_b} samples a rank test cannot reach p<{alpha:g} at all — take more "
-                 "samples").format(n_a=v.n_a, n_b=v.n_b, alpha=v.alpha)
+        why = _("the {difference:.1%} difference in medians is within what a rerun moves them").format(
+            difference=abs(v.ratio - 1))
     return _("No significant difference: {why} ({stats}).").format(why=why, stats=stats_text)
 
 
 def verdict_stats(v: compare.Verdict) -> str:
-    """The numbers behind a verdict: p-value, ratio of medians with its CI, sample counts."""
+    """The numbers behind a verdict: p-value, ratio of medians with its range, the runs each side pools."""
     parts = []
     if v.p_value is not None:
         parts.append("p < 0.001" if v.p_value < 0.001 else f"p = {v.p_value:.3f}")
@@ -321,7 +313,7 @@ def verdict_stats(v: compare.Verdict) -> str:
         parts.append(text)
     parts.append(_("medians A {median_a}, B {median_b}").format(
         median_a=format_time(v.median_a_s), median_b=format_time(v.median_b_s)))
-    parts.append(_("samples A {n_a}, B {n_b}").format(n_a=v.n_a, n_b=v.n_b))
+    parts.append(_("runs A {n_a}, B {n_b}").format(n_a=v.n_a, n_b=v.n_b))
     return " · ".join(parts)
 
 

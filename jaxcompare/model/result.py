@@ -10,9 +10,10 @@ from ..i18n import N_
 from .clocks import GpuClocks
 from .errors import BadInput
 from .profile import Profile
+from .reruns import rerun_ratio_range
 from .roofline import Roofline, device_time
 from .sides import JaxSide, Peak, fraction
-from .spec import MIN_SAMPLES_FOR_RANGE, Spec
+from .spec import Spec
 from .stats import Stats
 
 SCHEMA = "jaxcompare.result/3"
@@ -36,17 +37,6 @@ SCHEMA_HISTORY = (
 SCHEMAS = (SCHEMA, SCHEMA_V2, SCHEMA_V1)
 # The load phases the speedup is made of: the NumPy and JAX runtime blocks.
 RUNTIME_PHASES = ("numpy", "runtime")
-
-
-def ratio_range(over: Stats, under: Stats) -> tuple[float, float]:
-    """A conservative 95% range of ``over``'s median / ``under``'s, from the two medians' confidence
-    intervals (the low end over the high end, and the reverse). nan where a CI is unknown, or where a
-    side has fewer than MIN_SAMPLES_FOR_RANGE samples: their order-statistics interval is then the
-    whole sample range, which covers the median less than 95% of the time (n=5: 94%)."""
-    bounds = (over.ci_low_s, over.ci_high_s, under.ci_low_s, under.ci_high_s)
-    if min(over.n, under.n) < MIN_SAMPLES_FOR_RANGE or not all(math.isfinite(b) and b > 0 for b in bounds):
-        return math.nan, math.nan
-    return over.ci_low_s / under.ci_high_s, over.ci_high_s / under.ci_low_s
 
 
 def memory_speedup(plain: Stats, kept: Stats | None) -> float | None:
@@ -116,8 +106,11 @@ class Result:
 
     @property
     def speedup_range(self) -> tuple[float, float]:
-        """A conservative 95% range of the speedup (ratio_range of NumPy's runtime over JAX's)."""
-        return ratio_range(self.numpy_runtime, self.jax.runtime)
+        """Where a rerun's speedup falls 95% of the time (model/reruns.py): NumPy's runtime over JAX's, with
+        the spread of this run's pairs of blocks where it timed several of this NumPy figure (pairs timed
+        against NumPy with freed memory kept say nothing of the plain figure's drift)."""
+        pairs = self.speedup_pairs if self.numpy_kept is None else ()
+        return rerun_ratio_range(self.numpy_runtime, self.jax.runtime, pairs)
 
     @property
     def speedup_pairs(self) -> tuple[float, ...]:
