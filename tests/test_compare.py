@@ -68,8 +68,8 @@ def test_rounds_that_agree_narrow_the_verdict_and_rounds_that_disagree_widen_it(
 
 def test_a_small_but_significant_shift_is_not_called_a_difference():
     a = noisy(1e-3, n=500, noise=0.001, seed=1)
-    b = noisy(1.04e-3, n=500, noise=0.001, seed=2)  # 4% slower, over forty runs a side
-    runs = {"runs_a": [1e-3] * 40, "runs_b": [1.04e-3] * 40}
+    b = noisy(1.04e-3, n=500, noise=0.001, seed=2)  # 4% slower, over sixty runs a side
+    runs = {"runs_a": [1e-3] * 60, "runs_b": [1.04e-3] * 60}
     v = verdict(a, b, min_effect=0.05, **runs)
     assert v.p_value < 0.01 and v.significant
     assert v.direction == SAME and "under the 5%" in verdict_explanation(v)

@@ -132,15 +132,15 @@ def test_verdict_explanations_are_the_pages_sentences():
     slow, fast = make_result(jax_s=2e-4), make_result(jax_s=1e-4)
     assert hv.verdict_explanation(compare.verdict(slow.jax.runtime, fast.jax.runtime), "JAX runtime") == (
         "B's JAX runtime is 2.00x faster than A's JAX runtime (median B 100 µs vs A 200 µs; p<0.001; 95% CI of the "
-        "speedup 1.69x–2.36x).")
+        "speedup 1.65x–2.43x).")
     assert hv.verdict_explanation(compare.verdict(slow.jax.runtime, slow.jax.runtime), "JAX runtime") == (
-        "No significant difference: the 0.0% difference in medians is within the noise (median B 200 µs vs A 200 µs; "
-        "p=1.000; 95% CI of the slowdown 0.99x–1.01x).")
-    few = compare.verdict(dataclasses.replace(slow.jax.runtime, samples_s=(1e-4,)), slow.jax.runtime)
+        "No significant difference: the 0.0% difference in medians is within what a rerun moves them (median B 200 µs "
+        "vs A 200 µs; p=1.000; 95% CI of the slowdown 0.82x–1.21x).")
+    few = compare.verdict(Stats.from_samples([1e-4, 1.1e-4]), slow.jax.runtime)
     assert hv.verdict_explanation(few, "JAX runtime") == (
-        "Too few samples to judge: A's JAX runtime has 1 and B's JAX runtime has 7; at least 3 positive samples "
-        "each are needed (medians 100 µs vs 200 µs).")
-    assert hv.verdict_explanation(few).startswith("Too few samples to judge: A has 1 and B has 7;")
+        "Too few samples to judge: A's JAX runtime or B's JAX runtime has no 95% range, which needs at least 6 "
+        "samples (medians 105 µs vs 200 µs).")
+    assert hv.verdict_explanation(few).startswith("Too few samples to judge: A or B has no 95% range")
 
 
 def test_difference_lines_and_messages():

@@ -23,7 +23,7 @@ from ..model.formatting import (
     third_side_verdict,
     transfer_rate_text,
 )
-from ..model.reruns import rerun_ratio_range
+from ..model.reruns import rerun_range, rerun_ratio_range
 from ..model.result import Result
 from ..model.sides import link_name
 from ..model.stats import Stats
@@ -107,13 +107,13 @@ def speedup_tile(result: Result) -> tuple[str, str]:
 
 
 def break_even_range(result: Result) -> tuple[float, float | None] | None:
-    """Break-even calls at the two ends of the runtimes' 95% ranges (the most NumPy could be
-    slower per call, then the least; None for 'never' at the far end); None where unknown."""
-    n, j = result.numpy_runtime, result.jax.runtime
-    bounds = (n.ci_low_s, n.ci_high_s, j.ci_low_s, j.ci_high_s)
+    """Break-even calls at the two ends of the runtimes' 95% ranges as a rerun would read them (the most
+    NumPy could be slower per call, then the least; None for 'never' at the far end); None where unknown."""
+    (n_low, n_high), (j_low, j_high) = rerun_range(result.numpy_runtime), rerun_range(result.jax.runtime)
+    bounds = (n_low, n_high, j_low, j_high)
     if not all(math.isfinite(b) and b > 0 for b in bounds) or not math.isfinite(result.speedup_range[0]):
         return None
-    most, least = n.ci_high_s - j.ci_low_s, n.ci_low_s - j.ci_high_s
+    most, least = n_high - j_low, n_low - j_high
     if most <= 0:
         return None
     return one_off_s(result) / most, (one_off_s(result) / least if least > 0 else None)

@@ -20,6 +20,7 @@ from ..engine.versions import StopSignal, VersionRun, measure_versions
 from ..i18n import N_, _, ngettext
 from ..model.errors import BadInput
 from ..model.formatting import format_factor, format_time, format_time_range, markdown_literal
+from ..model.reruns import pooled_range
 from ..model.result import Result
 from ..model.spec import Spec
 from .controls import CompareConfig
@@ -172,7 +173,7 @@ def versions_table(pooled: list[tuple[str, Result]],
         runtime = result.jax.runtime
         jax_version, jaxlib_version = real_versions(result)
         row = {_("JAX asked for"): requested, _("JAX runtime"): format_time(runtime.median_s),
-               _("95% range"): format_time_range(runtime.ci_low_s, runtime.ci_high_s),
+               _("95% range"): format_time_range(*pooled_range(runtime, runtime.block_medians_s)),
                _("Compile"): format_time(result.jax.compile_total_s),
                _("First call"): format_time(result.jax.first_call.median_s),
                _("Speedup"): format_factor(result.speedup),

@@ -15,6 +15,7 @@ from ..i18n import N_, _, translate_text
 from ..model.cases import format_shape
 from ..model.errors import BadInput
 from ..model.formatting import format_factor, format_time, format_time_range
+from ..model.reruns import pooled_range
 from ..model.result import Result
 from ..model.spec import DEVICES, PRECISIONS, TIMING_PRESETS, Spec, TimingConfig, parse_shape
 from . import history as cli_history
@@ -114,7 +115,8 @@ def version_line(result: Result) -> str:
     return _("JAX {jax} (jaxlib {jaxlib}): runtime {runtime} (95% {range}), compile {compile}, first call {first}, "
              "speedup {speedup}{spread} against NumPy").format(
         jax=jax_version, jaxlib=jaxlib_version, runtime=format_time(runtime.median_s),
-        range=format_time_range(runtime.ci_low_s, runtime.ci_high_s), compile=format_time(result.jax.compile_total_s),
+        range=format_time_range(*pooled_range(runtime, runtime.block_medians_s)),
+        compile=format_time(result.jax.compile_total_s),
         first=format_time(result.jax.first_call.median_s), speedup=format_factor(result.speedup), spread=spread)
 
 

@@ -16,13 +16,13 @@ from .stats import Stats
 
 Z95 = 1.959964
 # How far the log of a speedup moves from one run to the next beyond what its own samples show, as a
-# standard deviation: four cases x ten fresh reruns on the 2-core test machine class gave 0.014-0.031
-# (benchmarks/RESULTS.md, "Ranges that hold"); 0.05 kept every case's first range around 89-100% of
-# its reruns, 0.03 left cumsum's at 78%.
-SPEEDUP_RERUN_SD = 0.05
+# standard deviation: four cases x ten fresh reruns on the 2-core test machine class gave 0.014-0.031,
+# and cumsum jumped between two modes 15% apart; 0.06 kept every case's first range at 89-100% of its
+# reruns in two such calibrations, 0.05 left cumsum's at 78% (benchmarks/RESULTS.md, "Ranges that hold").
+SPEEDUP_RERUN_SD = 0.06
 # The same for one side's median (NumPy's or JAX's runtime): the machine's speed moves both sides of a
-# pair alike, so a side alone moved more, 0.030-0.066 over the same reruns.
-RUNTIME_RERUN_SD = 0.06
+# pair alike, so a side alone moves more, 0.030-0.066 over the same reruns; 0.07 held cumsum's JAX too.
+RUNTIME_RERUN_SD = 0.07
 
 
 def _log_sd(median: float, low: float, high: float) -> float:
@@ -72,3 +72,12 @@ def rerun_range(stats: Stats) -> tuple[float, float]:
         return math.nan, math.nan
     half = Z95 * math.sqrt(2) * sd
     return stats.median_s * math.exp(-half), stats.median_s * math.exp(half)
+
+
+def pooled_range(stats: Stats, runs: Sequence[float]) -> tuple[float, float]:
+    """The 95% range of a median pooled from the independent runs whose medians are ``runs`` (a versions
+    run's rounds), the between-run spread in it (nan where it has no interval)."""
+    sd = run_log_sd(stats, runs)
+    if not math.isfinite(sd):
+        return math.nan, math.nan
+    return stats.median_s * math.exp(-Z95 * sd), stats.median_s * math.exp(Z95 * sd)
