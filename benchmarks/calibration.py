@@ -41,6 +41,7 @@ def one_run(case: str, shape: str, precision: str, timing: str) -> dict:
     if proc.returncode:
         raise SystemExit(f"jaxcompare run {case} {shape} failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
     from jaxcompare.analysis.trust import trust
+    from jaxcompare.model.reruns import rerun_range
     from jaxcompare.model.result import Result
 
     doc = json.loads(proc.stdout)
@@ -49,8 +50,9 @@ def one_run(case: str, shape: str, precision: str, timing: str) -> dict:
     verdict = trust(result)
     return {"doc": doc, "speedup": result.speedup, "range": [low, high], "trusted": verdict.trusted, "why": verdict.why,
             "numpy_s": result.numpy_runtime.median_s, "jax_s": result.jax.runtime.median_s,
-            "numpy_range": [result.numpy_runtime.ci_low_s, result.numpy_runtime.ci_high_s],
-            "jax_range": [result.jax.runtime.ci_low_s, result.jax.runtime.ci_high_s],
+            "numpy_range": list(rerun_range(result.numpy_runtime)), "jax_range": list(rerun_range(result.jax.runtime)),
+            "numpy_ci": [result.numpy_runtime.ci_low_s, result.numpy_runtime.ci_high_s],
+            "jax_ci": [result.jax.runtime.ci_low_s, result.jax.runtime.ci_high_s],
             "wall_s": time.monotonic() - started}
 
 
@@ -101,7 +103,8 @@ def aa_pairs(runs: list[dict]) -> list[dict]:
 def render(report: dict) -> str:
     lines = [f"Ranges against reruns: {report['timing']} timing, {report['precision']}, {report['runs']} runs a case",
              "", "| case | speedups (min-median-max) | range width | rerun in the first run's range | in any "
-             "run's range | NumPy / JAX in any run's range | trusted | trusted runs apart across 1x |",
+             "run's range | NumPy / JAX in any run's range (model/reruns.rerun_range) | trusted | trusted runs apart "
+             "across 1x |",
              "|---|---|---|---|---|---|---|---|"]
     for case, entry in report["cases"].items():
         s, speedups = entry["summary"], sorted(r["speedup"] for r in entry["runs"])

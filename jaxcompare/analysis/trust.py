@@ -24,10 +24,11 @@ from ..model.formatting import format_factor
 from ..model.result import Result
 from .checks import FAIL, WARN, Check, checklist
 
-# The widest 95% range (high / low) a headline speedup may have. With the median near the middle of
-# a range at most 1.5x wide, two runs whose ranges both cover the true speedup agree within 1.5x.
-# Measured: a settled quick run on this two-core machine gives 1.25-1.35 (benchmarks/RESULTS.md).
-TRUSTED_SPREAD = 1.5
+# The widest 95% range (high / low) a headline speedup may have: the range is where a rerun's speedup
+# falls (model/reruns.py), so a run within it is one whose rerun agrees within that factor. Measured:
+# settled careful runs on this two-core machine class read 1.41-1.47 (benchmarks/RESULTS.md, "Ranges
+# that hold"); 1.5 set three of ten cumsum runs aside for their range alone.
+TRUSTED_SPREAD = 1.6
 
 # Checks whose failure is what was measured, not a doubt about the measuring.
 MEASURED_NOT_DOUBTED = frozenset({"workload"})
