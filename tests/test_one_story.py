@@ -94,6 +94,14 @@ def test_dispatch_above_the_blocked_call_sets_the_result_aside_and_names_both():
     assert text.startswith("**No verdict from this run: JAX's dispatch alone took longer than its blocked call.**")
     assert "67.8 µs" in text and "22.4 µs" in text and "NumPy is **" not in text
     assert summary.break_even_tile(contradicted) == ("not known", "doubtful")
+    # Nor a fraction of peak read from the runtime in doubt: the recorded 64x64 matmul has one, until its
+    # dispatch alone outlasts its blocked call.
+    recorded = dataclasses.replace(Result.from_dict(json.loads((DATA / "result-v1-third-side.json").read_text())),
+                                   load={}, jax_cpu=None)
+    assert any(line.startswith("**Fraction of peak.**") for line in summary.verdict_lines(recorded))
+    doubted = with_jax(recorded, dispatch=Stats.from_samples([3 * x for x in recorded.jax.runtime.samples_s]))
+    assert trust(doubted).why == "disagree"
+    assert not any(line.startswith("**Fraction of peak.**") for line in summary.verdict_lines(doubted))
     # Within their ranges the two may meet (a call no longer than its launch): no doubt.
     near = with_jax(r, dispatch=stats(22.4e-6))
     assert by_id(near)["blocked"].status == PASS and trusted(near)

@@ -229,8 +229,10 @@ def figure_rows(result: Result) -> list[list[Figure]]:
 def verdict_lines(result: Result, sweep_with: str | None = None) -> list[str]:
     """What the figures mean, a paragraph each: the verdict, then the third side's line and the
     fraction of peak's where the run has them (``sweep_with``: as for ``verdict``)."""
+    # A blocked runtime its own dispatch contradicts feeds no rate either: no fraction of peak from it.
+    peak = None if trust(result).why == "disagree" else peak_text(result)
     return [verdict(result, sweep_with), *filter(None, (numpy_speeds_text(result), device_time_text(result),
-                                                        third_side_text(result), peak_text(result)))]
+                                                        third_side_text(result), peak))]
 
 
 def verdict(result: Result, sweep_with: str | None = None) -> str:
