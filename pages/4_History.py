@@ -239,9 +239,9 @@ event = st.dataframe(
                        help=_("NumPy timed in the worker beside JAX, with freed memory kept for reuse (glibc's "
                               "allocator told so). Blank where NumPy was timed once: arrays too small for the "
                               "allocator to matter, a busy machine, or a result saved before both were timed.")),
-                   _("Speedup"): st.column_config.NumberColumn(
-                       format="%.2fx", help=_("NumPy runtime (plain process) / JAX runtime; above 1x JAX is "
-                                              "faster")),
+                   _("Speedup"): st.column_config.TextColumn(
+                       help=_("NumPy runtime (plain process) / JAX runtime; above 1x JAX is faster. \"set aside\": "
+                              "not trusted, its range in the next column")),
                    _("Set aside"): st.column_config.TextColumn(
                        width="large", help=_("A run whose speedup is not trusted: the range its Speedup tile shows "
                                              "instead of a bare figure; open it in Compare for why")),

@@ -140,9 +140,8 @@ def test_break_even_advice_quotes_no_figure_the_tile_withholds():
     doubtful = with_jax(dataclasses.replace(r, load=busy, numpy_runtime=_spread(1e-2, 400.0)),
                         runtime=_spread(1e-4, 2.0))
     assert not trusted(doubtful) and break_even_tile(doubtful) == ("not known", "doubtful")
-    (found,) = advice(doubtful)
-    assert f"{math.ceil(doubtful.break_even_calls)}" not in found.text
-    assert "(how many calls to break even is not known: this run is not trusted)" in found.text
+    # No side for sure: no share of what JAX "pays before it is faster" (issue 49), nor its calls.
+    assert advice(doubtful) == []
     # Set aside for its range alone, JAX faster for sure: the calls' range, as the tile shows it.
     wide = with_jax(dataclasses.replace(r, numpy_runtime=_spread(1e-2, 3.0)), runtime=_spread(1e-4, 3.0))
     value, detail = break_even_tile(wide)

@@ -157,7 +157,7 @@ def test_size_sweep_tiles(sample_result):
     tile = views.crossover_figure("x32", 250_000, 2, finished=True)
     assert (tile.label, tile.value) == ("Crossover (x32)", "≈ 500x500") and "250,000 elements" in tile.help
     assert views.crossover_figure("x64", None, 2, finished=False).value == "not yet"
-    assert views.crossover_figure("x64", None, 2, finished=True).value == "none here"
+    assert views.crossover_figure("x64", None, 2, finished=True).value == "—"  # no trusted size placed one
     best = views.best_speedup_figure([sample_result])
     assert (best.value, best.detail) == ("5.00x", "95%: 4.23x–5.91x")  # a headline speedup carries its range
     assert best.help == "At 10x10 x32, among the trusted sizes."

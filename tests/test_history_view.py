@@ -34,8 +34,8 @@ def test_a_saved_run_set_aside_has_its_range_in_the_table_not_a_bare_speedup(tmp
     doubts = hv.set_aside(store, [fine.id, busy.id])
     assert list(doubts) == [busy.id] and re.fullmatch(r"0\.\d\dx–1\.\d\dx · the machine was busy", doubts[busy.id])
     rows = hv.table_rows([summary(fine), summary(busy)], doubts=doubts)
-    assert rows[0]["Speedup"] == fine.speedup and rows[0]["Set aside"] == ""
-    assert rows[1]["Speedup"] is None and rows[1]["Set aside"] == doubts[busy.id]
+    assert rows[0]["Speedup"] == "5.00x" and rows[0]["Set aside"] == ""
+    assert rows[1]["Speedup"] == "set aside" and rows[1]["Set aside"] == doubts[busy.id]  # never "None"
     assert "Set aside" not in hv.table_rows([summary(fine)], doubts=hv.set_aside(store, [fine.id]))[0]
 
 
@@ -66,7 +66,7 @@ def test_table_rows_format_times_and_devices():
     assert row["Device"] == "gpu · NVIDIA H200" and row["Host"] == "gpu-box" and row["JAX"] == "0.11.0"
     assert row["NumPy runtime (plain process)"] == "1.5 ms" and row["JAX runtime"] == "2.5 µs"
     assert row["NumPy (freed memory kept)"] == ""  # NumPy timed once: blank, not a figure
-    assert row["Speedup"] == r.speedup and row["ID"] == "gpu-run"
+    assert row["Speedup"] == f"{r.speedup:.2f}x" and row["ID"] == "gpu-run"
     assert hv.table_rows([summary(make_result())])[0]["Device"] == "cpu"
 
 
@@ -76,7 +76,7 @@ def test_table_rows_give_numpys_kept_figure_beside_the_plain_one():
     names = list(row)
     assert names.index("NumPy (freed memory kept)") == names.index("NumPy runtime (plain process)") + 1
     assert row["NumPy runtime (plain process)"] == "14.9 ms" and row["NumPy (freed memory kept)"] == "3 ms"
-    assert row["Speedup"] == r.speedup  # against the plain figure
+    assert row["Speedup"] == f"{r.speedup:.2f}x"  # against the plain figure
     with using("zh"):
         (zh_row,) = hv.table_rows([summary(r)])
     assert zh_row["NumPy 运行时间（普通进程）"] == "14.9 ms" and zh_row["NumPy（保留已释放内存）"] == "3 ms"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from _results import make_result, stats, with_jax
+from _results import by_id, make_result, stats, with_jax
 
 from jaxcompare.analysis import summary
 from jaxcompare.analysis.checks import NA, checklist
@@ -225,9 +225,11 @@ def test_trusted_needs_a_quiet_machine_and_a_known_narrow_range():
     assert trust(wide).why == "range"
     broken = with_jax(r, protocol=r.jax.protocol | {"blocked": False})
     assert trust(broken).why == "fail"
-    # Dispatch-dominated is a finding about a small size, not a doubt: still trusted.
-    tiny = with_jax(r, dispatch=stats(1e-3))
-    assert trusted(tiny)
+    # Dispatch-dominated is a finding about a small size, not a doubt: still trusted...
+    tiny = with_jax(r, dispatch=stats(r.jax.runtime.median_s))
+    assert by_id(tiny)["workload"].status == "fail" and trusted(tiny)
+    # ...but a dispatch alone above the blocked call, beyond both ranges, cannot be true with it.
+    assert trust(with_jax(r, dispatch=stats(1e-3))).why == "disagree"
 
 
 def test_a_sweep_headlines_only_trusted_points():

@@ -117,12 +117,21 @@ def test_in_an_x64_run_the_fair_side_is_float64_on_both(runner):
     assert speedup(p["naive"]) > 1.2 * speedup(p["correct"])
 
 
-def test_every_speedup_divides_one_numpy_baseline(lab):
-    # One NumPy baseline for the lab, so it cancels from each naive/proper ratio; the JAX
-    # sides are each pitfall's own, timed in turns (pitfall 3's float32 side is the lab's).
+def test_every_speedup_divides_one_numpy_baseline_and_the_proper_comparison_is_measured_once(lab):
+    # One NumPy baseline for the lab, so it cancels from each naive/proper ratio.
     baseline = {lab[pid][role]["numpy_seconds"] for pid in ("jit", "async", "transfer", "tf32")
                 for role in ("naive", "correct")}
     assert baseline == {lab["dtype"]["correct"]["numpy_seconds"]}
+    # Issue 49: one proper comparison, read by every section that shows it (re-timed per section, one run
+    # read it 1.12x faster in one and 1.53x slower in another); each section's own timing of the proper
+    # call, beside its naive side, is kept apart as proper_again and only widens the effect's range.
+    proper = lab["dtype"]["correct"]
+    shown = [lab[pid]["correct"] for pid in ("jit", "async", "transfer", "size")] + [lab["tf32"]["naive"]]
+    assert {(side["seconds"], tuple(side["range"]), side["numpy_seconds"]) for side in shown} == {
+        (proper["seconds"], tuple(proper["range"]), proper["numpy_seconds"])}
+    for pid in ("jit", "async", "transfer", "size", "tf32"):
+        again = lab[pid]["proper_again"]
+        assert again["seconds"] > 0 and again["range"][0] <= again["seconds"] <= again["range"][1], pid
 
 
 def test_each_figure_carries_its_range_and_each_pitfall_an_effect(lab):

@@ -172,7 +172,10 @@ def test_a_pitfalls_reading_is_its_busiest_phase():
               "size": {"wall_s": 1.0, "others_cpu_s": 0.1}, "cache": {"wall_s": 3.0}}
     assert load_reading(phases, LOAD_PHASES["jit"]) == {"phases": ["baseline", "jit"], "others_cores": 1.2,
                                                         "busy": True}
-    assert load_reading(phases, LOAD_PHASES["size"]) == {"phases": ["size"], "others_cores": 0.1, "busy": False}
+    # Pitfall 5 shows the lab's proper comparison at its large shape: the baseline's phase is its too.
+    assert load_reading(phases, LOAD_PHASES["size"]) == {"phases": ["baseline", "size"], "others_cores": 1.2,
+                                                         "busy": True}
+    assert load_reading(phases, ("size",)) == {"phases": ["size"], "others_cores": 0.1, "busy": False}
     # A phase without a reading: busy still says busy, quiet says nothing.
     assert load_reading(phases, LOAD_PHASES["cache"])["busy"] is True
     phases["baseline"]["others_cpu_s"] = 0.2

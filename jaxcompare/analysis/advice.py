@@ -20,7 +20,7 @@ from ..model.peaks import peak_for
 from ..model.result import Result
 from ..model.roofline import RooflineSide
 from .summary import break_even_bounds
-from .trust import trusted
+from .trust import JAX_FASTER, direction, trusted
 
 # The rules, in the order they are offered: what holds the call back comes before its one-off costs.
 RULES = ("overhead", "memory", "float64", "transfer", "compile", "numpy_memory")
@@ -149,9 +149,12 @@ def _float64_advice(result: Result) -> Advice | None:
 
 def _break_even_advice(result: Result) -> Advice | None:
     """Transfer or compile, whichever is the larger part of the one-off cost, when JAX is faster
-    per call but needs BREAK_EVEN_WORTH calls or more to pay that cost back."""
+    per call for sure (trust.direction: its whole 95% range above 1x; the sentences say "before it is
+    faster") but needs BREAK_EVEN_WORTH calls or more to pay that cost back."""
     calls = result.break_even_calls
     if calls is None or not math.isfinite(calls) or calls < BREAK_EVEN_WORTH:
+        return None
+    if direction(result).side != JAX_FASTER:  # a range across 1x, or no verdict: nothing to pay back
         return None
     transfer, compile_s = result.jax.transfer.median_s, result.jax.compile_total_s
     one_off = transfer + compile_s

@@ -17,7 +17,7 @@ from ..engine.agreement import BASE_RTOL, TF32_RTOL, may_use_tf32
 from ..engine.load import is_busy
 from ..i18n import N_, _, translate_text
 from ..model.clocks import SM_DROP_WARN
-from ..model.formatting import format_factor, format_time, transfer_rate_text
+from ..model.formatting import format_factor, format_time, format_time_range, transfer_rate_text
 from ..model.platforms import platform, reduced_precision
 from ..model.result import Result
 from ..model.stats import Stats
@@ -45,6 +45,9 @@ TITLES = {
     "tf32": N_("Reduced-precision products"),
     "clocks": N_("GPU clocks steady"),
 }
+# "Machine quiet" passed on a machine that was not: other programs took cores, and the pair was timed
+# again so that they did not count. Its title says so (a "Machine quiet: pass" there read as false).
+RETIMED_TITLE = N_("Machine busy, timed again")
 
 
 def _check(check_id: str, status: str, reason: str, pitfall: str | None) -> Check:
@@ -172,12 +175,22 @@ def check_blocked(r: Result) -> Check:
         return _check("blocked", FAIL,
                       _("a timed JAX call's output was not ready when its clock stopped: the time is dispatch, "
                         "not the work"), "async")
-    # Only below beyond both medians' 95% ranges: a call that costs no more than its launch (a
-    # small one on a GPU) has a blocked runtime equal to its dispatch, and noise puts either first.
-    if _clearly_below(r.jax.runtime, r.jax.dispatch):
-        return _check("blocked", WARN,
-                      _("blocked runtime is below dispatch time: the numbers look inconsistent"), "async")
+    if dispatch_above_blocked(r):
+        runtime, dispatch = r.jax.runtime, r.jax.dispatch
+        return _check("blocked", WARN, _(
+            "JAX's blocked runtime, {blocked} ({blocked_range}), is below its dispatch alone, {dispatch} "
+            "({dispatch_range}), beyond both ranges: a blocked call dispatches too, so the two cannot both be "
+            "true, and the speedup built on the runtime gives no verdict").format(
+            blocked=format_time(runtime.median_s), blocked_range=format_time_range(*runtime.range_s),
+            dispatch=format_time(dispatch.median_s), dispatch_range=format_time_range(*dispatch.range_s)), "async")
     return _check("blocked", PASS, _("every timed JAX call ends in block_until_ready()"), "async")
+
+
+def dispatch_above_blocked(r: Result) -> bool:
+    """JAX's dispatch alone above its blocked runtime beyond both medians' 95% ranges: figures that cannot
+    both be true (trust sets such a result aside). Only beyond the ranges: a call that costs no more than
+    its launch (a small one on a GPU) has a blocked runtime equal to its dispatch, and noise puts either first."""
+    return _clearly_below(r.jax.runtime, r.jax.dispatch)
 
 
 def _clearly_below(a: Stats, b: Stats) -> bool:
@@ -450,10 +463,10 @@ def _check_busy(r: Result) -> Check:
         values = {"cores": figure, "numpy": counts["numpy"][0], "numpy_all": counts["numpy"][1],
                   "jax": counts["runtime"][0], "jax_all": counts["runtime"][1]}
         if recheck.get("kept") == "clean":
-            return _check("busy", PASS, _(
+            return _retimed(_(
                 "other programs used {cores} cores during the first runtime blocks, so the pair was timed again on "
                 "every core in short samples, and only those that had the cores they wanted count (NumPy {numpy} "
-                "of {numpy_all}, JAX {jax} of {jax_all})").format(**values), None)
+                "of {numpy_all}, JAX {jax} of {jax_all})").format(**values))
         return _check("busy", WARN, _(
             "other programs used {cores} cores during the runtime blocks; timed again on every core in short "
             "samples, too few had the cores they wanted (NumPy {numpy} of {numpy_all}, JAX {jax} of {jax_all}): "
@@ -471,16 +484,20 @@ def _check_busy(r: Result) -> Check:
         return _check("busy", WARN, _(words).format(cores=figure, free=recheck.get("cores"),
                                                     side="NumPy" if sides == ["numpy"] else "JAX"), None)
     if recheck.get("kept") == "recheck" and recheck.get("pinned"):
-        return _check("busy", PASS, _("other programs used {cores} cores during the first runtime blocks, so the "
-                                      "pair was timed again with NumPy and JAX both limited to the {free} free "
-                                      "core(s); the figures are from that second timing").format(
-            cores=figure, free=recheck.get("cores")), None)
+        return _retimed(_("other programs used {cores} cores during the first runtime blocks, so the pair was "
+                          "timed again with NumPy and JAX both limited to the {free} free core(s); the figures are "
+                          "from that second timing").format(cores=figure, free=recheck.get("cores")))
     if is_busy(others):
         return _check("busy", WARN, _("other programs used {cores} cores during the runtime blocks: contention "
                                       "slows NumPy's BLAS far more than XLA, so the speedup may be false; rerun "
                                       "when the machine is quieter").format(cores=figure), None)
     return _check("busy", PASS, _("other programs used {cores} cores during the runtime blocks").format(
         cores=figure), None)
+
+
+def _retimed(reason: str) -> Check:
+    """Machine quiet's pass where the machine was busy and the pair was timed again (RETIMED_TITLE)."""
+    return Check("busy", _(RETIMED_TITLE), PASS, reason, None)
 
 
 def format_cores(cores: float) -> str:

@@ -19,6 +19,7 @@ from typing import Any
 from ..i18n import N_, _, translate_text
 from ..model.cases import format_shape
 from ..model.formatting import format_time, format_time_range, transfer_rate_text
+from ..model.platforms import platform
 from ..model.result import Result
 from ..model.sides import JaxSide
 from ..model.stats import Stats
@@ -34,6 +35,14 @@ TITLES = {
     "transfer_alike": N_("Transfer judged alike"),
     "pitfalls_agree": N_("Figures of the run agree"),
 }
+
+
+def busy_above_call(busy_s: float | None, call_range: Sequence[float] | None) -> bool:
+    """A profile whose device was busy longer per traced call than the whole timed call, beyond that
+    call's 95% range: the two cannot both be true (the device's work is inside the call), so the traced
+    calls ran at another speed than the timed ones (pitfall 5 once read 35.2 ms busy beside 17.8 ms)."""
+    return bool(busy_s and call_range and len(call_range) == 2 and busy_s > call_range[1])
+
 
 
 def disjoint(a: Stats, b: Stats) -> bool:
@@ -217,9 +226,11 @@ def version_checks(rounds: Sequence[Result], pooled: Result) -> list[Check]:
 
 # A pitfalls run -------------------------------------------------------------------------------------
 # Figures of one pitfalls run (engine/pitfalls.py's report) that measure the same work: the steady
-# runtime at the run's shape and dtype, timed as pitfall 1's correct side, pitfall 5's large side
-# and the dtypes row at the run's dtype (the lab's baseline); and pitfall 7's two first calls that
-# compile alike, the first process with an empty cache and the restarts without one.
+# runtime at the run's shape and dtype, the proper comparison every section reads, timed beside each
+# naive side (pitfalls 1, 2, 4 and 6), as pitfall 5's large side and the dtypes row at the run's dtype
+# (the lab's baseline), NumPy's and JAX's alike; pitfall 5's profiles against its timed calls; and
+# pitfall 7's two first calls that compile alike, the first process with an empty cache and the
+# restarts without one.
 def pitfalls_findings(report: Mapping[str, Any]) -> list[Check]:
     """The figures of one pitfalls run that cannot all be true, each a checklist line quoting them
     ([] when they agree, or where nothing was measured twice)."""
@@ -227,7 +238,29 @@ def pitfalls_findings(report: Mapping[str, Any]) -> list[Check]:
     findings = [f for library in ("numpy", "jax") for dtype in ("float32", "float64")
                 if (f := _runtime_finding(report, pitfalls, library, dtype))]
     restart = _restart_finding(pitfalls.get("cache"))
-    return findings + ([restart] if restart else [])
+    return findings + _profile_findings(pitfalls.get("size")) + ([restart] if restart else [])
+
+
+def _profile_findings(size: Mapping[str, Any] | None) -> list[Check]:
+    """Pitfall 5's profiles: a side whose device was busy longer per traced call than its timed call
+    (busy_above_call), quoting both; its split into device time and overhead is withheld on the page."""
+    from ..model.profile import Profile
+
+    lines = []
+    for side in [] if size is None else (size["naive"], size["correct"]):
+        try:
+            profile = Profile.from_dict(side.get("profile")) if side.get("profile") else None
+        except Exception:  # a report from another version: nothing to hold against the timing
+            profile = None
+        if profile is None or not profile.ok or not busy_above_call(profile.device_busy_s, side.get("range")):
+            continue
+        lines.append(_line("pitfalls_agree", WARN, _(
+            "pitfall 5's profile at {shape}: the device was busy {busy} per traced call, longer than the whole "
+            "timed call, {seconds} ({range}): the device's work is inside the call, so the traced calls ran at "
+            "another speed than the timed ones, and their split into device time and host overhead is not "
+            "shown").format(shape=format_shape(tuple(side.get("shape") or ())), busy=format_time(profile.device_busy_s),
+                            seconds=format_time(side["seconds"]), range=format_time_range(*side["range"])), "size"))
+    return lines
 
 
 def _place(pid: str, side: Mapping[str, Any]) -> str:
@@ -243,11 +276,22 @@ def _place(pid: str, side: Mapping[str, Any]) -> str:
 def _same_work_sides(report: Mapping[str, Any], pitfalls: Mapping[str, Any],
                      library: str) -> list[tuple[str, Mapping[str, Any], str]]:
     """(pitfall id, side, dtype) of each side that timed ``library``'s steady runtime at the run's
-    shape: pitfall 1's correct side and pitfall 5's large one at the run's dtype, pitfall 3's rows
-    at theirs (its naive row: NumPy float64 against JAX float32)."""
+    shape: pitfalls 1, 2 and 4's correct sides, pitfall 6's default precision (and 'highest' where it
+    runs alike), and pitfall 5's large one at the run's dtype, pitfall 3's rows at theirs (its naive
+    row: NumPy float64 against JAX float32)."""
     found = []
-    if "jit" in pitfalls:
-        found.append(("jit", pitfalls["jit"]["correct"], report.get("dtype")))
+    dtype_run = report.get("dtype")
+    # The proper comparison, re-timed beside each section's naive side: pitfalls 1, 2 and 4's correct
+    # sides, pitfall 6's default precision, and its 'highest' where products are never reduced (CPU, float64).
+    for pid in ("jit", "async", "transfer"):
+        if pid in pitfalls:
+            found.append((pid, pitfalls[pid]["correct"], dtype_run))
+    tf32 = pitfalls.get("tf32")
+    if tf32 is not None:
+        found.append(("tf32", tf32["naive"], dtype_run))
+        entry = platform(report.get("backend"))
+        if dtype_run == "float64" or (entry is not None and entry.float32_products == "float32"):
+            found.append(("tf32", tf32["correct"], dtype_run))
     size = pitfalls.get("size")
     if size is not None and list(size["correct"].get("shape") or []) == list(report.get("shape") or []):
         found.append(("size", size["correct"], report.get("dtype")))

@@ -19,6 +19,7 @@ from ..model.formatting import (
     format_factor,
     format_speedup,
     format_time,
+    format_time_range,
     peak_sentence,
     third_side_verdict,
     transfer_rate_text,
@@ -27,6 +28,7 @@ from ..model.reruns import rerun_range, rerun_ratio_range
 from ..model.result import Result
 from ..model.sides import link_name
 from ..model.stats import Stats
+from .consistency import busy_above_call
 from .sweep import doubtful_directions
 from .trust import JAX_FASTER, NUMPY_FASTER, WHY, Direction, direction, set_aside_text, trust, trusted
 
@@ -80,7 +82,7 @@ def headline(result: Result) -> list[Figure]:
                  "each call blocked with block_until_ready().")),
         Figure(_("Speedup"), speedup_value, sentences(
             _("{speedup}: NumPy runtime / JAX runtime; above 1x JAX is faster.").format(
-                speedup=format_speedup(result.speedup)),
+                speedup=speedup_words(result)),
             *_speedup_range_text(result), _doubt_help(result)), speedup_detail),
         Figure(_("Compile"), format_time(result.jax.compile_total_s),
                _("Cold trace + lower + XLA compile, paid once per function, shape and dtype.")),
@@ -132,9 +134,11 @@ def break_even_tile(result: Result) -> tuple[str, str]:
     """(value, line under it) of the Break-even tile: trusted, the calls; not trusted, 'never'
     where NumPy is faster for sure, the calls' range where JAX is, else 'not known'."""
     if trusted(result):
-        low, high = result.speedup_range
-        # The median's side of 1x is not sure where the range holds 1x: "never" or "45 calls" may flip.
-        return format_calls(result.break_even_calls), _("range holds 1x") if low <= 1 <= high else ""
+        # The median's side of 1x is not sure where the range holds 1x: "never" or "45 calls" may flip,
+        # so no calls are quoted (the verdict says the run cannot tell the two apart).
+        if holds_one(result):
+            return _("not known"), _("range holds 1x")
+        return format_calls(result.break_even_calls), ""
     if direction(result).side == NUMPY_FASTER:
         return _("never"), _("NumPy faster per call")
     bounds = break_even_bounds(result)
@@ -149,6 +153,9 @@ def break_even_tile(result: Result) -> tuple[str, str]:
 def break_even_help(result: Result) -> str:
     """The Break-even tile's help: what it counts, then (not trusted) why it is a range or unknown."""
     text = _("Calls before JAX's one-off costs (transfer + compile) are paid back by its faster runtime.")
+    if trusted(result) and holds_one(result):
+        return sentences(text, _("Not known here: the speedup's 95% range holds 1x, so JAX may be slower per call "
+                                 "and never pay them back."))
     if trusted(result):
         return sentences(text, _("Here: {calls}.").format(calls=format_break_even(result.break_even_calls)))
     return sentences(text, _("This run's speedup is not trusted, so the calls are given only as far as its "
@@ -223,8 +230,10 @@ def figure_rows(result: Result) -> list[list[Figure]]:
 def verdict_lines(result: Result, sweep_with: str | None = None) -> list[str]:
     """What the figures mean, a paragraph each: the verdict, then the third side's line and the
     fraction of peak's where the run has them (``sweep_with``: as for ``verdict``)."""
+    # A blocked runtime its own dispatch contradicts feeds no rate either: no fraction of peak from it.
+    peak = None if trust(result).why == "disagree" else peak_text(result)
     return [verdict(result, sweep_with), *filter(None, (numpy_speeds_text(result), device_time_text(result),
-                                                        third_side_text(result), peak_text(result)))]
+                                                        third_side_text(result), peak))]
 
 
 def verdict(result: Result, sweep_with: str | None = None) -> str:
@@ -243,8 +252,17 @@ def verdict(result: Result, sweep_with: str | None = None) -> str:
         return sentences(_("**No verdict from this run: {why}.** It measured a speedup of {speedup} ({numpy} vs "
                            "{jax}); see the checklist below.").format(
             why=doubt, speedup=speedup_text(result), numpy=numpy_time, jax=jax_time),
-            _(rerun) if (rerun := RERUN[trust(result).why or "fail"]) else "", direction_text(result),
+            disagreement_text(result), rerun_text(result),
+            # The figures that disagree were just named: "the range lies ..., but they disagree" says it again.
+            "" if trust(result).why == "disagree" else direction_text(result),
             *_rangesentences(result, with_range=False))
+    if holds_one(result):
+        # Trusted, but a range across 1x denies either side: no direction, so no break-even either.
+        return sentences(_("**No winner at this size: this run cannot tell JAX and NumPy apart.** It measured a "
+                           "speedup of {speedup} ({numpy} vs {jax}), a range that holds 1x, so neither side is faster "
+                           "for sure and JAX's one-off costs ({one_off}) have no break-even to quote.").format(
+            speedup=speedup_text(result), numpy=numpy_time, jax=jax_time, one_off=one_off),
+            rerun_text(result, "range_holds_one"), *_rangesentences(result, with_range=False))
     if word == "faster":
         be = result.break_even_calls
         if be is not None and be <= 1:
@@ -277,6 +295,33 @@ def direction_text(result: Result) -> str:
             why=found.reason())
     doubt = found.doubt()
     return _("Not even the side is sure: the range lies {why}.").format(why=doubt) if doubt else ""
+
+
+def speedup_words(result: Result) -> str:
+    """'2.50x (JAX faster)' where a side stands (trust.direction), else the figure alone ('1.03x'): a
+    range across 1x, or checks that set the run aside, deny the side its median names."""
+    if direction(result).side is None:
+        return format_factor(result.speedup)
+    return format_speedup(result.speedup)
+
+
+def holds_one(result: Result) -> bool:
+    """Whether the speedup's 95% range is known and holds 1x: it then denies either side being faster."""
+    low, high = result.speedup_range
+    return math.isfinite(low) and math.isfinite(high) and low <= 1 <= high
+
+
+def disagreement_text(result: Result) -> str:
+    """For a result set aside because its JAX figures contradict each other, which figures: '' otherwise."""
+    if trust(result).why != "disagree":
+        return ""
+    runtime, dispatch = result.jax.runtime, result.jax.dispatch
+    return _("JAX's dispatch alone took {dispatch} ({dispatch_range}) and its blocked call {blocked} "
+             "({blocked_range}): a blocked call dispatches too, so the two cannot both be true (see *Blocked "
+             "timing* below).").format(dispatch=format_time(dispatch.median_s),
+                                       dispatch_range=format_time_range(*dispatch.range_s),
+                                       blocked=format_time(runtime.median_s),
+                                       blocked_range=format_time_range(*runtime.range_s))
 
 
 def _rangesentences(result: Result, with_range: bool = True) -> list[str]:
@@ -345,7 +390,11 @@ def device_time_text(result: Result) -> str | None:
         blocked=format_time(result.jax.runtime.median_s), pipelined=format_time(pipelined.median_s),
         speedup=format_factor(result.speedup_back_to_back))
     parts = [text]
-    if busy:
+    if busy and busy_above_call(busy, result.jax.runtime.range_s):  # two figures that cannot both be true
+        parts.append(_("the profile had the device busy {busy} a traced call, longer than the whole blocked call, "
+                       "so its calls ran at another speed and its device time is not this call's").format(
+            busy=format_time(busy)))
+    elif busy:
         parts.append(_("the device was busy {busy} of it (profile)").format(busy=format_time(busy)))
     if trip:
         parts.append(_("the host's round trip, a blocked empty call, is {trip}").format(trip=format_time(trip)))
@@ -386,15 +435,36 @@ def range_detail(result: Result) -> str:
     return _("95%: {low}–{high}").format(low=format_factor(low), high=format_factor(high))
 
 
-# What would settle a run set aside, by why (trust.WHY): a quieter machine, or more samples; a failed
-# check is the checklist's to explain.
+# What would settle a run set aside, by why (trust.WHY; "range_holds_one": trusted, its range across 1x),
+# then by the run's timing preset: a quieter machine, or more samples from a preset longer than the one it
+# ran (never "Careful" to a careful run); a failed check is the checklist's to explain.
+QUIETER = N_("Rerun when the machine is quieter.")
 RERUN = {
-    "busy": N_("Rerun when the machine is quieter."),
-    "steady": N_("Rerun when the machine is quieter, or with Thorough timing, whose pairs of blocks show it."),
-    "range": N_("A longer timing preset (Careful, Thorough) narrows the range."),
-    "no_range": N_("A longer timing preset (Careful, Thorough) takes enough samples for a range."),
-    "fail": "",
+    "busy": {"": QUIETER},
+    "disagree": {"": QUIETER},
+    "steady": {"": N_("Rerun when the machine is quieter, or with Thorough timing, whose pairs of blocks show it."),
+               "thorough": QUIETER},
+    "range": {"": N_("A longer timing preset (Careful, Thorough) narrows the range."),
+              "careful": N_("Thorough timing narrows the range."),
+              "thorough": N_("Even thorough timing left it this wide: rerun when the machine is quieter.")},
+    "range_holds_one": {"": N_("A longer timing preset (Careful, Thorough) narrows the range; a gap this small "
+                               "may stay within it."),
+                        "careful": N_("Thorough timing narrows the range; a gap this small may stay within it."),
+                        "thorough": N_("A gap this small lies within what even thorough timing can tell.")},
+    "no_range": {"": N_("A longer timing preset (Careful, Thorough) takes enough samples for a range."),
+                 "careful": N_("Thorough timing takes enough samples for a range."),
+                 "thorough": N_("Even thorough timing took too few samples for a range: rerun when the machine "
+                                "is quieter.")},
+    "fail": {"": ""},
 }
+
+
+def rerun_text(result: Result, why: str | None = None) -> str:
+    """What would settle ``result`` (``why``: a RERUN key, else why it was set aside), for the preset it
+    ran: '' where nothing would but the checklist's own advice."""
+    by_preset = RERUN[why or trust(result).why or "fail"]
+    text = by_preset.get(result.spec.timing.preset_name, by_preset[""])
+    return _(text) if text else ""
 
 
 def doubt_text(result: Result) -> str | None:
@@ -465,9 +535,14 @@ def direction_sentence(points: Sequence[tuple[tuple[int, ...], str | None]], tru
                      if len(jax) == len(points) - min(jax)
                      else _("at {shapes}").format(shapes=_shapes([shapes[i] for i in jax])))
     if numpy and jax:
-        return _("NumPy is faster {numpy} and JAX {jax}, so JAX starts to win between {last} and {first}.").format(
-            numpy=numpy_where, jax=jax_where, last=format_shape(shapes[max(numpy)]),
-            first=format_shape(shapes[min(jax)]))
+        values = {"numpy": numpy_where, "jax": jax_where, "last": format_shape(shapes[max(numpy)]),
+                  "first": format_shape(shapes[min(jax)])}
+        if trusted_at and trusted_at[max(numpy)] and trusted_at[min(jax)]:
+            return _("NumPy is faster {numpy} and JAX {jax}, so JAX starts to win between {last} and "
+                     "{first}.").format(**values)
+        # A crossover rests on trusted sizes only (sweep.firm): a size set aside names its side, no more.
+        return _("NumPy is faster {numpy} and JAX {jax}, but no crossover is placed between {last} and {first}: "
+                 "a size set aside never places it.").format(**values)
     if numpy:
         if len(numpy) == len(points):
             return _("NumPy is faster at every size; try larger sizes.")

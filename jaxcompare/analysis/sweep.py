@@ -47,11 +47,18 @@ def parse_sizes(case: Case, sizes: Sequence[str]) -> list[tuple[int, ...]]:
     return sorted(set(shapes), key=math.prod)
 
 
+def firm(result: Result) -> bool:
+    """Whether ``result`` may place a crossover: trusted, and its whole 95% range on one side of 1x
+    (trust.direction). A size set aside, or one whose range holds 1x, never places it: a 1.03x whose
+    range runs from 0.81x says nothing of where JAX starts to win."""
+    return trusted(result) and direction(result).side is not None
+
+
 def crossover(results: Sequence[Result]) -> float | None:
-    """Element count where the speedup crosses 1 (log-log interpolation) between trusted points
-    (analysis/trust.py); None if it never does. A doubtful point never places the crossover."""
+    """Element count where the speedup crosses 1 (log-log interpolation) between firm points (trusted,
+    their ranges excluding 1x: ``firm``); None if it never does."""
     points = sorted((math.prod(r.shape), r.speedup) for r in results
-                    if math.isfinite(r.speedup) and r.speedup > 0 and trusted(r))
+                    if math.isfinite(r.speedup) and r.speedup > 0 and firm(r))
     for (n0, s0), (n1, s1) in zip(points, points[1:], strict=False):
         if s0 < 1 <= s1 or s0 >= 1 > s1:
             l0, l1 = math.log(s0), math.log(s1)
@@ -69,10 +76,12 @@ def doubtful_directions(results: Sequence[Result]) -> list[Result]:
 
 
 def crossover_bracket(results: Sequence[Result]) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None] | None:
-    """Where the crossover lies by the sizes whose side is sure (trust.direction), doubtful or not:
-    (the largest shape NumPy is faster at, the smallest JAX is faster at), either None where no
-    size says so; None where no size has a direction or the sides interleave."""
-    points = sorted(((math.prod(r.shape), r.shape, direction(r).side) for r in results), key=lambda p: p[0])
+    """Where the crossover lies by the firm sizes (trusted, their ranges excluding 1x): (the largest
+    shape NumPy is faster at, the smallest JAX is faster at), either None where no firm size says so;
+    None where none does or the sides interleave. A size set aside names its side in the verdict, but
+    never places the crossover (a busy 398x398 once put it below a 1000x1000 at 0.70x)."""
+    points = sorted(((math.prod(r.shape), r.shape, direction(r).side) for r in results if firm(r)),
+                    key=lambda p: p[0])
     numpy = [shape for _n, shape, side in points if side == NUMPY_FASTER]
     jax = [shape for _n, shape, side in points if side == JAX_FASTER]
     if not (numpy or jax) or (numpy and jax and math.prod(numpy[-1]) > math.prod(jax[0])):

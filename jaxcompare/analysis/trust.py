@@ -1,16 +1,18 @@
 """Whether a Result's speedup may lead a page: the one rule every headline uses (best speedup,
 crossover, the sweep's and Compare's verdicts), decided from the checklist.
 
-A result is trusted when nothing in its checklist fails (but "Workload large enough"), the
-machine was quiet enough (or the pair was timed again on the free cores), the speedup held from
-one pair of runtime blocks to the next where there were pairs, and its 95% range is known and
-at most a factor of TRUSTED_SPREAD wide.
+A result is trusted when nothing in its checklist fails (but "Workload large enough"), its JAX
+figures do not contradict each other (a dispatch alone above the blocked call), the machine was
+quiet enough (or the pair was timed again on the free cores), the speedup held from one pair of
+runtime blocks to the next where there were pairs, and its 95% range is known and at most a
+factor of TRUSTED_SPREAD wide.
 "Samples stable" alone does not doubt a result: on a shared machine the medians wander by ±20% or
 so busy or not, and the range already carries that noise (benchmarks/RESULTS.md, "A busy neighbour").
 
 A result set aside may still say which side is faster (``direction``): its size is doubtful, but
 a 95% range wholly on one side of 1x is not, unless the reason it was set aside could have put it
-there (a failed check; contention that slowed the side the range says is slower).
+there (a failed check or figures that contradict each other; contention that slowed the side the
+range says is slower).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from dataclasses import dataclass
 from ..i18n import N_, _
 from ..model.formatting import format_factor
 from ..model.result import Result
-from .checks import FAIL, WARN, Check, checklist
+from .checks import FAIL, WARN, Check, checklist, dispatch_above_blocked
 
 # The widest 95% range (high / low) a headline speedup may have: the range is where a rerun's speedup
 # falls (model/reruns.py), so a run within it is one whose rerun agrees within that factor. Measured:
@@ -36,6 +38,7 @@ MEASURED_NOT_DOUBTED = frozenset({"workload"})
 # Why a result is set aside, most serious first; each is worded for "set aside: ...".
 WHY = {
     "fail": N_("a check failed"),
+    "disagree": N_("JAX's dispatch alone took longer than its blocked call"),
     "busy": N_("the machine was busy"),
     "steady": N_("the speedup moved between pairs of blocks"),
     "range": N_("the speedup's range is too wide"),
@@ -56,6 +59,9 @@ def trust(result: Result, checks: Sequence[Check] | None = None) -> Trust:
     # wins there), not a doubt about the measurement, so a sweep keeps it.
     if any(c.status == FAIL for c in by_id.values() if c.id not in MEASURED_NOT_DOUBTED):
         return Trust(False, "fail")
+    # Figures that cannot both be true: the runtime the speedup divides is in doubt, so no verdict.
+    if by_id["blocked"].status == WARN and dispatch_above_blocked(result):
+        return Trust(False, "disagree")
     if by_id["busy"].status == WARN:
         return Trust(False, "busy")
     if by_id["steady"].status == WARN:
@@ -92,6 +98,7 @@ DIRECTION_WHY = {
 # Why a range wholly on one side of 1x still names no side, worded for "20x20 (...)"; {side} as above.
 NOT_SURE = {
     "fail": N_("wholly {side}, but a check failed"),
+    "disagree": N_("wholly {side}, but JAX's dispatch alone took longer than its blocked call"),
     "steady": N_("wholly {side}, but its pairs of blocks disagree on the side"),
     "steady_kept": N_("wholly {side}, but the speedup moved between pairs of blocks, which were timed against "
                       "NumPy with freed memory kept, not the NumPy figure this range is of"),
@@ -164,7 +171,7 @@ def direction(result: Result, checks: Sequence[Check] | None = None) -> Directio
     verdict = trust(result, checks)
     if verdict.trusted:
         return Direction(side, "trusted")
-    if verdict.why not in ("range", "steady", "busy"):  # "fail", "no_range"
+    if verdict.why not in ("range", "steady", "busy"):  # "fail", "disagree", "no_range"
         return Direction(None, verdict.why or "fail", side)
     # The pairs of blocks are of NumPy's kept-memory figure where it has one, the range of its plain
     # figure: pairs that disagree on the side doubt the range only where the two are one figure.

@@ -15,7 +15,7 @@ from ..model.formatting import format_share, format_time, op_kind_text
 from ..model.profile import Profile
 from ..model.result import Result
 from .charts import FIT_WIDTH, JAX_COLOR, _subtitle
-from .profile_view import side_profile
+from .profile_view import profile_disagrees, side_profile
 
 GAP_COLOR = "#9AA0A6"
 OTHER_COLOR = "#F2A48F"
@@ -86,8 +86,11 @@ def profile_chart(result: Result) -> alt.LayerChart:
 # --- the Pitfalls page's workload-size section -------------------------------------------------
 def size_gap_rows(pitfall: Mapping[str, Any]) -> list[dict[str, Any]]:
     """For each profiled side of pitfall 5 (small, then large shape): the device-busy part and
-    the gap, as shares of that shape's wall time per call, with where each bar starts."""
-    rows = []
+    the gap, as shares of that shape's wall time per call, with where each bar starts; none where a
+    side's profile disagrees with its timing (profile_view.profile_disagrees: the run's findings say so)."""
+    rows: list[dict[str, Any]] = []
+    if any(profile_disagrees(side) for side in (pitfall["naive"], pitfall["correct"])):
+        return rows  # a profile that ran at another speed than its timing explains neither shape's call
     for side in (pitfall["naive"], pitfall["correct"]):
         profile = side_profile(side)
         if profile is None or not profile.ok:

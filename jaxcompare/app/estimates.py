@@ -57,3 +57,15 @@ def time_left_text(estimate: Estimate | None, elapsed_s: float) -> str:
         return _("{elapsed}, longer than the {duration} expected").format(
             elapsed=elapsed, duration=seconds_text(estimate.seconds))
     return _("{elapsed}, about {left} left").format(elapsed=elapsed, left=seconds_text(estimate.left_s(elapsed_s)))
+
+
+def past_limit_text(estimate: Estimate, limit_s: float) -> str | None:
+    """A clear warning where even the low end of a run's estimate passes the time a job may take (the
+    runner stops it there, so the run would end in an error, not a result); None where it may finish."""
+    if estimate.low <= limit_s:
+        return None
+    return _("This run would take about {duration} ({low}–{high}), longer than the {limit} a job may take on "
+             "this server: it would be stopped at {limit} with no result. Pick a smaller shape.").format(
+        duration=seconds_text(estimate.seconds), low=seconds_text(estimate.low), high=seconds_text(estimate.high),
+        limit=seconds_text(limit_s))
+

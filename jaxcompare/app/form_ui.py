@@ -3,6 +3,7 @@ offers, its widgets' keys, the settings they hold now, and the boxes those pages
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar
@@ -162,7 +163,14 @@ def run_hint(specs: Sequence[Spec], kind: str = "measure") -> None:
         return
     runner = resources.get_runner()
     wait, ahead = runner.queue_wait()
-    st.caption(estimates.run_hint(runner.estimate_all(specs, kind=kind), wait, ahead))
+    estimate = runner.estimate_all(specs, kind=kind)
+    # Each spec is a job of its own (a sweep's points): the largest, past the limit, is stopped with no result.
+    largest = max(specs, key=lambda spec: math.prod(spec.shape))
+    warning = estimates.past_limit_text(runner.estimate_all([largest], kind=kind), runner.timeout_s)
+    if warning:
+        st.warning(warning, icon=":material/hourglass_disabled:")
+    else:
+        st.caption(estimates.run_hint(estimate, wait, ahead))
 
 
 @dataclass(frozen=True)

@@ -120,7 +120,7 @@ def table_rows(rows: Sequence[Mapping[str, Any]], *, host: bool = True,
                doubts: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     """One table row per saved result (times as text: they span six decades); ``host=False``
     leaves the machine's name out (a hosted demo's visitors); ``doubts`` (set_aside): a result not
-    trusted has no bare Speedup, its tile's range instead, in a column of its own. NumPy has two
+    trusted has no bare Speedup ("set aside"), its tile's range instead, in a column of its own. NumPy has two
     columns: as a plain process runs it (the speedup's), and with freed memory kept, blank where it
     was timed once. The columns are named in the reader's language: the page finds them as
     ``_("Speedup")`` and ``_("ID")``."""
@@ -141,13 +141,20 @@ def table_rows(rows: Sequence[Mapping[str, Any]], *, host: bool = True,
             # Blank where NumPy was timed once: "—" would read as a figure that is missing.
             _("NumPy (freed memory kept)"): "" if kept is None else format_time(kept),
             _("JAX runtime"): format_time(row["jax_median_s"]),
-            _("Speedup"): None if row["id"] in doubts else finite_or_none(row.get("speedup")),
+            # Text, as the times are: a number column shows "None" for a run set aside, a figure it withholds.
+            _("Speedup"): _("set aside") if row["id"] in doubts else speedup_cell(row.get("speedup")),
             **({_("Set aside"): doubts.get(row["id"], "")} if doubts else {}),
             _("ID"): row["id"][:8],
         })
         if not host:
             del out[-1][host_column]
     return out
+
+
+def speedup_cell(speedup: Any) -> str:
+    """A trusted run's Speedup cell: '2.00x', or '—' where it was not finite (a zero JAX runtime)."""
+    value = finite_or_none(speedup)
+    return "—" if value is None else format_factor(value)
 
 
 def device_options(facets: Mapping[str, Sequence[str]]) -> list[str]:

@@ -8,9 +8,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..analysis.consistency import busy_above_call
 from ..analysis.summary import Figure
 from ..i18n import N_, _, translate_text
-from ..model.formatting import PERFETTO_HINT, format_share, format_time, op_kind_text
+from ..model.formatting import PERFETTO_HINT, format_share, format_time, format_time_range, op_kind_text
 from ..model.profile import Profile
 from ..model.result import Result
 
@@ -104,6 +105,12 @@ def side_profile(side: Mapping[str, Any]) -> Profile | None:
         return None
 
 
+def profile_disagrees(side: Mapping[str, Any]) -> bool:
+    """Whether a pitfall side's profile had the device busy longer than its timed call (consistency's rule)."""
+    profile = side_profile(side)
+    return bool(profile is not None and profile.ok and busy_above_call(profile.device_busy_s, side.get("range")))
+
+
 def side_gap_text(side: Mapping[str, Any]) -> str | None:
     """'Profiled: device busy **12 µs** of **150 µs** per call; gap **92%** (host overhead).'"""
     profile = side_profile(side)
@@ -111,6 +118,12 @@ def side_gap_text(side: Mapping[str, Any]) -> str | None:
         return None
     if not profile.ok:
         return _("Not profiled: {error}").format(error=translate_text(profile.error))
+    if profile_disagrees(side):  # the split would explain a call the profile did not see
+        return _("Profiled, but not as timed: the device was busy **{busy}** per traced call, longer than the whole "
+                 "timed call ({seconds}, {range}), so the traced calls ran at another speed and their split into "
+                 "device time and host overhead is withheld.").format(
+            busy=format_time(profile.device_busy_s), seconds=format_time(side.get("seconds")),
+            range=format_time_range(*side["range"]))
     return _("Profiled: the device was busy **{busy}** of **{wall}** per call; the gap, **{gap}**, is host "
              "overhead.").format(busy=format_time(profile.device_busy_s), wall=format_time(profile.wall_s),
                                  gap=format_share(profile.gap_share))

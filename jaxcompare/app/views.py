@@ -226,8 +226,8 @@ def crossovers(results: Sequence[Result]) -> dict[str, float | None]:
 def crossover_figure(precision: str, elements: float | None, ndim: int, finished: bool,
                      any_trusted: bool = True, results: Sequence[Result] = ()) -> summary.Figure:
     """The Size sweep's crossover tile; 'not yet' while a running sweep has not crossed. Placed
-    between trusted sizes only; where none places it, bracketed by the sizes whose side is sure
-    (sweep.crossover_bracket: 'above 63x63'), else '—' when no size could be trusted."""
+    between firm sizes only (trusted, their ranges excluding 1x: sweep.firm); where none places it,
+    bracketed by the firm sizes of one side (sweep.crossover_bracket: 'above 63x63'), else '—'."""
     label = _("Crossover ({precision})").format(precision=precision)
     bracket = crossover_bracket(results) if elements is None else None
     if bracket is not None:
@@ -242,13 +242,18 @@ def crossover_figure(precision: str, elements: float | None, ndim: int, finished
             value, where = _("below {shape}").format(shape=above), _(
                 "below {shape}: JAX is faster from there").format(shape=above)
         return summary.Figure(label, value, sentences(_(
-            "No pair of trusted sizes places the crossover; the sizes whose whole 95% range lies on one side of 1x "
-            "put it {where}.").format(where=where), _("The verdict below says which sizes and why.")))
-    if not any_trusted and elements is None:
-        return summary.Figure(label, "—", _("No size could be trusted, so no crossover is placed."))
-    value = _("not yet") if elements is None and not finished else format_crossover(elements, ndim, short=True)
-    return summary.Figure(label, value,
-                          _("Where the speedup first crosses 1x, interpolated on log-log axes: {crossover}.").format(
+            "No pair of trusted sizes places the crossover; the trusted sizes whose whole 95% range lies on one "
+            "side of 1x put it {where}.").format(where=where), _("The verdict below says which sizes and why.")))
+    if elements is None and not finished:
+        return summary.Figure(label, _("not yet"), _("The sweep has not crossed 1x at a trusted size so far."))
+    if elements is None:
+        # A crossover from sizes set aside, or from ranges that hold 1x, would state what their checks deny.
+        why = (_("No trusted size's 95% range lies wholly on one side of 1x, so no crossover is placed.")
+               if any_trusted else _("No size could be trusted, so no crossover is placed."))
+        return summary.Figure(label, "—", sentences(why, _("The verdict below says which sizes and why.")))
+    return summary.Figure(label, format_crossover(elements, ndim, short=True),
+                          _("Where the speedup first crosses 1x between trusted sizes whose ranges exclude 1x, "
+                            "interpolated on log-log axes: {crossover}.").format(
                               crossover=format_crossover(elements, ndim)))
 
 

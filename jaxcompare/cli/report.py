@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..analysis.summary import break_even_tile, doubt_text, speedup_tile, timing_name
+from ..analysis.summary import break_even_tile, doubt_text, holds_one, speedup_tile, speedup_words, timing_name
 from ..analysis.text import (
     advice_lines,
     back_to_back_line,
@@ -107,7 +107,7 @@ def _speedup_line(result: Result) -> str:
     (summary.speedup_tile), never the bare point figure."""
     if trusted(result):
         return "  " + _("speedup (NumPy / JAX runtime): {speedup}").format(
-            speedup=format_speedup(result.speedup)) + _range(result.speedup_range)
+            speedup=speedup_words(result)) + _range(result.speedup_range)
     value, detail = speedup_tile(result)
     return "  " + _("speedup (NumPy / JAX runtime): {speedup}").format(speedup=value) + "  " + _(
         "({detail}; set aside: {why})").format(detail=detail, why=doubt_text(result))
@@ -128,9 +128,9 @@ def _agreement_line(agreement: dict) -> str:
 
 def _break_even(result: Result) -> str:
     """Break-even as the tile says it (summary.break_even_tile), with why where there are no calls."""
-    if trusted(result):
+    if trusted(result) and not holds_one(result):
         return format_break_even(result.break_even_calls)
-    value, detail = break_even_tile(result)
+    value, detail = break_even_tile(result)  # not trusted, or a range across 1x: no calls quoted
     return with_detail(value, detail)
 
 

@@ -21,7 +21,7 @@ from ..model.spec import Spec, TimingConfig
 from .ceilings import BUSY_RETRIES, CACHE_SCHEMA, cache_path
 from .environment import cpu_model
 from .memory import estimate as memory_estimate
-from .plain_numpy import GLIBC_MMAP_THRESHOLD
+from .plain_numpy import GLIBC_MMAP_THRESHOLD, PLAIN_ATTEMPTS
 
 # The first guess's parts (benchmarks/RESULTS.md, "How long a run takes": what they were measured at).
 WORKER_START_S = 1.2  # an interpreter that imports NumPy and JAX and opens its backend
@@ -36,6 +36,10 @@ FIXED_S = 0.3  # inputs, agreement, the roofline's empty calls, the ceilings rea
 # barriers once no core is free.
 CONTENTION_SLOPE = 0.6
 LAPACK_CONTENTION_SLOPE = 4.0
+# A fresh interpreter (the first call's process, NumPy's plain one) slows more than a sampled phase, whose
+# time budget does not stretch: 1 + 1.0 busy on top of the above. With every core taken by others, a fresh
+# first call took 4.1-4.3 s against the 1.6 s guessed quiet (2026-12-06, busy 1.0; benchmarks/RESULTS.md).
+PROCESS_CONTENTION_SLOPE = 1.0
 LOAD_SAMPLE_S = 0.3  # a fresh reading of the others' load takes this long...
 LOAD_FRESH_S = 30.0  # ...where the last is older than this
 LOAD_SMOOTH_S = 10.0  # readings are averaged over about this long
@@ -113,6 +117,12 @@ def plain_process(case: Case | None, spec: Spec) -> bool:
 def measure_guess(timing: TimingConfig, call: float, *, plain: bool) -> float:
     """A measurement's seconds in a worker that has run before, from the preset's budgets per phase:
     a sampled phase stops between half its budget and all of it, or after its fewest samples."""
+    return measure_parts(timing, call, plain=plain)[0]
+
+
+def measure_parts(timing: TimingConfig, call: float, *, plain: bool) -> tuple[float, float, float]:
+    """measure_guess's seconds, and of them the fresh first-call processes' and one try of NumPy's plain
+    process (0 where it has none): the parts a busy machine stretches most (job_slowdown)."""
     per_sample = max(timing.target_sample_s, call)
 
     def phase(budget: float) -> float:  # a long call takes its fewest samples whatever the budget
@@ -121,12 +131,13 @@ def measure_guess(timing: TimingConfig, call: float, *, plain: bool) -> float:
     runtime_budget = timing.runtime_budget_s or timing.phase_budget_s
     pair = 2 * phase(runtime_budget)  # more than one pair of blocks share the runtimes' budget
     recheck = RECHECK_SHARE * pair if timing.runtime_blocks == 1 else 0.0
+    processes = timing.first_call_processes * (PROCESS_S + COMPILE_S + call)
+    plain_try = PLAIN_PROCESS_S + phase(runtime_budget) if plain else 0.0
     return (FIXED_S + 3 * call  # inputs, agreement and its float64 reference
             + 3 * phase(timing.phase_budget_s)  # transfer, dispatch, fetch
             + pair + recheck
             + (timing.compile_samples + 1) * (COMPILE_S + call)  # the compiles and the worker's first call
-            + timing.first_call_processes * (PROCESS_S + COMPILE_S + call)
-            + (PLAIN_PROCESS_S + phase(runtime_budget) if plain else 0.0))
+            + processes + plain_try), processes, plain_try
 
 
 def pitfalls_kind(sections: Sequence[str] | None) -> str:
@@ -142,8 +153,13 @@ def pitfalls_kind(sections: Sequence[str] | None) -> str:
 
 def work_guess(kind: str, spec: Spec | None, case: Case | None) -> float:
     """The first guess at a job's own work (no worker start, no one-off ceilings)."""
+    return work_parts(kind, spec, case)[0]
+
+
+def work_parts(kind: str, spec: Spec | None, case: Case | None) -> tuple[float, float, float]:
+    """work_guess's seconds, its fresh processes' part and one try of NumPy's plain process (measure_parts)."""
     if spec is None or not (kind == "measure" or kind.startswith("pitfalls")):
-        return OTHER_KIND_S
+        return OTHER_KIND_S, 0.0, 0.0
     if kind.startswith("pitfalls"):  # the lab's own timing, and pitfall 7's fresh processes, one per compile sample
         from .pitfalls import SECTIONS, lab_timing
 
@@ -151,8 +167,23 @@ def work_guess(kind: str, spec: Spec | None, case: Case | None) -> float:
         timing = replace(lab_timing(spec.timing), first_call_processes=0, runtime_blocks=1, runtime_budget_s=None)
         one = measure_guess(timing, call_s(case, spec), plain=plain_process(case, spec))
         processes = timing.compile_samples * PROCESS_S if "cache" in sections else 0.0
-        return PITFALLS_MEASURES * one * len(sections) / len(SECTIONS) + processes
-    return measure_guess(spec.timing, call_s(case, spec), plain=plain_process(case, spec))
+        return PITFALLS_MEASURES * one * len(sections) / len(SECTIONS) + processes, processes, 0.0
+    return measure_parts(spec.timing, call_s(case, spec), plain=plain_process(case, spec))
+
+
+def job_slowdown(kind: str, spec: Spec | None, case: Case | None, busy: float) -> float:
+    """What other programs taking ``busy`` of this process's cores do to a whole job: its sampled phases
+    slow as slowdown() says, its fresh interpreters by PROCESS_CONTENTION_SLOPE more, and NumPy's plain
+    process is tried again while busy (plain_numpy.PLAIN_ATTEMPTS in all: a busy 1000x1000 matmul took three
+    tries, 10.9 s, against one guessed at 0.7 s)."""
+    busy = min(max(busy, 0.0), 1.0)
+    total, processes, plain_try = work_parts(kind, spec, case)
+    if total <= 0:
+        return slowdown(busy, case)
+    stretch = 1.0 + PROCESS_CONTENTION_SLOPE * busy
+    tries = 1.0 + (PLAIN_ATTEMPTS - 1) * busy  # each try busy or not as the machine is
+    slowed = total - processes - plain_try + (processes + plain_try * tries) * stretch
+    return slowdown(busy, case) * slowed / total
 
 
 def ceilings_known(dtype: str) -> bool:
@@ -212,7 +243,7 @@ class Durations:
         """How long a job will take once it starts. ``cold``: the precisions whose worker it starts
         (their start-up and first job); ``ceilings``: it measures the CPU's ceilings first;
         ``busy``: the share of the cores other programs take now (LoadReading)."""
-        slow = slowdown(busy, case)
+        slow = job_slowdown(kind, spec, case, busy)
         overhead = sum(self.start_s(p) + FRESH_WORKER_S for p in cold) + (CEILINGS_S if ceilings else 0.0)
         estimate = self._work(kind, spec, case)
         return Estimate(estimate.seconds * slow + overhead, estimate.low * slow + overhead * GUESS_SPREAD[0],
@@ -246,7 +277,7 @@ class Durations:
     def learn(self, kind: str, spec: Spec | None, case: Case | None, work_s: float, busy: float = 0.0) -> None:
         """Record a finished job's own work, in seconds (its worker's start-up and the ceilings apart),
         as on a quiet machine: divided by the slowdown other programs' load (``busy``) was said to cause."""
-        work_s = max(work_s, 0.05) / slowdown(busy, case)
+        work_s = max(work_s, 0.05) / job_slowdown(kind, spec, case, busy)
         key = request_key(kind, spec)
         self._seen.setdefault(key, deque(maxlen=SEEN_PER_REQUEST)).append(work_s)
         self._seen.move_to_end(key)
