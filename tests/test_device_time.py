@@ -200,3 +200,15 @@ def test_a_side_a_little_over_its_bound_is_at_it_and_far_over_is_above_it():
     assert "NumPy above its bound (596 GFLOP/s against 331 GFLOP/s)" in roofline_clause(above, "numpy")
     edge = numpy_at((1 + AT_BOUND_NOISE) * 331e9 * 1.001)
     assert edge.above_bound("numpy") and not edge.at_bound("numpy")
+
+
+def test_the_checklist_says_when_the_profiles_device_time_cannot_lie_inside_the_timed_call():
+    """Pitfall 5 once read the device busy 35.2 ms beside a 17.8 ms call: figures that cannot both be true."""
+    from jaxcompare.analysis.checks import checklist
+
+    [line] = [c for c in checklist(PROFILED) if c.id == "device_time"]
+    assert line.status == "pass" and "within the timed call" in line.reason
+    slower = dataclasses.replace(PROFILED.profile, device_busy_s=2 * PROFILED.jax.runtime.ci_high_s)
+    [line] = [c for c in checklist(dataclasses.replace(PROFILED, profile=slower)) if c.id == "device_time"]
+    assert line.status == "warn" and "cannot both be true" in line.reason
+    assert not [c for c in checklist(BACK_TO_BACK) if c.id == "device_time"]  # no profile, no line

@@ -20,8 +20,10 @@ from jaxcompare.analysis.checks import PASS, WARN
 from jaxcompare.analysis.consistency import busy_above_call, finding_title, pitfalls_findings, repeat_checks
 from jaxcompare.analysis.sweep import crossover, crossover_bracket
 from jaxcompare.analysis.trust import JAX_FASTER, direction, trust, trusted
+from jaxcompare.analysis.versions import first_call_text
 from jaxcompare.app import estimates, navigation, versions_view, views
 from jaxcompare.app import history_view as hv
+from jaxcompare.cli.versions import version_line
 from jaxcompare.engine.durations import Estimate
 from jaxcompare.engine.pitfalls import PITFALLS, _pitfall, _side
 
@@ -232,8 +234,10 @@ def test_versions_warnings_are_titled_as_warnings_and_a_first_call_below_its_com
     assert "**Figures that disagree**" in shown and "Repeated measurement agrees" not in shown
     below = with_jax(a, first_call=stats(0.0385), trace=stats(0.004), lower=stats(0.0066), compile=stats(0.03))
     assert math.isclose(below.jax.compile_total_s, 0.0406)
-    assert versions_view.first_call_cell(below) == "38.5 ms (below its compile, 40.6 ms)"
-    assert versions_view.first_call_cell(a) == "20.1 ms"  # above its compile: the figure alone
+    assert first_call_text(below) == "38.5 ms (below its compile, 40.6 ms)"
+    assert first_call_text(a) == "20.1 ms"  # above its compile: the figure alone
+    # The CLI's versions line says it alike.
+    assert "first call 38.5 ms (below its compile, 40.6 ms)" in version_line(below)
 
 
 def test_machine_quiet_is_not_its_title_where_the_machine_was_busy_and_timed_again():

@@ -34,6 +34,7 @@ TITLES = {
     "repeat": N_("Repeated measurement agrees"),
     "transfer_alike": N_("Transfer judged alike"),
     "pitfalls_agree": N_("Figures of the run agree"),
+    "device_time": N_("Device time within the call"),
 }
 
 
@@ -68,8 +69,28 @@ def compile_range(side: JaxSide) -> tuple[float, float]:
 
 # --- a result ---------------------------------------------------------------------------------------
 def result_checks(r: Result) -> list[Check]:
-    """A result's lines for its checklist (checks.checklist adds them), in a fixed order."""
-    return [check_first_call(r), check_recompile(r)]
+    """A result's lines for its checklist (checks.checklist adds them), in a fixed order; the profile's
+    line only where a profile was taken."""
+    profiled = r.profile is not None and r.profile.ok
+    return [check_first_call(r), check_recompile(r), *([check_device_time(r)] if profiled else [])]
+
+
+def check_device_time(r: Result) -> Check:
+    """The device's busy time per traced call lies inside the timed call: a profile whose device was busy
+    longer than the whole blocked call, beyond its range, traced calls that ran at another speed, so its
+    split of the call into device time and host overhead does not describe the timed one."""
+    profile, runtime = r.profile, r.jax.runtime
+    assert profile is not None and profile.device_busy_s is not None  # result_checks: only with a profile
+    values = {"busy": format_time(profile.device_busy_s), "call": format_time(runtime.median_s),
+              "range": format_time_range(*runtime.range_s)}
+    if busy_above_call(profile.device_busy_s, runtime.range_s):
+        return _line("device_time", WARN, _(
+            "the profile's device was busy {busy} a call, longer than the whole timed call, {call} ({range}): the "
+            "two cannot both be true, so the traced calls ran at another speed than the timed ones, and the "
+            "profile's split of a call into device time and overhead does not describe them; profile again").format(
+            **values))
+    return _line("device_time", PASS, _("the profile's device was busy {busy} a call, within the timed call, {call} "
+                                        "({range})").format(**values))
 
 
 def _fresh(r: Result) -> bool:

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..i18n import _
 from ..model.cases import format_shape
+from ..model.formatting import format_time
 from ..model.result import Result, finite_or_none
 from ..model.stats import Stats
 from .checkline import Check
@@ -80,6 +81,16 @@ def compare_versions(pooled: Sequence[tuple[str, Result]]) -> list[dict[str, Any
                     if a.jax.compile_total_s > 0 else None,
                     "text": comparison_text(a, va, vb, v)})
     return out
+
+
+def first_call_text(result: Result) -> str:
+    """A version's first call: its median, and where that lies below the compile beside it (a first call
+    pays its compile, so the two cannot both be true as shown) the compile it lies below."""
+    first, compile_s = result.jax.first_call.median_s, result.jax.compile_total_s
+    if 0 < first < compile_s:
+        return _("{first} (below its compile, {compile})").format(first=format_time(first),
+                                                                  compile=format_time(compile_s))
+    return format_time(first)
 
 
 def _p_text(p: float | None) -> str:

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 from ..analysis.checkline import Check
 from ..analysis.consistency import finding_title
-from ..analysis.versions import compare_versions, findings, pooled_runs, real_versions, release_key
+from ..analysis.versions import compare_versions, findings, first_call_text, pooled_runs, real_versions, release_key
 from ..engine import envs
 from ..engine.process import Cancelled
 from ..engine.runner import Job, Owner, Runner
@@ -176,7 +176,7 @@ def versions_table(pooled: list[tuple[str, Result]],
         row = {_("JAX asked for"): requested, _("JAX runtime"): format_time(runtime.median_s),
                _("95% range"): format_time_range(*pooled_range(runtime, runtime.block_medians_s)),
                _("Compile"): format_time(result.jax.compile_total_s),
-               _("First call"): first_call_cell(result),
+               _("First call"): first_call_text(result),
                _("Speedup"): format_factor(result.speedup),
                _("jax (ran)"): jax_version or "?", _("jaxlib (ran)"): jaxlib_version or "?"}
         if found is not None:  # a count: the findings' titles did not fit the column
@@ -185,16 +185,6 @@ def versions_table(pooled: list[tuple[str, Result]],
                 if n else _("yes")
         rows.append(row)
     return rows
-
-
-def first_call_cell(result: Result) -> str:
-    """The First call cell: its median, and where that lies below the compile beside it (a first call pays
-    its compile, so the two cannot both be true as shown) the compile it lies below."""
-    first, compile_s = result.jax.first_call.median_s, result.jax.compile_total_s
-    if 0 < first < compile_s:
-        return _("{first} (below its compile, {compile})").format(first=format_time(first),
-                                                                  compile=format_time(compile_s))
-    return format_time(first)
 
 
 def findings_markdown(found: dict[str, list[Check]]) -> list[str]:

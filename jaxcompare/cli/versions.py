@@ -9,7 +9,14 @@ from typing import Any
 
 from ..analysis.checkline import Check
 from ..analysis.consistency import finding_title
-from ..analysis.versions import compare_versions, findings, pooled_runs, real_versions, versions_document
+from ..analysis.versions import (
+    compare_versions,
+    findings,
+    first_call_text,
+    pooled_runs,
+    real_versions,
+    versions_document,
+)
 from ..catalog import get_case
 from ..i18n import N_, _, translate_text
 from ..model.cases import format_shape
@@ -117,7 +124,7 @@ def version_line(result: Result) -> str:
         jax=jax_version, jaxlib=jaxlib_version, runtime=format_time(runtime.median_s),
         range=format_time_range(*pooled_range(runtime, runtime.block_medians_s)),
         compile=format_time(result.jax.compile_total_s),
-        first=format_time(result.jax.first_call.median_s), speedup=format_factor(result.speedup), spread=spread)
+        first=first_call_text(result), speedup=format_factor(result.speedup), spread=spread)
 
 
 def prepare(args: argparse.Namespace) -> int:
