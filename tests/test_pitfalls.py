@@ -198,3 +198,16 @@ def test_host_arrays_pay_a_transfer_on_every_call(runner):
                                     sections=("transfer",)).wait(300)
     p = report["pitfalls"][0]
     assert p["naive"]["seconds"] > 1.5 * p["correct"]["seconds"]
+
+
+def test_pitfall_3_divides_one_numpy_figure_a_call_across_both_workers(runner):
+    """The x32 lab times NumPy's float64 call (the naive side's) as `run` gives it; the fair float64 side,
+    from the x64 worker, divides that same figure rather than a second timing of the same call."""
+    report = runner.submit_pitfalls(Spec("centered_gram", (400, 400), timing=QUICK), ("dtype",)).wait(300)
+    keys = [(tuple(e["shape"]), e["dtype"]) for e in report["numpy_speeds"]]
+    assert len(keys) == len(set(keys)) and ((400, 400), "float64") in keys, keys
+    float64 = next(e for e in report["numpy_speeds"] if e["dtype"] == "float64")["runtime"]["median_s"]
+    [dtype] = report["pitfalls"]
+    fair = next(side for side in dtype["extra"] if side.get("dtype") == "float64")
+    assert fair["numpy_seconds"] == float64 == dtype["naive"]["numpy_seconds"]
+    assert "jax_stats" not in fair and "numpy_speeds" not in fair

@@ -674,10 +674,32 @@ def measure_pitfalls(spec: Spec, sections: tuple[str, ...] = SECTIONS,
             "load": load, "pitfalls": out, "numpy_speeds": list(lab.numpy_speeds.values())}
 
 
+def join_fair_float64(report: dict[str, Any], fair: dict[str, Any]) -> None:
+    """Pitfall 3's float64 fair side (fair_float64, from the x64 worker) into an x32 run's ``report``: one
+    NumPy figure a call, so where the x32 lab already timed NumPy's float64 call as `run` gives it, the fair
+    side divides that one (its own, from the x64 worker, would be a second figure of the same call)."""
+    speeds = report.setdefault("numpy_speeds", [])
+    known = {(tuple(e["shape"]), e["dtype"]): e for e in speeds}
+    for entry in fair.pop("numpy_speeds", []):
+        same = known.get((tuple(entry["shape"]), entry["dtype"]))
+        if same is None:
+            speeds.append(entry)
+        elif entry["dtype"] == fair.get("dtype"):
+            numpy = Stats.from_dict(same["runtime"])
+            fair |= {k: v for k, v in _side(fair["label"], fair["code"], Stats.from_dict(fair["jax_stats"]), numpy
+                                            ).items() if k in ("numpy_seconds", "numpy_range", "conclusion")}
+    fair.pop("jax_stats", None)
+    for pitfall in report["pitfalls"]:
+        if pitfall["id"] == "dtype":
+            pitfall["extra"].append(fair)
+            if pitfall.get("load") and fair.get("load"):  # its machine was read too: the busiest counts
+                pitfall["load"] = fold_load(pitfall["load"], fair["load"], "x64")
+
+
 def fair_float64(spec: Spec, clock: Clock = time.perf_counter_ns) -> dict[str, Any]:
     """Pitfall 3's float64 fair side, measured in the x64 worker for an x32 run."""
     check_precision("x64")
     lab = Lab(spec, clock)
     reading = load_reading(lab.load.to_dict().get("phases") or {}, ("baseline",))
     return _side(*side_text("float64"), lab.blocked, lab.numpy, dtype="float64", load=reading,
-                 numpy_speeds=list(lab.numpy_speeds.values()))
+                 numpy_speeds=list(lab.numpy_speeds.values()), jax_stats=lab.blocked.to_dict())

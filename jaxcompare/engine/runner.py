@@ -877,13 +877,8 @@ def _combine(kind: str, values: list[Any]) -> Any:
     if kind == "pitfalls":
         report = values[0]
         if len(values) > 1:  # the fair float64 side from the x64 worker joins pitfall 3
-            from .pitfalls import fold_load
+            from .pitfalls import join_fair_float64
 
-            for pitfall in report["pitfalls"]:
-                if pitfall["id"] == "dtype":
-                    pitfall["extra"].append(values[1])
-                    report.setdefault("numpy_speeds", []).extend(values[1].pop("numpy_speeds", []))
-                    if pitfall.get("load") and values[1].get("load"):  # its machine was read too: the busiest counts
-                        pitfall["load"] = fold_load(pitfall["load"], values[1]["load"], "x64")
+            join_fair_float64(report, values[1])
         return report
     return values[0]
