@@ -50,6 +50,12 @@ def scaled(stats: Stats, factor: float) -> Stats:
     return Stats.from_samples([x * factor for x in stats.samples_s], loops=stats.loops)
 
 
+def narrowed(stats: Stats, power: float) -> Stats:
+    """The same samples drawn towards their median (each one's log distance times ``power``)."""
+    m = stats.median_s
+    return Stats.from_samples([m * (x / m) ** power for x in stats.samples_s], loops=stats.loops)
+
+
 def spread(median_s: float, factor: float, n: int = 9) -> Stats:
     """``n`` samples whose median's 95% range spans about ``factor`` times."""
     return Stats.from_samples([median_s * factor ** ((i - n // 2) / (n - 1)) for i in range(n)], loops=10)
@@ -58,13 +64,16 @@ def spread(median_s: float, factor: float, n: int = 9) -> Stats:
 # --- Compare ------------------------------------------------------------------------------------------
 def compare_results() -> dict[str, Result]:
     careful = dataclasses.replace(QUIET.spec, timing=TimingConfig.preset("careful"))
-    runtime = QUIET.jax.runtime
+    # The recorded spread, a little narrower: with a rerun's drift (model/reruns.py) the recorded one
+    # alone makes a range just over TRUSTED_SPREAD, and these scenarios are about trusted ranges.
+    runtime = narrowed(QUIET.jax.runtime, 0.6)
+    quiet = dataclasses.replace(QUIET, jax=dataclasses.replace(QUIET.jax, runtime=runtime))
     return {
-        # NumPy 3% slower than JAX, with the recorded spread: 1.03x, its range across 1x.
-        "straddles": dataclasses.replace(QUIET, id="story-straddles", spec=careful,
+        # NumPy 3% slower than JAX, with that spread: 1.03x, its range across 1x.
+        "straddles": dataclasses.replace(quiet, id="story-straddles", spec=careful,
                                          numpy_runtime=scaled(runtime, 1.03)),
         # JAX 3x faster, the same spread: its range wholly above 1x.
-        "jax_faster": dataclasses.replace(QUIET, id="story-jax-faster", numpy_runtime=scaled(runtime, 3.0)),
+        "jax_faster": dataclasses.replace(quiet, id="story-jax-faster", numpy_runtime=scaled(runtime, 3.0)),
         # The issue's 10x10: dispatch alone 67.8 µs above 22.4 µs blocked, as 3x the recorded blocked call.
         "dispatch_above": dataclasses.replace(QUIET, id="story-dispatch", jax=dataclasses.replace(
             QUIET.jax, dispatch=scaled(runtime, 3.0))),
