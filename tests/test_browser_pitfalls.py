@@ -38,18 +38,30 @@ def test_pitfalls_in_chinese_run_all_draws_seven_charts_and_the_size_gap(server,
         assert page.locator(f"#pitfall-{pid}").count() == 1, f"no anchor for {pid}"
     page.get_by_role("button", name=zh("Run all pitfalls")).click()
     try:
-        page.wait_for_function(f"() => document.querySelectorAll(\"{bs.CHART}\").length >= 8", timeout=180_000)
-    except Exception as exc:  # say what the page showed instead (once in three suite runs, beside the others)
-        raise AssertionError(f"eight charts did not show within 180 s; the page said:\n{bs.main_text(page)[-1500:]}"
+        page.wait_for_function(f"() => document.querySelectorAll(\"{bs.CHART}\").length >= 7", timeout=180_000)
+    except Exception as exc:  # say what the page showed instead
+        raise AssertionError(f"seven charts did not show within 180 s; the page said:\n{bs.main_text(page)[-1500:]}"
                              ) from exc
     page.wait_for_selector(bs.IDLE, timeout=60_000)
-    # Seven pitfall charts, and after the size section's, the busy-vs-gap bars of its two shapes.
-    assert page.locator("[data-testid='stVegaLiteChart']").count() == 8
-    pitfall_charts, gap_chart = [0, 1, 2, 3, 4, 6, 7], 5
+    text = bs.main_text(page)
+    # Beside busy neighbours the traced calls may run slower than the timed ones (CI: 388 µs traced in a
+    # 247 µs call); the page then withholds the size section's busy-vs-gap bars and says why.
+    apart = zh("Profiled, but not as timed: the device was busy **{busy}** per traced call, longer than the whole "
+               "timed call ({seconds}, {range}), so the traced calls ran at another speed and their split into "
+               "device time and host overhead is withheld.").split("**")[0]
+    charts = page.locator("[data-testid='stVegaLiteChart']").count()
+    if apart in text:
+        assert charts == 7, charts  # seven pitfall charts, no gap chart
+        pitfall_charts, gap_chart = [0, 1, 2, 3, 4, 5, 6], None
+    else:
+        # Seven pitfall charts, and after the size section's, the busy-vs-gap bars of its two shapes.
+        assert charts == 8, charts
+        pitfall_charts, gap_chart = [0, 1, 2, 3, 4, 6, 7], 5
     for index in pitfall_charts:
         assert bs.wait_for_chart_marks(page, index, bs.JAX_COLOR) > 0, f"chart {index} drew no JAX dots"
-    assert bs.wait_for_chart_marks(page, gap_chart, BUSY_COLOR, mark="rect", at_least=2) == 2
-    assert bs.chart_marks(page, gap_chart, GAP_COLOR, mark="rect") == 2
+    if gap_chart is not None:
+        assert bs.wait_for_chart_marks(page, gap_chart, BUSY_COLOR, mark="rect", at_least=2) == 2
+        assert bs.chart_marks(page, gap_chart, GAP_COLOR, mark="rect") == 2
     bs.assert_no_error(page)
     text = bs.main_text(page)
     measured_properly = zh("naive: {naive}; measured properly: {correct}").split("{correct}")[0].split("{naive}")[1]
@@ -63,10 +75,11 @@ def test_pitfalls_in_chinese_run_all_draws_seven_charts_and_the_size_gap(server,
     assert any(e.split("{factor}")[0] in text for e in effects)
     profiled = zh("Profiled: the device was busy **{busy}** of **{wall}** per call; the gap, **{gap}**, is host "
                   "overhead.").split("**")[0]
-    assert text.count(profiled) == 2, profiled  # the size section's two shapes
-    gap_svg = page.evaluate("i => document.querySelectorAll(\"[data-testid='stVegaLiteChart'] svg.marks\")[i]"
-                            ".textContent", gap_chart)
-    assert zh("device busy") in gap_svg
+    if gap_chart is not None:
+        assert text.count(profiled) == 2, profiled  # the size section's two shapes
+        gap_svg = page.evaluate("i => document.querySelectorAll(\"[data-testid='stVegaLiteChart'] svg.marks\")[i]"
+                                ".textContent", gap_chart)
+        assert zh("device busy") in gap_svg
     assert "case=centered_gram" in page.url and "shape=200x200" in page.url and "lang=zh" in page.url
     height = page.evaluate("() => document.querySelector(\"[data-testid='stMain']\").scrollHeight")
     page.set_viewport_size({"width": 1400, "height": min(height + 50, 12_000)})
