@@ -39,7 +39,7 @@ def test_phase_chart_dots_per_run_on_a_log_time_axis(runs):
     dot = layers[2]["encoding"]
     assert dot["x"]["field"] == "median_s"
     assert layers[0]["encoding"]["x2"]["field"] == "median_s"  # the stem ends at the dot
-    assert layers[1]["encoding"]["x"]["field"] == "ci_low_s" and layers[1]["encoding"]["x2"]["field"] == "ci_high_s"
+    assert layers[1]["encoding"]["x"]["field"] == "low_s" and layers[1]["encoding"]["x2"]["field"] == "high_s"
     assert spec["width"] == "container"
     order = layers[0]["encoding"]["y"]["scale"]["domain"]
     assert order[0] == charts_history.PER_CALL_HEADING and charts_history.ONE_OFF_HEADING in order
@@ -52,9 +52,9 @@ def test_phase_chart_dots_per_run_on_a_log_time_axis(runs):
     by = {(r["run"], r["phase"]): r for r in rows}
     assert by[(labels[1], "runtime")]["median_s"] == pytest.approx(runs[1].jax.runtime.median_s)
     assert by[(labels[0], "numpy")]["median_s"] == pytest.approx(runs[0].numpy_runtime.median_s)
-    assert all(r["ci_low_s"] <= r["median_s"] * 1.0001 <= r["ci_high_s"] * 1.0002 for r in rows)
+    assert all(r["low_s"] <= r["median_s"] * 1.0001 <= r["high_s"] * 1.0002 for r in rows)
     lo, hi = layers[0]["encoding"]["x"]["scale"]["domain"]
-    assert lo < min(r["median_s"] for r in rows) and hi > max(r["ci_high_s"] for r in rows)
+    assert lo < min(r["median_s"] for r in rows) and hi > max(r["high_s"] for r in rows)
 
 
 def test_speedup_chart_lollipops_from_the_one_x_line(runs):

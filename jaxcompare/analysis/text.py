@@ -28,6 +28,7 @@ from ..model.formatting import (
 )
 from ..model.phases import JAX_PHASES, PHASE_LABELS, PHASES
 from ..model.profile import Profile
+from ..model.reruns import rerun_spread
 from ..model.result import Result, memory_speedup
 from ..model.roofline import AT_BOUND_NOISE, LIMIT_WORDS, ROOFLINE_SIDES, Roofline
 from ..model.stats import Stats
@@ -95,17 +96,18 @@ def _stable(s: Stats) -> str:
 
 
 def _phase_row(name: str, s: Stats) -> list[str]:
-    ci = "—" if not math.isfinite(s.rel_ci) else f"±{s.rel_ci:.1%}"
-    return [_(PHASE_LABELS[name]), format_time(s.median_s), ci, format_time(s.min_s), format_time(s.iqr_s),
+    spread = rerun_spread(s)
+    rerun = "—" if not math.isfinite(spread) else f"±{spread:.0%}"
+    return [_(PHASE_LABELS[name]), format_time(s.median_s), rerun, format_time(s.min_s), format_time(s.iqr_s),
             str(s.n), str(s.loops), _stable(s)]
 
 
 def phase_header() -> list[str]:
-    return [_("phase"), _("median"), _("95% CI"), _("min"), _("IQR"), _("n"), _("loops"), _("stable")]
+    return [_("phase"), _("median"), _("rerun 95%"), _("min"), _("IQR"), _("n"), _("loops"), _("stable")]
 
 
 def phase_table_lines(result: Result) -> list[str]:
-    """Every phase with its median, the median's 95% CI, min, IQR, samples and loops, and
+    """Every phase with its median, where a rerun's median falls (95%), min, IQR, samples and loops, and
     whether its samples were stable; the third side's JAX phases beneath, when there is one."""
     rows = [_phase_row(name, result.phase(name)) for name in PHASES]
     side = result.jax_cpu

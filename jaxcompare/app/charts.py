@@ -21,6 +21,7 @@ from ..model.cases import format_shape
 from ..model.formatting import format_crossover, format_time
 from ..model.palette import JAX_COLOR, JAX_CPU_COLOR, NUMPY_COLOR
 from ..model.phases import ONE_OFF_PHASES, PER_CALL_PHASES, phase_label
+from ..model.reruns import rerun_bounds
 from ..model.result import Result
 from .views import crossovers, stable_text
 
@@ -128,8 +129,7 @@ def _phase_row(name: str, group: str, order: int, side: str, s: Any, offset: int
     return {
         "phase": name, "label": phase_label(name), "group": group, "order": order,
         "side": side, "median_s": value, "offset": offset,
-        "ci_low_s": max(finite_or(s.ci_low_s, value), TINY_S),
-        "ci_high_s": max(finite_or(s.ci_high_s, value), TINY_S),
+        "low_s": max(rerun_bounds(s)[0], TINY_S), "high_s": max(rerun_bounds(s)[1], TINY_S),
         "min_s": s.min_s, "n": s.n, "loops": s.loops,
         "text": format_time(s.median_s) if s.median_s > 0 else "≈ 0",
         "stable": stable_text(s),
@@ -163,7 +163,7 @@ def phase_breakdown_chart(result: Result) -> alt.LayerChart:
     the third side, each JAX phase has JAX on the CPU's lollipop just below it, in green."""
     rows = phase_rows(result)
     third = result.jax_cpu is not None
-    lo, hi, ticks = _log_domain(min(r["median_s"] for r in rows) / 4, max(r["ci_high_s"] for r in rows) * 6)
+    lo, hi, ticks = _log_domain(min(r["median_s"] for r in rows) / 4, max(r["high_s"] for r in rows) * 6)
     for row in rows:
         row["base"] = lo
     scale = alt.Scale(type="log", domain=[lo, hi], nice=False, clamp=True)
@@ -172,8 +172,8 @@ def phase_breakdown_chart(result: Result) -> alt.LayerChart:
         alt.Tooltip("side:N", title=_("side")), alt.Tooltip("label:N", title=_("phase")),
         alt.Tooltip("text:N", title=_("median")),
         alt.Tooltip("min_s:Q", title=_("min (s)"), format=".3g"),
-        alt.Tooltip("ci_low_s:Q", title=_("95% CI low (s)"), format=".3g"),
-        alt.Tooltip("ci_high_s:Q", title=_("95% CI high (s)"), format=".3g"),
+        alt.Tooltip("low_s:Q", title=_("rerun 95% low (s)"), format=".3g"),
+        alt.Tooltip("high_s:Q", title=_("rerun 95% high (s)"), format=".3g"),
         alt.Tooltip("n:Q", title=_("samples")), alt.Tooltip("loops:Q", title=_("loops/sample")),
         alt.Tooltip("stable:N", title=_("stable")),
     ]
@@ -188,11 +188,11 @@ def phase_breakdown_chart(result: Result) -> alt.LayerChart:
             x=alt.X("base:Q", scale=scale, axis=_time_axis(_("median time (log scale)"), ticks)),
             x2="median_s:Q", color=color)
         ci = base.mark_rule(strokeWidth=7 if not offset else 5, opacity=0.3, yOffset=offset).encode(
-            x=alt.X("ci_low_s:Q", scale=scale), x2="ci_high_s:Q", color=color)
+            x=alt.X("low_s:Q", scale=scale), x2="high_s:Q", color=color)
         dot = base.mark_circle(size=110 if not offset else 80, opacity=1, yOffset=offset).encode(
             x=alt.X("median_s:Q", scale=scale), color=color)
         text = base.mark_text(align="left", dx=9, fontSize=12 if not offset else 11, fontWeight="bold",
-                              yOffset=offset).encode(x=alt.X("ci_high_s:Q", scale=scale), text="text:N")
+                              yOffset=offset).encode(x=alt.X("high_s:Q", scale=scale), text="text:N")
         layers += [stem, ci, dot, text]
     return alt.layer(*layers).properties(
         autosize=FIT_WIDTH, width="container", height=(38 if third else 30) * len(order),
@@ -266,8 +266,7 @@ def sweep_rows(results: Sequence[Result]) -> list[dict[str, Any]]:
             rows.append({  # series: an internal key (English side), one line per side and precision
                 "elements": elements, "shape": format_shape(r.shape), "precision": r.precision,
                 "series": f"{key} {r.precision}", "side": side, "median_s": max(s.median_s, TINY_S),
-                "ci_low_s": max(finite_or(s.ci_low_s, s.median_s), TINY_S),
-                "ci_high_s": max(finite_or(s.ci_high_s, s.median_s), TINY_S),
+                "low_s": max(rerun_bounds(s)[0], TINY_S), "high_s": max(rerun_bounds(s)[1], TINY_S),
                 "text": format_time(s.median_s),
             })
     return sorted(rows, key=lambda row: (row["series"], row["elements"]))
@@ -296,7 +295,7 @@ def sweep_runtime_chart(results: Sequence[Result], extent: Extent = None) -> alt
     """Runtime of both sides against size on log-log axes; x32 solid, x64 dashed."""
     rows = sweep_rows(results)
     x_scale, x_axis = _elements_axis([r["elements"] for r in rows], extent)
-    lo, hi, ticks = _log_domain(min(r["ci_low_s"] for r in rows), max(r["ci_high_s"] for r in rows), pad=1.6)
+    lo, hi, ticks = _log_domain(min(r["low_s"] for r in rows), max(r["high_s"] for r in rows), pad=1.6)
     y_scale = alt.Scale(type="log", domain=[lo, hi], nice=False)
     base = alt.Chart(alt.Data(values=rows)).encode(
         x=alt.X("elements:Q", scale=x_scale, axis=x_axis),
@@ -313,13 +312,15 @@ def sweep_runtime_chart(results: Sequence[Result], extent: Extent = None) -> alt
     points = base.mark_point(filled=True, size=60, opacity=1).encode(
         y=y, shape=alt.Shape("precision:N", scale=precision_scale(results, PRECISION_SHAPE), legend=None))
     bars = base.mark_rule(strokeWidth=1.5, opacity=0.6).encode(
-        y=alt.Y("ci_low_s:Q", scale=y_scale), y2="ci_high_s:Q")
+        y=alt.Y("low_s:Q", scale=y_scale), y2="high_s:Q")
     return alt.layer(bars, line, points).properties(
         autosize=FIT_WIDTH, width="container", height=330,
         title=alt.TitleParams(_("Runtime vs size"), subtitle=(
-            _("{case}: NumPy and JAX (blocked) and JAX on the CPU median per call; whiskers: 95% CI")
+            _("{case}: NumPy and JAX (blocked) and JAX on the CPU median per call; whiskers: where a rerun's "
+              "median falls (95%)")
             if any(r.jax_cpu for r in results) else
-            _("{case}: NumPy and JAX (blocked) median per call; whiskers: 95% CI")).format(case=results[0].case),
+            _("{case}: NumPy and JAX (blocked) median per call; whiskers: where a rerun's median falls (95%)")
+        ).format(case=results[0].case),
             anchor="start"))
 
 

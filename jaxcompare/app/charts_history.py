@@ -16,6 +16,7 @@ import altair as alt
 from ..i18n import _
 from ..model.formatting import format_factor, format_time
 from ..model.phases import ONE_OFF_PHASES, PER_CALL_PHASES, phase_label
+from ..model.reruns import rerun_bounds
 from ..model.result import Result
 from .charts import (
     FIT_WIDTH,
@@ -24,7 +25,6 @@ from .charts import (
     TINY_S,
     _log_domain,
     _time_axis,
-    finite_or,
     headed_phase_axis,
 )
 from .history_view import lettered_labels
@@ -59,8 +59,7 @@ def phase_rows(results: Sequence[Result], labels: Sequence[str] | None = None) -
                 rows.append({
                     "run": label, "phase": name, "label": phase_label(name), "group": group,
                     "median_s": median,
-                    "ci_low_s": max(finite_or(s.ci_low_s, median), TINY_S),
-                    "ci_high_s": max(finite_or(s.ci_high_s, median), TINY_S),
+                    "low_s": max(rerun_bounds(s)[0], TINY_S), "high_s": max(rerun_bounds(s)[1], TINY_S),
                     "text": format_time(s.median_s) if s.median_s > 0 else "≈ 0", "n": s.n,
                     "stable": stable_text(s),
                 })
@@ -69,10 +68,10 @@ def phase_rows(results: Sequence[Result], labels: Sequence[str] | None = None) -
 
 def phase_chart(results: Sequence[Result], labels: Sequence[str] | None = None) -> alt.LayerChart:
     """Every phase of every run on one log time axis: one row per phase, one dot per run in it
-    (offset so they never hide each other), a faint stem and the 95% CI of each median."""
+    (offset so they never hide each other), a faint stem and where a rerun's median falls (95%)."""
     labels = _labels(results, labels)
     rows = phase_rows(results, labels)
-    lo, hi, ticks = _log_domain(min(r["median_s"] for r in rows) / 4, max(r["ci_high_s"] for r in rows) * 3)
+    lo, hi, ticks = _log_domain(min(r["median_s"] for r in rows) / 4, max(r["high_s"] for r in rows) * 3)
     for row in rows:
         row["base"] = lo
     scale = alt.Scale(type="log", domain=[lo, hi], nice=False, clamp=True)
@@ -84,19 +83,20 @@ def phase_chart(results: Sequence[Result], labels: Sequence[str] | None = None) 
                                         symbolOpacity=1, symbolType="circle"))
     tooltip = [alt.Tooltip("run:N", title=_("run")), alt.Tooltip("label:N", title=_("phase")),
                alt.Tooltip("text:N", title=_("median")),
-               alt.Tooltip("ci_low_s:Q", title=_("95% CI low (s)"), format=".3g"),
-               alt.Tooltip("ci_high_s:Q", title=_("95% CI high (s)"), format=".3g"),
+               alt.Tooltip("low_s:Q", title=_("rerun 95% low (s)"), format=".3g"),
+               alt.Tooltip("high_s:Q", title=_("rerun 95% high (s)"), format=".3g"),
                alt.Tooltip("n:Q", title=_("samples")), alt.Tooltip("stable:N", title=_("stable"))]
     base = alt.Chart(alt.Data(values=rows)).encode(y=y, yOffset=offset, color=color, tooltip=tooltip)
     stem = base.mark_rule(strokeWidth=1.5, opacity=0.35).encode(
         x=alt.X("base:Q", scale=scale, axis=_time_axis(_("median time (log scale)"), ticks)), x2="median_s:Q")
-    ci = base.mark_rule(strokeWidth=6, opacity=0.3).encode(x=alt.X("ci_low_s:Q", scale=scale), x2="ci_high_s:Q")
+    ci = base.mark_rule(strokeWidth=6, opacity=0.3).encode(x=alt.X("low_s:Q", scale=scale), x2="high_s:Q")
     dot = base.mark_circle(size=90, opacity=1).encode(x=alt.X("median_s:Q", scale=scale))
     band = max(32, 14 * len(labels) + 10)
     return alt.layer(stem, ci, dot).properties(
         autosize=FIT_WIDTH, width="container", height=band * len(order),
         title=alt.TitleParams(_("Phases, run by run"), anchor="start",
-                              subtitle=_("median per phase; thick translucent line: 95% CI of the median")))
+                              subtitle=_("median per phase; thick translucent line: where a rerun's median "
+                                         "falls (95%)")))
 
 
 # --- speedups ------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from ..model.formatting import (
     matmul_precision_line,
 )
 from ..model.phases import PHASES, phase_kind, phase_label
+from ..model.reruns import rerun_spread
 from ..model.result import Result
 from ..model.stats import Stats
 
@@ -89,7 +90,7 @@ def phase_table(result: Result) -> list[dict[str, Any]]:
             **cpu,
             _("Min"): format_time(s.min_s),
             _("IQR"): format_time(s.iqr_s),
-            _("95% CI of median"): "—" if not math.isfinite(s.rel_ci) else f"±{s.rel_ci:.1%}",
+            _("Rerun 95%"): "—" if not math.isfinite(rerun_spread(s)) else f"±{rerun_spread(s):.0%}",
             _("Samples"): s.n,
             _("Loops/sample"): s.loops,
             _("Stable"): stable_text(s),

@@ -74,6 +74,18 @@ def rerun_range(stats: Stats) -> tuple[float, float]:
     return stats.median_s * math.exp(-half), stats.median_s * math.exp(half)
 
 
+def rerun_bounds(stats: Stats) -> tuple[float, float]:
+    """rerun_range, or the median alone where it has none (a whisker that claims nothing)."""
+    low, high = rerun_range(stats)
+    return (low, high) if math.isfinite(low) and math.isfinite(high) else (stats.median_s, stats.median_s)
+
+
+def rerun_spread(stats: Stats) -> float:
+    """How far above its median a rerun's median may fall (95%), as a fraction; inf where unknown."""
+    low, high = rerun_range(stats)
+    return high / stats.median_s - 1 if math.isfinite(high) else math.inf
+
+
 def pooled_range(stats: Stats, runs: Sequence[float]) -> tuple[float, float]:
     """The 95% range of a median pooled from the independent runs whose medians are ``runs`` (a versions
     run's rounds), the between-run spread in it (nan where it has no interval)."""

@@ -26,6 +26,7 @@ from ..model.cases import format_shape
 from ..model.formatting import format_crossover, format_time, matmul_precision_line
 from ..model.palette import JAX_COLOR, NUMPY_COLOR
 from ..model.phases import ONE_OFF_PHASES, PER_CALL_PHASES, PHASE_LABELS, PHASES
+from ..model.reruns import rerun_bounds
 from ..model.result import Result
 from .roofline_svg import roofline_svg
 
@@ -160,11 +161,10 @@ def _log_ticks(lo: float, hi: float) -> list[float]:
 
 def phase_svg(result: Result) -> str:
     """Where the time goes: every phase as a lollipop on one log time axis (a compile 1000x the
-    runtime and a sub-microsecond dispatch both readable), the 95% CI of its median as a band."""
+    runtime and a sub-microsecond dispatch both readable), where a rerun's median falls (95%) as a band."""
     label_w, value_w, plot_w, row_h, head_h, axis_h = 190, 70, 440, 20, 22, 30
     values = [max(result.phase(p).median_s, TINY_S) for p in PHASES]
-    his = [max(v, result.phase(p).ci_high_s if math.isfinite(result.phase(p).ci_high_s) else v)
-           for p, v in zip(PHASES, values, strict=True)]
+    his = [max(v, rerun_bounds(result.phase(p))[1]) for p, v in zip(PHASES, values, strict=True)]
     lo = 10 ** math.floor(math.log10(min(values) / 2))
     hi = 10 ** math.ceil(math.log10(max(his) * 1.5))
 
@@ -182,8 +182,7 @@ def phase_svg(result: Result) -> str:
             color = NUMPY_COLOR if name == "numpy" else JAX_COLOR
             cy = y + row_h / 2
             median = max(s.median_s, TINY_S)
-            low = s.ci_low_s if math.isfinite(s.ci_low_s) and s.ci_low_s > 0 else median
-            high = s.ci_high_s if math.isfinite(s.ci_high_s) else median
+            low, high = (max(b, TINY_S) for b in rerun_bounds(s))
             tip = f"{PHASE_LABELS[name]}: median {format_time(s.median_s)}, n={s.n}" + (
                 "" if s.stable else f" (unstable: {s.unstable_reason})")
             parts.append(
