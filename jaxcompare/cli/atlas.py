@@ -105,9 +105,11 @@ def measure(args: argparse.Namespace, atlas: atlas_mod.Atlas, path: Path) -> int
             pending = pending[:args.limit]
         specs = [Spec(case=k.case, shape=shape, precision=k.precision, device=k.device, timing=timing)
                  for k, shape in pending]
-        print(_("atlas {path}: {todo} of {total} cells to measure ({done} already there), about {duration}").format(
-            path=path, todo=len(pending), total=total, done=already,
-            duration=seconds_text(runner.estimate_all(specs).seconds)), file=sys.stderr, flush=True)
+        head = _("atlas {path}: {todo} of {total} cells to measure ({done} already there)").format(
+            path=path, todo=len(pending), total=total, done=already)
+        if specs:
+            head += ", " + _("about {duration}").format(duration=seconds_text(runner.estimate_all(specs).seconds))
+        print(head, file=sys.stderr, flush=True)
         try:
             for i, ((key, shape), spec) in enumerate(zip(pending, specs, strict=True)):
                 job = runner.submit(spec, rate_limited=False)
