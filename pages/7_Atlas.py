@@ -28,7 +28,7 @@ def read(path: str, mtime: float) -> tuple[atlas_mod.Atlas | None, str | None]:
 
 def add_to_history(atlas: atlas_mod.Atlas) -> None:
     added, present = resources.get_store().import_docs([r.to_dict() for r in atlas.results()], source="atlas")
-    st.session_state["atlas_notice"] = _("Added {added} results to History ({present} were there already).").format(
+    st.session_state["atlas_notice"] = _("Added to History: {added} results ({present} were there already).").format(
         added=added, present=present)
 
 
@@ -77,7 +77,7 @@ st.markdown(counts_line(atlas, measure))
 missing = [r for r in atlas.results() if r.id not in held]
 if missing:
     row = st.container(horizontal=True, vertical_alignment="center")
-    row.caption(_("{n} of this atlas's results are not in your History, so their cells do not link yet.").format(
+    row.caption(_("Results of this atlas not in your History: {n}. Their cells link once they are added.").format(
         n=len(missing)))
     if access.history_editable():
         row.button(_("Add them to History"), icon=":material/history:", on_click=add_to_history, args=(atlas,),

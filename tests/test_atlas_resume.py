@@ -19,7 +19,7 @@ def test_an_interrupted_atlas_resumes_to_the_planned_cells_with_none_measured_tw
     assert main([*ARGS, *where, "--limit", "3"]) == 0
     first = am.load(out)
     assert len(first.cells) == 3
-    assert "1 cells left; run the same command to continue" in capsys.readouterr().err
+    assert "cells left: 1; run the same command to continue" in capsys.readouterr().err
 
     assert main([*ARGS, *where]) == 0
     err = capsys.readouterr().err

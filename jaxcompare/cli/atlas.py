@@ -131,15 +131,15 @@ def measure(args: argparse.Namespace, atlas: atlas_mod.Atlas, path: Path) -> int
                 atlas_mod.save(atlas, path)
                 print(progress_line(already + i + 1, total, atlas_mod.view(cell), left), file=sys.stderr, flush=True)
         except KeyboardInterrupt:
-            print(_("the atlas keeps the {n} cells done; run the same command to continue").format(
+            print(_("cells the atlas keeps: {n}; run the same command to continue").format(
                 n=len(atlas.cells)), file=sys.stderr)
             raise
     if failed:
-        print(_("{n} cells failed and were not recorded; run the same command to try them again").format(
+        print(_("cells that failed and were not recorded: {n}; run the same command to try them again").format(
             n=len(failed)), file=sys.stderr)
     left_over = len(atlas_mod.todo(atlas, planned))
     if left_over and not failed:
-        print(_("{n} cells left; run the same command to continue").format(n=left_over), file=sys.stderr)
+        print(_("cells left: {n}; run the same command to continue").format(n=left_over), file=sys.stderr)
     return EXIT_SOME_FAILED if failed else 0
 
 
