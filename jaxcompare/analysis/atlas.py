@@ -27,7 +27,7 @@ from ..model.errors import BadInput
 from ..model.reruns import rerun_ratio_range
 from ..model.result import Result
 from .sweep import crossover, ladder
-from .trust import TRUSTED_SPREAD, Direction, direction, trust
+from .trust import JAX_FASTER, NUMPY_FASTER, TRUSTED_SPREAD, Direction, direction, trust
 
 SCHEMA = "jaxcompare.atlas/1"
 SIZES = ("small", "middle", "large")
@@ -170,10 +170,13 @@ def save(atlas: Atlas, path: str | os.PathLike[str]) -> None:
     data = json.dumps(atlas.to_dict(), separators=(",", ":"), allow_nan=False).encode()
     if path.suffix == ".gz":
         data = gzip.compress(data, mtime=0)
+    # mkstemp makes the file private (0600); an atlas is shared like any export: keep the file's mode, else 0644.
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(data)
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -265,9 +268,11 @@ def view(cell: Cell, measure: str = "blocked") -> CellView:
     if speedup is None or found is None or not math.isfinite(speedup):
         return CellView(cell.key, cell.shape, MISSING, result_id=result.id)
     low, high = found
+    if not (math.isfinite(low) and math.isfinite(high) and low > 0):
+        low = high = None  # too few samples for a range (trust's "no_range"), or a side that failed
     verdict = trust(result)
     why = verdict.why
-    narrow = low > 0 and math.isfinite(high) and high / low <= TRUSTED_SPREAD
+    narrow = low is not None and high is not None and high / low <= TRUSTED_SPREAD
     if verdict.trusted and measure != "blocked" and not narrow:
         why = "range"  # the blocked result holds, but this figure's own range is too wide to lead
     status = TRUSTED if why is None else DOUBTFUL
@@ -280,8 +285,7 @@ def view(cell: Cell, measure: str = "blocked") -> CellView:
 
 
 def side_of(low: float | None, high: float | None) -> str | None:
-    from .trust import JAX_FASTER, NUMPY_FASTER
-
+    """The side a range names where it lies wholly above or below 1x."""
     if low is None or high is None or not (low > 0 and math.isfinite(high)):
         return None
     return JAX_FASTER if low > 1 else NUMPY_FASTER if high < 1 else None

@@ -59,7 +59,7 @@ def cell_label(v: CellView) -> str:
 
 def range_text(v: CellView) -> str:
     if v.low is None or v.high is None:
-        return ""
+        return _("no range")
     return f"{v.low:.3g}-{v.high:.3g}x"
 
 
