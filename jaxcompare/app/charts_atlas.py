@@ -62,4 +62,5 @@ def atlas_html(chart: alt.TopLevelMixin, atlas: Atlas, measure: str = "blocked")
     """One file that opens with no network: the heatmap with Vega's scripts inlined by Altair (vl-convert's
     bundle, checked offline here), then the atlas's tables and environments (analysis/atlas_text.html_body)."""
     page = chart.to_html(inline=True)
-    return page.replace("</body>", html_body(atlas, measure) + "</body>", 1)
+    end = page.rfind("</body>")  # the page's own: the inlined scripts hold the string too
+    return page[:end] + html_body(atlas, measure) + page[end:]
