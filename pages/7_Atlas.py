@@ -50,7 +50,9 @@ with st.sidebar:
     chosen_key = st.selectbox(_("Atlas"), list(labels), format_func=labels.get, key=SOURCE)
     atlas, problem = loaded[chosen_key]
     groups = sorted(set(av.case_groups(atlas).values())) if atlas is not None else []
-    chosen_groups = st.pills(_("Groups"), groups, selection_mode="multi", default=groups, key=GROUPS)
+    # A key per set of groups: another atlas's choice (numpy alone, say) must not hide this one's other groups.
+    chosen_groups = st.pills(_("Groups"), groups, selection_mode="multi", default=groups,
+                             key=f"{GROUPS}_{'_'.join(groups)}")
     measure = st.segmented_control(_("Speedup"), atlas_mod.MEASURES, default="blocked", key=MEASURE,
                                    format_func=measure_label,
                                    help=_("Blocked: each JAX call waits for its result (the headline). Back to "
@@ -73,7 +75,7 @@ if "atlas_notice" in st.session_state:
 store = resources.get_store()
 held = set(store.all_ids())
 rows = av.heatmap_rows(atlas, measure, cases, link_ids=held, also=url_params())
-st.markdown(counts_line(atlas, measure))
+st.markdown(counts_line(atlas, measure, cases))
 missing = [r for r in atlas.results() if r.id not in held]
 if missing:
     row = st.container(horizontal=True, vertical_alignment="center")

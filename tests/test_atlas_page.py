@@ -72,8 +72,10 @@ def test_a_recorded_atlas_is_drawn_with_where_and_when_it_was_recorded(none_own)
     spec = vega_specs(at)[0]
     assert spec["spec"]["layer"][0]["encoding"]["color"]["scale"]["domainMid"] == 1
 
-    at.pills(key="atlas_groups").set_value(["numpy"]).run()
+    assert at.pills[0].value == ["numpy", "scipy"]  # every group shown at first
+    at.pills[0].set_value(["numpy"]).run()
     kept = {r["case"] for r in chart_rows(at, 0)}
+    assert at.markdown[0].value.startswith(f"{sum(r['case'] in kept for r in rows)} cells:")  # the count follows
     assert kept and kept <= {c.key.case for c in recorded.cells.values() if c.result is None
                              or c.result.case_info.get("group") == "numpy"}
 

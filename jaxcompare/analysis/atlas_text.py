@@ -111,9 +111,9 @@ def environment_rows(atlas: Atlas) -> list[dict[str, str]]:
     return rows
 
 
-def counts_line(atlas: Atlas, measure: str = "blocked") -> str:
-    """'12 cells: 7 trusted, 4 set aside, 1 cannot run here.'"""
-    found = views(atlas, measure)
+def counts_line(atlas: Atlas, measure: str = "blocked", cases: Sequence[str] | None = None) -> str:
+    """'12 cells: 7 trusted, 4 set aside, 1 cannot run here.' (of ``cases`` only, when given)"""
+    found = views(atlas, measure, cases)
     count = {status: sum(v.status == status for v in found) for status in (TRUSTED, DOUBTFUL, UNMEASURABLE, MISSING)}
     return _("{n} cells: {trusted} trusted, {doubtful} set aside, {unmeasurable} cannot run here.").format(
         n=len(found), trusted=count[TRUSTED], doubtful=count[DOUBTFUL], unmeasurable=count[UNMEASURABLE])
