@@ -17,7 +17,7 @@ from browser_support import (  # noqa: F401
 from support import ROOT, zh
 
 from jaxcompare.analysis import atlas as am
-from jaxcompare.analysis.atlas_text import DOUBT_GREY
+from jaxcompare.analysis.atlas_text import DOUBT_GREY, cell_label
 from jaxcompare.app import atlas_view
 from jaxcompare.app.charts_atlas import atlas_heatmap, atlas_html
 
@@ -45,6 +45,15 @@ def test_the_atlas_page_draws_the_recorded_atlas(tmp_path, browser, lang):  # no
         assert (zh("Speedup atlas: NumPy time over JAX time") if lang == "zh"
                 else "Speedup atlas: NumPy time over JAX time") in drawn
         assert_no_error(page)
+        if lang == "en":  # once its results are in History, a cell opens its result on the Compare page
+            page.get_by_role("button", name="Add them to History").click()
+            page.get_by_text("Added to History").wait_for(timeout=30_000)
+            page.wait_for_selector(IDLE, timeout=30_000)
+            page.wait_for_selector("[data-testid='stVegaLiteChart'] svg.marks", timeout=30_000)
+            label = next(v for v in am.views(recorded) if v.status == am.TRUSTED)
+            page.locator("svg.marks text", has_text=cell_label(label)).first.click()
+            page.wait_for_url("**/Compare?**", timeout=30_000)
+            assert f"result={label.result_id}" in page.url
 
 
 def test_the_html_export_opens_with_no_network(tmp_path, browser):  # noqa: F811
