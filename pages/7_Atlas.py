@@ -46,8 +46,8 @@ if not found:
 loaded = {s.key: read(s.key, s.path.stat().st_mtime) for s in found}
 labels = {s.key: av.source_label(s, loaded[s.key][0]) for s in found}
 with st.sidebar:
-    st.header(_("Atlas"))
-    chosen_key = st.selectbox(_("Atlas"), list(labels), format_func=labels.get, key=SOURCE)
+    st.header(navigation.ATLAS.label)
+    chosen_key = st.selectbox(_("Which atlas"), list(labels), format_func=labels.get, key=SOURCE)
     atlas, problem = loaded[chosen_key]
     groups = sorted(set(av.case_groups(atlas).values())) if atlas is not None else []
     # A key per set of groups: another atlas's choice (numpy alone, say) must not hide this one's other groups.
@@ -100,7 +100,7 @@ doubts = av.set_aside_rows(atlas, measure, cases)
 if doubts:
     with st.expander(_("Cells set aside or not measured ({n})").format(n=len(doubts))):
         ui.plain_table(doubts)
-st.subheader(_("Environment"))
+st.subheader(navigation.ENVIRONMENT.label)
 ui.plain_table(environment_rows(atlas))
 
 downloads = st.container(horizontal=True)

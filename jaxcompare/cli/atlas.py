@@ -64,7 +64,7 @@ def handle(args: argparse.Namespace) -> int:
     status = 0
     if not args.no_measure:
         if atlas.cells and atlas.timing != args.timing:
-            raise BadInput(N_("{path} holds cells measured at {found} timing: give --timing {found}, or another "
+            raise BadInput(N_("{path} holds cells measured at {found} timing: give that --timing, or another "
                               "--out").format(path=path, found=atlas.timing))
         status = measure(args, atlas, path)
     write_exports(args, atlas)
