@@ -16,7 +16,7 @@ from jaxcompare.engine.settings import Settings
 from jaxcompare.history.store import Store
 
 PAGES = ("app.py", "pages/1_Compare.py", "pages/2_Size_sweep.py", "pages/3_Pitfalls.py", "pages/4_History.py",
-         "pages/5_Environment.py", "pages/6_Versions.py")
+         "pages/5_Environment.py", "pages/6_Versions.py", "pages/7_Atlas.py")
 TOKEN = "correct horse battery staple"
 
 

@@ -42,8 +42,9 @@ PITFALLS = Page("pages/3_Pitfalls.py", N_("Pitfalls"), ":material/school:")
 HISTORY = Page("pages/4_History.py", N_("History"), ":material/history:")
 ENVIRONMENT = Page("pages/5_Environment.py", N_("Environment"), ":material/settings:")
 VERSIONS = Page("pages/6_Versions.py", N_("JAX versions"), ":material/difference:")
+ATLAS = Page("pages/7_Atlas.py", N_("Atlas"), ":material/grid_on:")
 # The sidebar's order.
-PAGES = (HOME, COMPARE, SIZE_SWEEP, PITFALLS, HISTORY, ENVIRONMENT, VERSIONS)
+PAGES = (HOME, COMPARE, SIZE_SWEEP, PITFALLS, HISTORY, ENVIRONMENT, VERSIONS, ATLAS)
 # The Home page's card of each page but Home (N_(): shown with _()).
 BLURBS: dict[Page, str] = {
     COMPARE: N_("One case, one shape: NumPy runtime beside JAX's transfer, compile, runtime and dispatch; "
@@ -59,4 +60,6 @@ BLURBS: dict[Page, str] = {
                     "warnings when something makes the numbers less trustworthy."),
     VERSIONS: N_("One case under several JAX releases, each in its own environment: runtime, compile and "
                  "first call by version, and whether the next release is faster or slower beyond the noise."),
+    ATLAS: N_("When is JAX faster? Every case at three sizes, float32 and float64, on each device, as one heatmap: "
+              "doubtful cells greyed, the crossover per case, yours beside the recorded ones."),
 }

@@ -1,4 +1,5 @@
-"""Command line: ``python -m jaxcompare list | run | sweep | pitfalls | versions | trace | history | export | import``.
+"""Command line: ``python -m jaxcompare list | run | sweep | pitfalls | atlas | versions | trace | history | export |
+import``.
 
 User errors print one line on stderr and exit with status 2, never a traceback. With
 ``--json -`` stdout carries exactly one JSON document and nothing else.
@@ -40,6 +41,7 @@ from ..model.errors import BadInput, JaxCompareError
 from ..model.formatting import format_time, format_time_range, seconds_text
 from ..model.platforms import PLATFORMS, gap_line, unsupported_label
 from ..model.spec import DEVICES, MATMUL_PRECISIONS, PRECISIONS, TIMING_PRESETS, Spec, TimingConfig, parse_shape
+from . import atlas as cli_atlas
 from . import history as cli_history
 from . import trace as cli_trace
 from . import versions as cli_versions
@@ -117,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_history.add_commands(sub)
     cli_versions.add_command(sub)
     cli_trace.add_command(sub)
+    cli_atlas.add_command(sub)
     for command in sub.choices.values():
         command.add_argument("--lang", help=f"language of the readable output: {', '.join(i18n.LANGUAGES)} "
                              f"(default: ${LANG_ENV}, else en); JSON stays English")
@@ -367,7 +370,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not os.environ.get("JAXCOMPARE_DEBUG"):
         logging.getLogger("jaxcompare").setLevel(logging.CRITICAL)
     handlers = {"list": cmd_list, "run": cmd_run, "sweep": cmd_sweep, "pitfalls": cmd_pitfalls,
-                "versions": cli_versions.handle, "trace": cli_trace.handle,
+                "versions": cli_versions.handle, "trace": cli_trace.handle, "atlas": cli_atlas.handle,
                 **dict.fromkeys(cli_history.COMMANDS, cli_history.handle)}
     try:
         lang = chosen_language(args)

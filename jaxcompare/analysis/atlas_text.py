@@ -1,0 +1,299 @@
+"""The atlas in words: a cell's label and detail, the CLI's progress line, the Markdown table, a plain
+self-contained HTML page (for front ends without Altair: the CLI), the environments and ``--diff``'s lines.
+
+Every front end words a cell here, so a cell set aside reads "set aside: <why>" with its figure marked
+doubtful everywhere, and a cell the device cannot run reads its one plain line.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from ..i18n import _, language, translate_text
+from ..model.cases import format_shape
+from ..model.formatting import format_factor
+from ..model.palette import JAX_COLOR, NUMPY_COLOR
+from .atlas import (
+    A_ONLY,
+    B_FASTER,
+    B_ONLY,
+    B_SLOWER,
+    DOUBTFUL,
+    MISSING,
+    NO_RANGE,
+    OVERLAP,
+    SIZE_LABELS,
+    SIZES,
+    TRUSTED,
+    UNMEASURABLE,
+    Atlas,
+    CellDiff,
+    CellView,
+    crossovers,
+    views,
+)
+from .trust import WHY
+
+# The colour scale's ends: a speedup of LIMIT (or 1/LIMIT) or beyond takes the full colour.
+COLOUR_LIMIT = 30.0
+NEUTRAL = "#f5f5f5"
+DOUBT_GREY = "#bdbdbd"
+PRECISION_LABELS = {"x32": "float32", "x64": "float64"}
+
+
+def atlas_title() -> str:
+    """The exports' title (outside f-strings: the catalog's extractor does not look inside them)."""
+    return _("Speedup atlas")
+
+
+def why_text(why: str | None) -> str:
+    return _(WHY[why]) if why in WHY else _("the speedup's range is too wide")
+
+
+def cell_label(v: CellView) -> str:
+    """What a heatmap cell prints: '2.31x', '2.31x?' where set aside, '—' where there is no figure."""
+    if v.status == TRUSTED:
+        return format_factor(v.speedup)
+    if v.status == DOUBTFUL:
+        return format_factor(v.speedup) + "?"
+    return "—"
+
+
+def range_text(v: CellView) -> str:
+    if v.low is None or v.high is None:
+        return _("no range")
+    return f"{v.low:.3g}-{v.high:.3g}x"
+
+
+def cell_detail(v: CellView) -> str:
+    """The cell in a sentence: its speedup and range; a doubtful one leads with why it was set aside."""
+    if v.status == UNMEASURABLE:
+        return _("cannot run here: {reason}").format(reason=translate_text(v.reason))
+    if v.status == MISSING:
+        return _("not measured back to back (saved before calls back to back were timed)")
+    figure = _("{speedup} (rerun range {range})").format(speedup=format_factor(v.speedup), range=range_text(v))
+    if v.status == DOUBTFUL:
+        return _("set aside: {why}; measured {figure}").format(why=why_text(v.why), figure=figure)
+    return figure
+
+
+def device_label(atlas: Atlas, device: str) -> str:
+    """'TPU v5 lite' for an accelerator, 'CPU (13 cores)' for JAX on a host's CPU: what the facet is titled."""
+    env = atlas.environments.get(device) or {}
+    kind = str(env.get("device_kind") or device.upper())
+    if device == "cpu":
+        cores = env.get("host_cores")
+        return _("CPU ({cores} cores)").format(cores=cores) if cores else "CPU"
+    return kind
+
+
+def facet_label(atlas: Atlas, device: str, precision: str) -> str:
+    return f"{device_label(atlas, device)} · {PRECISION_LABELS.get(precision, precision)}"
+
+
+def recorded_line(atlas: Atlas) -> str:
+    """'recorded on TPU v5 lite, JAX 0.10.2, 2026-12-05': where and when, per device."""
+    parts = []
+    for device in atlas.devices():
+        env = atlas.environments.get(device) or {}
+        parts.append(_("recorded on {device}, JAX {version}, {date}").format(
+            device=device_label(atlas, device), version=env.get("jax_version") or "?",
+            date=env.get("date") or atlas.created[:10]))
+    return "; ".join(parts)
+
+
+def environment_rows(atlas: Atlas) -> list[dict[str, str]]:
+    """Each device's environment, a row each (the export's and the page's table)."""
+    rows = []
+    for device in atlas.devices():
+        env = atlas.environments.get(device) or {}
+        rows.append({_("Device"): device_label(atlas, device), _("Device kind"): str(env.get("device_kind") or ""),
+                     _("JAX"): str(env.get("jax_version") or ""), _("Host cores"): str(env.get("host_cores") or ""),
+                     _("CPU"): str(env.get("cpu_model") or ""), _("Date"): str(env.get("date") or "")})
+    return rows
+
+
+def counts_line(atlas: Atlas, measure: str = "blocked", cases: Sequence[str] | None = None) -> str:
+    """'12 cells: 7 trusted, 4 set aside, 1 cannot run here.' (of ``cases`` only, when given)"""
+    found = views(atlas, measure, cases)
+    count = {status: sum(v.status == status for v in found) for status in (TRUSTED, DOUBTFUL, UNMEASURABLE, MISSING)}
+    return _("{n} cells: {trusted} trusted, {doubtful} set aside, {unmeasurable} cannot run here.").format(
+        n=len(found), trusted=count[TRUSTED], doubtful=count[DOUBTFUL], unmeasurable=count[UNMEASURABLE])
+
+
+def crossover_text(elements: float | None) -> str:
+    return "" if elements is None else _("about {n} elements").format(n=f"{elements:.3g}")
+
+
+# --- the CLI ----------------------------------------------------------------------------------
+def progress_line(done: int, total: int, v: CellView, left_s: float | None) -> str:
+    """'[3/12] svd 100x100 x32 cpu: 1.82x (rerun range 1.5-2.1x) · about 40 s left'."""
+    from ..model.formatting import seconds_text
+
+    where = f"{v.key.case} {format_shape(v.shape)} {v.key.precision} {v.key.device}"
+    line = f"[{done}/{total}] {where}: {cell_detail(v)}"
+    if left_s is not None and done < total:
+        line += " · " + _("about {duration} left").format(duration=seconds_text(left_s))
+    return line
+
+
+# --- Markdown -----------------------------------------------------------------------------------
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown(atlas: Atlas, measure: str = "blocked") -> str:
+    """The atlas as Markdown: a table per device and precision (case by size, with the crossover),
+    then each device's environment."""
+    lines = ["# " + atlas_title(), "", recorded_line(atlas), "",
+             _("Speedup: NumPy's time over JAX's ({measure}); above 1x JAX is faster. A cell set aside by the "
+               "checklist reads \"set aside\" with its reason; its figure is marked with ?.").format(
+                 measure=measure_label(measure)), "", counts_line(atlas, measure), ""]
+    found = views(atlas, measure)
+    cross = crossovers(atlas)
+    for device in atlas.devices():
+        for precision in atlas.precisions():
+            facet = [v for v in found if v.key.device == device and v.key.precision == precision]
+            if not facet:
+                continue
+            lines += [f"## {facet_label(atlas, device, precision)}", "",
+                      "| " + " | ".join([_("case"), *(_(SIZE_LABELS[s]) for s in SIZES), _("crossover")]) + " |",
+                      "|---|---|---|---|---|"]
+            for case in dict.fromkeys(v.key.case for v in facet):
+                by_size = {v.key.size: v for v in facet if v.key.case == case}
+                cells = [(f"{format_shape(by_size[s].shape)}: {cell_detail(by_size[s])}" if s in by_size else "")
+                         for s in SIZES]
+                cells.append(crossover_text(cross.get((case, precision, device))))
+                lines.append("| " + " | ".join(_md(c) for c in [case, *cells]) + " |")
+            lines.append("")
+    lines += [f"## {_('Environment')}", ""]
+    rows = environment_rows(atlas)
+    if rows:
+        lines += ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
+        lines += ["| " + " | ".join(_md(v) for v in row.values()) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def measure_label(measure: str) -> str:
+    return _("calls back to back") if measure == "back_to_back" else _("blocked calls")
+
+
+# --- a plain HTML page -------------------------------------------------------------------------
+def _mix(colour: str, share: float) -> str:
+    """``colour`` blended with NEUTRAL: share 0 is NEUTRAL, 1 the colour."""
+    a = [int(NEUTRAL[i:i + 2], 16) for i in (1, 3, 5)]
+    b = [int(colour[i:i + 2], 16) for i in (1, 3, 5)]
+    return "#" + "".join(f"{round(x + (y - x) * share):02x}" for x, y in zip(a, b, strict=True))
+
+
+def speedup_colour(speedup: float | None) -> str:
+    """The diverging log scale every picture of the atlas uses: NumPy's blue below 1x, JAX's colour
+    above, NEUTRAL at 1x, full at COLOUR_LIMIT."""
+    if speedup is None or not math.isfinite(speedup) or speedup <= 0:
+        return NEUTRAL
+    share = min(abs(math.log(speedup)) / math.log(COLOUR_LIMIT), 1.0)
+    return _mix(JAX_COLOR if speedup >= 1 else NUMPY_COLOR, share)
+
+
+HATCH = "repeating-linear-gradient(45deg, {grey} 0 4px, {colour} 4px 9px)"
+
+
+STYLE = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:1.5em}"
+         "td,th{border:1px solid #ccc;padding:.3em .6em;text-align:center}th{background:#fafafa}"
+         "td small{display:block;color:#333;font-size:.75em}")
+
+
+def html_body(atlas: Atlas, measure: str = "blocked", chart_html: str = "") -> str:
+    """The atlas as coloured HTML tables (a set-aside cell hatched grey, each cell's detail in its tooltip)
+    and each device's environment; ``chart_html``: a chart drawn by a front end that has one, above the tables."""
+    esc = html.escape
+    found = views(atlas, measure)
+    cross = crossovers(atlas)
+    intro = _("Speedup: NumPy time over JAX time ({measure}); above 1x JAX is faster.").format(
+        measure=measure_label(measure))
+    parts = [f"<h1>{esc(atlas_title())}</h1>", f"<p>{esc(recorded_line(atlas))}</p>",
+             f"<p>{esc(intro)} {esc(counts_line(atlas, measure))}</p>", chart_html]
+    for device in atlas.devices():
+        for precision in atlas.precisions():
+            facet = [v for v in found if v.key.device == device and v.key.precision == precision]
+            if not facet:
+                continue
+            head = "".join(f"<th>{esc(h)}</th>"
+                           for h in [_("case"), *(_(SIZE_LABELS[s]) for s in SIZES), _("crossover")])
+            rows = []
+            for case in dict.fromkeys(v.key.case for v in facet):
+                by_size = {v.key.size: v for v in facet if v.key.case == case}
+                tds = [f"<th>{esc(case)}</th>"]
+                tds += ["<td></td>" if by_size.get(size) is None else _html_cell(by_size[size]) for size in SIZES]
+                tds.append(f"<td>{esc(crossover_text(cross.get((case, precision, device))))}</td>")
+                rows.append("<tr>" + "".join(tds) + "</tr>")
+            parts.append(f"<h2>{esc(facet_label(atlas, device, precision))}</h2>"
+                         f"<table><tr>{head}</tr>{''.join(rows)}</table>")
+    env = environment_rows(atlas)
+    if env:
+        parts.append(f"<h2>{esc(_('Environment'))}</h2><table><tr>"
+                     + "".join(f"<th>{esc(h)}</th>" for h in env[0]) + "</tr>"
+                     + "".join("<tr>" + "".join(f"<td>{esc(v)}</td>" for v in row.values()) + "</tr>" for row in env)
+                     + "</table>")
+    return f"<style>{STYLE}</style>" + "".join(parts)
+
+
+def html_page(atlas: Atlas, measure: str = "blocked") -> str:
+    """One self-contained page: no script, stylesheet or font from elsewhere (opens with no network)."""
+    return (f"<!DOCTYPE html><html lang=\"{html.escape(language())}\"><head><meta charset=\"utf-8\">"
+            f"<title>{html.escape(atlas_title())}</title></head><body>"
+            + html_body(atlas, measure) + "</body></html>\n")
+
+
+def _html_cell(v: CellView) -> str:
+    esc = html.escape
+    colour = speedup_colour(v.speedup)
+    if v.status == DOUBTFUL:
+        background = HATCH.format(grey=DOUBT_GREY, colour=colour)
+    elif v.status == TRUSTED:
+        background = colour
+    else:
+        background = "#ffffff"
+    label = cell_label(v) if v.status in (TRUSTED, DOUBTFUL) else _("cannot run") if v.status == UNMEASURABLE else "—"
+    return (f"<td class=\"{v.status}\" style=\"background:{background}\" title=\"{esc(cell_detail(v))}\">"
+            f"{esc(label)}<small>{esc(format_shape(v.shape))}</small></td>")
+
+
+# --- two atlases ---------------------------------------------------------------------------------
+def diff_lines(rows: Sequence[CellDiff], a_name: str, b_name: str) -> list[str]:
+    """A line per cell where the two differ beyond both ranges, then how many overlap or could not be compared."""
+    lines = []
+    for row in rows:
+        if row.verdict not in (B_FASTER, B_SLOWER):
+            continue
+        assert row.a is not None and row.b is not None
+        where = f"{row.key.case} {format_shape(row.b.shape)} {row.key.precision} {row.key.device}"
+        text = (_("{where}: {speedup_b} in {b} ({range_b}) against {speedup_a} in {a} ({range_a}): {b} is faster "
+                  "beyond both ranges") if row.verdict == B_FASTER else
+                _("{where}: {speedup_b} in {b} ({range_b}) against {speedup_a} in {a} ({range_a}): {b} is slower "
+                  "beyond both ranges"))
+        line = text.format(where=where, a=a_name, b=b_name, speedup_a=format_factor(row.a.speedup),
+                           speedup_b=format_factor(row.b.speedup), range_a=range_text(row.a), range_b=range_text(row.b))
+        if row.doubt:
+            line += " " + _("(doubtful: {why})").format(why=why_text(row.doubt))
+        lines.append(line)
+    count = {v: sum(r.verdict == v for r in rows) for v in (B_FASTER, B_SLOWER, OVERLAP, NO_RANGE, A_ONLY, B_ONLY)}
+    lines.append(_("{faster} faster and {slower} slower in {b} beyond both ranges; {overlap} whose ranges overlap "
+                   "(no direction); {none} without a figure on one side; {a_only} only in {a}, {b_only} only in {b}.")
+                 .format(faster=count[B_FASTER], slower=count[B_SLOWER], overlap=count[OVERLAP], none=count[NO_RANGE],
+                         a_only=count[A_ONLY], b_only=count[B_ONLY], a=a_name, b=b_name))
+    return lines
+
+
+def diff_document(rows: Sequence[CellDiff]) -> list[dict[str, Any]]:
+    """``--diff --json``: each cell's two figures and ranges, and the verdict (English keys)."""
+    def side(v: CellView | None) -> dict[str, Any] | None:
+        if v is None:
+            return None
+        return {"status": v.status, "speedup": v.speedup, "range": [v.low, v.high], "set_aside": v.why,
+                "result_id": v.result_id, "shape": list(v.shape), "reason": v.reason or None}
+
+    return [{"cell": r.key.id, "verdict": r.verdict, "doubt": r.doubt, "a": side(r.a), "b": side(r.b)} for r in rows]

@@ -1,0 +1,159 @@
+"""The atlas's file, its cells as every front end reads them, and ``--diff`` (no worker, no JAX): synthetic
+Results with exact ranges, and the atlases recorded under tests/data/atlas."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from _results import make_result, stats, with_jax
+from support import ROOT
+
+from jaxcompare import get_case
+from jaxcompare.analysis import atlas as am
+from jaxcompare.analysis.atlas_text import cell_detail, cell_label, html_page, markdown
+from jaxcompare.analysis.trust import JAX_FASTER
+from jaxcompare.cli import main
+from jaxcompare.model.errors import BadInput
+
+RECORDED = sorted((ROOT / "tests" / "data" / "atlas").glob("*.json*"))
+RERUN = sorted((ROOT / "tests" / "data" / "atlas-rerun").glob("*.json*"))
+
+
+def cell(case="matmul", size="small", precision="x32", device="cpu", **kw) -> am.Cell:
+    result = make_result(case, am.size_shape(get_case(case), size), precision, **kw)
+    return am.Cell(am.CellKey(case, size, precision, device), result.shape, am.MEASURED, result)
+
+
+def unmeasurable(case="lu", precision="x64", device="tpu") -> am.Cell:
+    line = "case 'lu': float64 LU decomposition (XLA implements it in float32 only)"
+    return am.Cell(am.CellKey(case, "small", precision, device), (10, 10), am.UNMEASURABLE, reason=line)
+
+
+def atlas_of(*cells: am.Cell) -> am.Atlas:
+    atlas = am.new_atlas("quick")
+    for c in cells:
+        atlas.add(c)
+    return atlas
+
+
+def test_the_middle_shape_lies_geometrically_between_the_presets_and_the_plan_keeps_rows_whole():
+    case = get_case("matmul")  # 10x10 .. 1000x1000
+    assert [am.size_shape(case, s) for s in am.SIZES] == [(10, 10), (100, 100), (1000, 1000)]
+    planned = am.plan([case, get_case("sort")], precisions=("x32", "x64"), devices=("tpu", "cpu"))
+    assert len(planned) == 2 * 3 * 2 * 2
+    # Device by device, then precision: a device's workers stay warm, an interruption leaves whole rows.
+    assert [k.device for k, _s in planned[:12]] == ["tpu"] * 12
+    assert [k.precision for k, _s in planned[:6]] == ["x32"] * 6
+    assert [(k.case, k.size) for k, _s in planned[:3]] == [("matmul", s) for s in am.SIZES]
+
+
+def test_todo_is_the_plan_less_what_the_file_holds(tmp_path):
+    planned = am.plan([get_case("matmul")], sizes=("small", "middle"), precisions=("x32",))
+    atlas = atlas_of(cell(size="small"))
+    assert [k for k, _s in am.todo(atlas, planned)] == [am.CellKey("matmul", "middle", "x32", "cpu")]
+
+
+@pytest.mark.parametrize("name", ["atlas.json", "atlas.json.gz"])
+def test_an_atlas_file_reads_back_whole_and_a_foreign_one_is_refused(tmp_path, name):
+    atlas = atlas_of(cell(size="small"), cell(size="middle", numpy_s=1e-3, jax_s=5e-3), unmeasurable())
+    path = tmp_path / name
+    am.save(atlas, path)
+    back = am.load(path)
+    assert back.to_dict() == atlas.to_dict()
+    assert back.cells["lu/small/x64/tpu"].reason.startswith("case 'lu'")
+    assert back.environments["cpu"]["host_cores"] == 2 and "hostname" not in json.dumps(back.environments)
+    assert [p.name for p in tmp_path.iterdir()] == [name]  # the temporary file was renamed over it
+    (tmp_path / "other.json").write_text(json.dumps({"schema": "jaxcompare.export/1"}))
+    with pytest.raises(BadInput, match="not a jaxcompare atlas"):
+        am.load(tmp_path / "other.json")
+    with pytest.raises(BadInput, match="no atlas at"):
+        am.load(tmp_path / "missing.json")
+
+
+def test_a_trusted_cell_reads_its_speedup_and_a_set_aside_one_its_doubt_first():
+    good = am.view(cell(numpy_s=1e-3, jax_s=2e-4))
+    assert good.status == am.TRUSTED and good.side == JAX_FASTER and math.isclose(good.speedup, 5.0)
+    assert cell_label(good) == "5.00x" and cell_detail(good).startswith("5.00x (rerun range 4.23-5.91x)")
+
+    wide = cell(numpy_s=1e-3, jax_s=2e-4)
+    wide = am.Cell(wide.key, wide.shape, am.MEASURED, with_jax(wide.result, runtime=stats(2e-4, spread=2.0)))
+    doubtful = am.view(wide)
+    assert doubtful.status == am.DOUBTFUL and doubtful.why == "range"
+    assert cell_label(doubtful) == "5.00x?"  # never a bare speedup
+    assert cell_detail(doubtful).startswith("set aside: the speedup's range is too wide; measured 5.00x")
+
+    cannot = am.view(unmeasurable())
+    assert cannot.status == am.UNMEASURABLE and cannot.speedup is None
+    assert cell_detail(cannot) == ("cannot run here: case 'lu': float64 LU decomposition (XLA implements it in "
+                                   "float32 only)")
+
+
+def test_back_to_back_reads_its_own_figure_and_says_where_it_was_not_timed():
+    c = cell(numpy_s=1e-3, jax_s=2e-4)
+    assert am.view(c, "back_to_back").status == am.MISSING  # the synthetic result has none
+    timed = am.Cell(c.key, c.shape, am.MEASURED, with_jax(c.result, back_to_back=stats(1e-4)))
+    v = am.view(timed, "back_to_back")
+    assert v.status == am.TRUSTED and math.isclose(v.speedup, 10.0) and v.low < 10 < v.high
+
+
+def test_crossover_between_firm_sizes():
+    atlas = atlas_of(cell(size="small", numpy_s=1e-4, jax_s=1e-3), cell(size="middle", numpy_s=1e-3, jax_s=1e-3),
+                     cell(size="large", numpy_s=1e-2, jax_s=1e-3))
+    found = am.crossovers(atlas)[("matmul", "x32", "cpu")]
+    # 0.1x at 100 elements, 10x at 1e6: log-log halfway is 1e4 (the middle's 1.0x straddles 1x: not firm).
+    assert math.isclose(found, 1e4, rel_tol=1e-6)
+
+
+def test_diff_decides_a_direction_only_where_the_ranges_do_not_overlap():
+    a = atlas_of(cell(size="small", numpy_s=1e-3, jax_s=5e-4), cell(size="middle", numpy_s=1e-3, jax_s=5e-4),
+                 cell(size="large", numpy_s=1e-3, jax_s=5e-4), unmeasurable())
+    b = atlas_of(cell(size="small", numpy_s=1e-3, jax_s=1e-4),  # 10x against 2x: apart
+                 cell(size="middle", numpy_s=1e-3, jax_s=4.8e-4),  # 2.08x against 2x: inside both ranges
+                 cell(size="large", numpy_s=1e-3, jax_s=2e-3),  # 0.5x against 2x: apart, slower
+                 unmeasurable(), cell("sort", size="small"))
+    rows = {r.key.size + r.key.case: r for r in am.diff(a, b)}
+    assert rows["smallmatmul"].verdict == am.B_FASTER
+    assert rows["middlematmul"].verdict == am.OVERLAP
+    assert rows["largematmul"].verdict == am.B_SLOWER
+    assert rows["smalllu"].verdict == am.NO_RANGE
+    assert rows["smallsort"].verdict == am.B_ONLY
+
+
+def test_markdown_and_html_say_each_cell_with_its_doubt_and_the_html_fetches_nothing():
+    atlas = atlas_of(cell(numpy_s=1e-3, jax_s=2e-4), unmeasurable())
+    text = markdown(atlas)
+    assert "| matmul | 10x10: 5.00x (rerun range 4.23-5.91x) |" in text
+    assert "cannot run here: case 'lu'" in text and "| CPU (2 cores) |" in text
+    page = html_page(atlas)
+    assert page.startswith("<!DOCTYPE html>") and "<script" not in page and "src=" not in page
+    assert "href=" not in page and "url(" not in page and "@import" not in page
+
+
+def test_recorded_atlases_read_and_every_set_aside_cell_keeps_its_reason():
+    assert RECORDED and RERUN
+    for path in RECORDED + RERUN:
+        atlas = am.load(path)
+        assert atlas.cells and atlas.environments and atlas.timing == "quick"
+        for v in am.views(atlas):
+            assert v.status != am.DOUBTFUL or v.why, v
+            assert v.status != am.UNMEASURABLE or v.reason, v
+
+
+def test_diff_of_two_recorded_atlases_decides_only_where_their_ranges_do_not_overlap(capsys, tmp_path):
+    a, b = RECORDED[0], RERUN[0]
+    out = tmp_path / "diff.json"
+    assert main(["atlas", "--diff", str(a), str(b), "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())
+    both = [r for r in rows if r["verdict"] in ("b_faster", "b_slower", "overlap")]
+    assert both, "the two atlases share no measured cell"
+    for r in both:
+        (a_low, a_high), (b_low, b_high) = r["a"]["range"], r["b"]["range"]
+        apart = b_low > a_high or b_high < a_low
+        assert (r["verdict"] != "overlap") == apart, r
+        assert r["verdict"] != "b_faster" or b_low > a_high, r
+    printed = capsys.readouterr().out.splitlines()
+    assert len(printed) == sum(r["verdict"] in ("b_faster", "b_slower") for r in rows) + 1
+    assert f"only in {Path(a).name}" in printed[-1] and f"only in {Path(b).name}" in printed[-1]

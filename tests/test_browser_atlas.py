@@ -1,0 +1,79 @@
+"""The Atlas page in Chromium, English and Chinese, drawing the atlas recorded with the project (its cells
+as SVG rects, a set-aside one grey, each with its label); and the atlas's HTML export opened from a file
+with every network request refused: the heatmap still draws (Vega inlined) and the tables are there."""
+
+from __future__ import annotations
+
+import pytest
+from browser_support import (  # noqa: F401
+    IDLE,
+    assert_no_error,
+    browser,
+    main_text,
+    open_page,
+    streamlit_run,
+    svg_text,
+)
+from support import ROOT, zh
+
+from jaxcompare.analysis import atlas as am
+from jaxcompare.analysis.atlas_text import DOUBT_GREY, cell_label
+from jaxcompare.app import atlas_view
+from jaxcompare.app.charts_atlas import atlas_heatmap, atlas_html
+
+pytestmark = pytest.mark.browser
+
+RECORDED = sorted((ROOT / "tests" / "data" / "atlas").glob("*.json*"))
+RECT_JS = """([colour]) => Array.from(document.querySelectorAll("svg.marks path, svg.marks rect"))
+    .filter(p => (p.getAttribute('fill') || '').toLowerCase() === colour).length"""
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_atlas_page_draws_the_recorded_atlas(tmp_path, browser, lang):  # noqa: F811
+    recorded = am.load(RECORDED[0])
+    doubtful = sum(v.status == am.DOUBTFUL for v in am.views(recorded))
+    with streamlit_run(tmp_path, env={am.ENV_VAR: str(tmp_path / "none.json")}) as url:
+        page = open_page(browser, f"{url}/Atlas?lang={lang}", height=1600)
+        page.wait_for_selector("[data-testid='stVegaLiteChart'] svg.marks", timeout=60_000)
+        page.wait_for_function(f"() => ({RECT_JS})(['{DOUBT_GREY}']) >= {doubtful}", timeout=30_000)
+        assert page.evaluate(RECT_JS, [DOUBT_GREY]) == doubtful  # every set-aside cell greyed, no other
+        drawn = svg_text(page, 0)
+        word = "Recorded: recorded on" if lang == "en" else zh("Recorded: {line}").split("{")[0]
+        assert word in main_text(page)
+        cases = {c.key.case for c in recorded.cells.values()}
+        assert all(case in drawn for case in cases)
+        assert (zh("Speedup atlas: NumPy time over JAX time") if lang == "zh"
+                else "Speedup atlas: NumPy time over JAX time") in drawn
+        assert_no_error(page)
+        if lang == "en":  # once its results are in History, a cell opens its result on the Compare page
+            page.get_by_role("button", name="Add them to History").click()
+            page.get_by_text("Added to History").wait_for(timeout=30_000)
+            page.wait_for_selector(IDLE, timeout=30_000)
+            page.wait_for_selector("[data-testid='stVegaLiteChart'] svg.marks", timeout=30_000)
+            label = next(v for v in am.views(recorded) if v.status == am.TRUSTED)
+            page.locator("svg.marks text", has_text=cell_label(label)).first.click()
+            page.wait_for_url("**/Compare?**", timeout=30_000)
+            assert f"result={label.result_id}" in page.url
+
+
+def test_the_html_export_opens_with_no_network(tmp_path, browser):  # noqa: F811
+    recorded = am.load(RECORDED[0])
+    rows = atlas_view.heatmap_rows(recorded)
+    path = tmp_path / "atlas.html"
+    path.write_text(atlas_html(atlas_heatmap(rows, ["small", "middle", "large"]), recorded), encoding="utf-8")
+    context = browser.new_context(viewport={"width": 1400, "height": 1400})
+    asked: list[str] = []
+
+    def refuse(route):  # anything but the file itself would need a network
+        asked.append(route.request.url)
+        route.abort()
+
+    context.route(lambda url: not url.startswith("file:"), refuse)
+    page = context.new_page()
+    page.goto(path.as_uri())
+    page.wait_for_selector("svg.marks, canvas.marks", timeout=30_000)
+    assert asked == []
+    text = page.inner_text("body")
+    assert "Speedup atlas" in text and "Environment" in text
+    assert page.locator("table").count() >= len(recorded.precisions()) + 1
+    context.close()
