@@ -38,11 +38,12 @@ def test_a_dict_of_ports_becomes_named_ports_after_the_default():
 
 
 def test_for_port_makes_that_port_the_jax_side_and_keeps_the_others():
-    case = _case(ports=[Port("scan", _scan, why="a loop")], default_port="cumsum")
+    case = _case(ports=[Port("scan", _scan, why="a loop")], default_port="cumsum", default_why="XLA's own")
     scan = case.for_port("scan")
     assert scan.jax_fn is _scan and scan.default_port == "scan"
     assert sorted(scan.port_names) == sorted(case.port_names)
     assert scan.summary()["port"] == "scan" and case.for_port(None) is case
+    assert {p["name"]: p["why"] for p in scan.summary()["ports"]} == {"scan": "a loop", "cumsum": "XLA's own"}
 
 
 def test_unknown_duplicate_and_odd_port_names_are_refused_in_words():

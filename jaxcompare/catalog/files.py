@@ -80,6 +80,7 @@ def case_from_summary(summary: Mapping[str, Any]) -> Case:
             numpy_computes_in=summary.get("numpy_computes_in"), source=str(summary["source"]),
             ports=ports, default_port=default, ports_why=str(summary.get("ports_why") or ""),
             pallas=bool(listed[0].get("pallas")) if listed else False,
+            default_why=str(listed[0].get("why") or "") if listed else "",
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise BadInput(N_("case {name!r}: its worker's description is incomplete ({reason})").format(

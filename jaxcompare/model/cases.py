@@ -149,6 +149,7 @@ class Case:
     default_port: str = DEFAULT_PORT
     ports_why: str = ""
     pallas: bool = False
+    default_why: str = ""  # how the default port differs from the others (its Port's why)
     source: str = field(default="builtin", compare=False)
 
     def __post_init__(self) -> None:
@@ -174,7 +175,8 @@ class Case:
     @property
     def all_ports(self) -> tuple[Port, ...]:
         """Every port, the default (``jax_fn``) first."""
-        return (Port(self.default_port, self.jax_fn, self.jax_name, pallas=self.pallas), *self.ports)
+        return (Port(self.default_port, self.jax_fn, self.jax_name, why=self.default_why, pallas=self.pallas),
+                *self.ports)
 
     @property
     def port_names(self) -> tuple[str, ...]:
@@ -196,7 +198,7 @@ class Case:
             return self
         others = tuple(p for p in self.all_ports if p.name != port.name)
         return replace(self, jax_fn=port.fn, jax_name=port.jax_name, default_port=port.name, pallas=port.pallas,
-                       ports=others)
+                       default_why=port.why, ports=others)
 
     @property
     def compared_by(self) -> str:
