@@ -14,7 +14,7 @@ from typing import Any
 _EXPORTS = {
     "all_cases": "catalog", "builtin_cases": "catalog", "get_case": "catalog",
     "Job": "engine.runner", "Runner": "engine.runner",
-    "Case": "model.cases",
+    "Case": "model.cases", "Port": "model.cases",
     "BadInput": "model.errors", "DeviceUnavailable": "model.errors", "JaxCompareError": "model.errors",
     "JobFailed": "model.errors", "TooLarge": "model.errors",
     "Result": "model.result",
@@ -25,7 +25,7 @@ _EXPORTS = {
 }
 
 __all__ = [
-    "BadInput", "Case", "DeviceUnavailable", "Job", "JaxCompareError", "JobFailed", "OutputsDisagree",
+    "BadInput", "Case", "DeviceUnavailable", "Job", "JaxCompareError", "JobFailed", "OutputsDisagree", "Port",
     "Result", "Runner", "Spec", "Stats", "TimingConfig", "TooLarge", "all_cases", "builtin_cases",
     "compare", "get_case", "load_ipython_extension", "parse_shape", "shutdown", "sweep", "versions",
 ]

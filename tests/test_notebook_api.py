@@ -86,7 +86,7 @@ def test_the_result_round_trips_and_writes_the_clis_json(notebook_result, tmp_pa
     text = notebook_result.to_json(path)
     doc = json.loads(path.read_text())
     assert doc == json.loads(text)
-    assert doc["schema"] == "jaxcompare.result/3"
+    assert doc["schema"] == "jaxcompare.result/4"
     assert {c["id"] for c in doc["checklist"]} == {c.id for c in checklist(notebook_result)}
 
 

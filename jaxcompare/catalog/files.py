@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from ..i18n import N_
-from ..model.cases import Case
+from ..model.cases import Case, Port
 from ..model.errors import BadInput
+from ..model.port_names import DEFAULT_PORT
 
 
 def load_cases_file(path: str | Path) -> list[Case]:
@@ -64,6 +65,11 @@ def case_from_summary(summary: Mapping[str, Any]) -> Case:
         raise BadInput(N_("case {name!r} comes from a cases file: it runs only in a worker process").format(name=name))
 
     try:
+        # The ports as the worker listed them, the default first: names to choose from, run only there.
+        listed = [p for p in summary.get("ports") or () if isinstance(p, Mapping)]
+        default = str(listed[0]["name"]) if listed else DEFAULT_PORT
+        ports = tuple(Port(str(p["name"]), runs_in_a_worker, jax_name=str(p.get("jax_name") or "?"),
+                           why=str(p.get("why") or ""), pallas=bool(p.get("pallas"))) for p in listed[1:])
         return Case(
             name=name, numpy_fn=runs_in_a_worker, jax_fn=runs_in_a_worker, make_inputs=runs_in_a_worker,
             title=str(summary.get("title") or name), group=str(summary.get("group") or "custom"),
@@ -72,6 +78,9 @@ def case_from_summary(summary: Mapping[str, Any]) -> Case:
             small_shape=tuple(summary.get("small_shape") or (10, 10)),
             large_shape=tuple(summary.get("large_shape") or (1000, 1000)),
             numpy_computes_in=summary.get("numpy_computes_in"), source=str(summary["source"]),
+            ports=ports, default_port=default, ports_why=str(summary.get("ports_why") or ""),
+            pallas=bool(listed[0].get("pallas")) if listed else False,
+            default_why=str(listed[0].get("why") or "") if listed else "",
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise BadInput(N_("case {name!r}: its worker's description is incomplete ({reason})").format(

@@ -10,9 +10,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..i18n import N_
-from ..model.cases import Arrays, Case, Shape, any_shape, format_shape, matrix, square, vector
+from ..model.cases import Arrays, Case, Port, Shape, any_shape, format_shape, matrix, square, vector
 from ..model.invariants import lu_invariants
-from ._lazy import LazyModule, jnp
+from . import pallas_kernels
+from ._lazy import LazyModule, jax, jnp
 
 scipy_linalg = LazyModule("scipy.linalg")
 scipy_signal = LazyModule("scipy.signal")
@@ -146,6 +147,11 @@ def _logsumexp_jax(x):
     return jax_special.logsumexp(x, axis=-1)
 
 
+def _logsumexp_by_hand(x):
+    top = jnp.max(x, axis=-1, keepdims=True)
+    return (top + jnp.log(jnp.sum(jnp.exp(x - top), axis=-1, keepdims=True)))[..., 0]
+
+
 def _erf_np(x):
     return scipy_special.erf(x)
 
@@ -187,6 +193,19 @@ def cdist_jax(xa, xb):
     sqrt(|a|^2 + |b|^2 - 2 a.b) cancels badly for nearby points in float32."""
     diff = xa[:, None, :] - xb[None, :, :]
     return jnp.sqrt(jnp.sum(diff * diff, axis=-1))
+
+
+def _cdist_vmap(xa, xb):
+    def row(a):
+        diff = a[None, :] - xb
+        return jnp.sqrt(jnp.sum(diff * diff, axis=-1))
+
+    return jax.vmap(row)(xa)
+
+
+def _cdist_matmul(xa, xb):
+    squared = jnp.sum(xa * xa, axis=1)[:, None] + jnp.sum(xb * xb, axis=1)[None, :] - 2.0 * (xa @ xb.T)
+    return jnp.sqrt(jnp.maximum(squared, 0.0))  # rounding can leave a tiny negative for near points
 
 
 CASES = [
@@ -274,6 +293,14 @@ CASES = [
         shape_rule=matrix,
         small_shape=(10, 10),
         large_shape=(2000, 2000),
+        default_port="jax.scipy",
+        ports=[Port("jnp", _logsumexp_by_hand, jax_name="max + log(sum(exp(x - max)))  (by hand, jax.numpy)",
+                    why=N_("By hand in jax.numpy: the same steps without jax.scipy's guards for infinities.")),
+               Port("pallas", pallas_kernels.logsumexp_rows, jax_name="pallas_call logsumexp, blocks of whole rows",
+                    why=N_("A Pallas kernel doing each block of rows in one pass in on-chip memory."),
+                    pallas=True)],
+        ports_why=N_("jax.scipy's logsumexp guards against infinities and takes weights; by hand in jnp skips "
+                     "the guards; the Pallas kernel reads each row once, in on-chip memory."),
     ),
     Case(
         name="erf",
@@ -348,5 +375,13 @@ CASES = [
         small_shape=(10, 10),
         large_shape=(1000, 64),
         flops=lambda s: 3.0 * s[0] ** 2 * s[1],
+        default_port="broadcast",
+        ports=[Port("vmap", _cdist_vmap, jax_name="jax.vmap over the rows of a",
+                    why=N_("One row's distances written alone, mapped over the rows by jax.vmap.")),
+               Port("matmul", _cdist_matmul, jax_name="sqrt(|a|^2 + |b|^2 - 2 a @ b.T)  (jax.numpy)",
+                    why=N_("The matmul identity: the work becomes a matrix product, but it cancels for "
+                           "nearby points."))],
+        ports_why=N_("Broadcasting forms every difference (n x n x d values); vmap writes one row and lets XLA "
+                     "batch it back; the matmul identity runs on the matrix unit but cancels for nearby points."),
     ),
 ]

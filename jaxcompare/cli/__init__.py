@@ -43,6 +43,7 @@ from ..model.platforms import PLATFORMS, gap_line, unsupported_label
 from ..model.spec import DEVICES, MATMUL_PRECISIONS, PRECISIONS, TIMING_PRESETS, Spec, TimingConfig, parse_shape
 from . import atlas as cli_atlas
 from . import history as cli_history
+from . import ports as cli_ports
 from . import trace as cli_trace
 from . import versions as cli_versions
 from .report import result_table, write_json
@@ -95,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_run = sub.add_parser("run", help="measure one case at one shape")
     common(p_run)
     p_run.add_argument("--shape", help="e.g. 1000x1000 (default: the case's large preset)")
+    cli_ports.add_argument(p_run)
     p_run.add_argument("--profile", nargs="?", const="", default=None, metavar="DIR",
                        help="after the timed phases, trace a few JAX calls with jax.profiler and show the top "
                        "XLA ops and the host-vs-device gap; the Perfetto trace goes to DIR/<result id>/ "
@@ -171,7 +173,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     width = max(display_width(c.name) for c in cases)
     for c in cases:
         shapes = f"{format_shape(c.small_shape)} .. {format_shape(c.large_shape)}"
-        marks = "".join(f"  [{mark}]" for mark in float64_marks(c.name))
+        ports = [_("ports: {names}").format(names=", ".join(c.port_names))] if len(c.all_ports) > 1 else []
+        marks = "".join(f"  [{mark}]" for mark in [*float64_marks(c.name), *ports])
         print(f"{pad(c.name, width)}  {pad(c.group, 6)}  {pad(shapes, 22)}  {c.numpy_name}  ->  {c.jax_name}"
               f"  {translate_text(c.title)}{marks}")
     return 0
@@ -225,6 +228,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         case.check_shape(shape)
         spec = _base_spec(args, shape)
         store = cli_history.open_store(args.db) if args.save else None  # a bad --db fails before measuring
+        if args.ports is not None:
+            if args.profile is not None:
+                raise BadInput(N_("--profile traces one run: leave out --ports or --profile"))
+            return cli_ports.run_ports(args, runner, case, spec, _wait, store, cli_history.save_result)
         out = _human(args)
         print(_("measuring {case} at {shape} ({precision}), about {duration} ...").format(
             case=case.name, shape=format_shape(shape), precision=args.precision,

@@ -114,11 +114,13 @@ def _measure(spec: Spec, progress: ProgressCallback, clock: Clock, *, cpu_side: 
     """measure()'s phases, at the matmul precision it set: protocol["matmul_precision"] reads it back."""
     keep_freed_memory()
     sent_case = case is not None
-    case = get_case(spec.case, spec.cases_file) if case is None else case
+    # The one place a Spec's port becomes the JAX side (Case.for_port): every phase below measures it.
+    case = (get_case(spec.case, spec.cases_file) if case is None else case).for_port(spec.port)
     case.check_shape(spec.shape)
     device = resolve_device(spec.device)
     cpu = cpu_device_or_none()
-    want_cpu_side = device.platform != "cpu" if cpu_side is None else cpu_side
+    # A Pallas kernel runs on the CPU only interpreted: as the third side its time would be no speed figure.
+    want_cpu_side = (device.platform != "cpu" if cpu_side is None else cpu_side) and not case.pallas
     check_memory(case, spec, device, cpu_side=want_cpu_side and cpu is not None)
     run = _Run(case, spec.timing, clock, Progress(progress, spec.timing, cpu_side=want_cpu_side and cpu is not None),
                load if load is not None else LoadMeter(), recheck, clocks if clocks is not None else ClockWatch(device),

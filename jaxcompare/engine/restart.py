@@ -154,6 +154,7 @@ def _first_call(request: dict[str, Any]) -> dict[str, Any]:
         case = cloudpickle.loads(sys.stdin.buffer.read())
     else:
         case = get_case(spec.case, spec.cases_file)
+    case = case.for_port(spec.port)  # the port the worker measures (measure.py), not the case's default
     import jax
 
     jax.config.update("jax_enable_x64", spec.precision == "x64")

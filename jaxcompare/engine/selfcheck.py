@@ -120,19 +120,23 @@ def _platform() -> str:
     return jax.devices()[0].platform
 
 
-def run_checks(names: Sequence[str] | None, precision: str, size: str = "small") -> list[dict[str, Any]]:
-    """Check the named built-in cases (all when ``names`` is empty); errors become records."""
+def run_checks(names: Sequence[str] | None, precision: str, size: str = "small",
+               all_ports: bool = False) -> list[dict[str, Any]]:
+    """Check the named built-in cases (all when ``names`` is empty), each at its default port, or at
+    every port with ``all_ports`` (each record then names its ``port``); errors become records."""
     from ..catalog import builtin_cases, get_case
 
     _require_precision(precision)
     cases = [get_case(n) for n in names] if names else list(builtin_cases())
     records = []
-    for case in cases:
-        shape = case.large_shape if size == "large" else case.small_shape
-        try:
-            records.append(check_case(case, shape, precision))
-        except Exception as exc:  # one broken case must not hide the others' results
-            records.append(error_record(case.name, shape, precision, _platform(), exc))
+    for whole in cases:
+        for case in [whole.for_port(p) for p in whole.port_names] if all_ports else [whole]:
+            shape = case.large_shape if size == "large" else case.small_shape
+            port = {"port": case.default_port} if all_ports else {}
+            try:
+                records.append(check_case(case, shape, precision) | port)
+            except Exception as exc:  # one broken case must not hide the others' results
+                records.append(error_record(case.name, shape, precision, _platform(), exc) | port)
     return records
 
 
@@ -143,12 +147,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--precision", choices=sorted(PRECISION_DTYPES), default="x32")
     parser.add_argument("--cases", default="", help="comma-separated case names (default: all)")
     parser.add_argument("--size", choices=("small", "large"), default="small")
+    parser.add_argument("--all-ports", action="store_true", help="check every JAX port of each case, not only "
+                        "its default (a Pallas port runs interpreted on the CPU)")
     args = parser.parse_args(argv)
     if "jax" not in sys.modules:
         os.environ.setdefault("JAX_ENABLE_X64", "1" if args.precision == "x64" else "0")
     names = [n.strip() for n in args.cases.split(",") if n.strip()]
     try:
-        records = run_checks(names, args.precision, args.size)
+        records = run_checks(names, args.precision, args.size, args.all_ports)
     except JaxCompareError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -239,6 +239,7 @@ def preflight(spec: Spec, settings: Settings | None = None, case: Case | None = 
     if spec.cases_file and case is None:
         return
     case = get_case(spec.case, spec.cases_file) if case is None else case
+    case.get_port(spec.port)  # an unknown port is refused before it queues, with the case's ports named
     case.check_shape(spec.shape)
     est = estimate(case, spec.shape, spec.dtype, backend="unknown", with_outputs=False)
     check_fits(est, case.name, spec.shape, host_free=host_available(), device_free_bytes=None)

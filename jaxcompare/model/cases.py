@@ -1,21 +1,22 @@
-"""What a benchmark case is: a NumPy/SciPy function, its JAX port, inputs and checks.
+"""What a benchmark case is: a NumPy/SciPy function, its JAX port (or several), inputs and checks.
 
 A user adds cases without touching the package: a Python file defining ``CASES``, a list
 of :class:`Case`, loaded with ``--cases-file``. Only ``name``, ``numpy_fn``, ``jax_fn`` and
-``make_inputs`` are required.
+``make_inputs`` are required; ``ports`` names other ways of writing the JAX side.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from ..i18n import N_
 from .errors import BadInput
+from .port_names import DEFAULT_PORT, check_port_name
 
 Shape = tuple[int, ...]
 Arrays = tuple[np.ndarray, ...]
@@ -69,6 +70,44 @@ def default_canonical(outputs: Arrays, inputs: Arrays) -> Arrays:
 
 
 @dataclass(frozen=True)
+class Port:
+    """One way of writing a case's JAX side. ``why`` says in a line how it differs from the case's
+    other ports. ``pallas``: a Pallas kernel, which compiles only for a GPU or TPU and runs on the
+    CPU interpreted (``interpret=True``), where its time is no speed figure."""
+
+    name: str
+    fn: Callable[..., Any]
+    jax_name: str = ""
+    why: str = ""
+    pallas: bool = False
+
+    def __post_init__(self) -> None:
+        check_port_name(self.name)
+        if not callable(self.fn):
+            raise BadInput(N_("port {name!r}: its function must be callable").format(name=self.name))
+        if not self.jax_name:
+            object.__setattr__(self, "jax_name", dotted_name(self.fn))
+
+    def summary(self) -> dict[str, Any]:
+        return {"name": self.name, "jax_name": self.jax_name, "why": self.why, "pallas": self.pallas}
+
+
+def _as_ports(ports: Sequence[Port] | Mapping[str, Any], case: str) -> tuple[Port, ...]:
+    """``ports`` as given (Ports, or a mapping of name to function or Port) as a tuple of Ports."""
+    if isinstance(ports, Mapping):
+        items = [replace(p, name=n) if isinstance(p, Port) else Port(n, p) for n, p in ports.items()]
+    elif isinstance(ports, Sequence) and not isinstance(ports, str):
+        items = list(ports)
+    else:
+        raise BadInput(N_("case {name!r}: ports must be a list of Port or a dict of name to function").format(
+            name=case))
+    bad = [p for p in items if not isinstance(p, Port)]
+    if bad:
+        raise BadInput(N_("case {name!r}: ports holds {kind}, not Port").format(name=case, kind=type(bad[0]).__name__))
+    return tuple(items)
+
+
+@dataclass(frozen=True)
 class Case:
     """One NumPy/SciPy function and its JAX port.
 
@@ -78,6 +117,11 @@ class Case:
     tolerance for cases whose rounding grows with size (cumsum, inv, expm).
     Every input is traced by ``jax.jit`` (no static arguments): fixed parameters such as an
     axis or a mode belong inside ``numpy_fn`` and ``jax_fn``.
+
+    ``jax_fn`` is the default port, named ``default_port``; ``ports`` are the other ways of writing
+    the JAX side (Port, or a dict of name to function), each measured with the whole protocol by a
+    Spec that names it; ``ports_why`` says in a line why they differ. ``pallas``: ``jax_fn`` is a
+    Pallas kernel (set by ``for_port`` on the case a Pallas port is measured as).
     """
 
     name: str
@@ -101,6 +145,11 @@ class Case:
     # Output-sized temporaries NumPy holds at once while computing (a chain of ufuncs makes one a
     # step); the memory guard counts them at float64, the reference's precision.
     numpy_temporaries: int = 0
+    ports: Sequence[Port] | Mapping[str, Any] = ()
+    default_port: str = DEFAULT_PORT
+    ports_why: str = ""
+    pallas: bool = False
+    default_why: str = ""  # how the default port differs from the others (its Port's why)
     source: str = field(default="builtin", compare=False)
 
     def __post_init__(self) -> None:
@@ -117,6 +166,39 @@ class Case:
             object.__setattr__(self, "jax_name", dotted_name(self.jax_fn))
         object.__setattr__(self, "small_shape", tuple(int(n) for n in self.small_shape))
         object.__setattr__(self, "large_shape", tuple(int(n) for n in self.large_shape))
+        object.__setattr__(self, "ports", _as_ports(self.ports, self.name))
+        names = [p.name for p in self.all_ports]  # checks default_port's name too
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise BadInput(N_("case {name!r}: two ports are called {port!r}").format(name=self.name, port=dupes[0]))
+
+    @property
+    def all_ports(self) -> tuple[Port, ...]:
+        """Every port, the default (``jax_fn``) first."""
+        return (Port(self.default_port, self.jax_fn, self.jax_name, why=self.default_why, pallas=self.pallas),
+                *self.ports)
+
+    @property
+    def port_names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.all_ports)
+
+    def get_port(self, name: str | None) -> Port:
+        """The port called ``name`` (None: the default); BadInput lists the case's ports when there is none."""
+        for port in self.all_ports:
+            if name is None or port.name == name:
+                return port
+        raise BadInput(N_("case {case!r} has no port {port!r}; its ports: {ports}").format(
+            case=self.name, port=name, ports=", ".join(self.port_names)))
+
+    def for_port(self, name: str | None) -> Case:
+        """This case as a Spec naming port ``name`` measures it: that port's function is ``jax_fn``
+        (and the default), the case's other ports beside it. The one place a port becomes the JAX side."""
+        port = self.get_port(name)
+        if port.name == self.default_port:
+            return self
+        others = tuple(p for p in self.all_ports if p.name != port.name)
+        return replace(self, jax_fn=port.fn, jax_name=port.jax_name, default_port=port.name, pallas=port.pallas,
+                       default_why=port.why, ports=others)
 
     @property
     def compared_by(self) -> str:
@@ -161,6 +243,11 @@ class Case:
             "has_flops": self.flops is not None,
             "numpy_computes_in": self.numpy_computes_in,
             "source": self.source,
+            # The port jax_fn is (in a Result's case_info: the port measured) and every port, it first.
+            "port": self.default_port,
+            "port_pallas": self.pallas,
+            "ports": [p.summary() for p in self.all_ports],
+            "ports_why": self.ports_why,
         }
 
 

@@ -16,7 +16,8 @@ from .sides import JaxSide, Peak, fraction
 from .spec import Spec
 from .stats import Stats
 
-SCHEMA = "jaxcompare.result/3"
+SCHEMA = "jaxcompare.result/4"
+SCHEMA_V3 = "jaxcompare.result/3"
 SCHEMA_V2 = "jaxcompare.result/2"
 SCHEMA_V1 = "jaxcompare.result/1"
 # What changed between the result schemas, oldest first: every document carries it as "history"
@@ -26,15 +27,19 @@ SCHEMA_HISTORY = (
     {"schema": SCHEMA_V2, "change": "the JAX side is one object: device, device_kind, protocol and agreement moved "
                                     "from the top level into jax, so jax and jax_cpu share one layout; jax_cpu's "
                                     "speedup and gflops moved to the top-level cpu_speedup and gflops.jax_cpu"},
-    {"schema": SCHEMA, "change": "on a GPU or TPU, JAX's fraction of peak (peak.jax_fraction) and its roofline "
+    {"schema": SCHEMA_V3, "change": "on a GPU or TPU, JAX's fraction of peak (peak.jax_fraction) and its roofline "
                                  "point (roofline.jax: flops_per_s, fraction, limit) are read from its time on "
                                  "the device (roofline.jax.device_s: the profile's busy time, else calls back to "
                                  "back), the blocked figures beside them (peak.jax_blocked_fraction, "
                                  "roofline.jax.blocked_*); the sides on the CPU are placed by the CPU program's "
                                  "counts (roofline.cpu_counts)"},
+    {"schema": SCHEMA, "change": "a case may have several JAX ports: spec.port names the one measured (null: the "
+                                 "case's default port, as every earlier result measured); case_info gains port "
+                                 "(the port measured), port_pallas, ports and ports_why; the top-level port says "
+                                 "its name and whether it is a Pallas kernel run interpreted (no speed figure)"},
 )
 # Every layout from_dict reads, the newest first.
-SCHEMAS = (SCHEMA, SCHEMA_V2, SCHEMA_V1)
+SCHEMAS = (SCHEMA, SCHEMA_V3, SCHEMA_V2, SCHEMA_V1)
 # The load phases the speedup is made of: the NumPy and JAX runtime blocks.
 RUNTIME_PHASES = ("numpy", "runtime")
 
@@ -211,6 +216,18 @@ class Result:
         return self.spec.case
 
     @property
+    def port(self) -> str | None:
+        """The JAX port measured: the Spec's, else the case's default as the worker recorded it; None in a
+        result saved before cases had ports (it measured the case's one JAX function, today's default port)."""
+        return self.spec.port or self.case_info.get("port") or None
+
+    @property
+    def interpreted(self) -> bool:
+        """The port is a Pallas kernel run on the CPU, where Pallas only interprets (interpret=True): its
+        times say how slow the interpreter is, not how fast the kernel is."""
+        return bool(self.case_info.get("port_pallas")) and self.backend == "cpu"
+
+    @property
     def shape(self) -> tuple[int, ...]:
         return self.spec.shape
 
@@ -224,7 +241,7 @@ class Result:
 
     # --- JSON round trip ---------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        """The schema-2 document (docs/json.md): the measurements, and derived figures beside them
+        """The schema-4 document (docs/json.md): the measurements, and derived figures beside them
         for readers (the speedups, GFLOP/s, fractions of peak), which from_dict recomputes."""
         return {
             "schema": SCHEMA,
@@ -232,6 +249,8 @@ class Result:
             "id": self.id,
             "created": self.created,
             "case": self.spec.case,
+            "port": {"name": self.port, "pallas": bool(self.case_info.get("port_pallas")),
+                     "interpreted": self.interpreted},
             "case_info": self.case_info,
             "shape": list(self.spec.shape),
             "precision": self.spec.precision,
@@ -270,7 +289,7 @@ class Result:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Result:
-        """Rebuild a Result from ``to_dict`` output, schema 3, 2 or 1; BadInput names what is wrong."""
+        """Rebuild a Result from ``to_dict`` output, schema 4, 3, 2 or 1; BadInput names what is wrong."""
         if not isinstance(data, dict):
             raise BadInput(N_("a result must be a JSON object"))
         if data.get("schema") not in SCHEMAS:
@@ -281,6 +300,8 @@ class Result:
                 data = _from_v1(data)
             if data["schema"] == SCHEMA_V2:
                 data = _from_v2(data)
+            if data["schema"] == SCHEMA_V3:
+                data = _from_v3(data)
             return cls(
                 id=str(data["id"]),
                 created=str(data["created"]),
@@ -326,14 +347,20 @@ def _from_v2(data: dict[str, Any]) -> dict[str, Any]:
     roofline = data.get("roofline")
     side = roofline.get("jax") if isinstance(roofline, dict) else None
     if not isinstance(side, dict):
-        return data | {"schema": SCHEMA}
+        return data | {"schema": SCHEMA_V3}
     jax = data["jax"]
     found = device_time(str(data["backend"]), Profile.from_dict(data.get("profile")),
                         Stats.from_dict(jax["back_to_back"]) if jax.get("back_to_back") else None)
     if found is not None:
         side = side | {"device_source": found[0], "device_s": found[1],
                        "dispatch_s": Stats.from_dict(jax["dispatch"]).median_s}
-    return data | {"schema": SCHEMA, "roofline": roofline | {"jax": side}}
+    return data | {"schema": SCHEMA_V3, "roofline": roofline | {"jax": side}}
+
+
+def _from_v3(data: dict[str, Any]) -> dict[str, Any]:
+    """A schema-3 document in schema 4's layout: it measured its case's one JAX function, the default
+    port (spec.port null). Its case_info names no port; Result.port reads it as the default's name."""
+    return data | {"schema": SCHEMA, "spec": dict(data["spec"]) | {"port": None}}
 
 
 def finite_or_none(value: Any) -> float | None:

@@ -9,6 +9,7 @@ from typing import Any
 
 from ..i18n import N_
 from .errors import BadInput
+from .port_names import check_port_name
 
 PRECISIONS = ("x32", "x64")
 DEVICES = ("auto", "cpu", "gpu", "tpu")
@@ -203,8 +204,9 @@ class TimingConfig:
 
 @dataclass(frozen=True)
 class Spec:
-    """One comparison: case, shape, precision, device, how to time it, and the matmul precision
-    JAX's float32 products run at (MATMUL_PRECISIONS; older JSON without it means "default")."""
+    """One comparison: case, shape, precision, device, how to time it, the matmul precision
+    JAX's float32 products run at (MATMUL_PRECISIONS; older JSON without it means "default"), and
+    which of the case's JAX ports to measure (None: its default port; older JSON has none)."""
 
     case: str
     shape: tuple[int, ...]
@@ -214,10 +216,13 @@ class Spec:
     seed: int = 0
     timing: TimingConfig = field(default_factory=TimingConfig)
     matmul_precision: str = "default"
+    port: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.case, str) or not self.case.strip():
             raise BadInput(N_("case name is empty"))
+        if self.port is not None:
+            check_port_name(self.port)
         object.__setattr__(self, "shape", parse_shape(self.shape))
         if self.precision not in PRECISIONS:
             raise BadInput(N_("precision must be one of {choices}, got {value!r}").format(

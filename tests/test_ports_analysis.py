@@ -1,0 +1,85 @@
+"""The ports race on constructed Stats (no worker, no JAX): the fastest port is named only where the
+95% range of its ratio over the runner-up excludes 1x; ports whose time is no speed figure (a Pallas
+kernel interpreted on the CPU), that disagree with NumPy, or that did not run stay out with their line."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from _results import make_result, stats, with_jax
+
+from jaxcompare import i18n
+from jaxcompare.analysis.ports import PortRun, ports_document, ports_lines, ports_verdict, verdict_line
+from jaxcompare.model.errors import BadInput
+from jaxcompare.model.reruns import rerun_ratio_range
+
+
+def port(name: str, jax_s: float, *, case: str = "cumsum", shape=(1000,), n: int = 7, pallas: bool = False,
+         backend: str = "cpu") -> PortRun:
+    result = with_jax(make_result(case, shape, numpy_s=1e-3), runtime=stats(jax_s, n=n))
+    result = dataclasses.replace(result, spec=dataclasses.replace(result.spec, port=name), backend=backend,
+                                 case_info=result.case_info | {"port": name, "port_pallas": pallas})
+    return PortRun(name, result)
+
+
+def test_a_clear_winner_is_named_with_its_ratio_over_the_runner_up_and_its_range():
+    runs = [port("jnp", 1.8e-4), port("associative_scan", 1e-4), port("scan", 3e-4)]
+    verdict = ports_verdict(runs)
+    assert (verdict.fastest, verdict.runner_up) == ("associative_scan", "jnp")
+    assert verdict.ratio == pytest.approx(1.8)
+    assert verdict.ratio_range == rerun_ratio_range(runs[0].result.jax.runtime, runs[1].result.jax.runtime)
+    low, high = verdict.ratio_range
+    assert 1 < low < 1.8 < high and verdict.decided
+    assert verdict_line(verdict) == f"associative_scan 1.80x faster than jnp ({low:.2f}x-{high:.2f}x)"
+
+
+def test_ports_within_the_noise_are_not_ranked():
+    verdict = ports_verdict([port("jnp", 1.1e-4), port("scan", 1e-4)])
+    assert verdict.fastest == "scan" and verdict.ratio_range[0] < 1 < verdict.ratio_range[1]
+    assert not verdict.decided
+    assert verdict_line(verdict).startswith("no difference within the noise: scan and jnp (1.10x")
+
+
+def test_too_few_samples_give_no_range_and_no_decision():
+    verdict = ports_verdict([port("jnp", 3e-4, n=3), port("scan", 1e-4, n=3)])
+    assert verdict.ratio == pytest.approx(3) and verdict.ratio_range is None and not verdict.decided
+    assert "too few samples for a range: not decided" in verdict_line(verdict)
+
+
+def test_an_interpreted_pallas_kernel_is_left_out_however_fast_it_looks():
+    runs = [port("jnp", 2e-4, case="matmul", shape=(10, 10)),
+            port("pallas", 1e-5, case="matmul", shape=(10, 10), pallas=True)]
+    verdict = ports_verdict(runs)
+    assert verdict.fastest == "jnp" and verdict.runner_up is None and "pallas" in verdict.left_out
+    assert "not a speed figure" in ports_lines(verdict)[2]
+    on_tpu = [port(r.name, r.result.jax.runtime.median_s, case="matmul", shape=(10, 10), pallas=r.name == "pallas",
+                   backend="tpu") for r in runs]
+    assert ports_verdict(on_tpu).fastest == "pallas"  # compiled with Mosaic: it races
+
+
+def test_a_port_that_failed_keeps_its_plain_line_and_the_others_stand():
+    failed = PortRun("scan", error="ran out of its time limit (60 s)")
+    disagrees = port("jnp", 1e-5)
+    disagrees = PortRun("jnp", with_jax(disagrees.result, agreement=disagrees.result.jax.agreement | {"ok": False}))
+    verdict = ports_verdict([port("associative_scan", 1e-4), failed, disagrees])
+    assert verdict.fastest == "associative_scan" and verdict.runner_up is None
+    lines = ports_lines(verdict)
+    assert lines[2] == "  scan: did not run: ran out of its time limit (60 s)"
+    assert "disagrees with NumPy" in lines[3]
+    doc = ports_document(verdict)
+    assert [p["name"] for p in doc["ports"]] == ["associative_scan", "scan", "jnp"]
+    assert doc["ports"][1]["result"] is None and doc["ports"][1]["error"].startswith("ran out")
+    assert doc["fastest"] == "associative_scan" and doc["decided"] is False
+
+
+def test_results_of_different_shapes_are_not_raced():
+    with pytest.raises(BadInput, match="one case, shape, precision and device"):
+        ports_verdict([port("jnp", 1e-4), port("scan", 1e-4, shape=(2000,))])
+
+
+def test_the_verdict_reads_in_chinese():
+    verdict = ports_verdict([port("jnp", 1.8e-4), port("scan", 1e-4)])
+    with i18n.using("zh"):
+        line = verdict_line(verdict)
+    assert line != verdict_line(verdict) and "scan" in line and "1.80x" in line

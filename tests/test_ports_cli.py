@@ -1,0 +1,77 @@
+"""`run --ports` end to end on the CPU, real workers and real JAX, quick timing: every port gets the
+whole protocol and its own result, the race is the analysis's on those results, a Pallas kernel is
+flagged interpreted, and a port that fails to compile is one plain line while the others stand."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+from support import cli
+
+from jaxcompare import Result
+from jaxcompare.analysis.ports import PortRun, ports_verdict
+
+
+def test_ports_run_each_port_and_race_them_in_one_json_document():
+    proc = cli("run", "--case", "cumsum", "--shape", "20000", "--quick", "--ports", "scan,jnp", "--json", "-")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads(proc.stdout)  # stdout holds the one document and nothing else
+    assert doc["schema"] == "jaxcompare.ports/1" and [p["name"] for p in doc["ports"]] == ["scan", "jnp"]
+    results = {p["name"]: Result.from_dict(p["result"]) for p in doc["ports"]}
+    for name, result in results.items():
+        assert result.spec.port == name and result.port == name and result.case_info["port"] == name
+        assert result.jax.agreement["ok"] and {"checklist", "trusted"} <= set(doc["ports"][0]["result"])
+    assert results["scan"].case_info["jax_name"].startswith("jax.lax.scan")
+    verdict = ports_verdict([PortRun(n, r) for n, r in results.items()])
+    assert (doc["fastest"], doc["runner_up"], doc["decided"]) == (verdict.fastest, verdict.runner_up, verdict.decided)
+    low, high = doc["ratio_range"]
+    assert doc["decided"] == (low > 1) and low <= doc["ratio"] <= high
+    assert "measuring cumsum port scan" in proc.stderr and "measuring cumsum port jnp" in proc.stderr
+
+
+def test_a_port_that_fails_to_compile_is_one_line_and_an_interpreted_kernel_is_no_speed_figure(tmp_path):
+    cases = tmp_path / "kernels.py"
+    cases.write_text(textwrap.dedent("""
+        import numpy as np
+        import jax, jax.numpy as jnp
+        from jax.experimental import pallas as pl
+        from jaxcompare import Case, Port
+
+        def _double(x_ref, o_ref):
+            o_ref[...] = x_ref[...] * 2
+
+        def kernel(x, interpret):
+            return pl.pallas_call(_double, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), interpret=interpret)(x)
+
+        CASES = [Case("double", lambda x: x * 2, lambda x: x * 2,
+                      lambda shape, dtype, rng: (rng.standard_normal(shape).astype(dtype),),
+                      ports=[Port("interpreted", lambda x: kernel(x, True), pallas=True),
+                             Port("mosaic", lambda x: kernel(x, False), pallas=True)])]
+    """))
+    proc = cli("run", "--cases-file", str(cases), "--case", "double", "--shape", "8x128", "--quick",
+               "--ports", "all", "--json", str(tmp_path / "ports.json"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads((tmp_path / "ports.json").read_text())
+    by_name = {p["name"]: p for p in doc["ports"]}
+    failed = by_name["mosaic"]
+    assert failed["result"] is None and "Only interpret mode is supported on CPU" in failed["error"]
+    assert "\n" not in failed["error"]
+    assert by_name["interpreted"]["result"]["port"] == {"name": "interpreted", "pallas": True, "interpreted": True}
+    assert "not a speed figure" in by_name["interpreted"]["left_out"]
+    assert doc["fastest"] == "jnp" and doc["runner_up"] is None
+    assert "jaxcompare: port mosaic: " in proc.stderr
+    assert "mosaic: did not run: " in proc.stdout
+    assert "interpreted: a Pallas kernel interpreted on the CPU" in proc.stdout
+
+
+def test_an_unknown_port_is_refused_with_the_cases_ports_before_measuring():
+    proc = cli("run", "--case", "matmul", "--shape", "8x8", "--quick", "--ports", "jnp,tiled")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip() == "jaxcompare: error: case 'matmul' has no port 'tiled'; its ports: jnp, pallas"
+
+
+def test_list_names_each_cases_ports():
+    proc = cli("list")
+    line = next(line for line in proc.stdout.splitlines() if line.startswith("cumsum "))
+    assert "[ports: jnp, associative_scan, scan]" in line
