@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from jaxcompare.engine.pitfalls import DECIDING_SAMPLES, EFFECTS, _pitfall, _side
+from jaxcompare.engine.worker.pitfalls import DECIDING_SAMPLES, EFFECTS, _pitfall, _side
 from jaxcompare.model.stats import Stats
 
 

@@ -31,7 +31,7 @@ TESTS = Path(__file__).resolve().parent
 # JAXCOMPARE_TEST_GATE, so a job stays running (or queued behind it) until a test lets it go.
 GATED_WORKER = """
 elif os.environ.get("JAXCOMPARE_WORKER_PRECISION"):
-    from jaxcompare.engine import worker
+    from jaxcompare.engine.worker import serve as worker
 
     measure = worker.TARGETS["measure"]
 

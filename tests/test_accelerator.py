@@ -19,9 +19,9 @@ from support import QUICK
 
 from jaxcompare import Result, Spec
 from jaxcompare.analysis.checks import check_on_device
-from jaxcompare.engine import ceilings
-from jaxcompare.engine.load import BUSY_CORES, LoadMeter, is_busy
-from jaxcompare.engine.measure import measure
+from jaxcompare.engine.common.load import BUSY_CORES, LoadMeter, is_busy
+from jaxcompare.engine.worker import ceilings
+from jaxcompare.engine.worker.measure import measure
 from jaxcompare.model.formatting import dumps, peak_sentence, third_side_verdict, transfer_rate_text
 from jaxcompare.model.peaks import peak_for
 from jaxcompare.model.phases import JAX_PHASES

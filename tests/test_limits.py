@@ -9,8 +9,8 @@ from support import QUICK
 
 from jaxcompare import BadInput, Runner, Spec, TooLarge
 from jaxcompare.catalog import get_case
-from jaxcompare.engine.memory import estimate, input_shapes
-from jaxcompare.engine.settings import RateLimiter, Settings
+from jaxcompare.engine.server.settings import RateLimiter, Settings
+from jaxcompare.engine.worker.memory import estimate, input_shapes
 
 
 @pytest.mark.parametrize("case, shape, expected", [
@@ -178,7 +178,7 @@ def test_integer_settings_must_be_whole_numbers(key):
 def test_hosted_mode_caps_the_jobs_one_client_has_at_once():
     import dataclasses
 
-    from jaxcompare.engine.runner import Owner
+    from jaxcompare.engine.server.runner import Owner
 
     assert Settings.hosted().max_jobs_per_client == 2 and Settings().max_jobs_per_client is None
     settings = dataclasses.replace(Settings(), max_jobs_per_client=1)
@@ -197,7 +197,7 @@ def test_hosted_mode_caps_the_jobs_one_client_has_at_once():
 def test_the_wait_behind_a_running_job_comes_from_jobs_like_it():
     import time as clock
 
-    from jaxcompare.engine.runner import Job, Step
+    from jaxcompare.engine.server.runner import Job, Step
 
     def job(case: str) -> Job:
         spec = Spec(case, (16, 16), timing=QUICK)

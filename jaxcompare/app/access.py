@@ -14,8 +14,8 @@ from typing import Any
 
 import streamlit as st
 
-from ..engine.runner import Owner
-from ..engine.settings import RateLimiter
+from ..engine.server.runner import Owner
+from ..engine.server.settings import RateLimiter
 from ..history.exchange import PRIVATE_ENV, redact
 from ..i18n import N_, _, translate_text
 from ..model.errors import BadInput

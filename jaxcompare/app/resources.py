@@ -10,8 +10,8 @@ from typing import Any
 
 import streamlit as st
 
-from ..engine.runner import Runner
-from ..engine.settings import Settings
+from ..engine.server.runner import Runner
+from ..engine.server.settings import Settings
 from ..history.store import Store, default_location, traces_dir
 
 log = logging.getLogger("jaxcompare.app")

@@ -157,7 +157,7 @@ def agreement_text(result: Result) -> tuple[bool, str]:
     ok = bool(a.get("ok"))
     sentence = (_("JAX and NumPy agree: {details}.") if ok else _("JAX and NumPy disagree: {details}.")).format(
         details=text)
-    if a.get("tf32"):  # the worker found a matrix product the GPU may run in TF32 (engine/agreement.py)
+    if a.get("tf32"):  # the worker found a matrix product the GPU may run in TF32 (engine/worker/agreement.py)
         sentence += " " + _("The tolerance is TF32's: the GPU computed the float32 matrix products with about 10 "
                             "mantissa bits (pitfall 6).")
     return ok, sentence

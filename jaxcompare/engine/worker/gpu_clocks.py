@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from ..model.clocks import ClockReading, GpuClocks
+from ...model.clocks import ClockReading, GpuClocks
 
 
 @functools.cache

@@ -7,7 +7,7 @@ timings. A server with several devices (``JAXCOMPARE_DEVICES``) has one queue an
 pair per device, so users of different devices do not wait for each other. A job past its
 deadline, or a cancelled running job, kills its worker; the next job starts a fresh one.
 With ``JAXCOMPARE_RAY_ADDRESS`` the lanes are the slots of a Ray cluster instead, and their
-workers send each step there (engine/cluster.py); queues, deadlines and results stay as here.
+workers send each step there (engine/server/cluster.py); queues, deadlines and results stay as here.
 """
 
 from __future__ import annotations
@@ -23,19 +23,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from ..i18n import N_
-from ..model.cases import Case
-from ..model.errors import BadInput, JaxCompareError, JobFailed
-from ..model.platforms import Platform, platform
-from ..model.result import Result
-from ..model.spec import PRECISIONS, Spec
+from ...i18n import N_
+from ...model.cases import Case
+from ...model.errors import BadInput, JaxCompareError, JobFailed
+from ...model.platforms import Platform, platform
+from ...model.result import Result
+from ...model.spec import PRECISIONS, Spec
+from ..common.shipping import pack_case
+from ..worker.restart import fresh_first_call, fresh_processes
+from ..worker.serve import MeasureOptions
 from .durations import FRESH_WORKER_S, Durations, Estimate, LoadReading, ceilings_known, pitfalls_kind
 from .envs import JaxEnv, env_for_job
 from .process import Cancelled, Expired, WorkerProcess
-from .restart import fresh_first_call, fresh_processes
 from .settings import RateLimiter, Settings, preflight
-from .shipping import pack_case
-from .worker import MeasureOptions
 
 __all__ = ["Cancelled", "Job", "Owner", "Runner", "Step"]
 
@@ -102,7 +102,7 @@ class Job:
     cases_version: tuple[str, int, int] | None = field(default=None, repr=False)
     # A job of a versions run: the environment of the JAX release its worker runs (None: the runner's own).
     jax_env: JaxEnv | None = field(default=None, repr=False)
-    # How long it should take once started (engine/durations.py): said when queued, said again when it
+    # How long it should take once started (engine/server/durations.py): said when queued, said again when it
     # starts only if it waited (what a page showed before the run stays what its bar counts down from).
     estimate: Estimate | None = None
     work_started_at: float | None = None  # when its worker began the work (a fresh worker's start-up before)
@@ -250,7 +250,7 @@ class Runner:
     def __init__(self, *, timeout_s: float | None = None, worker_env: dict[str, str] | None = None,
                  settings: Settings | None = None, python: str | None = None, python_path: tuple[str, ...] = ()):
         """``python``/``python_path``: start the workers from another interpreter (an environment
-        of another JAX version, engine/envs.py) with these folders first on its sys.path."""
+        of another JAX version, engine/server/envs.py) with these folders first on its sys.path."""
         self.settings = settings or Settings.from_env()
         self.timeout_s = timeout_s or self.settings.job_timeout_s
         # Per client (an address, else the session); a sweep counts once: its later points
@@ -311,7 +311,7 @@ class Runner:
         shape, over a limit, more memory than the host has, a case that cannot be sent, a full
         queue, over the rate). ``rate_limited=False`` marks a later point of a sweep: it is not
         counted again and runs on the device of its owner's previous job. ``jax``: measure under that
-        JAX release, in its prepared environment (engine/envs.py; in hosted mode only a version the
+        JAX release, in its prepared environment (engine/server/envs.py; in hosted mode only a version the
         operator offers, JAXCOMPARE_JAX_VERSIONS), else VersionUnavailable at once."""
         if case is not None and case.name != spec.case:
             raise BadInput(N_("the spec names case {spec_case!r} but the case sent is {case!r}").format(
@@ -336,7 +336,7 @@ class Runner:
     def submit_pitfalls(self, spec: Spec, sections: tuple[str, ...] | None = None, *,
                         timeout_s: float | None = None, owner: Owner | str | None = None) -> Job:
         """Queue the pitfalls lab; an x32 run borrows the x64 worker for the fair float64 side."""
-        from .pitfalls import check_sections
+        from ..worker.pitfalls import check_sections
 
         preflight(spec, self.settings)
         sections = check_sections(sections)
@@ -414,7 +414,7 @@ class Runner:
 
     def estimate(self, spec: Spec, *, kind: str = "measure", case: Case | None = None) -> Estimate:
         """How long a ``kind`` job ('measure' or 'pitfalls') of ``spec`` would take once it starts,
-        said before it is submitted: from the durations seen here, else a first guess (engine/durations.py).
+        said before it is submitted: from the durations seen here, else a first guess (engine/server/durations.py).
         The wait in the queue before it is queue_wait()'s."""
         return self.estimate_all([spec], kind=kind, case=case)
 
@@ -734,7 +734,7 @@ class Runner:
             self._progress(job, N_("pitfall 7: fresh process {i} of {total}, each holding the {device} in turn").format(
                 i=i + 1, total=total, device=lane.device_label), 0.05 * i / total)
 
-        from .pitfalls import lab_timing
+        from ..worker.pitfalls import lab_timing
 
         return fresh_processes(spec, lab_timing(spec.timing).compile_samples, env=env, on_start=on_start).to_dict()
 
@@ -839,7 +839,7 @@ def _catalog_case(spec: Spec) -> Case | None:
     cases file, which is code and runs in a worker only."""
     if spec.cases_file:
         return None
-    from ..catalog import get_case
+    from ...catalog import get_case
 
     try:
         return get_case(spec.case)
@@ -877,7 +877,7 @@ def _combine(kind: str, values: list[Any]) -> Any:
     if kind == "pitfalls":
         report = values[0]
         if len(values) > 1:  # the fair float64 side from the x64 worker joins pitfall 3
-            from .pitfalls import join_fair_float64
+            from ..worker.pitfalls import join_fair_float64
 
             join_fair_float64(report, values[1])
         return report

@@ -1,6 +1,6 @@
 """Pitfall 7's fresh processes: what a restarted app pays for its first call, with and without
 JAX's persistent compilation cache. The lab (in a worker) starts each child with its own
-interpreter and environment (``python -c``, as engine/process.py starts workers); the child
+interpreter and environment (``python -c``, as engine/server/process.py starts workers); the child
 imports JAX, builds the case's inputs, times one first jitted call and prints a JSON report.
 """
 
@@ -17,13 +17,13 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..i18n import N_
-from ..model.cases import Case
-from ..model.errors import JobFailed
-from ..model.platforms import backend_error_line
-from ..model.spec import Spec
-from .child import run_child, start_child
-from .load import LoadMeter
+from ...i18n import N_
+from ...model.cases import Case
+from ...model.errors import JobFailed
+from ...model.platforms import backend_error_line
+from ...model.spec import Spec
+from ..common.child import run_child, start_child
+from ..common.load import LoadMeter
 
 # A child imports JAX and, on a GPU, creates its client: seconds, more on a busy machine.
 CHILD_TIMEOUT_S = 180.0
@@ -144,7 +144,7 @@ def child_main(request: str) -> None:
 
 
 def _first_call(request: dict[str, Any]) -> dict[str, Any]:
-    from ..catalog import get_case
+    from ...catalog import get_case
 
     spec = Spec.from_dict(request["spec"])
     cache_dir = request["cache_dir"]

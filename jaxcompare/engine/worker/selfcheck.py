@@ -1,7 +1,7 @@
 """Does every case's JAX port agree with its NumPy/SciPy original? Runs in a worker (the
 app's and the CLI's selfcheck) or as its own process, one precision per process.
 
-Run as ``python -m jaxcompare.engine.selfcheck --precision x32|x64 [--cases a,b] [--size large]``;
+Run as ``python -m jaxcompare.engine.worker.selfcheck --precision x32|x64 [--cases a,b] [--size large]``;
 it prints one JSON list of agreement records. JAX is imported inside functions only, and
 ``main`` sets ``JAX_ENABLE_X64`` from ``--precision`` unless the environment already says.
 A case that needs an operation the device lacks at this precision (float64 LU on a TPU) is
@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from ..model.cases import Case, Shape, as_tuple
-from ..model.errors import JaxCompareError
-from ..model.platforms import error_first_line, float64_line
+from ...model.cases import Case, Shape, as_tuple
+from ...model.errors import JaxCompareError
+from ...model.platforms import error_first_line, float64_line
 from .agreement import compare_outputs, reduced_products
 from .ceilings import matmul_precision
 
@@ -122,7 +122,7 @@ def _platform() -> str:
 
 def run_checks(names: Sequence[str] | None, precision: str, size: str = "small") -> list[dict[str, Any]]:
     """Check the named built-in cases (all when ``names`` is empty); errors become records."""
-    from ..catalog import builtin_cases, get_case
+    from ...catalog import builtin_cases, get_case
 
     _require_precision(precision)
     cases = [get_case(n) for n in names] if names else list(builtin_cases())
@@ -139,7 +139,7 @@ def run_checks(names: Sequence[str] | None, precision: str, size: str = "small")
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry: print the records as one JSON list; exit 1 when any case disagrees or fails (a case
     the device cannot run at this precision is neither)."""
-    parser = argparse.ArgumentParser(prog="python -m jaxcompare.engine.selfcheck", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m jaxcompare.engine.worker.selfcheck", description=__doc__)
     parser.add_argument("--precision", choices=sorted(PRECISION_DTYPES), default="x32")
     parser.add_argument("--cases", default="", help="comma-separated case names (default: all)")
     parser.add_argument("--size", choices=("small", "large"), default="small")

@@ -16,9 +16,9 @@ from contextlib import contextmanager
 from importlib import metadata
 from typing import Any
 
-from ..i18n import N_
-from ..model.device_memory import DeviceMemory
-from ..model.errors import DeviceUnavailable
+from ...i18n import N_
+from ...model.device_memory import DeviceMemory
+from ...model.errors import DeviceUnavailable
 
 ENV_VARS = (
     "JAX_ENABLE_X64", "JAX_PLATFORMS", "JAX_PLATFORM_NAME", "XLA_FLAGS",

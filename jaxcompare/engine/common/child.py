@@ -12,8 +12,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..model.errors import JaxCompareError
-from ..model.platforms import error_first_line
+from ...model.errors import JaxCompareError
+from ...model.platforms import error_first_line
 
 
 def start_child(module: str, *args: str, env: dict[str, str], payload: bytes | None = None,

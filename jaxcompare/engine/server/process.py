@@ -27,9 +27,9 @@ from collections.abc import Callable, Mapping
 from multiprocessing.connection import Connection
 from typing import Any, NoReturn
 
-from ..i18n import N_
-from ..model.errors import JaxCompareError, JobFailed
-from ..model.platforms import backend_error_line
+from ...i18n import N_
+from ...model.errors import JaxCompareError, JobFailed
+from ...model.platforms import backend_error_line
 
 log = logging.getLogger("jaxcompare.runner")
 
@@ -41,11 +41,11 @@ WORKER_LABELS = {"x32": N_("x32 worker"), "x64": N_("x64 worker")}
 # The worker gets the parent's sys.path (as spawn would), so it imports the same jaxcompare
 # however the parent found it (an install, a checkout on PYTHONPATH, a test's sys.path entry).
 _ENTRY = ("import json, sys; sys.path[:] = json.loads(sys.argv[2]); "
-          "from jaxcompare.engine.worker import serve; serve(int(sys.argv[1]))")
-# A worker from another interpreter (an environment of another JAX version, engine/envs.py)
+          "from jaxcompare.engine.worker.serve import serve; serve(int(sys.argv[1]))")
+# A worker from another interpreter (an environment of another JAX version, engine/server/envs.py)
 # keeps its own sys.path, so its own JAX imports, and puts only the given folders first.
 _FOREIGN_ENTRY = ("import json, sys; sys.path[:0] = json.loads(sys.argv[2]); "
-                  "from jaxcompare.engine.worker import serve; serve(int(sys.argv[1]))")
+                  "from jaxcompare.engine.worker.serve import serve; serve(int(sys.argv[1]))")
 # The parent's own import settings would bring the host's packages into a foreign interpreter.
 _FOREIGN_UNSET = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV")
 

@@ -23,19 +23,19 @@ from typing import Any
 
 import numpy as np
 
-from ..catalog import get_case
-from ..i18n import N_
-from ..model.cases import Case, as_tuple, format_shape
-from ..model.errors import BadInput
-from ..model.formatting import format_time, same_speed
-from ..model.platforms import platform
-from ..model.spec import MIN_SAMPLES_FOR_RANGE, Spec, TimingConfig
-from ..model.stats import Stats
+from ...catalog import get_case
+from ...i18n import N_
+from ...model.cases import Case, as_tuple, format_shape
+from ...model.errors import BadInput
+from ...model.formatting import format_time, same_speed
+from ...model.platforms import platform
+from ...model.spec import MIN_SAMPLES_FOR_RANGE, Spec, TimingConfig
+from ...model.stats import Stats
+from ..common.load import LoadMeter, is_busy
 from .agreement import normwise_errors
 from .environment import resolve_device
 from .inputs import build_inputs
 from .jax_phases import user_call
-from .load import LoadMeter, is_busy
 from .measure import check_memory, check_precision
 from .plain_numpy import numpy_as_users_run_it
 from .profile import profile_jitted

@@ -20,8 +20,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..i18n import N_
-from ..model.errors import BadInput, JobFailed
+from ...i18n import N_
+from ...model.errors import BadInput, JobFailed
 from .process import POLL_S, START_TIMEOUT_S, Cancelled, Expired, raise_reply_error
 
 log = logging.getLogger("jaxcompare.runner")
@@ -344,7 +344,8 @@ def run_step(job_id: str, target: str, args: tuple[Any, ...], precision: str,
     os.environ.update(env)  # before JAX's import, which reads JAX_PLATFORMS and JAX_ENABLE_X64
     import ray
 
-    from . import environment, worker
+    from ..worker import environment
+    from ..worker import serve as worker
 
     node = ray.get_runtime_context().get_node_id()
     yield ("placed", node, os.getpid(), socket.gethostname())

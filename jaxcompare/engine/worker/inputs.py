@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..i18n import N_
-from ..model.cases import Case, format_shape
-from ..model.errors import BadInput
-from ..model.spec import Spec
+from ...i18n import N_
+from ...model.cases import Case, format_shape
+from ...model.errors import BadInput
+from ...model.spec import Spec
 
 
 def build_inputs(case: Case, spec: Spec) -> tuple[np.ndarray, ...]:

@@ -1,4 +1,4 @@
-"""One Spec measured under several JAX versions, each in its own environment (engine/envs.py),
+"""One Spec measured under several JAX versions, each in its own environment (engine/server/envs.py),
 in rounds whose order alternates. Runs in the server/CLI process. Each round is a job on the
 one Runner's queue whose worker starts from that version's interpreter, so nothing of a
 versions run measures beside another job, and its deadline, rate limit and Stop are any job's.
@@ -18,11 +18,11 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ..i18n import N_
-from ..model.cases import Case
-from ..model.errors import JaxCompareError
-from ..model.result import Result
-from ..model.spec import Spec
+from ...i18n import N_
+from ...model.cases import Case
+from ...model.errors import JaxCompareError
+from ...model.result import Result
+from ...model.spec import Spec
 from .envs import JaxEnv, VersionUnavailable, ensure_env, env_for_job
 from .process import Cancelled
 from .runner import Job, Owner, Runner

@@ -13,8 +13,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..i18n import N_
-from ..model.errors import BadInput
+from ...i18n import N_
+from ...model.errors import BadInput
 
 XPLANE_SUFFIX = ".xplane.pb"
 

@@ -13,10 +13,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..i18n import N_
-from ..model.formatting import format_time
-from ..model.spec import TimingConfig
-from ..model.stats import Stats, median_ci
+from ...i18n import N_
+from ...model.formatting import format_time
+from ...model.spec import TimingConfig
+from ...model.stats import Stats, median_ci
 
 Clock = Callable[[], int]
 

@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from ..i18n import N_
-from ..model.spec import MIN_SAMPLES_FOR_RANGE, TimingConfig
-from ..model.stats import Stats
-from .load import LoadMeter, SampleWatch, Span, free_cores, is_busy, share_cores
+from ...i18n import N_
+from ...model.spec import MIN_SAMPLES_FOR_RANGE, TimingConfig
+from ...model.stats import Stats
+from ..common.load import LoadMeter, SampleWatch, Span, free_cores, is_busy, share_cores
 from .run_state import _Run
 from .timing import (
     BLAS_SETTLE_S,

@@ -22,11 +22,11 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from ..i18n import N_
-from ..model.cases import Case, format_shape
-from ..model.errors import BadInput, TooLarge
-from ..model.spec import Spec
-from .memory import check_fits, estimate, host_available
+from ...i18n import N_
+from ...model.cases import Case, format_shape
+from ...model.errors import BadInput, TooLarge
+from ...model.spec import Spec
+from ..worker.memory import check_fits, estimate, host_available
 
 MODES = ("local", "hosted")
 PLATFORMS = ("cpu", "gpu", "tpu")
@@ -230,7 +230,7 @@ def preflight(spec: Spec, settings: Settings | None = None, case: Case | None = 
     nothing big, so an impossible request is refused before it queues. A user's cases file
     is code and never runs here: the worker finds its case and checks shape and memory,
     under the job's deadline. ``case``: a Case sent with the job (a notebook's functions)."""
-    from ..catalog import get_case
+    from ...catalog import get_case
 
     settings = settings or Settings()
     settings.check_spec(spec)

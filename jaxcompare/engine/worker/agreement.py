@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from ..model.cases import Arrays, Case
-from ..model.platforms import PLATFORMS, PRODUCT_PRECISIONS, platform
+from ...model.cases import Arrays, Case
+from ...model.platforms import PLATFORMS, PRODUCT_PRECISIONS, platform
 
 # Normwise relative tolerance per dtype: loose enough for reordered summation and
 # LAPACK-vs-XLA algorithm differences, tight enough to catch a wrong port.

@@ -3,7 +3,7 @@
 
 ``jax_enable_x64`` is process-global in practice, so the mode is fixed when the worker
 starts (a fresh interpreter, never forked after importing JAX) and never toggled afterwards.
-The server starts it with ``python -c`` (engine/process.py) and talks to it over a socket.
+The server starts it with ``python -c`` (engine/server/process.py) and talks to it over a socket.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-from ..i18n import N_
+from ...i18n import N_
 
 _conn: Connection | None = None
 _send_lock = threading.Lock()
@@ -72,7 +72,7 @@ def _report(job_id: str, phase: str, fraction: float) -> None:
 def _error_message(exc: BaseException) -> tuple[Any, ...]:
     """An error as the parent may read it: jaxcompare's own errors as they are, anything
     else (a user's exception class may not unpickle) as text."""
-    from ..model.errors import JaxCompareError
+    from ...model.errors import JaxCompareError
 
     trace = traceback.format_exc()
     text = f"{type(exc).__name__}: {exc}"
@@ -114,7 +114,7 @@ def serve(fd: int) -> None:
 @dataclass(frozen=True)
 class MeasureOptions:
     """What a measurement job carries besides its Spec, each by name: ``case_bytes``, a Case sent
-    with the job (engine/shipping.py) and measured instead of the catalog's; ``profile_dir``, an
+    with the job (engine/common/shipping.py) and measured instead of the catalog's; ``profile_dir``, an
     absolute folder to trace a few calls into, after the timed phases; ``first_calls``, the fresh
     processes' first calls (restart.FreshCall as dicts) where the runner ran them, on a device one
     process at a time may hold (None: measure() starts them itself)."""
@@ -126,10 +126,10 @@ class MeasureOptions:
 
 def run_measurement(job_id: str, spec_dict: dict[str, Any], options: MeasureOptions | None = None) -> dict[str, Any]:
     """Measure one Spec; returns the Result as a dict plus the worker-side time window."""
-    from ..model.spec import Spec
+    from ...model.spec import Spec
+    from ..common.shipping import unpack_case
     from .measure import measure
     from .restart import FreshCall
-    from .shipping import unpack_case
 
     spec = Spec.from_dict(spec_dict)
     if spec.precision != _precision:
@@ -146,7 +146,7 @@ def run_measurement(job_id: str, spec_dict: dict[str, Any], options: MeasureOpti
 def run_pitfalls(job_id: str, spec_dict: dict[str, Any], sections: tuple[str, ...],
                  fresh: dict[str, Any] | None = None) -> dict[str, Any]:
     """``fresh``: pitfall 7's processes as the runner ran them (FreshProcesses.to_dict)."""
-    from ..model.spec import Spec
+    from ...model.spec import Spec
     from .pitfalls import measure_pitfalls
     from .restart import FreshProcesses
 
@@ -158,7 +158,7 @@ def run_pitfalls(job_id: str, spec_dict: dict[str, Any], sections: tuple[str, ..
 
 
 def run_fair_float64(job_id: str, spec_dict: dict[str, Any]) -> dict[str, Any]:
-    from ..model.spec import Spec
+    from ...model.spec import Spec
     from .pitfalls import fair_float64
 
     started = time.time()
@@ -177,7 +177,7 @@ def run_environment(job_id: str) -> dict[str, Any]:
 def run_list_cases(job_id: str, cases_file: str) -> dict[str, Any]:
     """Load a user's cases file here, never in the server, and describe its cases (names,
     titles, groups, shapes): what the app and the CLI list and look up."""
-    from ..catalog import all_cases
+    from ...catalog import all_cases
 
     started = time.time()
     _report(job_id, "loading the cases file", 0.0)
@@ -187,7 +187,7 @@ def run_list_cases(job_id: str, cases_file: str) -> dict[str, Any]:
 
 def run_selfcheck(job_id: str, names: list[str] | None, cases_file: str | None) -> dict[str, Any]:
     """Agreement of each case at its small shape (no timing)."""
-    from ..catalog import all_cases
+    from ...catalog import all_cases
     from .selfcheck import check_case
 
     started = time.time()

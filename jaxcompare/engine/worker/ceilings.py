@@ -21,10 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from ..model.peaks import bandwidth_for, peak_for
-from ..model.sides import Peak
+from ...model.peaks import bandwidth_for, peak_for
+from ...model.sides import Peak
+from ..common.load import LoadMeter, is_busy
 from .environment import cpu_model, host_info
-from .load import LoadMeter, is_busy
 from .timing import Clock
 
 CACHE_NAME = "cpu_peaks.json"

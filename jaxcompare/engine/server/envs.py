@@ -30,8 +30,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ..i18n import N_
-from ..model.errors import BadInput, JaxCompareError
+from ...i18n import N_
+from ...model.errors import BadInput, JaxCompareError
 
 ENVS_DIR_ENV = "JAXCOMPARE_ENVS_DIR"
 MARKER = "jaxcompare-env.json"

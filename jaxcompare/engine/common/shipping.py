@@ -11,8 +11,8 @@ import pickle
 import re
 from typing import Any
 
-from ..model.cases import Case
-from ..model.errors import BadInput
+from ...model.cases import Case
+from ...model.errors import BadInput
 
 # The fields of a Case that may hold a user's code, in the order a culprit is looked for.
 _CODE_FIELDS = ("numpy_fn", "jax_fn", "make_inputs", "canonical", "flops", "shape_rule")

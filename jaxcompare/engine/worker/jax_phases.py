@@ -11,14 +11,14 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..i18n import N_
-from ..model.cases import Case, as_tuple
-from ..model.errors import BadInput, Unsupported
-from ..model.platforms import error_first_line, float64_line
-from ..model.roofline import xla_counts
-from ..model.sides import JaxSide
-from ..model.spec import TimingConfig
-from ..model.stats import Stats
+from ...i18n import N_
+from ...model.cases import Case, as_tuple
+from ...model.errors import BadInput, Unsupported
+from ...model.platforms import error_first_line, float64_line
+from ...model.roofline import xla_counts
+from ...model.sides import JaxSide
+from ...model.spec import TimingConfig
+from ...model.stats import Stats
 from .run_state import SampleCallback, StartPhase, _Run
 from .timing import BLAS_SETTLE_S, NS, Clock, sample
 

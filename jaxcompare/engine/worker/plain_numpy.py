@@ -26,13 +26,13 @@ from typing import Any
 
 import numpy as np
 
-from ..i18n import N_
-from ..model.cases import Case
-from ..model.errors import JaxCompareError
-from ..model.spec import MIN_SAMPLES_FOR_RANGE, Spec
-from ..model.stats import Stats
-from .child import run_child, start_child
-from .load import LoadMeter, SampleWatch, Span, is_busy
+from ...i18n import N_
+from ...model.cases import Case
+from ...model.errors import JaxCompareError
+from ...model.spec import MIN_SAMPLES_FOR_RANGE, Spec
+from ...model.stats import Stats
+from ..common.child import run_child, start_child
+from ..common.load import LoadMeter, SampleWatch, Span, is_busy
 from .memory import keep_freed_memory
 from .runtimes import CLEAN_BUDGET_S, CLEAN_SAMPLE_S
 from .timing import bound_call, sample
@@ -146,7 +146,7 @@ def _time_numpy(payload: bytes) -> dict[str, Any]:
     neighbour is more likely to leave alone, as the worker's runtime pairs are (runtimes._clean_recheck)."""
     import cloudpickle
 
-    from ..catalog import get_case
+    from ...catalog import get_case
 
     request = cloudpickle.loads(payload)
     spec: Spec = request["spec"]

@@ -17,17 +17,18 @@ from typing import Any
 
 import numpy as np
 
-from ..catalog import get_case
-from ..i18n import N_
-from ..model.cases import Case, as_tuple
-from ..model.errors import JaxCompareError
-from ..model.platforms import float64_note, platform
-from ..model.profile import Profile
-from ..model.result import Result
-from ..model.roofline import Counts, Roofline, RooflineSide, choose_counts, device_time
-from ..model.sides import JaxSide, Peak
-from ..model.spec import Spec, TimingConfig
-from ..model.stats import Stats
+from ...catalog import get_case
+from ...i18n import N_
+from ...model.cases import Case, as_tuple
+from ...model.errors import JaxCompareError
+from ...model.platforms import float64_note, platform
+from ...model.profile import Profile
+from ...model.result import Result
+from ...model.roofline import Counts, Roofline, RooflineSide, choose_counts, device_time
+from ...model.sides import JaxSide, Peak
+from ...model.spec import Spec, TimingConfig
+from ...model.stats import Stats
+from ..common.load import LoadMeter
 from .agreement import compare_outputs, reduced_products
 from .ceilings import (
     bandwidth_ceiling,
@@ -44,7 +45,6 @@ from .environment import resolve_device
 from .gpu_clocks import ClockWatch
 from .inputs import build_inputs
 from .jax_phases import compiled_counts, device_phases, user_call
-from .load import LoadMeter
 from .memory import check_fits, device_memory, estimate, host_available, keep_freed_memory
 from .plain_numpy import numpy_as_users_run_it
 from .profile import profile_jitted
@@ -95,7 +95,7 @@ def measure(spec: Spec, progress: ProgressCallback = _no_progress, clock: Clock 
     GPU or TPU (True also measures it on a CPU-only host, where it repeats the main side).
     ``case``: a Case sent with the job (a notebook's functions) instead of the catalog's.
     ``profile_dir``: also trace a few steady-state calls, after every timed phase, into
-    ``profile_dir/<result id>`` (engine/profile.py); the timings are the same either way.
+    ``profile_dir/<result id>`` (engine/worker/profile.py); the timings are the same either way.
     ``recheck``: time the runtime pair again when the machine was busy or one side unstable
     (runtimes._recheck; off only in tests of the first pass). ``load``: the meter (tests inject its counters).
     ``clocks``: what reads the GPU's clocks (by default NVML's, on a GPU; tests replay readings).

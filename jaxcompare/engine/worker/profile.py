@@ -4,7 +4,7 @@ most device time, and the gap between the host's wall time per call and the devi
 
 Runs in the worker, after every timed phase, so it never changes a reported timing. The trace
 is read with the standard library (gzip + json, the Chrome trace format); ``summarize`` also
-reads any trace a user captured (engine/trace_file.py reads the file, .xplane.pb included):
+reads any trace a user captured (engine/worker/trace_file.py reads the file, .xplane.pb included):
 
 - Each traced call is wrapped in a ``jaxcompare call`` annotation on the host thread; its
   duration is the call's wall time (blocked), on the same clock as the device events. A trace
@@ -34,9 +34,9 @@ from collections.abc import Callable, Hashable, Iterable
 from pathlib import Path
 from typing import Any
 
-from ..i18n import N_
-from ..model.errors import BadInput
-from ..model.profile import DeviceTime, OpTime, Profile
+from ...i18n import N_
+from ...model.errors import BadInput
+from ...model.profile import DeviceTime, OpTime, Profile
 from .trace_file import read_trace
 
 CALL_MARK = "jaxcompare call"

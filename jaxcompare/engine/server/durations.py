@@ -16,12 +16,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..model.cases import Case
-from ..model.spec import Spec, TimingConfig
-from .ceilings import BUSY_RETRIES, CACHE_SCHEMA, cache_path
-from .environment import cpu_model
-from .memory import estimate as memory_estimate
-from .plain_numpy import GLIBC_MMAP_THRESHOLD, PLAIN_ATTEMPTS
+from ...model.cases import Case
+from ...model.spec import Spec, TimingConfig
+from ..worker.ceilings import BUSY_RETRIES, CACHE_SCHEMA, cache_path
+from ..worker.environment import cpu_model
+from ..worker.memory import estimate as memory_estimate
+from ..worker.plain_numpy import GLIBC_MMAP_THRESHOLD, PLAIN_ATTEMPTS
 
 # The first guess's parts (benchmarks/RESULTS.md, "How long a run takes": what they were measured at).
 WORKER_START_S = 1.2  # an interpreter that imports NumPy and JAX and opens its backend
@@ -144,7 +144,7 @@ def pitfalls_kind(sections: Sequence[str] | None) -> str:
     """What a pitfalls job is guessed and learnt as: "pitfalls" for the whole lab, else "pitfalls:"
     and its sections (one section takes a part of the lab's time: learnt as the whole, a run of one
     section made the next whole lab's estimate 15x too short)."""
-    from .pitfalls import SECTIONS
+    from ..worker.pitfalls import SECTIONS
 
     if not sections or set(sections) >= set(SECTIONS):
         return "pitfalls"
@@ -161,7 +161,7 @@ def work_parts(kind: str, spec: Spec | None, case: Case | None) -> tuple[float, 
     if spec is None or not (kind == "measure" or kind.startswith("pitfalls")):
         return OTHER_KIND_S, 0.0, 0.0
     if kind.startswith("pitfalls"):  # the lab's own timing, and pitfall 7's fresh processes, one per compile sample
-        from .pitfalls import SECTIONS, lab_timing
+        from ..worker.pitfalls import SECTIONS, lab_timing
 
         sections = kind.partition(":")[2].split(",") if ":" in kind else list(SECTIONS)
         timing = replace(lab_timing(spec.timing), first_call_processes=0, runtime_blocks=1, runtime_budget_s=None)
@@ -312,7 +312,7 @@ def others_counter() -> Callable[[], float]:
     """Other programs' CPU seconds so far, counted as load.LoadMeter counts them: this process's cores'
     busy time less this process tree's own (a runner's workers are its children), or where the cores'
     busy time reads nothing, the other processes' own CPU times."""
-    from .load import LoadMeter
+    from ..common.load import LoadMeter
 
     meter = LoadMeter()
     if meter.others_source is None:
@@ -332,7 +332,7 @@ class LoadReading:
     def __init__(self, others: Callable[[], float] | None = None, clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], None] = time.sleep) -> None:
         """``others``: other programs' CPU seconds so far (others_counter(); tests replay counters)."""
-        from .load import _cores
+        from ..common.load import _cores
 
         self.cores = len(_cores())
         self._lock = threading.Lock()

@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from ..i18n import N_
-from ..model.cases import Case, format_shape
-from ..model.device_memory import DeviceMemory
-from ..model.errors import TooLarge
-from ..model.formatting import format_bytes
+from ...i18n import N_
+from ...model.cases import Case, format_shape
+from ...model.device_memory import DeviceMemory
+from ...model.errors import TooLarge
+from ...model.formatting import format_bytes
 
 PROBE_SIZES = (13, 17, 19, 23)
 # Leave room for the interpreter, XLA's workspace and the other worker.

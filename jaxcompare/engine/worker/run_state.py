@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..model.cases import Case
-from ..model.spec import TimingConfig
+from ...model.cases import Case
+from ...model.spec import TimingConfig
+from ..common.load import LoadMeter
 from .gpu_clocks import ClockWatch
-from .load import LoadMeter
 from .timing import Clock
 
 ProgressCallback = Callable[[str, float], None]
@@ -124,7 +124,7 @@ class _Run:
     progress: Progress
     load: LoadMeter = field(default_factory=LoadMeter)
     recheck: bool = True
-    # The GPU's clocks, read around the runtime blocks (engine/gpu_clocks.py); None off GPUs.
+    # The GPU's clocks, read around the runtime blocks (engine/worker/gpu_clocks.py); None off GPUs.
     clocks: ClockWatch | None = None
     # Whether NumPy's last work ran threads besides the caller (OpenBLAS's workers, which spin
     # for a while after it): the next JAX timing settles first only then (load.HELPER_SHARE).
