@@ -11,7 +11,8 @@ from types import SimpleNamespace
 import pytest
 
 from jaxcompare.app import environment_view
-from jaxcompare.engine.worker.memory import MemoryEstimate, check_fits, device_memory
+from jaxcompare.engine.common.footprint import MemoryEstimate, check_fits
+from jaxcompare.engine.worker.memory import device_memory
 from jaxcompare.model.device_memory import DeviceMemory
 from jaxcompare.model.errors import TooLarge
 from jaxcompare.model.formatting import format_bytes

@@ -9,8 +9,9 @@ from support import QUICK
 
 from jaxcompare import BadInput, Runner, Spec, TooLarge
 from jaxcompare.catalog import get_case
+from jaxcompare.engine.common.footprint import input_shapes
 from jaxcompare.engine.server.settings import RateLimiter, Settings
-from jaxcompare.engine.worker.memory import estimate, input_shapes
+from jaxcompare.engine.worker.memory import estimate
 
 
 @pytest.mark.parametrize("case, shape, expected", [

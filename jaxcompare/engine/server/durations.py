@@ -18,10 +18,11 @@ from typing import Any
 
 from ...model.cases import Case
 from ...model.spec import Spec, TimingConfig
+from ..common.footprint import GLIBC_MMAP_THRESHOLD
+from ..common.footprint import estimate as memory_estimate
+from ..common.host import cpu_model
 from ..worker.ceilings import BUSY_RETRIES, CACHE_SCHEMA, cache_path
-from ..worker.environment import cpu_model
-from ..worker.memory import estimate as memory_estimate
-from ..worker.plain_numpy import GLIBC_MMAP_THRESHOLD, PLAIN_ATTEMPTS
+from ..worker.plain_numpy import PLAIN_ATTEMPTS
 
 # The first guess's parts (benchmarks/RESULTS.md, "How long a run takes": what they were measured at).
 WORKER_START_S = 1.2  # an interpreter that imports NumPy and JAX and opens its backend
@@ -97,7 +98,7 @@ def call_s(case: Case | None, spec: Spec) -> float:
         rate = LAPACK_FLOPS_PER_S if is_lapack(case) else CALL_FLOPS_PER_S
         return flops / rate * (2 if spec.precision == "x64" else 1)
     try:
-        return memory_estimate(case, spec.shape, spec.dtype, backend="unknown", with_outputs=False).input_bytes \
+        return memory_estimate(case, spec.shape, spec.dtype, backend="unknown").input_bytes \
             / CALL_BYTES_PER_S
     except Exception:  # a user's case whose inputs cannot be sized here: its worker says
         return 0.01
@@ -108,7 +109,7 @@ def plain_process(case: Case | None, spec: Spec) -> bool:
     if case is None:
         return False
     try:
-        inputs = memory_estimate(case, spec.shape, spec.dtype, backend="unknown", with_outputs=False).input_bytes
+        inputs = memory_estimate(case, spec.shape, spec.dtype, backend="unknown").input_bytes
     except Exception:
         return False
     return inputs >= GLIBC_MMAP_THRESHOLD

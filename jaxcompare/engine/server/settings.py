@@ -26,7 +26,7 @@ from ...i18n import N_
 from ...model.cases import Case, format_shape
 from ...model.errors import BadInput, TooLarge
 from ...model.spec import Spec
-from ..worker.memory import check_fits, estimate, host_available
+from ..common.footprint import check_fits, estimate, host_available
 
 MODES = ("local", "hosted")
 PLATFORMS = ("cpu", "gpu", "tpu")
@@ -240,7 +240,7 @@ def preflight(spec: Spec, settings: Settings | None = None, case: Case | None = 
         return
     case = get_case(spec.case, spec.cases_file) if case is None else case
     case.check_shape(spec.shape)
-    est = estimate(case, spec.shape, spec.dtype, backend="unknown", with_outputs=False)
+    est = estimate(case, spec.shape, spec.dtype, backend="unknown")
     check_fits(est, case.name, spec.shape, host_free=host_available(), device_free_bytes=None)
 
 

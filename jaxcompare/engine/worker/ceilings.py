@@ -23,8 +23,8 @@ import numpy as np
 
 from ...model.peaks import bandwidth_for, peak_for
 from ...model.sides import Peak
+from ..common.host import cpu_model, host_info
 from ..common.load import LoadMeter, is_busy
-from .environment import cpu_model, host_info
 from .timing import Clock
 
 CACHE_NAME = "cpu_peaks.json"

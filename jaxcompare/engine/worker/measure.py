@@ -28,6 +28,7 @@ from ...model.roofline import Counts, Roofline, RooflineSide, choose_counts, dev
 from ...model.sides import JaxSide, Peak
 from ...model.spec import Spec, TimingConfig
 from ...model.stats import Stats
+from ..common.footprint import check_fits, host_available
 from ..common.load import LoadMeter
 from .agreement import compare_outputs, reduced_products
 from .ceilings import (
@@ -45,7 +46,7 @@ from .environment import resolve_device
 from .gpu_clocks import ClockWatch
 from .inputs import build_inputs
 from .jax_phases import compiled_counts, device_phases, user_call
-from .memory import check_fits, device_memory, estimate, host_available, keep_freed_memory
+from .memory import device_memory, estimate, keep_freed_memory
 from .plain_numpy import numpy_as_users_run_it
 from .profile import profile_jitted
 from .restart import FreshCall, fresh_first_call

@@ -32,14 +32,12 @@ from ...model.errors import JaxCompareError
 from ...model.spec import MIN_SAMPLES_FOR_RANGE, Spec
 from ...model.stats import Stats
 from ..common.child import run_child, start_child
+from ..common.footprint import GLIBC_MMAP_THRESHOLD
 from ..common.load import LoadMeter, SampleWatch, Span, is_busy
 from .memory import keep_freed_memory
 from .runtimes import CLEAN_BUDGET_S, CLEAN_SAMPLE_S
 from .timing import bound_call, sample
 
-# glibc serves a block below this from the heap and keeps it when freed, whatever the settings: a
-# call whose arrays are all smaller runs alike in a plain process and in the worker.
-GLIBC_MMAP_THRESHOLD = 128 << 10
 # The child imports NumPy and the case and times one runtime phase; more than this is a stuck child.
 CHILD_TIMEOUT_S = 120.0
 
