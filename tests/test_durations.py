@@ -10,8 +10,8 @@ import pytest
 from jaxcompare import Runner, Spec, TimingConfig, i18n
 from jaxcompare.app import estimates
 from jaxcompare.catalog import get_case
+from jaxcompare.engine.common.lessons import SECTIONS
 from jaxcompare.engine.server.durations import Durations, Estimate, job_slowdown, pitfalls_kind, slowdown
-from jaxcompare.engine.worker.pitfalls import SECTIONS
 
 
 def spec(case: str = "centered_gram", shape: tuple[int, ...] = (1000, 1000), precision: str = "x32",

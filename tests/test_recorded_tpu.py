@@ -261,7 +261,7 @@ def test_pitfall_6_is_titled_by_the_platforms_reduced_precision(recorded_file, t
     from jaxcompare import i18n
     from jaxcompare.app.pitfalls_view import short_title, title_text
     from jaxcompare.cli import pitfall_lines
-    from jaxcompare.engine.worker.pitfalls import pitfall_title
+    from jaxcompare.engine.common.lessons import pitfall_title
 
     report = json.loads(recorded_file.read_text())["device_check"]["pitfalls"]
     tf32 = next(p for p in report["pitfalls"] if p["id"] == "tf32")

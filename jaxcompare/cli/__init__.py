@@ -31,8 +31,8 @@ from ..analysis.text import (
 )
 from ..analysis.trust import direction, trusted
 from ..catalog import builtin_cases, case_from_summary, find_case, get_case
+from ..engine.common.lessons import SECTIONS, check_sections, pitfall_title
 from ..engine.server.durations import pitfalls_kind
-from ..engine.worker.pitfalls import SECTIONS, check_sections, pitfall_title
 from ..history.store import traces_dir
 from ..i18n import N_, _, translate_text
 from ..model.cases import Case, format_shape
@@ -343,7 +343,7 @@ def pitfalls_summary_lines(report: dict[str, Any]) -> list[str]:
 def pitfall_effect_line(pitfall: dict[str, Any]) -> str:
     """'effect: flatters JAX (naive/proper speedup 83x, 95% range 11-1500x)', or the lesson
     that did not show: 'effect: within the noise: on this machine the transfer pitfall did not show'."""
-    from ..engine.worker.pitfalls import EFFECT_WORDS
+    from ..engine.common.lessons import EFFECT_WORDS
 
     factor = f"{pitfall['effect_factor']:.3g}x"
     if pitfall.get("effect_range"):

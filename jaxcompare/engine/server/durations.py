@@ -145,7 +145,7 @@ def pitfalls_kind(sections: Sequence[str] | None) -> str:
     """What a pitfalls job is guessed and learnt as: "pitfalls" for the whole lab, else "pitfalls:"
     and its sections (one section takes a part of the lab's time: learnt as the whole, a run of one
     section made the next whole lab's estimate 15x too short)."""
-    from ..worker.pitfalls import SECTIONS
+    from ..common.lessons import SECTIONS
 
     if not sections or set(sections) >= set(SECTIONS):
         return "pitfalls"
@@ -162,7 +162,7 @@ def work_parts(kind: str, spec: Spec | None, case: Case | None) -> tuple[float, 
     if spec is None or not (kind == "measure" or kind.startswith("pitfalls")):
         return OTHER_KIND_S, 0.0, 0.0
     if kind.startswith("pitfalls"):  # the lab's own timing, and pitfall 7's fresh processes, one per compile sample
-        from ..worker.pitfalls import SECTIONS, lab_timing
+        from ..common.lessons import SECTIONS, lab_timing
 
         sections = kind.partition(":")[2].split(",") if ":" in kind else list(SECTIONS)
         timing = replace(lab_timing(spec.timing), first_call_processes=0, runtime_blocks=1, runtime_budget_s=None)

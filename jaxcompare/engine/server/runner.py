@@ -336,7 +336,7 @@ class Runner:
     def submit_pitfalls(self, spec: Spec, sections: tuple[str, ...] | None = None, *,
                         timeout_s: float | None = None, owner: Owner | str | None = None) -> Job:
         """Queue the pitfalls lab; an x32 run borrows the x64 worker for the fair float64 side."""
-        from ..worker.pitfalls import check_sections
+        from ..common.lessons import check_sections
 
         preflight(spec, self.settings)
         sections = check_sections(sections)
@@ -734,7 +734,7 @@ class Runner:
             self._progress(job, N_("pitfall 7: fresh process {i} of {total}, each holding the {device} in turn").format(
                 i=i + 1, total=total, device=lane.device_label), 0.05 * i / total)
 
-        from ..worker.pitfalls import lab_timing
+        from ..common.lessons import lab_timing
 
         return fresh_processes(spec, lab_timing(spec.timing).compile_samples, env=env, on_start=on_start).to_dict()
 
@@ -877,7 +877,7 @@ def _combine(kind: str, values: list[Any]) -> Any:
     if kind == "pitfalls":
         report = values[0]
         if len(values) > 1:  # the fair float64 side from the x64 worker joins pitfall 3
-            from ..worker.pitfalls import join_fair_float64
+            from ..common.lessons import join_fair_float64
 
             join_fair_float64(report, values[1])
         return report
