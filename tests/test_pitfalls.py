@@ -8,9 +8,9 @@ from _pitfalls import check_ranges_and_effect
 from support import QUICK
 
 from jaxcompare import JobFailed, Spec
+from jaxcompare.engine.common.fresh import fresh_first_call
 from jaxcompare.engine.common.lessons import LOAD_PHASES, SECTIONS
 from jaxcompare.engine.common.load import LoadMeter, is_busy
-from jaxcompare.engine.worker.restart import fresh_first_call
 
 pytestmark = pytest.mark.slow  # a minute or more: collected first (conftest)
 

@@ -29,8 +29,8 @@ from ...model.errors import BadInput, JaxCompareError, JobFailed
 from ...model.platforms import Platform, platform
 from ...model.result import Result
 from ...model.spec import PRECISIONS, Spec
+from ..common.fresh import fresh_first_call, fresh_processes
 from ..common.shipping import pack_case
-from ..worker.restart import fresh_first_call, fresh_processes
 from ..worker.serve import MeasureOptions
 from .durations import FRESH_WORKER_S, Durations, Estimate, LoadReading, ceilings_known, pitfalls_kind
 from .envs import JaxEnv, env_for_job

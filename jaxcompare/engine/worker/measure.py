@@ -29,6 +29,7 @@ from ...model.sides import JaxSide, Peak
 from ...model.spec import Spec, TimingConfig
 from ...model.stats import Stats
 from ..common.footprint import check_fits, host_available
+from ..common.fresh import FreshCall, fresh_first_call
 from ..common.load import LoadMeter
 from .agreement import compare_outputs, reduced_products
 from .ceilings import (
@@ -49,7 +50,6 @@ from .jax_phases import compiled_counts, device_phases, user_call
 from .memory import device_memory, estimate, keep_freed_memory
 from .plain_numpy import numpy_as_users_run_it
 from .profile import profile_jitted
-from .restart import FreshCall, fresh_first_call
 from .run_state import CPU_SIDE_PARTS, Progress, ProgressCallback, SampleCallback, _Run
 from .runtimes import _compiled_count, _protocol, _runtimes, back_to_back
 from .timing import BLAS_SETTLE_S, Clock, blocking_call, bound_call, sample

@@ -29,6 +29,7 @@ from ...model.formatting import format_time
 from ...model.platforms import platform
 from ...model.spec import Spec
 from ...model.stats import Stats
+from ..common.fresh import FreshCall, FreshProcesses, fresh_processes
 from ..common.lessons import LOAD_PHASES, SECTIONS, _pitfall, _side, lab_timing, load_reading, side_text, speed_words
 from ..common.load import LoadMeter, is_busy
 from .agreement import normwise_errors
@@ -38,7 +39,6 @@ from .jax_phases import user_call
 from .measure import check_memory, check_precision
 from .plain_numpy import numpy_as_users_run_it
 from .profile import profile_jitted
-from .restart import FreshCall, FreshProcesses, fresh_processes
 from .timing import (
     BLAS_SETTLE_S,
     XLA_SETTLE_S,

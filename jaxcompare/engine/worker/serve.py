@@ -116,7 +116,7 @@ class MeasureOptions:
     """What a measurement job carries besides its Spec, each by name: ``case_bytes``, a Case sent
     with the job (engine/common/shipping.py) and measured instead of the catalog's; ``profile_dir``, an
     absolute folder to trace a few calls into, after the timed phases; ``first_calls``, the fresh
-    processes' first calls (restart.FreshCall as dicts) where the runner ran them, on a device one
+    processes' first calls (common/fresh.FreshCall as dicts) where the runner ran them, on a device one
     process at a time may hold (None: measure() starts them itself)."""
 
     case_bytes: bytes | None = None
@@ -127,9 +127,9 @@ class MeasureOptions:
 def run_measurement(job_id: str, spec_dict: dict[str, Any], options: MeasureOptions | None = None) -> dict[str, Any]:
     """Measure one Spec; returns the Result as a dict plus the worker-side time window."""
     from ...model.spec import Spec
+    from ..common.fresh import FreshCall
     from ..common.shipping import unpack_case
     from .measure import measure
-    from .restart import FreshCall
 
     spec = Spec.from_dict(spec_dict)
     if spec.precision != _precision:
@@ -147,8 +147,8 @@ def run_pitfalls(job_id: str, spec_dict: dict[str, Any], sections: tuple[str, ..
                  fresh: dict[str, Any] | None = None) -> dict[str, Any]:
     """``fresh``: pitfall 7's processes as the runner ran them (FreshProcesses.to_dict)."""
     from ...model.spec import Spec
+    from ..common.fresh import FreshProcesses
     from .pitfalls import measure_pitfalls
-    from .restart import FreshProcesses
 
     started = time.time()
     report = measure_pitfalls(Spec.from_dict(spec_dict), tuple(sections),
