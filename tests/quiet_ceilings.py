@@ -3,7 +3,7 @@ engine/worker/ceilings.py) into the file named on the command line, before `make
 processes, so that both of its parts read rates measured on a quiet machine, as on a user's host.
 
 Measured first beside the other test processes, every rate read busy and was measured again on
-later runs, up to ceilings.BUSY_RETRIES times each (benchmarks/RESULTS.md). One process a
+later runs, up to ceilings_cache.BUSY_RETRIES times each (benchmarks/RESULTS.md). One process a
 precision: float64's XLA rate needs x64."""
 
 from __future__ import annotations

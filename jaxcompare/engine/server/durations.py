@@ -20,8 +20,6 @@ from ...model.cases import Case
 from ...model.spec import Spec, TimingConfig
 from ..common.footprint import GLIBC_MMAP_THRESHOLD
 from ..common.footprint import estimate as memory_estimate
-from ..common.host import cpu_model
-from ..worker.ceilings import BUSY_RETRIES, CACHE_SCHEMA, cache_path
 from ..worker.plain_numpy import PLAIN_ATTEMPTS
 
 # The first guess's parts (benchmarks/RESULTS.md, "How long a run takes": what they were measured at).
@@ -185,25 +183,6 @@ def job_slowdown(kind: str, spec: Spec | None, case: Case | None, busy: float) -
     tries = 1.0 + (PLAIN_ATTEMPTS - 1) * busy  # each try busy or not as the machine is
     slowed = total - processes - plain_try + (processes + plain_try * tries) * stretch
     return slowdown(busy, case) * slowed / total
-
-
-def ceilings_known(dtype: str) -> bool:
-    """Whether this host's matmul rate at ``dtype`` is in the ceilings' cache (else the first run
-    measures it, CEILINGS_S). Read from the file, as the worker will: a missing file is 'no'."""
-    import json
-
-    try:
-        doc = json.loads(cache_path().read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    peaks = doc.get("peaks") if isinstance(doc, dict) and doc.get("schema") == CACHE_SCHEMA else None
-    if not isinstance(peaks, dict):
-        return False
-    prefix = cpu_model()
-    # An entry measured while the machine was busy is measured again on the next runs (ceilings.py).
-    return any(isinstance(key, str) and key.startswith(prefix) and key.endswith(f"| {dtype}")
-               and isinstance(entry, dict) and not (entry.get("busy") and entry.get("measurements", 1) <= BUSY_RETRIES)
-               for key, entry in peaks.items())
 
 
 def request_key(kind: str, spec: Spec | None) -> tuple[Any, ...]:

@@ -12,8 +12,6 @@ sum in NumPy and in XLA, the best of them. An accelerator's bandwidth is its pub
 from __future__ import annotations
 
 import contextlib
-import json
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -23,12 +21,11 @@ import numpy as np
 
 from ...model.peaks import bandwidth_for, peak_for
 from ...model.sides import Peak
+from ..common.ceilings_cache import BUSY_RETRIES, cache_path, read_cache, write_cache
 from ..common.host import cpu_model, host_info
 from ..common.load import LoadMeter, is_busy
 from .timing import Clock
 
-CACHE_NAME = "cpu_peaks.json"
-CACHE_SCHEMA = "jaxcompare.cpu_peaks/1"
 # Each library's best call within this budget is its rate; sizing comes first (below).
 BUDGET_S = 0.4
 # The matmul grows (doubling from 256) until one NumPy call takes this long, so threads,
@@ -38,8 +35,6 @@ MAX_N = 4096
 # The operands and products of both libraries may use this share of the available memory.
 MEMORY_SHARE = 0.05
 MIN_N = 128
-# A rate measured on a busy machine is measured again on up to this many later runs.
-BUSY_RETRIES = 3
 # The bandwidth kernels' working set: past any core's private cache, and as large as the catalog's
 # large cases (a 4000x4000 float32 matrix is 64 MiB), so their traffic meets a rate measured alike.
 BANDWIDTH_BYTES = 64 * 2**20
@@ -51,19 +46,6 @@ TRIAD_SCALAR = 3.0
 # call costs far more in arithmetic than in memory traffic, and XLA's CPU code runs threaded).
 TRANSCENDENTAL_N = 2**20
 TRANSCENDENTAL_FNS = ("sin", "exp", "tanh")
-
-
-def cache_path() -> Path:
-    """$JAXCOMPARE_CPU_PEAKS (one file for every database on a host), else beside the results
-    database: $JAXCOMPARE_DB's folder, else ~/.jaxcompare. (The same rule as history/store.py's
-    default_path, repeated: the engine sits below the history layer.)"""
-    own = os.environ.get("JAXCOMPARE_CPU_PEAKS")
-    if own:
-        return Path(own).expanduser()
-    db = os.environ.get("JAXCOMPARE_DB", "").strip()
-    on_file = db and "://" not in db  # a postgresql:// URL has no folder: ~/.jaxcompare then
-    folder = Path(db).expanduser().parent if on_file else Path.home() / ".jaxcompare"
-    return folder / CACHE_NAME
 
 
 def host_key(dtype: str) -> str:
@@ -99,30 +81,6 @@ def device_ceiling(device_kind: str, dtype: str, precision: str) -> tuple[float,
         return peak_for(device_kind, dtype, precision)
     except ValueError:  # a matmul precision the table has no column for
         return None
-
-
-def _read_cache(path: Path) -> dict[str, Any]:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(doc, dict) or doc.get("schema") != CACHE_SCHEMA or not isinstance(doc.get("peaks"), dict):
-        return {}
-    return doc["peaks"]
-
-
-def _write_cache(path: Path, key: str, entry: dict[str, Any]) -> None:
-    """Merge one entry into the cache, written beside it and renamed (readers never see half a
-    file). A cache that cannot be written only means measuring again next time."""
-    peaks = _read_cache(path) | {key: entry}
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps({"schema": CACHE_SCHEMA, "peaks": peaks}, indent=1), encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
 
 
 def _best_time(call: Any, budget_s: float, clock: Clock) -> float:
@@ -330,7 +288,7 @@ def _cached_entry(path: Path, key: str, rates: tuple[str, str], measure: Callabl
     entry that lacks XLA's rate (measured in a process whose JAX could not hold the dtype) gains
     it when this process can."""
     numpy_rate, jax_rate = rates
-    entry = _read_cache(path).get(key)
+    entry = read_cache(path).get(key)
     valid = _valid(entry, numpy_rate)
     stale = valid and entry.get("busy") and entry.get("measurements", 1) <= BUSY_RETRIES
     if not valid or stale or (can_jax and not entry.get(jax_rate)):
@@ -344,7 +302,7 @@ def _cached_entry(path: Path, key: str, rates: tuple[str, str], measure: Callabl
             fresh["busy"] = fresh["busy"] and bool(entry.get("busy"))
             fresh["measurements"] = entry.get("measurements", 1) + 1
         entry = fresh
-        _write_cache(path, key, entry)
+        write_cache(path, key, entry)
     return entry
 
 
