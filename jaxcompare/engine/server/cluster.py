@@ -10,14 +10,13 @@ only when the variable is set.
 
 from __future__ import annotations
 
+import importlib
 import logging
-import os
-import queue
 import socket
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from ...i18n import N_
@@ -30,9 +29,11 @@ LOCAL = "local"  # JAXCOMPARE_RAY_ADDRESS=local: a cluster of this machine alone
 # JAXCOMPARE_RAY_RESOURCE's words -> the Ray resource a job holds one of. GPUs are Ray's own; a TPU
 # host (whose chips JAX takes together) and a CPU-only host each declare one slot of their own.
 SLOT_RESOURCES = {"gpu": "GPU", "tpu": "jaxcompare_tpu", "cpu": "jaxcompare_cpu"}
-_PROGRESS_EVERY_S = 0.1  # progress within one phase, at most this often: each message is a Ray object
 _REMEMBERED_JOBS = 256  # a job's later steps prefer its first step's node (the pitfalls' float64 side)
 _PROBE_S = 5.0  # how long the head's port may take to accept a connection
+# The body of every Ray task (worker/ray_task.py): it runs in a Ray worker process and imports JAX, so
+# the server names it and loads it by name, as server/process.py names a local worker's entry point.
+TASK = "jaxcompare.engine.worker.ray_task"
 
 _lock = threading.Lock()  # ray.init is per process: Runners share one connection
 _users = 0
@@ -120,7 +121,7 @@ class Cluster:
         except BaseException:
             _disconnect()
             raise
-        self._remote = self._ray.remote(max_calls=1)(run_step)
+        self._remote = self._ray.remote(max_calls=1)(importlib.import_module(TASK).run_step)
         self._job_nodes: OrderedDict[str, str] = OrderedDict()
         self._nodes_lock = threading.Lock()
         log.info("jobs go to the Ray cluster at %s: %d slot(s) of %s", address, self.slots, self.resource)
@@ -304,73 +305,3 @@ class RayWorker:
 
 def _short(node: str | None) -> str:
     return node[:12] if node else "?"
-
-
-class _Relay:
-    """Stands in for the worker's socket (worker._conn) inside a Ray task: messages go to the
-    task's stream; progress within a phase is thinned out."""
-
-    def __init__(self, messages: queue.Queue[tuple[Any, ...]]) -> None:
-        self._messages = messages
-        self._last: tuple[str, float] | None = None
-
-    def send(self, message: tuple[Any, ...]) -> None:
-        if message[0] == "progress":
-            now = time.monotonic()
-            if self._last is not None and self._last[0] == message[2] and now - self._last[1] < _PROGRESS_EVERY_S:
-                return
-            self._last = (message[2], now)
-        self._messages.put(message)
-
-
-def _undo_ray_thread_limit() -> None:
-    """Ray sets OMP_NUM_THREADS to a task's CPUs (1 here) where the node left it unset; a local
-    worker's NumPy uses every core, so results would not compare. /proc/self/environ still holds
-    the environment this process started with (the node's)."""
-    try:
-        with open("/proc/self/environ", "rb") as fh:
-            initial = {item.split(b"=", 1)[0] for item in fh.read().split(b"\0") if item}
-    except OSError:
-        return
-    if b"OMP_NUM_THREADS" not in initial:
-        os.environ.pop("OMP_NUM_THREADS", None)
-
-
-def run_step(job_id: str, target: str, args: tuple[Any, ...], precision: str,
-             env: dict[str, str]) -> Iterator[tuple[Any, ...]]:
-    """The body of a Ray task, in a fresh Ray worker process: sets ``env``, then yields ("placed",
-    node, pid, host), then ("ready",) once JAX is set up, then the local worker's messages: progress,
-    done or error. The step runs in a thread so that its progress can be yielded while it measures."""
-    os.environ.update(env)  # before JAX's import, which reads JAX_PLATFORMS and JAX_ENABLE_X64
-    import ray
-
-    from ..worker import environment
-    from ..worker import serve as worker
-
-    node = ray.get_runtime_context().get_node_id()
-    yield ("placed", node, os.getpid(), socket.gethostname())
-    _undo_ray_thread_limit()
-    environment.mark_runner("ray", node)
-    messages: queue.Queue[tuple[Any, ...]] = queue.Queue()
-    worker._conn = _Relay(messages)  # type: ignore[assignment]
-
-    def body() -> None:
-        try:
-            worker.init_worker(precision)
-        except BaseException as exc:
-            messages.put(worker._error_message(exc))
-            return
-        messages.put(("ready",))
-        try:
-            envelope = worker.TARGETS[target](job_id, *args)
-        except BaseException as exc:
-            messages.put(worker._error_message(exc))
-        else:
-            messages.put(("done", envelope | {"node": node}))
-
-    threading.Thread(target=body, name="jaxcompare-step", daemon=True).start()
-    while True:
-        message = messages.get()
-        yield message
-        if message[0] in ("done", "error"):
-            return
