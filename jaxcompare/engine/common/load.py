@@ -27,6 +27,12 @@ try:  # psutil is a dependency; a stripped-down worker without it records no loa
 except ImportError:  # pragma: no cover
     psutil = None  # type: ignore[assignment]
 
+# A plain process timed while other programs ran counts only its samples that had their cores; where
+# too few did, it is timed again, up to this many times in all. It has no JAX beside it to share a
+# slowdown, and the worker's figure is the other regime (a TPU host: 5x apart), so it is not skipped
+# for a busy machine; only where every attempt was spoilt does the worker's figure stand, and warn.
+PLAIN_ATTEMPTS = 3
+
 
 def _cores() -> list[int]:
     try:

@@ -20,7 +20,7 @@ from ...model.cases import Case
 from ...model.spec import Spec, TimingConfig
 from ..common.footprint import GLIBC_MMAP_THRESHOLD
 from ..common.footprint import estimate as memory_estimate
-from ..worker.plain_numpy import PLAIN_ATTEMPTS
+from ..common.load import PLAIN_ATTEMPTS
 
 # The first guess's parts (benchmarks/RESULTS.md, "How long a run takes": what they were measured at).
 WORKER_START_S = 1.2  # an interpreter that imports NumPy and JAX and opens its backend
@@ -173,7 +173,7 @@ def work_parts(kind: str, spec: Spec | None, case: Case | None) -> tuple[float, 
 def job_slowdown(kind: str, spec: Spec | None, case: Case | None, busy: float) -> float:
     """What other programs taking ``busy`` of this process's cores do to a whole job: its sampled phases
     slow as slowdown() says, its fresh interpreters by PROCESS_CONTENTION_SLOPE more, and NumPy's plain
-    process is tried again while busy (plain_numpy.PLAIN_ATTEMPTS in all: a busy 1000x1000 matmul took three
+    process is tried again while busy (common/load.PLAIN_ATTEMPTS in all: a busy 1000x1000 matmul took three
     tries, 10.9 s, against one guessed at 0.7 s)."""
     busy = min(max(busy, 0.0), 1.0)
     total, processes, plain_try = work_parts(kind, spec, case)

@@ -31,8 +31,8 @@ from ...model.result import Result
 from ...model.spec import PRECISIONS, Spec
 from ..common.ceilings_cache import ceilings_known
 from ..common.fresh import fresh_first_call, fresh_processes
+from ..common.requests import MeasureOptions
 from ..common.shipping import pack_case
-from ..worker.serve import MeasureOptions
 from .durations import FRESH_WORKER_S, Durations, Estimate, LoadReading, pitfalls_kind
 from .envs import JaxEnv, env_for_job
 from .process import Cancelled, Expired, WorkerProcess

@@ -33,7 +33,7 @@ from ...model.spec import MIN_SAMPLES_FOR_RANGE, Spec
 from ...model.stats import Stats
 from ..common.child import run_child, start_child
 from ..common.footprint import GLIBC_MMAP_THRESHOLD
-from ..common.load import LoadMeter, SampleWatch, Span, is_busy
+from ..common.load import PLAIN_ATTEMPTS, LoadMeter, SampleWatch, Span, is_busy
 from .memory import keep_freed_memory
 from .runtimes import CLEAN_BUDGET_S, CLEAN_SAMPLE_S
 from .timing import bound_call, sample
@@ -41,11 +41,6 @@ from .timing import bound_call, sample
 # The child imports NumPy and the case and times one runtime phase; more than this is a stuck child.
 CHILD_TIMEOUT_S = 120.0
 
-# A plain process timed while other programs ran counts only its samples that had their cores; where
-# too few did, it is timed again, up to this many times in all. It has no JAX beside it to share a
-# slowdown, and the worker's figure is the other regime (a TPU host: 5x apart), so it is not skipped
-# for a busy machine; only where every attempt was spoilt does the worker's figure stand, and warn.
-PLAIN_ATTEMPTS = 3
 BUSY_NOTE = N_("NumPy's plain process ran while other programs used {cores} cores, and too few of its samples "
                "had the cores they wanted in {attempts} tries: NumPy's figure is the worker's, with freed memory "
                "kept; rerun when the machine is quieter")

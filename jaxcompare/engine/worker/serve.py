@@ -13,11 +13,11 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
 from ...i18n import N_
+from ..common.requests import MeasureOptions
 
 _conn: Connection | None = None
 _send_lock = threading.Lock()
@@ -109,19 +109,6 @@ def serve(fd: int) -> None:
             text = N_("the worker could not send its reply: {error_type}: {error}").format(
                 error_type=type(exc).__name__, error=exc)
             _send(("error", None, text, traceback.format_exc()))
-
-
-@dataclass(frozen=True)
-class MeasureOptions:
-    """What a measurement job carries besides its Spec, each by name: ``case_bytes``, a Case sent
-    with the job (engine/common/shipping.py) and measured instead of the catalog's; ``profile_dir``, an
-    absolute folder to trace a few calls into, after the timed phases; ``first_calls``, the fresh
-    processes' first calls (common/fresh.FreshCall as dicts) where the runner ran them, on a device one
-    process at a time may hold (None: measure() starts them itself)."""
-
-    case_bytes: bytes | None = None
-    profile_dir: str | None = None
-    first_calls: tuple[dict[str, Any], ...] | None = None
 
 
 def run_measurement(job_id: str, spec_dict: dict[str, Any], options: MeasureOptions | None = None) -> dict[str, Any]:
