@@ -153,6 +153,29 @@ def test_the_home_page_imports_neither_altair_nor_jax():
     assert out.stdout.strip() == "[]"
 
 
+def test_pages_use_the_engine_through_its_front_door():
+    """pages/ and app.py sit outside the package, where import-linter's contract for the front ends
+    (pyproject.toml) does not reach: they too import the engine as ``jaxcompare.engine`` only."""
+    import ast
+
+    for source in [ROOT / "app.py", *(ROOT / "pages").glob("*.py")]:
+        for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+            names = ([node.module or ""] if isinstance(node, ast.ImportFrom)
+                     else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            for name in names:
+                assert not name.startswith("jaxcompare.engine."), f"{source.name} imports {name}"
+
+
+def test_the_engines_front_door_loads_nothing_of_the_worker_half():
+    """Importing jaxcompare.engine and naming its runner loads the server half only: the worker's
+    modules (and JAX) stay out of the Streamlit process."""
+    code = ("import sys, jaxcompare.engine as engine; engine.Runner, engine.Estimate, engine.Settings\n"
+            "print(sorted(m for m in sys.modules if m.startswith('jaxcompare.engine.worker') or m == 'jax'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
 def test_the_home_pages_first_run_skips_streamlits_emoji_catalog(tmp_path):
     """Streamlit loads its emoji catalog (90 ms, before the first heading) when a widget's option or
     an alert without an icon holds non-ASCII text, such as the language switch's 中文."""

@@ -13,8 +13,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..engine.common.load import is_busy
-from ..engine.worker.agreement import BASE_RTOL, TF32_RTOL, may_use_tf32
+from ..engine import BASE_RTOL, TF32_RTOL, is_busy, may_use_tf32
 from ..i18n import N_, _, translate_text
 from ..model.clocks import SM_DROP_WARN
 from ..model.formatting import format_factor, format_time, format_time_range, transfer_rate_text

@@ -287,7 +287,7 @@ def _profile_findings(size: Mapping[str, Any] | None) -> list[Check]:
 def _place(pid: str, side: Mapping[str, Any]) -> str:
     """'1. JIT': a section's short title in the reader's language; for pitfall 3, which times
     several rows, with the row's label."""
-    from ..engine.common.lessons import PITFALLS
+    from ..engine import PITFALLS
 
     title = _(next(p["title"] for p in PITFALLS if p["id"] == pid))
     name = title.split("：", 1)[0].split(": ", 1)[0]

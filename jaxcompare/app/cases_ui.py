@@ -8,8 +8,7 @@ import os
 import streamlit as st
 
 from ..catalog import builtin_cases, case_from_summary
-from ..engine.server.runner import Job
-from ..engine.server.settings import Settings
+from ..engine import Job, Settings
 from ..i18n import N_, _, translate_text
 from ..model.cases import Case
 from ..model.errors import BadInput, JaxCompareError

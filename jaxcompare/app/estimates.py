@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..engine.server.durations import Estimate
+from ..engine import Estimate
 from ..i18n import N_, _, sentences
 from ..model.formatting import seconds_text
 

@@ -16,8 +16,7 @@ from ..analysis.checks import WARN, Check
 from ..analysis.consistency import finding_title, pitfalls_findings
 from ..analysis.summary import timing_name
 from ..analysis.text import lab_numpy_speeds_lines
-from ..engine.common.lessons import DOCS, EFFECTS, PITFALLS, SECTIONS, pitfall_title, side_roles, side_text
-from ..engine.server.durations import Estimate
+from ..engine import DOCS, EFFECTS, PITFALLS, SECTIONS, Estimate, pitfall_title, side_roles, side_text
 from ..i18n import N_, _, sentences, translate_text
 from ..model.cases import Case, format_shape
 from ..model.formatting import faster_or_slower, format_time, format_time_range, same_speed, with_detail

@@ -13,11 +13,7 @@ from typing import Any, ClassVar
 from ..analysis.checkline import Check
 from ..analysis.consistency import finding_title
 from ..analysis.versions import compare_versions, findings, first_call_text, pooled_runs, real_versions, release_key
-from ..engine.server import envs
-from ..engine.server.process import Cancelled
-from ..engine.server.runner import Job, Owner, Runner
-from ..engine.server.settings import Settings
-from ..engine.server.versions import StopSignal, VersionRun, measure_versions
+from ..engine import Cancelled, Job, Owner, Runner, Settings, StopSignal, VersionRun, envs, measure_versions
 from ..i18n import N_, _, ngettext
 from ..model.errors import BadInput
 from ..model.formatting import format_factor, format_time, format_time_range, markdown_literal

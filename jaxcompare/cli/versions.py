@@ -60,7 +60,7 @@ def _timing(args: argparse.Namespace) -> TimingConfig:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from ..engine.server.versions import measure_versions
+    from ..engine import measure_versions
 
     if args.prepare is not None:
         return prepare(args)
@@ -130,8 +130,7 @@ def version_line(result: Result) -> str:
 def prepare(args: argparse.Namespace) -> int:
     """``versions --prepare``: each environment made (or found made), one line each, nothing
     measured; what an operator runs before a hosted server offers these versions."""
-    from ..engine.server.envs import VersionUnavailable, ensure_env, envs_dir
-    from ..engine.server.settings import Settings
+    from ..engine import Settings, VersionUnavailable, ensure_env, envs_dir
 
     given = [f"--{name}" for name in ("case", "jax", "json") if getattr(args, name)]
     if given or args.save:
