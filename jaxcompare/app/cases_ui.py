@@ -71,7 +71,7 @@ def _take_cases_listing() -> bool:
     if job.error is not None:
         st.session_state["cases_file_error"] = str(job.error)
         return True
-    path = job.steps[0].args[0]
+    path = job.steps[0].request.cases_file
     st.session_state[CASES_FILE], st.session_state[CASES_FILE_CASES] = path, job.value
     return True
 

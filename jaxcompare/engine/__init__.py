@@ -16,9 +16,14 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS: dict[str, str] = {
     # running jobs
     "Runner": "server.runner",
-    "Job": "server.runner",
-    "Owner": "server.runner",
+    "Job": "server.jobs",
+    "Owner": "server.jobs",
     "Cancelled": "server.process",
+    "JobKind": "server.jobs",
+    "Step": "server.jobs",
+    "register_kind": "server.jobs",
+    "job_kind": "server.jobs",
+    "job_kinds": "server.jobs",
     "Settings": "server.settings",
     "RateLimiter": "server.settings",
     "Estimate": "server.durations",
@@ -87,8 +92,9 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time each name loads 
     from .server import envs
     from .server.durations import Estimate, pitfalls_kind
     from .server.envs import VersionUnavailable, ensure_env, envs_dir
+    from .server.jobs import Job, JobKind, Owner, Step, job_kind, job_kinds, register_kind
     from .server.process import Cancelled
-    from .server.runner import Job, Owner, Runner
+    from .server.runner import Runner
     from .server.settings import RateLimiter, Settings
     from .server.versions import StopSignal, VersionRun, measure_versions
     from .worker.agreement import BASE_RTOL, TF32_RTOL, may_use_tf32

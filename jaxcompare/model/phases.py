@@ -16,6 +16,11 @@ COMPILE_PHASES = ("trace", "lower", "compile")
 ONE_OFF_PHASES = ("transfer", *COMPILE_PHASES)
 # Paid on every call; the first two make the speedup.
 PER_CALL_PHASES = ("runtime", "numpy", "dispatch", "fetch")
+# A job's phase before its worker reports one (a worker starting, JAX importing), and the
+# measurement's phase that finds the device's ceilings, once per host: a job's own work starts after
+# the first and ends before the second (the estimates learn neither).
+STARTING_PHASE = "starting worker"
+CEILINGS_PHASE = "peak"
 # The English labels (the CLI's and the notebook's); a page shows phase_label(name), in the
 # reader's language.
 PHASE_LABELS = {

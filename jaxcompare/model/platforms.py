@@ -79,6 +79,9 @@ class Platform:
     # (case, seconds): catalog cases whose float64 self-check at the small shape took far longer than
     # float32's (about a second), nearly all of it compiling the emulated program.
     float64_slow: tuple[tuple[str, float], ...] = ()
+    # The environment variable that shows a worker process only some of the host's devices (None: the
+    # worker is pinned by index instead, every device visible).
+    visible_devices: str | None = None
 
     def float64_gap(self, error_text: str) -> Float64Gap | None:
         """The missing float64 operation an XLA error names, None for any other error."""
@@ -101,7 +104,8 @@ class Platform:
 
 PLATFORMS = {p.name: p for p in (
     Platform("cpu", "CPU", None, "float32", frozenset(), "native"),
-    Platform("gpu", "GPU", None, "tensorfloat32", frozenset({"highest", "float32"}), "native"),
+    Platform("gpu", "GPU", None, "tensorfloat32", frozenset({"highest", "float32"}), "native",
+             visible_devices="CUDA_VISIBLE_DEVICES"),
     Platform("tpu", "TPU", 1, "bfloat16", frozenset({"highest", "float32", "high", "bfloat16_3x", "tensorfloat32"}),
              "emulated",
              float64_missing=(

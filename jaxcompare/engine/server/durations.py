@@ -13,7 +13,7 @@ import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from ...model.cases import Case
@@ -21,6 +21,9 @@ from ...model.spec import Spec, TimingConfig
 from ..common.footprint import GLIBC_MMAP_THRESHOLD
 from ..common.footprint import estimate as memory_estimate
 from ..common.load import PLAIN_ATTEMPTS
+from .jobs import Estimate, kind_for_key
+
+__all__ = ["Durations", "Estimate", "LoadReading", "pitfalls_kind"]
 
 # The first guess's parts (benchmarks/RESULTS.md, "How long a run takes": what they were measured at).
 WORKER_START_S = 1.2  # an interpreter that imports NumPy and JAX and opens its backend
@@ -47,44 +50,12 @@ PITFALLS_MEASURES = 5.0  # the lab's pitfalls each time about a measurement's wo
 CALL_FLOPS_PER_S = 1e11  # a guess at one call's time from the catalog's FLOP count...
 LAPACK_FLOPS_PER_S = 4e10  # a factorisation (numpy.linalg, scipy.linalg) runs well below a matrix product
 CALL_BYTES_PER_S = 2e9  # ...or from its inputs' bytes
-OTHER_KIND_S = 2.0  # an environment, a cases listing, a self-check: a worker call, no timing
 # A first guess is worth a factor of two either way; a learnt one at least this much around it.
 GUESS_SPREAD = (0.5, 2.0)
 LEARNT_SPREAD = (0.75, 1.35)
 SEEN_PER_REQUEST = 5  # durations kept per request (the median leads)
 MAX_REQUESTS = 64  # requests remembered, so a long-running server's memory stays flat
 KIND_RATIOS = 16  # seen/guessed ratios kept per kind and preset
-
-
-BASES = ("seen", "like", "scaled", "guess")  # from the firmest to the loosest
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """A run's expected duration in seconds and an honest range around it. ``basis``: 'seen' (this
-    request ran before, ``runs`` times), 'like' (a first guess scaled by ``runs`` runs of the same case
-    and shape at another timing), 'scaled' (by ``runs`` runs of other requests of its kind) or 'guess'
-    (nothing like it has run in this server yet)."""
-
-    seconds: float
-    low: float
-    high: float
-    basis: str = "guess"
-    runs: int = 0
-
-    def left_s(self, elapsed_s: float) -> float:
-        """Seconds left after ``elapsed_s``: never negative (past the estimate, see overdue())."""
-        return max(self.seconds - elapsed_s, 0.0)
-
-    def overdue(self, elapsed_s: float) -> bool:
-        """Whether a run has taken longer than this estimate said."""
-        return elapsed_s > self.seconds
-
-    def __add__(self, other: Estimate) -> Estimate:
-        """Two runs back to back (a sweep's points, a job's steps): the weaker basis of the two."""
-        basis = max((self.basis, other.basis), key=BASES.index)
-        return Estimate(self.seconds + other.seconds, self.low + other.low, self.high + other.high, basis,
-                        min(self.runs, other.runs))
 
 
 def call_s(case: Case | None, spec: Spec) -> float:
@@ -155,19 +126,21 @@ def work_guess(kind: str, spec: Spec | None, case: Case | None) -> float:
     return work_parts(kind, spec, case)[0]
 
 
-def work_parts(kind: str, spec: Spec | None, case: Case | None) -> tuple[float, float, float]:
-    """work_guess's seconds, its fresh processes' part and one try of NumPy's plain process (measure_parts)."""
-    if spec is None or not (kind == "measure" or kind.startswith("pitfalls")):
-        return OTHER_KIND_S, 0.0, 0.0
-    if kind.startswith("pitfalls"):  # the lab's own timing, and pitfall 7's fresh processes, one per compile sample
-        from ..common.lessons import SECTIONS, lab_timing
+def work_parts(key: str, spec: Spec | None, case: Case | None) -> tuple[float, float, float]:
+    """work_guess's seconds, its fresh processes' part and one try of NumPy's plain process (measure_parts):
+    the first guess of the job kind that ``key`` names (server/jobs.JobKind.work_parts)."""
+    return kind_for_key(key).work_parts(key, spec, case)
 
-        sections = kind.partition(":")[2].split(",") if ":" in kind else list(SECTIONS)
-        timing = replace(lab_timing(spec.timing), first_call_processes=0, runtime_blocks=1, runtime_budget_s=None)
-        one = measure_guess(timing, call_s(case, spec), plain=plain_process(case, spec))
-        processes = timing.compile_samples * PROCESS_S if "cache" in sections else 0.0
-        return PITFALLS_MEASURES * one * len(sections) / len(SECTIONS) + processes, processes, 0.0
-    return measure_parts(spec.timing, call_s(case, spec), plain=plain_process(case, spec))
+
+def pitfalls_parts(sections: Sequence[str], spec: Spec, case: Case | None) -> tuple[float, float, float]:
+    """The pitfalls lab's first guess (work_parts): the lab's own timing, and pitfall 7's fresh processes,
+    one per compile sample."""
+    from ..common.lessons import SECTIONS, lab_timing
+
+    timing = replace(lab_timing(spec.timing), first_call_processes=0, runtime_blocks=1, runtime_budget_s=None)
+    one = measure_guess(timing, call_s(case, spec), plain=plain_process(case, spec))
+    processes = timing.compile_samples * PROCESS_S if "cache" in sections else 0.0
+    return PITFALLS_MEASURES * one * len(sections) / len(SECTIONS) + processes, processes, 0.0
 
 
 def job_slowdown(kind: str, spec: Spec | None, case: Case | None, busy: float) -> float:

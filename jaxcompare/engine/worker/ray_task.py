@@ -1,6 +1,6 @@
 """The body of a Ray task (server/cluster.py sends each step of a cluster runner's jobs as one): in a
 fresh Ray worker process, it sets the step's environment before JAX is imported, then runs the step
-as a local worker would (serve.TARGETS) and streams the worker's messages back.
+as a local worker would (serve.run_target) and streams the worker's messages back.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def run_step(job_id: str, target: str, args: tuple[Any, ...], precision: str,
             return
         messages.put(("ready",))
         try:
-            envelope = worker.TARGETS[target](job_id, *args)
+            envelope = worker.run_target(job_id, target, *args)
         except BaseException as exc:
             messages.put(worker._error_message(exc))
         else:

@@ -8,6 +8,7 @@ The server starts it with ``python -c`` (engine/server/process.py) and talks to 
 
 from __future__ import annotations
 
+import importlib
 import os
 import threading
 import time
@@ -17,7 +18,14 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from ...i18n import N_
-from ..common.requests import MeasureOptions
+from ..common.requests import (
+    ListCasesRequest,
+    MeasureRequest,
+    NoRequest,
+    PitfallsRequest,
+    SelfCheckRequest,
+    SpecRequest,
+)
 
 _conn: Connection | None = None
 _send_lock = threading.Lock()
@@ -98,7 +106,7 @@ def serve(fd: int) -> None:
             return
         _, job_id, target, args = message
         try:
-            envelope = TARGETS[target](job_id, *args)
+            envelope = run_target(job_id, target, *args)
         except BaseException as exc:
             reply = _error_message(exc)
         else:
@@ -111,86 +119,74 @@ def serve(fd: int) -> None:
             _send(("error", None, text, traceback.format_exc()))
 
 
-def run_measurement(job_id: str, spec_dict: dict[str, Any], options: MeasureOptions | None = None) -> dict[str, Any]:
-    """Measure one Spec; returns the Result as a dict plus the worker-side time window."""
-    from ...model.spec import Spec
+Report = Callable[[str, float], None]
+
+
+def run_measurement(request: MeasureRequest, report: Report) -> dict[str, Any]:
+    """Measure one Spec; returns the Result as a dict."""
     from ..common.fresh import FreshCall
     from ..common.shipping import unpack_case
     from .measure import measure
 
-    spec = Spec.from_dict(spec_dict)
+    spec, options = request.spec, request.options
     if spec.precision != _precision:
         raise RuntimeError(f"job for {spec.precision} sent to the {_precision} worker")
-    options = options or MeasureOptions()
     case = unpack_case(options.case_bytes, spec.case) if options.case_bytes is not None else None
-    started = time.time()
     first_calls = None if options.first_calls is None else tuple(FreshCall(**c) for c in options.first_calls)
-    result = measure(spec, progress=lambda phase, frac: _report(job_id, phase, frac), case=case,
-                     profile_dir=options.profile_dir, first_calls=first_calls)
-    return {"result": result.to_dict(), "window": (started, time.time()), "pid": os.getpid()}
+    return measure(spec, progress=report, case=case, profile_dir=options.profile_dir,
+                   first_calls=first_calls).to_dict()
 
 
-def run_pitfalls(job_id: str, spec_dict: dict[str, Any], sections: tuple[str, ...],
-                 fresh: dict[str, Any] | None = None) -> dict[str, Any]:
-    """``fresh``: pitfall 7's processes as the runner ran them (FreshProcesses.to_dict)."""
-    from ...model.spec import Spec
+def run_pitfalls(request: PitfallsRequest, report: Report) -> dict[str, Any]:
     from ..common.fresh import FreshProcesses
     from .pitfalls import measure_pitfalls
 
-    started = time.time()
-    report = measure_pitfalls(Spec.from_dict(spec_dict), tuple(sections),
-                              progress=lambda phase, frac: _report(job_id, phase, frac),
-                              fresh=None if fresh is None else FreshProcesses.from_dict(fresh))
-    return {"result": report, "window": (started, time.time()), "pid": os.getpid()}
+    return measure_pitfalls(request.spec, tuple(request.sections), progress=report,
+                            fresh=None if request.fresh is None else FreshProcesses.from_dict(request.fresh))
 
 
-def run_fair_float64(job_id: str, spec_dict: dict[str, Any]) -> dict[str, Any]:
-    from ...model.spec import Spec
+def run_fair_float64(request: SpecRequest, report: Report) -> dict[str, Any]:
     from .pitfalls import fair_float64
 
-    started = time.time()
-    _report(job_id, "dtype (float64 worker)", 0.95)
-    return {"result": fair_float64(Spec.from_dict(spec_dict)), "window": (started, time.time()),
-            "pid": os.getpid()}
+    report("dtype (float64 worker)", 0.95)
+    return fair_float64(request.spec)
 
 
-def run_environment(job_id: str) -> dict[str, Any]:
+def run_environment(request: NoRequest, report: Report) -> dict[str, Any]:
     from .environment import collect
 
-    started = time.time()
-    return {"result": collect(), "window": (started, time.time()), "pid": os.getpid()}
+    return collect()
 
 
-def run_list_cases(job_id: str, cases_file: str) -> dict[str, Any]:
+def run_list_cases(request: ListCasesRequest, report: Report) -> list[dict[str, Any]]:
     """Load a user's cases file here, never in the server, and describe its cases (names,
     titles, groups, shapes): what the app and the CLI list and look up."""
     from ...catalog import all_cases
 
-    started = time.time()
-    _report(job_id, "loading the cases file", 0.0)
-    summaries = [c.summary() for c in all_cases(cases_file) if c.cases_file is not None]
-    return {"result": summaries, "window": (started, time.time()), "pid": os.getpid()}
+    report("loading the cases file", 0.0)
+    return [c.summary() for c in all_cases(request.cases_file) if c.cases_file is not None]
 
 
-def run_selfcheck(job_id: str, names: list[str] | None, cases_file: str | None) -> dict[str, Any]:
+def run_selfcheck(request: SelfCheckRequest, report: Report) -> list[dict[str, Any]]:
     """Agreement of each case at its small shape (no timing)."""
     from ...catalog import all_cases
     from .selfcheck import check_case
 
-    started = time.time()
+    names = request.names
+    cases = [c for c in all_cases(request.cases_file) if names is None or c.name in names]
     out = []
-    cases = [c for c in all_cases(cases_file) if names is None or c.name in names]
     for i, case in enumerate(cases):
-        _report(job_id, case.name, i / max(len(cases), 1))
+        report(case.name, i / max(len(cases), 1))
         out.append(check_case(case, precision=_precision or "x32"))
-    return {"result": out, "window": (started, time.time()), "pid": os.getpid()}
+    return out
 
 
-TARGETS: dict[str, Callable[..., dict[str, Any]]] = {
-    "measure": run_measurement,
-    "environment": run_environment,
-    "selfcheck": run_selfcheck,
-    "pitfalls": run_pitfalls,
-    "fair_float64": run_fair_float64,
-    "list_cases": run_list_cases,
-}
+def run_target(job_id: str, target: str, request: Any) -> dict[str, Any]:
+    """Run one step: ``target`` names its function as ``module:function`` (a job kind's, server/kinds.py),
+    called with the step's request and a progress callback; its value goes back with the time window
+    it ran in and this process's id."""
+    module, _, name = target.partition(":")
+    function = getattr(importlib.import_module(module), name)
+    started = time.time()
+    value = function(request, lambda phase, fraction: _report(job_id, phase, fraction))
+    return {"result": value, "window": (started, time.time()), "pid": os.getpid()}
