@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 from ..i18n import N_
 
-__all__ = ["PLATFORMS", "Float64Gap", "Platform", "ProductPrecision", "PRODUCT_PRECISIONS", "platform",
-           "reduced_precision", "backend_error_line", "error_first_line", "float64_line", "float64_note", "gap_line",
-           "unsupported_label"]
+__all__ = ["PLATFORMS", "PREFERRED", "Float64Gap", "Platform", "ProductPrecision", "PRODUCT_PRECISIONS", "platform",
+           "reduced_precision", "is_host", "backend_error_line", "error_first_line", "float64_line", "float64_note",
+           "gap_line", "unsupported_label"]
 
 
 @dataclass(frozen=True)
@@ -79,9 +79,14 @@ class Platform:
     # (case, seconds): catalog cases whose float64 self-check at the small shape took far longer than
     # float32's (about a second), nearly all of it compiling the emulated program.
     float64_slow: tuple[tuple[str, float], ...] = ()
+    # The host itself (the CPU): its device's memory is the host's, it has no third side (JAX on the CPU
+    # beside it), and its ceilings are measured here rather than published.
+    host: bool = False
     # The environment variable that shows a worker process only some of the host's devices (None: the
     # worker is pinned by index instead, every device visible).
     visible_devices: str | None = None
+    # Where its clocks and heat are read while it runs ("nvml"; None: not read).
+    clocks: str | None = None
 
     def float64_gap(self, error_text: str) -> Float64Gap | None:
         """The missing float64 operation an XLA error names, None for any other error."""
@@ -103,9 +108,9 @@ class Platform:
 
 
 PLATFORMS = {p.name: p for p in (
-    Platform("cpu", "CPU", None, "float32", frozenset(), "native"),
+    Platform("cpu", "CPU", None, "float32", frozenset(), "native", host=True),
     Platform("gpu", "GPU", None, "tensorfloat32", frozenset({"highest", "float32"}), "native",
-             visible_devices="CUDA_VISIBLE_DEVICES"),
+             visible_devices="CUDA_VISIBLE_DEVICES", clocks="nvml"),
     Platform("tpu", "TPU", 1, "bfloat16", frozenset({"highest", "float32", "high", "bfloat16_3x", "tensorfloat32"}),
              "emulated",
              float64_missing=(
@@ -124,12 +129,22 @@ PLATFORMS = {p.name: p for p in (
 )}
 
 
+# The platform a worker measures on when its device is not named: an accelerator before the host.
+PREFERRED = tuple(sorted(PLATFORMS, key=lambda name: PLATFORMS[name].host))
+
+
 def platform(name: str | None) -> Platform | None:
     """The table's entry for a platform name ('cuda' and 'rocm' are GPUs); None when unknown."""
     if name is None:
         return None
     name = name.lower()
     return PLATFORMS.get("gpu" if name in ("cuda", "rocm") else name)
+
+
+def is_host(name: str | None) -> bool:
+    """Whether a platform name is the host's own (the CPU): an unknown one counts as an accelerator."""
+    found = platform(name)
+    return found is not None and found.host
 
 
 _LOCKFILE = re.compile(r"libtpu multi-process lockfile|TPU is already in use by process with pid (\d+)")

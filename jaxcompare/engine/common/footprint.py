@@ -20,6 +20,7 @@ from ...i18n import N_
 from ...model.cases import Case, format_shape
 from ...model.errors import TooLarge
 from ...model.formatting import format_bytes
+from ...model.platforms import is_host
 
 PROBE_SIZES = (13, 17, 19, 23)
 # Leave room for the interpreter, XLA's workspace and the other worker.
@@ -86,7 +87,7 @@ def estimate(case: Case, shape: tuple[int, ...], dtype: str, backend: str = "cpu
     widen = 8 / itemsize  # the float64 reference copies
     host = inputs + out + (inputs + out) * widen + case.numpy_temporaries * out * widen
     device = 2 * (inputs + out)
-    if backend == "cpu":  # the CPU "device" is host memory
+    if is_host(backend):  # the CPU "device" is host memory
         host += device
     return MemoryEstimate(shapes, int(inputs), outputs, int(host), int(device), method)
 

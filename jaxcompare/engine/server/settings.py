@@ -25,11 +25,12 @@ from typing import Any
 from ...i18n import N_
 from ...model.cases import Case, format_shape
 from ...model.errors import BadInput, TooLarge
+from ...model.platforms import PLATFORMS as KNOWN_PLATFORMS
 from ...model.spec import Spec
 from ..common.footprint import check_fits, estimate, host_available
 
 MODES = ("local", "hosted")
-PLATFORMS = ("cpu", "gpu", "tpu")
+PLATFORMS = tuple(KNOWN_PLATFORMS)  # JAXCOMPARE_DEVICES' platform names: the platform table's
 # JAXCOMPARE_RAY_RESOURCE's words; any other value names a custom Ray resource.
 RAY_RESOURCES = ("auto", "gpu", "tpu", "cpu")
 

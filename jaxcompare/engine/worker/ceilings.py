@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ...model.peaks import bandwidth_for, peak_for
+from ...model.platforms import is_host
 from ...model.sides import Peak
 from ..common.ceilings_cache import BUSY_RETRIES, cache_path, read_cache, write_cache
 from ..common.host import cpu_model, host_info
@@ -346,7 +347,7 @@ def ceilings(device: Any, dtype: str, numpy_dtype: str, *, with_cpu_side: bool,
 
     numpy_rate = rate(numpy_dtype)
     kind = getattr(device, "device_kind", device.platform)
-    if device.platform == "cpu":
+    if is_host(device.platform):
         flops, source, label, name = rate(dtype), "measured", f"{dtype} matmul", cpu_model()
     else:
         found = device_ceiling(kind, dtype, precision)
@@ -362,7 +363,7 @@ def bandwidth_ceiling(device: Any, cpu_bytes_per_s: float) -> tuple[float | None
     a run and passed in) on the CPU backend ("measured"), else the device's published figure
     ("table"), else (None, None). Reading the cache again could measure again (a busy entry is
     retried), and NumPy and JAX on one CPU would then get two different ceilings."""
-    if device.platform == "cpu":
+    if is_host(device.platform):
         return cpu_bytes_per_s, "measured"
     found = bandwidth_for(getattr(device, "device_kind", device.platform))
     return found, ("table" if found else None)
@@ -373,6 +374,6 @@ def transcendental_ceiling(device: Any, cpu_rate: float | None) -> tuple[float |
     a run and passed in, as for bandwidth_ceiling) on the CPU backend; no accelerator publishes
     one (a GPU's special-function units are not a table figure), so (None, None) there and
     transcendentals count as FLOPs (model/roofline.py)."""
-    if device.platform == "cpu":
+    if is_host(device.platform):
         return cpu_rate, "measured"
     return None, None

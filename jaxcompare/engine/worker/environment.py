@@ -14,6 +14,7 @@ from typing import Any
 from ...i18n import N_
 from ...model.device_memory import DeviceMemory
 from ...model.errors import DeviceUnavailable
+from ...model.platforms import PREFERRED
 from ..common.host import blas_info, host_info
 
 
@@ -22,7 +23,7 @@ def present_platforms() -> dict[str, list[Any]]:
     import jax
 
     found: dict[str, list[Any]] = {}
-    for name in ("gpu", "tpu", "cpu"):
+    for name in PREFERRED:
         try:
             devices = jax.devices(name)
         except RuntimeError:
@@ -59,7 +60,7 @@ def resolve_device(kind: str) -> Any:
     if _pinned is not None and kind in ("auto", _pinned[0]):
         return platforms[_pinned[0]][_pinned[1]]
     if kind == "auto":
-        for name in ("gpu", "tpu", "cpu"):
+        for name in PREFERRED:
             if name in platforms:
                 return platforms[name][0]
     if kind in platforms:

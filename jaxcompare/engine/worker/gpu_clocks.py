@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...model.clocks import ClockReading, GpuClocks
+from ...model.platforms import platform
 
 
 @functools.cache
@@ -73,7 +74,8 @@ class ClockWatch:
         self._nvml: Any = None
         self._before: ClockReading | None = None
         self._after: ClockReading | None = None
-        self.applicable = getattr(device, "platform", None) == "gpu"
+        found = platform(getattr(device, "platform", None))
+        self.applicable = found is not None and found.clocks == "nvml"
         self.name: str | None = None
         self.error: str | None = None
         if self.applicable:

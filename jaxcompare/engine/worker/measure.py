@@ -21,7 +21,7 @@ from ...catalog import get_case
 from ...i18n import N_
 from ...model.cases import Case, as_tuple
 from ...model.errors import JaxCompareError
-from ...model.platforms import float64_note, platform
+from ...model.platforms import float64_note, is_host, platform
 from ...model.profile import Profile
 from ...model.result import Result
 from ...model.roofline import Counts, Roofline, RooflineSide, choose_counts, device_time
@@ -77,7 +77,7 @@ def check_memory(case: Case, spec: Spec, device: Any, *, cpu_side: bool = False)
     """Refuse before allocating when inputs + outputs (from jax.eval_shape) will not fit; with
     the third side on an accelerator, its CPU copies count against host memory too."""
     est = estimate(case, spec.shape, spec.dtype, backend=device.platform)
-    if cpu_side and device.platform != "cpu":
+    if cpu_side and not is_host(device.platform):
         est = replace(est, host_bytes=est.host_bytes + est.device_bytes)
     free, total = device_memory(device) or (None, None)
     check_fits(est, case.name, spec.shape, host_free=host_available(), device_free_bytes=free,
@@ -119,7 +119,7 @@ def _measure(spec: Spec, progress: ProgressCallback, clock: Clock, *, cpu_side: 
     case.check_shape(spec.shape)
     device = resolve_device(spec.device)
     cpu = cpu_device_or_none()
-    want_cpu_side = device.platform != "cpu" if cpu_side is None else cpu_side
+    want_cpu_side = not is_host(device.platform) if cpu_side is None else cpu_side
     check_memory(case, spec, device, cpu_side=want_cpu_side and cpu is not None)
     run = _Run(case, spec.timing, clock, Progress(progress, spec.timing, cpu_side=want_cpu_side and cpu is not None),
                load if load is not None else LoadMeter(), recheck, clocks if clocks is not None else ClockWatch(device),
@@ -261,7 +261,7 @@ def _roofline(run: _Run, spec: Spec, device: Any, peak: Peak, cost: dict[str, fl
     transcendentals."""
     counts = choose_counts(cost, catalog_flops, least_bytes)
     cpu_counts = None
-    if device.platform != "cpu" and cpu is not None:
+    if not is_host(device.platform) and cpu is not None:
         found = compiled_counts(run.case, host_inputs, cpu)
         if found is not None:
             cpu_counts = Counts(**choose_counts(found, catalog_flops, least_bytes), xla=found, least_bytes=least_bytes)
