@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from ...model.cases import Case
+from ...model.phases import MEASURING
 from ...model.spec import Spec, TimingConfig
 from ..common.footprint import GLIBC_MMAP_THRESHOLD
 from ..common.footprint import estimate as memory_estimate
@@ -92,22 +93,40 @@ def measure_guess(timing: TimingConfig, call: float, *, plain: bool) -> float:
 
 def measure_parts(timing: TimingConfig, call: float, *, plain: bool) -> tuple[float, float, float]:
     """measure_guess's seconds, and of them the fresh first-call processes' and one try of NumPy's plain
-    process (0 where it has none): the parts a busy machine stretches most (job_slowdown)."""
-    per_sample = max(timing.target_sample_s, call)
+    process (0 where it has none): the parts a busy machine stretches most (job_slowdown). Each phase of
+    the protocol's table (model/phases.MEASURING) counts as its ``guess`` says (GUESSES)."""
+    seconds = {phase.name: GUESSES[phase.guess](timing, call, plain) for phase in MEASURING}
+    fresh = sum(seconds[phase.name] for phase in MEASURING if phase.guess == "fresh")
+    plain_try = sum(seconds[phase.name] for phase in MEASURING if phase.guess == "plain")
+    rest = sum(seconds[phase.name] for phase in MEASURING if phase.guess not in ("fresh", "plain"))
+    return rest + fresh + plain_try, fresh, plain_try  # in this order: job_slowdown takes them apart again
 
-    def phase(budget: float) -> float:  # a long call takes its fewest samples whatever the budget
-        return max(timing.min_samples * per_sample, budget * 0.4) + timing.warmup_s + call
 
-    runtime_budget = timing.runtime_budget_s or timing.phase_budget_s
-    pair = 2 * phase(runtime_budget)  # more than one pair of blocks share the runtimes' budget
-    recheck = RECHECK_SHARE * pair if timing.runtime_blocks == 1 else 0.0
-    processes = timing.first_call_processes * (PROCESS_S + COMPILE_S + call)
-    plain_try = PLAIN_PROCESS_S + phase(runtime_budget) if plain else 0.0
-    return (FIXED_S + 3 * call  # inputs, agreement and its float64 reference
-            + 3 * phase(timing.phase_budget_s)  # transfer, dispatch, fetch
-            + pair + recheck
-            + (timing.compile_samples + 1) * (COMPILE_S + call)  # the compiles and the worker's first call
-            + processes + plain_try), processes, plain_try
+def _sampled(timing: TimingConfig, call: float, budget: float) -> float:
+    """A sampled phase stops between half its budget and all of it; a long call takes its fewest samples
+    whatever the budget."""
+    return max(timing.min_samples * max(timing.target_sample_s, call), budget * 0.4) + timing.warmup_s + call
+
+
+def _runtime_block(timing: TimingConfig, call: float) -> float:
+    return _sampled(timing, call, timing.runtime_budget_s or timing.phase_budget_s)
+
+
+# How a phase's first guess is counted, by its table's ``guess``: (timing, one call's seconds, whether NumPy
+# is timed again in a plain process) -> seconds.
+GUESSES: dict[str, Callable[[TimingConfig, float, bool], float]] = {
+    "inputs": lambda timing, call, plain: FIXED_S + call,
+    "agreement": lambda timing, call, plain: 2 * call,  # the outputs compared, and the float64 reference
+    "budget": lambda timing, call, plain: _sampled(timing, call, timing.phase_budget_s),
+    "runtime": lambda timing, call, plain: _runtime_block(timing, call),  # more than one pair share the budget
+    "recheck": lambda timing, call, plain: (RECHECK_SHARE * 2 * _runtime_block(timing, call)
+                                            if timing.runtime_blocks == 1 else 0.0),
+    "compile": lambda timing, call, plain: timing.compile_samples * (COMPILE_S + call),
+    "first_call": lambda timing, call, plain: COMPILE_S + call,  # the worker's, a recompile
+    "fresh": lambda timing, call, plain: timing.first_call_processes * (PROCESS_S + COMPILE_S + call),
+    "plain": lambda timing, call, plain: PLAIN_PROCESS_S + _runtime_block(timing, call) if plain else 0.0,
+    "none": lambda timing, call, plain: 0.0,
+}
 
 
 def pitfalls_kind(sections: Sequence[str] | None) -> str:

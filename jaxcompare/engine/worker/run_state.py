@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ...model.cases import Case
+from ...model.phases import MEASURING
 from ...model.spec import TimingConfig
 from ..common.load import LoadMeter
 from .gpu_clocks import ClockWatch
@@ -16,24 +17,8 @@ from .timing import Clock
 ProgressCallback = Callable[[str, float], None]
 SampleCallback = Callable[[int], None]
 
-# Phase name -> share of the progress bar (roughly how long each takes).
-PROGRESS_WEIGHTS = (
-    ("inputs", 0.02),
-    ("transfer", 0.08),
-    ("compile", 0.28),
-    ("first_call", 0.12),
-    ("dispatch", 0.08),
-    ("fetch", 0.06),
-    ("numpy", 0.16),
-    ("runtime", 0.14),
-    ("recheck", 0.0),  # only with TimingConfig.runtime_blocks > 1 (weights rescaled)
-    ("first_call_fresh", 0.0),  # not in quick timing: the first call in fresh processes (measure.py)
-    ("numpy_plain", 0.0),  # only where the allocator matters: NumPy again in a plain process (plain_numpy.py)
-    ("jax_cpu", 0.0),  # only with the third side, JAX on the CPU (weights rescaled)
-    ("profile", 0.0),  # only when asked: a few traced calls, after every timed phase
-    ("agreement", 0.06),
-    ("peak", 0.0),  # the ceilings (the CPU's are cached after a host's first run), the empty calls
-)
+# Phase name -> share of the progress bar, in run order: the protocol's table (model/phases.py).
+PROGRESS_WEIGHTS = tuple((phase.name, phase.share) for phase in MEASURING)
 # The third side's phases, each an equal slice of the "jax_cpu" share.
 CPU_SIDE_PARTS = ("transfer", "compile", "first_call", "dispatch", "fetch", "runtime")
 # The third side's share of the bar: a whole second set of JAX phases, less the NumPy runtime.
