@@ -91,7 +91,8 @@ class Runner:
         if case is not None and case.name != spec.case:
             raise BadInput(N_("the spec names case {spec_case!r} but the case sent is {case!r}").format(
                 spec_case=spec.case, case=case.name))
-        preflight(spec, self.settings, case=case)
+        found = case if case is not None else self._q.case_of(spec)  # looked up once: the checks, the estimate
+        preflight(spec, self.settings, case=case, found=found)
         if jax is not None and self._cluster is not None:
             # Its environment is prepared on this server, not on the cluster's nodes.
             raise BadInput(N_("a JAX versions run measures in environments prepared on this machine, and this "
@@ -103,7 +104,7 @@ class Runner:
             case_bytes=None if case is None else pack_case(case),
             # The worker may not share this process's working directory.
             profile_dir=None if profile_dir is None else os.path.abspath(os.path.expanduser(os.fspath(profile_dir))))
-        return self.submit_job("measure", spec, options, spec=spec, case=case, timeout_s=timeout_s, owner=owner,
+        return self.submit_job("measure", spec, options, spec=spec, case=found, timeout_s=timeout_s, owner=owner,
                                rate_limited=rate_limited, sticky=not rate_limited, jax_env=jax_env)
 
     def submit_pitfalls(self, spec: Spec, sections: tuple[str, ...] | None = None, *,
@@ -111,8 +112,9 @@ class Runner:
         """Queue the pitfalls lab; an x32 run borrows the x64 worker for the fair float64 side."""
         from ..common.lessons import check_sections
 
-        preflight(spec, self.settings)
-        return self.submit_job("pitfalls", spec, check_sections(sections), spec=spec, timeout_s=timeout_s,
+        found = self._q.case_of(spec)
+        preflight(spec, self.settings, found=found)
+        return self.submit_job("pitfalls", spec, check_sections(sections), spec=spec, case=found, timeout_s=timeout_s,
                                owner=owner, rate_limited=True)
 
     def run(self, spec: Spec, *, timeout_s: float | None = None,

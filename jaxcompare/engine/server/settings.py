@@ -226,11 +226,13 @@ def _jax_versions(raw: Any) -> tuple[str, ...]:
         raise BadInput(N_("setting jax_versions: {error}").format(error=exc)) from None
 
 
-def preflight(spec: Spec, settings: Settings | None = None, case: Case | None = None) -> None:
+def preflight(spec: Spec, settings: Settings | None = None, case: Case | None = None, *,
+              found: Case | None = None) -> None:
     """Every check that needs no worker: case, shape, limits, host memory. Fast, allocates
     nothing big, so an impossible request is refused before it queues. A user's cases file
     is code and never runs here: the worker finds its case and checks shape and memory,
-    under the job's deadline. ``case``: a Case sent with the job (a notebook's functions)."""
+    under the job's deadline. ``case``: a Case sent with the job (a notebook's functions);
+    ``found``: the catalog's case for the spec, where the caller has looked it up already."""
     from ...catalog import get_case
 
     settings = settings or Settings()
@@ -239,7 +241,7 @@ def preflight(spec: Spec, settings: Settings | None = None, case: Case | None = 
         raise BadInput(N_("your own functions are code, and this server (hosted mode) runs only its built-in cases"))
     if spec.cases_file and case is None:
         return
-    case = get_case(spec.case, spec.cases_file) if case is None else case
+    case = case or found or get_case(spec.case, spec.cases_file)
     case.check_shape(spec.shape)
     est = estimate(case, spec.shape, spec.dtype, backend="unknown")
     check_fits(est, case.name, spec.shape, host_free=host_available(), device_free_bytes=None)
