@@ -166,6 +166,16 @@ def test_pages_use_the_engine_through_its_front_door():
                 assert not name.startswith("jaxcompare.engine."), f"{source.name} imports {name}"
 
 
+def test_the_architecture_page_names_every_engine_module():
+    """docs/architecture.md is where a newcomer finds the engine's modules: each one is named there."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    modules = [p for half in ("server", "worker", "common")
+               for p in (ROOT / "jaxcompare" / "engine" / half).glob("*.py") if p.name != "__init__.py"]
+    assert modules
+    missing = [f"{p.parent.name}/{p.stem}" for p in modules if f"`{p.stem}`" not in text]
+    assert not missing, missing
+
+
 def test_the_engines_front_door_loads_nothing_of_the_worker_half():
     """Importing jaxcompare.engine and naming its runner loads the server half only: the worker's
     modules (and JAX) stay out of the Streamlit process."""
