@@ -173,47 +173,9 @@ def sample(
     at least this long (BLAS_SETTLE_S when the call follows NumPy work). ``watch``: judges each
     sample (load.SampleWatch keeps one verdict a sample), and may end the block early.
     """
-    budget_ns = (config.phase_budget_s if budget_s is None else budget_s) / NS
-    min_n = config.min_samples if min_samples is None else min_samples
-    single = setup is not None or teardown is not None
-
-    def one_sample(loops: int, judged: bool = True) -> float:
-        if not single:
-            if watch is None or not judged:
-                return time_loops(call, loops, clock) * NS / loops
-            watch.begin()
-            elapsed = time_loops(call, loops, clock)
-            watch.end()
-            return elapsed * NS / loops
-        if setup is not None:
-            setup()
-        start = clock()
-        result = call()
-        elapsed = clock() - start
-        if teardown is not None:
-            teardown(result)
-        return elapsed * NS
-
-    if warmup:
-        # First calls pay for caches, page faults and lazy initialisation.
-        warm_until = clock() + max(config.warmup_s, settle_s) / NS
-        while True:
-            one_sample(1, judged=False)
-            if clock() >= warm_until:
-                break
-    started = clock()  # the budget is for sampling; the warm-up comes on top
-    loops = 1 if single else calibrate_loops(call, config.target_sample_s, clock)
-    samples: list[float] = []
-    while True:
-        samples.append(one_sample(loops))
-        if on_sample is not None:
-            on_sample(len(samples))
-        done, reason = _stop(samples, config, min_n, clock() - started, budget_ns)
-        if done:
-            break
-        if watch is not None and watch.block_done():
-            break
-    return Stats.from_samples(samples, loops=loops, stable=reason is None, unstable_reason=reason)
+    turn = Turn(call, setup=setup, teardown=teardown, min_samples=min_samples, budget_s=budget_s, warms=True)
+    return _sample([turn], config, clock=clock, settle_s=settle_s, warmup=warmup, on_sample=on_sample,
+                   watch=watch)[0]
 
 
 def _stop(samples: Sequence[float], config: TimingConfig, min_n: int, elapsed_ns: float,
@@ -248,29 +210,7 @@ def sample_round_robin(calls: Sequence[Callable[[], Any]], config: TimingConfig,
     pays for the switch (caches, the allocator's state). Calls of one library only: after
     the other library's work a call runs slow for longer than a turn (time NumPy and JAX in
     blocks, with a settle)."""
-    if not calls:
-        return []
-    warm_until = clock() + max(config.warmup_s, settle_s) / NS
-    while True:
-        for call in calls:
-            time_loops(call, 1, clock)
-        if clock() >= warm_until:
-            break
-    started = clock()  # as in sample(): the budget is for sampling, calibration included
-    loops = [calibrate_loops(call, config.target_sample_s, clock) for call in calls]
-    samples: list[list[float]] = [[] for _ in calls]
-    budget_ns = config.phase_budget_s * len(calls) / NS
-    switching = len(calls) > 1
-    while True:
-        for call, n_loops, xs in zip(calls, loops, samples, strict=True):
-            if switching:
-                time_loops(call, 1, clock)  # untimed: the switch from the other call's state
-            xs.append(time_loops(call, n_loops, clock) * NS / n_loops)
-        verdicts = [_stop(xs, config, config.min_samples, clock() - started, budget_ns) for xs in samples]
-        if all(done for done, _ in verdicts):
-            break
-    return [Stats.from_samples(xs, loops=n, stable=why is None, unstable_reason=why)
-            for xs, n, (_, why) in zip(samples, loops, verdicts, strict=True)]
+    return _sample([Turn(call) for call in calls], config, clock=clock, settle_s=settle_s)
 
 
 def combine_blocks(blocks: Sequence[Stats], rel_ci: float, tolerance: float,
@@ -305,20 +245,39 @@ def combine_blocks(blocks: Sequence[Stats], rel_ci: float, tolerance: float,
 
 
 class Turn:
-    """One call for sample_turns(): timed in a calibrated loop, or, with ``setup`` or
+    """One call for the sampling loop: timed in a calibrated loop, or, with ``setup`` or
     ``teardown``, one call a sample (as in sample()); ``min_samples`` and ``budget_s``
-    override the config's for this call alone (a cold first call takes compile_samples)."""
+    override the config's for this call alone (a cold first call takes compile_samples).
+    ``warms``: whether the warm-up calls it (None: unless it has a setup, whose warm-up, after
+    a cache clear, would only compile again)."""
 
     def __init__(self, call: Callable[[], Any], *, setup: Callable[[], Any] | None = None,
                  teardown: Callable[[Any], Any] | None = None, min_samples: int | None = None,
-                 budget_s: float | None = None) -> None:
+                 budget_s: float | None = None, warms: bool | None = None) -> None:
         self.call, self.setup, self.teardown = call, setup, teardown
         self.min_samples, self.budget_s = min_samples, budget_s
+        self.warms = setup is None if warms is None else warms
 
     @property
     def single(self) -> bool:
         return self.setup is not None or self.teardown is not None
 
+    def once(self, clock: Clock) -> float:
+        """One call as one sample, in seconds: untimed setup, the timed call, untimed teardown."""
+        if self.setup is not None:
+            self.setup()
+        start = clock()
+        result = self.call()
+        elapsed = clock() - start
+        if self.teardown is not None:
+            self.teardown(result)
+        return elapsed * NS
+
+    def warm_up(self, clock: Clock) -> None:
+        if self.single:
+            self.once(clock)
+        else:
+            time_loops(self.call, 1, clock)
 
 
 def sample_turns(turns: Sequence[Turn], config: TimingConfig, *, clock: Clock = time.perf_counter_ns,
@@ -327,49 +286,57 @@ def sample_turns(turns: Sequence[Turn], config: TimingConfig, *, clock: Clock = 
     call, an unblocked dispatch): a naive call and its correct counterpart timed in turns,
     so a slow stretch lands on both and their ratio holds. One library's calls only (see
     sample_round_robin). A loop turn starts with one untimed call (the switch from the other
-    turn's state: after a cache clear, its recompile); a setup turn has no warm-up."""
+    turn's state: after a cache clear, its recompile); a setup turn has no warm-up. Every other
+    round runs in reverse (B A, A B, ...): whatever going first or second costs lands on every
+    call alike, so a position cannot pass for a difference between calls."""
+    return _sample(turns, config, clock=clock, settle_s=settle_s, alternate=True)
+
+
+def _sample(turns: Sequence[Turn], config: TimingConfig, *, clock: Clock, settle_s: float = 0.0,
+            warmup: bool = True, alternate: bool = False, on_sample: Callable[[int], None] | None = None,
+            watch: Watch | None = None) -> list[Stats]:
+    """The sampling loop every phase goes through: warm up, calibrate each loop turn's loops per
+    sample, then one sample of each turn a round (``alternate``: every other round in reverse) until
+    every turn's median is stable or the budget (the turns' budgets together) is spent, or ``watch``
+    ends the block. A loop turn among others starts its sample with one untimed call, the switch
+    from the other turn's state. ``on_sample(n)``: n samples of the first turn so far."""
     if not turns:
         return []
-
-    def one(turn: Turn) -> float:
-        if not turn.single:
-            return time_loops(turn.call, 1, clock) * NS
-        if turn.setup is not None:
-            turn.setup()
-        start = clock()
-        result = turn.call()
-        elapsed = clock() - start
-        if turn.teardown is not None:
-            turn.teardown(result)
-        return elapsed * NS
-
-    warm_until = clock() + max(config.warmup_s, settle_s) / NS
-    while True:
-        for turn in turns:
-            if turn.setup is None:  # a cold call's warm-up would only compile again
-                one(turn)
-        if clock() >= warm_until:
-            break
-    started = clock()
+    if warmup:
+        # First calls pay for caches, page faults and lazy initialisation.
+        warm_until = clock() + max(config.warmup_s, settle_s) / NS
+        while True:
+            for turn in turns:
+                if turn.warms:
+                    turn.warm_up(clock)
+            if clock() >= warm_until:
+                break
+    started = clock()  # the budget is for sampling, calibration included; the warm-up comes on top
     loops = [1 if t.single else calibrate_loops(t.call, config.target_sample_s, clock) for t in turns]
     samples: list[list[float]] = [[] for _ in turns]
     budget_ns = sum(config.phase_budget_s if t.budget_s is None else t.budget_s for t in turns) / NS
     switching = len(turns) > 1
     order = list(zip(turns, loops, samples, strict=True))
     while True:
-        # Every other round in reverse (B A, A B, ...): whatever going first or second costs
-        # lands on every call alike, so a position cannot pass for a difference between calls.
-        order.reverse()
+        if alternate:
+            order.reverse()
         for turn, n_loops, xs in order:
             if turn.single:
-                xs.append(one(turn))
+                xs.append(turn.once(clock))
                 continue
             if switching:
                 time_loops(turn.call, 1, clock)  # untimed: the switch from the other call's state
-            xs.append(time_loops(turn.call, n_loops, clock) * NS / n_loops)
+            if watch is not None:
+                watch.begin()
+            elapsed = time_loops(turn.call, n_loops, clock)
+            if watch is not None:
+                watch.end()
+            xs.append(elapsed * NS / n_loops)
+        if on_sample is not None:
+            on_sample(len(samples[0]))
         verdicts = [_stop(xs, config, config.min_samples if t.min_samples is None else t.min_samples,
                           clock() - started, budget_ns) for t, xs in zip(turns, samples, strict=True)]
-        if all(done for done, _ in verdicts):
+        if all(done for done, _ in verdicts) or (watch is not None and watch.block_done()):
             break
     return [Stats.from_samples(xs, loops=n, stable=why is None, unstable_reason=why)
             for xs, n, (_, why) in zip(samples, loops, verdicts, strict=True)]
