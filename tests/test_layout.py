@@ -186,6 +186,19 @@ def test_the_engines_front_door_loads_nothing_of_the_worker_half():
     assert out.stdout.strip() == "[]"
 
 
+def test_the_home_page_loads_nothing_of_the_engines_worker_half():
+    """What app.py imports brings the engine's server half into the Streamlit process, never a module
+    of its worker half (those are the worker processes')."""
+    code = ("import ast, sys; tree = ast.parse(open('app.py').read())\n"
+            "for node in ast.walk(tree):\n"
+            "    if isinstance(node, ast.ImportFrom) and node.module.startswith('jaxcompare'):\n"
+            "        __import__(node.module, fromlist=[a.name for a in node.names])\n"
+            "print(sorted(m for m in sys.modules if m.startswith('jaxcompare.engine.worker')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
 def test_the_home_pages_first_run_skips_streamlits_emoji_catalog(tmp_path):
     """Streamlit loads its emoji catalog (90 ms, before the first heading) when a widget's option or
     an alert without an icon holds non-ASCII text, such as the language switch's 中文."""

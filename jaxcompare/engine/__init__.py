@@ -53,9 +53,6 @@ _EXPORTS: dict[str, str] = {
     # read in the server too, though they live with the worker's code (no JAX at their import)
     "TOP_OPS": "worker.profile",
     "summarize_file": "worker.profile",
-    "BASE_RTOL": "worker.agreement",
-    "TF32_RTOL": "worker.agreement",
-    "may_use_tf32": "worker.agreement",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -97,5 +94,4 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time each name loads 
     from .server.runner import Runner
     from .server.settings import RateLimiter, Settings
     from .server.versions import StopSignal, VersionRun, measure_versions
-    from .worker.agreement import BASE_RTOL, TF32_RTOL, may_use_tf32
     from .worker.profile import TOP_OPS, summarize_file

@@ -11,12 +11,9 @@ from typing import Any
 import numpy as np
 
 from ...model.cases import Arrays, Case
-from ...model.platforms import PLATFORMS, PRODUCT_PRECISIONS, platform
+from ...model.platforms import BASE_RTOL, PLATFORMS, PRODUCT_PRECISIONS, TF32_RTOL, may_reduce_products, may_use_tf32
 
-# Normwise relative tolerance per dtype: loose enough for reordered summation and
-# LAPACK-vs-XLA algorithm differences, tight enough to catch a wrong port.
-BASE_RTOL = {"float32": 1e-4, "float64": 1e-10}
-TF32_RTOL = PRODUCT_PRECISIONS["tensorfloat32"].rtol
+__all__ = ["BASE_RTOL", "TF32_RTOL", "may_reduce_products", "may_use_tf32"]  # the platform table's, read here too
 # jax_default_matmul_precision values that keep a float32 product in full float32 on a GPU.
 FULL_FLOAT32 = PLATFORMS["gpu"].full_products_at
 
@@ -35,21 +32,6 @@ def program_has_dot(program_text: str) -> bool:
         if not names or any(n != "highest" for n in names):
             return True
     return False
-
-
-def may_reduce_products(dtype: str, platform_name: str, matmul_precision: str) -> str | None:
-    """The reduced precision float32 products may run at here (model/platforms.py: 'tensorfloat32' on
-    a GPU, 'bfloat16' on a TPU), or None: not float32, or a platform or matmul precision that keeps it."""
-    entry = platform(platform_name)
-    if dtype != "float32" or entry is None or entry.float32_products == "float32":
-        return None
-    return None if matmul_precision.lower() in entry.full_products_at else entry.float32_products
-
-
-def may_use_tf32(dtype: str, platform: str, matmul_precision: str) -> bool:
-    """Whether a GPU may compute float32 products in TF32 here: float32, on a GPU, at a default
-    matmul precision that does not keep full float32."""
-    return may_reduce_products(dtype, platform, matmul_precision) == "tensorfloat32"
 
 
 def reduced_products(dtype: str, platform: str, matmul_precision: str, program_text: Callable[[], str]) -> str | None:
