@@ -82,7 +82,7 @@ def _drive(config: dict) -> None:
 
     def snapshot() -> None:
         for job in runner.recent():
-            jobs[job.id] = {"kind": str(job.kind), "status": job.status, "device": job.device, "window": job.window,
+            jobs[job.id] = {"kind": job.kind, "status": job.status, "device": job.device, "window": job.window,
                             "client": job.client, "result": getattr(job.value, "id", None),
                             "error": str(job.error) if job.error is not None else None}
 

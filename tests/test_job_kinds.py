@@ -33,7 +33,7 @@ def test_a_kind_added_through_the_registry_runs_end_to_end_in_real_workers():
         assert job.estimate is not None  # said when it queued, like any kind's
         value = job.wait(240)
         assert runner.recent()[-1] is job
-    assert job.status == "done" and str(job.kind) == "toy_sum"
+    assert job.status == "done" and job.kind == "toy_sum" and job.job_kind is kind
     assert value["x32"]["sum"] == value["x64"]["sum"] == 499500.0
     assert (value["x32"]["dtype"], value["x64"]["dtype"]) == ("float32", "float64")  # each in its own worker
     assert value["x32"]["pid"] != value["x64"]["pid"] and value["x32"]["backend"] == "cpu"

@@ -61,7 +61,7 @@ class Dispatcher:
         if who is not None:
             job.owner, job.client, job.user = who.session, who.client, who.user
         with self.cv:
-            known = job.kind.known(job, self._kept(job.kind))
+            known = job.job_kind.known(job, self._kept(job.job_kind))
             if self.closed:
                 raise JobFailed(N_("the runner is shut down"))
             job.context = self.context
@@ -72,7 +72,7 @@ class Dispatcher:
             return job
         with self.cv:
             lane = self.pick_lane(who, sticky)
-            if job.kind.capped:
+            if job.job_kind.capped:
                 self._check_caps(lane, who)
             if rate_limited and who is not None:
                 self.rate.acquire(who.rate_key)  # last: a refused request spends no token
@@ -128,7 +128,7 @@ class Dispatcher:
         """A client's measurements queued or running (the jobs a queue's cap counts). A finished job
         stops counting at once, before its dispatcher clears ``lane.current``."""
         return sum(1 for lane in self.lanes for job in self.ahead(lane)
-                   if not job.done and job.kind.capped and (job.client or job.owner) == rate_key)
+                   if not job.done and job.job_kind.capped and (job.client or job.owner) == rate_key)
 
     def idle(self) -> bool:
         return all(not lane.queue and lane.current is None for lane in self.lanes)
@@ -141,16 +141,16 @@ class Dispatcher:
         warm |= {step.precision for queued in ahead for step in queued.steps}  # a job ahead starts them
         cold = tuple(dict.fromkeys(p for p in job.precisions if p not in warm))
         spec = job.spec
-        ceilings = (spec is not None and job.kind.capped and not any(queued.spec is not None for queued in ahead)
+        ceilings = (spec is not None and job.job_kind.capped and not any(queued.spec is not None for queued in ahead)
                     and not ceilings_known(spec.dtype))
-        key = key or job.kind.estimate_key(job)
+        key = key or job.job_kind.estimate_key(job)
         return (self.durations.estimate(key, spec, job.case, cold=cold, ceilings=ceilings, busy=job._busy),
                 cold, ceilings)
 
     def typical_s(self, job: Job) -> float:
         """What ``job`` is expected to take once it starts (its estimate); never under a second."""
         if job.estimate is None:
-            job.estimate = self.durations.estimate(job.kind.estimate_key(job), job.spec, job.case)
+            job.estimate = self.durations.estimate(job.job_kind.estimate_key(job), job.spec, job.case)
         return max(job.estimate.seconds, 1.0)
 
     def wait_s(self, lane: Lane, before: Job | None = None) -> float:
@@ -215,7 +215,7 @@ class Dispatcher:
             for step in job.steps:
                 worker = lane.worker(step.precision, job.jax_env)
                 started = time.monotonic()
-                step = job.kind.prepare(job, step, LaneContext(
+                step = job.job_kind.prepare(job, step, LaneContext(
                     lane, worker, progress=lambda text, fraction: self.progress(job, text, fraction),
                     notice=lambda text: self.notice(job, text), cancel=job._cancel.is_set))
                 spent += time.monotonic() - started
@@ -238,9 +238,9 @@ class Dispatcher:
             if isinstance(exc, Expired):
                 exc = JobFailed(N_("stopped after its {timeout_s:g} s deadline; the worker was restarted").format(
                     timeout_s=job.timeout_s))
-            self.finish(job, error=job.kind.failed(job, exc))
+            self.finish(job, error=job.job_kind.failed(job, exc))
             return
-        self.finish(job, value=job.kind.combine(job, values))
+        self.finish(job, value=job.job_kind.combine(job, values))
 
     def notice(self, job: Job, text: str) -> None:
         with self.cv:
@@ -262,7 +262,7 @@ class Dispatcher:
             if job.done:
                 return
             if error is None and job.started_at is not None:
-                job.kind.keep(job, value, self._kept(job.kind))
+                job.job_kind.keep(job, value, self._kept(job.job_kind))
             job.value, job.error = value, error
             job.status = status or ("failed" if error is not None else "done")
             job.phase = job.status
@@ -294,7 +294,7 @@ class Dispatcher:
             work -= job.finished_at - job._peak_at
         if job._cold:
             work = max(work - FRESH_WORKER_S * len(job._cold), work / 2)
-        self.durations.learn(job.kind.estimate_key(job), job.spec, job.case, work, self.load.during(job._busy))
+        self.durations.learn(job.job_kind.estimate_key(job), job.spec, job.case, work, self.load.during(job._busy))
 
     def placed(self, job_id: str, node: str) -> None:
         with self.cv:

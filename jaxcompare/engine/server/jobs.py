@@ -124,7 +124,7 @@ class Job:
     """A queued unit of work (one or more worker steps run back to back, never interleaved
     with another job on its device); its fields are updated by the runner's threads."""
 
-    kind: JobKind
+    job_kind: JobKind  # what it is and does (server/job_kinds.py); ``kind`` is its name
     steps: tuple[Step, ...]
     timeout_s: float
     spec: Spec | None = None
@@ -160,6 +160,11 @@ class Job:
     _busy: float = field(default=0.0, repr=False)  # the share of the cores other programs took as it started
     _done: threading.Event = field(default_factory=threading.Event, repr=False)
     _cancel: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    @property
+    def kind(self) -> str:
+        """Its kind's name ('measure', 'pitfalls', ...): for showing and logging; the code asks job_kind."""
+        return self.job_kind.name
 
     @property
     def precision(self) -> str:

@@ -224,7 +224,7 @@ class Runner:
         it (a page's own environment or case-list job adds to the wait, but is no one's measurement)."""
         with self._q.cv:
             lane = self._q.pick_lane(None, False)
-            return self._q.wait_s(lane), sum(job.kind.capped for job in self._q.ahead(lane))
+            return self._q.wait_s(lane), sum(job.job_kind.capped for job in self._q.ahead(lane))
 
     def recent(self) -> list[Job]:
         """The last jobs that finished (up to 200), oldest first: a copy, safe to read."""
