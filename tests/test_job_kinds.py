@@ -37,3 +37,24 @@ def test_a_kind_added_through_the_registry_runs_end_to_end_in_real_workers():
     assert value["x32"]["sum"] == value["x64"]["sum"] == 499500.0
     assert (value["x32"]["dtype"], value["x64"]["dtype"]) == ("float32", "float64")  # each in its own worker
     assert value["x32"]["pid"] != value["x64"]["pid"] and value["x32"]["backend"] == "cpu"
+
+
+def test_the_first_look_up_from_many_threads_finds_the_engines_kinds():
+    """A cluster runner's dispatcher threads look up kinds at once in a fresh process: each must wait
+    for the engine's kinds to be registered, never find an empty registry."""
+    import subprocess
+    import sys
+
+    code = ("import threading\n"
+            "from jaxcompare.engine.server import jobs\n"
+            "barrier, out = threading.Barrier(8), []\n"
+            "def look():\n"
+            "    barrier.wait()\n"
+            "    try: out.append(jobs.job_kind('measure').name)\n"
+            "    except ValueError as exc: out.append(str(exc))\n"
+            "threads = [threading.Thread(target=look) for _ in range(8)]\n"
+            "[t.start() for t in threads]; [t.join() for t in threads]\n"
+            "print(sorted(set(out)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "['measure']"

@@ -294,10 +294,7 @@ def kind_for_key(key: str) -> JobKind:
 
 
 def _builtins() -> None:
-    if _BUILTIN not in _loaded:
-        _loaded.add(_BUILTIN)
-        importlib.import_module(_BUILTIN)
-
-
-_loaded: set[str] = set()
+    # Every time, not behind a flag: while one thread imports the module, the import system makes
+    # another wait until its kinds are registered (a flag set first let a dispatcher thread find none).
+    importlib.import_module(_BUILTIN)
 
