@@ -120,7 +120,7 @@ def run_precisions(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def machine() -> dict[str, Any]:
-    from jaxcompare.engine.environment import host_info, versions
+    from jaxcompare.engine.common.host import host_info, versions
 
     host = host_info()
     return {"cpu_model": host["cpu_model"], "cpu_count": host["cpu_count_logical"],

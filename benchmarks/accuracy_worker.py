@@ -58,7 +58,7 @@ def load_between(start: dict[str, float], end: dict[str, float]) -> dict[str, fl
 
 
 def time_jaxcompare(call: Callable[[], Any], cfg: Any) -> dict[str, Any]:
-    from jaxcompare.engine.timing import sample
+    from jaxcompare.engine.worker.timing import sample
 
     start = time.perf_counter()
     stats = sample(call, cfg)
@@ -142,8 +142,8 @@ def _setup(case: Any, shape: tuple[int, ...], precision: str) -> dict[str, Any]:
     import jax
 
     from jaxcompare import Spec
-    from jaxcompare.engine.inputs import build_inputs
-    from jaxcompare.engine.timing import blocking_call, bound_call
+    from jaxcompare.engine.worker.inputs import build_inputs
+    from jaxcompare.engine.worker.timing import blocking_call, bound_call
 
     spec = Spec(case.name, shape, precision=precision, device="cpu")
     host = build_inputs(case, spec)
@@ -208,8 +208,8 @@ def measure_case(case: Any, size: str, precision: str, rounds: int, cfg: Any, py
 
 def settle(call: Callable[[], Any]) -> None:
     """Run ``call`` for BLAS_SETTLE_S: after NumPy work, JAX timings start once OpenBLAS's
-    idle threads have stopped spinning (see jaxcompare.engine.timing.BLAS_SETTLE_S)."""
-    from jaxcompare.engine.timing import BLAS_SETTLE_S
+    idle threads have stopped spinning (see jaxcompare.engine.worker.timing.BLAS_SETTLE_S)."""
+    from jaxcompare.engine.worker.timing import BLAS_SETTLE_S
 
     end = time.perf_counter() + BLAS_SETTLE_S
     while time.perf_counter() < end:
@@ -228,7 +228,7 @@ def measure_overhead(precision: str, rounds: int, cfg: Any) -> list[dict[str, An
     import jax
     import jax.numpy as jnp
 
-    from jaxcompare.engine.timing import blocking_call, calibrate_loops, sample
+    from jaxcompare.engine.worker.timing import blocking_call, calibrate_loops, sample
 
     f = jax.jit(lambda x: x + 1)
     x = jax.device_put(jnp.asarray(1.0, dtype=jnp.float64 if precision == "x64" else jnp.float32))
@@ -273,7 +273,7 @@ def measure_showcase(precision: str, shape: tuple[int, ...], repeats: int, log: 
     import jax
 
     from jaxcompare import Spec, TimingConfig, get_case
-    from jaxcompare.engine.measure import measure
+    from jaxcompare.engine.worker.measure import measure
 
     case = get_case("centered_gram")
     setup = _setup(case, shape, precision)
@@ -326,7 +326,7 @@ def run(args: Any) -> dict[str, Any]:
     import jax
 
     from jaxcompare import TimingConfig, get_case
-    from jaxcompare.engine.measure import check_precision
+    from jaxcompare.engine.worker.measure import check_precision
 
     jax.config.update("jax_enable_compilation_cache", False)  # as jaxcompare's worker does
     check_precision(args.precision)

@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 
-from jaxcompare.engine.measure import measure
+from jaxcompare.engine.worker.measure import measure
 from jaxcompare.model.spec import Spec, TimingConfig
 
 CASES = (("matmul", (158, 158)), ("matmul", (398, 398)), ("centered_gram", (1000, 1000)), ("cumsum", (1000000,)))

@@ -39,8 +39,8 @@ sys.path.insert(0, str(HERE.parent))
 from jaxcompare import JaxCompareError, Result, Runner, Spec, TimingConfig  # noqa: E402
 from jaxcompare.analysis.checks import checklist, overall  # noqa: E402
 from jaxcompare.catalog import builtin_cases  # noqa: E402
-from jaxcompare.engine.pitfalls import SECTIONS  # noqa: E402
-from jaxcompare.engine.selfcheck import record_status  # noqa: E402
+from jaxcompare.engine.common.lessons import SECTIONS  # noqa: E402
+from jaxcompare.engine.worker.selfcheck import record_status  # noqa: E402
 from jaxcompare.history.exchange import export_json  # noqa: E402
 from jaxcompare.model.cases import format_shape  # noqa: E402
 from jaxcompare.model.device_memory import DeviceMemory  # noqa: E402

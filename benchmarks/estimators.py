@@ -15,8 +15,8 @@ import sys
 
 import numpy as np
 
-from jaxcompare.engine.load import share_cores
-from jaxcompare.engine.timing import blocking_call, bound_call, lowest_block, sample
+from jaxcompare.engine.common.load import share_cores
+from jaxcompare.engine.worker.timing import blocking_call, bound_call, lowest_block, sample
 from jaxcompare.model.spec import TimingConfig
 
 NEIGHBOUR = "import time\nend = time.time() + 300\nwhile time.time() < end: pass\n"

@@ -30,7 +30,7 @@ def main() -> None:
     import jax
 
     from jaxcompare import Spec, get_case
-    from jaxcompare.engine.inputs import build_inputs
+    from jaxcompare.engine.worker.inputs import build_inputs
 
     jax.config.update("jax_enable_compilation_cache", False)
     precision = "x64" if jax.config.jax_enable_x64 else "x32"

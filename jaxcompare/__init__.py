@@ -13,7 +13,7 @@ from typing import Any
 # page and `import jaxcompare.model...` never pay for the catalog, the engine or NumPy they skip.
 _EXPORTS = {
     "all_cases": "catalog", "builtin_cases": "catalog", "get_case": "catalog",
-    "Job": "engine.runner", "Runner": "engine.runner",
+    "Job": "engine.server.runner", "Runner": "engine.server.runner",
     "Case": "model.cases", "Port": "model.cases",
     "BadInput": "model.errors", "DeviceUnavailable": "model.errors", "JaxCompareError": "model.errors",
     "JobFailed": "model.errors", "TooLarge": "model.errors",

@@ -15,7 +15,7 @@ from jaxcompare.app import pitfalls_view as pv
 from jaxcompare.app.charts_pitfalls import pitfall_chart
 from jaxcompare.app.charts_profile import size_gap_chart
 from jaxcompare.app.profile_view import side_gap_text
-from jaxcompare.engine.pitfalls import PITFALLS, SECTIONS
+from jaxcompare.engine import PITFALLS, SECTIONS
 from jaxcompare.i18n import _, sentences, translate_text
 from jaxcompare.model.cases import format_shape
 

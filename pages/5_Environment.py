@@ -6,7 +6,7 @@ import streamlit as st
 
 from jaxcompare.app import access, navigation, resources, ui
 from jaxcompare.app import environment_view as ev
-from jaxcompare.engine.environment import ENV_VARS, host_info
+from jaxcompare.engine import ENV_VARS, host_info
 from jaxcompare.i18n import _, translate_text
 from jaxcompare.model import formatting
 from jaxcompare.model.spec import PRECISIONS

@@ -1,4 +1,4 @@
-"""Pitfall reports built from chosen times, as the engine words them (engine.pitfalls' own
+"""Pitfall reports built from chosen times, as the engine words them (engine/common/lessons.py's own
 _side and _pitfall), for the view and chart tests: each time a median with a ±``spread`` range.
 And the check every measured pitfall passes: medians inside their ranges, the effect they decide."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from jaxcompare.engine.pitfalls import DECIDING_SAMPLES, EFFECTS, _pitfall, _side
+from jaxcompare.engine.common.lessons import DECIDING_SAMPLES, EFFECTS, _pitfall, _side
 from jaxcompare.model.stats import Stats
 
 

@@ -90,7 +90,7 @@ def runner():
 def fair_result():
     """A real, fair comparison at the JAX docs' size, measured in this process (x32, CPU)."""
     from jaxcompare import Spec, TimingConfig
-    from jaxcompare.engine.measure import measure
+    from jaxcompare.engine.worker.measure import measure
 
     return measure(Spec("centered_gram", (1000, 1000), device="cpu", timing=TimingConfig.quick()))
 
@@ -99,7 +99,7 @@ def fair_result():
 def tiny_result():
     """The same comparison at 10x10, where dispatch overhead dominates."""
     from jaxcompare import Spec, TimingConfig
-    from jaxcompare.engine.measure import measure
+    from jaxcompare.engine.worker.measure import measure
 
     return measure(Spec("centered_gram", (10, 10), device="cpu", timing=TimingConfig.quick()))
 

@@ -45,7 +45,7 @@ def _drive(config: dict) -> None:
     if not _wait_for(config["go"], 600):
         raise TimeoutError("the test never said go")
     from jaxcompare import JaxCompareError, Spec, TimingConfig
-    from jaxcompare.engine.runner import Owner
+    from jaxcompare.engine.server.runner import Owner
     from jaxcompare.history.store import Store, default_path
 
     resources = sys.modules["jaxcompare.app.resources"]  # the test opened a page first: the app made its Runner

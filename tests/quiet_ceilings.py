@@ -1,9 +1,9 @@
 """Measures this host's CPU ceilings (the matmul rates, the bandwidth, the transcendental rates:
-engine/ceilings.py) into the file named on the command line, before `make test` starts its test
+engine/worker/ceilings.py) into the file named on the command line, before `make test` starts its test
 processes, so that both of its parts read rates measured on a quiet machine, as on a user's host.
 
 Measured first beside the other test processes, every rate read busy and was measured again on
-later runs, up to ceilings.BUSY_RETRIES times each (benchmarks/RESULTS.md). One process a
+later runs, up to ceilings_cache.BUSY_RETRIES times each (benchmarks/RESULTS.md). One process a
 precision: float64's XLA rate needs x64."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sys
 
 
 def measure(precision: str) -> None:
-    from jaxcompare.engine.ceilings import cpu_bandwidth, cpu_device_or_none, cpu_rate, cpu_transcendental_rate
+    from jaxcompare.engine.worker.ceilings import cpu_bandwidth, cpu_device_or_none, cpu_rate, cpu_transcendental_rate
     from jaxcompare.model.spec import DTYPES
 
     device = cpu_device_or_none()

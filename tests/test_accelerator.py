@@ -19,9 +19,10 @@ from support import QUICK
 
 from jaxcompare import Result, Spec
 from jaxcompare.analysis.checks import check_on_device
-from jaxcompare.engine import ceilings
-from jaxcompare.engine.load import BUSY_CORES, LoadMeter, is_busy
-from jaxcompare.engine.measure import measure
+from jaxcompare.engine.common import ceilings_cache
+from jaxcompare.engine.common.load import BUSY_CORES, LoadMeter, is_busy
+from jaxcompare.engine.worker import ceilings
+from jaxcompare.engine.worker.measure import measure
 from jaxcompare.model.formatting import dumps, peak_sentence, third_side_verdict, transfer_rate_text
 from jaxcompare.model.peaks import peak_for
 from jaxcompare.model.phases import JAX_PHASES
@@ -96,7 +97,7 @@ def test_the_cpu_rate_is_measured_once_and_then_read_from_the_cache(tmp_path):
     first = ceilings.cpu_rate("float32", None, path=path)
     doc = json.loads(path.read_text())
     key = ceilings.host_key("float32")
-    assert doc["schema"] == ceilings.CACHE_SCHEMA and first == doc["peaks"][key]["numpy_flops_per_s"] > 1e6
+    assert doc["schema"] == ceilings_cache.CACHE_SCHEMA and first == doc["peaks"][key]["numpy_flops_per_s"] > 1e6
     # A second call reads the file: a value written there is what it returns.
     doc["peaks"][key].update(numpy_flops_per_s=12345.0, busy=False)  # as if measured on a quiet machine
     path.write_text(json.dumps(doc))
@@ -111,12 +112,12 @@ def test_a_rate_measured_on_a_busy_machine_is_measured_again_a_few_times(tmp_pat
     key = ceilings.host_key("float32")
 
     def cache(**entry):
-        path.write_text(json.dumps({"schema": ceilings.CACHE_SCHEMA, "peaks": {key: entry}}))
+        path.write_text(json.dumps({"schema": ceilings_cache.CACHE_SCHEMA, "peaks": {key: entry}}))
 
     cache(numpy_flops_per_s=1000.0, busy=True, measurements=1)  # far below any real CPU
     assert ceilings.cpu_rate("float32", None, path=path) > 1e6  # measured again, the best kept
     assert json.loads(path.read_text())["peaks"][key]["measurements"] == 2
-    cache(numpy_flops_per_s=1000.0, busy=True, measurements=ceilings.BUSY_RETRIES + 1)
+    cache(numpy_flops_per_s=1000.0, busy=True, measurements=ceilings_cache.BUSY_RETRIES + 1)
     assert ceilings.cpu_rate("float32", None, path=path) == 1000.0  # retries used up: kept
     cache(numpy_flops_per_s=1000.0, busy=False, measurements=1)
     assert ceilings.cpu_rate("float32", None, path=path) == 1000.0  # a quiet measurement stands
@@ -169,9 +170,9 @@ def test_a_corrupt_cache_is_measured_again(tmp_path):
 def test_the_cache_lives_beside_the_results_database_unless_named(monkeypatch, tmp_path):
     monkeypatch.delenv("JAXCOMPARE_CPU_PEAKS", raising=False)
     monkeypatch.setenv("JAXCOMPARE_DB", str(tmp_path / "db" / "results.sqlite3"))
-    assert ceilings.cache_path() == tmp_path / "db" / "cpu_peaks.json"
+    assert ceilings_cache.cache_path() == tmp_path / "db" / "cpu_peaks.json"
     monkeypatch.setenv("JAXCOMPARE_CPU_PEAKS", str(tmp_path / "host" / "peaks.json"))
-    assert ceilings.cache_path() == tmp_path / "host" / "peaks.json"
+    assert ceilings_cache.cache_path() == tmp_path / "host" / "peaks.json"
 
 
 @pytest.mark.parametrize(("dtype", "precision", "label", "value"), [

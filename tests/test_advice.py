@@ -18,7 +18,7 @@ from jaxcompare.analysis.advice import COMPILE, MEMORY, OVERHEAD, TRANSFER, advi
 from jaxcompare.analysis.summary import break_even_tile
 from jaxcompare.analysis.text import advice_lines
 from jaxcompare.analysis.trust import trusted
-from jaxcompare.engine.measure import measure
+from jaxcompare.engine.worker.measure import measure
 from jaxcompare.model.formatting import format_percent
 from jaxcompare.model.result import Result
 from jaxcompare.model.roofline import Roofline, RooflineSide

@@ -16,8 +16,8 @@ from browser_support import CHART, IDLE, assert_no_error, streamlit_run, wait_fo
 from support import QUICK
 
 from jaxcompare import Spec
-from jaxcompare.engine.ceilings import ceilings
-from jaxcompare.engine.measure import measure
+from jaxcompare.engine.worker.ceilings import ceilings
+from jaxcompare.engine.worker.measure import measure
 from jaxcompare.model.clocks import ClockReading, GpuClocks
 from jaxcompare.model.formatting import dumps
 from jaxcompare.model.palette import JAX_CPU_COLOR

@@ -27,7 +27,7 @@ import time
 
 if any(arg.endswith("streamlit") for arg in sys.argv[:1]):
     from jaxcompare.app import pitfalls_view
-    from jaxcompare.engine import runner, settings
+    from jaxcompare.engine.server import runner, settings
 
     runner.RateLimiter = functools.partial(settings.RateLimiter, clock=lambda: 0.0)
 

@@ -41,7 +41,7 @@ from pathlib import Path
 
 if any(arg.endswith("streamlit") for arg in sys.argv[:1]):
     from jaxcompare.app import jobs
-    from jaxcompare.engine import runner, settings
+    from jaxcompare.engine.server import runner, settings
 
     clock = Path(os.environ["JAXCOMPARE_TEST_CLOCK"])
     runner.RateLimiter = functools.partial(settings.RateLimiter, clock=lambda: float(clock.read_text()))

@@ -58,11 +58,11 @@ def poll_until(condition, timeout_s: float, what: str):
 
 
 def worker_processes(server_pid: int) -> list[psutil.Process]:
-    """The server's worker processes (engine/process.py starts them with `python -c`): x32 and x64."""
+    """The server's worker processes (engine/server/process.py starts them with `python -c`): x32 and x64."""
     out = []
     for child in psutil.Process(server_pid).children(recursive=True):
         try:
-            if "jaxcompare.engine.worker import serve" in " ".join(child.cmdline()):
+            if "jaxcompare.engine.worker.serve import serve" in " ".join(child.cmdline()):
                 out.append(child)
         except psutil.NoSuchProcess:
             continue

@@ -20,7 +20,7 @@ from browser_support import (  # noqa: F401
     wait_for_chart_marks,
 )
 
-from jaxcompare.engine import envs
+from jaxcompare.engine.server import envs
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

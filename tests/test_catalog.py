@@ -1,6 +1,6 @@
 """The built-in catalog: static sanity of every case, and real NumPy-vs-JAX agreement.
 
-Agreement runs ``python -m jaxcompare.engine.selfcheck`` once per precision in a subprocess,
+Agreement runs ``python -m jaxcompare.engine.worker.selfcheck`` once per precision in a subprocess,
 because JAX's x64 flag is process-wide (and this test process never imports JAX).
 """
 
@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from jaxcompare.catalog import CatalogError, builtin_cases, get_case
-from jaxcompare.engine.agreement import compare_outputs
+from jaxcompare.engine.worker.agreement import compare_outputs
 from jaxcompare.model.cases import Case, any_shape, as_tuple
 from jaxcompare.model.errors import BadInput
 
@@ -179,7 +179,7 @@ def selfcheck(request: pytest.FixtureRequest) -> tuple[str, dict[str, dict[str, 
         "JAX_PLATFORMS": "cpu",
     }
     proc = subprocess.run(
-        [sys.executable, "-m", "jaxcompare.engine.selfcheck", "--precision", precision],
+        [sys.executable, "-m", "jaxcompare.engine.worker.selfcheck", "--precision", precision],
         env=env,
         capture_output=True,
         text=True,
@@ -210,7 +210,7 @@ def test_jax_agrees_with_numpy(selfcheck: tuple[str, dict[str, dict[str, Any]]],
 
 def test_selfcheck_refuses_mismatched_precision() -> None:
     env = {**os.environ, "JAX_ENABLE_X64": "1", "JAX_PLATFORMS": "cpu"}
-    cmd = [sys.executable, "-m", "jaxcompare.engine.selfcheck", "--precision", "x32", "--cases", "sort"]
+    cmd = [sys.executable, "-m", "jaxcompare.engine.worker.selfcheck", "--precision", "x32", "--cases", "sort"]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0
     assert "RuntimeError" in proc.stderr and "JAX_ENABLE_X64=0" in proc.stderr
@@ -297,7 +297,7 @@ def test_lu_invariants_accept_a_different_pivot_order() -> None:
 
 
 def test_json_safe_writes_strict_json() -> None:
-    from jaxcompare.engine.selfcheck import json_safe
+    from jaxcompare.engine.worker.selfcheck import json_safe
 
     record = {"a": float("inf"), "b": [np.float32(np.nan), np.float64(1.5)], "c": np.int64(3)}
     text = json.dumps(json_safe(record), allow_nan=False)

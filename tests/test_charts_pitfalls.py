@@ -9,7 +9,7 @@ from _pitfalls import made_pitfall, timed
 
 from jaxcompare.app.charts import chart_png_bytes
 from jaxcompare.app.charts_pitfalls import SEP, dot_rows, pitfall_chart, pitfall_rows
-from jaxcompare.engine.pitfalls import _pitfall, _side
+from jaxcompare.engine.common.lessons import _pitfall, _side
 from jaxcompare.model.palette import JAX_COLOR, NUMPY_COLOR
 
 

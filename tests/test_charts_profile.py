@@ -12,7 +12,7 @@ from _results import make_result
 
 from jaxcompare.app import charts_profile, profile_view
 from jaxcompare.app.charts import chart_png_bytes
-from jaxcompare.engine.profile import profile_jitted, summarize_file
+from jaxcompare.engine.worker.profile import profile_jitted, summarize_file
 from jaxcompare.model.profile import Profile
 
 

@@ -16,7 +16,7 @@ from support import QUICK, zh
 from jaxcompare import Spec, i18n
 from jaxcompare.app import charts_roofline, views
 from jaxcompare.app.charts import chart_png_bytes
-from jaxcompare.engine.measure import measure
+from jaxcompare.engine.worker.measure import measure
 from jaxcompare.model.result import Result
 from jaxcompare.model.roofline import Roofline, RooflineSide
 

@@ -145,7 +145,7 @@ def _in_pairs(result, numpy_blocks, jax_blocks, timing=None):
     """``result`` as if its runtimes had been timed in pairs of blocks with these medians
     (each block a few samples within ±0.2%), combined as measure() combines them."""
     from jaxcompare import TimingConfig
-    from jaxcompare.engine.timing import combine_blocks
+    from jaxcompare.engine.worker.timing import combine_blocks
     from jaxcompare.model.stats import Stats
 
     timing = timing or TimingConfig.preset("thorough")

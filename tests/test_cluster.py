@@ -1,4 +1,4 @@
-"""Jobs on a real Ray cluster (engine/cluster.py): two nodes on this machine, each declaring one
+"""Jobs on a real Ray cluster (engine/server/cluster.py): two nodes on this machine, each declaring one
 GPU (their workers measure on JAX's CPU backend). Six jobs from three threads, Stop and the
 deadline, a node lost before its job began measuring (retried elsewhere) and one lost while it
 measured (a clear failure, nothing else lost). One cluster for the module; tiny shapes, quick timing."""
@@ -23,9 +23,9 @@ from browser_support import IDLE, MAIN, assert_no_error, main_text, open_page, s
 from support import ROOT, cli
 
 from jaxcompare import BadInput, JobFailed, Runner, Spec, TimingConfig
-from jaxcompare.engine.process import Cancelled
-from jaxcompare.engine.runner import Job
-from jaxcompare.engine.settings import Settings
+from jaxcompare.engine.server.process import Cancelled
+from jaxcompare.engine.server.runner import Job
+from jaxcompare.engine.server.settings import Settings
 
 try:
     from ray.cluster_utils import Cluster
@@ -62,7 +62,7 @@ def test_ray_is_imported_only_when_asked_for_and_its_absence_is_one_line():
     probe = textwrap.dedent("""
         import sys
         from jaxcompare import Runner
-        from jaxcompare.engine.settings import Settings
+        from jaxcompare.engine.server.settings import Settings
         Runner().close()
         print("ray" in sys.modules)
         sys.modules["ray"] = None  # as if it were not installed

@@ -11,7 +11,8 @@ from types import SimpleNamespace
 import pytest
 
 from jaxcompare.app import environment_view
-from jaxcompare.engine.memory import MemoryEstimate, check_fits, device_memory
+from jaxcompare.engine.common.footprint import MemoryEstimate, check_fits
+from jaxcompare.engine.worker.memory import device_memory
 from jaxcompare.model.device_memory import DeviceMemory
 from jaxcompare.model.errors import TooLarge
 from jaxcompare.model.formatting import format_bytes
@@ -85,7 +86,7 @@ def test_no_limit_means_not_reported_never_zero_free(stats):
 def test_the_cpu_device_reports_no_memory_and_the_environment_says_host_memory():
     import jax
 
-    from jaxcompare.engine.environment import jax_info
+    from jaxcompare.engine.worker.environment import jax_info
 
     assert device_memory(jax.devices("cpu")[0]) is None
     cpu = jax_info()["devices"][0]

@@ -20,7 +20,7 @@ from jaxcompare.analysis.text import roofline_lines
 from jaxcompare.app.charts_roofline import roofline_rows
 from jaxcompare.catalog import get_case
 from jaxcompare.cli.report import result_table
-from jaxcompare.engine.jax_phases import compiled_counts
+from jaxcompare.engine.worker.jax_phases import compiled_counts
 from jaxcompare.history.exchange import csv_row
 from jaxcompare.model.formatting import peak_sentence
 from jaxcompare.model.result import SCHEMA, SCHEMA_V2, Result

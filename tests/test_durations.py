@@ -1,4 +1,4 @@
-"""How long a run will take, said before it starts (engine/durations.py, app/estimates.py): the first
+"""How long a run will take, said before it starts (engine/server/durations.py, app/estimates.py): the first
 guess and what the runner learns, on figures given here; then the issue's check on real runs."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 from jaxcompare import Runner, Spec, TimingConfig, i18n
 from jaxcompare.app import estimates
 from jaxcompare.catalog import get_case
-from jaxcompare.engine.durations import Durations, Estimate, job_slowdown, pitfalls_kind, slowdown
-from jaxcompare.engine.pitfalls import SECTIONS
+from jaxcompare.engine.common.lessons import SECTIONS
+from jaxcompare.engine.server.durations import Durations, Estimate, job_slowdown, pitfalls_kind, slowdown
 
 
 def spec(case: str = "centered_gram", shape: tuple[int, ...] = (1000, 1000), precision: str = "x32",
@@ -142,7 +142,7 @@ def test_the_duration_said_before_a_run_is_within_2x_of_the_run():
 def test_a_neighbour_on_a_core_is_read_as_load_and_lengthens_the_guess(neighbour):
     """Another program spinning on one of this process's cores: the reading sees most of a core of it
     (this process tree's own CPU, a runner's workers, would not count), and the estimate grows."""
-    from jaxcompare.engine.durations import LoadReading
+    from jaxcompare.engine.server.durations import LoadReading
 
     reading = LoadReading()
     busy = reading.read(wait=True)
@@ -154,7 +154,7 @@ def test_a_neighbour_on_a_core_is_read_as_load_and_lengthens_the_guess(neighbour
 def test_what_is_learnt_takes_the_load_during_the_run_when_it_went_away():
     """Replayed counters: others took both cores before a job, then none while it ran (the load went
     away), or kept half of them (they share the cores with the job, so they still wanted them all)."""
-    from jaxcompare.engine.durations import LoadReading
+    from jaxcompare.engine.server.durations import LoadReading
 
     now, used, load = [0.0], [0.0], [2.0]
 

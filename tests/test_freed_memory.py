@@ -1,4 +1,4 @@
-"""engine.memory.keep_freed_memory: a measuring process reuses the memory each call frees, so a
+"""engine.worker.memory.keep_freed_memory: a measuring process reuses the memory each call frees, so a
 NumPy call is timed at one speed instead of two that depend on the heap's history (page faults)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ ROUNDS = """
 import resource, sys
 import numpy as np
 if sys.argv[1] == "keep":
-    from jaxcompare.engine.memory import keep_freed_memory
+    from jaxcompare.engine.worker.memory import keep_freed_memory
     assert keep_freed_memory()
 np.ones(5_000_000).sum()
 start = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
@@ -44,8 +44,8 @@ def test_freed_memory_is_reused_instead_of_faulted_in_again():
 
 def test_a_result_records_whether_freed_memory_was_kept():
     from jaxcompare import Spec, TimingConfig
-    from jaxcompare.engine.measure import measure
-    from jaxcompare.engine.memory import keep_freed_memory
+    from jaxcompare.engine.worker.measure import measure
+    from jaxcompare.engine.worker.memory import keep_freed_memory
 
     r = measure(Spec("elementwise", (1000,), timing=TimingConfig.quick()), recheck=False)
     assert r.env["freed_memory_kept"] is keep_freed_memory() is GLIBC

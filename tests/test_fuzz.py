@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from jaxcompare import BadInput, JaxCompareError, JobFailed, Spec, TimingConfig, TooLarge, parse_shape
 from jaxcompare.catalog import builtin_cases, get_case
-from jaxcompare.engine.settings import Settings, preflight
+from jaxcompare.engine.server.settings import Settings, preflight
 from jaxcompare.model.result import Result
 
 pytestmark = pytest.mark.slow  # 20 s or more: collected first, so parallel workers end together

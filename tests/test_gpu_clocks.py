@@ -15,8 +15,8 @@ from support import QUICK
 
 from jaxcompare import Result, Spec
 from jaxcompare.analysis.checks import NA, PASS, WARN, checklist
-from jaxcompare.engine.gpu_clocks import ClockWatch, nvml_target
-from jaxcompare.engine.measure import measure
+from jaxcompare.engine.worker.gpu_clocks import ClockWatch, nvml_target
+from jaxcompare.engine.worker.measure import measure
 from jaxcompare.history.exchange import read_results
 from jaxcompare.model.clocks import ClockReading, GpuClocks
 from jaxcompare.model.errors import BadInput

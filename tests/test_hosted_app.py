@@ -12,7 +12,7 @@ from apptest_support import ROOT, app_runner, fresh_caches, page, run_until  # n
 from streamlit.testing.v1 import AppTest
 
 from jaxcompare import JobFailed, Runner
-from jaxcompare.engine.settings import Settings
+from jaxcompare.engine.server.settings import Settings
 from jaxcompare.history.store import Store
 
 PAGES = ("app.py", "pages/1_Compare.py", "pages/2_Size_sweep.py", "pages/3_Pitfalls.py", "pages/4_History.py",

@@ -153,6 +153,52 @@ def test_the_home_page_imports_neither_altair_nor_jax():
     assert out.stdout.strip() == "[]"
 
 
+def test_pages_use_the_engine_through_its_front_door():
+    """pages/ and app.py sit outside the package, where import-linter's contract for the front ends
+    (pyproject.toml) does not reach: they too import the engine as ``jaxcompare.engine`` only."""
+    import ast
+
+    for source in [ROOT / "app.py", *(ROOT / "pages").glob("*.py")]:
+        for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+            names = ([node.module or ""] if isinstance(node, ast.ImportFrom)
+                     else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            for name in names:
+                assert not name.startswith("jaxcompare.engine."), f"{source.name} imports {name}"
+
+
+def test_the_architecture_page_names_every_engine_module():
+    """docs/architecture.md is where a newcomer finds the engine's modules: each one is named there."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    modules = [p for half in ("server", "worker", "common")
+               for p in (ROOT / "jaxcompare" / "engine" / half).glob("*.py") if p.name != "__init__.py"]
+    assert modules
+    missing = [f"{p.parent.name}/{p.stem}" for p in modules if f"`{p.stem}`" not in text]
+    assert not missing, missing
+
+
+def test_the_engines_front_door_loads_nothing_of_the_worker_half():
+    """Importing jaxcompare.engine and naming its runner loads the server half only: the worker's
+    modules (and JAX) stay out of the Streamlit process."""
+    code = ("import sys, jaxcompare.engine as engine; engine.Runner, engine.Estimate, engine.Settings\n"
+            "print(sorted(m for m in sys.modules if m.startswith('jaxcompare.engine.worker') or m == 'jax'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def test_the_home_page_loads_nothing_of_the_engines_worker_half():
+    """What app.py imports brings the engine's server half into the Streamlit process, never a module
+    of its worker half (those are the worker processes')."""
+    code = ("import ast, sys; tree = ast.parse(open('app.py').read())\n"
+            "for node in ast.walk(tree):\n"
+            "    if isinstance(node, ast.ImportFrom) and node.module.startswith('jaxcompare'):\n"
+            "        __import__(node.module, fromlist=[a.name for a in node.names])\n"
+            "print(sorted(m for m in sys.modules if m.startswith('jaxcompare.engine.worker')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
 def test_the_home_pages_first_run_skips_streamlits_emoji_catalog(tmp_path):
     """Streamlit loads its emoji catalog (90 ms, before the first heading) when a widget's option or
     an alert without an icon holds non-ASCII text, such as the language switch's 中文."""

@@ -9,8 +9,9 @@ from support import QUICK
 
 from jaxcompare import BadInput, Runner, Spec, TooLarge
 from jaxcompare.catalog import get_case
-from jaxcompare.engine.memory import estimate, input_shapes
-from jaxcompare.engine.settings import RateLimiter, Settings
+from jaxcompare.engine.common.footprint import input_shapes
+from jaxcompare.engine.server.settings import RateLimiter, Settings
+from jaxcompare.engine.worker.memory import estimate
 
 
 @pytest.mark.parametrize("case, shape, expected", [
@@ -178,7 +179,7 @@ def test_integer_settings_must_be_whole_numbers(key):
 def test_hosted_mode_caps_the_jobs_one_client_has_at_once():
     import dataclasses
 
-    from jaxcompare.engine.runner import Owner
+    from jaxcompare.engine.server.runner import Owner
 
     assert Settings.hosted().max_jobs_per_client == 2 and Settings().max_jobs_per_client is None
     settings = dataclasses.replace(Settings(), max_jobs_per_client=1)
@@ -197,26 +198,28 @@ def test_hosted_mode_caps_the_jobs_one_client_has_at_once():
 def test_the_wait_behind_a_running_job_comes_from_jobs_like_it():
     import time as clock
 
-    from jaxcompare.engine.runner import Job, Step
+    from jaxcompare.engine import job_kind
+    from jaxcompare.engine.server.jobs import Job
 
     def job(case: str) -> Job:
         spec = Spec(case, (16, 16), timing=QUICK)
-        return Job("measure", (Step("x32", "measure", (spec.to_dict(),)),), 60, spec=spec)
+        measure = job_kind("measure")
+        return Job(measure, measure.steps(spec, None), 60, spec=spec)
 
     with Runner() as runner:
         slow, fast = job("centered_gram"), job("matmul")
         # Two finished jobs told how long each takes: the slow one 9 s, a fast one 0.4 s after it.
         for done, seconds in ((slow, 9.0), (fast, 0.4)):
             done.started_at = clock.time() - seconds
-            runner._finish(done, value=None)
-        lane = runner._lanes[0]
+            runner._q.finish(done, value=None)
+        lane = runner._q.lanes[0]
         running, queued = job("centered_gram"), job("matmul")
-        with runner._cv:  # a stand-in for the dispatcher: the slow kind has just started
+        with runner._q.cv:  # a stand-in for the dispatcher: the slow kind has just started
             running.started_at = clock.time()
             lane.current = running
             lane.queue.append(queued)
-            behind_running = runner._wait_s(lane, before=queued)
-            at_the_end = runner._wait_s(lane)
+            behind_running = runner._q.wait_s(lane, before=queued)
+            at_the_end = runner._q.wait_s(lane)
             lane.current = None
             lane.queue.clear()
         assert behind_running > 8.0  # was "about 1 s": the last job of any case said how long

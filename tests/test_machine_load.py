@@ -24,8 +24,8 @@ from jaxcompare.analysis import summary
 from jaxcompare.analysis.checks import NA, checklist
 from jaxcompare.analysis.sweep import crossover, sweep_document
 from jaxcompare.analysis.trust import set_aside_text, trust, trusted
-from jaxcompare.engine.load import LoadMeter, OthersCpu, busy_cpu_s, free_cores, is_busy, own_cpu_s, share_cores
-from jaxcompare.engine.timing import lowest_block
+from jaxcompare.engine.common.load import LoadMeter, OthersCpu, busy_cpu_s, free_cores, is_busy, own_cpu_s, share_cores
+from jaxcompare.engine.worker.timing import lowest_block
 from jaxcompare.model.result import Result
 from jaxcompare.model.stats import Stats
 
@@ -191,7 +191,7 @@ def test_a_busy_first_pass_is_timed_again_on_the_free_core(monkeypatch):
     with both sides on one core, and the Result says so; the checklist's busy item passes."""
     from jaxcompare import Spec, TimingConfig
     from jaxcompare.analysis.checks import PASS, checklist
-    from jaxcompare.engine.measure import measure
+    from jaxcompare.engine.worker.measure import measure
 
     start = time.perf_counter()
     busy = LoadMeter(sources=(lambda cores: 1.5 * (time.perf_counter() - start) * len(cores) / 2, lambda: 0.0))
@@ -268,7 +268,7 @@ def test_a_doubtful_compare_result_gives_no_verdict_but_its_range():
 def test_without_the_waits_a_side_counts_as_parallel_by_its_threads():
     """Where the kernel gives no run delays, beside a neighbour a two-thread side reads about one
     core's worth, like a serial one: the threads' CPU times tell them apart."""
-    from jaxcompare.engine.load import Span
+    from jaxcompare.engine.common.load import Span
 
     two_threads = Span(wall_s=1.0, own_cpu_s=1.02, thread_cpu_s={1: 0.05, 2: 0.49, 3: 0.48})
     one_thread = Span(wall_s=1.0, own_cpu_s=1.0, thread_cpu_s={1: 0.97, 2: 0.03})
@@ -332,7 +332,7 @@ def test_a_sample_whose_threads_shared_one_core_did_not_have_its_cores():
     """load.SampleWatch, with real threads: two threads of ours held to one core wait for it in turn
     (neither clean by its waits nor by the cores used), while this thread alone, hashing, waits for
     no core whenever no other program takes it (engine/runtimes._clean_recheck keeps only such samples)."""
-    from jaxcompare.engine.load import SampleWatch
+    from jaxcompare.engine.common.load import SampleWatch
 
     before = os.sched_getaffinity(0)
     if len(before) < 2:
@@ -370,7 +370,7 @@ def test_a_sample_whose_threads_shared_one_core_did_not_have_its_cores():
 
 
 def test_a_block_ends_once_its_side_has_enough_samples_that_count():
-    from jaxcompare.engine.load import SampleWatch
+    from jaxcompare.engine.common.load import SampleWatch
 
     watch = SampleWatch(2, per_block=3)
     watch.clean += [True, False, True]

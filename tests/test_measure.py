@@ -12,11 +12,11 @@ from support import QUICK
 
 from jaxcompare import Result, Spec, TimingConfig
 from jaxcompare.catalog import get_case
-from jaxcompare.engine.inputs import build_inputs
-from jaxcompare.engine.jax_phases import measure_compile
-from jaxcompare.engine.measure import measure
-from jaxcompare.engine.run_state import PROGRESS_WEIGHTS, Progress, phase_weights
-from jaxcompare.engine.runtimes import runtime_block_order
+from jaxcompare.engine.worker.inputs import build_inputs
+from jaxcompare.engine.worker.jax_phases import measure_compile
+from jaxcompare.engine.worker.measure import measure
+from jaxcompare.engine.worker.run_state import PROGRESS_WEIGHTS, Progress, phase_weights
+from jaxcompare.engine.worker.runtimes import runtime_block_order
 
 
 @pytest.fixture
@@ -102,8 +102,8 @@ def test_back_to_back_loops_make_the_round_trip_a_small_share(fake_clock, call_s
     # 0.47 ms round trip over them: 1.49x a queued call. The probe's slope sizes it to the round trip.
     import jax
 
-    from jaxcompare.engine.run_state import _Run
-    from jaxcompare.engine.runtimes import BACK_TO_BACK_END_SHARE, back_to_back
+    from jaxcompare.engine.worker.run_state import _Run
+    from jaxcompare.engine.worker.runtimes import BACK_TO_BACK_END_SHARE, back_to_back
 
     device = QueuedDevice(fake_clock, call_s, end_s)
     run = _Run(get_case("matmul"), QUICK, fake_clock, Progress(lambda *_: None, QUICK))
@@ -120,8 +120,8 @@ def test_back_to_back_reads_as_a_loop_of_200_calls_typed_by_hand():
 
     import jax
 
-    from jaxcompare.engine.run_state import _Run
-    from jaxcompare.engine.runtimes import back_to_back
+    from jaxcompare.engine.worker.run_state import _Run
+    from jaxcompare.engine.worker.runtimes import back_to_back
 
     f, x = jax.jit(lambda a: a @ a), jax.numpy.ones((10, 10))
     jax.block_until_ready(f(x))
@@ -188,7 +188,7 @@ def test_the_matmul_precision_reaches_the_program_jax_compiles():
     import jax
     import jax.numpy as jnp
 
-    from jaxcompare.engine.ceilings import matmul_precision, use_matmul_precision
+    from jaxcompare.engine.worker.ceilings import matmul_precision, use_matmul_precision
 
     x = jnp.ones((4, 4), dtype=jnp.float32)
     with use_matmul_precision("high"):
@@ -323,15 +323,15 @@ def test_speedup_range_holds_a_rerun_beyond_the_two_cis_and_only_with_enough_sam
 
 
 def test_runtime_blocks_are_timed_in_pairs_side_by_side(monkeypatch):
-    import jaxcompare.engine.runtimes as runtimes_module
-    from jaxcompare.engine.load import HELPER_SHARE
-    from jaxcompare.engine.timing import BLAS_SETTLE_S, XLA_SETTLE_S, BoundCall
+    import jaxcompare.engine.worker.runtimes as runtimes_module
+    from jaxcompare.engine.common.load import HELPER_SHARE
+    from jaxcompare.engine.worker.timing import BLAS_SETTLE_S, XLA_SETTLE_S, BoundCall
 
     real_sample = runtimes_module.sample
     runtime_blocks = []
 
     def recording_sample(call, config, **kwargs):  # the real sampler, with a note of each runtime block
-        if isinstance(call, BoundCall):  # the roofline's empty calls are sampled in engine/measure.py, not here
+        if isinstance(call, BoundCall):  # the roofline's empty calls are sampled in engine/worker/measure.py, not here
             runtime_blocks.append(("numpy" if call.block is None else "jax", kwargs.get("settle_s", 0.0)))
         return real_sample(call, config, **kwargs)
 

@@ -23,8 +23,8 @@ from jaxcompare.analysis import summary
 from jaxcompare.analysis.checks import PASS, WARN, checklist
 from jaxcompare.analysis.sweep import crossover
 from jaxcompare.analysis.trust import trusted
-from jaxcompare.engine.load import BUSY_CORES
-from jaxcompare.engine.measure import measure
+from jaxcompare.engine.common.load import BUSY_CORES
+from jaxcompare.engine.worker.measure import measure
 
 # Multithreaded BLAS beside XLA (where contention makes a false speedup), serial NumPy beside
 # parallel XLA (where pinning both to the free core is not equal), and serial work on both sides.

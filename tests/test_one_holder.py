@@ -13,7 +13,7 @@ import pytest
 from support import quick_spec
 
 from jaxcompare import JobFailed, Runner
-from jaxcompare.engine.settings import Settings
+from jaxcompare.engine.server.settings import Settings
 
 pytestmark = pytest.mark.slow
 

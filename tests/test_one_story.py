@@ -24,8 +24,8 @@ from jaxcompare.analysis.versions import first_call_text
 from jaxcompare.app import estimates, navigation, versions_view, views
 from jaxcompare.app import history_view as hv
 from jaxcompare.cli.versions import version_line
-from jaxcompare.engine.durations import Estimate
-from jaxcompare.engine.pitfalls import PITFALLS, _pitfall, _side
+from jaxcompare.engine.common.lessons import PITFALLS, _pitfall, _side
+from jaxcompare.engine.server.durations import Estimate
 
 DATA = Path(__file__).parent / "data"
 

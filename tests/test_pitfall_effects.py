@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from jaxcompare.engine.pitfalls import DECIDING_SAMPLES, effect_of, effect_range
+from jaxcompare.engine.common.lessons import DECIDING_SAMPLES, effect_of, effect_range
 from jaxcompare.model.stats import Stats
 
 NUMPY = Stats.from_samples([0.010] * 8)  # one baseline on both sides: it cancels

@@ -8,9 +8,9 @@ from _pitfalls import check_ranges_and_effect
 from support import QUICK
 
 from jaxcompare import JobFailed, Spec
-from jaxcompare.engine.load import LoadMeter, is_busy
-from jaxcompare.engine.pitfalls import LOAD_PHASES, SECTIONS
-from jaxcompare.engine.restart import fresh_first_call
+from jaxcompare.engine.common.fresh import fresh_first_call
+from jaxcompare.engine.common.lessons import LOAD_PHASES, SECTIONS
+from jaxcompare.engine.common.load import LoadMeter, is_busy
 
 pytestmark = pytest.mark.slow  # a minute or more: collected first (conftest)
 
@@ -21,7 +21,7 @@ def run_lab(runner, sections: tuple[str, ...] | None = None) -> dict:
 
 
 def while_watched(run):
-    """``run()``'s value, and whether other processes used our cores meanwhile (engine.load)."""
+    """``run()``'s value, and whether other processes used our cores meanwhile (engine.common.load)."""
     with LoadMeter().phase("watched") as span:
         value = run()
     return value, is_busy(span.others_cores)

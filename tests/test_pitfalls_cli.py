@@ -11,7 +11,7 @@ from _pitfalls import check_ranges_and_effect
 from support import cli
 
 from jaxcompare.analysis.checks import PASS, WARN
-from jaxcompare.engine.pitfalls import EFFECTS, SECTIONS
+from jaxcompare.engine.common.lessons import EFFECTS, SECTIONS
 
 pytestmark = pytest.mark.slow  # 20 s or more beside other tests: collected first, so workers end together
 

@@ -20,9 +20,10 @@ from jaxcompare.analysis.checks import NA, PASS, WARN
 from jaxcompare.analysis.consistency import pitfalls_findings
 from jaxcompare.app import pitfalls_view as pv
 from jaxcompare.cli import pitfall_lines, pitfalls_summary_lines
-from jaxcompare.engine.load import BUSY_CORES, LoadMeter
-from jaxcompare.engine.pitfalls import LOAD_PHASES, _side, load_reading, measure_pitfalls, side_text
-from jaxcompare.engine.runner import _combine
+from jaxcompare.engine.common.lessons import LOAD_PHASES, _side, load_reading, side_text
+from jaxcompare.engine.common.load import BUSY_CORES, LoadMeter
+from jaxcompare.engine.server.runner import _combine
+from jaxcompare.engine.worker.pitfalls import measure_pitfalls
 from jaxcompare.model.stats import Stats
 
 SHAPE = [300, 300]

@@ -14,7 +14,7 @@ from i18n_support import cpu_model, english_left
 from streamlit.testing.v1 import AppTest
 
 from jaxcompare.app import pitfalls_view as pv
-from jaxcompare.engine.pitfalls import SECTIONS
+from jaxcompare.engine.common.lessons import SECTIONS
 
 pytestmark = pytest.mark.slow  # 20 s or more: collected first, so parallel workers end together
 
@@ -165,7 +165,7 @@ def test_gpu_results_show_tf32_as_applicable():
 
     default, default_t = side("Default matmul precision", "f(x)", 1e-4, 2e-3, rel_error=3e-4, conclusion="…")
     highest, highest_t = side("precision='highest'", "f(x)", 3e-4, 2e-3, rel_error=2e-7, conclusion="…")
-    from jaxcompare.engine.pitfalls import _pitfall
+    from jaxcompare.engine.common.lessons import _pitfall
 
     tf32 = _pitfall("tf32", default, highest, (default_t, highest_t), applicable=True)
     context = {"case": "centered_gram", "shape": [1000, 1000], "precision": "x32", "dtype": "float32",

@@ -11,8 +11,8 @@ from _pitfalls import made_pitfall
 from jaxcompare import all_cases, i18n
 from jaxcompare.app import controls
 from jaxcompare.app import pitfalls_view as pv
-from jaxcompare.engine.durations import Estimate
-from jaxcompare.engine.pitfalls import SECTIONS, speed_words
+from jaxcompare.engine.common.lessons import SECTIONS, speed_words
+from jaxcompare.engine.server.durations import Estimate
 
 CASES = all_cases()
 

@@ -1,4 +1,4 @@
-"""NumPy as the user's own program runs it: the worker keeps freed memory (engine/memory.py), a plain
+"""NumPy as the user's own program runs it: the worker keeps freed memory (engine/worker/memory.py), a plain
 process does not, and where the allocator can matter the headline is the plain process's figure,
 with the worker's beside it. glibc's trimming is forced here through its own environment variables
 (a tiny mmap threshold, no trim threshold), which the plain process inherits as a user's would and
@@ -20,9 +20,9 @@ from jaxcompare import Result, Spec
 from jaxcompare.analysis.advice import advice
 from jaxcompare.analysis.summary import verdict_lines
 from jaxcompare.analysis.text import numpy_speeds_line
-from jaxcompare.engine.inputs import build_inputs
-from jaxcompare.engine.measure import measure
-from jaxcompare.engine.plain_numpy import plain_numpy_runtime
+from jaxcompare.engine.worker.inputs import build_inputs
+from jaxcompare.engine.worker.measure import measure
+from jaxcompare.engine.worker.plain_numpy import plain_numpy_runtime
 from jaxcompare.model.cases import Case
 
 # Every 1 MB temporary of the elementwise case at 250000 is mmapped and unmapped on each call: 4.4x
@@ -206,7 +206,7 @@ def test_the_pitfalls_lab_gives_the_numpy_figure_run_gives(tmp_path, literal, mo
     # The lab's baseline NumPy is the figure every section's speedup divides: the plain one, as `run` has it.
     for key in [k for k in os.environ if k.startswith("MALLOC_")]:
         monkeypatch.delenv(key)
-    from jaxcompare.engine.pitfalls import measure_pitfalls
+    from jaxcompare.engine.worker.pitfalls import measure_pitfalls
 
     path = tmp_path / "chain_cases.py"
     path.write_text(CHAIN_CASES)

@@ -46,7 +46,7 @@ def port_checks(request: pytest.FixtureRequest) -> tuple[str, dict[tuple[str, st
     """One selfcheck subprocess per precision, every port of the five cases at their small shapes."""
     precision = request.param
     proc = subprocess.run(
-        [sys.executable, "-m", "jaxcompare.engine.selfcheck", "--precision", precision, "--all-ports",
+        [sys.executable, "-m", "jaxcompare.engine.worker.selfcheck", "--precision", precision, "--all-ports",
          "--cases", ",".join(WITH_PORTS)], env=_cpu_env(precision), capture_output=True, text=True, timeout=300)
     assert proc.returncode in (0, 1), f"selfcheck crashed:\n{proc.stderr[-3000:]}"
     return precision, {(r["case"], r["port"]): r for r in json.loads(proc.stdout)}

@@ -12,8 +12,8 @@ import pytest
 from support import QUICK
 
 from jaxcompare import Result, Spec
-from jaxcompare.engine.measure import measure
-from jaxcompare.engine.profile import CALL_MARK, attribute, hlo_index, summarize, trace_calls
+from jaxcompare.engine.worker.measure import measure
+from jaxcompare.engine.worker.profile import CALL_MARK, attribute, hlo_index, summarize, trace_calls
 from jaxcompare.model.profile import Profile
 
 

@@ -7,7 +7,7 @@ import pytest
 from support import QUICK
 
 from jaxcompare import Runner, Spec
-from jaxcompare.engine.measure import measure
+from jaxcompare.engine.worker.measure import measure
 
 
 @pytest.fixture(scope="module")

@@ -14,8 +14,8 @@ import pytest
 from support import QUICK, quick_spec
 
 from jaxcompare import BadInput, JobFailed, Runner, Spec
-from jaxcompare.engine.runner import Owner
-from jaxcompare.engine.settings import Settings
+from jaxcompare.engine.server.runner import Owner
+from jaxcompare.engine.server.settings import Settings
 
 pytestmark = pytest.mark.slow  # 20 s or more: collected first, so parallel workers end together
 

@@ -17,7 +17,7 @@ from _results import by_id, with_jax
 from jaxcompare import get_case
 from jaxcompare.analysis.checks import FAIL, NA, PASS, WARN
 from jaxcompare.analysis.trust import trust
-from jaxcompare.engine.agreement import (
+from jaxcompare.engine.worker.agreement import (
     BASE_RTOL,
     TF32_RTOL,
     compare_outputs,

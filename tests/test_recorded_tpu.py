@@ -17,8 +17,8 @@ from jaxcompare.analysis.checks import FAIL, PASS, WARN
 from jaxcompare.analysis.text import first_call_line, numpy_speeds_line
 from jaxcompare.analysis.trust import trusted
 from jaxcompare.catalog import get_case
-from jaxcompare.engine.agreement import compare_outputs, reduced_products, tolerance
-from jaxcompare.engine.profile import summarize_file
+from jaxcompare.engine.worker.agreement import compare_outputs, reduced_products, tolerance
+from jaxcompare.engine.worker.profile import summarize_file
 from jaxcompare.history.exchange import read_results
 from jaxcompare.history.store import Store
 from jaxcompare.model.platforms import PLATFORMS
@@ -261,7 +261,7 @@ def test_pitfall_6_is_titled_by_the_platforms_reduced_precision(recorded_file, t
     from jaxcompare import i18n
     from jaxcompare.app.pitfalls_view import short_title, title_text
     from jaxcompare.cli import pitfall_lines
-    from jaxcompare.engine.pitfalls import pitfall_title
+    from jaxcompare.engine.common.lessons import pitfall_title
 
     report = json.loads(recorded_file.read_text())["device_check"]["pitfalls"]
     tf32 = next(p for p in report["pitfalls"] if p["id"] == "tf32")

@@ -15,8 +15,8 @@ from support import QUICK
 import jaxcompare
 from jaxcompare import Spec
 from jaxcompare.analysis.text import roofline_lines
-from jaxcompare.engine import ceilings
-from jaxcompare.engine.measure import measure
+from jaxcompare.engine.worker import ceilings
+from jaxcompare.engine.worker.measure import measure
 from jaxcompare.model.peaks import bandwidth_for
 from jaxcompare.model.result import Result
 from jaxcompare.model.roofline import (
@@ -77,7 +77,7 @@ def test_the_arrays_in_and_out_are_recorded_and_one_program_serves_every_side_on
     counts; on a CPU-only host the CPU sides' program is JAX's own, so there are no second counts, and the
     engine's own compile of the function counts what the cold compile's executable did."""
     from jaxcompare.catalog import get_case
-    from jaxcompare.engine.jax_phases import compiled_counts
+    from jaxcompare.engine.worker.jax_phases import compiled_counts
 
     roofline = matmul.roofline
     assert roofline.least_bytes == 3 * 1000 * 1000 * 4 and roofline.cpu_counts is None

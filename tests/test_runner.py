@@ -11,7 +11,7 @@ import pytest
 from support import quick_spec
 
 from jaxcompare import BadInput, DeviceUnavailable, JobFailed, Runner
-from jaxcompare.engine.runner import Job
+from jaxcompare.engine.server.runner import Job
 
 pytestmark = pytest.mark.slow  # 20 s or more: collected first, so parallel workers end together
 

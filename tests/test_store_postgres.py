@@ -220,7 +220,7 @@ def test_the_password_never_shows_in_cli_output_or_errors(pg_url, tmp_path, caps
 
 
 def test_the_environment_fingerprint_never_holds_the_database_credential(pg_url, monkeypatch):
-    from jaxcompare.engine.environment import host_info
+    from jaxcompare.engine.common.host import host_info
 
     monkeypatch.setenv("JAXCOMPARE_DB", pg_url)
     monkeypatch.setenv("PGPASSWORD", PASSWORD)

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from jaxcompare.engine.timing import (
+from jaxcompare.engine.worker.timing import (
     BoundCall,
     Turn,
     blocking_call,
@@ -225,7 +225,8 @@ def test_median_ci_does_not_import_scipy_stats():
     import subprocess
     import sys
 
-    code = ("import sys; from jaxcompare.engine.timing import sample; from jaxcompare.model.stats import median_ci; "
+    code = ("import sys; from jaxcompare.engine.worker.timing import sample; "
+            "from jaxcompare.model.stats import median_ci; "
             "from jaxcompare.model.spec import TimingConfig; "
             "median_ci([3.0, 1.0, 2.0, 5.0, 4.0, 6.0]); sample(lambda: None, TimingConfig.quick()); "
             "print('scipy.stats' in sys.modules)")

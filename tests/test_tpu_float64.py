@@ -15,9 +15,9 @@ from _results import make_result
 from support import cli
 
 from jaxcompare.catalog import builtin_cases, get_case
-from jaxcompare.engine.jax_phases import user_call
-from jaxcompare.engine.measure import _notes
-from jaxcompare.engine.selfcheck import error_record, record_status
+from jaxcompare.engine.worker.jax_phases import user_call
+from jaxcompare.engine.worker.measure import _notes
+from jaxcompare.engine.worker.selfcheck import error_record, record_status
 from jaxcompare.model.errors import BadInput, Unsupported
 from jaxcompare.model.platforms import PLATFORMS, error_first_line, float64_line, float64_note
 

@@ -17,8 +17,8 @@ import pytest
 from support import cli
 
 from jaxcompare.cli import main
-from jaxcompare.engine.profile import CALL_MARK, is_copy, summarize, summarize_file
-from jaxcompare.engine.trace_file import read_trace, xplane_to_trace
+from jaxcompare.engine.worker.profile import CALL_MARK, is_copy, summarize, summarize_file
+from jaxcompare.engine.worker.trace_file import read_trace, xplane_to_trace
 from jaxcompare.model.formatting import gap_sentence
 from jaxcompare.model.profile import Profile
 
@@ -264,7 +264,7 @@ def test_an_older_jaxlib_converts_the_same_way(traces):
     python = Path("~/.cache/jaxcompare/envs-test/jax-0.4.35-py3.11-cpu/bin/python").expanduser()
     if not python.is_file():
         pytest.skip("no jax 0.4.35 environment on this machine")
-    code = ("import json, sys; from jaxcompare.engine.profile import summarize_file; "
+    code = ("import json, sys; from jaxcompare.engine.worker.profile import summarize_file; "
             "print(json.dumps(summarize_file(sys.argv[1]).to_dict()))")
     proc = subprocess.run([str(python), "-c", code, str(MI300X)], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1]), "JAX_PLATFORMS": "cpu"})

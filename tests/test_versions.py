@@ -23,10 +23,10 @@ import pytest
 from support import cli
 
 from jaxcompare import BadInput, Spec, TimingConfig
-from jaxcompare.engine import envs
-from jaxcompare.engine.runner import Cancelled, Owner, Runner
-from jaxcompare.engine.settings import Settings
-from jaxcompare.engine.versions import StopSignal, measure_versions, round_orders
+from jaxcompare.engine.server import envs
+from jaxcompare.engine.server.runner import Cancelled, Owner, Runner
+from jaxcompare.engine.server.settings import Settings
+from jaxcompare.engine.server.versions import StopSignal, measure_versions, round_orders
 from jaxcompare.history.store import Store
 
 pytestmark = pytest.mark.slow  # the first run on a machine installs a JAX release (seconds to a minute)

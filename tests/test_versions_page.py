@@ -15,7 +15,7 @@ import pytest
 from apptest_support import app_runner, fresh_caches, page  # noqa: F401
 
 from jaxcompare.app import resources
-from jaxcompare.engine import envs
+from jaxcompare.engine.server import envs
 from jaxcompare.model.formatting import markdown_literal
 
 pytestmark = pytest.mark.slow  # the first run on a machine installs a JAX release

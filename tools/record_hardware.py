@@ -29,7 +29,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from jaxcompare.engine.gpu_clocks import nvml_values  # noqa: E402
+from jaxcompare.engine.worker.gpu_clocks import nvml_values  # noqa: E402
 
 
 def nvidia_smi(out: Path) -> None:

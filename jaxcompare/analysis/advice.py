@@ -181,7 +181,8 @@ def _break_even_text(result: Result) -> str:
 
 
 def _numpy_memory_advice(result: Result) -> Advice | None:
-    """NumPy's two speeds (engine/plain_numpy.py), where keeping freed memory made it faster beyond both ranges."""
+    """NumPy's two speeds (engine/worker/plain_numpy.py), where keeping freed memory made it faster beyond
+    both ranges."""
     factor = result.numpy_memory_speedup
     if factor is None or result.numpy_kept is None:
         return None

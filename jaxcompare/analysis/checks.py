@@ -13,12 +13,11 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..engine.agreement import BASE_RTOL, TF32_RTOL, may_use_tf32
-from ..engine.load import is_busy
+from ..engine import is_busy
 from ..i18n import N_, _, translate_text
 from ..model.clocks import SM_DROP_WARN
 from ..model.formatting import format_factor, format_time, format_time_range, transfer_rate_text
-from ..model.platforms import platform, reduced_precision
+from ..model.platforms import BASE_RTOL, TF32_RTOL, may_use_tf32, platform, reduced_precision
 from ..model.result import Result
 from ..model.stats import Stats
 from .checkline import FAIL, NA, PASS, WARN, Check

@@ -246,7 +246,7 @@ def version_checks(rounds: Sequence[Result], pooled: Result) -> list[Check]:
 
 
 # A pitfalls run -------------------------------------------------------------------------------------
-# Figures of one pitfalls run (engine/pitfalls.py's report) that measure the same work: the steady
+# Figures of one pitfalls run (engine/worker/pitfalls.py's report) that measure the same work: the steady
 # runtime at the run's shape and dtype, the proper comparison every section reads, timed beside each
 # naive side (pitfalls 1, 2, 4 and 6), as pitfall 5's large side and the dtypes row at the run's dtype
 # (the lab's baseline), NumPy's and JAX's alike; pitfall 5's profiles against its timed calls; and
@@ -287,7 +287,7 @@ def _profile_findings(size: Mapping[str, Any] | None) -> list[Check]:
 def _place(pid: str, side: Mapping[str, Any]) -> str:
     """'1. JIT': a section's short title in the reader's language; for pitfall 3, which times
     several rows, with the row's label."""
-    from ..engine.pitfalls import PITFALLS
+    from ..engine import PITFALLS
 
     title = _(next(p["title"] for p in PITFALLS if p["id"] == pid))
     name = title.split("：", 1)[0].split(": ", 1)[0]

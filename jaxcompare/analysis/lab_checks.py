@@ -1,5 +1,5 @@
 """What a pitfalls run says about its own measuring: each pitfall's *Machine quiet* line, by the
-checklist's rule (engine.load.is_busy on the busiest phase its figures were timed in), how many
+checklist's rule (engine.common.load.is_busy on the busiest phase its figures were timed in), how many
 pitfalls were timed while the machine was busy, and the run's figures that disagree
 (consistency.pitfalls_findings). The CLI, its JSON and the Pitfalls page all read them here."""
 

@@ -365,7 +365,7 @@ def _rangesentences(result: Result, with_range: bool = True) -> list[str]:
 
 def numpy_speeds_text(result: Result) -> str | None:
     """NumPy's two speeds where they differ beyond their ranges: as a plain process runs it (the
-    headline's) and with freed memory kept (engine/plain_numpy.py); None where they agree."""
+    headline's) and with freed memory kept (engine/worker/plain_numpy.py); None where they agree."""
     factor = result.numpy_memory_speedup
     if factor is None or result.numpy_kept is None:
         return None

@@ -358,7 +358,7 @@ def back_to_back_line(result: Result) -> str | None:
 
 def numpy_speeds_line(result: Result) -> str | None:
     """NumPy as a plain process runs it (the headline's) beside the worker's, with freed memory kept
-    (engine/plain_numpy.py); None where only one was timed (no array large enough for it to matter)."""
+    (engine/worker/plain_numpy.py); None where only one was timed (no array large enough for it to matter)."""
     return numpy_speeds_text(result.numpy_runtime, result.numpy_kept)
 
 

@@ -1,6 +1,6 @@
 """Several JAX versions' results for one comparison: each version's rounds pooled into one
 Result, adjacent versions compared with History's test (compare.verdict), the JSON record.
-Pure functions of Results: the measuring is engine/versions.py's.
+Pure functions of Results: the measuring is engine/server/versions.py's.
 """
 
 from __future__ import annotations
@@ -126,7 +126,7 @@ def comparison_text(result: Result, older: str, newer: str, v: Verdict) -> str:
 
 
 def pooled_runs(runs: Sequence[Any]) -> tuple[Stats | None, list[tuple[Any, Result]]]:
-    """The one NumPy (or None) and each measured run (engine/versions.py's VersionRun) with its pooled Result."""
+    """The one NumPy (or None) and each measured run (engine/server/versions.py's VersionRun) with its pooled Result."""
     measured = [run for run in runs if run.results]
     numpy = shared_numpy([run.results for run in measured])
     return numpy, [(run, pool_rounds(run.results, numpy)) for run in measured]

@@ -14,8 +14,7 @@ from typing import Any
 
 import streamlit as st
 
-from ..engine.runner import Owner
-from ..engine.settings import RateLimiter
+from ..engine import Owner, RateLimiter
 from ..history.exchange import PRIVATE_ENV, redact
 from ..i18n import N_, _, translate_text
 from ..model.errors import BadInput

@@ -8,8 +8,7 @@ import os
 import streamlit as st
 
 from ..catalog import builtin_cases, case_from_summary
-from ..engine.runner import Job
-from ..engine.settings import Settings
+from ..engine import Job, Settings
 from ..i18n import N_, _, translate_text
 from ..model.cases import Case
 from ..model.errors import BadInput, JaxCompareError
@@ -72,7 +71,7 @@ def _take_cases_listing() -> bool:
     if job.error is not None:
         st.session_state["cases_file_error"] = str(job.error)
         return True
-    path = job.steps[0].args[0]
+    path = job.steps[0].request.cases_file
     st.session_state[CASES_FILE], st.session_state[CASES_FILE_CASES] = path, job.value
     return True
 

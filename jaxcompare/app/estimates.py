@@ -1,11 +1,11 @@
 """How long a run will take, in words (no Streamlit here): the timing presets' labels, the Run
-button's hint, and a running job's time left, from the runner's estimates (engine/durations.py)."""
+button's hint, and a running job's time left, from the runner's estimates (engine/server/durations.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..engine.durations import Estimate
+from ..engine import Estimate
 from ..i18n import N_, _, sentences
 from ..model.formatting import seconds_text
 

@@ -10,7 +10,7 @@ from typing import Any, Generic, TypeVar
 
 import streamlit as st
 
-from ..engine.durations import Estimate
+from ..engine import Estimate
 from ..i18n import N_, _, translate_text
 from ..model.cases import Case
 from ..model.errors import JaxCompareError

@@ -10,7 +10,7 @@ from typing import Any
 
 import streamlit as st
 
-from ..engine.runner import Job, Runner
+from ..engine import Job, Runner
 from ..i18n import N_, _
 from . import estimates, resources, views
 

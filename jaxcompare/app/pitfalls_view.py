@@ -16,8 +16,7 @@ from ..analysis.checks import WARN, Check
 from ..analysis.consistency import finding_title, pitfalls_findings
 from ..analysis.summary import timing_name
 from ..analysis.text import lab_numpy_speeds_lines
-from ..engine.durations import Estimate
-from ..engine.pitfalls import DOCS, EFFECTS, PITFALLS, SECTIONS, pitfall_title, side_roles, side_text
+from ..engine import DOCS, EFFECTS, PITFALLS, SECTIONS, Estimate, pitfall_title, side_roles, side_text
 from ..i18n import N_, _, sentences, translate_text
 from ..model.cases import Case, format_shape
 from ..model.formatting import faster_or_slower, format_time, format_time_range, same_speed, with_detail
@@ -134,7 +133,7 @@ def result_link_markdown(pitfall_id: str | None, result: Result, cases: Sequence
 
 # --- before a run: what each side will run ---------------------------------------------------------
 def preview(pitfall_id: str, case: Case, shape: Sequence[int], precision: str) -> dict[str, list[dict[str, str]]]:
-    """The labels and code of each side, from the engine's own table (engine.pitfalls.SIDE_TEXT),
+    """The labels and code of each side, from the engine's own table (SIDE_TEXT, engine/common/lessons.py),
     so a section shows its code before anything has run. The labels are the engine's English:
     show them with side_label(), as a measured side's."""
     naive, correct, also = side_roles(pitfall_id, precision)

@@ -1,6 +1,6 @@
 """What the Compare page's Profile tab and the Pitfalls page's workload-size section show of a
 profiler trace, as plain data (no Streamlit here): the gap figures, the top ops, the trace
-file and how to open it (the trace itself: engine/profile.py)."""
+file and how to open it (the trace itself: engine/worker/profile.py)."""
 
 from __future__ import annotations
 

@@ -10,8 +10,7 @@ from typing import Any
 
 import streamlit as st
 
-from ..engine.runner import Runner
-from ..engine.settings import Settings
+from ..engine import Runner, Settings
 from ..history.store import Store, default_location, traces_dir
 
 log = logging.getLogger("jaxcompare.app")

@@ -1,5 +1,5 @@
 """The Versions page's controls, its background job and its table (no Streamlit here): one case
-measured under several JAX releases by engine/versions.py. Making an environment can take a
+measured under several JAX releases by engine/server/versions.py. Making an environment can take a
 minute and a run is several jobs in a row, so a thread of its own submits each round to the
 shared Runner's queue (its rate limit, deadline and Stop apply) and waits for it."""
 
@@ -13,11 +13,7 @@ from typing import Any, ClassVar
 from ..analysis.checkline import Check
 from ..analysis.consistency import finding_title
 from ..analysis.versions import compare_versions, findings, first_call_text, pooled_runs, real_versions, release_key
-from ..engine import envs
-from ..engine.process import Cancelled
-from ..engine.runner import Job, Owner, Runner
-from ..engine.settings import Settings
-from ..engine.versions import StopSignal, VersionRun, measure_versions
+from ..engine import Cancelled, Job, Owner, Runner, Settings, StopSignal, VersionRun, envs, measure_versions
 from ..i18n import N_, _, ngettext
 from ..model.errors import BadInput
 from ..model.formatting import format_factor, format_time, format_time_range, markdown_literal

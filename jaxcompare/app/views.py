@@ -23,7 +23,7 @@ from ..model.formatting import (
     markdown_literal,
     matmul_precision_line,
 )
-from ..model.phases import PHASES, phase_kind, phase_label
+from ..model.phases import MEASURING, PHASES, phase_kind, phase_label
 from ..model.reruns import rerun_spread
 from ..model.result import Result
 from ..model.stats import Stats
@@ -34,21 +34,7 @@ JOB_PHASE_TEXT = {
     "starting worker": N_("Starting the worker"),
     "cluster_wait": N_("Waiting for a free accelerator on the cluster"),
     "retrying": N_("Its cluster node was lost before it began measuring: trying once more on another"),
-    "inputs": N_("Building inputs"),
-    "numpy": N_("Timing NumPy"),
-    "transfer": N_("Timing the host→device transfer"),
-    "compile": N_("Timing cold compiles (trace, lower, XLA compile)"),
-    "first_call": N_("Timing the naive first call"),
-    "runtime": N_("Timing the JAX runtime (blocked)"),
-    "dispatch": N_("Timing dispatch only (unblocked)"),
-    "fetch": N_("Timing the device→host fetch"),
-    "recheck": N_("Timing more pairs of NumPy and JAX blocks (drift check)"),
-    "first_call_fresh": N_("Timing the first call in a fresh process (what %time shows)"),
-    "numpy_plain": N_("Timing NumPy again in a plain process (the allocator as it comes)"),
-    "jax_cpu": N_("Timing JAX on the CPU (the third side)"),
-    "profile": N_("Tracing a few JAX calls with jax.profiler"),
-    "agreement": N_("Checking that the outputs agree"),
-    "peak": N_("Finding the peak rates (the CPU's is measured once per host)"),
+    **{phase.name: phase.text for phase in MEASURING},  # the protocol's own (model/phases.py)
     "done": N_("Done"),
     "failed": N_("Failed"),
     "cancelled": N_("Stopped"),
@@ -158,7 +144,7 @@ def agreement_text(result: Result) -> tuple[bool, str]:
     ok = bool(a.get("ok"))
     sentence = (_("JAX and NumPy agree: {details}.") if ok else _("JAX and NumPy disagree: {details}.")).format(
         details=text)
-    if a.get("tf32"):  # the worker found a matrix product the GPU may run in TF32 (engine/agreement.py)
+    if a.get("tf32"):  # the worker found a matrix product the GPU may run in TF32 (engine/worker/agreement.py)
         sentence += " " + _("The tolerance is TF32's: the GPU computed the float32 matrix products with about 10 "
                             "mantissa bits (pitfall 6).")
     return ok, sentence

@@ -2,7 +2,7 @@
 row-wise logsumexp. ``jax.experimental.pallas`` is imported only when a kernel is traced (in a worker).
 
 Pallas compiles only for a GPU or TPU (Mosaic on a TPU); on the CPU it runs interpreted
-(``interpret=True``), which checks agreement but is no speed figure (10-100x slower: DESIGN.md).
+(``interpret=True``), which checks agreement but is no speed figure (each block runs as Python).
 Each kernel picks the two at lowering through ``lax.platform_dependent``, so one function serves a
 TPU worker and the CPU tests alike; the engine flags a Pallas port measured on the CPU (Result.interpreted).
 """
@@ -12,10 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ._lazy import jax, jnp
+from ._lazy import LazyModule, jax, jnp
+
+# Imported at a kernel's first use, in a worker: the server lists the catalog without JAX.
+pl = LazyModule("jax.experimental.pallas")
 
 # The matmul's preferred blocks: on a TPU v5e at 4096x4096 float32, 1024x1024x512 ran 881 µs beside
-# jnp.matmul's 734 µs, 512³ 1.54 ms and 256³ 3.29 ms (DESIGN.md, "Pallas on the v5e").
+# jnp.matmul's 734 µs, 512³ 1.54 ms and 256³ 3.29 ms (docs/ports.md, "Measured").
 MATMUL_BLOCKS = (1024, 1024, 512)
 # Rows of 128 lanes per block for the elementwise chain and rows per block for logsumexp.
 ELEMENTWISE_ROWS = 512
@@ -42,7 +45,6 @@ def _either(compiled: Callable[..., Any], *args: Any) -> Any:
 
 
 def _matmul_kernel(a_ref: Any, b_ref: Any, o_ref: Any) -> None:
-    from jax.experimental import pallas as pl
 
     # The output block stays in on-chip memory across K's steps: zeroed at the first, accumulated after.
     @pl.when(pl.program_id(2) == 0)
@@ -53,7 +55,6 @@ def _matmul_kernel(a_ref: Any, b_ref: Any, o_ref: Any) -> None:
 
 
 def _matmul(a: Any, b: Any, *, interpret: bool) -> Any:
-    from jax.experimental import pallas as pl
 
     (m, k), n = a.shape, b.shape[1]
     # Blocks below 128 would starve the matrix unit (and make a long grid): the whole dimension instead.
@@ -75,7 +76,6 @@ def _elementwise_kernel(x_ref: Any, o_ref: Any) -> None:
 
 
 def _elementwise(x: Any, *, interpret: bool) -> Any:
-    from jax.experimental import pallas as pl
 
     flat = x.reshape(-1)
     if flat.size % LANES:  # not a whole number of 128-lane rows: one block of the whole vector
@@ -103,7 +103,6 @@ def _logsumexp_kernel(x_ref: Any, o_ref: Any) -> None:
 
 
 def _logsumexp(x: Any, *, interpret: bool) -> Any:
-    from jax.experimental import pallas as pl
 
     m, n = x.shape
     bm = block(m, LOGSUMEXP_ROWS)

@@ -32,8 +32,7 @@ from ..analysis.text import (
 )
 from ..analysis.trust import direction, trusted
 from ..catalog import builtin_cases, case_from_summary, find_case, get_case
-from ..engine.durations import pitfalls_kind
-from ..engine.pitfalls import SECTIONS, check_sections, pitfall_title
+from ..engine import SECTIONS, check_sections, pitfall_title, pitfalls_kind
 from ..history.store import traces_dir
 from ..i18n import N_, _, translate_text
 from ..model.cases import Case, format_shape
@@ -49,7 +48,7 @@ from . import versions as cli_versions
 from .report import result_table, write_json
 
 if TYPE_CHECKING:
-    from ..engine.runner import Job
+    from ..engine import Job
 
 EXIT_USAGE = 2
 LANG_ENV = "JAXCOMPARE_LANG"
@@ -160,7 +159,7 @@ def _lookup(args: argparse.Namespace, runner: Any) -> Case:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from ..engine.runner import Runner
+    from ..engine import Runner
 
     cases = list(builtin_cases())
     if args.cases_file:
@@ -217,7 +216,7 @@ def _base_spec(args: argparse.Namespace, shape: tuple[int, ...]) -> Spec:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from ..engine.runner import Runner
+    from ..engine import Runner
 
     profile_dir = None
     if args.profile is not None:
@@ -264,7 +263,7 @@ def _wait(job: Job) -> Any:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from ..engine.runner import Runner
+    from ..engine import Runner
 
     with Runner(timeout_s=args.timeout) as runner:
         case = _lookup(args, runner)
@@ -291,7 +290,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_pitfalls(args: argparse.Namespace) -> int:
-    from ..engine.runner import Runner
+    from ..engine import Runner
 
     with Runner(timeout_s=args.timeout) as runner:
         case = _lookup(args, runner)
@@ -353,7 +352,7 @@ def pitfalls_summary_lines(report: dict[str, Any]) -> list[str]:
 def pitfall_effect_line(pitfall: dict[str, Any]) -> str:
     """'effect: flatters JAX (naive/proper speedup 83x, 95% range 11-1500x)', or the lesson
     that did not show: 'effect: within the noise: on this machine the transfer pitfall did not show'."""
-    from ..engine.pitfalls import EFFECT_WORDS
+    from ..engine import EFFECT_WORDS
 
     factor = f"{pitfall['effect_factor']:.3g}x"
     if pitfall.get("effect_range"):

@@ -10,7 +10,7 @@ from typing import Any
 
 from .. import i18n
 from ..analysis.text import trace_lines
-from ..engine.profile import TOP_OPS, summarize_file
+from ..engine import TOP_OPS, summarize_file
 from ..i18n import N_
 from ..model.errors import BadInput
 from .report import write_json

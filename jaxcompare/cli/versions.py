@@ -1,5 +1,5 @@
 """``jaxcompare versions``: one case under several JAX releases, each in its own environment
-(engine/envs.py), measured in alternating rounds, adjacent versions compared."""
+(engine/server/envs.py), measured in alternating rounds, adjacent versions compared."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def _timing(args: argparse.Namespace) -> TimingConfig:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from ..engine.versions import measure_versions
+    from ..engine import measure_versions
 
     if args.prepare is not None:
         return prepare(args)
@@ -130,8 +130,7 @@ def version_line(result: Result) -> str:
 def prepare(args: argparse.Namespace) -> int:
     """``versions --prepare``: each environment made (or found made), one line each, nothing
     measured; what an operator runs before a hosted server offers these versions."""
-    from ..engine.envs import VersionUnavailable, ensure_env, envs_dir
-    from ..engine.settings import Settings
+    from ..engine import Settings, VersionUnavailable, ensure_env, envs_dir
 
     given = [f"--{name}" for name in ("case", "jax", "json") if getattr(args, name)]
     if given or args.save:

@@ -1,4 +1,4 @@
-"""A GPU's clocks and heat around the timed runtime blocks, as NVML read them (engine/gpu_clocks.py).
+"""A GPU's clocks and heat around the timed runtime blocks, as NVML read them (engine/worker/gpu_clocks.py).
 
 A GPU idles at a few hundred MHz, boosts under load (an H200 read 345 MHz idle, 1980 MHz just
 after a matrix product) and slows when hot or at its power cap, so its timings move with its

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 from ..i18n import N_
 
-__all__ = ["PLATFORMS", "Float64Gap", "Platform", "ProductPrecision", "PRODUCT_PRECISIONS", "platform",
-           "reduced_precision", "backend_error_line", "error_first_line", "float64_line", "float64_note", "gap_line",
-           "unsupported_label"]
+__all__ = ["BASE_RTOL", "PLATFORMS", "PREFERRED", "TF32_RTOL", "may_reduce_products", "may_use_tf32", "Float64Gap",
+           "Platform", "ProductPrecision", "PRODUCT_PRECISIONS", "platform", "reduced_precision", "is_host",
+           "backend_error_line", "error_first_line", "float64_line", "float64_note", "gap_line", "unsupported_label"]
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,12 @@ PRODUCT_PRECISIONS = {p.name: p for p in (
     # Gram at 1000x1000 (DESIGN notes in benchmarks/RESULTS.md), so 2.5 units leave room.
     ProductPrecision("bfloat16", N_("one bfloat16 pass (8-bit mantissa)"), 1e-2),
 )}
+
+
+# Normwise relative tolerance per dtype (the agreement's, engine/worker/agreement.py): loose enough for
+# reordered summation and LAPACK-vs-XLA algorithm differences, tight enough to catch a wrong port.
+BASE_RTOL = {"float32": 1e-4, "float64": 1e-10}
+TF32_RTOL = PRODUCT_PRECISIONS["tensorfloat32"].rtol
 
 
 def reduced_precision(name: str | None) -> ProductPrecision | None:
@@ -79,6 +85,14 @@ class Platform:
     # (case, seconds): catalog cases whose float64 self-check at the small shape took far longer than
     # float32's (about a second), nearly all of it compiling the emulated program.
     float64_slow: tuple[tuple[str, float], ...] = ()
+    # The host itself (the CPU): its device's memory is the host's, it has no third side (JAX on the CPU
+    # beside it), and its ceilings are measured here rather than published.
+    host: bool = False
+    # The environment variable that shows a worker process only some of the host's devices (None: the
+    # worker is pinned by index instead, every device visible).
+    visible_devices: str | None = None
+    # Where its clocks and heat are read while it runs ("nvml"; None: not read).
+    clocks: str | None = None
 
     def float64_gap(self, error_text: str) -> Float64Gap | None:
         """The missing float64 operation an XLA error names, None for any other error."""
@@ -100,8 +114,9 @@ class Platform:
 
 
 PLATFORMS = {p.name: p for p in (
-    Platform("cpu", "CPU", None, "float32", frozenset(), "native"),
-    Platform("gpu", "GPU", None, "tensorfloat32", frozenset({"highest", "float32"}), "native"),
+    Platform("cpu", "CPU", None, "float32", frozenset(), "native", host=True),
+    Platform("gpu", "GPU", None, "tensorfloat32", frozenset({"highest", "float32"}), "native",
+             visible_devices="CUDA_VISIBLE_DEVICES", clocks="nvml"),
     Platform("tpu", "TPU", 1, "bfloat16", frozenset({"highest", "float32", "high", "bfloat16_3x", "tensorfloat32"}),
              "emulated",
              float64_missing=(
@@ -120,12 +135,37 @@ PLATFORMS = {p.name: p for p in (
 )}
 
 
+# The platform a worker measures on when its device is not named: an accelerator before the host.
+PREFERRED = tuple(sorted(PLATFORMS, key=lambda name: PLATFORMS[name].host))
+
+
 def platform(name: str | None) -> Platform | None:
     """The table's entry for a platform name ('cuda' and 'rocm' are GPUs); None when unknown."""
     if name is None:
         return None
     name = name.lower()
     return PLATFORMS.get("gpu" if name in ("cuda", "rocm") else name)
+
+
+def may_reduce_products(dtype: str, platform_name: str, matmul_precision: str) -> str | None:
+    """The reduced precision float32 products may run at here ('tensorfloat32' on a GPU, 'bfloat16' on
+    a TPU), or None: not float32, or a platform or matmul precision that keeps it."""
+    entry = platform(platform_name)
+    if dtype != "float32" or entry is None or entry.float32_products == "float32":
+        return None
+    return None if matmul_precision.lower() in entry.full_products_at else entry.float32_products
+
+
+def may_use_tf32(dtype: str, platform: str, matmul_precision: str) -> bool:
+    """Whether a GPU may compute float32 products in TF32 here: float32, on a GPU, at a default
+    matmul precision that does not keep full float32."""
+    return may_reduce_products(dtype, platform, matmul_precision) == "tensorfloat32"
+
+
+def is_host(name: str | None) -> bool:
+    """Whether a platform name is the host's own (the CPU): an unknown one counts as an accelerator."""
+    found = platform(name)
+    return found is not None and found.host
 
 
 _LOCKFILE = re.compile(r"libtpu multi-process lockfile|TPU is already in use by process with pid (\d+)")

@@ -1,5 +1,5 @@
 """Where the time goes inside one JAX call: the summary of a profiler trace of a few
-steady-state calls (engine/profile.py makes it). Times are seconds per call; for a trace
+steady-state calls (engine/worker/profile.py makes it). Times are seconds per call; for a trace
 without ``jaxcompare call`` annotations (``calls`` 0), over the trace's whole window."""
 
 from __future__ import annotations

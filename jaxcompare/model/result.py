@@ -74,7 +74,7 @@ class Result:
     peak: Peak | None = None
     # Where the time goes inside the JAX call (a profiler trace's summary); None when not asked.
     profile: Profile | None = None
-    # How busy the machine was while each phase was timed (engine/load.py): {"cores": n, "others_source",
+    # How busy the machine was while each phase was timed (engine/common/load.py): {"cores": n, "others_source",
     # "phases": {phase: {"wall_s", "others_cpu_s"}}, ...}; {} when saved before it was recorded.
     load: dict[str, Any] = field(default_factory=dict)
     # Each side's counts, ceilings and limit (model/roofline.py); None when saved before it was recorded.
@@ -82,8 +82,8 @@ class Result:
     # The GPU's clocks and heat before and after the runtime blocks (model/clocks.py); None off GPUs
     # and in results saved before they were read.
     gpu_clocks: GpuClocks | None = None
-    # NumPy in the worker, with freed memory kept (engine/memory.py), when ``numpy_runtime`` is NumPy
-    # as a plain process runs it (engine/plain_numpy.py); None where the two are one figure.
+    # NumPy in the worker, with freed memory kept (engine/worker/memory.py), when ``numpy_runtime`` is NumPy
+    # as a plain process runs it (engine/worker/plain_numpy.py); None where the two are one figure.
     numpy_kept: Stats | None = None
 
     # --- derived figures -------------------------------------------------------------

@@ -96,7 +96,7 @@ class TimingConfig:
     runtime_budget_s: float | None = None
     runtime_rel_ci: float | None = None
     runtime_blocks: int = 1
-    # Fresh processes that time the first call as a user's %time pays it (engine/measure.py); 0: the
+    # Fresh processes that time the first call as a user's %time pays it (engine/worker/measure.py); 0: the
     # worker's recompile after jax.clear_caches() stands in for it.
     first_call_processes: int = 1
 

@@ -1,7 +1,7 @@
 """``jaxcompare.compare`` and ``jaxcompare.sweep``: a notebook's own functions, measured with
 the CLI's protocol in a worker of the requested precision.
 
-The functions travel to the worker with the job (engine/shipping.py), so x64 runs in a
+The functions travel to the worker with the job (engine/common/shipping.py), so x64 runs in a
 process where ``jax_enable_x64`` holds whatever the notebook's own setting. One Runner per
 process, created on first use and closed at exit (or by :func:`shutdown`).
 """
@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..analysis.sweep import crossover
-from ..engine.runner import Job, Runner
+from ..engine import Job, Runner
 from ..history.store import traces_dir
 from ..i18n import N_
 from ..model.cases import NOTEBOOK, Case, GivenInputs, any_shape, default_canonical, format_shape
@@ -106,7 +106,7 @@ def versions(numpy_fn: Callable[..., Any], jax_fn: Callable[..., Any], *inputs: 
     functions are cloudpickled to each version's worker, so they may use only what that JAX has.
     A version that cannot be installed is listed under "unavailable"; the others still run."""
     from ..analysis.versions import versions_document
-    from ..engine.versions import measure_versions
+    from ..engine import measure_versions
 
     try:
         case, spec, _notes = _request(numpy_fn, jax_fn, inputs, precision=precision, device=device,

@@ -13,7 +13,7 @@ _path = os.environ.get("JAXCOMPARE_TEST_DEVICE_LOCK")
 if _path:
     _fd = os.open(_path, os.O_RDWR | os.O_CREAT, 0o600)
     with open("/proc/self/cmdline", "rb") as _cmd:
-        _what = "restart" if b"jaxcompare.engine.restart" in _cmd.read() else "worker"
+        _what = "restart" if b"jaxcompare.engine.worker.restart" in _cmd.read() else "worker"
     try:
         fcntl.flock(_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:

@@ -1,0 +1,133 @@
+"""Do NumPy and JAX compute the same thing? Normwise errors with a dtype-aware tolerance.
+Runs in the worker (and the selfcheck process) on outputs already on the host; no JAX.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ...model.cases import Arrays, Case
+from ...model.platforms import BASE_RTOL, PLATFORMS, PRODUCT_PRECISIONS, TF32_RTOL, may_reduce_products, may_use_tf32
+
+__all__ = ["BASE_RTOL", "TF32_RTOL", "may_reduce_products", "may_use_tf32"]  # the platform table's, read here too
+# jax_default_matmul_precision values that keep a float32 product in full float32 on a GPU.
+FULL_FLOAT32 = PLATFORMS["gpu"].full_products_at
+
+# A matrix product or convolution in a lowered program (StableHLO, or HLO text), and its precision.
+_DOT = re.compile(r"\b(?:stablehlo|mhlo)\.(?:dot_general|dot|convolution)\b[^\n]*"
+                  r"|=\s*\S+\s+(?:dot|convolution)\([^\n]*")
+_PRECISION = re.compile(r"precision\s*=\s*\[([^\]]*)\]|operand_precision=\{([^}]*)\}")
+
+
+def program_has_dot(program_text: str) -> bool:
+    """Whether a lowered program has a matrix product or convolution that a GPU or TPU may run at
+    reduced precision: one whose operands are not all at HIGHEST precision."""
+    for match in _DOT.finditer(program_text):
+        found = _PRECISION.search(match.group(0))
+        names = [n.strip().lower() for n in (found.group(1) or found.group(2)).split(",")] if found else []
+        if not names or any(n != "highest" for n in names):
+            return True
+    return False
+
+
+def reduced_products(dtype: str, platform: str, matmul_precision: str, program_text: Callable[[], str]) -> str | None:
+    """The reduced precision this program's float32 products may have run at: may_reduce_products, with
+    a dot or convolution in the program. ``program_text`` (the lowered program) is only asked for
+    when the rest holds."""
+    reduced = may_reduce_products(dtype, platform, matmul_precision)
+    return reduced if reduced is not None and program_has_dot(program_text()) else None
+
+
+def uses_tf32(dtype: str, platform: str, matmul_precision: str, program_text: Callable[[], str]) -> bool:
+    """Whether the GPU may have computed this program's float32 products in TF32 (reduced_products)."""
+    return may_use_tf32(dtype, platform, matmul_precision) and program_has_dot(program_text())
+
+
+def tolerance(case: Case, dtype: str, *, tf32: bool = False, products: str | None = None) -> tuple[float, float]:
+    """(rtol, atol) for ``case`` at ``dtype``; atol guards outputs that are ~0. ``products``: the
+    reduced precision the products ran at (reduced_products; ``tf32``: TF32), whose rtol float32 takes."""
+    products = products or ("tensorfloat32" if tf32 else None)
+    reduced = PRODUCT_PRECISIONS[products].rtol if products and dtype == "float32" else None
+    base = reduced or BASE_RTOL.get(dtype, 1e-4)
+    rtol = base * case.tolerance
+    atol = rtol * 1e-3
+    return rtol, atol
+
+
+def normwise_errors(reference: Arrays, test: Arrays) -> tuple[float, float]:
+    """Largest absolute error and largest error relative to each output's largest value."""
+    if len(reference) != len(test):
+        return float("inf"), float("inf")
+    max_abs = 0.0
+    max_rel = 0.0
+    for ref, got in zip(reference, test, strict=True):
+        ref = np.asarray(ref, dtype=np.float64) if not np.iscomplexobj(ref) else np.asarray(ref)
+        got = np.asarray(got, dtype=ref.dtype)
+        if ref.shape != got.shape:
+            return float("inf"), float("inf")
+        if ref.size == 0:
+            continue
+        diff = np.abs(ref - got)
+        if not np.all(np.isfinite(diff)):
+            # equal infinities (e.g. logpdf of far tails) are agreement, anything else is not
+            same = (ref == got) | (np.isnan(ref) & np.isnan(got))
+            if not np.all(same | np.isfinite(diff)):
+                return float("inf"), float("inf")
+            diff = np.where(np.isfinite(diff), diff, 0.0)
+        abs_err = float(diff.max())
+        finite = np.abs(ref[np.isfinite(ref)])
+        scale = float(finite.max()) if finite.size else 0.0
+        rel_err = abs_err / scale if scale > 0 else abs_err
+        max_abs = max(max_abs, abs_err)
+        max_rel = max(max_rel, rel_err)
+    return max_abs, max_rel
+
+
+def compare_outputs(
+    case: Case,
+    dtype: str,
+    inputs: Arrays,
+    numpy_out: Arrays,
+    jax_out: Arrays,
+    reference64_out: Arrays | None = None,
+    *,
+    tf32: bool = False,
+    products: str | None = None,
+) -> dict[str, Any]:
+    """Agreement record: JAX vs NumPy at the same precision, and both vs float64. ``products``: the
+    reduced precision the JAX side's products ran at (reduced_products; ``tf32``: TF32); the record
+    names it, with its rtol."""
+    products = (products or ("tensorfloat32" if tf32 else None)) if dtype == "float32" else None
+    tf32 = products == "tensorfloat32"
+    rtol, atol = tolerance(case, dtype, products=products)
+    canon_np = case.canonical(numpy_out, inputs)
+    canon_jax = case.canonical(jax_out, inputs)
+    max_abs, max_rel = normwise_errors(canon_np, canon_jax)
+    record: dict[str, Any] = {
+        "ok": bool(max_rel <= rtol or max_abs <= atol),
+        "max_abs_err": max_abs,
+        "max_rel_err": max_rel,
+        "rtol": rtol,
+        "atol": atol,
+        "tf32": tf32,
+        "products": products,
+        "method": case.compared_by,
+        "numpy_dtype": str(numpy_out[0].dtype) if numpy_out else None,
+        "jax_dtype": str(jax_out[0].dtype) if jax_out else None,
+    }
+    if reference64_out is not None:
+        inputs64 = tuple(np.asarray(a, dtype=np.float64) if a.dtype.kind == "f" else a for a in inputs)
+        canon_ref = case.canonical(reference64_out, inputs64)
+        np_abs, np_rel = normwise_errors(canon_ref, canon_np)
+        jax_abs, jax_rel = normwise_errors(canon_ref, canon_jax)
+        record["vs_float64"] = {
+            "numpy_max_abs_err": np_abs,
+            "numpy_max_rel_err": np_rel,
+            "jax_max_abs_err": jax_abs,
+            "jax_max_rel_err": jax_rel,
+        }
+    return record
