@@ -10,12 +10,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar, Self
 
+from ..analysis.ports import PortRun, PortsVerdict, ports_verdict
 from ..analysis.sweep import ladder
 from ..i18n import N_, _, translate_text
 from ..model.cases import Case, format_shape
 from ..model.errors import BadInput, JaxCompareError
 from ..model.formatting import cut
-from ..model.platforms import gap_line, platform
+from ..model.platforms import error_first_line, gap_line, platform
 from ..model.result import Result
 from ..model.spec import (
     DEVICES,
@@ -187,6 +188,26 @@ class CompareConfig(PageConfig):
     timing: str = "careful"
     profile: bool = False  # also trace a few JAX calls after the timed phases (the Profile tab)
     matmul_precision: str = "default"  # jax.default_matmul_precision for the comparison (Spec's)
+    ports: tuple[str, ...] = ()  # the case's JAX ports to race; () or a stale choice: its default port alone
+
+    @classmethod
+    def from_widgets(cls, state: Mapping[str, Any]) -> Self:
+        if "ports" in cls.controls() and cls.key("ports") not in state:
+            # The port picker is drawn only for a case with several ports: Streamlit forgets its key otherwise.
+            state = {**state, cls.key("ports"): []}
+        return super().from_widgets(state)
+
+    def widget_value(self, name: str) -> Any:
+        return list(self.ports) if name == "ports" else getattr(self, name)  # a multi-select's list
+
+    @classmethod
+    def field_value(cls, name: str, value: Any) -> Any:
+        return tuple(value or ()) if name == "ports" else value
+
+    def chosen_ports(self, case: Case) -> list[str]:
+        """The ports these settings measure, in the case's order; its default alone where none of
+        the chosen is the case's (a case changed under the picker, a case with one port)."""
+        return [name for name in case.port_names if name in self.ports] or [case.default_port]
 
     def shape(self, case: Case) -> tuple[int, ...]:
         if self.size == "small":
@@ -196,8 +217,11 @@ class CompareConfig(PageConfig):
         return check_shape_text(case, self.custom_shape)
 
     def spec(self, case: Case) -> Spec:
+        """The one run these settings describe: a single chosen port other than the default names it
+        (several ports run as a PortsRun, each its own Spec)."""
+        port = self.chosen_ports(case)[0] if "ports" in self.controls() else case.default_port
         return Spec(case.name, self.shape(case), precision=self.precision, device=self.device,
-                    cases_file=case.cases_file,
+                    cases_file=case.cases_file, port=None if port == case.default_port else port,
                     timing=timing_config(self.timing), matmul_precision=self.matmul_precision)
 
     def changed_note(self, shape: tuple[int, ...] | None, case: str, measured_shape: Sequence[int],
@@ -207,9 +231,12 @@ class CompareConfig(PageConfig):
                 and self.matmul_precision == matmul_precision)
         return "" if same else " · " + _("*the sidebar settings have changed since this run*")
 
-    def query(self) -> dict[str, str]:
-        """URL parameters: the case always, the rest only when not the default."""
+    def query(self, case: Case | None = None) -> dict[str, str]:
+        """URL parameters: the case always, the rest only when not the default; the ports where
+        ``case`` (this config's) is given and they are not its default port alone."""
         out = {"case": self.case}
+        if case is not None and "ports" in self.controls() and self.chosen_ports(case) != [case.default_port]:
+            out["ports"] = ",".join(self.chosen_ports(case))
         if self.size == "custom":
             out["shape"] = self.custom_shape.replace(" ", "")
         elif self.size != self.default("size"):
@@ -266,8 +293,18 @@ def compare_config_from_query(query: Mapping[str, Any], cases: Sequence[Case],
             except JaxCompareError as exc:
                 preset = (N_("the small preset {shape}") if size == "small" else N_("the large preset {shape}"))
                 warnings.append(_url_warning("shape", raw_shape, str(exc), preset.format(shape=custom)))
+    ports: tuple[str, ...] = ()  # the default port (the picker shows it chosen)
+    raw_ports = _url_value(query.get("ports")) if "ports" in cls.controls() else None
+    if raw_ports is not None:
+        names = [name.strip() for name in raw_ports.split(",") if name.strip()]
+        bad = [name for name in names if name not in case.port_names]
+        if bad or not names:
+            warnings.append(_url_warning("ports", raw_ports, N_("the case's ports are {ports}").format(
+                ports=", ".join(case.port_names)), case.default_port))
+        else:
+            ports = tuple(name for name in case.port_names if name in names)
     config = cls(
-        case=case.name, size=size, custom_shape=custom,
+        case=case.name, size=size, custom_shape=custom, ports=ports,
         precision=_choice(query, "precision", PRECISIONS, default("precision"), warnings),
         device=_choice(query, "device", DEVICES, default("device"), warnings),
         timing=_choice(query, "timing", cls.TIMING_PRESETS, default("timing"), warnings),
@@ -515,3 +552,75 @@ class SweepRun:
         self.stopped = True
         if self.job is not None:
             self.job.cancel()
+
+
+# --- several ports of one case, driven port by port ---------------------------------------------------
+@dataclass
+class PortsRun:
+    """The chosen ports of one case at one shape, measured one after another: each is a job of its own
+    (so the server's limits count each port as a run) and at most one is in the device queue at a
+    time, as a sweep's points. A port that fails gets its one line and the next one runs; Stop ends
+    the run with what has landed. Not thread-safe; one session owns it."""
+
+    base: Spec
+    ports: list[str]
+    runs: list[PortRun] = field(default_factory=list)
+    next_index: int = 0
+    job: Any = None
+    current: str | None = None
+    stopped: bool = False
+
+    @property
+    def finished(self) -> bool:
+        return self.job is None and (self.stopped or self.next_index >= len(self.ports))
+
+    @property
+    def results(self) -> list[Result]:
+        return [run.result for run in self.runs if run.result is not None]
+
+    def spec(self, port: str) -> Spec:
+        return replace(self.base, port=port)
+
+    def specs(self, start: int = 0) -> list[Spec]:
+        """The Spec of every port from ``start`` on, in run order."""
+        return [self.spec(port) for port in self.ports[start:]]
+
+    def progress_label(self) -> str:
+        """'Port 2 of 3: scan': which port is being measured."""
+        return _("Port {index} of {total}: {port}").format(
+            index=min(len(self.runs) + 1, len(self.ports)), total=len(self.ports), port=self.current or "")
+
+    def fraction(self) -> float:
+        running = float(getattr(self.job, "progress", 0.0) or 0.0) if self.job is not None else 0.0
+        return min((len(self.runs) + running) / max(len(self.ports), 1), 1.0)
+
+    def advance(self, submit: Callable[[Spec], Any]) -> bool:
+        """Collect a finished port and submit the next; True when a port's result or line landed. A
+        port refused at once (a server's limit) gets its line, and the next is tried."""
+        landed = False
+        if self.job is not None and self.job.done:
+            job, port = self.job, self.current or ""
+            self.runs.append(PortRun(port, result=job.value) if job.error is None and job.value is not None
+                             else PortRun(port, error=error_first_line(str(job.error or N_("it did not run")))))
+            if job.status == "cancelled":
+                self.stopped = True
+            self.job, self.current, landed = None, None, True
+        while self.job is None and not self.stopped and self.next_index < len(self.ports):
+            port = self.ports[self.next_index]
+            self.next_index += 1
+            try:
+                self.job, self.current = submit(self.spec(port)), port
+            except JaxCompareError as exc:
+                self.runs.append(PortRun(port, error=error_first_line(str(exc))))
+                landed = True
+        return landed
+
+    def stop(self) -> None:
+        """Stop after keeping what has landed; a running port is cancelled."""
+        self.stopped = True
+        if self.job is not None:
+            self.job.cancel()
+
+    def verdict(self) -> PortsVerdict:
+        """The race among the ports that have landed (analysis/ports)."""
+        return ports_verdict(self.runs, case=self.base.case, shape=self.base.shape, precision=self.base.precision)

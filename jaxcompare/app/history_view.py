@@ -377,6 +377,8 @@ def compare_query(result: Result) -> dict[str, str]:
              "device": spec.device, "timing": spec.timing.preset_name}
     if spec.matmul_precision != "default":
         query["matmul_precision"] = spec.matmul_precision
+    if spec.port:  # the port it measured (a URL naming a port the case lacks warns and takes the default)
+        query["ports"] = spec.port
     return query
 
 
