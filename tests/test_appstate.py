@@ -114,7 +114,7 @@ def test_each_page_reads_back_from_its_widgets_what_it_seeded_there():
     assert set(compare.widgets()) == {"case", "size", "custom_shape", "precision", "device", "timing", "profile",
                                       "matmul_precision", "ports"}
     assert set(sweep.widgets()) == {"sweep_case", "sweep_precisions", "sweep_steps", "sweep_largest",
-                                    "sweep_device", "sweep_timing", "sweep_matmul_precision"}
+                                    "sweep_device", "sweep_timing", "sweep_matmul_precision", "sweep_ports"}
     assert set(pitfalls.widgets()) == {"pf_case", "pf_size", "pf_custom_shape", "pf_precision", "pf_device",
                                        "pf_timing"}  # the lab has no profile switch, and pitfall 6 its own precisions
     assert sweep.widgets()["sweep_precisions"] == ["x32", "x64"]  # a multi-select holds a list

@@ -100,3 +100,24 @@ def test_compare_races_two_ports_of_cumsum_each_its_own_job():
     at.query_params["lang"] = "zh"
     at.run()
     assert not at.exception and at.tabs[0].label == "jnp"
+
+
+@pytest.mark.slow
+def test_size_sweep_draws_a_line_per_port_with_each_ports_crossover():
+    at = page("pages/2_Size_sweep.py", case="cumsum", steps="3", largest="4000", ports="jnp,scan")
+    assert not at.exception and at.multiselect(key="sweep_ports").value == ["jnp", "scan"]
+    assert dict(at.query_params)["ports"] == "jnp,scan"
+    assert any("6 measurement(s)" in c.value for c in at.caption)  # 3 sizes, each port
+    at.button(key="run_sweep").click().run()
+    at = run_until(at, lambda a: a.session_state["sweep_run"].finished, timeout=180)
+    run = at.session_state["sweep_run"]
+    assert not run.failures and sorted((r.port, r.shape) for r in run.results) == [
+        (port, (n,)) for port in ("jnp", "scan") for n in (1000, 2000, 4000)]
+    assert [m.label for m in at.metric][:2] == ["Crossover (jnp x32)", "Crossover (scan x32)"]
+    runtime, speedup, *_ = vega_specs(at)
+    sides = {r["side"] for r in chart_rows(at, 0) if "side" in r}
+    assert sides == {"NumPy", "JAX · jnp", "JAX · scan"}  # NumPy once, a JAX line per port
+    lines = {(r["line"], r["elements"]) for r in chart_rows(at, 1) if "speedup" in r}
+    assert lines == {(f"{port} x32", n) for port in ("jnp", "scan") for n in (1000, 2000, 4000)}
+    assert [row["Port"] for row in at.table[0].value.to_dict("records")] == ["jnp"] * 3 + ["scan"] * 3
+    assert not at.exception
