@@ -121,3 +121,25 @@ def test_size_sweep_draws_a_line_per_port_with_each_ports_crossover():
     assert lines == {(f"{port} x32", n) for port in ("jnp", "scan") for n in (1000, 2000, 4000)}
     assert [row["Port"] for row in at.table[0].value.to_dict("records")] == ["jnp"] * 3 + ["scan"] * 3
     assert not at.exception
+
+
+@pytest.mark.slow
+def test_a_hosted_demo_counts_each_port_as_a_run(monkeypatch):
+    """At two runs a minute, a race of three ports runs two; the third is its one plain line."""
+    from apptest_support import run_until as wait
+
+    from jaxcompare import Runner
+    from jaxcompare.app import resources
+    from jaxcompare.engine.settings import Settings
+
+    settings = dataclasses.replace(Settings.hosted(), max_jobs_per_minute=2)
+    with Runner(settings=settings, timeout_s=240) as runner:
+        monkeypatch.setattr(resources, "get_runner", lambda: runner)
+        at = page("pages/1_Compare.py", case="cumsum", shape="300", timing="quick", ports="jnp,associative_scan,scan")
+        at.button(key="run_compare").click().run()
+        at = wait(at, lambda a: a.session_state["compare_ports"].finished)
+        race = at.session_state["compare_ports"]
+        assert [r.name for r in race.runs if r.result is not None] == ["jnp", "associative_scan"]
+        assert "rate limit: at most 2 runs a minute" in race.runs[2].error
+        assert any("scan: did not run: rate limit" in m.value.replace("\\", "") for m in at.markdown)
+        assert not at.exception
