@@ -20,13 +20,13 @@ _EXPORTS = {
     "Result": "model.result",
     "Spec": "model.spec", "TimingConfig": "model.spec", "parse_shape": "model.spec",
     "Stats": "model.stats",
-    "OutputsDisagree": "notebook", "compare": "notebook", "shutdown": "notebook", "sweep": "notebook",
-    "versions": "notebook",
+    "OutputsDisagree": "notebook", "PortsResult": "notebook", "compare": "notebook", "shutdown": "notebook",
+    "sweep": "notebook", "versions": "notebook",
 }
 
 __all__ = [
     "BadInput", "Case", "DeviceUnavailable", "Job", "JaxCompareError", "JobFailed", "OutputsDisagree", "Port",
-    "Result", "Runner", "Spec", "Stats", "TimingConfig", "TooLarge", "all_cases", "builtin_cases",
+    "PortsResult", "Result", "Runner", "Spec", "Stats", "TimingConfig", "TooLarge", "all_cases", "builtin_cases",
     "compare", "get_case", "load_ipython_extension", "parse_shape", "shutdown", "sweep", "versions",
 ]
 __version__ = "0.1.0"

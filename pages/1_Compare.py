@@ -19,6 +19,7 @@ from jaxcompare.app import (
     language,
     navigation,
     pitfalls_view,
+    ports_ui,
     profile_view,
     reopen,
     resources,
@@ -33,6 +34,7 @@ from jaxcompare.model.cases import format_shape
 ui.start_page(navigation.COMPARE)
 
 JOB, RESULT, ERROR = "compare_job", "compare_result", "compare_error"
+PORTS = "compare_ports"  # a race of several ports (controls.PortsRun): shown instead of RESULT while it is there
 FORM = form_ui.page_form(controls.CompareConfig)
 CASES, key, current_config = FORM.cases, FORM.key, FORM.current  # the widgets' keys: the config's field names
 BOX_HELP = form_ui.BoxHelp(
@@ -44,12 +46,31 @@ BOX_HELP = form_ui.BoxHelp(
 
 
 # --- callbacks (run before the script, so they never block it) ---------------------------------
+def ports_running() -> controls.PortsRun | None:
+    run = st.session_state.get(PORTS)
+    return run if run is not None and not run.finished else None
+
+
+def submit_port(spec):
+    # Each port counts as a run against the server's limits (rate, jobs at once), as a Compare run does.
+    return resources.get_runner().submit(spec, owner=access.owner_id())
+
+
 def start_run() -> None:
-    if jobs.running_job(JOB) is not None:
+    if jobs.running_job(JOB) is not None or ports_running() is not None:
         return  # a second click while running never starts a second job
     config = current_config()
     try:
-        spec = config.spec(cases_ui.case_by_name(config.case))
+        case = cases_ui.case_by_name(config.case)
+        spec = config.spec(case)
+        ports = config.chosen_ports(case)
+        if len(ports) > 1:  # each port its own job, one after another (a profile traces one run: none here)
+            run = controls.PortsRun(spec, ports)
+            run.advance(submit_port)
+            st.session_state[PORTS] = run
+            st.session_state.pop(ERROR, None)
+            st.session_state["compare_url_warnings"] = []
+            return
         st.session_state[JOB] = resources.get_runner().submit(
             spec, owner=access.owner_id(), profile_dir=resources.traces_folder() if config.profile else None)
     except JaxCompareError as exc:
@@ -64,8 +85,14 @@ def harvest() -> None:
     job = jobs.take_finished(JOB, ERROR)
     if job is not None and isinstance(job.value, Result):
         st.session_state[RESULT] = job.value
+        st.session_state.pop(PORTS, None)
         reopen.replaced()
         ui.save_to_history([job.value])
+    run: controls.PortsRun | None = st.session_state.get(PORTS)
+    if run is not None and run.finished and run.results:  # each port's result, once, as a run's
+        st.session_state.pop(RESULT, None)
+        reopen.replaced()
+        ui.save_to_history(run.results)
 
 
 @st.fragment(run_every=jobs.POLL_S)
@@ -77,8 +104,31 @@ def poll_job() -> None:
     st.button(_("Stop"), icon=":material/stop_circle:", on_click=jobs.cancel_job, args=(JOB,), key="stop_compare")
 
 
+def stop_ports() -> None:
+    run = st.session_state.get(PORTS)
+    if run is not None:
+        run.stop()
+
+
+@st.fragment(run_every=jobs.POLL_S)
+def poll_ports() -> None:
+    """Advance the race one port at a time; a full rerun shows it once every port has landed."""
+    run = st.session_state.get(PORTS)
+    if run is None:
+        return
+    run.advance(submit_port)
+    if run.finished:
+        st.rerun()
+    if run.job is not None:
+        jobs.job_progress(run.job, f"{run.progress_label()} · {run.base.case} {format_shape(run.base.shape)} "
+                          f"{run.base.precision}", overall=run.fraction(),
+                          after=jobs.sweep_left(run.job, run.specs(run.next_index)))
+    st.button(_("Stop"), icon=":material/stop_circle:", on_click=stop_ports, key="stop_ports")
+
+
 # --- page ---------------------------------------------------------------------------------------
-reopen.open_from_url(RESULT, ERROR, CASES)  # ?result=<id>: a saved run, before the sidebar reads the URL
+if reopen.open_from_url(RESULT, ERROR, CASES):  # ?result=<id>: a saved run, before the sidebar reads the URL
+    st.session_state.pop(PORTS, None)
 url_warnings = ui.seed_from_url("compare", lambda query: controls.compare_config_from_query(query, CASES))
 harvest()
 
@@ -88,16 +138,18 @@ with st.sidebar:
               help=_("After the timed phases, trace a few steady-state JAX calls with jax.profiler: the XLA ops "
                      "that take the device's time, and how much of each call is host overhead. The timings are "
                      "the same either way; the Perfetto trace can be downloaded from the Profile tab."))
-    busy = jobs.running_job(JOB) is not None
+    if profile_note := form_ui.ports_profile_note(FORM, case):
+        st.caption(profile_note)
+    busy = jobs.running_job(JOB) is not None or ports_running() is not None
     st.button(_("Run comparison"), type="primary", icon=":material/play_arrow:", on_click=start_run,
               disabled=busy or shape is None, width="stretch", key="run_compare")
     if busy:
         st.caption(_("Measuring… the page stays usable; change settings for the next run."))
     elif shape is not None:
-        form_ui.run_hint([spec for spec in [FORM.spec(case)] if spec is not None])
+        form_ui.run_hint(FORM.port_specs(case))
 
 cases_ui.cases_file_ui()
-ui.sync_url(reopen.url_query(current_config().query()))
+ui.sync_url(reopen.url_query(current_config().query(case)))
 
 st.title(navigation.COMPARE.label)
 st.caption(_("{case}: `{numpy_name}` vs `{jax_name}`. {description}").format(
@@ -111,10 +163,17 @@ if ERROR in st.session_state:
 if jobs.running_job(JOB) is not None:
     with slot:
         poll_job()
+if ports_running() is not None:
+    with slot:
+        poll_ports()
 
+race: controls.PortsRun | None = st.session_state.get(PORTS)
+if race is not None and race.finished:
+    ports_ui.show_ports(race, cases_ui.case_by_name(race.base.case), CASES)
+    st.stop()
 result: Result | None = st.session_state.get(RESULT)
 if result is None:
-    if jobs.running_job(JOB) is None:
+    if jobs.running_job(JOB) is None and race is None:
         st.info(_("Pick a case and a shape in the sidebar, then **Run comparison**. A run times NumPy, "
                   "then JAX's transfer, cold compile, first call, blocked runtime, dispatch and fetch."),
                 icon=":material/play_arrow:")

@@ -88,6 +88,7 @@ url_warnings = ui.seed_from_url("sweep", lambda query: controls.sweep_config_fro
 with st.sidebar:
     st.header(_("Sweep"))
     case = FORM.case_box(_("NumPy cases first, then SciPy. Type to search."), presets=False)
+    FORM.ports_box(case)
     st.pills(_("Precision"), PRECISIONS, selection_mode="multi", key=key("precisions"),
              format_func=controls.precision_label,
              help=_("Pick both to overlay float32 and float64 on the same charts."))
@@ -122,7 +123,7 @@ with st.sidebar:
         form_ui.run_hint(planned.specs())
 
 cases_ui.cases_file_ui()
-ui.sync_url(config.query())
+ui.sync_url(config.query(case))
 
 st.title(navigation.SIZE_SWEEP.label)
 st.caption(_("Small inputs favour NumPy (JAX pays dispatch overhead on every call); large ones can favour "
@@ -166,11 +167,14 @@ st.caption(sweep_caption.format(numpy_name=first.case_info.get("numpy_name", "")
                                 device=first.jax.device, done=len(results), total=run.total)
            + (" · " + matmul_line if matmul_line else ""))
 ui.history_note(results)
-figures = [views.crossover_figure(precision, elements, len(first.shape), run.finished,
-                                  any(trusted(r) for r in results if r.precision == precision),
-                                  [r for r in results if r.precision == precision])
-           for precision, elements in views.crossovers(results).items()]
-for column, figure in zip(st.columns(len(figures) + 1), [*figures, views.best_speedup_figure(results)], strict=True):
+lines = views.sweep_lines(results)  # a line per precision, or per port and precision
+figures = [views.crossover_figure(line, elements, len(first.shape), run.finished,
+                                  any(trusted(r) for r in lines[line]), lines[line])
+           for line, elements in views.crossovers(results).items()]
+tiles = [*figures, views.best_speedup_figure(results)]
+per_row = min(len(tiles), 4)  # several ports' crossovers wrap, four to a row
+for column, figure in zip([c for _row in range(0, len(tiles), per_row) for c in st.columns(per_row)], tiles,
+                          strict=False):
     column.metric(figure.label, figure.value, delta=figure.detail or None, delta_color="off", delta_arrow="off",
                   help=figure.help, border=True)
 st.markdown(views.sweep_verdict(results))  # from trusted sizes only, with how many were set aside
@@ -184,9 +188,13 @@ if not run.finished:
 else:
     chart_ui.chart(sweep_runtime_chart(results, run.extent()), _("Runtime chart"), f"{stem}_runtime", stretch=True)
     chart_ui.chart(sweep_speedup_chart(results, run.extent()), _("Speedup chart"), f"{stem}_speedup", stretch=True)
-    chart_ui.chart(sweep_share_chart(results), _("One-off share chart"), f"{stem}_share",
-                   stretch=len({r.precision for r in results}) == 1)
-    sweep_roofline = sweep_roofline_chart(results)
+    # The share and the roofline of one port: several ports' points at each size would overlap.
+    one_port = [r for r in results if r.port == first.port]
+    if views.several_ports(results):
+        st.caption(_("The one-off share and the roofline below are the {port} port's.").format(port=first.port))
+    chart_ui.chart(sweep_share_chart(one_port), _("One-off share chart"), f"{stem}_share",
+                   stretch=len({r.precision for r in one_port}) == 1)
+    sweep_roofline = sweep_roofline_chart(one_port)
     if sweep_roofline is None:
         st.caption(views.roofline_missing_text(results[-1]))
     else:

@@ -19,7 +19,8 @@ TABLE, ROW_IDS = "history_table", "history_row_ids"
 CONFIRM, NOTICE, UPLOADS = "history_confirm_delete", "history_notice", "history_uploads"
 CASE, PRECISION, DEVICE, HOST, JAX, DATES = "history_case", "history_precision", "history_device", "history_host", \
     "history_jax", "history_dates"
-FILTERS = (CASE, PRECISION, DEVICE, HOST, JAX, DATES)
+PORT = "history_port"
+FILTERS = (CASE, PORT, PRECISION, DEVICE, HOST, JAX, DATES)
 MAX_ROWS = 2000
 NOTICE_BOX = {"success": st.success, "error": st.error, "info": st.info, "warning": st.warning}
 NOTICE_ICON = {"success": ":material/check_circle:", "error": ":material/error:", "info": ":material/info:",
@@ -81,13 +82,17 @@ def clear_filters() -> None:
 # --- widgets ------------------------------------------------------------------------------------------
 def filter_widgets(facets: dict[str, list[str]]) -> dict[str, object]:
     """The sidebar filters; returns Store.list keyword arguments."""
-    options = {CASE: facets["case"], DEVICE: hv.device_options(facets), HOST: facets["host"],
-               JAX: hv.jax_options(facets)}
+    options = {CASE: facets["case"], PORT: facets.get("port", []), DEVICE: hv.device_options(facets),
+               HOST: facets["host"], JAX: hv.jax_options(facets)}
     for key, values in options.items():  # a value that vanished (deleted results) resets its filter
         if st.session_state.get(key) is not None and st.session_state[key] not in values:
             st.session_state[key] = None
     st.header(_("Filters"))
     st.selectbox(_("Case"), options[CASE], index=None, placeholder=_("All cases"), key=CASE)
+    if len(options[PORT]) > 1:  # only where the history holds runs of more than one JAX port
+        st.selectbox(_("Port"), options[PORT], index=None, placeholder=_("All ports"), key=PORT,
+                     help=_("The JAX port measured (a case's ways of writing its JAX side); a run saved before "
+                            "cases had ports measured its case's default port and has none."))
     st.segmented_control(_("Precision"), PRECISIONS, key=PRECISION, format_func=controls.precision_label)
     st.selectbox(_("Device"), options[DEVICE], index=None, placeholder=_("All devices"), key=DEVICE)
     if not access.private_details_hidden():
@@ -99,10 +104,11 @@ def filter_widgets(facets: dict[str, list[str]]) -> dict[str, object]:
     st.date_input(_("Measured between (UTC)"), value=(), key=DATES, format="YYYY-MM-DD",
                   help=_("Pick a first and a last day (both included); one day alone means from that day on."))
     since, until = hv.date_bounds(st.session_state.get(DATES))
-    active = any(st.session_state.get(k) for k in (CASE, PRECISION, DEVICE, HOST, JAX)) or since is not None
+    active = any(st.session_state.get(k) for k in (CASE, PORT, PRECISION, DEVICE, HOST, JAX)) or since is not None
     st.button(_("Clear filters"), icon=":material/filter_alt_off:", on_click=clear_filters, disabled=not active,
               key="history_clear_filters")
-    return {"case": st.session_state.get(CASE), "precision": st.session_state.get(PRECISION),
+    return {"case": st.session_state.get(CASE), "port": st.session_state.get(PORT) if len(options[PORT]) > 1 else None,
+            "precision": st.session_state.get(PRECISION),
             "device": st.session_state.get(DEVICE),
             "host": None if access.private_details_hidden() else st.session_state.get(HOST),
             "jax": st.session_state.get(JAX), "since": since, "until": until}

@@ -104,16 +104,17 @@ def test_each_page_reads_back_from_its_widgets_what_it_seeded_there():
     from jaxcompare.app import pitfalls_view as pv
 
     compare = controls.CompareConfig("matmul", size="custom", custom_shape="200x200", precision="x64",
-                                     device="cpu", timing="thorough", profile=True, matmul_precision="highest")
+                                     device="cpu", timing="thorough", profile=True, matmul_precision="highest",
+                                     ports=("jnp", "pallas"))
     sweep = controls.SweepConfig("matmul", precisions=("x32", "x64"), steps=4, largest="300x300", device="gpu",
                                  timing="careful")
     pitfalls = pv.PitfallsConfig("matmul", size="small", custom_shape="10x10", device="cpu", timing="quick")
     for config in (compare, sweep, pitfalls):
         assert type(config).from_widgets(config.widgets()) == config
     assert set(compare.widgets()) == {"case", "size", "custom_shape", "precision", "device", "timing", "profile",
-                                      "matmul_precision"}
+                                      "matmul_precision", "ports"}
     assert set(sweep.widgets()) == {"sweep_case", "sweep_precisions", "sweep_steps", "sweep_largest",
-                                    "sweep_device", "sweep_timing", "sweep_matmul_precision"}
+                                    "sweep_device", "sweep_timing", "sweep_matmul_precision", "sweep_ports"}
     assert set(pitfalls.widgets()) == {"pf_case", "pf_size", "pf_custom_shape", "pf_precision", "pf_device",
                                        "pf_timing"}  # the lab has no profile switch, and pitfall 6 its own precisions
     assert sweep.widgets()["sweep_precisions"] == ["x32", "x64"]  # a multi-select holds a list

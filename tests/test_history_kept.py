@@ -127,7 +127,7 @@ def test_a_schema_1_history_upgrades_with_each_rows_kept_figure_from_its_doc(old
     rows, expected = v1_rows()
     where = old_history(rows)
     store = Store(where)
-    assert version(store) == SCHEMA_VERSION == 2 and columns(store)[-1] == "numpy_kept_median_s"
+    assert version(store) == SCHEMA_VERSION and columns(store)[-2:] == ["numpy_kept_median_s", "port"]
     listed = {row["id"]: row for row in store.list()}
     assert {i: row["numpy_kept_median_s"] for i, row in listed.items()} == expected
     assert listed["kept-run"]["numpy_median_s"] == 14.9e-3  # the plain figure stays the headline's
@@ -140,7 +140,7 @@ def test_a_schema_1_history_upgrades_with_each_rows_kept_figure_from_its_doc(old
     # Read again, and written by this version: opening once more migrates nothing, a new row gets its figure.
     again = Store(where)
     again.save(dataclasses.replace(kept_result("new-kept", kept_s=2.5e-3), created="2026-02-01T00:00:00+00:00"))
-    assert version(again) == 2 and Store(where).list(limit=1)[0]["numpy_kept_median_s"] == 2.5e-3
+    assert version(again) == SCHEMA_VERSION and Store(where).list(limit=1)[0]["numpy_kept_median_s"] == 2.5e-3
     assert {row["id"]: row["numpy_kept_median_s"] for row in again.list()} == expected | {"new-kept": 2.5e-3}
 
 
@@ -175,7 +175,7 @@ def test_the_database_jaxcompare_0_1_wrote_upgrades_with_no_kept_figures(tmp_pat
     """A real schema-1 file (tests/data): its results predate the plain process, so none has a kept figure."""
     db = Path(shutil.copy(DATA / "results-v0.1-before-layout.sqlite3", tmp_path / "old.sqlite3"))
     store = Store(db)
-    assert version(store) == 2
+    assert version(store) == SCHEMA_VERSION
     rows = store.list()
     assert len(rows) == 2 and all(row["numpy_kept_median_s"] is None for row in rows)
     assert len(store.load(store.all_ids())) == 2
@@ -186,7 +186,8 @@ def test_a_newer_schema_is_refused_by_name(tmp_path):
     Store(path)
     with contextlib.closing(sqlite3.connect(path)) as conn:
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
-    with pytest.raises(BadInput, match=rf"newer jaxcompare \(schema {SCHEMA_VERSION + 1}, this one knows 2\)"):
+    newer = rf"newer jaxcompare \(schema {SCHEMA_VERSION + 1}, this one knows {SCHEMA_VERSION}\)"
+    with pytest.raises(BadInput, match=newer):
         Store(path)
 
 

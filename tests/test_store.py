@@ -71,9 +71,9 @@ def test_round_trip_save_list_export_import_is_identical(results, store, tmp_pat
     rows = store.list()
     assert len(rows) == 3
     assert [row["created"] for row in rows] == sorted((row["created"] for row in rows), reverse=True)
-    assert set(rows[0]) == {"id", "created", "case", "shape", "precision", "dtype", "backend", "device",  # docs/json.md
-                            "device_kind", "host", "jax_version", "speedup", "numpy_median_s", "numpy_kept_median_s",
-                            "jax_median_s", "saved"}
+    assert set(rows[0]) == {"id", "created", "case", "port", "shape", "precision", "dtype", "backend",  # docs/json.md
+                            "device", "device_kind", "host", "jax_version", "speedup", "numpy_median_s",
+                            "numpy_kept_median_s", "jax_median_s", "saved"}
     by_id = {row["id"]: row for row in rows}
     for r in results:
         row = by_id[r.id]

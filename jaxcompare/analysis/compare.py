@@ -181,4 +181,16 @@ def differences(a: Result, b: Result) -> list[dict[str, Any]]:
         }
 
     fa, fb = facts(a), facts(b)
+    if a.case == b.case:  # two ports of one case are two configurations; no port is the default's
+        fa, fb = ({"case": f.pop("case"), "port": _port(r, o), **f} for f, r, o in ((fa, a, b), (fb, b, a)))
     return [{"field": k, "a": fa[k], "b": fb[k]} for k in fa if fa[k] != fb[k]]
+
+
+def _port(r: Result, other: Result) -> str | None:
+    """The port ``r`` measured; for a result saved before cases had ports (none recorded), the default
+    port ``other`` names for the same case (the first of its case_info's ports), which it measured."""
+    if r.port is not None:
+        return r.port
+    listed = other.case_info.get("ports") or ()
+    first = listed[0] if listed and isinstance(listed[0], dict) else {}
+    return first.get("name") or None

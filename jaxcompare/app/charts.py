@@ -23,7 +23,7 @@ from ..model.palette import JAX_COLOR, JAX_CPU_COLOR, NUMPY_COLOR
 from ..model.phases import ONE_OFF_PHASES, PER_CALL_PHASES, phase_label
 from ..model.reruns import rerun_bounds
 from ..model.result import Result
-from .views import crossovers, stable_text
+from .views import crossovers, line_name, several_ports, stable_text, sweep_lines
 
 # The third side's name: English here, translated where it is drawn (jax_cpu_side()).
 JAX_CPU = N_("JAX on CPU")
@@ -255,17 +255,31 @@ def samples_chart(result: Result) -> alt.LayerChart:
 
 
 # --- Size sweep page --------------------------------------------------------------------------------
+# With several ports, a sweep's lines take these colours by port, in the order they ran (the first JAX's).
+PORT_COLORS = [JAX_COLOR, "#72439A", "#54A24B", "#B279A2", "#9D755D", "#E45756"]
+
+
+def port_sides(results: Sequence[Result]) -> list[str]:
+    """'JAX · jnp', 'JAX · scan': a sweep's JAX side per port, in the order they ran."""
+    return [f"JAX · {port}" for port in dict.fromkeys(r.port for r in results)]
+
+
 def sweep_rows(results: Sequence[Result]) -> list[dict[str, Any]]:
     rows = []
+    ports = several_ports(results)
+    first_port = results[0].port if results else None
     for r in results:
         elements = math.prod(r.shape)
-        sides = [("NumPy", "NumPy", r.numpy_runtime), ("JAX", "JAX", r.jax.runtime)]
-        if r.jax_cpu is not None:
+        # With several ports, a JAX line per port; NumPy (measured beside each) is drawn from the first's runs.
+        sides = [("NumPy", "NumPy", r.numpy_runtime)] if not ports or r.port == first_port else []
+        sides.append(("JAX", f"JAX · {r.port}" if ports else "JAX", r.jax.runtime))
+        if r.jax_cpu is not None and not ports:
             sides.append((JAX_CPU, jax_cpu_side(), r.jax_cpu.runtime))
         for key, side, s in sides:
-            rows.append({  # series: an internal key (English side), one line per side and precision
+            rows.append({  # series: an internal key (English side), one line per side, port and precision
                 "elements": elements, "shape": format_shape(r.shape), "precision": r.precision,
-                "series": f"{key} {r.precision}", "side": side, "median_s": max(s.median_s, TINY_S),
+                "series": f"{key} {r.port} {r.precision}" if ports else f"{key} {r.precision}", "side": side,
+                "median_s": max(s.median_s, TINY_S),
                 "low_s": max(rerun_bounds(s)[0], TINY_S), "high_s": max(rerun_bounds(s)[1], TINY_S),
                 "text": format_time(s.median_s),
             })
@@ -297,10 +311,12 @@ def sweep_runtime_chart(results: Sequence[Result], extent: Extent = None) -> alt
     x_scale, x_axis = _elements_axis([r["elements"] for r in rows], extent)
     lo, hi, ticks = _log_domain(min(r["low_s"] for r in rows), max(r["high_s"] for r in rows), pad=1.6)
     y_scale = alt.Scale(type="log", domain=[lo, hi], nice=False)
+    sides = port_sides(results) if several_ports(results) else []
+    color_scale = (alt.Scale(domain=["NumPy", *sides], range=[NUMPY_COLOR, *PORT_COLORS[:len(sides)]]) if sides
+                   else side_scale(any(r["side"] == jax_cpu_side() for r in rows)))
     base = alt.Chart(alt.Data(values=rows)).encode(
         x=alt.X("elements:Q", scale=x_scale, axis=x_axis),
-        color=alt.Color("side:N", scale=side_scale(any(r["side"] == jax_cpu_side() for r in rows)),
-                        legend=alt.Legend(title=_("side"), orient="right")),
+        color=alt.Color("side:N", scale=color_scale, legend=alt.Legend(title=_("side"), orient="right")),
         detail="series:N",
         tooltip=[alt.Tooltip("side:N", title=_("side")), alt.Tooltip("precision:N", title=_("precision")),
                  alt.Tooltip("shape:N", title=_("shape")), alt.Tooltip("text:N", title=_("median"))],
@@ -328,17 +344,19 @@ def speedup_rows(results: Sequence[Result]) -> list[dict[str, Any]]:
     """One row per point: its speedup, 95% range (the speedup itself where unknown) and whether it
     is trusted (analysis/trust.py), with the reason it was set aside."""
     rows = []
+    ports = several_ports(results)
     for r in results:
         if math.isfinite(r.speedup) and r.speedup > 0:
             low, high = r.speedup_range
             known = math.isfinite(low) and math.isfinite(high) and low > 0
             why = summary.doubt_text(r)
             rows.append({"elements": math.prod(r.shape), "shape": format_shape(r.shape),
-                         "precision": r.precision, "speedup": r.speedup, "text": summary.speedup_text(r),
+                         "precision": r.precision, "port": r.port or "", "line": line_name(r, ports),
+                         "speedup": r.speedup, "text": summary.speedup_text(r),
                          "low": low if known else r.speedup, "high": high if known else r.speedup,
                          "trusted": why is None, "status": _("trusted") if why is None else
                          _("set aside: {why}").format(why=why)})
-    return sorted(rows, key=lambda row: (row["precision"], row["elements"]))
+    return sorted(rows, key=lambda row: (row["precision"], row["port"], row["elements"]))
 
 
 def sweep_speedup_chart(results: Sequence[Result], extent: Extent = None) -> alt.LayerChart:
@@ -352,12 +370,21 @@ def sweep_speedup_chart(results: Sequence[Result], extent: Extent = None) -> alt
     y_axis = alt.Axis(title=_("speedup, NumPy time / JAX time (log scale)"), values=ticks, format="~g",
                       labelExpr="datum.label + 'x'")
     x_lo = x_scale.domain[0]
+    # A line per precision; with several ports a line per port (and precision), in its port's colour.
+    lines = list(crossovers(results))
+    ports = several_ports(results)
+    line_colors = [PORT_COLORS[list(dict.fromkeys(r.port for r in results)).index(rs[0].port) % len(PORT_COLORS)]
+                   for rs in sweep_lines(results).values()] if ports else []
+    color = (alt.Color("line:N", scale=alt.Scale(domain=lines, range=line_colors),
+                       legend=alt.Legend(title=_("port"), orient="right")) if ports else
+             alt.Color("precision:N", scale=precision_scale(results, PRECISION_COLOR),
+                       legend=alt.Legend(title=_("precision"), orient="right")))
     base = alt.Chart(alt.Data(values=rows)).encode(
         x=alt.X("elements:Q", scale=x_scale, axis=x_axis),
         y=alt.Y("speedup:Q", scale=y_scale, axis=y_axis),
-        color=alt.Color("precision:N", scale=precision_scale(results, PRECISION_COLOR),
-                        legend=alt.Legend(title=_("precision"), orient="right")),
-        tooltip=[alt.Tooltip("precision:N", title=_("precision")), alt.Tooltip("shape:N", title=_("shape")),
+        color=color, detail="line:N",
+        tooltip=[*([alt.Tooltip("port:N", title=_("port"))] if ports else []),
+                 alt.Tooltip("precision:N", title=_("precision")), alt.Tooltip("shape:N", title=_("shape")),
                  alt.Tooltip("text:N", title=_("speedup")), alt.Tooltip("status:N", title=_("headline"))],
     )
     # The line joins the trusted points only; a doubtful point is hollow, with its 95% range.
@@ -382,15 +409,17 @@ def sweep_speedup_chart(results: Sequence[Result], extent: Extent = None) -> alt
         align="left", baseline="bottom", dx=6, dy=-4, fontSize=12, color="#555").encode(
         x=alt.X("x:Q", scale=x_scale), y=alt.Y("y:Q", scale=y_scale), text="text:N")
     layers: list[Any] = [one, zone_text, zone_text_low, line, doubtful_range, hollow, points]
-    cross = [{"precision": p, "elements": e,
+    cross = [{"precision": p, "line": p, "elements": e,
               "text": _("{precision} crossover {where}").format(precision=p,
                                                                where=format_crossover(e, ndim, short=True)),
               "detail": format_crossover(e, ndim)}
              for p, e in crossovers(results).items() if e is not None]
+    cross_color = (alt.Color("line:N", scale=alt.Scale(domain=lines, range=line_colors), legend=None) if ports
+                   else alt.Color("precision:N", legend=None))
     if cross:
         layers.append(alt.Chart(alt.Data(values=cross)).mark_rule(strokeDash=[2, 2], strokeWidth=1.5).encode(
             x=alt.X("elements:Q", scale=x_scale),
-            color=alt.Color("precision:N", legend=None),
+            color=cross_color,
             tooltip=[alt.Tooltip("precision:N", title=_("precision")),
                      alt.Tooltip("detail:N", title=_("crossover"))]))
         x_lo, x_hi = x_scale.domain
@@ -402,7 +431,7 @@ def sweep_speedup_chart(results: Sequence[Result], extent: Extent = None) -> alt
                 layers.append(alt.Chart(alt.Data(values=labels)).mark_text(
                     align=align, dx=dx, fontSize=11, fontWeight="bold").encode(
                     x=alt.X("elements:Q", scale=x_scale), y=alt.Y("ypix:Q", scale=None, axis=None),
-                    text="text:N", color=alt.Color("precision:N", legend=None)))
+                    text="text:N", color=cross_color))
     return alt.layer(*layers).properties(
         autosize=FIT_WIDTH, width="container", height=330,
         title=alt.TitleParams(_("Speedup vs size"), subtitle=_("above the dashed 1x line JAX is faster per call; "

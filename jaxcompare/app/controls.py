@@ -10,12 +10,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar, Self
 
+from ..analysis.ports import PortRun, PortsVerdict, ports_verdict
 from ..analysis.sweep import ladder
 from ..i18n import N_, _, translate_text
 from ..model.cases import Case, format_shape
 from ..model.errors import BadInput, JaxCompareError
 from ..model.formatting import cut
-from ..model.platforms import gap_line, platform
+from ..model.platforms import error_first_line, gap_line, platform
 from ..model.result import Result
 from ..model.spec import (
     DEVICES,
@@ -165,14 +166,29 @@ class PageConfig:
     @classmethod
     def from_widgets(cls, state: Mapping[str, Any]) -> Self:
         """The settings the page's widgets hold now."""
+        if "ports" in cls.controls() and cls.key("ports") not in state:
+            # The port picker is drawn only for a case with several ports: Streamlit forgets its key otherwise.
+            state = {**state, cls.key("ports"): []}
         return cls(**{name: cls.field_value(name, state[cls.key(name)]) for name in cls.controls()})
 
     def widget_value(self, name: str) -> Any:
-        return getattr(self, name)
+        return list(getattr(self, name)) if name == "ports" else getattr(self, name)  # a multi-select's list
 
     @classmethod
     def field_value(cls, name: str, value: Any) -> Any:
-        return value
+        return tuple(value or ()) if name == "ports" else value
+
+    def chosen_ports(self, case: Case) -> list[str]:
+        """The ports a config with a Ports box measures, in the case's order; the case's default alone
+        where none of the chosen is the case's (a case changed under the picker, a case with one port)."""
+        chosen = getattr(self, "ports", ()) if "ports" in self.controls() else ()
+        return [name for name in case.port_names if name in chosen] or [case.default_port]
+
+    def ports_query(self, case: Case | None) -> dict[str, str]:
+        """The URL's ``ports`` where ``case`` (this config's) is given and they are not its default port alone."""
+        if case is None or "ports" not in self.controls() or self.chosen_ports(case) == [case.default_port]:
+            return {}
+        return {"ports": ",".join(self.chosen_ports(case))}
 
 
 @dataclass(frozen=True)
@@ -187,6 +203,7 @@ class CompareConfig(PageConfig):
     timing: str = "careful"
     profile: bool = False  # also trace a few JAX calls after the timed phases (the Profile tab)
     matmul_precision: str = "default"  # jax.default_matmul_precision for the comparison (Spec's)
+    ports: tuple[str, ...] = ()  # the case's JAX ports to race; () or a stale choice: its default port alone
 
     def shape(self, case: Case) -> tuple[int, ...]:
         if self.size == "small":
@@ -196,8 +213,11 @@ class CompareConfig(PageConfig):
         return check_shape_text(case, self.custom_shape)
 
     def spec(self, case: Case) -> Spec:
+        """The one run these settings describe: a single chosen port other than the default names it
+        (several ports run as a PortsRun, each its own Spec)."""
+        port = self.chosen_ports(case)[0] if "ports" in self.controls() else case.default_port
         return Spec(case.name, self.shape(case), precision=self.precision, device=self.device,
-                    cases_file=case.cases_file,
+                    cases_file=case.cases_file, port=None if port == case.default_port else port,
                     timing=timing_config(self.timing), matmul_precision=self.matmul_precision)
 
     def changed_note(self, shape: tuple[int, ...] | None, case: str, measured_shape: Sequence[int],
@@ -207,9 +227,10 @@ class CompareConfig(PageConfig):
                 and self.matmul_precision == matmul_precision)
         return "" if same else " · " + _("*the sidebar settings have changed since this run*")
 
-    def query(self) -> dict[str, str]:
-        """URL parameters: the case always, the rest only when not the default."""
-        out = {"case": self.case}
+    def query(self, case: Case | None = None) -> dict[str, str]:
+        """URL parameters: the case always, the rest only when not the default; the ports where
+        ``case`` (this config's) is given and they are not its default port alone."""
+        out = {"case": self.case, **self.ports_query(case)}
         if self.size == "custom":
             out["shape"] = self.custom_shape.replace(" ", "")
         elif self.size != self.default("size"):
@@ -266,8 +287,9 @@ def compare_config_from_query(query: Mapping[str, Any], cases: Sequence[Case],
             except JaxCompareError as exc:
                 preset = (N_("the small preset {shape}") if size == "small" else N_("the large preset {shape}"))
                 warnings.append(_url_warning("shape", raw_shape, str(exc), preset.format(shape=custom)))
+    ports = _ports_from_query(query, case, warnings) if "ports" in cls.controls() else ()
     config = cls(
-        case=case.name, size=size, custom_shape=custom,
+        case=case.name, size=size, custom_shape=custom, ports=ports,
         precision=_choice(query, "precision", PRECISIONS, default("precision"), warnings),
         device=_choice(query, "device", DEVICES, default("device"), warnings),
         timing=_choice(query, "timing", cls.TIMING_PRESETS, default("timing"), warnings),
@@ -276,6 +298,19 @@ def compare_config_from_query(query: Mapping[str, Any], cases: Sequence[Case],
                           if "matmul_precision" in cls.controls() else default("matmul_precision")),
     )
     return config, warnings
+
+
+def _ports_from_query(query: Mapping[str, Any], case: Case, warnings: list[str]) -> tuple[str, ...]:
+    """The URL's ``ports=jnp,scan`` for ``case``, in its order; () (its default port) where absent or bad."""
+    raw = _url_value(query.get("ports"))
+    if raw is None:
+        return ()
+    names = [name.strip() for name in raw.split(",") if name.strip()]
+    if not names or any(name not in case.port_names for name in names):
+        warnings.append(_url_warning("ports", raw, N_("the case's ports are {ports}").format(
+            ports=", ".join(case.port_names)), case.default_port))
+        return ()
+    return tuple(name for name in case.port_names if name in names)
 
 
 @dataclass(frozen=True)
@@ -291,14 +326,18 @@ class SweepConfig(PageConfig):
     device: str = "auto"
     timing: str = "quick"
     matmul_precision: str = "default"  # jax.default_matmul_precision at every point (Spec's)
+    ports: tuple[str, ...] = ()  # several: a line per port; () or a stale choice: the case's default port
 
     def shapes(self, case: Case, backend: str = "cpu") -> list[tuple[int, ...]]:
         largest = check_largest(case, self.largest) if self.largest else default_largest(case, backend)
         return ladder(case, self.steps, largest)
 
     def base_spec(self, case: Case) -> Spec:
+        """Every point's Spec but its shape and precision (and port, with several: SweepRun's)."""
+        ports = self.chosen_ports(case)
+        port = ports[0] if len(ports) == 1 and ports[0] != case.default_port else None
         return Spec(case.name, case.small_shape, precision=self.precisions[0], device=self.device,
-                    cases_file=case.cases_file,
+                    cases_file=case.cases_file, port=port,
                     timing=timing_config(self.timing), matmul_precision=self.matmul_precision)
 
     def plan(self, case: Case, env: Mapping[str, Any] | None = None) -> SweepRun:
@@ -306,11 +345,11 @@ class SweepConfig(PageConfig):
         if not self.precisions:
             raise BadInput(N_("pick at least one precision"))
         shapes = self.shapes(case, backend_for(self.device, env))
-        return SweepRun.plan(self.base_spec(case), shapes, self.precisions)
+        return SweepRun.plan(self.base_spec(case), shapes, self.precisions, self.chosen_ports(case))
 
-    def query(self) -> dict[str, str]:
-        """URL parameters: the case always, the rest only when not the default."""
-        out = {"case": self.case}
+    def query(self, case: Case | None = None) -> dict[str, str]:
+        """URL parameters: the case always, the rest only when not the default (the ports where ``case`` is given)."""
+        out = {"case": self.case, **self.ports_query(case)}
         if self.precisions != self.default("precisions"):
             out["precision"] = ",".join(self.precisions)
         if self.steps != self.default("steps"):
@@ -323,10 +362,12 @@ class SweepConfig(PageConfig):
         return out
 
     def widget_value(self, name: str) -> Any:
-        return list(self.precisions) if name == "precisions" else getattr(self, name)  # a multi-select's list
+        return list(self.precisions) if name == "precisions" else super().widget_value(name)  # a multi-select's list
 
     @classmethod
     def field_value(cls, name: str, value: Any) -> Any:
+        if name == "ports":
+            return super().field_value(name, value)
         if name == "precisions":  # in the model's order, whichever was picked first
             return tuple(p for p in PRECISIONS if p in (value or []))
         if name == "steps":
@@ -413,6 +454,7 @@ def sweep_config_from_query(query: Mapping[str, Any], cases: Sequence[Case]
             warnings.append(_url_warning("largest", raw, str(exc), N_("the case's large preset")))
     config = SweepConfig(
         case=case.name, precisions=precisions, steps=steps, largest=largest,
+        ports=_ports_from_query(query, case, warnings),
         device=_choice(query, "device", DEVICES, default("device"), warnings),
         timing=_choice(query, "timing", SweepConfig.TIMING_PRESETS, default("timing"), warnings),
         matmul_precision=_choice(query, "matmul_precision", MATMUL_PRECISIONS, default("matmul_precision"), warnings),
@@ -424,7 +466,9 @@ def sweep_config_from_query(query: Mapping[str, Any], cases: Sequence[Case]
 @dataclass
 class SweepRun:
     """A sweep the page advances on each poll: at most one job in the device queue at a time,
-    so other users' measurements interleave with it. Not thread-safe; one session owns it."""
+    so other users' measurements interleave with it. Not thread-safe; one session owns it.
+    With several ``ports`` each point is measured once per port, a port's later sizes dropped
+    after its first failure (a port that times out at one size would at every larger one)."""
 
     base: Spec
     points: list[tuple[tuple[int, ...], str]]  # (shape, precision), in run order
@@ -432,22 +476,30 @@ class SweepRun:
     failures: list[tuple[str, str]] = field(default_factory=list)  # (point: '10x10 x32', the error, as recorded)
     next_index: int = 0
     job: Any = None
-    current: tuple[tuple[int, ...], str] | None = None
+    current: tuple[tuple[int, ...], str, str | None] | None = None  # (shape, precision, port)
     stopped: bool = False
+    ports: tuple[str | None, ...] = (None,)  # None: the base spec's port (the case's default)
+    dropped: set[str | None] = field(default_factory=set)  # ports that failed: their larger sizes are not run
 
     @classmethod
-    def plan(cls, base: Spec, shapes: Sequence[tuple[int, ...]], precisions: Sequence[str]) -> SweepRun:
-        """Small to large; both precisions at each size, so a stopped sweep still overlays."""
+    def plan(cls, base: Spec, shapes: Sequence[tuple[int, ...]], precisions: Sequence[str],
+             ports: Sequence[str] = ()) -> SweepRun:
+        """Small to large; both precisions (and every port) at each size, so a stopped sweep still overlays."""
         points = [(tuple(shape), p) for shape in shapes for p in precisions]
-        return cls(base=base, points=points)
+        return cls(base=base, points=points, ports=tuple(ports) if len(ports) > 1 else (None,))
+
+    @property
+    def order(self) -> list[tuple[tuple[int, ...], str, str | None]]:
+        """Every measurement in run order: (shape, precision, port)."""
+        return [(shape, precision, port) for shape, precision in self.points for port in self.ports]
 
     @property
     def total(self) -> int:
-        return len(self.points)
+        return len(self.points) * len(self.ports)
 
     @property
     def finished(self) -> bool:
-        return self.job is None and (self.stopped or self.next_index >= len(self.points))
+        return self.job is None and (self.stopped or self.next_index >= self.total)
 
     @property
     def completed(self) -> int:
@@ -460,9 +512,12 @@ class SweepRun:
         sizes = [math.prod(shape) for shape, _ in self.points]
         return float(min(sizes)), float(max(sizes))
 
+    def _spec(self, shape: tuple[int, ...], precision: str, port: str | None) -> Spec:
+        return replace(self.base, shape=shape, precision=precision, **({} if port is None else {"port": port}))
+
     def specs(self, start: int = 0) -> list[Spec]:
-        """The Spec of every point from ``start`` on, in run order."""
-        return [replace(self.base, shape=shape, precision=precision) for shape, precision in self.points[start:]]
+        """The Spec of every measurement from ``start`` on, in run order."""
+        return [self._spec(*point) for point in self.order[start:]]
 
     def plan_text(self) -> str:
         """'10x10 → 32x32 → 100x100: 6 measurement(s).' for the sidebar, before it runs."""
@@ -471,43 +526,52 @@ class SweepRun:
                                                           count=self.total)
 
     def progress_label(self) -> str:
-        """'Size 2 of 6: 32x32 x32': which point is being measured."""
-        shape, precision = self.current or ((), "")
-        return _("Size {index} of {total}: {shape} {precision}").format(
+        """'Size 2 of 6: 32x32 x32' (and the port, with several): which point is being measured."""
+        shape, precision, port = self.current or ((), "", None)
+        label = _("Size {index} of {total}: {shape} {precision}").format(
             index=min(self.completed + 1, self.total), total=self.total, shape=format_shape(shape), precision=precision)
+        return label + (f" {port}" if port else "")
 
     def fraction(self) -> float:
         if not self.points:
             return 1.0
         running = float(getattr(self.job, "progress", 0.0) or 0.0) if self.job is not None else 0.0
-        return min((self.completed + running) / len(self.points), 1.0)
+        return min((self.completed + running) / self.total, 1.0)
+
+    def _fail(self, port: str | None, point: str, error: str) -> None:
+        self.failures.append((point, error))
+        self.dropped.add(port)
+        self.stopped = self.dropped >= set(self.ports)  # the first failure of the last port left stops it
 
     def advance(self, submit: Callable[[Spec], Any]) -> bool:
         """Collect a finished job and submit the next point; True when a result or error landed.
-        The first failure stops the sweep (a size that times out or runs out of memory is
-        followed by larger ones); what landed before it is kept."""
+        A port's first failure drops its larger sizes (one that times out or runs out of memory is
+        followed by larger ones), and stops the sweep once no port is left; what landed is kept."""
         landed = False
         if self.job is not None and self.job.done:
-            shape, precision = self.current or ((), "")
+            shape, precision, port = self.current or ((), "", None)
             if self.job.error is not None:
                 if not self.stopped:
-                    self.failures.append((f"{format_shape(shape)} {precision}", str(self.job.error)))
-                    self.stopped = True
+                    self._fail(port, f"{format_shape(shape)} {precision}" + (f" {port}" if port else ""),
+                               str(self.job.error))
             elif self.job.value is not None:
                 self.results.append(self.job.value)
             self.job, self.current = None, None
             landed = True
-        if self.job is None and not self.stopped and self.next_index < len(self.points):
-            shape, precision = self.points[self.next_index]
+        order = self.order
+        while self.job is None and not self.stopped and self.next_index < len(order):
+            shape, precision, port = order[self.next_index]
             self.next_index += 1
-            spec = replace(self.base, shape=shape, precision=precision)
-            self.current = (shape, precision)
+            if port in self.dropped:
+                continue
+            self.current = (shape, precision, port)
             try:
-                self.job = submit(spec)
+                self.job = submit(self._spec(shape, precision, port))
             except JaxCompareError as exc:
-                self.failures.append((f"{format_shape(shape)} {precision}", str(exc)))
-                self.job, self.current, self.stopped = None, None, True
+                self._fail(port, f"{format_shape(shape)} {precision}" + (f" {port}" if port else ""), str(exc))
+                self.job, self.current = None, None
                 landed = True
+                break  # a refusal (a server's limit) says so before the next is tried
         return landed
 
     def stop(self) -> None:
@@ -515,3 +579,75 @@ class SweepRun:
         self.stopped = True
         if self.job is not None:
             self.job.cancel()
+
+
+# --- several ports of one case, driven port by port ---------------------------------------------------
+@dataclass
+class PortsRun:
+    """The chosen ports of one case at one shape, measured one after another: each is a job of its own
+    (so the server's limits count each port as a run) and at most one is in the device queue at a
+    time, as a sweep's points. A port that fails gets its one line and the next one runs; Stop ends
+    the run with what has landed. Not thread-safe; one session owns it."""
+
+    base: Spec
+    ports: list[str]
+    runs: list[PortRun] = field(default_factory=list)
+    next_index: int = 0
+    job: Any = None
+    current: str | None = None
+    stopped: bool = False
+
+    @property
+    def finished(self) -> bool:
+        return self.job is None and (self.stopped or self.next_index >= len(self.ports))
+
+    @property
+    def results(self) -> list[Result]:
+        return [run.result for run in self.runs if run.result is not None]
+
+    def spec(self, port: str) -> Spec:
+        return replace(self.base, port=port)
+
+    def specs(self, start: int = 0) -> list[Spec]:
+        """The Spec of every port from ``start`` on, in run order."""
+        return [self.spec(port) for port in self.ports[start:]]
+
+    def progress_label(self) -> str:
+        """'Port 2 of 3: scan': which port is being measured."""
+        return _("Port {index} of {total}: {port}").format(
+            index=min(len(self.runs) + 1, len(self.ports)), total=len(self.ports), port=self.current or "")
+
+    def fraction(self) -> float:
+        running = float(getattr(self.job, "progress", 0.0) or 0.0) if self.job is not None else 0.0
+        return min((len(self.runs) + running) / max(len(self.ports), 1), 1.0)
+
+    def advance(self, submit: Callable[[Spec], Any]) -> bool:
+        """Collect a finished port and submit the next; True when a port's result or line landed. A
+        port refused at once (a server's limit) gets its line, and the next is tried."""
+        landed = False
+        if self.job is not None and self.job.done:
+            job, port = self.job, self.current or ""
+            self.runs.append(PortRun(port, result=job.value) if job.error is None and job.value is not None
+                             else PortRun(port, error=error_first_line(str(job.error or N_("it did not run")))))
+            if job.status == "cancelled":
+                self.stopped = True
+            self.job, self.current, landed = None, None, True
+        while self.job is None and not self.stopped and self.next_index < len(self.ports):
+            port = self.ports[self.next_index]
+            self.next_index += 1
+            try:
+                self.job, self.current = submit(self.spec(port)), port
+            except JaxCompareError as exc:
+                self.runs.append(PortRun(port, error=error_first_line(str(exc))))
+                landed = True
+        return landed
+
+    def stop(self) -> None:
+        """Stop after keeping what has landed; a running port is cancelled."""
+        self.stopped = True
+        if self.job is not None:
+            self.job.cancel()
+
+    def verdict(self) -> PortsVerdict:
+        """The race among the ports that have landed (analysis/ports)."""
+        return ports_verdict(self.runs, case=self.base.case, shape=self.base.shape, precision=self.base.precision)

@@ -45,12 +45,20 @@ class PageForm(Generic[Config]):
         """The Case and Size boxes' callback: the Custom shape box shows the preset's shape."""
         cases_ui.fill_preset_shape(self.config)
 
+    def on_case_choice(self, presets: bool) -> None:
+        """The Case box's callback: a new case starts from its default port, and (``presets``) the Custom
+        shape box shows its preset."""
+        if "ports" in self.config.controls():
+            st.session_state[self.key("ports")] = []
+        if presets:
+            self.on_case_change()
+
     def case_box(self, help: str | None = None, *, presets: bool = True) -> Case:
         """The Case box, each case named in the reader's language; returns the chosen case.
         ``presets``: the page has shape_boxes, so a new case puts its preset in the Custom box."""
         labels = {c.name: controls.case_label(c) for c in self.cases}
         language.selectbox(_("Case"), [c.name for c in self.cases], format_func=labels.__getitem__,
-                           key=self.key("case"), on_change=self.on_case_change if presets else None, help=help)
+                           key=self.key("case"), on_change=self.on_case_choice, args=(presets,), help=help)
         return cases_ui.case_by_name(st.session_state[self.key("case")])
 
     def shape_boxes(self, case: Case, custom_help: str | None = SHAPE_HELP) -> None:
@@ -71,6 +79,22 @@ class PageForm(Generic[Config]):
         except JaxCompareError as exc:
             st.error(translate_text(str(exc)), icon=":material/error:")
             return case, None
+
+    def ports_box(self, case: Case) -> None:
+        """The Ports box, a multi-select of the case's JAX ports (its default chosen at first), on a page
+        whose config has that control; nothing for a case with one port. A choice left from another
+        case becomes this one's default port."""
+        if "ports" not in self.config.controls() or len(case.all_ports) < 2:
+            return
+        key = self.key("ports")
+        held = list(st.session_state.get(key) or ())
+        chosen = [name for name in case.port_names if name in held]
+        if not chosen or chosen != held:
+            st.session_state[key] = chosen or [case.default_port]  # before the widget: Streamlit allows it then
+        st.multiselect(_("Ports"), case.port_names, key=key, placeholder=case.default_port,
+                       help=_("The ways of writing this case's JAX side. Pick several to race them: each runs as "
+                              "a measurement of its own, one after another, and the page says which is "
+                              "fastest.") + (" " + translate_text(case.ports_why) if case.ports_why else ""))
 
     def precision_box(self, help: str | None = None) -> None:
         st.segmented_control(_("Precision"), PRECISIONS, key=self.key("precision"), required=True,
@@ -119,14 +143,15 @@ class PageForm(Generic[Config]):
         ``kind``: the job the page runs ('measure', 'pitfalls'), whose estimate each timing preset says."""
         st.header(_("Configuration"))
         chosen = self.case_and_shape(help.case)
+        self.ports_box(chosen[0])
         self.precision_box(help.precision)
         env = resources.known_environment()
         self.device_box(env)
         self.float64_gap_note(chosen[0], env)
         self.matmul_precision_box()
-        spec = self.spec(chosen[0]) if kind is not None and chosen[1] is not None else None
-        self.timing_box(help.timing, None if spec is None else preset_estimates([spec], kind or "measure",
-                                                                                self.config.TIMING_PRESETS))
+        specs = self.port_specs(chosen[0]) if kind is not None and chosen[1] is not None else []
+        self.timing_box(help.timing, None if not specs else preset_estimates(specs, kind or "measure",
+                                                                             self.config.TIMING_PRESETS))
         return chosen
 
     def spec(self, case: Case) -> Spec | None:
@@ -136,6 +161,24 @@ class PageForm(Generic[Config]):
             return make(case) if make is not None else None
         except JaxCompareError:
             return None
+
+
+    def port_specs(self, case: Case) -> list[Spec]:
+        """The runs the widgets describe now: one per chosen port where several are (each its own job),
+        else spec()'s one; [] where the settings cannot run."""
+        spec = self.spec(case)
+        if spec is None:
+            return []
+        ports = self.current().chosen_ports(case) if "ports" in self.config.controls() else []
+        return [replace(spec, port=port) for port in ports] if len(ports) > 1 else [spec]
+
+
+def ports_profile_note(form: PageForm[Any], case: Case) -> str | None:
+    """Under the Profile toggle: a race of several ports traces none of them (a profile is one run's)."""
+    config = form.current()
+    if not getattr(config, "profile", False) or len(form.port_specs(case)) < 2:
+        return None
+    return _("A profile traces one run: with several ports chosen, none is traced. Choose one port to profile it.")
 
 
 def preset_estimates(specs: Sequence[Spec], kind: str = "measure",

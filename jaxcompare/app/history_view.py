@@ -24,7 +24,7 @@ LETTERS = "ABCDEFGHIJ"
 # What differs between two runs, named in the reader's language (difference_lines); dtype, CPU and the
 # package names are the same in every language.
 FIELD_NAMES = {
-    "case": N_("case"), "shape": N_("shape"), "precision": N_("precision"), "dtype": "dtype",
+    "case": N_("case"), "port": N_("port"), "shape": N_("shape"), "precision": N_("precision"), "dtype": "dtype",
     "backend": N_("device"), "device_kind": N_("device kind"), "host": N_("host"), "cpu_model": "CPU",
     "jax": "jax", "jaxlib": "jaxlib", "numpy": "numpy", "scipy": "scipy",
 }
@@ -55,10 +55,12 @@ def _row(item: Result | Mapping[str, Any]) -> Mapping[str, Any]:
     return item if isinstance(item, Mapping) else summary(item)
 
 
-def run_label(item: Result | Mapping[str, Any]) -> str:
-    """'svd 500x500 x64 · gpu · host · 2026-11-29 21:58' from a Result or a summary row."""
+def run_label(item: Result | Mapping[str, Any], *, port: bool = False) -> str:
+    """'svd 500x500 x64 · gpu · host · 2026-11-29 21:58' from a Result or a summary row; ``port``: naming
+    the JAX port measured ('cumsum scan 1000 x32 ...'), where runs of several ports are told apart."""
     row = _row(item)
-    parts = [f"{row['case']} {row['shape']} {row['precision']}", row["backend"]]
+    named = f" {row['port']}" if port and row.get("port") else ""
+    parts = [f"{row['case']}{named} {row['shape']} {row['precision']}", row["backend"]]
     if row.get("host"):
         parts.append(str(row["host"]))
     parts.append(when_text(row["created"]))
@@ -66,8 +68,12 @@ def run_label(item: Result | Mapping[str, Any]) -> str:
 
 
 def run_labels(items: Sequence[Result | Mapping[str, Any]]) -> list[str]:
-    """Labels that tell the runs apart: two alike (same minute) get their short ids."""
-    labels = [run_label(i) for i in items]
+    """Labels that tell the runs apart: two ports of one case name their ports (two configurations), two
+    alike (same minute) get their short ids."""
+    ports: dict[str, set[Any]] = {}
+    for i in items:
+        ports.setdefault(_row(i)["case"], set()).add(_row(i).get("port"))
+    labels = [run_label(i, port=len(ports[_row(i)["case"]]) > 1) for i in items]
     counts = {label: labels.count(label) for label in labels}
     return [f"{label} · {_row(i)['id'][:6]}" if counts[label] > 1 else label
             for label, i in zip(labels, items, strict=True)]
@@ -132,6 +138,8 @@ def table_rows(rows: Sequence[Mapping[str, Any]], *, host: bool = True,
         out.append({
             _("Measured (UTC)"): when_text(row["created"]),
             _("Case"): row["case"],
+            # "—": saved before cases had ports (it measured the case's one JAX function, today's default).
+            _("Port"): row.get("port") or "—",
             _("Shape"): row["shape"],
             _("Precision"): row["precision"],
             _("Device"): device_text(row["backend"], row["device_kind"]),
@@ -377,6 +385,8 @@ def compare_query(result: Result) -> dict[str, str]:
              "device": spec.device, "timing": spec.timing.preset_name}
     if spec.matmul_precision != "default":
         query["matmul_precision"] = spec.matmul_precision
+    if spec.port:  # the port it measured (a URL naming a port the case lacks warns and takes the default)
+        query["ports"] = spec.port
     return query
 
 

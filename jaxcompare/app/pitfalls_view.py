@@ -81,7 +81,7 @@ class PitfallsConfig(CompareConfig):
 
     KEY_PREFIX: ClassVar[str] = "pf_"
     # The lab traces nothing, and pitfall 6 sets the matmul precision itself (default against highest).
-    NOT_CONTROLS: ClassVar[frozenset[str]] = frozenset({"profile", "matmul_precision"})
+    NOT_CONTROLS: ClassVar[frozenset[str]] = frozenset({"profile", "matmul_precision", "ports"})
     # Every section is a ratio of several runtimes; thorough would make the lab take minutes.
     TIMING_PRESETS: ClassVar[tuple[str, ...]] = ("quick", "careful")
 

@@ -19,29 +19,30 @@ SHOWN = "compare_saved_id"  # session state: the id of the saved result on show,
 TRIED = "compare_saved_tried"  # the id the URL asked for last: opened (or refused) once, not every rerun
 
 
-def open_from_url(result_key: str, error_key: str, cases: Sequence[Case]) -> None:
+def open_from_url(result_key: str, error_key: str, cases: Sequence[Case]) -> bool:
     """Put the saved result the URL names into ``st.session_state[result_key]`` (as this reader may
     see it) and the sidebar's settings to what it measured; an id that opens nothing leaves the page
     as it was and says so once in ``error_key`` (English, shown with translate_text). Call before
-    the sidebar's widgets and the page's own URL seeding."""
+    the sidebar's widgets and the page's own URL seeding. True when it put a result there."""
     raw = st.query_params.get(hv.RESULT_PARAM)
     if raw is None:
         st.session_state.pop(TRIED, None)  # the same run opened again later is opened again
-        return
+        return False
     if st.session_state.get(TRIED) == raw:
-        return
+        return False
     st.session_state[TRIED] = raw
     try:
         result = resources.get_store().get(raw)
     except JaxCompareError:  # unknown, ambiguous or unreadable; the store's own message names its path
         st.session_state[error_key] = hv.not_opened_text(raw)
-        return
+        return False
     st.session_state[result_key] = access.visible([result])[0]
     st.session_state[SHOWN] = result.id
     st.session_state.pop(error_key, None)
     if any(case.name == result.case for case in cases):  # a case from a cases file not loaded: sidebar stays
         config, _warnings = controls.compare_config_from_query(hv.compare_query(result), cases)
         st.session_state.update(config.widgets())
+    return True
 
 
 def replaced() -> None:

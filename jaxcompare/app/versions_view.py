@@ -42,7 +42,7 @@ class VersionsConfig(CompareConfig):
     environment first), quick timing, and the versions to compare."""
 
     KEY_PREFIX: ClassVar[str] = "versions_"
-    NOT_CONTROLS: ClassVar[frozenset[str]] = frozenset({"device", "profile", "matmul_precision"})
+    NOT_CONTROLS: ClassVar[frozenset[str]] = frozenset({"device", "profile", "matmul_precision", "ports"})
     size: str = "small"
     timing: str = "quick"
     jax: str = field(default_factory=default_versions)

@@ -180,11 +180,34 @@ def notes_markdown(result: Result) -> list[str]:
                 runtime=format_time(result.jax.runtime.median_s))]
 
 
+def several_ports(results: Sequence[Result]) -> bool:
+    """Whether a sweep measured more than one JAX port: then each port is a line of its own."""
+    return len({r.port for r in results}) > 1
+
+
+def line_name(result: Result, ports: bool) -> str:
+    """The sweep's line a result belongs to: its precision ('x32'), or its port and precision ('scan x32')."""
+    return f"{result.port} {result.precision}" if ports else result.precision
+
+
+def sweep_lines(results: Sequence[Result]) -> dict[str, list[Result]]:
+    """The sweep's results by line (line_name), by precision then in the order the ports ran."""
+    ports = several_ports(results)
+    order = {port: i for i, port in enumerate(dict.fromkeys(r.port for r in results))}
+    lines: dict[str, list[Result]] = {}
+    for r in sorted(results, key=lambda r: (r.precision, order[r.port])):
+        lines.setdefault(line_name(r, ports), []).append(r)
+    return lines
+
+
 def sweep_table(results: Sequence[Result]) -> list[dict[str, Any]]:
-    """A row per size and precision (ui.plain_table, so why a size was set aside is never cut off)."""
+    """A row per size and precision (and port, with several: ui.plain_table, so why a size was set aside
+    is never cut off)."""
     rows = []
-    for r in sorted(results, key=lambda r: (r.precision, math.prod(r.shape))):
+    ports = several_ports(results)
+    for r in [r for line in sweep_lines(results).values() for r in sorted(line, key=lambda r: math.prod(r.shape))]:
         rows.append({
+            **({_("Port"): r.port or ""} if ports else {}),
             _("Shape"): format_shape(r.shape),
             _("Precision"): f"{r.precision} ({r.dtype})",
             "NumPy": format_time(r.numpy_runtime.median_s),
@@ -203,11 +226,9 @@ def sweep_table(results: Sequence[Result]) -> list[dict[str, Any]]:
 
 
 def crossovers(results: Sequence[Result]) -> dict[str, float | None]:
-    """Crossover element count per precision (None where speedup never crosses 1x)."""
-    by_precision: dict[str, list[Result]] = {}
-    for r in results:
-        by_precision.setdefault(r.precision, []).append(r)
-    return {p: crossover(rs) for p, rs in sorted(by_precision.items())}
+    """Crossover element count per line: precision, or port and precision (None where the speedup never
+    crosses 1x)."""
+    return {line: crossover(rs) for line, rs in sweep_lines(results).items()}
 
 
 def crossover_figure(precision: str, elements: float | None, ndim: int, finished: bool,
@@ -257,15 +278,13 @@ def best_speedup_figure(results: Sequence[Result]) -> summary.Figure:
 
 
 def sweep_verdict(results: Sequence[Result]) -> str:
-    """The sweep's verdict under its tiles, per precision, from trusted points only, with how many
-    sizes were set aside and why (summary.sweep_verdict)."""
-    by_precision: dict[str, list[Result]] = {}
-    for r in results:
-        by_precision.setdefault(r.precision, []).append(r)
-    if len(by_precision) == 1:
+    """The sweep's verdict under its tiles, per line (precision, or port and precision), from trusted points
+    only, with how many sizes were set aside and why (summary.sweep_verdict)."""
+    lines = sweep_lines(results)
+    if len(lines) == 1:
         return summary.sweep_verdict(results, crossover(results))
-    return "\n\n".join(f"**{p}.** " + summary.sweep_verdict(rs, crossover(rs))
-                       for p, rs in sorted(by_precision.items()))
+    return "\n\n".join(f"**{markdown_literal(line)}.** " + summary.sweep_verdict(rs, crossover(rs))
+                       for line, rs in lines.items())
 
 
 # --- the roofline and what would help most ------------------------------------------------------

@@ -23,6 +23,7 @@ from ..model.cases import format_shape
 from ..model.errors import BadInput
 from ..model.formatting import cut, dumps
 from ..model.phases import JAX_PHASES, PHASES
+from ..model.port_names import check_port_name
 from ..model.result import SCHEMA as RESULT_SCHEMA
 from ..model.result import SCHEMAS as RESULT_SCHEMAS
 from ..model.result import Result, finite_or_none
@@ -30,7 +31,7 @@ from ..model.roofline import ROOFLINE_SIDES
 
 EXPORT_SCHEMA = "jaxcompare.export/1"
 SUMMARY_FIELDS = (
-    "id", "created", "case", "shape", "precision", "dtype", "backend", "device", "device_kind",
+    "id", "created", "case", "port", "shape", "precision", "dtype", "backend", "device", "device_kind",
     "host", "jax_version", "speedup", "numpy_median_s", "numpy_kept_median_s", "jax_median_s",
 )
 # The CSV: one row per result (a spreadsheet's natural unit, and a sweep's size per row), the
@@ -71,6 +72,7 @@ def summary(result: Result) -> dict[str, Any]:
         "id": result.id,
         "created": normalise_created(result.created),
         "case": result.case,
+        "port": result.port,  # None: saved before cases had ports (it measured today's default port)
         "shape": format_shape(result.shape),
         "precision": result.precision,
         "dtype": result.dtype,
@@ -141,6 +143,8 @@ def _check_names(result: Result) -> None:
     if not (_case_name(result.case) and result.case.strip() and len(result.case) <= NAME_MAX):
         raise BadInput(N_("case {value!r} is not a case name: at most {limit} printable characters, none of "
                           "`<>[]\\").format(value=cut(result.case, 40), limit=NAME_MAX))
+    if result.port is not None:
+        check_port_name(result.port)
     sides = [("jax", result.jax)] + ([("jax_cpu", result.jax_cpu)] if result.jax_cpu is not None else [])
     named = [(f"{key}.{field}", getattr(side, field), _NAME_CHARS, True)
              for key, side in sides for field in ("device_kind", "device")]

@@ -15,6 +15,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from ..model.port_names import PORT_NAME
+
 # Column types that differ: PostgreSQL's REAL is 4-byte (a saved median would come back rounded),
 # and its text sorts by the database's locale unless COLLATE "C" (SQLite compares bytes, so both
 # backends list alike).
@@ -51,6 +53,13 @@ CREATE INDEX IF NOT EXISTS results_case ON results ("case", precision);
     # numpy.kept_memory.median_s; NULL where NumPy was timed once). Older rows: fill_numpy_kept.
     """
 ALTER TABLE results ADD COLUMN numpy_kept_median_s {float};
+""",
+    # 3: the JAX port measured (Result.port: the spec's, else the case's default as its worker recorded
+    # it; NULL for a result saved before cases had ports, which measured today's default). Older rows:
+    # fill_port. History lists and filters by it; two ports of one case are two configurations.
+    """
+ALTER TABLE results ADD COLUMN port {text};
+CREATE INDEX IF NOT EXISTS results_port ON results ("case", port);
 """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -107,8 +116,35 @@ def kept_median(doc: Any) -> float | None:
     return float(value)
 
 
+def fill_port(conn: Any) -> None:
+    """Migration 3 for rows saved before it: each row's port from its own doc (as fill_numpy_kept, a doc
+    that is not JSON keeps NULL); NULL for a doc from before ports."""
+    last = ""
+    while True:
+        batch = conn.execute("SELECT id, doc FROM results WHERE id > ? AND doc LIKE ? ORDER BY id LIMIT ?",
+                             (last, '%"port"%', FILL_BATCH)).fetchall()
+        if not batch:
+            return
+        for row_id, doc in batch:
+            port = doc_port(doc)
+            if port is not None:
+                conn.execute("UPDATE results SET port = ? WHERE id = ?", (port, row_id))
+        last = batch[-1][0]
+
+
+def doc_port(doc: Any) -> str | None:
+    """The port a saved doc's text measured: ``spec.port``, else ``case_info.port`` (as Result.port reads
+    them), when it is a port's name; else None."""
+    try:
+        data = json.loads(doc)
+        port = (data.get("spec") or {}).get("port") or (data.get("case_info") or {}).get("port")
+    except (ValueError, TypeError, AttributeError, RecursionError):
+        return None
+    return port if isinstance(port, str) and PORT_NAME.fullmatch(port) else None
+
+
 # Migrations that fill a column they add, by version.
-FILLS: dict[int, Callable[[Any], None]] = {2: fill_numpy_kept}
+FILLS: dict[int, Callable[[Any], None]] = {2: fill_numpy_kept, 3: fill_port}
 
 
 @functools.lru_cache(maxsize=256)

@@ -172,6 +172,7 @@ class Store:
         self,
         case: str | None = None,
         precision: str | None = None,
+        port: str | None = None,
         device: str | None = None,
         host: str | None = None,
         jax: str | None = None,
@@ -180,7 +181,8 @@ class Store:
         limit: int | None = None,
     ) -> list[dict[str, Any]]:
         """Summary rows (SUMMARY_COLUMNS), newest first; ties by id, so every copy of the
-        database lists alike. ``device`` matches the backend ("cpu", "gpu"), the device
+        database lists alike. ``port``: the JAX port measured (a result saved before ports has none);
+        ``device`` matches the backend ("cpu", "gpu"), the device
         ("cuda:0") or the device kind, ignoring case; ``jax`` the JAX version the worker ran
         (as recorded, "0.4.35"); ``since`` and ``until`` are inclusive,
         and a date-only ``until`` includes that whole day."""
@@ -192,6 +194,9 @@ class Store:
         if precision:
             where.append("precision = ?")
             params.append(precision)
+        if port:
+            where.append("port = ?")
+            params.append(port)
         if device:
             where.append("(lower(backend) = ? OR lower(device) = ? OR lower(device_kind) = ?)")
             params += [device.lower()] * 3
@@ -223,9 +228,9 @@ class Store:
         """Distinct values of the filterable columns, for the app's filter widgets."""
         out: dict[str, list[str]] = {}
         with self._connection() as conn:
-            for col in ("case", "precision", "backend", "device", "device_kind", "host", "jax_version"):
+            for col in ("case", "port", "precision", "backend", "device", "device_kind", "host", "jax_version"):
                 rows = conn.execute(f"SELECT DISTINCT {_q(col)} FROM results ORDER BY 1").fetchall()
-                out[col] = [r[0] for r in rows]
+                out[col] = [r[0] for r in rows if r[0] is not None]
         return out
 
     def resolve(self, id_or_prefix: str) -> str:

@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from .api import compare, current_job, runner, shutdown, sweep, versions
-from .results import NotebookResult, OutputsDisagree, SweepResult
+from .results import NotebookResult, OutputsDisagree, PortsResult, SweepResult
 
-__all__ = ["NotebookResult", "OutputsDisagree", "SweepResult", "compare", "current_job", "load_ipython_extension",
-           "runner", "shutdown", "sweep", "versions"]
+__all__ = ["NotebookResult", "OutputsDisagree", "PortsResult", "SweepResult", "compare", "current_job",
+           "load_ipython_extension", "runner", "shutdown", "sweep", "versions"]
 
 
 def load_ipython_extension(ipython: Any) -> None:

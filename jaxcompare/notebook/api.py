@@ -14,21 +14,23 @@ import math
 import os
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
+from ..analysis.ports import PortRun, ports_verdict
 from ..analysis.sweep import crossover
 from ..engine import Job, Runner
 from ..history.store import traces_dir
 from ..i18n import N_
-from ..model.cases import NOTEBOOK, Case, GivenInputs, any_shape, default_canonical, format_shape
+from ..model.cases import NOTEBOOK, Case, GivenInputs, Port, any_shape, default_canonical, format_shape
 from ..model.errors import BadInput, JaxCompareError
 from ..model.invariants import eigh_invariants, qr_invariants, svd_invariants
+from ..model.platforms import error_first_line
 from ..model.spec import DTYPES, MAX_DIMS, PRECISIONS, Spec, TimingConfig, parse_shape
-from .results import NotebookResult, OutputsDisagree, SweepResult
+from .results import NotebookResult, OutputsDisagree, PortsResult, SweepResult
 
 # How often a wait wakes to let a Ctrl-C (a kernel interrupt) through.
 _POLL_S = 0.1
@@ -40,13 +42,20 @@ _runner: Runner | None = None
 _current: Job | None = None
 
 
-def compare(numpy_fn: Callable[..., Any], jax_fn: Callable[..., Any], *inputs: Any, precision: str = "x32",
+def compare(numpy_fn: Callable[..., Any], jax_fn: Callable[..., Any] | Mapping[str, Callable[..., Any]],
+            *inputs: Any, precision: str = "x32",
             device: str = "auto", timing: str | TimingConfig = "careful", name: str | None = None,
             shape: Sequence[int] | str | None = None, seed: int = 0, tolerance: float = 1.0,
             canonical: Callable[..., Any] | None = None, timeout_s: float | None = None,
-            profile: bool | str | os.PathLike[str] = False, matmul_precision: str = "default") -> NotebookResult:
+            profile: bool | str | os.PathLike[str] = False,
+            matmul_precision: str = "default") -> NotebookResult | PortsResult:
     """Measure ``numpy_fn`` against ``jax_fn`` (wrapped in ``jax.jit`` here) with every phase of
     the protocol, and return the Result.
+
+    ``jax_fn`` may be a dict of port names to functions (``{"jnp": f, "scan": g}``: several ways of
+    writing the JAX side, docs/ports.md): each port is measured in turn, as a job of its own under its
+    own ``timeout_s``, and a PortsResult says which is fastest, beside each port's Result. A port that
+    fails, or whose outputs disagree, gets its line there; the other ports stand.
 
     ``inputs``: NumPy arrays, passed to both functions as positional arguments (cast to float32
     for x32 or float64 for x64; a note says when that changed their dtype), or one
@@ -61,6 +70,10 @@ def compare(numpy_fn: Callable[..., Any], jax_fn: Callable[..., Any], *inputs: A
     Raises a JaxCompareError with one sentence for bad input, and OutputsDisagree (carrying
     ``.result``) when the outputs differ.
     """
+    if isinstance(jax_fn, Mapping):
+        return _compare_ports(numpy_fn, jax_fn, inputs, precision=precision, device=device, timing=timing,
+                              name=name, shape=shape, seed=seed, tolerance=tolerance, canonical=canonical,
+                              timeout_s=timeout_s, profile=profile, matmul_precision=matmul_precision)
     try:
         case, spec, notes = _request(numpy_fn, jax_fn, inputs, precision=precision, device=device,
                                      timing=timing, name=name, shape=shape, seed=seed, tolerance=tolerance,
@@ -72,6 +85,35 @@ def compare(numpy_fn: Callable[..., Any], jax_fn: Callable[..., Any], *inputs: A
         return result
     except JaxCompareError as exc:
         raise exc.with_traceback(None) from None  # one sentence, not our call stack
+
+
+def _compare_ports(numpy_fn: Callable[..., Any], ports: Mapping[str, Callable[..., Any]], inputs: tuple[Any, ...],
+                   *, timeout_s: float | None, profile: bool | str | os.PathLike[str], name: str | None,
+                   **request: Any) -> PortsResult:
+    """compare() with a dict of ports: one Case naming them all (the first the default), measured port by
+    port (Case.for_port in the worker), then the race (analysis/ports)."""
+    try:
+        if not ports or not all(isinstance(port, str) for port in ports):
+            raise BadInput("jax_fn as a dict names each port by a string, at least one: {\"jnp\": f, \"scan\": g}")
+        (first, first_fn), *others = ports.items()
+        _check_callable(first_fn, f"jax_fn[{first!r}]")
+        case, spec, notes = _request(numpy_fn, first_fn, inputs, name=name, timeout_s=timeout_s, **request)
+        for port, fn in others:
+            _check_callable(fn, f"jax_fn[{port!r}]")
+        case = replace(case, default_port=first,
+                       ports=tuple(Port(port, fn, jax_name=_fn_name(fn)) for port, fn in others))
+        profile_dir = _profile_dir(profile)
+        runs = []
+        for port in case.port_names:
+            try:
+                result = _measure(case, replace(spec, port=port), timeout_s, profile_dir)
+            except JaxCompareError as exc:  # its line, and on to the next port (BadInput was raised above)
+                runs.append(PortRun(port, error=error_first_line(str(exc))))
+                continue
+            runs.append(PortRun(port, replace(result, notes=result.notes + tuple(notes)) if notes else result))
+        return PortsResult(ports_verdict(runs, case=case.name, shape=spec.shape, precision=spec.precision))
+    except JaxCompareError as exc:
+        raise exc.with_traceback(None) from None
 
 
 def sweep(numpy_fn: Callable[..., Any], jax_fn: Callable[..., Any], make_inputs: Callable[..., Any],

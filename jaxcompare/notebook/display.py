@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from ..analysis import summary
 from ..analysis.advice import advice
 from ..analysis.checks import FAIL, NA, PASS, WARN, checklist, overall
+from ..analysis.ports import PortsVerdict, port_row, ports_lines, verdict_line
 from ..analysis.text import (
     advice_lines,
     checklist_lines,
@@ -291,3 +292,27 @@ def sweep_html(results: Sequence[Result], crossover_elements: float | None) -> s
             f'<table style="border-collapse:collapse;margin:6px 0;font-size:inherit"><tr>{head}</tr>{body}</table>'
             f'<div style="font-size:11px;{_MUTED}">sweep[i] is the full result at each size · sweep.save() · '
             f'sweep.to_json()</div></div>')
+
+
+# --- several ports ----------------------------------------------------------------------------------
+def ports_text(verdict: PortsVerdict) -> str:
+    """The race (the CLI's lines: a row per port, the verdict), then each measured port's result."""
+    parts = ["\n".join(ports_lines(verdict))]
+    for run in verdict.runs:
+        if run.result is not None:
+            parts.append(f"=== port {run.name} ===\n{result_text(run.result)}")
+    return "\n\n".join(parts)
+
+
+def ports_html(verdict: PortsVerdict) -> str:
+    """The race's sentence on top, a line per port (its speedup over NumPy, or why it is out of the race),
+    then each measured port's result, folded (the fastest open)."""
+    rows = "".join(f"<li>{_e(port_row(run, verdict.left_out.get(run.name) if run.result is not None else None))}</li>"
+                   for run in verdict.runs)
+    head = (f'<div style="font-weight:600;margin:4px 0">{_e(verdict.case)} · {_e(format_shape(verdict.shape))} · '
+            f"{_e(verdict.precision)}: {_e(verdict_line(verdict))}</div><ul style=\"margin:4px 0\">{rows}</ul>")
+    folds = "".join(
+        f'<details{" open" if run.name == verdict.fastest else ""} style="margin:6px 0">'
+        f"<summary><b>{_e(run.name)}</b></summary>{result_html(run.result)}</details>"
+        for run in verdict.runs if run.result is not None)
+    return f'<div class="jaxcompare-ports">{head}{folds}</div>'

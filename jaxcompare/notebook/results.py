@@ -9,8 +9,10 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from .. import i18n
 from ..analysis.advice import advice_document
 from ..analysis.checks import checklist
+from ..analysis.ports import PortsVerdict, ports_document
 from ..analysis.sweep import sweep_document
 from ..history.store import Store
 from ..model.cases import format_shape
@@ -114,6 +116,68 @@ class SweepResult:
     def __repr__(self) -> str:
         cross = "none" if self.crossover_elements is None else f"{math.floor(self.crossover_elements):,} elements"
         return f"<jaxcompare Sweep {self.case} {self.precision}: {len(self.results)} sizes, crossover {cross}>"
+
+
+@dataclass(frozen=True)
+class PortsResult:
+    """Several JAX ports of one pair, measured one after another at one shape: which is fastest (the
+    runner-up over it with its 95% range, or no difference within the noise) and each port's Result."""
+
+    verdict: PortsVerdict
+
+    @property
+    def results(self) -> dict[str, NotebookResult]:
+        """Each port's Result that was measured, by port name, in run order."""
+        return {run.name: NotebookResult.of(run.result) for run in self.verdict.runs if run.result is not None}
+
+    @property
+    def fastest(self) -> str | None:
+        """The fastest port among those whose time is a speed figure (decided or not: see ``decided``)."""
+        return self.verdict.fastest
+
+    @property
+    def decided(self) -> bool:
+        """Whether the fastest beats the runner-up beyond the noise (the 95% range of the ratio excludes 1x)."""
+        return self.verdict.decided
+
+    def to_dict(self) -> dict[str, Any]:
+        """The document of ``jaxcompare run --ports --json`` (jaxcompare.ports/1, docs/json.md)."""
+        with i18n.using(i18n.SOURCE_LANGUAGE):  # JSON is English whatever the reader's language
+            return ports_document(self.verdict, {
+                name: r.to_dict() | {"checklist": [c.to_dict() for c in checklist(r)], "advice": advice_document(r)}
+                for name, r in self.results.items()})
+
+    def to_json(self, path: str | os.PathLike[str] | None = None) -> str:
+        text = dumps(self.to_dict())
+        _write(path, text)
+        return text
+
+    def save(self, db: str | os.PathLike[str] | None = None) -> list[str]:
+        """Keep every port's result in History (its port recorded); returns their ids."""
+        store = Store(db)
+        return [store.save(r) for r in self.results.values()]
+
+    def __len__(self) -> int:
+        return len(self.verdict.runs)
+
+    def __getitem__(self, port: str) -> NotebookResult:
+        """A port's Result; KeyError for a port that did not run (its line is in str())."""
+        return self.results[port]
+
+    def _repr_html_(self) -> str:
+        return display.ports_html(self.verdict)
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(repr(self) if cycle else display.ports_text(self.verdict))
+
+    def __str__(self) -> str:
+        return display.ports_text(self.verdict)
+
+    def __repr__(self) -> str:
+        v = self.verdict
+        return (f"<jaxcompare Ports {v.case} {format_shape(v.shape)} {v.precision}: "
+                f"{', '.join(run.name for run in v.runs)}; fastest {v.fastest or 'none'}"
+                f"{'' if v.decided or v.fastest is None else ' (not decided)'}>")
 
 
 def _write(path: str | os.PathLike[str] | None, text: str) -> None:
