@@ -130,7 +130,7 @@ def test_a_hosted_demo_counts_each_port_as_a_run(monkeypatch):
 
     from jaxcompare import Runner
     from jaxcompare.app import resources
-    from jaxcompare.engine.settings import Settings
+    from jaxcompare.engine import Settings
 
     settings = dataclasses.replace(Settings.hosted(), max_jobs_per_minute=2)
     with Runner(settings=settings, timeout_s=240) as runner:
