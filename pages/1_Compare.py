@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from jaxcompare import JaxCompareError, Result
-from jaxcompare.analysis import checks, summary
+from jaxcompare.analysis import checks
 from jaxcompare.app import (
     access,
     cases_ui,
@@ -186,13 +186,7 @@ st.caption(views.result_caption(result, current_config().changed_note(shape, res
                                                                       result.spec.matmul_precision)))
 if not reopen.saved_note(result):
     ui.history_note([result])
-for row in summary.figure_rows(result):
-    for column, figure in zip(st.columns(3), row, strict=True):
-        # The line under a value: a speedup's 95% range, grey and without an arrow.
-        column.metric(figure.label, figure.value, delta=figure.detail or None, delta_color="off",
-                      delta_arrow="off", help=figure.help, border=True)
-for line in views.verdict_lines(result):
-    st.markdown(line)
+ports_ui.show_figures(result)
 
 stem = views.file_stem(result)
 left, right = st.columns([6, 5], gap="large")

@@ -19,14 +19,20 @@ from ..model.result import Result
 from . import access, chart_ui, charts, charts_ports, controls, language, pitfalls_view, ports_view, ui, views
 
 
-def show_result_figures(result: Result, stem: str, cases: Sequence[Case]) -> None:
-    """A port's tab: what it is, its figures, its verdict against NumPy, its phase chart and checklist."""
+def show_figures(result: Result) -> None:
+    """A result's figures as tiles, then its verdict against NumPy (the Compare page's, and each port's)."""
     for row in summary.figure_rows(result):
         for column, figure in zip(st.columns(3), row, strict=True):
+            # The line under a value: a speedup's 95% range, grey and without an arrow.
             column.metric(figure.label, figure.value, delta=figure.detail or None, delta_color="off",
                           delta_arrow="off", help=figure.help, border=True)
     for line in views.verdict_lines(result):
         st.markdown(line)
+
+
+def show_result_figures(result: Result, stem: str, cases: Sequence[Case]) -> None:
+    """A port's tab: what it is, its figures, its verdict against NumPy, its phase chart and checklist."""
+    show_figures(result)
     chart_ui.chart(charts.phase_breakdown_chart(result), _("Phase chart"), f"{stem}_phases", stretch=True)
     st.table(views.checklist_rows(checks.checklist(result), lambda pitfall: pitfalls_view.result_link_markdown(
         pitfall, result, cases, language.url_params())), hide_index=True, border="horizontal")
