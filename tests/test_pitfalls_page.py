@@ -98,12 +98,19 @@ def test_run_all_measures_seven_sections_in_one_job(run_all):
     assert list(results) == list(SECTIONS)
 
     charts = vega_specs(at)
-    # The size section adds a chart after its own: each shape's profiled busy time and gap.
-    [gap] = [i for i, spec in enumerate(charts) if spec["layer"][0]["mark"]["type"] == "bar"]
-    assert gap == SECTIONS.index("size") + 1
-    shapes = [row["label"].split(" ")[0] for row in charts[gap]["layer"][0]["data"]["values"]]
-    assert shapes == ["10x10", "10x10", "200x200", "200x200"]
-    indices = [i for i in range(len(charts)) if i != gap]
+    bars = [i for i, spec in enumerate(charts) if spec["layer"][0]["mark"]["type"] == "bar"]
+    # Beside busy neighbours the traced calls may run slower than the timed ones; the page then withholds
+    # the size section's busy-vs-gap bars and says why (as the Chinese page in Chromium below accepts).
+    if any(t.startswith("Profiled, but not as timed: the device was busy **") for t in markdown(at)):
+        assert bars == [], bars
+        indices = list(range(len(charts)))
+    else:
+        # The size section adds a chart after its own: each shape's profiled busy time and gap.
+        [gap] = bars
+        assert gap == SECTIONS.index("size") + 1
+        shapes = [row["label"].split(" ")[0] for row in charts[gap]["layer"][0]["data"]["values"]]
+        assert shapes == ["10x10", "10x10", "200x200", "200x200"]
+        indices = [i for i in range(len(charts)) if i != gap]
     specs = [charts[i] for i in indices]
     assert len(specs) == 7
     for index, pid, spec in zip(indices, SECTIONS, specs, strict=True):
