@@ -1,7 +1,7 @@
 """A real browser on the Chinese app: Compare with ``?lang=zh`` runs and draws its charts with
 Chinese titles and labels; a browser set to Chinese gets Chinese without asking, and the sidebar
 switch changes the language, the URL and every page after it. (Pitfalls in Chinese:
-test_browser_pitfalls.py.)"""
+test_pitfalls_page.py.)"""
 
 from __future__ import annotations
 
