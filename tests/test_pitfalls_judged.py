@@ -20,9 +20,9 @@ from jaxcompare.analysis.checks import NA, PASS, WARN
 from jaxcompare.analysis.consistency import pitfalls_findings
 from jaxcompare.app import pitfalls_view as pv
 from jaxcompare.cli import pitfall_lines, pitfalls_summary_lines
+from jaxcompare.engine import job_kind
 from jaxcompare.engine.common.lessons import LOAD_PHASES, _side, load_reading, side_text
 from jaxcompare.engine.common.load import BUSY_CORES, LoadMeter
-from jaxcompare.engine.server.runner import _combine
 from jaxcompare.engine.worker.pitfalls import measure_pitfalls
 from jaxcompare.model.stats import Stats
 
@@ -210,7 +210,7 @@ def test_an_x32_runs_float64_side_timed_on_a_busy_machine_makes_pitfall_3_busy()
     the section's, though the x32 worker's baseline was quiet."""
     jit, dtype, size = steady_figures(390e-6, 600e-6)
     fair = dict(dtype["extra"].pop(), load={"phases": ["baseline"], "others_cores": 1.4, "busy": True})
-    report = _combine("pitfalls", [run(jit, dtype, size), fair])
+    report = job_kind("pitfalls").combine(None, [run(jit, dtype, size), fair])
     [combined] = [p for p in report["pitfalls"] if p["id"] == "dtype"]
     assert combined["extra"][-1] is fair
     assert combined["load"] == {"phases": ["baseline", "x64 baseline"], "others_cores": 1.4, "busy": True}
@@ -220,7 +220,8 @@ def test_an_x32_runs_float64_side_timed_on_a_busy_machine_makes_pitfall_3_busy()
     quiet_side = dict(fair, load={"phases": ["baseline"], "others_cores": 0.05, "busy": False})
     jit, dtype, size = steady_figures(390e-6, 600e-6)
     dtype["extra"].pop()
-    [again] = [p for p in _combine("pitfalls", [run(jit, dtype, size), quiet_side])["pitfalls"] if p["id"] == "dtype"]
+    combined = job_kind("pitfalls").combine(None, [run(jit, dtype, size), quiet_side])
+    [again] = [p for p in combined["pitfalls"] if p["id"] == "dtype"]
     assert again["load"]["others_cores"] == 0.12 and lab_checks.busy_check(again).status == PASS
 
 

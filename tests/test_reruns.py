@@ -54,7 +54,8 @@ def test_a_sides_rerun_falls_in_the_range_the_tables_and_charts_show():
     median about 95% of the time, where the run's own CI holds far fewer (a drift of 0.05, as measured)."""
     from jaxcompare.analysis.text import phase_table_lines
     from jaxcompare.app.charts import phase_rows
-    from jaxcompare.model.reruns import rerun_bounds, rerun_spread
+    from jaxcompare.model.formatting import format_rerun_range
+    from jaxcompare.model.reruns import rerun_bounds
 
     rng = np.random.default_rng(11)
     runs = [run(rng, 1e-3, 0.05) for _ in range(200)]
@@ -68,4 +69,4 @@ def test_a_sides_rerun_falls_in_the_range_the_tables_and_charts_show():
     row = next(row for row in phase_rows(r) if row["phase"] == "runtime")
     assert (row["low_s"], row["high_s"]) == rerun_bounds(r.jax.runtime)
     assert row["low_s"] < r.jax.runtime.ci_low_s and row["high_s"] > r.jax.runtime.ci_high_s
-    assert any(f"±{rerun_spread(r.jax.runtime):.0%}" in line for line in phase_table_lines(r))
+    assert any(format_rerun_range(r.jax.runtime) in line for line in phase_table_lines(r))

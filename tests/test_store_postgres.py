@@ -50,8 +50,9 @@ def test_migrations_create_the_schema_on_an_empty_database_once(postgres, pg_url
         columns = dict(conn.execute("SELECT column_name, data_type FROM information_schema.columns "
                                     "WHERE table_name = 'results'").fetchall())
         indexes = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'results'")}
-    assert columns["jax_median_s"] == "double precision" and columns["doc"] == "text" and len(columns) == 17
+    assert columns["jax_median_s"] == "double precision" and columns["doc"] == "text" and len(columns) == 18
     assert columns["numpy_kept_median_s"] == "double precision"  # migration 2
+    assert columns["port"] == "text"  # migration 3
     assert {"results_created", "results_case"} <= indexes
 
 

@@ -7,7 +7,6 @@ of a terminal, so ``str.ljust`` would shift every cell after a Chinese label.
 
 from __future__ import annotations
 
-import math
 import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -19,6 +18,7 @@ from ..model.formatting import (
     format_factor,
     format_flops,
     format_percent,
+    format_rerun_range,
     format_share,
     format_speedup,
     format_time,
@@ -28,7 +28,6 @@ from ..model.formatting import (
 )
 from ..model.phases import JAX_PHASES, PHASE_LABELS, PHASES
 from ..model.profile import Profile
-from ..model.reruns import rerun_spread
 from ..model.result import Result, memory_speedup
 from ..model.roofline import AT_BOUND_NOISE, LIMIT_WORDS, ROOFLINE_SIDES, Roofline
 from ..model.stats import Stats
@@ -88,7 +87,7 @@ def table_lines(header: Sequence[str], rows: Sequence[Sequence[str]], columns: S
 
 
 # --- a result ------------------------------------------------------------------------------------
-PHASE_COLUMNS = (("<", 28), (">", 11), (">", 10), (">", 11), (">", 11), (">", 5), (">", 7))
+PHASE_COLUMNS = (("<", 28), (">", 11), (">", 17), (">", 11), (">", 11), (">", 5), (">", 7))
 
 
 def _stable(s: Stats) -> str:
@@ -96,10 +95,8 @@ def _stable(s: Stats) -> str:
 
 
 def _phase_row(name: str, s: Stats) -> list[str]:
-    spread = rerun_spread(s)
-    rerun = "—" if not math.isfinite(spread) else f"±{spread:.0%}"
-    return [_(PHASE_LABELS[name]), format_time(s.median_s), rerun, format_time(s.min_s), format_time(s.iqr_s),
-            str(s.n), str(s.loops), _stable(s)]
+    return [_(PHASE_LABELS[name]), format_time(s.median_s), format_rerun_range(s), format_time(s.min_s),
+            format_time(s.iqr_s), str(s.n), str(s.loops), _stable(s)]
 
 
 def phase_header() -> list[str]:

@@ -19,12 +19,12 @@ from ..model.cases import format_shape
 from ..model.formatting import (
     format_crossover,
     format_factor,
+    format_rerun_range,
     format_time,
     markdown_literal,
     matmul_precision_line,
 )
 from ..model.phases import MEASURING, PHASES, phase_kind, phase_label
-from ..model.reruns import rerun_spread
 from ..model.result import Result
 from ..model.stats import Stats
 
@@ -76,7 +76,7 @@ def phase_table(result: Result) -> list[dict[str, Any]]:
             **cpu,
             _("Min"): format_time(s.min_s),
             _("IQR"): format_time(s.iqr_s),
-            _("Rerun 95%"): "—" if not math.isfinite(rerun_spread(s)) else f"±{rerun_spread(s):.0%}",
+            _("Rerun 95%"): format_rerun_range(s),
             _("Samples"): s.n,
             _("Loops/sample"): s.loops,
             _("Stable"): stable_text(s),

@@ -10,8 +10,10 @@ from typing import Any
 from ..i18n import N_, _, ngettext, translate_text
 from .cases import format_shape
 from .profile import Profile
+from .reruns import rerun_range
 from .result import Result
 from .sides import link_name
+from .stats import Stats
 
 
 def format_time(seconds: float | None) -> str:
@@ -26,6 +28,12 @@ def format_time(seconds: float | None) -> str:
             value = seconds / scale
             return f"{value:.3g} {unit}" if value < 1000 else f"{value:.0f} {unit}"
     return f"{seconds:.3g} s"
+
+
+def format_rerun_range(stats: Stats) -> str:
+    """'41.2–46 ms': where a rerun's median falls (reruns.rerun_range), '—' where that is unknown."""
+    low, high = rerun_range(stats)
+    return format_time_range(low, high) if math.isfinite(low) and math.isfinite(high) else "—"
 
 
 def format_time_range(low: float | None, high: float | None) -> str:

@@ -80,12 +80,6 @@ def rerun_bounds(stats: Stats) -> tuple[float, float]:
     return (low, high) if math.isfinite(low) and math.isfinite(high) else (stats.median_s, stats.median_s)
 
 
-def rerun_spread(stats: Stats) -> float:
-    """How far above its median a rerun's median may fall (95%), as a fraction; inf where unknown."""
-    low, high = rerun_range(stats)
-    return high / stats.median_s - 1 if math.isfinite(high) else math.inf
-
-
 def pooled_range(stats: Stats, runs: Sequence[float]) -> tuple[float, float]:
     """The 95% range of a median pooled from the independent runs whose medians are ``runs`` (a versions
     run's rounds), the between-run spread in it (nan where it has no interval)."""

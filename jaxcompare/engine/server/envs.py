@@ -185,7 +185,7 @@ def uv_binary() -> str:
 def source_path() -> str:
     """A folder holding only a link to this jaxcompare package: first on a foreign worker's
     sys.path, it brings this code and nothing else of the host's site-packages."""
-    package = Path(__file__).resolve().parent.parent
+    package = Path(__file__).resolve().parents[2]  # jaxcompare/engine/server/envs.py -> jaxcompare/
     digest = hashlib.sha256(str(package).encode()).hexdigest()[:12]
     folder = envs_dir() / "_source" / digest
     link = folder / "jaxcompare"
