@@ -27,9 +27,9 @@ import time
 
 if any(arg.endswith("streamlit") for arg in sys.argv[:1]):
     from jaxcompare.app import pitfalls_view
-    from jaxcompare.engine.server import runner, settings
+    from jaxcompare.engine.server import dispatch, settings
 
-    runner.RateLimiter = functools.partial(settings.RateLimiter, clock=lambda: 0.0)
+    dispatch.RateLimiter = functools.partial(settings.RateLimiter, clock=lambda: 0.0)
 
     def summary_rows(*args, **kwargs):
         raise RuntimeError("secret internal detail 4242")

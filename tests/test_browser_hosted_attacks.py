@@ -41,10 +41,10 @@ from pathlib import Path
 
 if any(arg.endswith("streamlit") for arg in sys.argv[:1]):
     from jaxcompare.app import jobs
-    from jaxcompare.engine.server import runner, settings
+    from jaxcompare.engine.server import dispatch, settings
 
     clock = Path(os.environ["JAXCOMPARE_TEST_CLOCK"])
-    runner.RateLimiter = functools.partial(settings.RateLimiter, clock=lambda: float(clock.read_text()))
+    dispatch.RateLimiter = functools.partial(settings.RateLimiter, clock=lambda: float(clock.read_text()))
     jobs.SESSION_GONE_S = 2.0
 """ + GATED_WORKER
 
