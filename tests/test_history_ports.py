@@ -109,3 +109,20 @@ def test_the_history_page_lists_the_port_and_filters_by_it_where_there_are_sever
         assert not at.exception and list(at.dataframe[0].value["Port"]) == ["scan"]
     finally:
         resources._store_at.clear()
+
+
+def test_the_cli_history_filters_by_port_and_names_ports_only_where_they_differ(tmp_path, capsys):
+    from jaxcompare.cli import main
+
+    db = str(tmp_path / "h.sqlite3")
+    store = Store(db)
+    for port, id in (("jnp", "jnp-run-1"), ("scan", "scan-run-1")):
+        store.save(port_result(port, id))
+    assert main(["history", "--db", db]) == 0
+    out = capsys.readouterr().out
+    assert "cumsum:jnp" in out and "cumsum:scan" in out  # two ports of one case: each row names its port
+    assert main(["history", "--db", db, "--port", "scan"]) == 0
+    out = capsys.readouterr().out
+    assert "scan-run" in out and "jnp-run" not in out and "cumsum:" not in out  # one port: no need to name it
+    assert main(["history", "--db", db, "--port", "pallas"]) == 1
+    assert "--port pallas" in capsys.readouterr().out

@@ -36,6 +36,7 @@ def add_save_arguments(parser: argparse.ArgumentParser) -> None:
 def _filters(p: argparse.ArgumentParser) -> None:
     p.add_argument("--case", help="only this case")
     p.add_argument("--precision", choices=PRECISIONS, help="only this precision")
+    p.add_argument("--port", help="only this JAX port of the case (jnp, scan, pallas, ...)")
     p.add_argument("--device", help="only this backend (cpu, gpu), device (cuda:0) or device kind")
     p.add_argument("--host", help="only results measured on this host name")
     p.add_argument("--jax", metavar="VERSION", help="only results measured under this JAX version, e.g. 0.4.35")
@@ -90,8 +91,8 @@ def save_result(result: Result, db: str | Store | None = None) -> str:
 
 # --- commands ------------------------------------------------------------------------------
 def _selected(store: Store, args: argparse.Namespace, limit: int | None = None) -> list[dict[str, Any]]:
-    return store.list(case=args.case, precision=args.precision, device=args.device, host=args.host, jax=args.jax,
-                      since=args.since, until=args.until, limit=limit)
+    return store.list(case=args.case, precision=args.precision, port=getattr(args, "port", None), device=args.device,
+                      host=args.host, jax=args.jax, since=args.since, until=args.until, limit=limit)
 
 
 def cmd_history(args: argparse.Namespace) -> int:
@@ -114,7 +115,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     return 1 if missed is not None and store.count() else 0
 
 
-FILTERS = ("case", "precision", "device", "host", "jax", "since", "until")
+FILTERS = ("case", "precision", "port", "device", "host", "jax", "since", "until")
 
 
 def _nothing_matched(store: Store, args: argparse.Namespace) -> str | None:
@@ -209,10 +210,15 @@ def history_table(rows: list[dict[str, Any]], path: Path | str | None = None) ->
     if not rows:
         return _("no saved results match in {path}").format(path=where)
     body = []
+    # A case's port is named where the rows hold more than one port of it ("cumsum:scan"), as History's labels do.
+    ports: dict[str, set[str | None]] = {}
+    for r in rows:
+        ports.setdefault(r["case"], set()).add(r.get("port"))
     for r in rows:
         device = r["backend"] if r["device"] in ("", r["backend"]) else f"{r['backend']}/{r['device']}"
+        case = f"{r['case']}:{r.get('port') or '-'}" if len(ports[r["case"]]) > 1 else r["case"]
         cells = [
-            r["id"][:8], r["created"][:16].replace("T", " "), r["case"], r["shape"], r["precision"],
+            r["id"][:8], r["created"][:16].replace("T", " "), case, r["shape"], r["precision"],
             # No kept figure (NumPy timed once) is "—", not blank: a blank would put the JAX time under
             # "NumPy kept" for a reader (or a script) splitting the row on spaces.
             device, r["host"], format_time(r["numpy_median_s"]), format_time(r.get("numpy_kept_median_s")),
