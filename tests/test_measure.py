@@ -52,6 +52,7 @@ def test_back_to_back_per_call_is_at_most_blocked_and_at_least_a_dispatch(tiny_r
     # it (0.25x of blocked on this box when quiet, 0.90x on CI's, where waking the worker is cheap), so
     # a loop of calls pays no more each, and no less than enqueueing one call costs. The result keeps
     # both, and the CLI's line names the speedup at that rate apart.
+    from jaxcompare.analysis.checks import dispatch_above_blocked
     from jaxcompare.analysis.text import back_to_back_line
     from jaxcompare.model.result import Result
 
@@ -60,8 +61,11 @@ def test_back_to_back_per_call_is_at_most_blocked_and_at_least_a_dispatch(tiny_r
     assert pipelined is not None
     # Blocking every call (no queue) or timing the whole loop as one call would read above blocked;
     # dividing by more calls than ran would read below the fastest dispatch alone.
-    assert 0.5 * r.jax.dispatch.min_s < pipelined.median_s <= r.jax.runtime.ci_high_s, (
-        r.jax.dispatch, pipelined, r.jax.runtime)
+    assert pipelined.median_s <= r.jax.runtime.ci_high_s, (pipelined, r.jax.runtime)
+    # A dispatch the run itself reads above its blocked call is a figure in doubt (the checklist withholds
+    # its verdict: a clean clone's serial part read 36 µs dispatch beside 14 µs blocked), so no floor then.
+    if not dispatch_above_blocked(r):
+        assert 0.5 * r.jax.dispatch.min_s < pipelined.median_s, (r.jax.dispatch, pipelined)
     assert r.speedup_back_to_back == pytest.approx(r.numpy_runtime.median_s / pipelined.median_s)
     again = Result.from_dict(r.to_dict())
     assert again.jax.back_to_back == pipelined

@@ -88,8 +88,9 @@ def test_a_busy_neighbour_is_seen_and_trusted_speedups_hold(quiet_results, neigh
             assert any(low / 1.5 <= busy.speedup <= high * 1.5 for low, high in quiet), (
                 label, quiet, busy.speedup, medians, busy.load.get("recheck"))
     kept = [r for r in busy_results if trusted(r)]
-    assert len(kept) >= len(busy_results) / 3, [(r.case, summary.doubt_text(r)) for r in busy_results]
-    # A sweep's headline from trusted points only, whatever the neighbour did to the others.
+    # None kept is possible: beside the neighbour a rerun range (issue 49) may widen past TRUSTED_SPREAD at
+    # every size (a clean clone's serial part: all six set aside, busy or too wide). Either way a sweep's
+    # headline comes from trusted points only, whatever the neighbour did to the others.
     best = summary.best_trusted(busy_results)
     assert (best is None) == (not kept)
     if best is not None:
