@@ -4,10 +4,12 @@
 #     benchmarks/on_device.sh setup check cli hand pages
 #
 # Parts: setup (the engine's and the pages' wheels from .whl-tpu/ into /tmp/site, where that
-# machine has no network), check (benchmarks/device_check.py, the report), cli (run at both
+# machine has no network), engine (the engine's wheels alone), check (benchmarks/device_check.py, the report), cli (run at both
 # precisions, a float64 case the TPU lacks, --profile, sweep, pitfalls, import of the check's JSON),
 # hand (benchmarks/hand_protocol.py: the tool beside the docs' lines typed in a plain process), pages (the
-# AppTest page tests; such a machine allows no socket, so no server or browser). Each part's output
+# AppTest page tests; such a machine allows no socket, so no server or browser), ports (the cases
+# with several JAX ports, every port), atlas (`jaxcompare atlas --devices tpu` into $OUT, resumed from
+# $ATLAS_FROM and stopped by Ctrl-C at ATLAS_UNTIL seconds into the script), probe (benchmarks/tpu_kept_probe.py). Each part's output
 # goes to $OUT/PART.log (OUT defaults to ./on-device), and $OUT/summary.txt lists each step's exit
 # status and seconds. CHECK_BUDGET bounds the device check (seconds, default 390).
 set -u
@@ -39,6 +41,28 @@ setup() {
     fi
 }
 
+ports() {  # each case with several ports, every port on the device, each under its own deadline
+    local jc=("$PY" -m jaxcompare) spec
+    for spec in matmul:4096x4096 elementwise:4194304 logsumexp:2000x2000 cumsum:1000000 cdist:1000x64; do
+        step ports "ports-${spec%%:*}" "${jc[@]}" run --case "${spec%%:*}" --shape "${spec#*:}" --ports all \
+            --quick --timeout "${PORT_TIMEOUT:-120}" --save --db "$DB" --json "$OUT/ports-${spec%%:*}.json"
+    done
+}
+
+engine() {  # the engine's own wheels only: enough for the CLI, in seconds
+    if [ ! -d /tmp/site/psutil ]; then
+        PIP_CONFIG_FILE=/dev/null $PY -m pip install --isolated -q --no-cache-dir --only-binary=:all: \
+            --no-index --find-links .whl-tpu --target /tmp/site psutil threadpoolctl cloudpickle babel
+    fi
+}
+
+atlas() {  # the atlas in $OUT, resumed from $ATLAS_FROM (carry its folder), stopped by Ctrl-C at ATLAS_UNTIL s
+    local seed=${ATLAS_FROM:-device-state/atlas-tpu.json.gz} file="$OUT/atlas-tpu.json.gz"
+    [ -f "$seed" ] && cp "$seed" "$file"
+    step atlas atlas timeout -s INT "$(( ${ATLAS_UNTIL:-560} - SECONDS ))" "$PY" -m jaxcompare atlas --devices tpu \
+        --out "$file" --db "$OUT/atlas.sqlite3" ${ATLAS_ARGS:-}
+}
+
 cli() {
     local jc=("$PY" -m jaxcompare)
     step cli list "${jc[@]}" list
@@ -57,9 +81,14 @@ cli() {
 for part in "$@"; do
     case $part in
         setup) step setup setup setup ;;
+        engine) step setup engine engine ;;
         check) step check device-check "$PY" benchmarks/device_check.py --out "$OUT/check" \
                    --budget "${CHECK_BUDGET:-390}" ;;
         cli) cli ;;
+        ports) ports ;;
+        atlas) atlas ;;
+        probe) step probe kept-probe env -u MALLOC_MMAP_THRESHOLD_ -u MALLOC_TRIM_THRESHOLD_ \
+                   "$PY" benchmarks/tpu_kept_probe.py ;;
         hand) step hand hand-protocol "$PY" benchmarks/hand_protocol.py --keep "$OUT/hand" \
                   --json "$OUT/hand-protocol.json" ;;
         # The PNG export test draws through vl-convert on the host's CPU, not the device, and its
@@ -67,6 +96,6 @@ for part in "$@"; do
         pages) step pages apptest "$PY" -m pytest -n 0 -p no:cacheprovider --timeout 600 \
                    tests/test_app.py tests/test_pitfalls_page.py tests/test_i18n_pages.py \
                    --deselect tests/test_i18n_pages.py::test_a_chinese_png_export_draws_every_glyph ;;
-        *) echo "unknown part: $part (setup check cli hand pages)" >&2; exit 2 ;;
+        *) echo "unknown part: $part (setup engine check cli hand pages ports atlas probe)" >&2; exit 2 ;;
     esac
 done
