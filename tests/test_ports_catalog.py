@@ -81,3 +81,47 @@ def test_the_pallas_matmul_sums_over_several_blocks_of_k():
     assert proc.returncode == 0, proc.stderr[-3000:]
     matmul_err, chain_err = map(float, proc.stdout.split())
     assert matmul_err < 1e-9 and chain_err < 1e-12
+
+
+def test_a_pallas_kernels_products_are_read_from_its_traced_program():
+    """On a TPU the lowered program shows a Pallas kernel as one custom call, so only the traced kernel
+    says it multiplies matrices; recorded there, the matmul kernel's float32 products ran at one bfloat16
+    pass (relative error 2.4e-3) and the port was judged at float32's tolerance and failed."""
+    import gzip
+
+    import jax
+    import jax.numpy as jnp
+
+    from jaxcompare.catalog import pallas_kernels as pk
+    from jaxcompare.engine.worker.agreement import kernel_has_dot, reduced_products, tolerance, traced
+
+    a = jnp.ones((128, 128), jnp.float32)
+    assert kernel_has_dot(traced(jax.jit(pk.matmul), (a, a))())
+    assert not kernel_has_dot(traced(jax.jit(pk.elementwise), (a.reshape(-1),))())
+    # A product outside any kernel is the lowered program's to judge (it may carry a precision setting).
+    assert not kernel_has_dot(traced(jax.jit(jnp.matmul), (a, a))())
+
+    from jax.experimental import pallas as pl
+
+    def exact_kernel(x_ref, o_ref):  # a kernel whose products keep float32
+        o_ref[...] = jnp.dot(x_ref[...], x_ref[...], precision="highest")
+
+    def exact(x):
+        return pl.pallas_call(exact_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), interpret=True)(x)
+
+    assert not kernel_has_dot(traced(jax.jit(exact), (a,))())
+    assert kernel_has_dot(traced(jax.jit(lambda x: exact(x) + pk.matmul(x, x)), (a,))())
+
+    tpu_lowered = "stablehlo.custom_call @tpu_custom_call(%arg0, %arg1)"  # a kernel's whole lowered trace
+    kernels = traced(jax.jit(pk.matmul), (a, a))
+    assert reduced_products("float32", "tpu", "default", lambda: tpu_lowered) is None
+    assert reduced_products("float32", "tpu", "default", lambda: tpu_lowered, kernels) == "bfloat16"
+    assert reduced_products("float32", "tpu", "highest", lambda: tpu_lowered, kernels) is None
+
+    with gzip.open(os.path.join(os.path.dirname(__file__), "data", "tpu", "ports", "ports-matmul.json.gz")) as f:
+        recorded = {p["name"]: p for p in json.load(f)["ports"]}
+    agreement = recorded["pallas"]["result"]["jax"]["agreement"]
+    assert agreement["products"] is None and not agreement["ok"]  # as judged then
+    rtol, _ = tolerance(get_case("matmul"), "float32", products="bfloat16")
+    assert agreement["max_rel_err"] <= rtol  # as judged now: within the bfloat16 products' tolerance
+    assert recorded["jnp"]["result"]["jax"]["agreement"]["products"] == "bfloat16"
