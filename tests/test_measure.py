@@ -326,7 +326,8 @@ def test_speedup_range_holds_a_rerun_beyond_the_two_cis_and_only_with_enough_sam
 def test_runtime_blocks_are_timed_in_pairs_side_by_side(monkeypatch):
     import jaxcompare.engine.worker.runtimes as runtimes_module
     from jaxcompare.engine.common.load import HELPER_SHARE
-    from jaxcompare.engine.worker.timing import BLAS_SETTLE_S, XLA_SETTLE_S, BoundCall
+    from jaxcompare.engine.worker.timing import BLAS_SETTLE_S, BoundCall
+    from jaxcompare.model.platforms import PLATFORMS
 
     real_sample = runtimes_module.sample
     runtime_blocks = []
@@ -346,7 +347,7 @@ def test_runtime_blocks_are_timed_in_pairs_side_by_side(monkeypatch):
     # Pairs side by side, alternating which goes first; a NumPy block after a JAX one settles first
     # (the first follows fetch). Elementwise NumPy runs on one thread, so nothing of it spins after
     # its blocks and the JAX blocks after them start at once.
-    n = XLA_SETTLE_S
+    n = PLATFORMS["cpu"].numpy_settle_s
     assert r.load["phases"]["numpy"]["helper_cpu_s"] < HELPER_SHARE * r.load["phases"]["numpy"]["wall_s"]
     assert runtime_blocks == [("numpy", n), ("jax", 0.0), ("jax", 0.0), ("numpy", n),
                               ("numpy", 0.0), ("jax", 0.0), ("jax", 0.0), ("numpy", n)]

@@ -93,6 +93,11 @@ class Platform:
     visible_devices: str | None = None
     # Where its clocks and heat are read while it runs ("nvml"; None: not read).
     clocks: str | None = None
+    # How long a NumPy timing that follows this platform's calls warms up first: the runtime's host
+    # threads stay busy after its work. On the CPU NumPy ran 8-12% slow for 10-50 ms after XLA's work
+    # (benchmarks/RESULTS.md); on a TPU v5e host a layernorm's NumPy read 8.95 ms at once, 8.70 after
+    # 0.05 s, 8.14 after 0.5 s (tests/data/tpu/kept-probe.json).
+    numpy_settle_s: float = 0.05
 
     def float64_gap(self, error_text: str) -> Float64Gap | None:
         """The missing float64 operation an XLA error names, None for any other error."""
@@ -118,7 +123,7 @@ PLATFORMS = {p.name: p for p in (
     Platform("gpu", "GPU", None, "tensorfloat32", frozenset({"highest", "float32"}), "native",
              visible_devices="CUDA_VISIBLE_DEVICES", clocks="nvml"),
     Platform("tpu", "TPU", 1, "bfloat16", frozenset({"highest", "float32", "high", "bfloat16_3x", "tensorfloat32"}),
-             "emulated",
+             "emulated", numpy_settle_s=0.5,
              float64_missing=(
                  # tests/data/tpu/selfcheck-x64.jsonl (TPU v5e, JAX 0.10.2): "UNIMPLEMENTED: Only F32 and C64 types
                  # are implemented in LuDecomposition; got shape f64[10,10]" for every case that factors a matrix.

@@ -125,7 +125,7 @@ def _measure(spec: Spec, progress: ProgressCallback, clock: Clock, *, cpu_side: 
     check_memory(case, spec, device, cpu_side=want_cpu_side and cpu is not None)
     run = _Run(case, spec.timing, clock, Progress(progress, spec.timing, cpu_side=want_cpu_side and cpu is not None),
                load if load is not None else LoadMeter(), recheck, clocks if clocks is not None else ClockWatch(device),
-               precision=spec.precision)
+               precision=spec.precision, numpy_settle_s=platform(device.platform).numpy_settle_s)
 
     host_inputs, numpy_out = _inputs(run, spec)
     side, warm = device_phases(run, host_inputs, device, run.progress.start)

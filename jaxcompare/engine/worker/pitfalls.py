@@ -41,7 +41,6 @@ from .plain_numpy import numpy_as_users_run_it
 from .profile import profile_jitted
 from .timing import (
     BLAS_SETTLE_S,
-    XLA_SETTLE_S,
     Clock,
     Turn,
     blocking_call,
@@ -139,7 +138,8 @@ class Lab:
         half = replace(self.cfg, runtime_blocks=2).for_runtime_block()
         jax, numpy = list(jax_calls.values()), list(numpy_calls.values())
         blocks = [sample_round_robin(jax, half, clock=self.clock, settle_s=BLAS_SETTLE_S),
-                  sample_round_robin(numpy, whole, clock=self.clock, settle_s=XLA_SETTLE_S),
+                  sample_round_robin(numpy, whole, clock=self.clock,
+                                     settle_s=platform(self.device.platform).numpy_settle_s),
                   sample_round_robin(jax, half, clock=self.clock, settle_s=BLAS_SETTLE_S)]
         pooled_jax = [Stats.from_samples(a.samples_s + b.samples_s, loops=a.loops)
                       for a, b in zip(blocks[0], blocks[2], strict=True)]

@@ -116,6 +116,8 @@ class _Run:
     numpy_spun: bool = True
     # The Spec's precision: which operations the device lacks depends on it (model/platforms.py).
     precision: str = "x32"
+    # How long a NumPy timing that follows the device's calls settles first (Platform.numpy_settle_s).
+    numpy_settle_s: float = 0.05
 
 
 StartPhase = Callable[[str], SampleCallback]

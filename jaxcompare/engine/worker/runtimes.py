@@ -19,7 +19,6 @@ from .run_state import _Run
 from .timing import (
     BLAS_SETTLE_S,
     NS,
-    XLA_SETTLE_S,
     blocking_call,
     bound_call,
     combine_blocks,
@@ -59,7 +58,8 @@ def _runtimes(run: _Run, jitted: Any, host_inputs: tuple[np.ndarray, ...], dev_i
     inputs, each call blocked), timed side by side in pairs of blocks (runtime_block_order).
     A shared machine drifts between speed regimes for seconds at a time and the drift hits
     both alike, so adjacent blocks keep it out of the ratio (benchmarks/RESULTS.md, "Notes
-    behind the engine's constants"). Each switch of library settles first (BLAS_SETTLE_S, XLA_SETTLE_S)."""
+    behind the engine's constants"). Each switch of library settles first (BLAS_SETTLE_S, or the
+    platform's numpy_settle_s before NumPy)."""
     cfg = run.timing
     calls = {"numpy": bound_call(run.case.numpy_fn, host_inputs), "runtime": blocking_call(jitted, dev_inputs)}
     compiled_before = _compiled_count(jitted)
@@ -89,7 +89,7 @@ def _runtime_blocks(run: _Run, calls: dict[str, Any], block_cfg: TimingConfig, l
         elif library == "runtime":
             settle_s = BLAS_SETTLE_S if run.numpy_spun else 0.0
         else:
-            settle_s = XLA_SETTLE_S
+            settle_s = run.numpy_settle_s
         with load.phase(library) as span:
             before = (span.helper_s, span.wall_s)  # the span adds up its library's blocks
             blocks[library].append(sample(calls[library], block_cfg, clock=run.clock, on_sample=on_sample,

@@ -37,9 +37,6 @@ NS = 1e-9
 # calls, so a JAX timing that follows NumPy warms up this long. Measured: a JAX call ran 1.8x slower
 # for 100-150 ms after NumPy (benchmarks/RESULTS.md).
 BLAS_SETTLE_S = 0.15
-# XLA's threads do the same on a smaller scale: NumPy's calls ran 8-12% slow for the first 10-50 ms
-# after JAX's work, and no slower from then on, so a NumPy timing that follows JAX warms up this long.
-XLA_SETTLE_S = 0.05
 
 
 def time_loops(call: Callable[[], Any], loops: int, clock: Clock) -> int:
