@@ -83,3 +83,36 @@ def test_the_verdict_reads_in_chinese():
     with i18n.using("zh"):
         line = verdict_line(verdict)
     assert line != verdict_line(verdict) and "scan" in line and "1.80x" in line
+
+
+def test_on_a_tpu_ports_also_race_back_to_back_where_the_round_trip_hides_them_blocked():
+    """Recorded on a TPU v5e: the elementwise chain's two ports read 0.62-0.64 ms blocked, mostly the host's
+    round trip, and 118 µs against 166 µs a call back to back. The blocked race cannot tell them apart;
+    the back-to-back race names the kernel, and says quick timing's three samples give it no range."""
+    import gzip
+    import json
+    from pathlib import Path
+
+    from jaxcompare.analysis.ports import race_lines
+    from jaxcompare.model.result import Result
+
+    data = Path(__file__).parent / "data" / "tpu" / "ports" / "ports-elementwise.json.gz"
+    with gzip.open(data) as f:
+        doc = json.load(f)
+    runs = [PortRun(p["name"], Result.from_dict(p["result"])) for p in doc["ports"]]
+    verdict = ports_verdict(runs)
+    assert not verdict.decided and verdict.ratio == pytest.approx(1.04, abs=0.01)
+    pipelined = verdict.back_to_back
+    assert (pipelined.fastest, pipelined.runner_up) == ("pallas", "jnp")
+    assert pipelined.ratio == pytest.approx(1.40, abs=0.01) and pipelined.ratio_range is None
+    assert pipelined.back_to_back is None
+    blocked, queued = race_lines(verdict)
+    assert blocked == "blocked calls: " + verdict_line(verdict)
+    assert queued.startswith("calls back to back: pallas ran 1.40x faster than jnp") and "not decided" in queued
+    assert ports_lines(verdict)[-2:] == ["  " + blocked, "  " + queued]
+    document = ports_document(verdict)
+    assert document["back_to_back"]["fastest"] == "pallas" and document["back_to_back"]["decided"] is False
+    # Without a back-to-back figure on every port there is one race, as before.
+    alone = ports_verdict([port("jnp", 1.8e-4), port("scan", 1e-4)])
+    assert alone.back_to_back is None and race_lines(alone) == [verdict_line(alone)]
+    assert ports_document(alone)["back_to_back"] is None

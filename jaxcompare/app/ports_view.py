@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import i18n
-from ..analysis.ports import PortsVerdict, port_row, ports_document, verdict_line
+from ..analysis.ports import PortsVerdict, port_row, ports_document, race_lines
 from ..i18n import _, translate_text
 from ..model.cases import Case, format_shape
 from ..model.formatting import markdown_literal
@@ -16,8 +16,9 @@ from .views import result_document
 
 
 def verdict_markdown(verdict: PortsVerdict) -> str:
-    """The race in one bold sentence: 'scan 1.80x faster than jnp (1.52x-2.13x)', or no difference."""
-    return f"**{markdown_literal(verdict_line(verdict))}**"
+    """The race in a bold sentence: 'scan 1.80x faster than jnp (1.52x-2.13x)', or no difference; where the
+    ports have calls back to back, that race's sentence on the next line."""
+    return "  \n".join(f"**{markdown_literal(line)}**" for line in race_lines(verdict))
 
 
 def port_lines(verdict: PortsVerdict) -> list[str]:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from ..analysis import summary
 from ..analysis.advice import advice
 from ..analysis.checks import FAIL, NA, PASS, WARN, checklist, overall
-from ..analysis.ports import PortsVerdict, port_row, ports_lines, verdict_line
+from ..analysis.ports import PortsVerdict, port_row, ports_lines, race_lines
 from ..analysis.text import (
     advice_lines,
     checklist_lines,
@@ -310,7 +310,8 @@ def ports_html(verdict: PortsVerdict) -> str:
     rows = "".join(f"<li>{_e(port_row(run, verdict.left_out.get(run.name) if run.result is not None else None))}</li>"
                    for run in verdict.runs)
     head = (f'<div style="font-weight:600;margin:4px 0">{_e(verdict.case)} · {_e(format_shape(verdict.shape))} · '
-            f"{_e(verdict.precision)}: {_e(verdict_line(verdict))}</div><ul style=\"margin:4px 0\">{rows}</ul>")
+            f"{_e(verdict.precision)}: {'<br>'.join(_e(line) for line in race_lines(verdict))}</div>"
+            f"<ul style=\"margin:4px 0\">{rows}</ul>")
     folds = "".join(
         f'<details{" open" if run.name == verdict.fastest else ""} style="margin:6px 0">'
         f"<summary><b>{_e(run.name)}</b></summary>{result_html(run.result)}</details>"
