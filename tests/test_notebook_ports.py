@@ -78,3 +78,21 @@ def test_a_dict_needs_port_names_and_two_functions_still_give_one_result():
         jaxcompare.compare(np.cumsum, {"jnp": jnp.cumsum, "scan": x}, x)
     single = jaxcompare.compare(np.cumsum, jnp.cumsum, x, timing="quick")
     assert isinstance(single, NotebookResult) and single.port == "jnp"
+
+
+def test_a_sweep_of_ports_gives_each_port_its_own_sizes_and_crossover():
+    """sweep() with a dict of ports: every port measured at each size, one SweepResult a port (each with
+    its own crossover), a port that never ran left out rather than drawn with no points."""
+
+    def make(shape, dtype, rng):
+        return (rng.standard_normal(shape).astype(dtype),)
+
+    swept = jaxcompare.sweep(np.cumsum, {"jnp": jnp.cumsum, "scan": scan_cumsum, "broken": broken}, make,
+                             [100, 1000], ndim=1, timing="quick", name="running_sum")
+    assert set(swept) == {"jnp", "scan"}
+    for port, one in swept.items():
+        assert [r.shape for r in one.results] == [(100,), (1000,)]
+        assert {r.port for r in one.results} == {port}
+        assert len(one.to_dict()["results"]) == 2
+    # Each port's points are its own measurements, not one port's copied.
+    assert {r.id for r in swept["jnp"].results}.isdisjoint(r.id for r in swept["scan"].results)

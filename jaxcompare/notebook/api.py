@@ -116,24 +116,34 @@ def _compare_ports(numpy_fn: Callable[..., Any], ports: Mapping[str, Callable[..
         raise exc.with_traceback(None) from None
 
 
-def sweep(numpy_fn: Callable[..., Any], jax_fn: Callable[..., Any], make_inputs: Callable[..., Any],
+def sweep(numpy_fn: Callable[..., Any], jax_fn: Callable[..., Any] | Mapping[str, Callable[..., Any]],
+          make_inputs: Callable[..., Any],
           sizes: Sequence[int | str | Sequence[int]], *, ndim: int = 2, precision: str = "x32",
           device: str = "auto", timing: str | TimingConfig = "careful", name: str | None = None,
           seed: int = 0, tolerance: float = 1.0, canonical: Callable[..., Any] | None = None,
           timeout_s: float | None = None, profile: bool | str | os.PathLike[str] = False,
-          matmul_precision: str = "default") -> SweepResult:
+          matmul_precision: str = "default") -> SweepResult | dict[str, SweepResult]:
     """Measure the pair at each of ``sizes``, smallest first, and find the crossover: the size
     where JAX starts to win. A plain size n means n along each of ``ndim`` axes (n x n by
-    default); a shape ("300x300" or (300, 300)) is taken as it is."""
+    default); a shape ("300x300" or (300, 300)) is taken as it is. ``jax_fn`` as a dict of ports
+    (as compare() takes it): every port at each size, and a SweepResult per port, each with its own
+    crossover; a port that did not run or disagreed at a size has no point there."""
     try:
         shapes = _sweep_shapes(sizes, ndim)
         _check_callable(make_inputs, "make_inputs")
-        results = []
-        for shape in shapes:
-            results.append(compare(numpy_fn, jax_fn, make_inputs, shape=shape, precision=precision, device=device,
-                                   timing=timing, name=name, seed=seed, tolerance=tolerance, canonical=canonical,
-                                   timeout_s=timeout_s, profile=profile, matmul_precision=matmul_precision))
-        return SweepResult(tuple(results), crossover(results))
+        options = dict(precision=precision, device=device, timing=timing, name=name, seed=seed,
+                       tolerance=tolerance, canonical=canonical, timeout_s=timeout_s, profile=profile,
+                       matmul_precision=matmul_precision)
+        if isinstance(jax_fn, Mapping):
+            points: dict[str, list[NotebookResult]] = {port: [] for port in jax_fn}
+            for shape in shapes:
+                race = compare(numpy_fn, jax_fn, make_inputs, shape=shape, **options)  # type: ignore[arg-type]
+                for run in race.verdict.runs:  # type: ignore[union-attr]
+                    if run.result is not None and run.result.jax.agreement.get("ok", True):
+                        points[run.name].append(run.result)
+            return {port: SweepResult(tuple(found), crossover(found)) for port, found in points.items() if found}
+        results = [compare(numpy_fn, jax_fn, make_inputs, shape=shape, **options) for shape in shapes]  # type: ignore[arg-type]
+        return SweepResult(tuple(results), crossover(results))  # type: ignore[arg-type]
     except JaxCompareError as exc:
         raise exc.with_traceback(None) from None
 
