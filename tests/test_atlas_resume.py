@@ -16,6 +16,7 @@ from support import ROOT, cli
 
 from jaxcompare import get_case
 from jaxcompare.analysis import atlas as am
+from jaxcompare.analysis.atlas_text import partial_line
 from jaxcompare.cli import main
 from jaxcompare.history.store import Store
 
@@ -31,13 +32,15 @@ def test_an_interrupted_atlas_resumes_to_the_planned_cells_with_none_measured_tw
     first = am.load(out)
     assert len(first.cells) == 3
     assert "cells left: 1; run the same command to continue" in capsys.readouterr().err
+    # The file keeps the whole plan, so it reads as partial until the last cell is in.
+    assert len(first.plan()) == 4 and partial_line(first).startswith("Partial: it holds 3 of the 4 cells planned.")
 
     assert main([*ARGS, *where]) == 0
     err = capsys.readouterr().err
     assert "1 of 4 cells to measure (3 already there)" in err and "[4/4] elementwise 1000 x64 cpu" in err
     second = am.load(out)
     planned = {am.CellKey(c, "small", p, "cpu") for c in ("reduction", "elementwise") for p in ("x32", "x64")}
-    assert second.done() == planned
+    assert second.done() == planned and partial_line(second) is None
     # The three cells of the first run are the same measurements, not measured again.
     assert {k: c.result.id for k, c in first.cells.items()} == {
         k: c.result.id for k, c in second.cells.items() if k in first.cells}
