@@ -228,3 +228,13 @@ def test_the_recorded_tpu_atlas_says_where_when_and_that_it_is_partial(tmp_path,
     assert "## TPU v5e · float32" in md.read_text() and "float64 |" not in md.read_text()
     html_text = page.read_text()
     assert "Partial: it holds 54 of the 174" in html_text and html_text.count('class="not_measured"') == 33
+
+
+def test_the_committed_tpu_exports_are_whole_files_that_say_they_are_partial():
+    """benchmarks/atlas-tpu-v5e.{md,html}, written by `jaxcompare atlas --no-measure` from the recorded file."""
+    page = (ROOT / "benchmarks" / "atlas-tpu-v5e.html").read_text(encoding="utf-8")
+    text = (ROOT / "benchmarks" / "atlas-tpu-v5e.md").read_text(encoding="utf-8")
+    for found in (page, text):
+        assert "Partial: it holds 54 of the 174 cells planned." in found and "recorded on TPU v5e, JAX 0.10.2" in found
+    assert "<script" not in page and "src=" not in page and "href=" not in page and "url(" not in page
+    assert "http" not in page and "http" not in text
