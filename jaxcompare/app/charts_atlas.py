@@ -21,6 +21,8 @@ from .atlas_view import speedup_extent
 
 CELL_PX = 64
 ROW_PX = 26
+# 0.0033x, 0.33x, 3x, 100x: two significant digits read 100 as "1e+2" (the TPU atlas reaches 144x).
+LEGEND_LABEL = "format(datum.value, datum.value >= 10 ? 'd' : '.2~g') + 'x'"
 
 
 def legend_values(extent: float) -> list[float]:
@@ -43,7 +45,7 @@ def atlas_heatmap(rows: Sequence[dict[str, Any]], sizes: Sequence[str]) -> alt.F
                        scale=alt.Scale(type="log", domain=[1 / extent, extent], domainMid=1,
                                        range=[NUMPY_COLOR, NEUTRAL, JAX_COLOR], clamp=True),
                        legend=alt.Legend(orient="bottom", values=legend_values(extent), gradientLength=260,
-                                         labelExpr="format(datum.value, '.2~g') + 'x'"))
+                                         labelExpr=LEGEND_LABEL))
     trusted = base.mark_rect(stroke="white", strokeWidth=1).encode(
         color=colour, href="url:N", tooltip=tooltip).transform_filter("datum.status === 'trusted'")
     doubtful = base.mark_rect(fill=DOUBT_GREY, stroke="#555555", strokeDash=[3, 2], strokeWidth=1).encode(
