@@ -148,7 +148,7 @@ device-check: install
 # Rewrites docs/compare.png (the README's screenshot) from a real comparison in Chromium.
 .PHONY: screenshots
 screenshots: install-dev browser
-	JAX_PLATFORMS=cpu JAXCOMPARE_SCREENSHOTS=1 $(BIN)/python -m pytest -q tests/test_screenshot.py
+	JAX_PLATFORMS=cpu JAXCOMPARE_SCREENSHOTS=1 $(BIN)/python -m pytest -q tests/test_screenshot.py tests/test_atlas_picture.py
 
 # After changing a message in the code: merge the catalog with the code (Babel), then translate
 # what is new (docs/translating.md); `make test` fails while anything is untranslated.

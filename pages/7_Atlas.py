@@ -8,7 +8,7 @@ from pathlib import Path
 import streamlit as st
 
 from jaxcompare.analysis import atlas as atlas_mod
-from jaxcompare.analysis.atlas_text import counts_line, environment_rows, markdown, measure_label
+from jaxcompare.analysis.atlas_text import counts_line, environment_rows, markdown, measure_label, partial_line
 from jaxcompare.app import access, chart_ui, navigation, resources, ui
 from jaxcompare.app import atlas_view as av
 from jaxcompare.app.charts_atlas import atlas_heatmap, atlas_html
@@ -35,7 +35,8 @@ def add_to_history(atlas: atlas_mod.Atlas) -> None:
 st.title(navigation.ATLAS.label)
 st.caption(_("When is JAX faster? Every case at a small, a middle and a large shape, in float32 and float64, on "
              "each device: the speedup is NumPy's time over JAX's, coloured on a log scale centred on 1x. A cell "
-             "the checklist set aside is grey and marked ?, with its reason; a cell the device cannot run says so."))
+             "the checklist set aside is grey and marked ?, with its reason; a cell the device cannot run says so; "
+             "a planned cell the atlas does not hold reads \"not measured\" in a dotted frame."))
 
 found = av.sources()
 if not found:
@@ -64,6 +65,9 @@ for source in found:  # the reader's own atlas beside the recorded ones, each wi
 if atlas is None:
     st.error(translate_text(problem or ""), icon=":material/error:")
     st.stop()
+short = partial_line(atlas)
+if short:  # said before anything is drawn: a partial atlas must not pass for a whole one
+    st.warning(short, icon=":material/grid_off:")
 
 cases = [case for case, group in av.case_groups(atlas).items() if group in (chosen_groups or [])]
 if not cases:

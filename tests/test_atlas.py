@@ -13,12 +13,20 @@ from support import ROOT
 
 from jaxcompare import get_case
 from jaxcompare.analysis import atlas as am
-from jaxcompare.analysis.atlas_text import cell_detail, cell_label, html_page, markdown
+from jaxcompare.analysis.atlas_text import (
+    cell_detail,
+    cell_label,
+    html_page,
+    markdown,
+    partial_line,
+    recorded_line,
+)
 from jaxcompare.analysis.trust import JAX_FASTER
 from jaxcompare.cli import main
 from jaxcompare.model.errors import BadInput
 
 RECORDED = sorted((ROOT / "tests" / "data" / "atlas").glob("*.json*"))
+TPU = ROOT / "tests" / "data" / "atlas" / "tpu-v5e-jax0.10.2.json.gz"
 RERUN = sorted((ROOT / "tests" / "data" / "atlas-rerun").glob("*.json*"))
 
 
@@ -157,3 +165,76 @@ def test_diff_of_two_recorded_atlases_decides_only_where_their_ranges_do_not_ove
     printed = capsys.readouterr().out.splitlines()
     assert len(printed) == sum(r["verdict"] in ("b_faster", "b_slower") for r in rows) + 1
     assert f"only in {Path(a).name}" in printed[-1] and f"only in {Path(b).name}" in printed[-1]
+
+
+def test_a_partial_atlas_keeps_its_plan_and_names_the_cells_it_lacks(tmp_path):
+    planned = am.plan([get_case("matmul"), get_case("lu")], precisions=("x32", "x64"), devices=("tpu",))
+    wide = cell(size="middle", device="tpu", numpy_s=1e-3, jax_s=2e-4)
+    wide = am.Cell(wide.key, wide.shape, am.MEASURED, with_jax(wide.result, runtime=stats(2e-4, spread=2.0)))
+    atlas = atlas_of(cell(size="small", device="tpu", numpy_s=1e-3, jax_s=2e-4), wide,
+                     am.Cell(am.CellKey("lu", "small", "x32", "tpu"), (10, 10), am.UNMEASURABLE, reason="no LU here"))
+    atlas.add_plan(planned)
+    am.save(atlas, tmp_path / "atlas.json")
+    back = am.load(tmp_path / "atlas.json")
+    assert back.to_dict() == atlas.to_dict() and [k for k, _s in back.plan()] == [k for k, _s in planned]
+
+    # The grid is the plan of each precision holding a cell: x32 whole, its gaps "not measured"; x64, none held,
+    # is not drawn but named.
+    drawn = am.grid(back)
+    assert {v.key.precision for v in drawn} == {"x32"} and len(drawn) == 6
+    status = {v.key.id: v.status for v in drawn}
+    assert status == {"matmul/small/x32/tpu": am.TRUSTED, "matmul/middle/x32/tpu": am.DOUBTFUL,
+                      "matmul/large/x32/tpu": am.NOT_MEASURED, "lu/small/x32/tpu": am.UNMEASURABLE,
+                      "lu/middle/x32/tpu": am.NOT_MEASURED, "lu/large/x32/tpu": am.NOT_MEASURED}
+    labels = {v.key.id: cell_label(v) for v in drawn}  # three kinds of no figure, each its own words
+    assert labels["matmul/large/x32/tpu"] == "not measured" and labels["matmul/middle/x32/tpu"] == "5.00x?"
+    assert cell_detail(next(v for v in drawn if v.key.size == "large")).startswith("not measured: planned")
+    assert cell_detail(next(v for v in drawn if v.status == am.UNMEASURABLE)).startswith("cannot run here")
+
+    line = partial_line(back)  # "cpu": the synthetic results' device kind
+    assert line == ("Partial: it holds 3 of the 12 cells planned. Not measured: cpu · float32, 3 cells: "
+                    "matmul (large), lu (middle, large); cpu · float64, all 6 cells.")
+    text = markdown(back)
+    assert f"**{line}**" in text and "| lu | 10x10: cannot run here: no LU here | 100x100: not measured |" in text
+    page = html_page(back)
+    assert line in page and page.count('class="not_measured"') == 3 and "<script" not in page
+
+
+def test_an_atlas_with_no_plan_kept_is_whole_and_one_measured_to_its_plan_is_too():
+    atlas = atlas_of(cell(size="small"), cell(size="middle"))
+    assert partial_line(atlas) is None and len(am.grid(atlas)) == 2
+    atlas.add_plan(am.plan([get_case("matmul")], sizes=("small", "middle"), precisions=("x32",)))
+    assert partial_line(atlas) is None and am.partial(atlas) == []
+
+
+def test_the_recorded_tpu_atlas_says_where_when_and_that_it_is_partial(tmp_path, capsys):
+    atlas = am.load(TPU)
+    assert recorded_line(atlas) == "recorded on TPU v5e, JAX 0.10.2, 2026-12-06"
+    assert atlas.environments["tpu"]["device_kind"] == "TPU v5 lite"  # JAX's name, kept as recorded
+    assert len(atlas.cells) == 54 and len(atlas.plan()) == 174  # every case, 3 sizes, x32 and x64
+    gaps = {g.precision: g for g in am.partial(atlas)}
+    assert gaps["x64"].whole and gaps["x64"].missing == 87
+    assert gaps["x32"].missing == 33 and ("svd", ("large",)) in gaps["x32"].cases and ("lu", ()) in gaps["x32"].cases
+    assert partial_line(atlas).startswith("Partial: it holds 54 of the 174 cells planned. Not measured: TPU v5e")
+    assert all(partial_line(am.load(p)) is None for p in RECORDED if p != TPU)  # the CPU atlas is whole
+
+    # The CLI's exports say it too, and reading the file writes nothing to it.
+    before = TPU.read_bytes()
+    md, page = tmp_path / "atlas.md", tmp_path / "atlas.html"
+    assert main(["atlas", "--no-measure", "--no-save", "--out", str(TPU), "--markdown", str(md),
+                 "--html", str(page)]) == 0
+    assert TPU.read_bytes() == before
+    assert partial_line(atlas) in md.read_text() and "| lu | 10x10: not measured |" in md.read_text()
+    assert "## TPU v5e · float32" in md.read_text() and "float64 |" not in md.read_text()
+    html_text = page.read_text()
+    assert "Partial: it holds 54 of the 174" in html_text and html_text.count('class="not_measured"') == 33
+
+
+def test_the_committed_tpu_exports_are_whole_files_that_say_they_are_partial():
+    """benchmarks/atlas-tpu-v5e.{md,html}, written by `jaxcompare atlas --no-measure` from the recorded file."""
+    page = (ROOT / "benchmarks" / "atlas-tpu-v5e.html").read_text(encoding="utf-8")
+    text = (ROOT / "benchmarks" / "atlas-tpu-v5e.md").read_text(encoding="utf-8")
+    for found in (page, text):
+        assert "Partial: it holds 54 of the 174 cells planned." in found and "recorded on TPU v5e, JAX 0.10.2" in found
+    assert "<script" not in page and "src=" not in page and "href=" not in page and "url(" not in page
+    assert "http" not in page and "http" not in text

@@ -11,7 +11,9 @@ from chart_support import chart_rows, vega_specs
 from i18n_support import english_left
 from support import ROOT, zh
 
+from jaxcompare import i18n
 from jaxcompare.analysis import atlas as am
+from jaxcompare.analysis.atlas_text import partial_line
 from jaxcompare.app import atlas_view, history_view, resources
 from jaxcompare.history.store import Store
 
@@ -101,3 +103,37 @@ def test_the_atlas_page_in_chinese(own):
     assert rows[zh("small")]["url"] == f"Compare?result={own.id}&lang=zh"
     assert rows[zh("middle")]["detail"].startswith("已搁置：")
     assert not english_left(at, also_names=("matmul", "lu", "Test CPU")), english_left(at, also_names=("matmul",))
+
+
+TPU = ROOT / "tests" / "data" / "atlas" / "tpu-v5e-jax0.10.2.json.gz"
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_recorded_tpu_atlas_is_drawn_and_said_to_be_partial(none_own, lang):
+    recorded = am.load(TPU)
+    at = page(PAGE, **({"lang": lang} if lang != "en" else {}))
+    at.selectbox(key="atlas_source").set_value(str(TPU)).run()
+    assert not at.exception, [e.value for e in at.exception]
+    with i18n.using(lang):
+        short = partial_line(recorded)
+        label = atlas_view.source_label(atlas_view.Source(TPU, False), recorded)
+        not_measured = i18n.gettext("not measured")
+    assert at.warning[0].value == short  # said plainly, before the chart
+    assert f"**{label}**" in [c.value for c in at.caption]
+    if lang == "en":
+        assert label == "Recorded: recorded on TPU v5e, JAX 0.10.2, 2026-12-06 (partial: 54 of 174 cells)"
+        assert short.startswith("Partial: it holds 54 of the 174 cells planned.") and "float64, all 87 cells" in short
+    else:
+        assert short.startswith("不完整：计划的 174 格中只有 54 格。") and "float64，全部 87 格" in short
+        assert not english_left(at), english_left(at)
+    rows = chart_rows(at, 0)
+    # float32's whole plan: its 54 cells, and its 33 not measured (lu on, and three large ones) marked so;
+    # float64, with no cell, is named in the warning, not drawn as an empty grid.
+    assert len(rows) == 87 and {r["precision"] for r in rows} == {"x32"}
+    missing = [r for r in rows if r["status"] == am.NOT_MEASURED]
+    assert len(missing) == 33 and {r["case"] for r in missing} >= {"lu", "cdist", "svd"}
+    assert all(r["label"] == not_measured and r["speedup"] is None and r["url"] is None for r in missing)
+    held = [r for r in rows if r["status"] != am.NOT_MEASURED]
+    assert {r["status"] for r in held} == {am.TRUSTED, am.DOUBTFUL}  # none unmeasurable among them
+    assert all(r["label"].endswith("?") for r in held if r["status"] == am.DOUBTFUL)
+    assert rows[0]["device"] == "TPU v5e"

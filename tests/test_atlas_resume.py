@@ -1,10 +1,22 @@
 """``jaxcompare atlas`` resumes: real Runner, real JAX on the CPU, the small presets, quick timing. A run
-stopped partway (``--limit``, as a lost device or Ctrl-C stops it) and the same command again give the
-planned cells, none measured twice; a third run measures nothing."""
+stopped partway (``--limit``, as a lost device stops it; Ctrl-C, given to a real ``python -m jaxcompare atlas``)
+and the same command again give the planned cells, none measured twice; a third run measures nothing."""
 
 from __future__ import annotations
 
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from support import ROOT, cli
+
+from jaxcompare import get_case
 from jaxcompare.analysis import atlas as am
+from jaxcompare.analysis.atlas_text import partial_line
 from jaxcompare.cli import main
 from jaxcompare.history.store import Store
 
@@ -20,13 +32,15 @@ def test_an_interrupted_atlas_resumes_to_the_planned_cells_with_none_measured_tw
     first = am.load(out)
     assert len(first.cells) == 3
     assert "cells left: 1; run the same command to continue" in capsys.readouterr().err
+    # The file keeps the whole plan, so it reads as partial until the last cell is in.
+    assert len(first.plan()) == 4 and partial_line(first).startswith("Partial: it holds 3 of the 4 cells planned.")
 
     assert main([*ARGS, *where]) == 0
     err = capsys.readouterr().err
     assert "1 of 4 cells to measure (3 already there)" in err and "[4/4] elementwise 1000 x64 cpu" in err
     second = am.load(out)
     planned = {am.CellKey(c, "small", p, "cpu") for c in ("reduction", "elementwise") for p in ("x32", "x64")}
-    assert second.done() == planned
+    assert second.done() == planned and partial_line(second) is None
     # The three cells of the first run are the same measurements, not measured again.
     assert {k: c.result.id for k, c in first.cells.items()} == {
         k: c.result.id for k, c in second.cells.items() if k in first.cells}
@@ -36,3 +50,80 @@ def test_an_interrupted_atlas_resumes_to_the_planned_cells_with_none_measured_tw
     assert main([*ARGS, *where]) == 0
     assert "0 of 4 cells to measure (4 already there)" in capsys.readouterr().err
     assert am.load(out).to_dict() == second.to_dict() and len(Store(db).all_ids()) == 4
+
+
+# Ctrl-C as a user gives it: `python -m jaxcompare atlas` in a process group of its own, as a terminal's
+# foreground job. Two cheap cases at two sizes, float32: four cells, so each stop finds work left.
+CTRL_C_ARGS = ["atlas", "--cases", "matmul", "reduction", "--sizes", "small", "middle", "--precisions", "x32",
+               "--devices", "cpu", "--timing", "quick", "--no-save"]
+PROGRESS = re.compile(r"^\[(\d+)/4\] (\S+) (\S+) (x32) (cpu): ")
+
+
+def cell_of(line: str) -> am.CellKey | None:
+    """The cell a progress line names ('[2/4] matmul 100x100 x32 cpu: ...')."""
+    found = PROGRESS.match(line)
+    if found is None:
+        return None
+    case, shape = found[2], tuple(int(n) for n in found[3].split("x"))
+    size = next(s for s in am.SIZES if am.size_shape(get_case(case), s) == shape)
+    return am.CellKey(case, size, "x32", "cpu")
+
+
+def interrupted(out: Path, how: str) -> tuple[int, str, list[am.CellKey], float]:
+    """Run the atlas until its first progress line, then Ctrl-C it: ``how`` "terminal" signals the whole
+    group (a terminal's Ctrl-C), "timeout" the CLI and then its group (as `timeout -s INT` does, so the CLI
+    gets it twice). Returns its exit status, its stderr (to the end: every worker has let go of it too), the
+    cells its progress lines named, and how many times longer reaching that first line took than stopping."""
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    started = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-m", "jaxcompare", *CTRL_C_ARGS, "--out", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env={**os.environ, "PYTHONPATH": path})
+    lines = []
+    for line in proc.stderr:  # reading its lines as they come: no sleep
+        lines.append(line)
+        if PROGRESS.match(line):
+            break
+    else:
+        raise AssertionError("the atlas ended before its first cell:\n" + "".join(lines))
+    signalled = time.monotonic()
+    if how == "timeout":
+        proc.send_signal(signal.SIGINT)
+    os.killpg(proc.pid, signal.SIGINT)
+    lines += proc.stderr.readlines()  # to its end: the CLI and every worker have gone
+    gone = time.monotonic()
+    code = proc.wait()
+    err = "".join(lines)
+    return code, err, [c for c in map(cell_of, lines) if c is not None], (signalled - started) / (gone - signalled)
+
+
+def test_ctrl_c_stops_the_atlas_at_once_and_the_same_command_finishes_it_with_no_cell_measured_twice(tmp_path):
+    out = tmp_path / "atlas.json"
+    code, err, named, ratio = interrupted(out, "terminal")
+    assert code == 130 and "jaxcompare: interrupted" in err, err
+    assert "Traceback" not in err and "Error" not in err, err  # nor the worker's: it shares this stderr
+    # Stopping (workers included) takes a fraction of what starting a worker and measuring one cell took.
+    assert ratio > 3, (ratio, err)
+    first = am.load(out)
+    assert set(named) <= first.done() and 1 <= len(first.cells) < 4, (named, first.done())
+    assert f"cells the atlas keeps: {len(first.cells)}; run the same command to continue" in err
+
+    code, err, named, ratio = interrupted(out, "timeout")  # Ctrl-C twice over, as the TPU runs were stopped
+    assert code == 130 and "Traceback" not in err and "Error" not in err, err
+    assert ratio > 3, (ratio, err)
+    second = am.load(out)
+    assert not set(named) & first.done(), named  # it went on from the cells the file held
+    assert first.done() < second.done()
+
+    proc = cli(*CTRL_C_ARGS, "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    left = 4 - len(second.cells)
+    assert f"{left} of 4 cells to measure ({len(second.cells)} already there)" in proc.stderr
+    named = [c for c in map(cell_of, proc.stderr.splitlines()) if c is not None]
+    planned = {am.CellKey(c, s, "x32", "cpu") for c in ("matmul", "reduction") for s in ("small", "middle")}
+    assert set(named) == planned - second.done() and len(named) == left
+    final = am.load(out)
+    assert len(final.cells) == 4 and "Traceback" not in proc.stderr
+    for key, kept in second.cells.items():  # each cell measured once: the earlier runs' results, as they were
+        assert (final.cells[key].result.id, final.cells[key].result.created) == (kept.result.id, kept.result.created)
+    assert len({c.result.id for c in final.cells.values()}) == 4

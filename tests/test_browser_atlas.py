@@ -16,8 +16,9 @@ from browser_support import (  # noqa: F401
 )
 from support import ROOT, zh
 
+from jaxcompare import i18n
 from jaxcompare.analysis import atlas as am
-from jaxcompare.analysis.atlas_text import DOUBT_GREY, cell_label
+from jaxcompare.analysis.atlas_text import DOUBT_GREY, cell_label, partial_line
 from jaxcompare.app import atlas_view
 from jaxcompare.app.charts_atlas import atlas_heatmap, atlas_html
 
@@ -54,6 +55,34 @@ def test_the_atlas_page_draws_the_recorded_atlas(tmp_path, browser, lang):  # no
             page.locator("svg.marks text", has_text=cell_label(label)).first.click()
             page.wait_for_url("**/Compare?**", timeout=30_000)
             assert f"result={label.result_id}" in page.url
+
+
+TPU = ROOT / "tests" / "data" / "atlas" / "tpu-v5e-jax0.10.2.json.gz"
+NOT_MEASURED_JS = """([word]) => Array.from(document.querySelectorAll("svg.marks text"))
+    .filter(t => t.textContent === word).length"""
+
+
+def test_the_recorded_tpu_atlas_is_drawn_with_the_cells_it_lacks_and_says_it_is_partial(tmp_path, browser):  # noqa: F811
+    recorded = am.load(TPU)
+    missing = sum(v.status == am.NOT_MEASURED for v in am.grid(recorded))
+    with streamlit_run(tmp_path, env={am.ENV_VAR: str(tmp_path / "none.json")}) as url:
+        for lang in ("en", "zh"):
+            page = open_page(browser, f"{url}/Atlas?lang={lang}", height=2200)
+            page.wait_for_selector("[data-testid='stVegaLiteChart'] svg.marks", timeout=60_000)
+            page.locator("[data-testid='stSidebar'] [data-testid='stSelectbox'] input").click()
+            page.get_by_role("option").filter(has_text="TPU v5e").first.click()
+            word = "not measured" if lang == "en" else zh("not measured")
+            page.wait_for_function(f"() => ({NOT_MEASURED_JS})(['{word}']) === {missing}", timeout=60_000)
+            page.wait_for_selector(IDLE, timeout=30_000)
+            warning = page.locator("[data-testid='stAlertContentWarning']").inner_text()
+            with i18n.using(lang):  # the page's own words: 54 of 174, float64's 87 named
+                assert warning.strip().endswith(partial_line(recorded))
+            assert ("54 of the 174" if lang == "en" else "174 格中只有 54 格") in warning
+            drawn = svg_text(page, 0)
+            assert "TPU v5e" in drawn and "cdist" in drawn and "float64" not in drawn  # no empty float64 grid
+            assert page.evaluate(RECT_JS, [DOUBT_GREY]) == sum(v.status == am.DOUBTFUL for v in am.views(recorded))
+            assert_no_error(page)
+            page.close()
 
 
 def test_the_html_export_opens_with_no_network(tmp_path, browser):  # noqa: F811

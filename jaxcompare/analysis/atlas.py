@@ -4,7 +4,8 @@ device, as one file (``jaxcompare atlas`` writes it a cell at a time; the Atlas 
 Pure: no JAX, no Streamlit. A cell holds its whole Result (``Result.to_dict``), so the checklist is
 read again whenever an atlas is shown (``trust``, ``direction``): a cell set aside keeps its doubt,
 whatever version of the rules recorded it. A cell the device cannot run (float64 LU on a TPU) holds
-its one plain line instead, never a failure.
+its one plain line instead, never a failure. The file keeps its plan too (every cell a run set out to
+measure), so an atlas stopped partway reads as partial, its missing cells named, never as a smaller whole.
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ MEASURED, UNMEASURABLE = "measured", "unmeasurable"
 # How a cell reads: a trusted speedup, a doubtful one (set aside by the checklist), a cell the device
 # cannot run, or a figure not measured (calls back to back in a result saved before they were timed).
 TRUSTED, DOUBTFUL, MISSING = "trusted", "doubtful", "missing"
+# A cell of the plan the atlas does not hold: the run stopped before it (Ctrl-C, the device's time ran
+# out), or it failed and was not tried again. Neither a figure nor a device's refusal.
+NOT_MEASURED = "not_measured"
 ENV_VAR = "JAXCOMPARE_ATLAS"
 SIZE_LABELS = {"small": N_("small"), "middle": N_("middle"), "large": N_("large")}
 
@@ -92,17 +96,35 @@ class Cell:
 
 @dataclass
 class Atlas:
-    """The cells done so far, and each device's environment (from its first measured cell)."""
+    """The cells done so far, and each device's environment (from its first measured cell). ``planned``:
+    every cell the runs that wrote it set out to measure, by id, with its shape (empty in a file written
+    before plans were kept: its cells are then its whole plan)."""
 
     timing: str = "quick"
     created: str = ""
     cells: dict[str, Cell] = field(default_factory=dict)
     environments: dict[str, dict[str, Any]] = field(default_factory=dict)
+    planned: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
     def add(self, cell: Cell) -> None:
         self.cells[cell.key.id] = cell
         if cell.result is not None and cell.key.device not in self.environments:
             self.environments[cell.key.device] = environment_of(cell.result)
+
+    def add_plan(self, planned: Iterable[tuple[CellKey, tuple[int, ...]]]) -> None:
+        """Add a run's plan to the file's: a later run with other cases widens it, never narrows it."""
+        for key, shape in planned:
+            self.planned.setdefault(key.id, tuple(shape))
+
+    def plan(self) -> list[tuple[CellKey, tuple[int, ...]]]:
+        """Every planned cell, held or not, in the plan's order (the cells held first where no plan was kept)."""
+        cells = {cell_id: cell.shape for cell_id, cell in self.cells.items()}
+        ordered = {**self.planned, **{k: v for k, v in cells.items() if k not in self.planned}}
+        return [(CellKey.parse(cell_id), shape) for cell_id, shape in ordered.items()]
+
+    def not_measured(self) -> list[tuple[CellKey, tuple[int, ...]]]:
+        """The planned cells the atlas does not hold, in the plan's order."""
+        return [(key, shape) for key, shape in self.plan() if key.id not in self.cells]
 
     def done(self) -> set[CellKey]:
         return {cell.key for cell in self.cells.values()}
@@ -123,6 +145,7 @@ class Atlas:
     def to_dict(self) -> dict[str, Any]:
         return {"schema": SCHEMA, "created": self.created, "timing": self.timing,
                 "environments": self.environments,
+                **({"planned": {k: list(v) for k, v in self.planned.items()}} if self.planned else {}),
                 "cells": [cell.to_dict() for cell in self.cells.values()]}
 
     @classmethod
@@ -133,6 +156,10 @@ class Atlas:
                 found=found, expected=SCHEMA))
         atlas = cls(timing=str(data.get("timing") or "quick"), created=str(data.get("created") or ""),
                     environments={str(k): dict(v) for k, v in (data.get("environments") or {}).items()})
+        try:
+            atlas.add_plan((CellKey.parse(k), tuple(int(n) for n in v)) for k, v in (data.get("planned") or {}).items())
+        except (AttributeError, TypeError, ValueError) as exc:
+            raise BadInput(N_("malformed atlas plan: {error}").format(error=exc)) from None
         for item in data.get("cells") or ():
             atlas.add(Cell.from_dict(item))
         return atlas
@@ -295,6 +322,60 @@ def views(atlas: Atlas, measure: str = "blocked", cases: Sequence[str] | None = 
     """Every cell's view, in the atlas's order; ``cases``: only these."""
     wanted = set(cases) if cases is not None else None
     return [view(cell, measure) for cell in atlas.cells.values() if wanted is None or cell.key.case in wanted]
+
+
+def grid(atlas: Atlas, measure: str = "blocked", cases: Sequence[str] | None = None) -> list[CellView]:
+    """What a picture of the atlas draws: each device and precision holding a cell, with every planned cell
+    of it in the plan's order, one not held reading NOT_MEASURED; ``cases``: only these. A device or precision
+    with no cell at all is not drawn: ``partial`` names it."""
+    held = {v.key.id: v for v in views(atlas, measure, cases)}
+    facets = {(v.key.device, v.key.precision) for v in held.values()}
+    wanted = set(cases) if cases is not None else None
+    out = []
+    for key, shape in atlas.plan():
+        if key.id in held:
+            out.append(held.pop(key.id))
+        elif (key.device, key.precision) in facets and (wanted is None or key.case in wanted):
+            out.append(CellView(key, shape, NOT_MEASURED))
+    return out + list(held.values())
+
+
+@dataclass(frozen=True)
+class Gap:
+    """The planned cells of one device and precision that an atlas does not hold: all of them (``whole``),
+    or these cases (each with the sizes missing, empty where the case has none)."""
+
+    device: str
+    precision: str
+    planned: int
+    missing: int
+    cases: tuple[tuple[str, tuple[str, ...]], ...]
+
+    @property
+    def whole(self) -> bool:
+        return self.missing == self.planned
+
+
+def partial(atlas: Atlas) -> list[Gap]:
+    """Where the atlas falls short of its plan, a device and precision at a time (empty: it is whole)."""
+    facets: dict[tuple[str, str], list[tuple[CellKey, bool]]] = {}
+    for key, _shape in atlas.plan():
+        facets.setdefault((key.device, key.precision), []).append((key, key.id in atlas.cells))
+    gaps = []
+    for (device, precision), cells in facets.items():
+        missing = [key for key, held in cells if not held]
+        if not missing:
+            continue
+        by_case: dict[str, list[str]] = {}
+        for key in missing:
+            by_case.setdefault(key.case, []).append(key.size)
+        planned_sizes = {}
+        for key, _held in cells:
+            planned_sizes.setdefault(key.case, []).append(key.size)
+        listed = tuple((case, () if len(sizes) == len(planned_sizes[case]) else tuple(sizes))
+                       for case, sizes in by_case.items())
+        gaps.append(Gap(device, precision, len(cells), len(missing), listed))
+    return gaps
 
 
 def crossovers(atlas: Atlas) -> dict[tuple[str, str, str], float]:

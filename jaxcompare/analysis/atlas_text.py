@@ -2,7 +2,8 @@
 self-contained HTML page (for front ends without Altair: the CLI), the environments and ``--diff``'s lines.
 
 Every front end words a cell here, so a cell set aside reads "set aside: <why>" with its figure marked
-doubtful everywhere, and a cell the device cannot run reads its one plain line.
+doubtful everywhere, a cell the device cannot run reads its one plain line, and a planned cell the atlas
+does not hold reads "not measured", with the atlas said to be partial above it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from ..i18n import _, language, translate_text
 from ..model.cases import format_shape
 from ..model.formatting import format_factor
 from ..model.palette import JAX_COLOR, NUMPY_COLOR
+from ..model.peaks import lookup
 from .atlas import (
     A_ONLY,
     B_FASTER,
@@ -24,6 +26,7 @@ from .atlas import (
     DOUBTFUL,
     MISSING,
     NO_RANGE,
+    NOT_MEASURED,
     OVERLAP,
     SIZE_LABELS,
     SIZES,
@@ -33,6 +36,8 @@ from .atlas import (
     CellDiff,
     CellView,
     crossovers,
+    grid,
+    partial,
     views,
 )
 from .trust import WHY
@@ -54,11 +59,14 @@ def why_text(why: str | None) -> str:
 
 
 def cell_label(v: CellView) -> str:
-    """What a heatmap cell prints: '2.31x', '2.31x?' where set aside, '—' where there is no figure."""
+    """What a heatmap cell prints: '2.31x', '2.31x?' where set aside, 'not measured' for a planned cell the
+    atlas lacks, '—' where there is no figure."""
     if v.status == TRUSTED:
         return format_factor(v.speedup)
     if v.status == DOUBTFUL:
         return format_factor(v.speedup) + "?"
+    if v.status == NOT_MEASURED:
+        return _("not measured")
     return "—"
 
 
@@ -74,6 +82,8 @@ def cell_detail(v: CellView) -> str:
         return _("cannot run here: {reason}").format(reason=translate_text(v.reason))
     if v.status == MISSING:
         return _("not measured back to back (saved before calls back to back were timed)")
+    if v.status == NOT_MEASURED:
+        return _("not measured: planned, but not in this atlas (its run stopped first, or the cell failed)")
     figure = _("{speedup} (rerun range {range})").format(speedup=format_factor(v.speedup), range=range_text(v))
     if v.status == DOUBTFUL:
         return _("set aside: {why}; measured {figure}").format(why=why_text(v.why), figure=figure)
@@ -81,13 +91,15 @@ def cell_detail(v: CellView) -> str:
 
 
 def device_label(atlas: Atlas, device: str) -> str:
-    """'TPU v5 lite' for an accelerator, 'CPU (13 cores)' for JAX on a host's CPU: what the facet is titled."""
+    """'TPU v5e' for a TPU (its published name: JAX says 'TPU v5 lite'), the device kind for another
+    accelerator, 'CPU (13 cores)' for JAX on a host's CPU: what the facet is titled."""
     env = atlas.environments.get(device) or {}
     kind = str(env.get("device_kind") or device.upper())
     if device == "cpu":
         cores = env.get("host_cores")
         return _("CPU ({cores} cores)").format(cores=cores) if cores else "CPU"
-    return kind
+    found = lookup(kind) if device == "tpu" else None
+    return found.name if found is not None else kind
 
 
 def facet_label(atlas: Atlas, device: str, precision: str) -> str:
@@ -95,7 +107,7 @@ def facet_label(atlas: Atlas, device: str, precision: str) -> str:
 
 
 def recorded_line(atlas: Atlas) -> str:
-    """'recorded on TPU v5 lite, JAX 0.10.2, 2026-12-05': where and when, per device."""
+    """'recorded on TPU v5e, JAX 0.10.2, 2026-12-05': where and when, per device."""
     parts = []
     for device in atlas.devices():
         env = atlas.environments.get(device) or {}
@@ -124,6 +136,28 @@ def counts_line(atlas: Atlas, measure: str = "blocked", cases: Sequence[str] | N
         n=len(found), trusted=count[TRUSTED], doubtful=count[DOUBTFUL], unmeasurable=count[UNMEASURABLE])
 
 
+def partial_line(atlas: Atlas) -> str | None:
+    """None for a whole atlas; else how much of its plan it holds and which cells it lacks, a device and
+    precision at a time: 'Partial: it holds 54 of the 174 cells planned. Not measured: TPU v5e · float32,
+    33 cells: svd (large), lu, ...; TPU v5e · float64, all 87 cells.'"""
+    gaps = partial(atlas)
+    if not gaps:
+        return None
+    said = []
+    for gap in gaps:
+        facet = facet_label(atlas, gap.device, gap.precision)
+        if gap.whole:
+            said.append(_("{facet}, all {n} cells").format(facet=facet, n=gap.missing))
+            continue
+        # The list separators are translated: Chinese lists with "、" and "；".
+        comma = _(", ")
+        cases = comma.join(case if not sizes else _("{case} ({sizes})").format(
+            case=case, sizes=comma.join(_(SIZE_LABELS[size]) for size in sizes)) for case, sizes in gap.cases)
+        said.append(_("{facet}, {n} cells: {cases}").format(facet=facet, n=gap.missing, cases=cases))
+    return _("Partial: it holds {held} of the {planned} cells planned. Not measured: {gaps}.").format(
+        held=len(atlas.cells), planned=len(atlas.plan()), gaps=_("; ").join(said))
+
+
 def crossover_text(elements: float | None) -> str:
     return "" if elements is None else _("about {n} elements").format(n=f"{elements:.3g}")
 
@@ -148,11 +182,12 @@ def _md(text: str) -> str:
 def markdown(atlas: Atlas, measure: str = "blocked") -> str:
     """The atlas as Markdown: a table per device and precision (case by size, with the crossover),
     then each device's environment."""
-    lines = ["# " + atlas_title(), "", recorded_line(atlas), "",
+    short = partial_line(atlas)
+    lines = ["# " + atlas_title(), "", recorded_line(atlas), "", *([f"**{short}**", ""] if short else []),
              _("Speedup: NumPy's time over JAX's ({measure}); above 1x JAX is faster. A cell set aside by the "
                "checklist reads \"set aside\" with its reason; its figure is marked with ?.").format(
                  measure=measure_label(measure)), "", counts_line(atlas, measure), ""]
-    found = views(atlas, measure)
+    found = grid(atlas, measure)
     cross = crossovers(atlas)
     for device in atlas.devices():
         for precision in atlas.precisions():
@@ -164,7 +199,7 @@ def markdown(atlas: Atlas, measure: str = "blocked") -> str:
                       "|---|---|---|---|---|"]
             for case in dict.fromkeys(v.key.case for v in facet):
                 by_size = {v.key.size: v for v in facet if v.key.case == case}
-                cells = [(f"{format_shape(by_size[s].shape)}: {cell_detail(by_size[s])}" if s in by_size else "")
+                cells = [(f"{format_shape(by_size[s].shape)}: {_table_text(by_size[s])}" if s in by_size else "")
                          for s in SIZES]
                 cells.append(crossover_text(cross.get((case, precision, device))))
                 lines.append("| " + " | ".join(_md(c) for c in [case, *cells]) + " |")
@@ -175,6 +210,11 @@ def markdown(atlas: Atlas, measure: str = "blocked") -> str:
         lines += ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
         lines += ["| " + " | ".join(_md(v) for v in row.values()) + " |" for row in rows]
     return "\n".join(lines) + "\n"
+
+
+def _table_text(v: CellView) -> str:
+    """A table's cell: its sentence; a cell not measured only says so (the partial line above says why)."""
+    return cell_label(v) if v.status == NOT_MEASURED else cell_detail(v)
 
 
 def measure_label(measure: str) -> str:
@@ -203,18 +243,21 @@ HATCH = "repeating-linear-gradient(45deg, {grey} 0 4px, {colour} 4px 9px)"
 
 STYLE = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:1.5em}"
          "td,th{border:1px solid #ccc;padding:.3em .6em;text-align:center}th{background:#fafafa}"
-         "td small{display:block;color:#333;font-size:.75em}")
+         "td small{display:block;color:#333;font-size:.75em}"
+         "td.not_measured{border:1px dotted #999;color:#777;font-size:.85em}p.partial{color:#8a4b00}")
 
 
 def html_body(atlas: Atlas, measure: str = "blocked", chart_html: str = "") -> str:
     """The atlas as coloured HTML tables (a set-aside cell hatched grey, each cell's detail in its tooltip)
     and each device's environment; ``chart_html``: a chart drawn by a front end that has one, above the tables."""
     esc = html.escape
-    found = views(atlas, measure)
+    found = grid(atlas, measure)
     cross = crossovers(atlas)
     intro = _("Speedup: NumPy time over JAX time ({measure}); above 1x JAX is faster.").format(
         measure=measure_label(measure))
+    short = partial_line(atlas)
     parts = [f"<h1>{esc(atlas_title())}</h1>", f"<p>{esc(recorded_line(atlas))}</p>",
+             f"<p class=\"partial\"><strong>{esc(short)}</strong></p>" if short else "",
              f"<p>{esc(intro)} {esc(counts_line(atlas, measure))}</p>", chart_html]
     for device in atlas.devices():
         for precision in atlas.precisions():
@@ -257,7 +300,7 @@ def _html_cell(v: CellView) -> str:
         background = colour
     else:
         background = "#ffffff"
-    label = cell_label(v) if v.status in (TRUSTED, DOUBTFUL) else _("cannot run") if v.status == UNMEASURABLE else "—"
+    label = _("cannot run") if v.status == UNMEASURABLE else cell_label(v)
     return (f"<td class=\"{v.status}\" style=\"background:{background}\" title=\"{esc(cell_detail(v))}\">"
             f"{esc(label)}<small>{esc(format_shape(v.shape))}</small></td>")
 

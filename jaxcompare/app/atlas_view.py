@@ -56,6 +56,9 @@ def sources(own_path: Path | None = None, recorded_dir: Path = RECORDED_DIR) -> 
 
 def source_label(source: Source, atlas: atlas_mod.Atlas | None) -> str:
     line = recorded_line(atlas) if atlas is not None and atlas.cells else source.path.name
+    if atlas is not None and atlas.cells and atlas_mod.partial(atlas):  # never a smaller grid as if whole
+        line += " " + _("(partial: {held} of {planned} cells)").format(held=len(atlas.cells),
+                                                                      planned=len(atlas.plan()))
     return _("Yours: {line}").format(line=line) if source.own else _("Recorded: {line}").format(line=line)
 
 
@@ -68,12 +71,13 @@ def load_source(source: Source) -> tuple[atlas_mod.Atlas | None, str | None]:
 
 
 def case_groups(atlas: atlas_mod.Atlas) -> dict[str, str]:
-    """Each case's group (numpy, scipy; a case the catalog no longer has: its result's, else custom)."""
+    """Each case's group (numpy, scipy; a case the catalog no longer has: its result's, else custom), the
+    planned cases not measured yet included."""
     catalog = {case.name: case.group for case in builtin_cases()}
+    info = {cell.key.case: cell.result.case_info for cell in atlas.cells.values() if cell.result is not None}
     groups = {}
-    for cell in atlas.cells.values():
-        info = cell.result.case_info if cell.result is not None else {}
-        groups[cell.key.case] = catalog.get(cell.key.case) or str(info.get("group") or "custom")
+    for key, _shape in atlas.plan():
+        groups[key.case] = catalog.get(key.case) or str((info.get(key.case) or {}).get("group") or "custom")
     return groups
 
 
@@ -88,9 +92,10 @@ def heatmap_rows(atlas: atlas_mod.Atlas, measure: str = "blocked", cases: Sequen
                  link_ids: set[str] | None = None, also: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """A row per cell for the heatmap: where it sits (facet, case, size), its colour (``speedup`` only
     for a trusted cell: a set-aside one is greyed), its label and detail, and its link. ``link_ids``:
-    the result ids History holds (a recorded atlas's cells link once its results are added)."""
+    the result ids History holds (a recorded atlas's cells link once its results are added). A partial
+    atlas's planned cells not measured are rows too (status NOT_MEASURED), so its grid is never smaller."""
     rows = []
-    for v in atlas_mod.views(atlas, measure, cases):
+    for v in atlas_mod.grid(atlas, measure, cases):
         url = result_url(v.result_id, also) if v.result_id and (link_ids is None or v.result_id in link_ids) else None
         rows.append({
             "facet": facet_label(atlas, v.key.device, v.key.precision),

@@ -2,7 +2,8 @@
 
 Colour is the speedup on a diverging log scale centred on 1x (NumPy's blue below, JAX's colour above:
 model/palette.py), and only a trusted cell is coloured: a cell set aside is grey with a dashed border and
-its figure marked "?", a cell the device cannot run is white and says so. Each cell links to its result.
+its figure marked "?", a cell the device cannot run is white and says so, a planned cell the atlas does not
+hold is white with a dotted border and says "not measured" in small grey type. Each cell links to its result.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 import altair as alt
 
-from ..analysis.atlas import Atlas
+from ..analysis.atlas import NOT_MEASURED, Atlas
 from ..analysis.atlas_text import DOUBT_GREY, NEUTRAL, html_body
 from ..i18n import _
 from ..model.palette import JAX_COLOR, NUMPY_COLOR
@@ -20,6 +21,8 @@ from .atlas_view import speedup_extent
 
 CELL_PX = 64
 ROW_PX = 26
+# 0.0033x, 0.33x, 3x, 100x: two significant digits read 100 as "1e+2" (the TPU atlas reaches 144x).
+LEGEND_LABEL = "format(datum.value, datum.value >= 10 ? 'd' : '.2~g') + 'x'"
 
 
 def legend_values(extent: float) -> list[float]:
@@ -42,17 +45,21 @@ def atlas_heatmap(rows: Sequence[dict[str, Any]], sizes: Sequence[str]) -> alt.F
                        scale=alt.Scale(type="log", domain=[1 / extent, extent], domainMid=1,
                                        range=[NUMPY_COLOR, NEUTRAL, JAX_COLOR], clamp=True),
                        legend=alt.Legend(orient="bottom", values=legend_values(extent), gradientLength=260,
-                                         labelExpr="format(datum.value, '.2~g') + 'x'"))
+                                         labelExpr=LEGEND_LABEL))
     trusted = base.mark_rect(stroke="white", strokeWidth=1).encode(
         color=colour, href="url:N", tooltip=tooltip).transform_filter("datum.status === 'trusted'")
     doubtful = base.mark_rect(fill=DOUBT_GREY, stroke="#555555", strokeDash=[3, 2], strokeWidth=1).encode(
         href="url:N", tooltip=tooltip).transform_filter("datum.status === 'doubtful'")
     empty = base.mark_rect(fill="white", stroke="#bbbbbb", strokeWidth=1).encode(
         tooltip=tooltip).transform_filter("datum.status === 'unmeasurable' || datum.status === 'missing'")
-    text = base.mark_text(fontSize=11).encode(
+    not_measured = base.mark_rect(fill="white", stroke="#999999", strokeDash=[1, 2], strokeWidth=1).encode(
+        tooltip=tooltip).transform_filter(f"datum.status === '{NOT_MEASURED}'")
+    grey = f"datum.status === 'unmeasurable' || datum.status === '{NOT_MEASURED}'"
+    text = base.mark_text().encode(
         text="label:N", href="url:N", tooltip=tooltip,
-        color=alt.condition("datum.status === 'unmeasurable'", alt.value("#777777"), alt.value("#111111")))
-    layered = alt.layer(trusted, doubtful, empty, text).properties(
+        size=alt.condition(f"datum.status === '{NOT_MEASURED}'", alt.value(9), alt.value(11)),
+        color=alt.condition(grey, alt.value("#777777"), alt.value("#111111")))
+    layered = alt.layer(trusted, doubtful, empty, not_measured, text).properties(
         width=CELL_PX * len(sizes), height=ROW_PX * len(cases))
     return layered.facet(data=alt.Data(values=list(rows)), facet=alt.Facet("facet:N", title=None, sort=facets),
                          columns=2).properties(title=_("Speedup atlas: NumPy time over JAX time"))

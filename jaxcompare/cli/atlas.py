@@ -3,7 +3,8 @@ float64, on each device here, into one atlas file a cell at a time (analysis/atl
 
 It resumes: each cell is written to the atlas file (atomically) and saved in History as it finishes, so
 the same command after an interruption (Ctrl-C, a device lost, ``--limit``) measures only the cells the
-file does not hold yet. ``--diff A B`` compares two atlases cell by cell.
+file does not hold yet; the file keeps the plan, so an unfinished atlas reads as partial. ``--diff A B``
+compares two atlases cell by cell.
 """
 
 from __future__ import annotations
@@ -99,6 +100,11 @@ def measure(args: argparse.Namespace, atlas: atlas_mod.Atlas, path: Path) -> int
     with Runner(timeout_s=args.timeout) as runner:
         devices = args.devices or devices_here(runner)
         planned = atlas_mod.plan(cases, args.sizes, args.precisions, devices)
+        # The file keeps its plan, so an atlas stopped partway reads as partial wherever it is shown.
+        before = len(atlas.planned)
+        atlas.add_plan(planned)
+        if atlas.cells and len(atlas.planned) != before:
+            atlas_mod.save(atlas, path)
         pending = atlas_mod.todo(atlas, planned)
         total, already = len(planned), len(planned) - len(pending)
         if args.limit is not None:

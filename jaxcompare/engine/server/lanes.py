@@ -72,6 +72,12 @@ class Lane:
     def all_workers(self) -> list[WorkerProcess]:
         return [*self.workers.values(), *self.other_jax.values()]
 
+    def kill_workers(self) -> None:
+        """SIGKILL this lane's local worker processes now, without waiting (a cluster's slots stop as they do)."""
+        for worker in self.all_workers():
+            if isinstance(worker, WorkerProcess):
+                worker.kill()
+
     @property
     def single_holder(self) -> bool:
         """One process at a time may hold this lane's device (a TPU chip, or the operator says so)."""

@@ -38,13 +38,17 @@ POLL_S = 0.05
 START_TIMEOUT_S = 300.0
 # What a worker is called in its errors (a runner with several devices names the device too).
 WORKER_LABELS = {"x32": N_("x32 worker"), "x64": N_("x64 worker")}
+# A terminal's Ctrl-C reaches the whole process group, the workers too: the parent alone decides (it
+# cancels the job and stops its workers), so a worker ignores SIGINT from its first line on, rather than
+# die mid-reply or mid-start with a KeyboardInterrupt's traceback (its children inherit the ignore).
+_IGNORE_SIGINT = "import signal; signal.signal(signal.SIGINT, signal.SIG_IGN); "
 # The worker gets the parent's sys.path (as spawn would), so it imports the same jaxcompare
 # however the parent found it (an install, a checkout on PYTHONPATH, a test's sys.path entry).
-_ENTRY = ("import json, sys; sys.path[:] = json.loads(sys.argv[2]); "
+_ENTRY = (_IGNORE_SIGINT + "import json, sys; sys.path[:] = json.loads(sys.argv[2]); "
           "from jaxcompare.engine.worker.serve import serve; serve(int(sys.argv[1]))")
 # A worker from another interpreter (an environment of another JAX version, engine/server/envs.py)
 # keeps its own sys.path, so its own JAX imports, and puts only the given folders first.
-_FOREIGN_ENTRY = ("import json, sys; sys.path[:0] = json.loads(sys.argv[2]); "
+_FOREIGN_ENTRY = (_IGNORE_SIGINT + "import json, sys; sys.path[:0] = json.loads(sys.argv[2]); "
                   "from jaxcompare.engine.worker.serve import serve; serve(int(sys.argv[1]))")
 # The parent's own import settings would bring the host's packages into a foreign interpreter.
 _FOREIGN_UNSET = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV")
@@ -93,6 +97,7 @@ class WorkerProcess:
         self._proc: subprocess.Popen[bytes] | None = None
         self._conn: Connection | None = None
         self.pid: int | None = None
+        self._killed = False  # kill() stopped it: its lost socket is a cancellation
         # The JAX platforms the last started worker opened ('cpu', 'tpu'...): the lane reads from
         # them whether another process may hold the device beside this one.
         self.platforms: tuple[str, ...] = ()
@@ -141,6 +146,15 @@ class WorkerProcess:
         """Start the worker now, unless it runs (``call`` starts it too): its platforms are then known."""
         self._ensure_started(cancel)
 
+    def kill(self) -> None:
+        """SIGKILL the worker now, without waiting for it (``stop`` reaps it): the runner's shutdown kills
+        every worker before it waits for anything, so a second Ctrl-C cutting the wait short leaves none
+        measuring on. The step it held ends as cancelled, not as a crash."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            self._killed = True
+            proc.kill()
+
     def stop(self) -> None:
         """Kill the worker now (a stuck measurement cannot be interrupted more gently)."""
         proc, conn = self._proc, self._conn
@@ -160,6 +174,7 @@ class WorkerProcess:
         if self.alive and self._conn is not None:
             return
         self.stop()  # reap a dead one
+        self._killed = False
         ours, theirs = socket.socketpair()
         env = dict(os.environ)
         env.update(self._env)
@@ -218,7 +233,10 @@ class WorkerProcess:
                 label=self.label))
         return message
 
-    def _died(self) -> Died:
+    def _died(self) -> JobFailed:
+        if self._killed:
+            self.stop()
+            return Cancelled(N_("cancelled while running; the worker was stopped"))
         proc = self._proc
         code = None
         if proc is not None:

@@ -276,10 +276,14 @@ class Runner:
                 lane.queue.clear()
             running = [lane.current for lane in q.lanes if lane.current is not None]
             q.cv.notify_all()
+        for job in running:
+            job._cancel.set()  # the dispatcher finishes the job as cancelled
+        # Kill first, wait after: Ctrl-C may come twice (`timeout -s INT` signals the CLI, then its group),
+        # and a second KeyboardInterrupt cutting the waits below short must not leave a worker running on.
+        for lane in q.lanes:
+            lane.kill_workers()
         for job in pending:
             q.finish(job, error=Cancelled(N_("the runner was shut down before this job started")), status="cancelled")
-        for job in running:
-            job._cancel.set()  # the dispatcher stops its worker and finishes the job
         for lane in q.lanes:
             if lane.thread is not None and lane.thread is not threading.current_thread():
                 lane.thread.join(timeout=30)

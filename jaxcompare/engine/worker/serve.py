@@ -64,6 +64,11 @@ def init_worker(precision: str, device: str | None = None) -> list[str]:
     return platforms
 
 
+# The parent has gone (its end of the socket closed: the CLI stopped by Ctrl-C, a server shut down):
+# nobody is left to read a reply or an error, so the worker ends quietly rather than print a traceback.
+PARENT_GONE = (BrokenPipeError, ConnectionResetError, EOFError)
+
+
 def _send(message: tuple[Any, ...]) -> None:
     if _conn is not None:
         with _send_lock:
@@ -73,6 +78,10 @@ def _send(message: tuple[Any, ...]) -> None:
 def _report(job_id: str, phase: str, fraction: float) -> None:
     try:
         _send(("progress", job_id, phase, float(fraction)))
+    except PARENT_GONE:
+        # Measuring on for no one would hold the device (a TPU chip) until the step ends: stop now.
+        # os._exit from any thread, and no cleanup to wait for: the process's memory and devices go with it.
+        os._exit(0)
     except Exception:  # progress is best effort; the measurement is not
         pass
 
@@ -89,9 +98,17 @@ def _error_message(exc: BaseException) -> tuple[Any, ...]:
 
 def serve(fd: int) -> None:
     """The worker's main loop: set up, say ready, then run one step per message until the
-    parent goes away (the socket closes)."""
+    parent goes away (the socket closes): then it returns quietly, whatever it was doing."""
     global _conn
     _conn = Connection(fd)
+    try:
+        _serve()
+    except PARENT_GONE:
+        return
+
+
+def _serve() -> None:
+    assert _conn is not None
     try:
         platforms = init_worker(os.environ.get("JAXCOMPARE_WORKER_PRECISION", "x32"),
                                 os.environ.get("JAXCOMPARE_WORKER_DEVICE") or None)
@@ -102,7 +119,7 @@ def serve(fd: int) -> None:
     while True:
         try:
             message = _conn.recv()
-        except (EOFError, OSError):
+        except OSError:  # a socket closed under it: the parent has gone too
             return
         _, job_id, target, args = message
         try:
@@ -113,6 +130,8 @@ def serve(fd: int) -> None:
             reply = ("done", envelope)
         try:
             _send(reply)
+        except PARENT_GONE:
+            raise
         except Exception as exc:  # an unpicklable value or error: say so rather than hang the parent
             text = N_("the worker could not send its reply: {error_type}: {error}").format(
                 error_type=type(exc).__name__, error=exc)
