@@ -158,3 +158,12 @@ def test_first_call_processes_per_preset_and_in_older_json():
     assert read.first_call_processes == 0 and read.preset_name == "careful"
     with pytest.raises(BadInput, match="first_call_processes must be a whole number from 0 to 5"):
         TimingConfig(first_call_processes=9)
+
+
+def test_a_speedup_below_a_hundredth_keeps_two_significant_digits():
+    """A 10x10 reduction on a TPU ran at 0.0021x NumPy's speed: '0.00x' would say nothing, or zero."""
+    from jaxcompare.model.formatting import format_factor
+
+    assert format_factor(0.0021) == "0.0021x"
+    assert format_factor(0.000020) == "0.000020x"
+    assert format_factor(0.013) == "0.01x" and format_factor(2.5) == "2.50x" and format_factor(None) == "—"

@@ -98,9 +98,13 @@ PERFETTO_HINT = N_("open it in ui.perfetto.dev (Open trace file: your browser re
 
 
 def format_factor(factor: float | None) -> str:
-    """A ratio as '1.23x' ('—' when unknown): speedups, slowdowns, how many times."""
+    """A ratio as '1.23x' ('—' when unknown): speedups, slowdowns, how many times. Below 0.01x two
+    significant digits ('0.0021x'), so a small workload's speedup on an accelerator never reads 0.00x."""
     if factor is None or not math.isfinite(factor):
         return "—"
+    if 0 < factor < 0.01:
+        digits = min(1 - math.floor(math.log10(factor)), 7)
+        return f"{factor:.{digits}f}x"
     return f"{factor:.2f}x"
 
 
