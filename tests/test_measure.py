@@ -17,6 +17,7 @@ from jaxcompare.engine.worker.jax_phases import measure_compile
 from jaxcompare.engine.worker.measure import measure
 from jaxcompare.engine.worker.run_state import PROGRESS_WEIGHTS, Progress, phase_weights
 from jaxcompare.engine.worker.runtimes import runtime_block_order
+from jaxcompare.model import phases
 
 
 @pytest.fixture
@@ -272,13 +273,13 @@ def test_progress_starts_each_phase_where_the_ones_before_it_end():
                         TimingConfig(min_samples=4, runtime_blocks=2))
     weights = phase_weights(2)
     assert sum(weights.values()) == pytest.approx(1.0) and weights["recheck"] > 0
-    for phase in ("inputs", "transfer", "compile", "first_call", "dispatch", "fetch"):
+    for phase in (phases.INPUTS, phases.TRANSFER, phases.COMPILE, phases.FIRST_CALL, phases.DISPATCH, phases.FETCH):
         on_sample = progress.start(phase)
         on_sample(2)  # half of min_samples
         on_sample(50)  # sampling past min_samples stays short of the next phase
     for index, library in enumerate(runtime_block_order(2)):
         progress.runtime_block(index, library)(50)
-    progress.start("agreement")
+    progress.start(phases.AGREEMENT)
     progress.complete()
     fractions = [f for _, f in reports]
     assert fractions == sorted(fractions) and reports[-1] == ("done", 1.0)

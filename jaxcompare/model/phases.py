@@ -35,31 +35,35 @@ class MeasuringPhase:
 # "runtime" one of the runtime pair's blocks; "recheck" the pair again where a busy or unstable run
 # asks for it; "compile" a cold compile per sample; "first_call" one more; "fresh" the fresh
 # processes; "plain" one try of NumPy's plain process; "none" nothing of its own.
+# Each row is also bound to a name (INPUTS, TRANSFER...): the code that runs a phase starts it by its row, so a
+# phase renamed or dropped here fails where it is imported rather than mid-run.
 MEASURING = (
-    MeasuringPhase("inputs", 0.02, WORKER, "inputs", N_("Building inputs")),
-    MeasuringPhase("transfer", 0.08, WORKER, "budget", N_("Timing the host→device transfer")),
-    MeasuringPhase("compile", 0.28, WORKER, "compile", N_("Timing cold compiles (trace, lower, XLA compile)")),
-    MeasuringPhase("first_call", 0.12, WORKER, "first_call", N_("Timing the naive first call")),
-    MeasuringPhase("dispatch", 0.08, WORKER, "budget", N_("Timing dispatch only (unblocked)")),
-    MeasuringPhase("fetch", 0.06, WORKER, "budget", N_("Timing the device→host fetch")),
-    MeasuringPhase("numpy", 0.16, WORKER, "runtime", N_("Timing NumPy")),
-    MeasuringPhase("runtime", 0.14, WORKER, "runtime", N_("Timing the JAX runtime (blocked)")),
+    INPUTS := MeasuringPhase("inputs", 0.02, WORKER, "inputs", N_("Building inputs")),
+    TRANSFER := MeasuringPhase("transfer", 0.08, WORKER, "budget", N_("Timing the host→device transfer")),
+    COMPILE := MeasuringPhase("compile", 0.28, WORKER, "compile",
+                              N_("Timing cold compiles (trace, lower, XLA compile)")),
+    FIRST_CALL := MeasuringPhase("first_call", 0.12, WORKER, "first_call", N_("Timing the naive first call")),
+    DISPATCH := MeasuringPhase("dispatch", 0.08, WORKER, "budget", N_("Timing dispatch only (unblocked)")),
+    FETCH := MeasuringPhase("fetch", 0.06, WORKER, "budget", N_("Timing the device→host fetch")),
+    NUMPY := MeasuringPhase("numpy", 0.16, WORKER, "runtime", N_("Timing NumPy")),
+    RUNTIME := MeasuringPhase("runtime", 0.14, WORKER, "runtime", N_("Timing the JAX runtime (blocked)")),
     # Only with TimingConfig.runtime_blocks > 1 (weights rescaled).
-    MeasuringPhase("recheck", 0.0, WORKER, "recheck",
-                   N_("Timing more pairs of NumPy and JAX blocks (drift check)")),
+    RECHECK := MeasuringPhase("recheck", 0.0, WORKER, "recheck",
+                              N_("Timing more pairs of NumPy and JAX blocks (drift check)")),
     # Not in quick timing: the first call in fresh processes (measure.py).
-    MeasuringPhase("first_call_fresh", 0.0, FRESH_PROCESS, "fresh",
-                   N_("Timing the first call in a fresh process (what %time shows)")),
+    FIRST_CALL_FRESH := MeasuringPhase("first_call_fresh", 0.0, FRESH_PROCESS, "fresh",
+                                       N_("Timing the first call in a fresh process (what %time shows)")),
     # Only where the allocator matters: NumPy again in a plain process (plain_numpy.py).
-    MeasuringPhase("numpy_plain", 0.0, FRESH_PROCESS, "plain",
-                   N_("Timing NumPy again in a plain process (the allocator as it comes)")),
+    NUMPY_PLAIN := MeasuringPhase("numpy_plain", 0.0, FRESH_PROCESS, "plain",
+                                  N_("Timing NumPy again in a plain process (the allocator as it comes)")),
     # Only with the third side, JAX on the CPU (weights rescaled).
-    MeasuringPhase("jax_cpu", 0.0, WORKER, "none", N_("Timing JAX on the CPU (the third side)")),
+    JAX_CPU := MeasuringPhase("jax_cpu", 0.0, WORKER, "none", N_("Timing JAX on the CPU (the third side)")),
     # Only when asked: a few traced calls, after every timed phase.
-    MeasuringPhase("profile", 0.0, WORKER, "none", N_("Tracing a few JAX calls with jax.profiler")),
-    MeasuringPhase("agreement", 0.06, WORKER, "agreement", N_("Checking that the outputs agree")),
+    PROFILE := MeasuringPhase("profile", 0.0, WORKER, "none", N_("Tracing a few JAX calls with jax.profiler")),
+    AGREEMENT := MeasuringPhase("agreement", 0.06, WORKER, "agreement", N_("Checking that the outputs agree")),
     # The ceilings (the CPU's are cached after a host's first run), the empty calls.
-    MeasuringPhase("peak", 0.0, WORKER, "none", N_("Finding the peak rates (the CPU's is measured once per host)")),
+    PEAK := MeasuringPhase("peak", 0.0, WORKER, "none",
+                           N_("Finding the peak rates (the CPU's is measured once per host)")),
 )
 MEASURING_PHASE = {phase.name: phase for phase in MEASURING}
 
@@ -75,7 +79,7 @@ PER_CALL_PHASES = ("runtime", "numpy", "dispatch", "fetch")
 # measurement's phase that finds the device's ceilings, once per host: a job's own work starts after
 # the first and ends before the second (the estimates learn neither).
 STARTING_PHASE = "starting worker"
-CEILINGS_PHASE = MEASURING_PHASE["peak"].name
+CEILINGS_PHASE = PEAK.name
 # The English labels (the CLI's and the notebook's); a page shows phase_label(name), in the
 # reader's language.
 PHASE_LABELS = {

@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ...i18n import N_
+from ...model import phases
 from ...model.cases import Case, as_tuple
 from ...model.errors import BadInput, Unsupported
 from ...model.platforms import error_first_line, float64_line
@@ -63,11 +64,11 @@ def _transfer(run: _Run, host_inputs: tuple[np.ndarray, ...], device: Any,
     the device, and whether the device arrays alias the host buffers (CPU zero-copy)."""
     import jax
 
-    with run.load.phase("transfer"):
+    with run.load.phase(phases.TRANSFER.name):
         stats = sample(
             lambda: jax.block_until_ready(jax.device_put(host_inputs, device)),
             run.timing, clock=run.clock, teardown=_delete, settle_s=BLAS_SETTLE_S if run.numpy_spun else 0.0,
-            on_sample=start("transfer"),
+            on_sample=start(phases.TRANSFER),
         )
     dev_inputs = jax.block_until_ready(jax.device_put(host_inputs, device))
     return stats, dev_inputs, _aliases(host_inputs, dev_inputs)
@@ -82,9 +83,9 @@ def _cold_compile(run: _Run, dev_inputs: Any, platform: str,
     # A broken port fails here, and so does an operation the device lacks at this precision.
     user_call(run.case, "jax_fn", jax.jit(run.case.jax_fn), dev_inputs, where=(platform, run.precision))
     compiled: list[Any] = []
-    with run.load.phase("compile"):
+    with run.load.phase(phases.COMPILE.name):
         stats = measure_compile(run.case.jax_fn, dev_inputs, run.timing, clock=run.clock,
-                                on_sample=start("compile"), on_compiled=compiled.append)
+                                on_sample=start(phases.COMPILE), on_compiled=compiled.append)
     return stats, _cost(compiled[-1]) if compiled else None
 
 
@@ -114,11 +115,11 @@ def _first_call(run: _Run, dev_inputs: Any, start: StartPhase) -> Stats:
     import jax
 
     cfg = run.timing
-    with run.load.phase("first_call"):
+    with run.load.phase(phases.FIRST_CALL.name):
         return sample(
             lambda: jax.block_until_ready(jax.jit(run.case.jax_fn)(*dev_inputs)),
             cfg, clock=run.clock, setup=jax.clear_caches, min_samples=cfg.compile_samples, warmup=False,
-            budget_s=cfg.phase_budget_s * 2, on_sample=start("first_call"),
+            budget_s=cfg.phase_budget_s * 2, on_sample=start(phases.FIRST_CALL),
         )
 
 
@@ -129,9 +130,9 @@ def _dispatch(run: _Run, dev_inputs: Any, start: StartPhase) -> tuple[Any, Stats
 
     jitted = jax.jit(run.case.jax_fn)
     jax.block_until_ready(jitted(*dev_inputs))
-    with run.load.phase("dispatch"):
+    with run.load.phase(phases.DISPATCH.name):
         stats = sample(lambda: jitted(*dev_inputs), run.timing, clock=run.clock, teardown=jax.block_until_ready,
-                       on_sample=start("dispatch"))
+                       on_sample=start(phases.DISPATCH))
     return jitted, stats
 
 
@@ -146,9 +147,9 @@ def _fetch(run: _Run, jitted: Any, dev_inputs: Any, start: StartPhase) -> tuple[
         fresh.clear()
         fresh.append(jax.block_until_ready(jitted(*dev_inputs)))
 
-    with run.load.phase("fetch"):
+    with run.load.phase(phases.FETCH.name):
         stats = sample(lambda: jax.tree_util.tree_map(np.asarray, fresh[0]), run.timing, clock=run.clock,
-                       setup=fresh_result, on_sample=start("fetch"))
+                       setup=fresh_result, on_sample=start(phases.FETCH))
     result = jax.block_until_ready(jitted(*dev_inputs))
     return stats, as_tuple(jax.tree_util.tree_leaves(result)), _aliases_out(result)
 

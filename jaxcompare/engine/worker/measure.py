@@ -19,6 +19,7 @@ import numpy as np
 
 from ...catalog import get_case
 from ...i18n import N_
+from ...model import phases
 from ...model.cases import Case, as_tuple
 from ...model.errors import JaxCompareError
 from ...model.platforms import float64_note, is_host, platform
@@ -133,14 +134,14 @@ def _measure(spec: Spec, progress: ProgressCallback, clock: Clock, *, cpu_side: 
     protocol["matmul_precision"] = matmul_precision()
     numpy_stats, numpy_kept, plain_failed = numpy_as_users_run_it(
         case, spec, numpy_stats, host_inputs, numpy_out, by_value=sent_case, load=run.load,
-        starting=lambda: run.progress.start("numpy_plain"))
+        starting=lambda: run.progress.start(phases.NUMPY_PLAIN))
     jax_cpu = None
     if want_cpu_side and cpu is not None:
         jax_cpu = measure_jax_side(run, spec, host_inputs, numpy_out, cpu)
     result_id = uuid.uuid4().hex
     profile = None
     if profile_dir is not None:
-        run.progress.start("profile")
+        run.progress.start(phases.PROFILE)
         profile = profile_jitted(warm.jitted, warm.dev_inputs, Path(profile_dir) / result_id, runtime_stats.median_s)
     products = reduced_products(spec.dtype, device.platform, protocol["matmul_precision"],
                                 lambda: warm.jitted.lower(*warm.dev_inputs).as_text(),
@@ -185,16 +186,17 @@ def measure_jax_side(run: _Run, spec: Spec, host_inputs: tuple[np.ndarray, ...],
     """The third side: every JAX phase again on ``device`` (the CPU), then its blocked runtime
     on its own, after the NumPy and accelerator runtimes (it competes with NumPy's BLAS for the
     same cores, so it settles first), and its output against NumPy's."""
-    def start(phase: str) -> SampleCallback:
-        return run.progress.part("jax_cpu", CPU_SIDE_PARTS.index(phase), len(CPU_SIDE_PARTS))
+    def start(phase: phases.MeasuringPhase) -> SampleCallback:
+        return run.progress.part(phases.JAX_CPU, CPU_SIDE_PARTS.index(phase), len(CPU_SIDE_PARTS))
 
-    run = replace(run, load=run.load.prefixed("jax_cpu."), numpy_spun=True)  # settles as after any NumPy work
+    # Its load phases as "jax_cpu.transfer"...; it settles as after any NumPy work.
+    run = replace(run, load=run.load.prefixed(f"{phases.JAX_CPU.name}."), numpy_spun=True)
     side, warm = device_phases(run, host_inputs, device, start)
     call = blocking_call(warm.jitted, warm.dev_inputs)
     compiled_before = _compiled_count(warm.jitted)
-    with run.load.phase("runtime"):
+    with run.load.phase(phases.RUNTIME.name):
         runtime = sample(call, run.timing.for_runtime(), clock=run.clock, settle_s=BLAS_SETTLE_S,
-                         on_sample=start("runtime"))
+                         on_sample=start(phases.RUNTIME))
     agreement = compare_outputs(run.case, spec.dtype, host_inputs, numpy_out, warm.jax_out, None)
     return side(runtime=runtime, protocol=_protocol(call, warm.jitted, compiled_before, warm.dev_inputs, device),
                 agreement={k: agreement[k] for k in ("ok", "max_abs_err", "max_rel_err", "rtol", "method")})
@@ -220,7 +222,7 @@ def _fresh_first_call(run: _Run, spec: Spec, device: Any, protocol: dict[str, An
                         "one process at a time can hold the {device}, and this one holds it; a fresh process's "
                         "first call costs more").format(device=found.label)
     else:
-        run.progress.start("first_call_fresh")
+        run.progress.start(phases.FIRST_CALL_FRESH)
         try:
             calls = [fresh_first_call(spec, None, case=run.case if by_value else None, label=N_("the first call"))
                      for _ in range(processes)]
@@ -236,9 +238,9 @@ def _fresh_first_call(run: _Run, spec: Spec, device: Any, protocol: dict[str, An
 def _inputs(run: _Run, spec: Spec) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
     """The host inputs, and NumPy's output for the agreement check: a broken reference fails
     here, first. NumPy's runtime is timed at the end, side by side with JAX's."""
-    run.progress.start("inputs")
+    run.progress.start(phases.INPUTS)
     host_inputs = build_inputs(run.case, spec)
-    with run.load.phase("inputs") as span:
+    with run.load.phase(phases.INPUTS.name) as span:
         numpy_out = as_tuple(user_call(run.case, "numpy_fn", run.case.numpy_fn, host_inputs))
     run.numpy_spun = span.helpers_ran
     return host_inputs, numpy_out
@@ -247,7 +249,7 @@ def _inputs(run: _Run, spec: Spec) -> tuple[tuple[np.ndarray, ...], tuple[np.nda
 def _peak(run: _Run, spec: Spec, device: Any, *, with_cpu_side: bool) -> Peak:
     """The compute ceilings, for the fraction of peak and the roofline. NumPy's is the CPU's
     rate at the dtype NumPy computes in (numpy.linalg upcasts float32 to float64)."""
-    run.progress.start("peak")
+    run.progress.start(phases.PEAK)
     numpy_dtype = run.case.summary().get("numpy_computes_in") or spec.dtype
     return ceilings(device, spec.dtype, numpy_dtype, with_cpu_side=with_cpu_side)
 
@@ -314,7 +316,7 @@ def _agreement(run: _Run, spec: Spec, host_inputs: tuple[np.ndarray, ...], numpy
                jax_out: tuple[np.ndarray, ...], *, products: str | None = None) -> dict[str, Any]:
     """JAX vs NumPy at the same precision, and both against a float64 reference (none when
     NumPy cannot run in float64); ``products``: the reduced precision the program's products may have run at."""
-    run.progress.start("agreement")
+    run.progress.start(phases.AGREEMENT)
     inputs64 = tuple(a.astype(np.float64) if a.dtype.kind == "f" else a for a in host_inputs)
     try:
         ref64 = as_tuple(run.case.numpy_fn(*inputs64))

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ...model import phases
 from ...model.cases import Case
-from ...model.phases import MEASURING
 from ...model.spec import TimingConfig
 from ..common.load import LoadMeter
 from .gpu_clocks import ClockWatch
@@ -18,9 +18,9 @@ ProgressCallback = Callable[[str, float], None]
 SampleCallback = Callable[[int], None]
 
 # Phase name -> share of the progress bar, in run order: the protocol's table (model/phases.py).
-PROGRESS_WEIGHTS = tuple((phase.name, phase.share) for phase in MEASURING)
+PROGRESS_WEIGHTS = tuple((phase.name, phase.share) for phase in phases.MEASURING)
 # The third side's phases, each an equal slice of the "jax_cpu" share.
-CPU_SIDE_PARTS = ("transfer", "compile", "first_call", "dispatch", "fetch", "runtime")
+CPU_SIDE_PARTS = (phases.TRANSFER, phases.COMPILE, phases.FIRST_CALL, phases.DISPATCH, phases.FETCH, phases.RUNTIME)
 # The third side's share of the bar: a whole second set of JAX phases, less the NumPy runtime.
 CPU_SIDE_WEIGHT = 0.6
 # A phase's samples move the bar through at most this much of its share: sampling may run
@@ -34,9 +34,10 @@ def phase_weights(runtime_blocks: int, cpu_side: bool = False) -> dict[str, floa
     are with the third side (JAX on the CPU)."""
     weights = dict(PROGRESS_WEIGHTS)
     if runtime_blocks > 1:
-        weights["recheck"] = (weights["numpy"] + weights["runtime"]) * (runtime_blocks - 1)
+        pair = weights[phases.NUMPY.name] + weights[phases.RUNTIME.name]
+        weights[phases.RECHECK.name] = pair * (runtime_blocks - 1)
     if cpu_side:
-        weights["jax_cpu"] = CPU_SIDE_WEIGHT
+        weights[phases.JAX_CPU.name] = CPU_SIDE_WEIGHT
     total = sum(weights.values())
     return {k: v / total for k, v in weights.items()}
 
@@ -54,17 +55,17 @@ class Progress:
         self._current: str | None = None
         self._done = 0.0
 
-    def start(self, phase: str) -> SampleCallback:
-        """Report that ``phase`` started; returns the callback for its samples."""
-        self._enter(phase)
-        self._report(phase, self._done)
-        return self._sampled(phase, self._expected)
+    def start(self, phase: phases.MeasuringPhase) -> SampleCallback:
+        """Report that ``phase`` (a row of the protocol's table) started; returns the callback for its samples."""
+        self._enter(phase.name)
+        self._report(phase.name, self._done)
+        return self._sampled(phase.name, self._expected)
 
-    def part(self, phase: str, index: int, parts: int) -> SampleCallback:
+    def part(self, phase: phases.MeasuringPhase, index: int, parts: int) -> SampleCallback:
         """Report that part ``index`` of ``parts`` of ``phase`` started (the third side's
         phases share "jax_cpu"); returns the callback for its samples."""
-        self._enter(phase)
-        on_sample = self._sampled(phase, self._expected, index, parts)
+        self._enter(phase.name)
+        on_sample = self._sampled(phase.name, self._expected, index, parts)
         on_sample(0)
         return on_sample
 
@@ -73,10 +74,10 @@ class Progress:
         The first two blocks are the "numpy" and "runtime" phases; the later ones share the
         "recheck" phase, one equal slice each."""
         if index < 2:
-            on_sample = self.start(library)
+            on_sample = self.start(phases.MEASURING_PHASE[library])  # the libraries' blocks are named as their rows
         else:
-            self._enter("recheck")
-            on_sample = self._sampled("recheck", self._block_expected, index - 2, self._later_blocks)
+            self._enter(phases.RECHECK.name)
+            on_sample = self._sampled(phases.RECHECK.name, self._block_expected, index - 2, self._later_blocks)
         on_sample(0)
         return on_sample
 
@@ -120,4 +121,4 @@ class _Run:
     numpy_settle_s: float = 0.05
 
 
-StartPhase = Callable[[str], SampleCallback]
+StartPhase = Callable[[phases.MeasuringPhase], SampleCallback]

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ...i18n import N_
+from ...model import phases
 from ...model.spec import MIN_SAMPLES_FOR_RANGE, TimingConfig
 from ...model.stats import Stats
 from ..common.load import LoadMeter, SampleWatch, Span, free_cores, is_busy, share_cores
@@ -134,7 +135,7 @@ def _recheck(run: _Run, calls: dict[str, Any], numpy_stats: Stats, jax_stats: St
     whole = run.timing.for_runtime()
     block = replace(whole, phase_budget_s=whole.phase_budget_s / 2)
     meter = load.prefixed("recheck.", pinned)
-    run.progress.start("recheck")  # the page says more blocks are being timed
+    run.progress.start(phases.RECHECK)  # the page says more blocks are being timed
     with share_cores(pinned) as shared:
         blocks = _runtime_blocks(run, calls, block, meter, progress=False, order=runtime_block_order(2))
     record: dict[str, Any] = {"why": "busy" if busy else "unstable", "cores": len(pinned or load.cores),
@@ -175,7 +176,7 @@ def _clean_recheck(run: _Run, calls: dict[str, Any], numpy_stats: Stats, jax_sta
     # A block stops on its budget or its watch, not on the precision of samples few of which count.
     block = replace(whole, phase_budget_s=max(whole.phase_budget_s, CLEAN_BUDGET_S) / CLEAN_PAIRS,
                     target_sample_s=CLEAN_SAMPLE_S, min_samples=3, max_samples=10**6, rel_ci=1e-9)
-    run.progress.start("recheck")
+    run.progress.start(phases.RECHECK)
     meter = load.prefixed("recheck.")
     blocks: dict[str, list[Stats]] = {"numpy": [], "runtime": []}
     order = runtime_block_order(CLEAN_PAIRS + CLEAN_MORE_PAIRS)
