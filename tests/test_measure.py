@@ -256,6 +256,9 @@ def test_progress_reports_every_phase_in_order():
     assert log.phases == ["inputs", "transfer", "compile", "first_call", "dispatch", "fetch", "numpy",
                           "runtime", *recheck, "agreement", "peak", "done"]
     assert log.only_grows()
+    # Each figure a Result keeps (model/phases.FIGURES) was timed in a step the worker reported, and is on it.
+    assert {figure.step.name for figure in phases.FIGURES} <= set(log.phases)
+    assert all(r.phase(figure.name).n >= 1 for figure in phases.FIGURES)
 
 
 def test_progress_with_the_third_side_puts_jax_on_the_cpu_after_the_runtimes():

@@ -1,7 +1,8 @@
-"""The phases of one comparison, in two views of one protocol: MEASURING, the steps of a measurement
-job in the order the worker runs them (what the progress bar, the estimates and a page's running
-text read), and PHASES, the figures a Result keeps, in display order (what every table, chart, CSV
-and the CLI walk). A phase added to the protocol is a row here; the code that runs it is
+"""The phases of one comparison, in two tables of one protocol: MEASURING, the steps of a measurement
+job in the order the worker runs them (what the worker starts, the progress bar, the estimates and a
+page's running text read), and FIGURES, the figures a Result keeps, in display order, each naming the
+step that times it (PHASES and the other tuples below are its views: what every table, chart, CSV and
+the CLI walk). A phase added to the protocol is a row here; the code that runs it is
 engine/worker/measure.py's.
 """
 
@@ -67,14 +68,53 @@ MEASURING = (
 )
 MEASURING_PHASE = {phase.name: phase for phase in MEASURING}
 
+# What a figure costs a user: once per function, shape and dtype; on every call; or neither, the naive first
+# call a %time shows (the reference).
+ONE_OFF = "one-off"
+PER_CALL = "per call"
+REFERENCE = "reference"
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure a Result keeps. ``step``: the row of MEASURING that times it, whose name it takes, or
+    ``part`` of it (the cold compile times trace, lower and compile); ``cost``: ONE_OFF, PER_CALL or
+    REFERENCE; ``label``: its English label; ``jax``: a JaxSide's (each device's) rather than NumPy's;
+    ``speedup``: one of the two runtimes the speedup divides."""
+
+    step: MeasuringPhase
+    cost: str
+    label: str
+    part: str | None = None
+    jax: bool = True
+    speedup: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.part or self.step.name
+
+
 # Display order: the NumPy reference, then JAX's phases (a JaxSide's) in the order a first call pays them.
-JAX_PHASES = ("transfer", "trace", "lower", "compile", "first_call", "runtime", "dispatch", "fetch")
-PHASES = ("numpy", *JAX_PHASES)
-COMPILE_PHASES = ("trace", "lower", "compile")
+FIGURES = (
+    Figure(NUMPY, PER_CALL, N_("NumPy runtime"), jax=False, speedup=True),
+    Figure(TRANSFER, ONE_OFF, N_("Transfer host→device")),
+    Figure(COMPILE, ONE_OFF, N_("Compile: trace"), part="trace"),
+    Figure(COMPILE, ONE_OFF, N_("Compile: lower"), part="lower"),
+    Figure(COMPILE, ONE_OFF, N_("Compile: XLA compile")),
+    Figure(FIRST_CALL, REFERENCE, N_("First call (cold, naive)")),
+    Figure(RUNTIME, PER_CALL, N_("JAX runtime (blocked)"), speedup=True),
+    Figure(DISPATCH, PER_CALL, N_("Dispatch only (unblocked)")),
+    Figure(FETCH, PER_CALL, N_("Fetch device→host")),
+)
+# The table's views, by name: every table, chart, CSV and the CLI walk these.
+PHASES = tuple(figure.name for figure in FIGURES)
+JAX_PHASES = tuple(figure.name for figure in FIGURES if figure.jax)
+COMPILE_PHASES = tuple(figure.name for figure in FIGURES if figure.step is COMPILE)
 # Paid once per function, shape and dtype.
-ONE_OFF_PHASES = ("transfer", *COMPILE_PHASES)
-# Paid on every call; the first two make the speedup.
-PER_CALL_PHASES = ("runtime", "numpy", "dispatch", "fetch")
+ONE_OFF_PHASES = tuple(figure.name for figure in FIGURES if figure.cost == ONE_OFF)
+# Paid on every call: the speedup's two first, JAX's runtime before NumPy's, as the charts and tables list them.
+PER_CALL_PHASES = tuple(figure.name for figure in sorted(
+    (figure for figure in FIGURES if figure.cost == PER_CALL), key=lambda figure: (not figure.speedup, not figure.jax)))
 # A job's phase before its worker reports one (a worker starting, JAX importing), and the
 # measurement's phase that finds the device's ceilings, once per host: a job's own work starts after
 # the first and ends before the second (the estimates learn neither).
@@ -82,17 +122,7 @@ STARTING_PHASE = "starting worker"
 CEILINGS_PHASE = PEAK.name
 # The English labels (the CLI's and the notebook's); a page shows phase_label(name), in the
 # reader's language.
-PHASE_LABELS = {
-    "numpy": N_("NumPy runtime"),
-    "transfer": N_("Transfer host→device"),
-    "trace": N_("Compile: trace"),
-    "lower": N_("Compile: lower"),
-    "compile": N_("Compile: XLA compile"),
-    "first_call": N_("First call (cold, naive)"),
-    "runtime": N_("JAX runtime (blocked)"),
-    "dispatch": N_("Dispatch only (unblocked)"),
-    "fetch": N_("Fetch device→host"),
-}
+PHASE_LABELS = {figure.name: figure.label for figure in FIGURES}
 
 
 def phase_label(phase: str) -> str:
