@@ -13,9 +13,10 @@ from dataclasses import dataclass
 
 from ..i18n import N_
 
-__all__ = ["BASE_RTOL", "PLATFORMS", "PREFERRED", "TF32_RTOL", "may_reduce_products", "may_use_tf32", "Float64Gap",
-           "Platform", "ProductPrecision", "PRODUCT_PRECISIONS", "platform", "reduced_precision", "is_host",
-           "backend_error_line", "error_first_line", "float64_line", "float64_note", "gap_line", "unsupported_label"]
+__all__ = ["BASE_RTOL", "HOST", "PLATFORMS", "PREFERRED", "TF32_RTOL", "may_reduce_products", "may_use_tf32",
+           "Float64Gap", "Platform", "ProductPrecision", "PRODUCT_PRECISIONS", "platform", "reduced_precision",
+           "is_host", "backend_error_line", "error_first_line", "float64_line", "float64_note", "gap_line",
+           "unsupported_label"]
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,9 @@ class Platform:
     # (benchmarks/RESULTS.md); on a TPU v5e host a layernorm's NumPy read 8.95 ms at once, 8.70 after
     # 0.05 s, 8.14 after 0.5 s (tests/data/tpu/kept-probe.json).
     numpy_settle_s: float = 0.05
+    # The Ray resource a cluster job holds one of to measure here (engine/server/cluster.py): Ray's own GPUs,
+    # else a slot a host declares (a TPU host's chips, which JAX takes together; a CPU-only host).
+    ray_resource: str | None = None
 
     def float64_gap(self, error_text: str) -> Float64Gap | None:
         """The missing float64 operation an XLA error names, None for any other error."""
@@ -119,11 +123,11 @@ class Platform:
 
 
 PLATFORMS = {p.name: p for p in (
-    Platform("cpu", "CPU", None, "float32", frozenset(), "native", host=True),
+    Platform("cpu", "CPU", None, "float32", frozenset(), "native", host=True, ray_resource="jaxcompare_cpu"),
     Platform("gpu", "GPU", None, "tensorfloat32", frozenset({"highest", "float32"}), "native",
-             visible_devices="CUDA_VISIBLE_DEVICES", clocks="nvml"),
+             visible_devices="CUDA_VISIBLE_DEVICES", clocks="nvml", ray_resource="GPU"),
     Platform("tpu", "TPU", 1, "bfloat16", frozenset({"highest", "float32", "high", "bfloat16_3x", "tensorfloat32"}),
-             "emulated", numpy_settle_s=0.5,
+             "emulated", numpy_settle_s=0.5, ray_resource="jaxcompare_tpu",
              float64_missing=(
                  # tests/data/tpu/selfcheck-x64.jsonl (TPU v5e, JAX 0.10.2): "UNIMPLEMENTED: Only F32 and C64 types
                  # are implemented in LuDecomposition; got shape f64[10,10]" for every case that factors a matrix.
@@ -142,6 +146,8 @@ PLATFORMS = {p.name: p for p in (
 
 # The platform a worker measures on when its device is not named: an accelerator before the host.
 PREFERRED = tuple(sorted(PLATFORMS, key=lambda name: PLATFORMS[name].host))
+# The host's own platform (the CPU): JAX on the host, and the third side.
+HOST = next(found for found in PLATFORMS.values() if found.host)
 
 
 def platform(name: str | None) -> Platform | None:

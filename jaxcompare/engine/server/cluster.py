@@ -21,14 +21,21 @@ from typing import Any
 
 from ...i18n import N_
 from ...model.errors import BadInput, JobFailed
+from ...model.platforms import HOST, PLATFORMS, PREFERRED
 from .process import POLL_S, START_TIMEOUT_S, Cancelled, Expired, raise_reply_error
 
 log = logging.getLogger("jaxcompare.runner")
 
 LOCAL = "local"  # JAXCOMPARE_RAY_ADDRESS=local: a cluster of this machine alone, started here
-# JAXCOMPARE_RAY_RESOURCE's words -> the Ray resource a job holds one of. GPUs are Ray's own; a TPU
-# host (whose chips JAX takes together) and a CPU-only host each declare one slot of their own.
-SLOT_RESOURCES = {"gpu": "GPU", "tpu": "jaxcompare_tpu", "cpu": "jaxcompare_cpu"}
+# JAXCOMPARE_RAY_RESOURCE's words -> the Ray resource a job holds one of: each platform's in the platform
+# table. GPUs are Ray's own; a TPU host (whose chips JAX takes together) and a CPU-only host each declare
+# one slot of their own.
+SLOT_RESOURCES = {name: found.ray_resource for name, found in PLATFORMS.items() if found.ray_resource}
+# Ray's own resources, which a task asks for by keyword rather than in ``resources``.
+_RAY_OWN = {"GPU": "num_gpus"}  # Ray sets CUDA_VISIBLE_DEVICES to the one it gives
+# A job on a host's CPU slot sees no accelerator: JAX on the host only, every device-hiding variable empty.
+_HOST_ONLY_ENV = {"JAX_PLATFORMS": HOST.name,
+                  **{found.visible_devices: "" for found in PLATFORMS.values() if found.visible_devices}}
 _REMEMBERED_JOBS = 256  # a job's later steps prefer its first step's node (the pitfalls' float64 side)
 _PROBE_S = 5.0  # how long the head's port may take to accept a connection
 # The body of every Ray task (worker/ray_task.py): it runs in a Ray worker process and imports JAX, so
@@ -83,7 +90,7 @@ def _connect(address: str) -> Any:
                                        "namespace": "jaxcompare"}
             if address == LOCAL:
                 # This machine is one slot of each kind it has: its GPUs (Ray finds them) or its CPU.
-                options.update(address="local", include_dashboard=False, resources={SLOT_RESOURCES["cpu"]: 1})
+                options.update(address="local", include_dashboard=False, resources={SLOT_RESOURCES[HOST.name]: 1})
             else:
                 options["address"] = address
             try:
@@ -136,12 +143,12 @@ class Cluster:
         # each task's worker through its setup_worker, one more Python process a task.
         env = {"JAXCOMPARE_WORKER_PRECISION": precision, "JAX_ENABLE_X64": "1" if precision == "x64" else "0"}
         options: dict[str, Any] = {"num_cpus": 0, "max_retries": 0}
-        if self.resource == "GPU":
-            options["num_gpus"] = 1  # Ray sets CUDA_VISIBLE_DEVICES to the one it gives
+        if self.resource in _RAY_OWN:
+            options[_RAY_OWN[self.resource]] = 1
         else:
             options["resources"] = {self.resource: 1}
-        if self.resource == SLOT_RESOURCES["cpu"]:
-            env.update(JAX_PLATFORMS="cpu", CUDA_VISIBLE_DEVICES="")  # a GPU host's GPUs are not this job's
+        if self.resource == SLOT_RESOURCES[HOST.name]:
+            env.update(_HOST_ONLY_ENV)  # a GPU host's GPUs are not this job's
         with self._nodes_lock:
             node = self._job_nodes.get(job_id)
         if node is not None:
@@ -180,10 +187,11 @@ def _slot_resource(word: str, totals: dict[str, float]) -> str:
     slots, else the CPU hosts'; another word names it (gpu, tpu, cpu) or is a custom resource."""
     if word != "auto":
         return SLOT_RESOURCES.get(word, word)
-    for name in ("GPU", SLOT_RESOURCES["tpu"], SLOT_RESOURCES["cpu"]):
+    preferred = [SLOT_RESOURCES[name] for name in PREFERRED if name in SLOT_RESOURCES]
+    for name in preferred:
         if totals.get(name, 0) >= 1:
             return name
-    return "GPU"  # none at all: the refusal names the GPUs
+    return preferred[0]  # none at all: the refusal names the first choice (the GPUs)
 
 
 class _NodeLost(Exception):

@@ -26,13 +26,14 @@ from ...i18n import N_
 from ...model.cases import Case, format_shape
 from ...model.errors import BadInput, TooLarge
 from ...model.platforms import PLATFORMS as KNOWN_PLATFORMS
+from ...model.platforms import PREFERRED
 from ...model.spec import Spec
 from ..common.footprint import check_fits, estimate, host_available
 
 MODES = ("local", "hosted")
 PLATFORMS = tuple(KNOWN_PLATFORMS)  # JAXCOMPARE_DEVICES' platform names: the platform table's
-# JAXCOMPARE_RAY_RESOURCE's words; any other value names a custom Ray resource.
-RAY_RESOURCES = ("auto", "gpu", "tpu", "cpu")
+# JAXCOMPARE_RAY_RESOURCE's words, the platform table's names; any other value names a custom Ray resource.
+RAY_RESOURCES = ("auto", *PREFERRED)
 
 
 @dataclass(frozen=True)
