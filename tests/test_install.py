@@ -163,3 +163,27 @@ def test_an_unknown_accel_is_refused_with_the_choices(tmp_path):
     proc = _plan(tmp_path, "rocm")
     assert proc.returncode != 0
     assert "expected one of cpu, cuda12, cuda13, tpu" in proc.stderr
+
+
+def test_versions_environments_install_the_build_make_install_chose(monkeypatch):
+    """`jaxcompare versions` makes its environments from the platform table's builds (model/platforms.py),
+    `make install` from tools/accelerator.py, which runs before any package exists: the two must agree on
+    every ACCEL, its requirement and its platform."""
+    import importlib.util
+
+    from jaxcompare.engine.server import envs
+    from jaxcompare.model.platforms import PLATFORMS
+
+    spec = importlib.util.spec_from_file_location("accelerator", ROOT / "tools" / "accelerator.py")
+    tools = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tools)
+    assert sorted(tools.CHOICES) == list(envs._ACCELS)
+    for accel, requirement in tools.CHOICES.items():
+        monkeypatch.setenv("ACCEL", accel)
+        assert envs.host_accelerator() == accel
+        assert envs.jax_requirement("0.4.35", accel) == f"{requirement}==0.4.35"
+        assert [name for name, found in PLATFORMS.items() if accel in {b.name for b in found.builds}] == \
+            [tools.BACKEND[accel]]
+    monkeypatch.setenv("ACCEL", "rocm")
+    with pytest.raises(envs.BadInput, match="expected one of cpu, cuda12, cuda13, tpu"):
+        envs.host_accelerator()

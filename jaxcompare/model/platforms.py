@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 from ..i18n import N_
 
-__all__ = ["BASE_RTOL", "HOST", "PLATFORMS", "PREFERRED", "TF32_RTOL", "may_reduce_products", "may_use_tf32",
-           "Float64Gap", "Platform", "ProductPrecision", "PRODUCT_PRECISIONS", "platform", "reduced_precision",
-           "is_host", "backend_error_line", "error_first_line", "float64_line", "float64_note", "gap_line",
-           "unsupported_label"]
+__all__ = ["BASE_RTOL", "BUILDS", "Build", "HOST", "PLATFORMS", "PREFERRED", "TF32_RTOL", "may_reduce_products",
+           "may_use_tf32", "Float64Gap", "Platform", "ProductPrecision", "PRODUCT_PRECISIONS", "platform",
+           "reduced_precision", "is_host", "backend_error_line", "error_first_line", "float64_line", "float64_note",
+           "gap_line", "unsupported_label"]
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,15 @@ class Float64Gap:
 
 
 @dataclass(frozen=True)
+class Build:
+    """A JAX build for a platform as pip installs it: ``jax[name]``, or plain ``jax`` where ``plugin`` is None
+    (the CPU build), and the package that build adds beside jax (how a host's build is recognised)."""
+
+    name: str
+    plugin: str | None
+
+
+@dataclass(frozen=True)
 class Platform:
     """One JAX platform (``jax.default_backend()``'s name)."""
 
@@ -102,6 +111,8 @@ class Platform:
     # The Ray resource a cluster job holds one of to measure here (engine/server/cluster.py): Ray's own GPUs,
     # else a slot a host declares (a TPU host's chips, which JAX takes together; a CPU-only host).
     ray_resource: str | None = None
+    # Its JAX builds (engine/server/envs.py), the one to prefer first where a host has several.
+    builds: tuple[Build, ...] = ()
 
     def float64_gap(self, error_text: str) -> Float64Gap | None:
         """The missing float64 operation an XLA error names, None for any other error."""
@@ -123,11 +134,13 @@ class Platform:
 
 
 PLATFORMS = {p.name: p for p in (
-    Platform("cpu", "CPU", None, "float32", frozenset(), "native", host=True, ray_resource="jaxcompare_cpu"),
+    Platform("cpu", "CPU", None, "float32", frozenset(), "native", host=True, ray_resource="jaxcompare_cpu",
+             builds=(Build("cpu", None),)),
     Platform("gpu", "GPU", None, "tensorfloat32", frozenset({"highest", "float32"}), "native",
-             visible_devices="CUDA_VISIBLE_DEVICES", clocks="nvml", ray_resource="GPU"),
+             visible_devices="CUDA_VISIBLE_DEVICES", clocks="nvml", ray_resource="GPU",
+             builds=(Build("cuda13", "jax-cuda13-plugin"), Build("cuda12", "jax-cuda12-plugin"))),
     Platform("tpu", "TPU", 1, "bfloat16", frozenset({"highest", "float32", "high", "bfloat16_3x", "tensorfloat32"}),
-             "emulated", numpy_settle_s=0.5, ray_resource="jaxcompare_tpu",
+             "emulated", numpy_settle_s=0.5, ray_resource="jaxcompare_tpu", builds=(Build("tpu", "libtpu"),),
              float64_missing=(
                  # tests/data/tpu/selfcheck-x64.jsonl (TPU v5e, JAX 0.10.2): "UNIMPLEMENTED: Only F32 and C64 types
                  # are implemented in LuDecomposition; got shape f64[10,10]" for every case that factors a matrix.
@@ -148,6 +161,8 @@ PLATFORMS = {p.name: p for p in (
 PREFERRED = tuple(sorted(PLATFORMS, key=lambda name: PLATFORMS[name].host))
 # The host's own platform (the CPU): JAX on the host, and the third side.
 HOST = next(found for found in PLATFORMS.values() if found.host)
+# Every platform's JAX builds by name (cpu, cuda13, cuda12, tpu).
+BUILDS = {build.name: build for found in PLATFORMS.values() for build in found.builds}
 
 
 def platform(name: str | None) -> Platform | None:

@@ -32,15 +32,17 @@ from typing import Any
 
 from ...i18n import N_
 from ...model.errors import BadInput, JaxCompareError
+from ...model.platforms import BUILDS
 
 ENVS_DIR_ENV = "JAXCOMPARE_ENVS_DIR"
 MARKER = "jaxcompare-env.json"
 # A JAX version as PyPI spells its releases (0.4.35, 0.9.0.1, 0.5.0rc1): anything else is
 # refused before it reaches a path or a requirement.
 _VERSION = re.compile(r"^\d+(\.\d+){1,3}((a|b|rc|\.post|\.dev)\d+)?$")
-# The host JAX build, as `make install` (tools/accelerator.py) chose it: the plugin installed beside jax.
-_ACCEL_PLUGINS = (("cuda13", "jax-cuda13-plugin"), ("cuda12", "jax-cuda12-plugin"), ("tpu", "libtpu"))
-_ACCELS = ("cpu", "cuda12", "cuda13", "tpu")
+# The host JAX build, as `make install` (tools/accelerator.py) chose it: the plugin installed beside jax
+# (the platform table's builds, model/platforms.py).
+_ACCEL_PLUGINS = tuple((build.name, build.plugin) for build in BUILDS.values() if build.plugin)
+_ACCELS = tuple(sorted(BUILDS))
 _INSTALL_TIMEOUT_S = 1800.0
 
 log = logging.getLogger("jaxcompare.envs")
@@ -136,11 +138,11 @@ def host_accelerator() -> str:
             return accel
         except metadata.PackageNotFoundError:
             continue
-    return "cpu"
+    return next(build.name for build in BUILDS.values() if build.plugin is None)
 
 
 def jax_requirement(version: str, accel: str) -> str:
-    return f"jax=={version}" if accel == "cpu" else f"jax[{accel}]=={version}"
+    return f"jax=={version}" if BUILDS[accel].plugin is None else f"jax[{accel}]=={version}"
 
 
 def env_key(version: str, accel: str | None = None) -> str:
