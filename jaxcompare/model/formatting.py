@@ -9,6 +9,7 @@ from typing import Any
 
 from ..i18n import N_, _, ngettext, translate_text
 from .cases import format_shape
+from .platforms import is_accelerator, platform_label
 from .profile import Profile
 from .reruns import rerun_range
 from .result import Result
@@ -301,7 +302,8 @@ def third_side_verdict(result: Result) -> str | None:
     side = result.jax_cpu
     if side is None:
         return None
-    accel = result.backend.upper() if result.backend in ("gpu", "tpu") else result.jax.device_kind or result.backend
+    backend = result.backend
+    accel = platform_label(backend) if is_accelerator(backend) else result.jax.device_kind or backend
     numpy_s, device_s, cpu_s = result.numpy_runtime.median_s, result.jax.runtime.median_s, side.runtime.median_s
     if not (numpy_s > 0 and device_s > 0 and cpu_s > 0):
         return None

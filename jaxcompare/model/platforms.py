@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 from ..i18n import N_
 
-__all__ = ["BASE_RTOL", "BUILDS", "Build", "HOST", "PLATFORMS", "PREFERRED", "TF32_RTOL", "may_reduce_products",
-           "may_use_tf32", "Float64Gap", "Platform", "ProductPrecision", "PRODUCT_PRECISIONS", "platform",
-           "reduced_precision", "is_host", "backend_error_line", "error_first_line", "float64_line", "float64_note",
-           "gap_line", "unsupported_label"]
+__all__ = ["is_accelerator", "platform_label", "BASE_RTOL", "BUILDS", "Build", "HOST", "PLATFORMS", "PREFERRED",
+           "TF32_RTOL", "may_reduce_products", "may_use_tf32", "Float64Gap", "Platform", "ProductPrecision",
+           "PRODUCT_PRECISIONS", "platform", "reduced_precision", "is_host", "backend_error_line", "error_first_line",
+           "float64_line", "float64_note", "gap_line", "unsupported_label"]
 
 
 @dataclass(frozen=True)
@@ -113,6 +113,12 @@ class Platform:
     ray_resource: str | None = None
     # Its JAX builds (engine/server/envs.py), the one to prefer first where a host has several.
     builds: tuple[Build, ...] = ()
+    # What a host->device copy crosses, by device_kind token, where not PCIe (sides.link_name); the host
+    # copies host memory to host memory and crosses none.
+    links: tuple[tuple[str, str], ...] = ()
+    # Whether Pallas compiles a kernel here; where not, it only interprets it (interpret=True), and the
+    # kernel's time says how slow the interpreter is (Result.interpreted).
+    pallas_compiles: bool = True
 
     def float64_gap(self, error_text: str) -> Float64Gap | None:
         """The missing float64 operation an XLA error names, None for any other error."""
@@ -135,10 +141,12 @@ class Platform:
 
 PLATFORMS = {p.name: p for p in (
     Platform("cpu", "CPU", None, "float32", frozenset(), "native", host=True, ray_resource="jaxcompare_cpu",
-             builds=(Build("cpu", None),)),
+             builds=(Build("cpu", None),), pallas_compiles=False),
     Platform("gpu", "GPU", None, "tensorfloat32", frozenset({"highest", "float32"}), "native",
              visible_devices="CUDA_VISIBLE_DEVICES", clocks="nvml", ray_resource="GPU",
-             builds=(Build("cuda13", "jax-cuda13-plugin"), Build("cuda12", "jax-cuda12-plugin"))),
+             builds=(Build("cuda13", "jax-cuda13-plugin"), Build("cuda12", "jax-cuda12-plugin")),
+             # A Grace Hopper or Grace Blackwell superchip: its CPU and GPU share one package.
+             links=(("GH200", "NVLink-C2C"), ("GB200", "NVLink-C2C"))),
     Platform("tpu", "TPU", 1, "bfloat16", frozenset({"highest", "float32", "high", "bfloat16_3x", "tensorfloat32"}),
              "emulated", numpy_settle_s=0.5, ray_resource="jaxcompare_tpu", builds=(Build("tpu", "libtpu"),),
              float64_missing=(
@@ -192,6 +200,18 @@ def is_host(name: str | None) -> bool:
     """Whether a platform name is the host's own (the CPU): an unknown one counts as an accelerator."""
     found = platform(name)
     return found is not None and found.host
+
+
+def is_accelerator(name: str | None) -> bool:
+    """Whether a platform name is a known accelerator (a GPU, a TPU): neither the host nor unknown."""
+    found = platform(name)
+    return found is not None and not found.host
+
+
+def platform_label(name: str) -> str:
+    """A platform as a reader is told it ('GPU'), or its name as given where the table lacks it."""
+    found = platform(name)
+    return found.label if found is not None else name
 
 
 _LOCKFILE = re.compile(r"libtpu multi-process lockfile|TPU is already in use by process with pid (\d+)")

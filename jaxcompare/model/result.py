@@ -9,6 +9,7 @@ from typing import Any
 from ..i18n import N_
 from .clocks import GpuClocks
 from .errors import BadInput
+from .platforms import platform
 from .profile import Profile
 from .reruns import rerun_ratio_range
 from .roofline import Roofline, device_time
@@ -223,9 +224,10 @@ class Result:
 
     @property
     def interpreted(self) -> bool:
-        """The port is a Pallas kernel run on the CPU, where Pallas only interprets (interpret=True): its
-        times say how slow the interpreter is, not how fast the kernel is."""
-        return bool(self.case_info.get("port_pallas")) and self.backend == "cpu"
+        """The port is a Pallas kernel run where Pallas only interprets it (interpret=True: the CPU, the
+        platform table's pallas_compiles): its times say how slow the interpreter is, not how fast the kernel is."""
+        found = platform(self.backend)
+        return bool(self.case_info.get("port_pallas")) and found is not None and not found.pallas_compiles
 
     @property
     def shape(self) -> tuple[int, ...]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..i18n import N_
+from .platforms import is_host
 from .profile import Profile
 from .stats import Stats
 
@@ -52,7 +53,7 @@ def device_time(backend: str, profile: Profile | None, back_to_back: Stats | Non
     (DEVICE_SOURCES): the profile's busy time per call, else the time per call back to back; None on the
     CPU (a blocked call there pays no round trip, and NumPy's figure is a blocked call too) or where
     neither was measured."""
-    if backend == "cpu":
+    if is_host(backend):
         return None
     if profile is not None and profile.ok and profile.calls > 0 and profile.device_busy_s:
         return "profile", float(profile.device_busy_s)

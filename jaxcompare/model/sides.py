@@ -12,6 +12,7 @@ from ..i18n import N_, _
 from .errors import BadInput
 from .peaks import is_derived
 from .phases import COMPILE_PHASES, JAX_PHASES
+from .platforms import platform
 from .stats import Stats
 
 # The JAX phases of one device, in the JSON's "jax" layout (besides "compile").
@@ -177,14 +178,14 @@ def fraction(flops: float | None, seconds: float, ceiling: float | None) -> floa
 
 
 def link_name(backend: str, device_kind: str) -> str | None:
-    """What a host->device copy crosses: PCIe to a discrete GPU or a TPU, NVLink-C2C on a Grace
-    Hopper/Blackwell superchip; None on the CPU backend (host memory to host memory)."""
-    if backend == "cpu":
+    """What a host->device copy crosses: PCIe to a discrete GPU or a TPU, the faster link the platform
+    table names for a device kind (NVLink-C2C on a Grace Hopper/Blackwell superchip); None on the host's
+    own backend (host memory to host memory)."""
+    found = platform(backend)
+    if found is not None and found.host:
         return None
     kind = device_kind.upper()
-    if backend == "gpu" and ("GH200" in kind or "GB200" in kind):
-        return "NVLink-C2C"
-    return "PCIe"
+    return next((link for token, link in (found.links if found is not None else ()) if token in kind), "PCIe")
 
 
 def _float_or_none(value: Any) -> float | None:

@@ -9,10 +9,11 @@ from typing import Any
 
 from ..i18n import N_
 from .errors import BadInput
+from .platforms import PLATFORMS
 from .port_names import check_port_name
 
 PRECISIONS = ("x32", "x64")
-DEVICES = ("auto", "cpu", "gpu", "tpu")
+DEVICES = ("auto", *PLATFORMS)  # the platform table's names
 # jax.default_matmul_precision for float32 matrix products and convolutions: on a TPU one, three or
 # six bfloat16 passes; on an NVIDIA Ampere or newer GPU TF32, TF32, float32 (jax.lax.Precision).
 MATMUL_PRECISIONS = ("default", "high", "highest")
