@@ -17,6 +17,7 @@ from typing import Any
 from ..i18n import N_
 from ..model.formatting import format_bandwidth, format_flops, format_percent, format_time
 from ..model.peaks import peak_for
+from ..model.platforms import platform
 from ..model.result import Result
 from ..model.roofline import RooflineSide
 from .summary import break_even_bounds
@@ -133,7 +134,10 @@ def _round_trip_advice(side: RooflineSide) -> Advice:
 def _float64_advice(result: Result) -> Advice | None:
     """float64 on a GPU: the device's FP64 peak against the float32 one at the worker's matmul
     precision (TF32 on recent NVIDIA parts); only where the table knows both and float32 is faster."""
-    if result.backend != "gpu" or result.dtype != "float64":
+    found = platform(result.backend)
+    # An accelerator with float64 units of its own (the GPU): one that emulates float64 (a TPU) publishes no
+    # FP64 peak, and the host's peaks are measured, not published.
+    if found is None or found.host or found.float64 != "native" or result.dtype != "float64":
         return None
     kind = result.jax.device_kind
     precision = str(result.jax.protocol.get("matmul_precision") or "default")

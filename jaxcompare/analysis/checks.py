@@ -17,7 +17,7 @@ from ..engine import is_busy
 from ..i18n import N_, _, translate_text
 from ..model.clocks import SM_DROP_WARN
 from ..model.formatting import format_factor, format_time, format_time_range, transfer_rate_text
-from ..model.platforms import BASE_RTOL, TF32_RTOL, may_use_tf32, platform, reduced_precision
+from ..model.platforms import BASE_RTOL, TF32_RTOL, is_host, may_use_tf32, platform, reduced_precision
 from ..model.result import Result
 from ..model.stats import Stats
 from .checkline import FAIL, NA, PASS, WARN, Check
@@ -73,7 +73,7 @@ def _fixed_cost(r: Result) -> float | None:
     """On an accelerator, a blocked call's fixed cost: the blocked empty call on that device
     (launch and synchronisation, roofline.empty_call_s); None on the CPU or where not recorded.
     The unblocked dispatch there is the host's launch alone, and its samples wander (docs/protocol.md)."""
-    side = r.roofline.side("jax") if r.backend != "cpu" and r.roofline is not None else None
+    side = r.roofline.side("jax") if not is_host(r.backend) and r.roofline is not None else None
     empty = side.empty_call_s if side is not None else None
     return empty if empty is not None and empty > 0 else None
 
@@ -338,7 +338,7 @@ def check_sample_count(r: Result) -> Check:
 
 
 def check_threads(r: Result) -> Check:
-    if r.backend != "cpu":
+    if not is_host(r.backend):  # NumPy's BLAS and XLA share the host's cores only when JAX runs there
         return _check("threads", NA, _("not applicable: JAX ran on {backend}").format(backend=r.backend), None)
     cores = r.env.get("cpu_affinity") or r.env.get("cpu_count_logical")
     blas = [b for b in r.env.get("blas", []) if b.get("user_api") == "blas"]
@@ -369,7 +369,7 @@ def check_tf32(r: Result) -> Check:
     a = r.jax.agreement
     if not (a.get("products") or a.get("tf32")) and ("products" in a or "tf32" in a):
         return _check("tf32", NA, _("not applicable: the program has no matrix product or convolution"), "tf32")
-    if r.backend == "gpu":
+    if reduced.name == "tensorfloat32":
         return _check("tf32", WARN,
                       _("float32 matmuls on this GPU may use TF32 (about 10 mantissa bits); agreement error "
                         "{err:.2g}").format(err=a["max_rel_err"]), "tf32")
@@ -381,7 +381,8 @@ def check_tf32(r: Result) -> Check:
 def check_gpu_clocks(r: Result) -> Check:
     """Did the GPU keep its clocks while the runtimes were timed? A GPU that heats up or meets
     its power cap slows down mid-run, and its median then mixes two speeds (model/clocks.py)."""
-    if r.backend != "gpu":
+    found = platform(r.backend)
+    if found is None or found.clocks is None:  # the platform table says where a device's clocks are read
         return _check("clocks", NA, _("not applicable on {backend}").format(backend=r.backend), None)
     clocks = r.gpu_clocks
     if clocks is None:

@@ -24,6 +24,7 @@ from ..model.formatting import (
     third_side_verdict,
     transfer_rate_text,
 )
+from ..model.platforms import is_host
 from ..model.reruns import rerun_range, rerun_ratio_range
 from ..model.result import Result
 from ..model.sides import link_name
@@ -380,7 +381,7 @@ def device_time_text(result: Result) -> str | None:
     """On a GPU or TPU: JAX's time per call blocked, back to back and (with a profile) on the device,
     and the host's round trip, side by side; None on the CPU, or for a result without back to back."""
     pipelined = result.jax.back_to_back
-    if result.backend == "cpu" or pipelined is None:
+    if is_host(result.backend) or pipelined is None:
         return None
     trip = result.roofline.jax.empty_call_s if result.roofline is not None and result.roofline.jax else None
     profile = result.profile
