@@ -16,7 +16,7 @@ from ..i18n import N_, _, translate_text
 from ..model.cases import Case, format_shape
 from ..model.errors import BadInput, JaxCompareError
 from ..model.formatting import cut
-from ..model.platforms import error_first_line, gap_line, platform
+from ..model.platforms import PLATFORMS, PREFERRED, error_first_line, gap_line, is_accelerator, platform
 from ..model.result import Result
 from ..model.spec import (
     DEVICES,
@@ -37,7 +37,9 @@ SIZE_CHOICES = ("small", "large", "custom")
 # (as the CLI's default and the README's screenshot), a first result that shows JAX's case.
 DEFAULT_CASE = "centered_gram"
 URL_VALUE_CHARS = 60  # longer than any valid URL value (a case name, a shape)
-DEVICE_LABELS = {"auto": N_("auto (GPU, else TPU, else CPU)"), "cpu": "CPU", "gpu": "GPU", "tpu": "TPU"}
+# 'auto' names the platform table's order of preference (PREFERRED); each platform is its table label.
+DEVICE_LABELS = {"auto": N_("auto (GPU, else TPU, else CPU)"),
+                 **{name: found.label for name, found in PLATFORMS.items()}}
 
 
 def device_label(device: str) -> str:
@@ -51,7 +53,7 @@ def running_platform(device: str, env: Mapping[str, Any] | None) -> str | None:
     if device != "auto":
         return device
     present = {d.get("platform") for d in ((env or {}).get("jax") or {}).get("devices", [])}
-    return next((name for name in ("gpu", "tpu", "cpu") if name in present), None)
+    return next((name for name in PREFERRED if name in present), None)
 
 
 def float64_gap_text(case: Case, precision: str, device: str, env: Mapping[str, Any] | None) -> str | None:
@@ -395,7 +397,7 @@ def known_backend(device: str, env: Mapping[str, Any] | None) -> str | None:
 def default_largest(case: Case, backend: str = "cpu") -> tuple[int, ...]:
     """The case's large preset on CPU; on an accelerator, 2x per dimension (capped) to
     reach sizes where it shines."""
-    if backend in ("gpu", "tpu"):
+    if is_accelerator(backend):
         scaled = tuple(n * 2 for n in case.large_shape)
         try:
             case.check_shape(parse_shape(list(scaled)))

@@ -12,6 +12,7 @@ from typing import Any
 from ..i18n import _, ngettext
 from ..model.device_memory import DeviceMemory
 from ..model.formatting import format_bytes, format_time, markdown_code
+from ..model.platforms import is_accelerator, is_host
 
 Env = Mapping[str, Any]
 BLAS_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
@@ -24,7 +25,7 @@ class Banner:
 
 
 def accelerators(env: Env) -> list[dict[str, Any]]:
-    return [d for d in (env.get("jax") or {}).get("devices", []) if d.get("platform") in ("gpu", "tpu")]
+    return [d for d in (env.get("jax") or {}).get("devices", []) if is_accelerator(d.get("platform"))]
 
 
 def cores_text(env: Env) -> str:
@@ -240,8 +241,9 @@ def device_memory_text(device: Env) -> dict[str, str]:
     """A device's memory as the worker's allocator reports it (memory_stats: bytes_limit, what
     this process may use, and bytes_in_use); "n/a" on the CPU, whose memory is the host's."""
     memory = DeviceMemory.from_env(device)
-    if device.get("platform") == "cpu" or memory is None:
-        na = _("n/a (host memory)") if device.get("platform") == "cpu" else _("not reported")
+    host = is_host(device.get("platform"))
+    if host or memory is None:
+        na = _("n/a (host memory)") if host else _("not reported")
         return {_("Memory free"): na, _("Memory limit"): na, _("Memory in use"): na}
     return {_("Memory free"): format_bytes(memory.free), _("Memory limit"): format_bytes(memory.total),
             _("Memory in use"): format_bytes(memory.in_use)}

@@ -20,7 +20,7 @@ from ..engine import DOCS, EFFECTS, PITFALLS, SECTIONS, Estimate, pitfall_title,
 from ..i18n import N_, _, sentences, translate_text
 from ..model.cases import Case, format_shape
 from ..model.formatting import faster_or_slower, format_time, format_time_range, same_speed, with_detail
-from ..model.platforms import platform
+from ..model.platforms import is_host, platform, platform_label
 from ..model.result import Result
 from ..model.spec import DEVICES
 from . import estimates, navigation
@@ -37,7 +37,6 @@ DOC_TITLES = {
     DOCS["cache"]: N_("Persistent compilation cache"),
 }
 CLOSE_ENOUGH = 1.15  # a report without ranges: naive and correct speedups within 15% are the noise
-BACKEND_NAMES = {"cpu": "CPU", "gpu": "GPU", "tpu": "TPU"}
 
 
 def anchor(pitfall_id: str) -> str:
@@ -226,7 +225,7 @@ def verdict_text(pitfall: Mapping[str, Any], backend: str | None = None) -> str:
     naive, correct = short_speed(pitfall["naive"]), short_speed(pitfall["correct"])
     if backend is not None and not_applicable_text(pitfall["id"], backend):
         return _("naive: {naive}; measured properly: {correct} (not applicable on {backend}: no TF32 here)").format(
-            naive=naive, correct=correct, backend=BACKEND_NAMES.get(backend, backend))
+            naive=naive, correct=correct, backend=platform_label(backend))
     return _("naive: {naive}; measured properly: {correct}").format(naive=naive, correct=correct)
 
 
@@ -267,13 +266,14 @@ def effect_range_text(pitfall: Mapping[str, Any], *, inverted: bool = False) -> 
 
 # English here (stored), in the reader's language where shown.
 EFFECT_NAMES = {"flatters": N_("flatters JAX"), "hurts": N_("hurts JAX"), "within_noise": N_("within the noise")}
-CLOSE_HINTS = {
-    ("transfer", "cpu"): N_("On the CPU backend JAX can use a suitably aligned NumPy buffer in place instead of "
-                            "copying it, so passing host arrays costs little here; on a GPU or TPU every call "
-                            "pays a host→device copy."),
-    ("async", "cpu"): N_("Here the unblocked call took about as long as the work itself (little work, or the CPU "
-                         "backend running it before returning); on a GPU or TPU it returns in microseconds "
-                         "whatever the work."),
+# Why a pitfall may not show on the host's own backend (the CPU), by pitfall.
+HOST_HINTS = {
+    "transfer": N_("On the CPU backend JAX can use a suitably aligned NumPy buffer in place instead of "
+                   "copying it, so passing host arrays costs little here; on a GPU or TPU every call "
+                   "pays a host→device copy."),
+    "async": N_("Here the unblocked call took about as long as the work itself (little work, or the CPU "
+                "backend running it before returning); on a GPU or TPU it returns in microseconds "
+                "whatever the work."),
 }
 
 
@@ -287,7 +287,7 @@ def how_wrong(pitfall: Mapping[str, Any], backend: str = "cpu") -> str:
         gap = max(factor, 1 / factor)
         return _("How wrong: not applicable on {backend} — both runs do the same float32 work, so the {gap}x gap "
                  "between them is run-to-run noise, not TF32.").format(
-            backend=BACKEND_NAMES.get(backend, backend), gap=factor_number(gap))
+            backend=platform_label(backend), gap=factor_number(gap))
     found = effect(pitfall)
     # The range in the sentence's own terms: "4.6x worse (95% range 2.2-5.3x)", never its reciprocal.
     spread = effect_range_text(pitfall, inverted=found == "hurts")
@@ -296,7 +296,7 @@ def how_wrong(pitfall: Mapping[str, Any], backend: str = "cpu") -> str:
         text = _("How wrong: **within the noise** — on this machine the {name} pitfall did not show: the naive "
                  "speedup is {factor}x the proper one{range}, and the run's noise covers 1x.").format(
             name=short_title(pitfall["id"]).split(". ", 1)[-1], factor=factor_number(factor), range=within)
-        hint = CLOSE_HINTS.get((pitfall["id"], backend))
+        hint = HOST_HINTS.get(pitfall["id"]) if is_host(backend) else None
         return sentences(text, _(hint)) if hint else text  # no space after a Chinese 。
     if found == "flatters":
         return _("How wrong: the naive way makes JAX look **{factor}x better** than it is{range}.").format(
@@ -310,7 +310,7 @@ def how_wrong_short(pitfall: Mapping[str, Any], backend: str = "cpu") -> str:
     noise', 'n/a on CPU'."""
     factor = wrong_factor(pitfall)
     if not_applicable_text(pitfall["id"], backend):
-        return _("n/a on {backend}").format(backend=BACKEND_NAMES.get(backend, backend))
+        return _("n/a on {backend}").format(backend=platform_label(backend))
     if factor is None:
         return "—"
     found = effect(pitfall)
@@ -413,7 +413,7 @@ def not_applicable_text(pitfall_id: str, backend: str) -> str | None:
         return None  # a GPU's TF32 and a TPU's bfloat16 passes alike: the default is reduced there
     return _("Not applicable on {backend}: no TF32 here. Both sides compute in full float32, so the errors "
              "match and the times differ only by noise; the numbers are shown for reference.").format(
-        backend=BACKEND_NAMES.get(backend, backend))
+        backend=platform_label(backend))
 
 
 def tf32_errors(pitfall: Mapping[str, Any]) -> str | None:
@@ -434,7 +434,7 @@ def measured_caption(context: Mapping[str, Any], timing: str, pitfall: Mapping[s
     ``pitfall``, what other programs used meanwhile ('· other programs used 0.12 cores ...')."""
     text = _("Measured: {case} · {shape} · {precision} ({dtype}) · {backend} device `{device}` · {timing}").format(
         case=context["case"], shape=format_shape(context["shape"]), precision=context["precision"],
-        dtype=context["dtype"], backend=BACKEND_NAMES.get(context["backend"], context["backend"]),
+        dtype=context["dtype"], backend=platform_label(context["backend"]),
         device=context["device"], timing=timing_name(timing))
     if pitfall is None:
         return text

@@ -25,6 +25,7 @@ from ..model.formatting import (
     matmul_precision_line,
 )
 from ..model.phases import MEASURING, PHASES, phase_kind, phase_label
+from ..model.platforms import is_host
 from ..model.result import Result
 from ..model.stats import Stats
 
@@ -169,7 +170,7 @@ def float64_rows(agreement: Mapping[str, Any]) -> list[dict[str, str]]:
 def notes_markdown(result: Result) -> list[str]:
     """The Notes tab: the run's notes as a list, then what a naive first call would have shown."""
     notes = [translate_text(note) for note in result.notes]
-    if result.jax_cpu is None and result.backend == "cpu":
+    if result.jax_cpu is None and is_host(result.backend):
         notes.append(_("JAX on the CPU (the third side, for runs on a GPU or TPU): n/a here, JAX already ran "
                        "on the CPU."))
     notes = notes or [_("No notes for this run.")]
