@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..model.platforms import PLATFORMS
 from ._lazy import LazyModule, jax, jnp
 
 # Imported at a kernel's first use, in a worker: the server lists the catalog without JAX.
@@ -38,10 +39,12 @@ def block(dim: int, preferred: int, smallest: int = 8) -> int:
 
 
 def _either(compiled: Callable[..., Any], *args: Any) -> Any:
-    """``compiled(*args, interpret=False)`` on a GPU or TPU, ``interpret=True`` on the CPU, chosen when
-    the jitted function is lowered for its platform (only that branch is lowered)."""
-    return jax.lax.platform_dependent(*args, cpu=lambda *a: compiled(*a, interpret=True),
-                                      default=lambda *a: compiled(*a, interpret=False))
+    """``compiled(*args, interpret=False)`` on a GPU or TPU, ``interpret=True`` where the platform table says
+    Pallas does not compile (the CPU), chosen when the jitted function is lowered for its platform (only that
+    branch is lowered)."""
+    interpreted = {name: lambda *a: compiled(*a, interpret=True)
+                   for name, found in PLATFORMS.items() if not found.pallas_compiles}
+    return jax.lax.platform_dependent(*args, **interpreted, default=lambda *a: compiled(*a, interpret=False))
 
 
 def _matmul_kernel(a_ref: Any, b_ref: Any, o_ref: Any) -> None:

@@ -11,11 +11,9 @@ from typing import Any
 import numpy as np
 
 from ...model.cases import Arrays, Case
-from ...model.platforms import BASE_RTOL, PLATFORMS, PRODUCT_PRECISIONS, TF32_RTOL, may_reduce_products, may_use_tf32
+from ...model.platforms import BASE_RTOL, PRODUCT_PRECISIONS, TF32_RTOL, may_reduce_products, may_use_tf32
 
 __all__ = ["BASE_RTOL", "TF32_RTOL", "may_reduce_products", "may_use_tf32"]  # the platform table's, read here too
-# jax_default_matmul_precision values that keep a float32 product in full float32 on a GPU.
-FULL_FLOAT32 = PLATFORMS["gpu"].full_products_at
 
 # A matrix product or convolution in a lowered program (StableHLO, or HLO text), and its precision.
 _DOT = re.compile(r"\b(?:stablehlo|mhlo)\.(?:dot_general|dot|convolution)\b[^\n]*"

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ...model.peaks import bandwidth_for, peak_for
-from ...model.platforms import is_host
+from ...model.platforms import HOST, is_host
 from ...model.sides import Peak
 from ..common.ceilings_cache import BUSY_RETRIES, cache_path, read_cache, write_cache
 from ..common.host import cpu_model, host_info
@@ -326,7 +326,7 @@ def cpu_device_or_none() -> Any | None:
     import jax
 
     try:
-        return jax.devices("cpu")[0]
+        return jax.devices(HOST.name)[0]
     except RuntimeError:
         return None
 

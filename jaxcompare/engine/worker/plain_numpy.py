@@ -29,6 +29,7 @@ import numpy as np
 from ...i18n import N_
 from ...model.cases import Case
 from ...model.errors import JaxCompareError
+from ...model.platforms import HOST
 from ...model.spec import MIN_SAMPLES_FOR_RANGE, Spec
 from ...model.stats import Stats
 from ..common.child import run_child, start_child
@@ -112,7 +113,7 @@ def plain_numpy_runtime(case: Case, spec: Spec, inputs: tuple[np.ndarray, ...], 
         for path, array in zip(paths, inputs, strict=True):
             np.save(path, array, allow_pickle=False)
         request = cloudpickle.dumps({"spec": spec, "numpy_fn": case.numpy_fn if by_value else None, "inputs": paths})
-        env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+        env = {**os.environ, "JAX_PLATFORMS": HOST.name}
         try:
             report = start_child(__name__, env=env, payload=request, timeout_s=timeout_s)
         except subprocess.TimeoutExpired:
