@@ -211,3 +211,38 @@ def test_the_home_pages_first_run_skips_streamlits_emoji_catalog(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+PLATFORM_NAMES = {"cpu", "gpu", "tpu", "cuda", "rocm"}
+# Modules that may still test a platform's name: the table itself; the peaks table, whose row family
+# ("nvidia", "tpu") is a vendor's, chosen by device kind; and the atlas, whose facets are keyed by device
+# name (not yet moved onto the table).
+PLATFORM_NAME_TESTS_ALLOWED = {"model/platforms.py", "model/peaks.py", "analysis/atlas.py",
+                               "analysis/atlas_text.py", "cli/atlas.py"}
+
+
+def test_platform_facts_live_in_the_platform_table():
+    """A new platform is one row of model/platforms.PLATFORMS: no other module compares a backend with a
+    platform's name ('cpu', in ("gpu", "tpu")) or keeps its own table keyed by platform names; each reads the
+    row's fact (host, label, ray_resource, builds, links, pallas_compiles...) instead."""
+    import ast
+
+    def is_name(node: ast.AST | None) -> bool:
+        return isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in PLATFORM_NAMES
+
+    package = ROOT / "jaxcompare"
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        module = path.relative_to(package).as_posix()
+        if module in PLATFORM_NAME_TESTS_ALLOWED:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Compare):
+                operands = [node.left, *node.comparators]
+                named = any(is_name(e) for o in operands
+                            for e in (o.elts if isinstance(o, ast.Tuple | ast.List | ast.Set) else [o]))
+            else:
+                named = isinstance(node, ast.Dict) and sum(map(is_name, node.keys)) >= 2
+            if named:
+                found.append(f"{module}:{node.lineno}")
+    assert not found, found
