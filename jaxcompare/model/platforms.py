@@ -1,7 +1,11 @@
 """What a JAX platform is, in one table: how many processes may hold one of its devices, what a
 float32 matrix product runs at by default, and what it does in float64 (which operations are
-missing, which catalog cases hit them). The runner, the agreement, the checklist, the pitfalls,
-the self-check, the CLI's list and the pages read these facts here.
+missing, which catalog cases hit them); whether it is the host, how a worker is shown only its
+device, where its clocks are read, the Ray resource a cluster job holds, its JAX builds, what a
+copy to it crosses, and whether Pallas compiles there. The runner, the cluster, the environments,
+the agreement, the checklist, the advice, the pitfalls, the self-check, the CLI's list and the
+pages read these facts here rather than test a platform's name (tests/test_layout.py holds them
+to it): a new platform is one row.
 
 Standard library only: this module sits in the model layer.
 """
