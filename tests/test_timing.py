@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 from jaxcompare.engine.worker.timing import (
+    DISPATCH_MAX_CALLS,
     BoundCall,
+    QueuedCall,
     Turn,
     blocking_call,
     bound_call,
@@ -149,6 +151,38 @@ def test_blocking_call_picks_the_cheapest_block_for_the_output():
     assert float(one()[0]) == 2.0 and float(two()[1][0]) == 2.0
     assert one.time_loops(3, lambda: 0) == 0
 
+
+
+@pytest.mark.parametrize("drained_s, expected", [(1e-3, 10), (1e-6, DISPATCH_MAX_CALLS), (0.05, 1)])
+def test_a_queued_call_fits_its_loop_to_a_drained_calls_pace_and_caps_its_queue(fake_clock, drained_s, expected):
+    # Sized by the drained call (the work it queues), never by the quick return alone, and never past the cap.
+    call = QueuedCall(lambda: fake_clock.advance(drained_s), ())
+    assert call.calibrate(0.01, fake_clock) == expected
+
+
+def test_a_queued_loop_is_timed_until_its_calls_return_and_drained_after_the_clock_stops():
+    """Real JAX on the CPU: the clock stops when the eight calls have returned, with their work still
+    queued (eight 800x800 products take milliseconds, their dispatch microseconds), and every call has
+    finished when time_loops returns, so the next sample starts on an idle device."""
+    import jax
+    import jax.numpy as jnp
+
+    f = jax.jit(lambda x: x @ x)
+    x = jax.device_put(jnp.ones((800, 800)))
+    outs = []
+    call = QueuedCall(lambda x: outs.append(f(x)) or outs[-1], (x,), max_loops=8)
+    call()
+    outs.clear()
+    last_ready_at_stop = []
+
+    def clock():
+        if len(outs) == 8:  # the clock's second reading: it stops here
+            last_ready_at_stop.append(outs[-1].is_ready())
+        return len(outs)
+
+    assert call.time_loops(8, clock) == 8
+    assert last_ready_at_stop == [False]  # not blocked inside the timed loop
+    assert all(o.is_ready() for o in outs)  # drained after it
 
 
 def test_settle_extends_the_warm_up_and_not_the_budget(fake_clock):

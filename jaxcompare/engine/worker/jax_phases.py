@@ -21,7 +21,7 @@ from ...model.sides import JaxSide
 from ...model.spec import TimingConfig
 from ...model.stats import Stats
 from .run_state import SampleCallback, StartPhase, _Run
-from .timing import BLAS_SETTLE_S, NS, Clock, sample
+from .timing import BLAS_SETTLE_S, NS, Clock, sample, unblocked_call
 
 
 class Warm(NamedTuple):
@@ -124,14 +124,15 @@ def _first_call(run: _Run, dev_inputs: Any, start: StartPhase) -> Stats:
 
 
 def _dispatch(run: _Run, dev_inputs: Any, start: StartPhase) -> tuple[Any, Stats]:
-    """Dispatch only: the call returns before the work is done, so it is blocked outside
-    the timer. Returns the warm jitted function the later phases call, and the stats."""
+    """Dispatch only: the time until an unblocked call returns to Python, per call over a short loop of
+    them (as the blocked runtime is per call), blocked after the clock stops. Returns the warm jitted
+    function the later phases call, and the stats."""
     import jax
 
     jitted = jax.jit(run.case.jax_fn)
     jax.block_until_ready(jitted(*dev_inputs))
     with run.load.phase(phases.DISPATCH.name):
-        stats = sample(lambda: jitted(*dev_inputs), run.timing, clock=run.clock, teardown=jax.block_until_ready,
+        stats = sample(unblocked_call(jitted, dev_inputs), run.timing, clock=run.clock,
                        on_sample=start(phases.DISPATCH))
     return jitted, stats
 

@@ -37,6 +37,10 @@ NS = 1e-9
 # calls, so a JAX timing that follows NumPy warms up this long. Measured: a JAX call ran 1.8x slower
 # for 100-150 ms after NumPy (benchmarks/RESULTS.md).
 BLAS_SETTLE_S = 0.15
+# At most this many unblocked calls queued in one dispatch sample. One call a sample paid each sample's
+# cold start: centered_gram 10x10 on the CPU read 37 µs a dispatch that way, 6.4 µs at 16 calls a sample
+# and 5.8 µs at 32, beside 26 µs a blocked call (benchmarks/RESULTS.md); 16 keeps a device's queue short.
+DISPATCH_MAX_CALLS = 16
 
 
 def time_loops(call: Callable[[], Any], loops: int, clock: Clock) -> int:
@@ -104,6 +108,44 @@ class BoundCall:
         return self.timed_loops > 0 and self.unready_loops == 0
 
 
+class QueuedCall:
+    """``fn(*args)`` left unblocked, as a caller that does not wait for its result makes it: a timed loop
+    of calls (BoundCall's, each output but the last dropped) stops when the last call returns, and its
+    block comes after the clock stopped. A device runs one program's calls in order, so that block drains
+    the loop's queue before the next sample (on XLA's CPU client too: no earlier output of 8 was unready
+    once the last was, 10x10 to 1000x1000). calibrate() bounds what a loop queues."""
+
+    def __init__(self, fn: Callable[..., Any], args: Sequence[Any] = (), *,
+                 max_loops: int = DISPATCH_MAX_CALLS) -> None:
+        self.fn, self.args, self.max_loops = fn, tuple(args), max(1, max_loops)
+        self._unblocked = BoundCall(fn, args)
+        self._drain = _tree_blocker()
+
+    def __call__(self) -> Any:
+        return self._drain(self.fn(*self.args))
+
+    def time_loops(self, loops: int, clock: Clock) -> int:
+        elapsed, out = self._unblocked._loop(loops, clock, self.fn, None, *self.args)
+        self._drain(out)  # untimed: the queue empties before the next sample
+        return elapsed
+
+    def calibrate(self, target_s: float, clock: Clock) -> int:
+        """Calls per sample: as many as ``target_s`` holds at a drained call's pace, at most ``max_loops``.
+        Sized by the unblocked call alone, a loop would queue far more work than that."""
+        drained_s = _drained_ns(self, clock) * NS
+        if drained_s < target_s:  # a call longer than a sample is one call a sample: no second probe
+            drained_s = min(drained_s, _drained_ns(self, clock) * NS)
+        if drained_s <= 0:
+            return self.max_loops
+        return max(1, min(self.max_loops, int(target_s / drained_s)))
+
+
+def _drained_ns(call: QueuedCall, clock: Clock) -> int:
+    start = clock()
+    call()
+    return clock() - start
+
+
 def _ready(out: Any) -> bool:
     """True when every array in ``out`` holds its value (``is_ready`` does not wait)."""
     import jax
@@ -115,6 +157,11 @@ def _tree_blocker() -> Callable[[Any], Any]:
     import jax
 
     return jax.block_until_ready
+
+
+def unblocked_call(fn: Callable[..., Any], args: Sequence[Any] = ()) -> QueuedCall:
+    """``fn(*args)`` for sample() without blocking: the dispatch, a short loop of calls a sample."""
+    return QueuedCall(fn, args)
 
 
 def bound_call(fn: Callable[..., Any], args: Sequence[Any] = ()) -> BoundCall:
@@ -166,7 +213,8 @@ def sample(
 
     With ``setup`` or ``teardown`` each sample is one call (untimed setup before it,
     untimed ``teardown(result)`` after it): needed when every call must start from fresh
-    state (cold compile, unblocked dispatch, fetch of a fresh result). ``settle_s``: warm up
+    state (cold compile, fetch of a fresh result). An unblocked dispatch is a QueuedCall: a
+    short loop a sample, blocked after the clock stops. ``settle_s``: warm up
     at least this long (BLAS_SETTLE_S when the call follows NumPy work). ``watch``: judges each
     sample (load.SampleWatch keeps one verdict a sample), and may end the block early.
     """
@@ -280,12 +328,13 @@ class Turn:
 def sample_turns(turns: Sequence[Turn], config: TimingConfig, *, clock: Clock = time.perf_counter_ns,
                  settle_s: float = 0.0) -> list[Stats]:
     """sample_round_robin() for calls that need fresh state each sample too (a cold first
-    call, an unblocked dispatch): a naive call and its correct counterpart timed in turns,
-    so a slow stretch lands on both and their ratio holds. One library's calls only (see
-    sample_round_robin). A loop turn starts with one untimed call (the switch from the other
-    turn's state: after a cache clear, its recompile); a setup turn has no warm-up. Every other
-    round runs in reverse (B A, A B, ...): whatever going first or second costs lands on every
-    call alike, so a position cannot pass for a difference between calls."""
+    call) or their queue drained after it (an unblocked dispatch, QueuedCall): a naive call and
+    its correct counterpart timed in turns, so a slow stretch lands on both and their ratio
+    holds. One library's calls only (see sample_round_robin). A loop turn starts with one
+    untimed call (the switch from the other turn's state: after a cache clear, its
+    recompile); a setup turn has no warm-up. Every other round runs in reverse (B A, A B,
+    ...): whatever going first or second costs lands on every call alike, so a position
+    cannot pass for a difference between calls."""
     return _sample(turns, config, clock=clock, settle_s=settle_s, alternate=True)
 
 
@@ -309,7 +358,7 @@ def _sample(turns: Sequence[Turn], config: TimingConfig, *, clock: Clock, settle
             if clock() >= warm_until:
                 break
     started = clock()  # the budget is for sampling, calibration included; the warm-up comes on top
-    loops = [1 if t.single else calibrate_loops(t.call, config.target_sample_s, clock) for t in turns]
+    loops = [_loops_per_sample(t, config.target_sample_s, clock) for t in turns]
     samples: list[list[float]] = [[] for _ in turns]
     budget_ns = sum(config.phase_budget_s if t.budget_s is None else t.budget_s for t in turns) / NS
     switching = len(turns) > 1
@@ -337,6 +386,14 @@ def _sample(turns: Sequence[Turn], config: TimingConfig, *, clock: Clock, settle
             break
     return [Stats.from_samples(xs, loops=n, stable=why is None, unstable_reason=why)
             for xs, n, (_, why) in zip(samples, loops, verdicts, strict=True)]
+
+
+def _loops_per_sample(turn: Turn, target_s: float, clock: Clock) -> int:
+    """One for a one-call turn; the call's own calibration where it has one (QueuedCall); else timeit's."""
+    if turn.single:
+        return 1
+    own = getattr(turn.call, "calibrate", None)
+    return own(target_s, clock) if own is not None else calibrate_loops(turn.call, target_s, clock)
 
 
 def lowest_block(blocks: Sequence[Stats]) -> Stats:
