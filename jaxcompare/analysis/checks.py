@@ -116,11 +116,9 @@ def check_workload(r: Result) -> Check:
     trip (a blocked empty call), and the work is read where the round trip is not in it (device
     time, calls back to back); a blocked call pays both, so the work is judged with the round trip
     added, as a blocked runtime is. On the CPU it is the blocked runtime against the dispatch: no
-    round trip to leave out, and a 10x10 call's dispatch sample outlasted its calls back to back
-    (52 µs against 11 µs each), so those two are not of one kind. There the fastest dispatch is the
-    fixed cost: beside two busy loops 1000x1000's samples split into 111-170 µs and 2-8 ms (the
-    dispatcher waiting for a core its own compute threads hold), and the median fell on either
-    side. The work beside it is the fastest blocked call, a figure of the same quiet moments: a busy
+    round trip to leave out. There the fastest dispatch is the fixed cost: beside two busy loops
+    1000x1000's samples split into 111-170 µs and 2-8 ms (the dispatcher waiting for a core its own
+    compute threads hold), and the median fell on either side. The work beside it is the fastest blocked call, a figure of the same quiet moments: a busy
     suite run read 10x10's median blocked call at 120 µs against an 11 µs dispatch, and passed it.
     The fixed cost over half a blocked call fails, over a tenth warns."""
     empty = _fixed_cost(r)
