@@ -67,13 +67,11 @@ def test_the_third_side_and_the_peak_line_render(rendered, browser, tmp_path):
     labels = page.locator("[data-testid='stMetricLabel']").all_inner_texts()
     assert labels[6:] == ["JAX on CPU", "Speedup on CPU", "GPU over CPU"], labels
     text = page.locator("[data-testid='stApp']").inner_text()
-    if "JAX's dispatch alone took longer than its blocked call" in text:
-        # Figures that cannot both be true (a clean clone's run measured such a dispatch once in four):
-        # the page withholds what they feed and names them, and still draws the third side above.
-        assert "Blocked timing" in text
-    else:
-        assert "JAX on the CPU." in text and "Fraction of peak." in text
-        assert "of the NVIDIA H200's TF32 peak" in text
+    # Nothing withheld: a dispatch timed per call over a loop stays below its blocked call (one call a sample
+    # read above it once in four clean-clone runs, and the page withheld the third side's verdict).
+    assert "JAX's dispatch alone took longer than its blocked call" not in text
+    assert "JAX on the CPU." in text and "Fraction of peak." in text
+    assert "of the NVIDIA H200's TF32 peak" in text
     assert shot.stat().st_size > 20_000
     page.close()
     assert json.loads(dumps(results[-1].to_dict()))["jax_cpu"]["runtime"]["n"] >= 3
