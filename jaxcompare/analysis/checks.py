@@ -118,9 +118,10 @@ def check_workload(r: Result) -> Check:
     added, as a blocked runtime is. On the CPU it is the blocked runtime against the dispatch: no
     round trip to leave out. There the fastest dispatch is the fixed cost: beside two busy loops
     1000x1000's samples split into 111-170 µs and 2-8 ms (the dispatcher waiting for a core its own
-    compute threads hold), and the median fell on either side. The work beside it is the fastest blocked call, a figure of the same quiet moments: a busy
-    suite run read 10x10's median blocked call at 120 µs against an 11 µs dispatch, and passed it.
-    The fixed cost over half a blocked call fails, over a tenth warns."""
+    compute threads hold), and the median fell on either side. The work beside it is the fastest
+    blocked call, a figure of the same quiet moments: a busy suite run read 10x10's median blocked
+    call at 120 µs against an 11 µs dispatch, and passed it. The fixed cost over half a blocked call
+    fails, over a tenth warns."""
     empty = _fixed_cost(r)
     if empty is None:
         basis, overhead, figure, work = "dispatch", r.jax.dispatch.min_s, "fastest_blocked", r.jax.runtime.min_s
