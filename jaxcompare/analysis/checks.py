@@ -78,6 +78,13 @@ def _fixed_cost(r: Result) -> float | None:
     return empty if empty is not None and empty > 0 else None
 
 
+def _host_empty_call(r: Result) -> float | None:
+    """On the CPU, the blocked empty jitted call the roofline recorded (None elsewhere, or before it was)."""
+    side = r.roofline.side("jax") if is_host(r.backend) and r.roofline is not None else None
+    empty = side.empty_call_s if side is not None else None
+    return empty if empty is not None and empty > 0 else None
+
+
 # "Workload large enough" in words, by what JAX's time per call is set against (fail, warn, pass): on
 # an accelerator the device's blocked empty call (_fixed_cost, the host's round trip), on the CPU the
 # fastest unblocked dispatch. {figure} names where JAX's time per call was read (WORK_FIGURES).
@@ -89,6 +96,11 @@ WORKLOAD_WORDS = {
                   "trip: fixed cost (launch and synchronisation) is a large share"),
                N_("JAX {work} per call ({figure}) vs {empty} for an empty call on the device, the host's round "
                   "trip ({ratio:.0f}x)")),
+    "host": (N_("JAX {work} per call ({figure}) vs {empty} for an empty jitted call: the call is mostly fixed "
+                "cost (dispatch and synchronisation), not work; try a larger shape"),
+             N_("JAX {work} per call ({figure}) vs {empty} for an empty jitted call: fixed cost (dispatch and "
+                "synchronisation) is a large share; small inputs favour NumPy"),
+             N_("JAX {work} per call ({figure}) vs {empty} for an empty jitted call ({ratio:.0f}x)")),
     "dispatch": (N_("JAX {work} per call ({figure}) vs fastest dispatch {dispatch}: the call is mostly "
                     "dispatch overhead; try a larger shape"),
                  N_("JAX {work} per call ({figure}) vs fastest dispatch {dispatch}: overhead is a large "
@@ -121,10 +133,16 @@ def check_workload(r: Result) -> Check:
     compute threads hold), and the median fell on either side. The work beside it is the fastest
     blocked call, a figure of the same quiet moments: a busy suite run read 10x10's median blocked
     call at 120 µs against an 11 µs dispatch, and passed it. The fixed cost over half a blocked call
-    fails, over a tenth warns."""
+    fails, over a tenth warns. Where the CPU ran the call inside its dispatch (a LAPACK custom call,
+    erf over 10^6 float64: the dispatch as long as the blocked call), the dispatch is the work, not
+    its overhead: there the fixed cost is the blocked empty call where recorded (about 5 µs), whichever
+    is less."""
     empty = _fixed_cost(r)
     if empty is None:
         basis, overhead, figure, work = "dispatch", r.jax.dispatch.min_s, "fastest_blocked", r.jax.runtime.min_s
+        host_empty = _host_empty_call(r)
+        if host_empty is not None and host_empty < overhead:
+            basis, overhead = "host", host_empty
     else:
         basis, overhead, (figure, work) = "device", empty, _work_per_call(r)
     ratio = work / overhead if overhead > 0 else float("inf")
