@@ -16,6 +16,7 @@ from jaxcompare.analysis import atlas as am
 from jaxcompare.analysis.atlas_text import (
     cell_detail,
     cell_label,
+    diff_lines,
     html_page,
     markdown,
     partial_line,
@@ -238,3 +239,26 @@ def test_the_committed_tpu_exports_are_whole_files_that_say_they_are_partial():
         assert "Partial: it holds 54 of the 174 cells planned." in found and "recorded on TPU v5e, JAX 0.10.2" in found
     assert "<script" not in page and "src=" not in page and "href=" not in page and "url(" not in page
     assert "http" not in page and "http" not in text
+
+
+def test_atlases_of_two_devices_meet_on_case_size_and_precision():
+    """The recorded CPU atlas against the TPU's: each of the TPU's cells meets the CPU's cell of its case,
+    size and precision (cell keys name their device, so a plain key match found nothing), and a direction
+    is decided only where the two rerun ranges do not overlap."""
+    cpu = am.load(ROOT / "tests" / "data" / "atlas" / "cpu-2core-jax0.10.2.json.gz")
+    rows = am.diff(cpu, am.load(TPU))
+    met = [r for r in rows if r.a is not None and r.b is not None]
+    assert len(met) == 54 and all(r.b.key.device == "tpu" and r.a.key.device == "cpu" for r in met)
+    assert not [r for r in rows if r.verdict == am.B_ONLY]
+    for r in met:
+        if r.verdict == am.B_FASTER:
+            assert r.b.low > r.a.high
+        elif r.verdict == am.B_SLOWER:
+            assert r.b.high < r.a.low
+        elif r.verdict == am.OVERLAP:
+            assert r.b.low <= r.a.high and r.b.high >= r.a.low
+    assert any(r.verdict == am.B_FASTER for r in met) and any(r.verdict == am.B_SLOWER for r in met)
+    line = next(x for x in diff_lines(rows, "cpu", "tpu") if x.startswith("det 1000x1000"))
+    assert "cpu→tpu" in line and "tpu is faster beyond both ranges" in line
+    # One atlas against itself: every cell meets its own, as before.
+    assert all(r.verdict in (am.OVERLAP, am.NO_RANGE) for r in am.diff(cpu, cpu))

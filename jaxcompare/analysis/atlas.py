@@ -18,7 +18,7 @@ import math
 import os
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -417,9 +417,15 @@ class CellDiff:
 
 
 def diff(a: Atlas, b: Atlas, measure: str = "blocked") -> list[CellDiff]:
-    """Every cell of either atlas, A's order first: where B's speedup is beyond A's range and A's beyond B's."""
+    """Every cell of either atlas, A's order first: where B's speedup is beyond A's range and A's beyond B's.
+    Two atlases of one device each, different ones (a CPU's and a TPU's), meet cell by cell on case, size
+    and precision: each row's views keep their own device."""
     views_a = {v.key: v for v in views(a, measure)}
     views_b = {v.key: v for v in views(b, measure)}
+    devices_a, devices_b = {k.device for k in views_a}, {k.device for k in views_b}
+    if len(devices_a) == len(devices_b) == 1 and devices_a != devices_b:
+        (device,) = devices_a
+        views_b = {replace(key, device=device): v for key, v in views_b.items()}
     rows = []
     for key in list(views_a) + [k for k in views_b if k not in views_a]:
         va, vb = views_a.get(key), views_b.get(key)

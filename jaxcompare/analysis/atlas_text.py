@@ -313,7 +313,8 @@ def diff_lines(rows: Sequence[CellDiff], a_name: str, b_name: str) -> list[str]:
         if row.verdict not in (B_FASTER, B_SLOWER):
             continue
         assert row.a is not None and row.b is not None
-        where = f"{row.key.case} {format_shape(row.b.shape)} {row.key.precision} {row.key.device}"
+        devices = row.a.key.device if row.a.key.device == row.b.key.device else f"{row.a.key.device}→{row.b.key.device}"
+        where = f"{row.key.case} {format_shape(row.b.shape)} {row.key.precision} {devices}"
         text = (_("{where}: {speedup_b} in {b} ({range_b}) against {speedup_a} in {a} ({range_a}): {b} is faster "
                   "beyond both ranges") if row.verdict == B_FASTER else
                 _("{where}: {speedup_b} in {b} ({range_b}) against {speedup_a} in {a} ({range_a}): {b} is slower "
