@@ -36,7 +36,8 @@ def test_compare_runs_and_renders_charts(server, browser, tmp_path):
     # The speedup never without its 95% range (issue 23): on a line under the value, or (a result not
     # trusted, as on a busy machine) in the value's place (tests/test_browser_doubt.py).
     speedup = page.locator("[data-testid='stMetric']").filter(has_text="Speedup").inner_text()
-    assert re.search(r"95%: \d+\.\d\dx–\d+\.\d\dx|\d+\.\d\dx–\d+\.\d\dx\s+95% range", speedup), speedup
+    # Two decimals, or two significant digits below 0.01x (0.0069x).
+    assert re.search(r"95%: \d+\.\d\d+x–\d+\.\d\d+x|\d+\.\d\d+x–\d+\.\d\d+x\s+95% range", speedup), speedup
     for index in range(2):  # Vega draws after the element appears: wait for JAX's marks
         bs.wait_for_chart_marks(page, index, bs.JAX_COLOR)
     # The phase chart: one dot per phase in its side's colour, every phase inside the plot.

@@ -36,7 +36,10 @@ def test_compare_races_two_ports(server, browser, tmp_path):
     assert "NumPy (1x)" in bs.svg_text(page, 0)
     page.get_by_role("tab", name="scan").click()
     page.wait_for_selector(bs.IDLE, timeout=30_000)
-    assert page.locator("[data-testid='stMetric']").filter(has_text="Speedup").count() == 2  # each port's tab
+    # The tiles can still be placeholders the moment the page reads idle: wait for the second port's.
+    speedups = page.locator("[data-testid='stMetric']").filter(has_text="Speedup")
+    speedups.nth(1).wait_for(state="attached", timeout=30_000)
+    assert speedups.count() == 2  # each port's tab
     bs.assert_no_error(page)
     page.wait_for_function("() => location.search.includes('ports=jnp%2Cscan') "
                            "|| location.search.includes('ports=jnp,scan')", timeout=30_000)
