@@ -69,25 +69,20 @@ def _precision_bits(dtype: str | None) -> int | None:
     return None
 
 
-def _fixed_cost(r: Result) -> float | None:
-    """On an accelerator, a blocked call's fixed cost: the blocked empty call on that device
-    (launch and synchronisation, roofline.empty_call_s); None on the CPU or where not recorded.
-    The unblocked dispatch there is the host's launch alone, and its samples wander (docs/protocol.md)."""
-    side = r.roofline.side("jax") if not is_host(r.backend) and r.roofline is not None else None
-    empty = side.empty_call_s if side is not None else None
-    return empty if empty is not None and empty > 0 else None
-
-
-def _host_empty_call(r: Result) -> float | None:
-    """On the CPU, the blocked empty jitted call the roofline recorded (None elsewhere, or before it was)."""
-    side = r.roofline.side("jax") if is_host(r.backend) and r.roofline is not None else None
+def _empty_call(r: Result) -> float | None:
+    """The blocked empty jitted call on JAX's device (roofline.empty_call_s: launch, one tiny program,
+    synchronisation); None where not recorded. On an accelerator it is a blocked call's fixed cost, the
+    host's round trip: the unblocked dispatch there is the host's launch alone, and its samples wander
+    (docs/protocol.md)."""
+    side = r.roofline.side("jax") if r.roofline is not None else None
     empty = side.empty_call_s if side is not None else None
     return empty if empty is not None and empty > 0 else None
 
 
 # "Workload large enough" in words, by what JAX's time per call is set against (fail, warn, pass): on
-# an accelerator the device's blocked empty call (_fixed_cost, the host's round trip), on the CPU the
-# fastest unblocked dispatch. {figure} names where JAX's time per call was read (WORK_FIGURES).
+# an accelerator the device's blocked empty call (_empty_call, the host's round trip), on the CPU the
+# fastest unblocked dispatch or the empty call, whichever is less. {figure} names where JAX's time per
+# call was read (WORK_FIGURES).
 WORKLOAD_WORDS = {
     "device": (N_("JAX {work} per call ({figure}) vs {empty} for an empty call on the device, the host's round "
                   "trip: the call is mostly fixed cost (launch and synchronisation), not work; try a "
@@ -137,14 +132,13 @@ def check_workload(r: Result) -> Check:
     erf over 10^6 float64: the dispatch as long as the blocked call), the dispatch is the work, not
     its overhead: there the fixed cost is the blocked empty call where recorded (about 5 µs), whichever
     is less."""
-    empty = _fixed_cost(r)
-    if empty is None:
-        basis, overhead, figure, work = "dispatch", r.jax.dispatch.min_s, "fastest_blocked", r.jax.runtime.min_s
-        host_empty = _host_empty_call(r)
-        if host_empty is not None and host_empty < overhead:
-            basis, overhead = "host", host_empty
-    else:
+    empty = _empty_call(r)
+    if empty is not None and not is_host(r.backend):
         basis, overhead, (figure, work) = "device", empty, _work_per_call(r)
+    else:
+        basis, overhead, figure, work = "dispatch", r.jax.dispatch.min_s, "fastest_blocked", r.jax.runtime.min_s
+        if empty is not None and empty < overhead:
+            basis, overhead = "host", empty
     ratio = work / overhead if overhead > 0 else float("inf")
     blocked_ratio = ratio if figure in ("blocked", "fastest_blocked") else ratio + 1.0
     status = FAIL if blocked_ratio < DISPATCH_RATIO_FAIL else WARN if blocked_ratio < DISPATCH_RATIO_WARN else PASS
