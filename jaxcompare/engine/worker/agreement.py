@@ -56,6 +56,14 @@ def kernel_has_dot(jaxpr: Any) -> bool:
     return walk(getattr(jaxpr, "jaxpr", jaxpr), False)
 
 
+def program_products(case: Case, dtype: str, platform: str, matmul_precision: str, jitted: Callable[..., Any],
+                     args: tuple[Any, ...]) -> str | None:
+    """reduced_products of ``jitted`` at ``args``: its lowered program, and its traced kernels where the
+    case's JAX side is a Pallas kernel (the measurement's and the self-check's one way to ask)."""
+    return reduced_products(dtype, platform, matmul_precision, lambda: jitted.lower(*args).as_text(),
+                            kernels=traced(jitted, args) if case.pallas else None)
+
+
 def traced(jitted: Callable[..., Any], args: tuple[Any, ...]) -> Callable[[], Any]:
     """``jitted``'s traced program at ``args``, made only when asked (JAX imported then, in the worker)."""
 

@@ -32,7 +32,7 @@ from ...model.stats import Stats
 from ..common.footprint import check_fits, host_available
 from ..common.fresh import FreshCall, fresh_first_call
 from ..common.load import LoadMeter
-from .agreement import compare_outputs, reduced_products, traced
+from .agreement import compare_outputs, program_products
 from .ceilings import (
     bandwidth_ceiling,
     ceilings,
@@ -143,9 +143,8 @@ def _measure(spec: Spec, progress: ProgressCallback, clock: Clock, *, cpu_side: 
     if profile_dir is not None:
         run.progress.start(phases.PROFILE)
         profile = profile_jitted(warm.jitted, warm.dev_inputs, Path(profile_dir) / result_id, runtime_stats.median_s)
-    products = reduced_products(spec.dtype, device.platform, protocol["matmul_precision"],
-                                lambda: warm.jitted.lower(*warm.dev_inputs).as_text(),
-                                kernels=traced(warm.jitted, warm.dev_inputs) if case.pallas else None)
+    products = program_products(case, spec.dtype, device.platform, protocol["matmul_precision"], warm.jitted,
+                                warm.dev_inputs)
     pipelined = back_to_back(run, warm.jitted, warm.dev_inputs, runtime_stats.median_s)
     fresh, first_call_note = _fresh_first_call(run, spec, device, protocol, by_value=sent_case, ran=first_calls)
     if fresh is not None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from ...model import phases
 from ...model.cases import Case
+from ...model.platforms import HOST
 from ...model.spec import TimingConfig
 from ..common.load import LoadMeter
 from .gpu_clocks import ClockWatch
@@ -118,7 +119,7 @@ class _Run:
     # The Spec's precision: which operations the device lacks depends on it (model/platforms.py).
     precision: str = "x32"
     # How long a NumPy timing that follows the device's calls settles first (Platform.numpy_settle_s).
-    numpy_settle_s: float = 0.05
+    numpy_settle_s: float = HOST.numpy_settle_s
 
 
 StartPhase = Callable[[phases.MeasuringPhase], SampleCallback]

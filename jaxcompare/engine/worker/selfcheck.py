@@ -23,7 +23,7 @@ import numpy as np
 from ...model.cases import Case, Shape, as_tuple
 from ...model.errors import JaxCompareError
 from ...model.platforms import error_first_line, float64_line
-from .agreement import compare_outputs, reduced_products, traced
+from .agreement import compare_outputs, program_products
 from .ceilings import matmul_precision
 
 PRECISION_DTYPES = {"x32": np.dtype(np.float32), "x64": np.dtype(np.float64)}
@@ -73,8 +73,7 @@ def check_case(case: Case, shape: Shape | None = None, precision: str = "x32") -
         if "unsupported" in record:
             return record
         raise
-    products = reduced_products(dtype.name, platform, matmul_precision(), lambda: jitted.lower(*args).as_text(),
-                                kernels=traced(jitted, args) if case.pallas else None)
+    products = program_products(case, dtype.name, platform, matmul_precision(), jitted, args)
 
     reference = as_tuple(case.numpy_fn(*_upcast(inputs)))
     record = compare_outputs(case, dtype.name, inputs, numpy_out, jax_out, reference, products=products)
