@@ -24,6 +24,8 @@ def test_compare_races_two_ports(server, browser, tmp_path):
     page.wait_for_selector(bs.IDLE, timeout=60_000)
     text = bs.main_text(page)
     assert re.search(r"(jnp|scan) \d+\.\d\dx faster than (jnp|scan) \(|no difference within the noise", text), text
+    # Every port has calls back to back on the CPU: the race is run on them too, on the next line.
+    assert "blocked calls: " in text and "calls back to back: " in text, text
     assert re.search(r"jnp: JAX .+ a call, NumPy .+ over NumPy", text) and "scan: JAX " in text
     assert "All 2 measurements saved to history" in text
     # The ports chart first (a bar per port, from 1x), then each port's phase chart in its tab.
