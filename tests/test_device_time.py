@@ -22,7 +22,7 @@ from jaxcompare.catalog import get_case
 from jaxcompare.cli.report import result_table
 from jaxcompare.engine.worker.jax_phases import compiled_counts
 from jaxcompare.history.exchange import csv_row
-from jaxcompare.model.formatting import peak_sentence
+from jaxcompare.model.formatting import format_percent, format_time, peak_sentence
 from jaxcompare.model.result import SCHEMA, SCHEMA_V2, Result
 from jaxcompare.model.roofline import ARRAYS_IN_OUT, Counts, choose_counts
 from jaxcompare.notebook.display import result_html, result_text
@@ -213,3 +213,14 @@ def test_the_checklist_says_when_the_profiles_device_time_cannot_lie_inside_the_
     [line] = [c for c in checklist(dataclasses.replace(PROFILED, profile=slower)) if c.id == "device_time"]
     assert line.status == "warn" and "cannot both be true" in line.reason
     assert not [c for c in checklist(BACK_TO_BACK) if c.id == "device_time"]  # no profile, no line
+
+
+def test_a_ports_row_gives_a_profiled_ports_time_on_the_device_and_its_fraction_of_peak():
+    from jaxcompare.analysis.ports import PortRun, port_row
+
+    row = port_row(PortRun("jnp", PROFILED), None)
+    busy = format_time(PROFILED.profile.device_busy_s)
+    assert f"on the device {busy} a call, {format_percent(PROFILED.peak_fraction('jax'))} of peak" in row
+    assert PROFILED.peak_fraction("jax") > 0.7  # the chip ran it at its peak: the row says so, not the 15% blocked
+    # Back to back is no device time a kernel can be ranked by: without a profile the row says nothing of it.
+    assert "on the device" not in port_row(PortRun("jnp", dataclasses.replace(PROFILED, profile=None)), None)

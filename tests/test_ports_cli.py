@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from pathlib import Path
 
 from support import cli
 
@@ -13,8 +14,9 @@ from jaxcompare import Result
 from jaxcompare.analysis.ports import PortRun, ports_verdict
 
 
-def test_ports_run_each_port_and_race_them_in_one_json_document():
-    proc = cli("run", "--case", "cumsum", "--shape", "20000", "--quick", "--ports", "scan,jnp", "--json", "-")
+def test_ports_run_each_port_and_race_them_in_one_json_document(tmp_path):
+    proc = cli("run", "--case", "cumsum", "--shape", "20000", "--quick", "--ports", "scan,jnp", "--json", "-",
+               "--profile", str(tmp_path / "traces"))
     assert proc.returncode == 0, proc.stderr[-3000:]
     doc = json.loads(proc.stdout)  # stdout holds the one document and nothing else
     assert doc["schema"] == "jaxcompare.ports/1" and [p["name"] for p in doc["ports"]] == ["scan", "jnp"]
@@ -28,6 +30,10 @@ def test_ports_run_each_port_and_race_them_in_one_json_document():
     low, high = doc["ratio_range"]
     assert doc["decided"] == (low > 1) and low <= doc["ratio"] <= high
     assert "measuring cumsum port scan" in proc.stderr and "measuring cumsum port jnp" in proc.stderr
+    # --profile traces each port's run on its own, so each port has its time on the device.
+    traces = {name: Path(r.profile.trace_file) for name, r in results.items()}
+    assert len(set(traces.values())) == 2 and all(
+        t.is_file() and t.is_relative_to(tmp_path / "traces" / results[n].id) for n, t in traces.items())
 
 
 def test_a_port_that_fails_to_compile_is_one_line_and_an_interpreted_kernel_is_no_speed_figure(tmp_path):

@@ -22,7 +22,7 @@ from typing import Any
 from ..i18n import N_, _, translate_text
 from ..model.cases import format_shape
 from ..model.errors import BadInput
-from ..model.formatting import format_factor, format_time
+from ..model.formatting import format_factor, format_peak_share, format_time
 from ..model.reruns import rerun_ratio_range
 from ..model.result import Result, finite_or_none
 
@@ -159,7 +159,21 @@ def port_row(run: PortRun, why_out: str | None) -> str:
     line = _("{port}: JAX {runtime} a call, NumPy {numpy}: {speedup} over NumPy{span}").format(
         port=run.name, runtime=format_time(r.jax.runtime.median_s), numpy=format_time(r.numpy_runtime.median_s),
         speedup=format_factor(r.speedup), span=span)
-    return line + (f"; {translate_text(why_out)}" if why_out else "")
+    on_device = _device_part(r)
+    return line + (f"; {on_device}" if on_device else "") + (f"; {translate_text(why_out)}" if why_out else "")
+
+
+def _device_part(result: Result) -> str | None:
+    """A port's time on a GPU or TPU from its profile, with its fraction of peak read from it: a blocked
+    call there is mostly the host's round trip, so the kernels differ only in this figure."""
+    found = result.device_time
+    if found is None or found[0] != "profile":
+        return None
+    share = result.peak_fraction("jax")
+    if share is None:
+        return _("on the device {time} a call").format(time=format_time(found[1]))
+    return _("on the device {time} a call, {share} of peak").format(time=format_time(found[1]),
+                                                                       share=format_peak_share(share))
 
 
 def ports_lines(verdict: PortsVerdict) -> list[str]:

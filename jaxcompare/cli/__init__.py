@@ -227,10 +227,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         case.check_shape(shape)
         spec = _base_spec(args, shape)
         store = cli_history.open_store(args.db) if args.save else None  # a bad --db fails before measuring
-        if args.ports is not None:
-            if args.profile is not None:
-                raise BadInput(N_("--profile traces one run: leave out --ports or --profile"))
-            return cli_ports.run_ports(args, runner, case, spec, _wait, store, cli_history.save_result)
+        if args.ports is not None:  # with --profile, each port's run is traced on its own
+            return cli_ports.run_ports(args, runner, case, spec, _wait, store, cli_history.save_result,
+                                       profile_dir=profile_dir)
         out = _human(args)
         print(_("measuring {case} at {shape} ({precision}), about {duration} ...").format(
             case=case.name, shape=format_shape(shape), precision=args.precision,

@@ -14,7 +14,7 @@ from .. import i18n
 from ..analysis.advice import advice_document
 from ..analysis.checks import checklist
 from ..analysis.ports import INTERPRETED, PortRun, ports_document, ports_lines, ports_verdict
-from ..analysis.text import checklist_lines
+from ..analysis.text import checklist_lines, profile_lines
 from ..analysis.trust import direction, trusted
 from ..i18n import N_, _, translate_text
 from ..model.cases import Case, format_shape
@@ -48,7 +48,7 @@ def chosen_ports(text: str, case: Case) -> list[str]:
 
 
 def run_ports(args: argparse.Namespace, runner: Any, case: Case, spec: Spec, wait: Callable[[Any], Any],
-              store: Any | None, save: Callable[[Any, Any], None]) -> int:
+              store: Any | None, save: Callable[[Any, Any], None], profile_dir: str | None = None) -> int:
     """Measure each chosen port of ``case`` at ``spec``'s shape, print each one's table and the race,
     write the ports document with --json; exit 2 only when no port was measured."""
     out = sys.stderr if args.json == "-" else sys.stdout
@@ -59,7 +59,7 @@ def run_ports(args: argparse.Namespace, runner: Any, case: Case, spec: Spec, wai
             case=case.name, port=name, shape=format_shape(spec.shape), precision=spec.precision,
             duration=seconds_text(runner.estimate(port_spec).seconds)), file=sys.stderr, flush=True)
         try:
-            result = wait(runner.submit(port_spec))
+            result = wait(runner.submit(port_spec, profile_dir=profile_dir))
         except JaxCompareError as exc:  # one port's failure or deadline: its line, and on to the next
             runs.append(PortRun(name, error=error_first_line(str(exc))))
             print("jaxcompare: " + _("port {port}: {error}").format(port=name, error=translate_text(str(exc))),
@@ -93,4 +93,5 @@ def port_result_lines(name: str, result: Any) -> list[str]:
         lines.append(translate_text(why))
     if result.interpreted:
         lines.append(_("{port}: {why}").format(port=name, why=_(INTERPRETED)))
-    return [*lines, result_table(result), "", *checklist_lines(result)]
+    traced = ["", *profile_lines(result)] if result.profile is not None else []
+    return [*lines, result_table(result), "", *checklist_lines(result), *traced]
