@@ -142,11 +142,12 @@ _BASIC_CASES = [
         make_inputs=_two_matrices,
         shape_rule=square,
         flops=lambda s: 2.0 * s[0] ** 3,
-        ports=[Port("pallas", pallas_kernels.matmul, jax_name="pallas_call matmul, blocks up to 1024x1024x512",
+        ports=[Port("pallas", pallas_kernels.matmul, jax_name=pallas_kernels.matmul_name(),
                     why=N_("A Pallas kernel tiling the product by hand: its block sizes decide how near it "
                            "comes to XLA's own."), pallas=True)],
-        ports_why=N_("jnp.matmul is XLA's own tuned product; the Pallas kernel tiles it by hand (blocks up to "
-                     "1024x1024x512, summed on chip), so its block sizes decide how close it comes."),
+        ports_why=N_("jnp.matmul is XLA's own tuned product; the Pallas kernel tiles it by hand with blocks chosen "
+                     "per device (on a TPU each output block sums K's steps on chip; on a GPU each loops over K "
+                     "itself), so its block sizes decide how close it comes."),
     ),
     Case(
         name="einsum",

@@ -2,7 +2,8 @@
 float32 matrix product runs at by default, and what it does in float64 (which operations are
 missing, which catalog cases hit them); whether it is the host, how a worker is shown only its
 device, where its clocks are read, the Ray resource a cluster job holds, its JAX builds, what a
-copy to it crosses, and whether Pallas compiles there. The runner, the cluster, the environments,
+copy to it crosses, whether Pallas compiles there, whether a Pallas grid runs in parallel, the Pallas
+matmul's blocks and the names JAX lowers it by. The runner, the cluster, the environments,
 the agreement, the checklist, the advice, the pitfalls, the self-check, the CLI's list and the
 pages read these facts here rather than test a platform's name (tests/test_layout.py holds them
 to it): a new platform is one row.
@@ -123,6 +124,20 @@ class Platform:
     # Whether Pallas compiles a kernel here; where not, it only interprets it (interpret=True), and the
     # kernel's time says how slow the interpreter is (Result.interpreted).
     pallas_compiles: bool = True
+    # Whether a Pallas grid's programs run in parallel here (a GPU: Triton launches one per grid point)
+    # rather than one after another (a TPU's Mosaic; the interpreter): only where they run in sequence may a
+    # kernel accumulate into its output block across a grid axis.
+    pallas_grid_parallel: bool = False
+    # The Pallas matmul kernel's preferred (M, N, K) blocks here (catalog/pallas_kernels.py); None: that
+    # kernel has no branch for this platform.
+    pallas_matmul_blocks: tuple[int, int, int] | None = None
+    # The names JAX lowers for this platform (lax.platform_dependent's keywords), where not its own name.
+    lowered_as: tuple[str, ...] = ()
+
+    @property
+    def lowering_names(self) -> tuple[str, ...]:
+        """The platform names a lowering for it carries ('cuda' or 'rocm' for a GPU; else its own name)."""
+        return self.lowered_as or (self.name,)
 
     def float64_gap(self, error_text: str) -> Float64Gap | None:
         """The missing float64 operation an XLA error names, None for any other error."""
@@ -145,14 +160,21 @@ class Platform:
 
 PLATFORMS = {p.name: p for p in (
     Platform("cpu", "CPU", None, "float32", frozenset(), "native", host=True, ray_resource="jaxcompare_cpu",
-             builds=(Build("cpu", None),), pallas_compiles=False),
+             # Interpreted, so no speed figure: the TPU's kernel and blocks, the fewest steps to interpret.
+             builds=(Build("cpu", None),), pallas_compiles=False, pallas_matmul_blocks=(1024, 1024, 512)),
     Platform("gpu", "GPU", None, "tensorfloat32", frozenset({"highest", "float32"}), "native",
              visible_devices="CUDA_VISIBLE_DEVICES", clocks="nvml", ray_resource="GPU",
              builds=(Build("cuda13", "jax-cuda13-plugin"), Build("cuda12", "jax-cuda12-plugin")),
              # A Grace Hopper or Grace Blackwell superchip: its CPU and GPU share one package.
-             links=(("GH200", "NVLink-C2C"), ("GB200", "NVLink-C2C"))),
+             links=(("GH200", "NVLink-C2C"), ("GB200", "NVLink-C2C")),
+             # JAX's own Triton matmul test (tests/pallas/pallas_test.py, test_matmul_block_spec) runs 64 or 128
+             # by 64 or 128 output blocks with K steps of 32; its largest, not measured here.
+             pallas_grid_parallel=True, pallas_matmul_blocks=(128, 128, 32), lowered_as=("cuda", "rocm")),
     Platform("tpu", "TPU", 1, "bfloat16", frozenset({"highest", "float32", "high", "bfloat16_3x", "tensorfloat32"}),
              "emulated", numpy_settle_s=0.5, ray_resource="jaxcompare_tpu", builds=(Build("tpu", "libtpu"),),
+             # On a TPU v5e at 4096x4096 float32, 1024x1024x512 ran 881 µs beside jnp.matmul's 734 µs, 512³
+             # 1.54 ms and 256³ 3.29 ms (docs/ports.md, "Measured").
+             pallas_matmul_blocks=(1024, 1024, 512),
              float64_missing=(
                  # tests/data/tpu/selfcheck-x64.jsonl (TPU v5e, JAX 0.10.2): "UNIMPLEMENTED: Only F32 and C64 types
                  # are implemented in LuDecomposition; got shape f64[10,10]" for every case that factors a matrix.
@@ -182,7 +204,7 @@ def platform(name: str | None) -> Platform | None:
     if name is None:
         return None
     name = name.lower()
-    return PLATFORMS.get("gpu" if name in ("cuda", "rocm") else name)
+    return PLATFORMS.get(name) or next((p for p in PLATFORMS.values() if name in p.lowered_as), None)
 
 
 def may_reduce_products(dtype: str, platform_name: str, matmul_precision: str) -> str | None:
