@@ -127,3 +127,34 @@ def test_ctrl_c_stops_the_atlas_at_once_and_the_same_command_finishes_it_with_no
     for key, kept in second.cells.items():  # each cell measured once: the earlier runs' results, as they were
         assert (final.cells[key].result.id, final.cells[key].result.created) == (kept.result.id, kept.result.created)
     assert len({c.result.id for c in final.cells.values()}) == 4
+
+
+def test_a_cases_files_atlas_marks_a_cell_whose_function_fails_and_measures_the_rest(tmp_path):
+    # A user's cases file: "breaks" raises in its JAX function at its large preset only (as a TPU's
+    # fftconvolve ran out of device memory at 10^6), "fine" never does.
+    cases = tmp_path / "mine.py"
+    cases.write_text(
+        "import jax.numpy as jnp\n"
+        "from jaxcompare import Case\n"
+        "def jax_breaks(x):\n"
+        "    if x.size > 100:\n"
+        "        raise ValueError('no room for this many')\n"
+        "    return jnp.cumsum(x)\n"
+        "def inputs(shape, dtype, rng):\n"
+        "    return (rng.standard_normal(shape).astype(dtype),)\n"
+        "CASES = [Case('breaks', lambda x: x.cumsum(), jax_breaks, inputs, small_shape=(10,), large_shape=(1000,)),\n"
+        "         Case('fine', lambda x: x * 2, lambda x: x * 2, inputs, small_shape=(10,), large_shape=(1000,))]\n")
+    out = tmp_path / "atlas.json"
+    proc = cli("atlas", "--cases-file", str(cases), "--sizes", "small", "large", "--precisions", "x32",
+               "--devices", "cpu", "--out", str(out), "--no-save")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
+    atlas = am.load(out)
+    assert sorted(atlas.cells) == sorted(f"{c}/{s}/x32/cpu" for c in ("breaks", "fine") for s in ("small", "large"))
+    broken = atlas.cells["breaks/large/x32/cpu"]
+    assert broken.status == am.UNMEASURABLE and "no room for this many" in broken.reason
+    assert all(atlas.cells[k].status == am.MEASURED for k in atlas.cells if k != "breaks/large/x32/cpu")
+    # The same command again measures nothing: the marked cell is done, not failed.
+    again = cli("atlas", "--cases-file", str(cases), "--sizes", "small", "large", "--precisions", "x32",
+                "--devices", "cpu", "--out", str(out), "--no-save", "--limit", "1")
+    assert again.returncode == 0 and "0 of 4 cells to measure" in again.stderr, again.stderr[-2000:]

@@ -18,7 +18,7 @@ from jaxcompare.catalog import builtin_cases, get_case
 from jaxcompare.engine.worker.jax_phases import user_call
 from jaxcompare.engine.worker.measure import _notes
 from jaxcompare.engine.worker.selfcheck import error_record, record_status
-from jaxcompare.model.errors import BadInput, Unsupported
+from jaxcompare.model.errors import BadInput, TooLarge, Unsupported
 from jaxcompare.model.platforms import PLATFORMS, error_first_line, float64_line, float64_note
 
 RECORDED = Path(__file__).parent / "data" / "tpu" / "selfcheck-x64.jsonl"
@@ -132,3 +132,19 @@ def test_list_json_carries_the_reason():
     assert inv == {"platform": "tpu", "precision": "x64", "status": "not on TPU at x64",
                    "reason": float64_line("tpu", "x64", FAILED["inv"])}
     assert cases["matmul"]["unsupported"] == [] and cases["cumsum"]["slow_compile"][0]["seconds"] > 100
+
+
+# What a TPU v5e said of fftconvolve at 10^6 float32 in the atlas (benchmarks/DEVICE-TPU.md), as raised.
+OUT_OF_HBM = ("RESOURCE_EXHAUSTED: Ran out of memory on HBM, the total memory required for HLO temporaries "
+              "(4.40T) exceeds available HBM (15.75G).")
+
+
+def test_a_function_that_runs_out_of_the_devices_memory_is_too_large_not_a_bad_case():
+    def on_a_tpu(*_):
+        raise _as_raised("JaxRuntimeError: " + OUT_OF_HBM)
+
+    with pytest.raises(TooLarge) as caught:
+        user_call(get_case("fftconvolve"), "jax_fn", on_a_tpu, (), where=("tpu", "x32"))
+    exc = pickle.loads(pickle.dumps(caught.value))  # as it crosses from the worker
+    assert str(exc).startswith("case 'fftconvolve': jax_fn needs more memory than the device has at this shape")
+    assert "4.40T" in str(exc) and not isinstance(exc, BadInput)

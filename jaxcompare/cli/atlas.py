@@ -17,9 +17,9 @@ from typing import Any
 
 from ..analysis import atlas as atlas_mod
 from ..analysis.atlas_text import diff_document, diff_lines, html_page, markdown, progress_line
-from ..catalog import builtin_cases, get_case
+from ..catalog import builtin_cases, case_from_summary, find_case
 from ..i18n import N_, _
-from ..model.errors import BadInput, DeviceUnavailable, JobFailed, TooLarge, Unsupported
+from ..model.errors import BadInput, DeviceUnavailable, JobFailed, TooLarge
 from ..model.formatting import seconds_text
 from ..model.platforms import platform
 from ..model.spec import PRECISIONS, TIMING_PRESETS, Spec, TimingConfig
@@ -34,6 +34,8 @@ def add_command(sub: Any) -> None:
     p = sub.add_parser("atlas", help="every case at three sizes, both precisions, each device: when is JAX faster")
     p.add_argument("--group", choices=GROUPS, help="only the catalog's NumPy or SciPy cases")
     p.add_argument("--cases", nargs="+", metavar="CASE", help="only these cases (see `list`)")
+    p.add_argument("--cases-file", metavar="PATH",
+                   help="a Python file defining CASES: its cases (with --cases: those named, among the catalog's too)")
     p.add_argument("--sizes", nargs="+", choices=atlas_mod.SIZES, default=list(atlas_mod.SIZES),
                    help="which of each case's shapes: its small preset, the middle of a three-step ladder, "
                    "its large preset (default: all three)")
@@ -72,9 +74,15 @@ def handle(args: argparse.Namespace) -> int:
     return status
 
 
-def chosen_cases(args: argparse.Namespace) -> list[Any]:
+def chosen_cases(args: argparse.Namespace, runner: Any = None) -> list[Any]:
+    """The atlas's cases: --cases among the catalog's (and --cases-file's, listed by a worker: the file is
+    code, never run in this process), else the file's cases, else the catalog's (or its --group)."""
+    mine = ([case_from_summary(s) for s in runner.list_cases(args.cases_file, timeout_s=args.timeout)]
+            if args.cases_file else [])
     if args.cases:
-        return [get_case(name) for name in args.cases]
+        return [find_case(name, [*builtin_cases(), *mine]) for name in args.cases]
+    if args.cases_file:
+        return mine
     return [c for c in builtin_cases() if args.group is None or c.group == args.group]
 
 
@@ -93,11 +101,12 @@ def measure(args: argparse.Namespace, atlas: atlas_mod.Atlas, path: Path) -> int
 
     if args.limit is not None and args.limit <= 0:
         raise BadInput(N_("--limit must be a positive whole number, got {limit}").format(limit=args.limit))
-    cases = chosen_cases(args)
     timing = TimingConfig.preset(args.timing)
     store = None if args.no_save else cli_history.open_store(args.db)  # a bad --db fails before measuring
     failed: list[str] = []
     with Runner(timeout_s=args.timeout) as runner:
+        cases = chosen_cases(args, runner)
+        own = {c.name for c in cases} - {c.name for c in builtin_cases()}  # the file's: its workers load it
         devices = args.devices or devices_here(runner)
         planned = atlas_mod.plan(cases, args.sizes, args.precisions, devices)
         # The file keeps its plan, so an atlas stopped partway reads as partial wherever it is shown.
@@ -109,8 +118,8 @@ def measure(args: argparse.Namespace, atlas: atlas_mod.Atlas, path: Path) -> int
         total, already = len(planned), len(planned) - len(pending)
         if args.limit is not None:
             pending = pending[:args.limit]
-        specs = [Spec(case=k.case, shape=shape, precision=k.precision, device=k.device, timing=timing)
-                 for k, shape in pending]
+        specs = [Spec(case=k.case, shape=shape, precision=k.precision, device=k.device, timing=timing,
+                      cases_file=args.cases_file if k.case in own else None) for k, shape in pending]
         head = _("atlas {path}: {todo} of {total} cells to measure ({done} already there)").format(
             path=path, todo=len(pending), total=total, done=already)
         if specs:
@@ -122,7 +131,9 @@ def measure(args: argparse.Namespace, atlas: atlas_mod.Atlas, path: Path) -> int
                 left = runner.estimate_all(specs[i + 1:]).seconds if i + 1 < len(specs) else None  # while it runs
                 try:
                     result = job.wait()
-                except (Unsupported, TooLarge, DeviceUnavailable) as exc:  # the device cannot: its one line
+                # The device cannot (float64 LU on a TPU, temporaries beyond its memory), or the case's
+                # function fails at this shape: the cell's one line, and on to the next cell.
+                except (BadInput, TooLarge, DeviceUnavailable) as exc:
                     cell = atlas_mod.Cell(key, shape, atlas_mod.UNMEASURABLE, reason=str(exc))
                 except JobFailed as exc:  # a worker lost, a deadline: not done, so the next run tries it again
                     failed.append(f"{key.id}: {exc}")

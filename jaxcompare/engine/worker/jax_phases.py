@@ -14,7 +14,7 @@ import numpy as np
 from ...i18n import N_
 from ...model import phases
 from ...model.cases import Case, as_tuple
-from ...model.errors import BadInput, Unsupported
+from ...model.errors import BadInput, TooLarge, Unsupported
 from ...model.platforms import error_first_line, float64_line
 from ...model.roofline import xla_counts
 from ...model.sides import JaxSide
@@ -190,6 +190,11 @@ def measure_compile(
     return tuple(Stats.from_samples(s) for s in samples)  # type: ignore[return-value]
 
 
+# XLA's status for an allocation the device cannot make (a TPU v5e's fftconvolve at 10^6: "RESOURCE_EXHAUSTED:
+# Ran out of memory on HBM, the total memory required for HLO temporaries (4.40T) exceeds available HBM").
+OUT_OF_DEVICE_MEMORY = "RESOURCE_EXHAUSTED"
+
+
 def user_call(case: Case, label: str, fn: Callable[..., Any], args: tuple[Any, ...], *,
               where: tuple[str, str] | None = None) -> Any:
     """Call a case's function once; its failure is the case's problem, said in one line. ``where``:
@@ -204,6 +209,9 @@ def user_call(case: Case, label: str, fn: Callable[..., Any], args: tuple[Any, .
         if plain is not None:
             raise Unsupported(N_("case {case!r}: {reason}").format(case=case.name, reason=plain),
                               detail=f"{type(exc).__name__}: {text}" if text else "") from None
+        if OUT_OF_DEVICE_MEMORY in str(exc):
+            raise TooLarge(N_("case {case!r}: {function} needs more memory than the device has at this shape: "
+                              "{error}").format(case=case.name, function=label, error=text[:300])) from None
         raise BadInput(N_("case {case!r}: {function} failed: {error_type}: {error}").format(
             case=case.name, function=label, error_type=type(exc).__name__, error=text[:300])) from None
 
