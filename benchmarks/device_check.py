@@ -61,15 +61,15 @@ COLAB = {"numpy": 16.2e-3, "transfer": 1.26e-3, "compile": 193e-3, "runtime": 48
 DOCS_CASE, DOCS_SHAPE = "centered_gram", (1000, 1000)
 
 # Seconds each part of the full plan takes on a platform, from what three runs there recorded: a part
-# starts only where it and the closing check fit in what is left of the budget. TPU v5e, runs of 402 s
-# (tests/data/tpu/device-check.json), 445 s and 447 s (benchmarks/DEVICE-TPU.md): devices 18.7-25;
-# self-check 122 without svd's float64 40 s (SLOW_X64_S); the docs' example 24-43; the pitfalls 155-188
-# with pitfall 7, 43 without; pitfall 7 alone (nine processes opening the chip) 153; the sweep 38-44;
-# the end 12-14. Elsewhere the whole plan is far under its budget (an H200: 75 s), so parts run until
+# starts only where it and the closing check fit in what is left of the budget. TPU v5e, runs of 402 s,
+# 445 s, 447 s and 294 s (the last: tests/data/tpu/device-check.json; benchmarks/DEVICE-TPU.md): devices
+# 18.7-25; self-check 117-122 without svd's float64 40 s (SLOW_X64_S); the docs' example 24-43; the
+# pitfalls 155-188 with pitfall 7, 43-45 without; pitfall 7 alone (nine processes opening the chip) 153;
+# the sweep 38-49; the end 12-16.4. Elsewhere the whole plan is far under its budget (an H200: 75 s), so parts run until
 # the deadline.
 RECORDED_S = {
-    "tpu": {"devices": 25.0, "self-check": 122.0, "docs": 43.0, "pitfalls": 60.0, "sweep": 44.0,
-            "restarts": 153.0, "end": 14.0},
+    "tpu": {"devices": 25.0, "self-check": 122.0, "docs": 43.0, "pitfalls": 60.0, "sweep": 49.0,
+            "restarts": 153.0, "end": 17.0},
 }
 # Where pitfall 7 is measured on its own when the device check leaves it out.
 RESTARTS_ALONE = "python -m jaxcompare pitfalls --sections cache"

@@ -120,20 +120,20 @@ def test_the_recorded_tpu_atlas_is_drawn_and_said_to_be_partial(none_own, lang):
         not_measured = i18n.gettext("not measured")
     assert at.warning[0].value == short  # said plainly, before the chart
     assert f"**{label}**" in [c.value for c in at.caption]
+    held, planned = len(recorded.cells), len(recorded.plan())
     if lang == "en":
-        assert label == "Recorded: recorded on TPU v5e, JAX 0.10.2, 2026-12-06 (partial: 54 of 174 cells)"
-        assert short.startswith("Partial: it holds 54 of the 174 cells planned.") and "float64, all 87 cells" in short
+        assert label == f"Recorded: recorded on TPU v5e, JAX 0.10.2, 2026-12-06 (partial: {held} of {planned} cells)"
+        assert short.startswith(f"Partial: it holds {held} of the {planned} cells planned.")
     else:
-        assert short.startswith("不完整：计划的 174 格中只有 54 格。") and "float64，全部 87 格" in short
+        assert short.startswith(f"不完整：计划的 {planned} 格中只有 {held} 格。")
         assert not english_left(at), english_left(at)
     rows = chart_rows(at, 0)
-    # float32's whole plan: its 54 cells, and its 33 not measured (lu on, and three large ones) marked so;
-    # float64, with no cell, is named in the warning, not drawn as an empty grid.
-    assert len(rows) == 87 and {r["precision"] for r in rows} == {"x32"}
+    # Every planned cell is drawn (each precision holds some): those held, and those not measured marked so.
+    assert len(rows) == planned and {r["precision"] for r in rows} == {"x32", "x64"}
     missing = [r for r in rows if r["status"] == am.NOT_MEASURED]
-    assert len(missing) == 33 and {r["case"] for r in missing} >= {"lu", "cdist", "svd"}
+    assert len(missing) == len(recorded.not_measured()) and {r["case"] for r in missing} >= {"svd", "lu"}
     assert all(r["label"] == not_measured and r["speedup"] is None and r["url"] is None for r in missing)
-    held = [r for r in rows if r["status"] != am.NOT_MEASURED]
-    assert {r["status"] for r in held} == {am.TRUSTED, am.DOUBTFUL}  # none unmeasurable among them
-    assert all(r["label"].endswith("?") for r in held if r["status"] == am.DOUBTFUL)
+    drawn = [r for r in rows if r["status"] != am.NOT_MEASURED]
+    assert {r["status"] for r in drawn} == {am.TRUSTED, am.DOUBTFUL}  # none unmeasurable among them
+    assert all(r["label"].endswith("?") for r in drawn if r["status"] == am.DOUBTFUL)
     assert rows[0]["device"] == "TPU v5e"

@@ -75,11 +75,12 @@ def test_the_recorded_tpu_atlas_is_drawn_with_the_cells_it_lacks_and_says_it_is_
             page.wait_for_function(f"() => ({NOT_MEASURED_JS})(['{word}']) === {missing}", timeout=60_000)
             page.wait_for_selector(IDLE, timeout=30_000)
             warning = page.locator("[data-testid='stAlertContentWarning']").inner_text()
-            with i18n.using(lang):  # the page's own words: 54 of 174, float64's 87 named
+            with i18n.using(lang):  # the page's own words: the cells held of those planned, the rest named
                 assert warning.strip().endswith(partial_line(recorded))
-            assert ("54 of the 174" if lang == "en" else "174 格中只有 54 格") in warning
+            held, planned = len(recorded.cells), len(recorded.plan())
+            assert (f"{held} of the {planned}" if lang == "en" else f"{planned} 格中只有 {held} 格") in warning
             drawn = svg_text(page, 0)
-            assert "TPU v5e" in drawn and "cdist" in drawn and "float64" not in drawn  # no empty float64 grid
+            assert "TPU v5e" in drawn and "cdist" in drawn and "float64" in drawn  # each precision holds cells
             assert page.evaluate(RECT_JS, [DOUBT_GREY]) == sum(v.status == am.DOUBTFUL for v in am.views(recorded))
             assert_no_error(page)
             page.close()

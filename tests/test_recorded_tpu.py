@@ -5,6 +5,7 @@ device check's results imported into a history and judged by the checklist."""
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import json
 from pathlib import Path
 
@@ -273,3 +274,36 @@ def test_pitfall_6_is_titled_by_the_platforms_reduced_precision(recorded_file, t
     # Before a platform is known, both; the summary table's short title is one for every platform.
     assert "TF32 on GPUs" in pitfall_title("tf32") and "bfloat16 pass on TPUs" in pitfall_title("tf32")
     assert short_title("tf32") == "6. Reduced precision"
+
+
+def _profiled_ports(case: str) -> tuple[dict, list]:
+    from jaxcompare.analysis.ports import PortRun
+
+    doc = json.loads(gzip.decompress((DATA / "ports-profiled" / f"ports-{case}.json.gz").read_bytes()))
+    return doc, [PortRun(p["name"], Result.from_dict(p["result"]) if p["result"] else None, error=p["error"])
+                 for p in doc["ports"]]
+
+
+@pytest.mark.parametrize("case", ["matmul", "elementwise", "cumsum"])
+def test_each_port_traced_on_the_tpu_says_its_time_on_the_device_beside_the_blocked_call(case):
+    from jaxcompare.analysis.ports import port_row, ports_verdict
+
+    doc, runs = _profiled_ports(case)
+    assert all(r.result is not None for r in runs)  # every port ran: none failed, none past its deadline
+    for run in runs:
+        found = run.result.device_time
+        assert found is not None and found[0] == "profile" and run.result.profile.trace_file
+        # The device's time is under the blocked call, which holds the host's round trip.
+        assert found[1] < run.result.jax.runtime.median_s
+        assert "on the device" in port_row(run, None)
+    verdict = ports_verdict(runs, case=doc["case"], shape=tuple(doc["shape"]), precision=doc["precision"])
+    assert (verdict.fastest, verdict.decided) == (doc["fastest"], doc["decided"])
+
+
+def test_the_tpu_runs_jnp_matmul_at_its_peak_and_the_pallas_kernel_below_it_on_the_device():
+    _, runs = _profiled_ports("matmul")
+    by_name = {r.name: r.result for r in runs}
+    jnp_share, kernel_share = by_name["jnp"].peak_fraction("jax"), by_name["pallas"].peak_fraction("jax")
+    assert jnp_share >= 0.7 > by_name["jnp"].peak_fraction_blocked()  # the blocked call holds the round trip
+    assert kernel_share < jnp_share and by_name["pallas"].device_time[1] > by_name["jnp"].device_time[1]
+    assert "1024x1024x512 on a TPU" in by_name["pallas"].case_info["jax_name"]
