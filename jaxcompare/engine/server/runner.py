@@ -1,14 +1,13 @@
 """Runs jobs in worker processes: per device, one worker per precision and one queue.
 Runs in the server/CLI process and never imports JAX; the work itself is in engine/worker/.
 
-All jobs for a device (app sessions, the CLI) go through its FIFO queue, served by its own
-dispatcher thread (server/dispatch.py), so two measurements never overlap on a device and spoil
-each other's timings. A server with several devices (``JAXCOMPARE_DEVICES``) has one queue and one
-worker pair per device, so users of different devices do not wait for each other. A job past its
-deadline, or a cancelled running job, kills its worker; the next job starts a fresh one.
-With ``JAXCOMPARE_RAY_ADDRESS`` the lanes are the slots of a Ray cluster instead, and their
-workers send each step there (server/cluster.py); queues, deadlines and results stay as here.
-What a job does is its kind's (server/jobs.JobKind, the engine's own in server/job_kinds.py).
+All jobs for a device (app sessions, the CLI) go through its FIFO queue, served by its own dispatcher thread
+(server/dispatch.py), so two measurements never overlap on a device and spoil each other's timings. A server with
+several devices (``JAXCOMPARE_DEVICES``) has one queue and one worker pair per device, so users of different devices
+do not wait for each other. A job past its deadline, or a cancelled running job, kills its worker; the next job
+starts a fresh one. With ``JAXCOMPARE_RAY_ADDRESS`` the lanes are the slots of a Ray cluster instead, and their
+workers send each step there (server/cluster.py); queues, deadlines and results stay as here. What a job does is its
+kind's (server/jobs.JobKind, the engine's own in server/job_kinds.py).
 """
 
 from __future__ import annotations
