@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..i18n import N_
+from . import phases
 from .clocks import GpuClocks
 from .errors import BadInput
 from .platforms import platform
@@ -42,7 +43,7 @@ SCHEMA_HISTORY = (
 # Every layout from_dict reads, the newest first.
 SCHEMAS = (SCHEMA, SCHEMA_V3, SCHEMA_V2, SCHEMA_V1)
 # The load phases the speedup is made of: the NumPy and JAX runtime blocks.
-RUNTIME_PHASES = ("numpy", "runtime")
+RUNTIME_PHASES = (phases.NUMPY.name, phases.RUNTIME.name)
 
 
 def memory_speedup(plain: Stats, kept: Stats | None) -> float | None:

@@ -28,6 +28,9 @@ from .timing import (
     time_loops,
 )
 
+# The two sides of the runtime blocks, by the phases that time them: their load spans, progress and blocks.
+NUMPY_SIDE, JAX_SIDE = phases.NUMPY.name, phases.RUNTIME.name
+
 # A busy pair with a parallel side is timed again in samples this short (one call where a call is
 # longer): a neighbour leaves a core to us in stretches of a few ms, and only samples inside one count.
 CLEAN_SAMPLE_S = 0.001
@@ -49,7 +52,7 @@ def runtime_block_order(blocks: int) -> list[str]:
     """The order of the NumPy ("numpy") and JAX ("runtime") runtime blocks: side by side, in
     pairs that alternate which goes first (N J, J N, N J, ...), so a steady drift of the
     machine's speed weighs on both alike."""
-    pairs = [("numpy", "runtime") if k % 2 == 0 else ("runtime", "numpy") for k in range(blocks)]
+    pairs = [(NUMPY_SIDE, JAX_SIDE) if k % 2 == 0 else (JAX_SIDE, NUMPY_SIDE) for k in range(blocks)]
     return [phase for pair in pairs for phase in pair]
 
 
@@ -62,32 +65,32 @@ def _runtimes(run: _Run, jitted: Any, host_inputs: tuple[np.ndarray, ...], dev_i
     behind the engine's constants"). Each switch of library settles first (BLAS_SETTLE_S, or the
     platform's numpy_settle_s before NumPy)."""
     cfg = run.timing
-    calls = {"numpy": bound_call(run.case.numpy_fn, host_inputs), "runtime": blocking_call(jitted, dev_inputs)}
+    calls = {NUMPY_SIDE: bound_call(run.case.numpy_fn, host_inputs), JAX_SIDE: blocking_call(jitted, dev_inputs)}
     compiled_before = _compiled_count(jitted)
     if run.clocks is not None:
         run.clocks.before()  # after fetch, whose calls have the GPU busy: its clocks under load
     blocks = _runtime_blocks(run, calls, cfg.for_runtime_block(), run.load)
     rel_ci = cfg.for_runtime().rel_ci
-    numpy_stats = combine_blocks(blocks["numpy"], rel_ci, cfg.drift_tolerance, N_("the NumPy median"))
-    jax_stats = combine_blocks(blocks["runtime"], rel_ci, cfg.drift_tolerance, N_("the JAX median"))
+    numpy_stats = combine_blocks(blocks[NUMPY_SIDE], rel_ci, cfg.drift_tolerance, N_("the NumPy median"))
+    jax_stats = combine_blocks(blocks[JAX_SIDE], rel_ci, cfg.drift_tolerance, N_("the JAX median"))
     numpy_stats, jax_stats = _recheck(run, calls, numpy_stats, jax_stats)
-    protocol = _protocol(calls["runtime"], jitted, compiled_before, dev_inputs, device)
+    protocol = _protocol(calls[JAX_SIDE], jitted, compiled_before, dev_inputs, device)
     return numpy_stats, jax_stats, protocol
 
 
 def _runtime_blocks(run: _Run, calls: dict[str, Any], block_cfg: TimingConfig, load: LoadMeter,
                     progress: bool = True, order: list[str] | None = None,
                     watches: dict[str, SampleWatch] | None = None,
-                    previous: str = "runtime") -> dict[str, list[Stats]]:
+                    previous: str = JAX_SIDE) -> dict[str, list[Stats]]:
     """The NumPy and JAX runtime blocks in ``order`` (runtime_block_order of the preset's
     blocks), each timed with ``block_cfg``, each library switch settled; ``watches``: each
     side's SampleWatch, judging its samples; ``previous``: the library that ran last (fetch: JAX)."""
-    blocks: dict[str, list[Stats]] = {"numpy": [], "runtime": []}
+    blocks: dict[str, list[Stats]] = {NUMPY_SIDE: [], JAX_SIDE: []}
     for index, library in enumerate(order or runtime_block_order(run.timing.runtime_blocks)):
         on_sample = run.progress.runtime_block(index, library) if progress else None
         if library == previous:
             settle_s = 0.0
-        elif library == "runtime":
+        elif library == JAX_SIDE:
             settle_s = BLAS_SETTLE_S if run.numpy_spun else 0.0
         else:
             settle_s = run.numpy_settle_s
@@ -95,9 +98,9 @@ def _runtime_blocks(run: _Run, calls: dict[str, Any], block_cfg: TimingConfig, l
             before = (span.helper_s, span.wall_s)  # the span adds up its library's blocks
             blocks[library].append(sample(calls[library], block_cfg, clock=run.clock, on_sample=on_sample,
                                           settle_s=settle_s, watch=(watches or {}).get(library)))
-        if library == "numpy":
+        if library == NUMPY_SIDE:
             run.numpy_spun = _block_helpers_ran(span, *before)
-        if library == "runtime" and run.clocks is not None:
+        if library == JAX_SIDE and run.clocks is not None:
             run.clocks.after()  # at once, before a NumPy block leaves the GPU idle and its clocks fall
         previous = library
     return blocks
@@ -119,7 +122,7 @@ def _recheck(run: _Run, calls: dict[str, Any], numpy_stats: Stats, jax_stats: St
     protocol.md, "A busy machine")."""
     load = run.load
     cores = len(load.cores)
-    others = _others(load, ("numpy", "runtime"))
+    others = _others(load, (NUMPY_SIDE, JAX_SIDE))
     busy = is_busy(others)
     if not run.recheck or not (busy or numpy_stats.stable != jax_stats.stable) or not load.available:
         return numpy_stats, jax_stats
@@ -142,12 +145,12 @@ def _recheck(run: _Run, calls: dict[str, Any], numpy_stats: Stats, jax_stats: St
                               "blas_threads": shared.get("blas_threads"), "pinned": bool(shared),
                               "first_speedup": numpy_stats.median_s / jax_stats.median_s
                               if jax_stats.median_s > 0 else None}
-    kept = (lowest_block(blocks["numpy"]), lowest_block(blocks["runtime"]))
+    kept = (lowest_block(blocks[NUMPY_SIDE]), lowest_block(blocks[JAX_SIDE]))
     # A busy first pass is the false number itself; otherwise keep the pair whose speedup is known better.
     use_recheck = busy or _spread(*kept) <= _spread(numpy_stats, jax_stats)
     record["kept"] = "recheck" if use_recheck else "first"
     record |= sides
-    record["block_medians_s"] = {side: [b.median_s for b in blocks[side]] for side in ("numpy", "runtime")}
+    record["block_medians_s"] = {side: [b.median_s for b in blocks[side]] for side in (NUMPY_SIDE, JAX_SIDE)}
     load.notes["recheck"] = record
     return kept if use_recheck else (numpy_stats, jax_stats)
 
@@ -169,8 +172,8 @@ def _clean_recheck(run: _Run, calls: dict[str, Any], numpy_stats: Stats, jax_sta
                               numpy_stats.median_s / jax_stats.median_s if jax_stats.median_s > 0 else None}
     load.notes["recheck"] = record  # filled in below as the recheck goes
     # A block ends early once its side has its share of CLEAN_ENOUGH (NumPy's serial side, say).
-    watches = {side: SampleWatch(len(load.cores), -(-CLEAN_ENOUGH // CLEAN_PAIRS)) for side in ("numpy", "runtime")}
-    if not watches["numpy"].available:
+    watches = {side: SampleWatch(len(load.cores), -(-CLEAN_ENOUGH // CLEAN_PAIRS)) for side in (NUMPY_SIDE, JAX_SIDE)}
+    if not watches[NUMPY_SIDE].available:
         return numpy_stats, jax_stats
     whole = run.timing.for_runtime()
     # A block stops on its budget or its watch, not on the precision of samples few of which count.
@@ -178,12 +181,12 @@ def _clean_recheck(run: _Run, calls: dict[str, Any], numpy_stats: Stats, jax_sta
                     target_sample_s=CLEAN_SAMPLE_S, min_samples=3, max_samples=10**6, rel_ci=1e-9)
     run.progress.start(phases.RECHECK)
     meter = load.prefixed("recheck.")
-    blocks: dict[str, list[Stats]] = {"numpy": [], "runtime": []}
+    blocks: dict[str, list[Stats]] = {NUMPY_SIDE: [], JAX_SIDE: []}
     order = runtime_block_order(CLEAN_PAIRS + CLEAN_MORE_PAIRS)
     try:
         for pair in range(CLEAN_PAIRS + CLEAN_MORE_PAIRS):
             timed = _runtime_blocks(run, calls, block, meter, progress=False, order=order[2 * pair:2 * pair + 2],
-                                    watches=watches, previous=order[2 * pair - 1] if pair else "runtime")
+                                    watches=watches, previous=order[2 * pair - 1] if pair else JAX_SIDE)
             for side in blocks:
                 blocks[side] += timed[side]
             counted = min(sum(watch.clean) for watch in watches.values())
@@ -202,7 +205,7 @@ def _clean_recheck(run: _Run, calls: dict[str, Any], numpy_stats: Stats, jax_sta
     if min(map(len, kept.values())) < MIN_SAMPLES_FOR_RANGE:
         return numpy_stats, jax_stats
     record["kept"] = "clean"
-    return _clean_stats(kept["numpy"], blocks["numpy"], whole), _clean_stats(kept["runtime"], blocks["runtime"], whole)
+    return tuple(_clean_stats(kept[side], blocks[side], whole) for side in (NUMPY_SIDE, JAX_SIDE))
 
 
 def _clean_stats(samples: list[float], blocks: list[Stats], whole: TimingConfig) -> Stats:
@@ -219,7 +222,7 @@ def _sides_used(load: LoadMeter) -> dict[str, Any]:
     """How each side's first runtime blocks used the machine (the Result's ``load.recheck``): its
     cores' worth, threads, the cores it wanted, whether it ran in parallel, and whether both ran
     serially (``equal``: pinning both to the free cores keeps the comparison)."""
-    own = {side: round(load.spans[side].own_cores, 2) for side in ("numpy", "runtime") if side in load.spans}
+    own = {side: round(load.spans[side].own_cores, 2) for side in (NUMPY_SIDE, JAX_SIDE) if side in load.spans}
     parallel = [side for side in own if load.spans[side].parallel]
     return {"own_cores": own, "threads": {side: load.spans[side].threads for side in own},
             "demand": {side: round(d, 2) for side in own if (d := load.spans[side].demand) is not None},
