@@ -9,7 +9,8 @@
 # hand (benchmarks/hand_protocol.py: the tool beside the docs' lines typed in a plain process), pages (the
 # AppTest page tests; such a machine allows no socket, so no server or browser), ports (the cases
 # with several JAX ports, every port), atlas (`jaxcompare atlas --devices tpu` into $OUT, resumed from
-# $ATLAS_FROM and stopped by Ctrl-C at ATLAS_UNTIL seconds into the script), probe (benchmarks/tpu_kept_probe.py). Each part's output
+# $ATLAS_FROM and stopped by Ctrl-C at ATLAS_UNTIL seconds into the script), probe (benchmarks/tpu_kept_probe.py),
+# b2b (benchmarks/tpu_b2b_probe.py: the tool's back-to-back loop against the hand's, in one process). Each part's output
 # goes to $OUT/PART.log (OUT defaults to ./on-device), and $OUT/summary.txt lists each step's exit
 # status and seconds. CHECK_BUDGET bounds the device check (seconds, default 390).
 set -u
@@ -89,6 +90,7 @@ for part in "$@"; do
         atlas) atlas ;;
         probe) step probe kept-probe env -u MALLOC_MMAP_THRESHOLD_ -u MALLOC_TRIM_THRESHOLD_ \
                    "$PY" benchmarks/tpu_kept_probe.py ;;
+        b2b) step b2b b2b-probe "$PY" benchmarks/tpu_b2b_probe.py ;;
         hand) step hand hand-protocol "$PY" benchmarks/hand_protocol.py --keep "$OUT/hand" \
                   --json "$OUT/hand-protocol.json" ;;
         # The PNG export test draws through vl-convert on the host's CPU, not the device, and its
@@ -96,6 +98,6 @@ for part in "$@"; do
         pages) step pages apptest "$PY" -m pytest -n 0 -p no:cacheprovider --timeout 600 \
                    tests/test_app.py tests/test_pitfalls_page.py tests/test_i18n_pages.py \
                    --deselect tests/test_i18n_pages.py::test_a_chinese_png_export_draws_every_glyph ;;
-        *) echo "unknown part: $part (setup engine check cli hand pages ports atlas probe)" >&2; exit 2 ;;
+        *) echo "unknown part: $part (setup engine check cli hand pages ports atlas probe b2b)" >&2; exit 2 ;;
     esac
 done

@@ -1,0 +1,90 @@
+"""Probe (not part of the tool): on the TPU host the tool's back-to-back figure reads 1.13-1.26x the docs'
+200-call loop typed by hand (20-30 µs a call more), while on a 2-core CPU the two agree within 3%. Is it the
+worker process's state after the protocol, or the way the tool times its loop? One process:
+
+1. the docs' example typed by hand, 200 calls then one block, median of seven (idle, fresh process);
+2. the tool's whole protocol in this process (``measure``, quick timing), its back-to-back figure;
+3. the hand loop again, now after the protocol, on the same inputs;
+4. the tool's ``back_to_back`` timing the hand's jitted function and inputs;
+5. the hand loop on inputs committed to the device (``device_put(x, device)``, as the worker makes them);
+6. the hand loop once more.
+
+If (3) reads like (2), the process's state after the protocol is the cause; if (4) reads like (2) while (3)
+reads like (1), the tool's loop is. Prints one JSON line.
+
+    python benchmarks/tpu_b2b_probe.py [--shape 1000x1000] [--case centered_gram]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import timeit
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def hand_loop(f, args, calls: int = 200, repeat: int = 7) -> float:
+    """Seconds a call: loops of ``calls`` calls then one block, the median of ``repeat`` (the hand protocol's)."""
+    import jax
+
+    def loop() -> None:
+        out = None
+        for _ in range(calls):
+            out = f(*args)
+        jax.block_until_ready(out)
+
+    loop()
+    return sorted(t / calls for t in timeit.Timer(loop).repeat(repeat, 1))[repeat // 2]
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--case", default="centered_gram")
+    p.add_argument("--shape", default="1000x1000")
+    args = p.parse_args()
+    shape = tuple(int(n) for n in args.shape.split("x"))
+
+    import jax
+    import jax.numpy as jnp
+
+    def f(x):  # the JAX docs' example, as typed there
+        return x.T @ (x - x.mean(axis=0))
+
+    out: dict = {"backend": jax.default_backend(), "shape": list(shape)}
+    f_jax = jax.jit(f)
+    x_np = np.ones(shape, dtype=np.float32)
+    x_jax = jnp.asarray(x_np)
+    out["1_hand_idle_s"] = hand_loop(f_jax, (x_jax,))
+
+    from jaxcompare.engine.worker.measure import measure
+    from jaxcompare.engine.worker.run_state import Progress, _Run
+    from jaxcompare.engine.worker.runtimes import back_to_back
+    from jaxcompare.catalog import get_case
+    from jaxcompare.model.spec import Spec, TimingConfig
+
+    timing = TimingConfig.preset("quick")
+    start = time.perf_counter()
+    result = measure(Spec(case=args.case, shape=shape, timing=timing))
+    out["protocol_s"] = time.perf_counter() - start
+    out["2_tool_back_to_back_s"] = result.jax.back_to_back.median_s
+    out["tool_blocked_s"] = result.jax.runtime.median_s
+    out["3_hand_after_protocol_s"] = hand_loop(f_jax, (x_jax,))
+
+    run = _Run(get_case(args.case), timing, time.perf_counter_ns, Progress(lambda *_: None, timing))
+    out["4_tool_loop_on_hand_fn_s"] = back_to_back(run, f_jax, (x_jax,), result.jax.runtime.median_s).median_s
+    device = jax.devices()[0]
+    committed = jax.device_put(x_np, device)
+    out["5_hand_on_committed_inputs_s"] = hand_loop(f_jax, (committed,))
+    out["6_hand_again_s"] = hand_loop(f_jax, (x_jax,))
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
