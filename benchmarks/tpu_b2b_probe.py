@@ -62,10 +62,10 @@ def main() -> int:
     x_jax = jnp.asarray(x_np)
     out["1_hand_idle_s"] = hand_loop(f_jax, (x_jax,))
 
+    from jaxcompare.catalog import get_case
     from jaxcompare.engine.worker.measure import measure
     from jaxcompare.engine.worker.run_state import Progress, _Run
     from jaxcompare.engine.worker.runtimes import back_to_back
-    from jaxcompare.catalog import get_case
     from jaxcompare.model.spec import Spec, TimingConfig
 
     timing = TimingConfig.preset("quick")
