@@ -52,8 +52,9 @@ def ports_running() -> controls.PortsRun | None:
 
 
 def submit_port(spec):
-    # Each port counts as a run against the server's limits (rate, jobs at once), as a Compare run does.
-    return resources.get_runner().submit(spec, owner=access.owner_id())
+    # Each port counts as a run against the server's limits (rate, jobs at once), as a Compare run does; the
+    # ports after the first run on the first's device (a server with several), so the race is on one device.
+    return resources.get_runner().submit(spec, owner=access.owner_id(), sticky=ports_running() is not None)
 
 
 def start_run() -> None:

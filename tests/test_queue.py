@@ -147,11 +147,14 @@ def test_each_device_has_its_own_queue_and_workers(gate):
         # A sweep's later point stays on its owner's device, even with the other one idle.
         later = runner.submit(quick_spec(), owner="sweeper", rate_limited=False)
         assert later.device == blocker.device and runner.position(later) >= 1
+        # So does a race's later port, which still counts as a run (sticky alone).
+        port = runner.submit(quick_spec(), owner="sweeper", sticky=True)
+        assert port.device == blocker.device and runner.position(port) >= 2
         gate.open()
         blocker.wait(240)
-        assert later.wait(240).jax.device == blocker.device
+        assert later.wait(240).jax.device == blocker.device and port.wait(240).jax.device == blocker.device
         windows = {}
-        for job in (blocker, other, later):
+        for job in (blocker, other, later, port):
             windows.setdefault(job.device, []).append(job.window)
         for spans in windows.values():
             spans.sort()

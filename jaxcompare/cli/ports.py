@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import uuid
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -53,13 +54,14 @@ def run_ports(args: argparse.Namespace, runner: Any, case: Case, spec: Spec, wai
     write the ports document with --json; exit 2 only when no port was measured."""
     out = sys.stderr if args.json == "-" else sys.stdout
     runs: list[PortRun] = []
-    for name in chosen_ports(args.ports, case):
+    race = f"ports-{uuid.uuid4().hex}"  # one owner for the race: its later ports run on the first's device
+    for index, name in enumerate(chosen_ports(args.ports, case)):
         port_spec = replace(spec, port=name)
         print(_("measuring {case} port {port} at {shape} ({precision}), about {duration} ...").format(
             case=case.name, port=name, shape=format_shape(spec.shape), precision=spec.precision,
             duration=seconds_text(runner.estimate(port_spec).seconds)), file=sys.stderr, flush=True)
         try:
-            result = wait(runner.submit(port_spec, profile_dir=profile_dir))
+            result = wait(runner.submit(port_spec, profile_dir=profile_dir, owner=race, sticky=index > 0))
         except JaxCompareError as exc:  # one port's failure or deadline: its line, and on to the next
             runs.append(PortRun(name, error=error_first_line(str(exc))))
             print("jaxcompare: " + _("port {port}: {error}").format(port=name, error=translate_text(str(exc))),

@@ -14,6 +14,7 @@ import math
 import os
 import sys
 import threading
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -104,9 +105,10 @@ def _compare_ports(numpy_fn: Callable[..., Any], ports: Mapping[str, Callable[..
                        ports=tuple(Port(port, fn, jax_name=_fn_name(fn)) for port, fn in others))
         profile_dir = _profile_dir(profile)
         runs = []
-        for port in case.port_names:
+        race = f"ports-{uuid.uuid4().hex}"  # one owner for the race: its later ports run on the first's device
+        for index, port in enumerate(case.port_names):
             try:
-                result = _measure(case, replace(spec, port=port), timeout_s, profile_dir)
+                result = _measure(case, replace(spec, port=port), timeout_s, profile_dir, owner=race, sticky=index > 0)
             except JaxCompareError as exc:  # its line, and on to the next port (BadInput was raised above)
                 runs.append(PortRun(port, error=error_first_line(str(exc))))
                 continue
@@ -399,10 +401,13 @@ def _profile_dir(profile: bool | str | os.PathLike[str]) -> str | None:
     raise BadInput(N_("profile must be True, False or a folder, got {value!r}").format(value=profile))
 
 
-def _measure(case: Case, spec: Spec, timeout_s: float | None, profile_dir: str | None = None) -> NotebookResult:
-    """Queue the job and wait for it; Ctrl-C cancels it (its worker is restarted) and re-raises."""
+def _measure(case: Case, spec: Spec, timeout_s: float | None, profile_dir: str | None = None,
+             owner: str | None = None, sticky: bool = False) -> NotebookResult:
+    """Queue the job and wait for it; Ctrl-C cancels it (its worker is restarted) and re-raises. ``owner`` and
+    ``sticky``: a race's later ports on its first's device (Runner.submit)."""
     global _current
-    job = runner().submit(spec, case=case, timeout_s=timeout_s, profile_dir=profile_dir)
+    job = runner().submit(spec, case=case, timeout_s=timeout_s, profile_dir=profile_dir, owner=owner,
+                          sticky=sticky)
     _current = job
     try:
         while not job.finished_within(_POLL_S):

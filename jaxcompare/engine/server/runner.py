@@ -74,19 +74,18 @@ class Runner:
         return self._q.enqueue(made, as_owner(owner), rate_limited=rate_limited, sticky=sticky)
 
     def submit(self, spec: Spec, *, case: Case | None = None, timeout_s: float | None = None,
-               owner: Owner | str | None = None, rate_limited: bool = True,
+               owner: Owner | str | None = None, rate_limited: bool = True, sticky: bool | None = None,
                profile_dir: str | os.PathLike[str] | None = None, jax: str | None = None) -> Job:
-        """Queue a measurement; returns at once with a Job to poll or wait on. ``case``: a Case
-        that is not in the catalog (a notebook's functions), sent with the job, cloudpickled, to
-        the worker of ``spec.precision``. ``profile_dir``: also trace a few steady-state calls
-        into ``profile_dir/<result id>`` (Result.profile).
+        """Queue a measurement; returns at once with a Job to poll or wait on. ``case``: a Case that is not in
+        the catalog (a notebook's functions), sent with the job, cloudpickled, to the worker of ``spec.precision``.
+        ``profile_dir``: also trace a few steady-state calls into ``profile_dir/<result id>`` (Result.profile).
 
-        Raises BadInput / TooLarge at once for a request that cannot run (unknown case, bad
-        shape, over a limit, more memory than the host has, a case that cannot be sent, a full
-        queue, over the rate). ``rate_limited=False`` marks a later point of a sweep: it is not
-        counted again and runs on the device of its owner's previous job. ``jax``: measure under that
-        JAX release, in its prepared environment (engine/server/envs.py; in hosted mode only a version the
-        operator offers, JAXCOMPARE_JAX_VERSIONS), else VersionUnavailable at once."""
+        Raises BadInput / TooLarge at once for a request that cannot run (unknown case, bad shape, over a limit,
+        more memory than the host has, a case that cannot be sent, a full queue, over the rate).
+        ``rate_limited=False`` marks a later point of a sweep: it is not counted again and runs on the device of
+        its owner's previous job; ``sticky`` alone asks the latter (a race's later ports, each still counted).
+        ``jax``: measure under that JAX release, in its prepared environment (engine/server/envs.py; in hosted
+        mode only a version the operator offers, JAXCOMPARE_JAX_VERSIONS), else VersionUnavailable at once."""
         if case is not None and case.name != spec.case:
             raise BadInput(N_("the spec names case {spec_case!r} but the case sent is {case!r}").format(
                 spec_case=spec.case, case=case.name))
@@ -104,7 +103,8 @@ class Runner:
             # The worker may not share this process's working directory.
             profile_dir=None if profile_dir is None else os.path.abspath(os.path.expanduser(os.fspath(profile_dir))))
         return self.submit_job("measure", spec, options, spec=spec, case=found, timeout_s=timeout_s, owner=owner,
-                               rate_limited=rate_limited, sticky=not rate_limited, jax_env=jax_env)
+                               rate_limited=rate_limited, sticky=not rate_limited if sticky is None else sticky,
+                               jax_env=jax_env)
 
     def submit_pitfalls(self, spec: Spec, sections: tuple[str, ...] | None = None, *,
                         timeout_s: float | None = None, owner: Owner | str | None = None) -> Job:
