@@ -316,6 +316,10 @@ def back_to_back(run: _Run, jitted: Any, dev_inputs: Any, blocked_s: float) -> S
     calls = back_to_back_calls(lambda n: time_loops(loop_of(n), 1, run.clock) * NS, blocked_s)
     # It follows the host's own work (plain NumPy, JAX on the CPU), whose idle threads spin for a while:
     # on a TPU host a loop read 142 µs a call right after NumPy's BLAS, 128 µs after a pause.
-    stats = sample(loop_of(calls), replace(run.timing, phase_budget_s=min(run.timing.phase_budget_s, 0.3)),
+    # Enough loops for a 95% range whatever the preset: the ports' race on calls back to back (on a TPU
+    # the one that tells kernels apart) ranks them only within ranges, and quick timing's three gave none.
+    enough = max(run.timing.min_samples, MIN_SAMPLES_FOR_RANGE)
+    stats = sample(loop_of(calls), replace(run.timing, phase_budget_s=min(run.timing.phase_budget_s, 0.3),
+                                           min_samples=enough, max_samples=max(run.timing.max_samples, enough)),
                    clock=run.clock, settle_s=BLAS_SETTLE_S)
     return Stats.from_samples([t / calls for t in stats.samples_s], loops=stats.loops * calls)
