@@ -54,7 +54,9 @@ def ports_running() -> controls.PortsRun | None:
 def submit_port(spec):
     # Each port counts as a run against the server's limits (rate, jobs at once), as a Compare run does; the
     # ports after the first run on the first's device (a server with several), so the race is on one device.
-    return resources.get_runner().submit(spec, owner=access.owner_id(), sticky=ports_running() is not None)
+    run = st.session_state[PORTS]
+    return resources.get_runner().submit(spec, owner=access.owner_id(), sticky=run.started,
+                                         profile_dir=run.profile_dir)
 
 
 def start_run() -> None:
@@ -65,10 +67,10 @@ def start_run() -> None:
         case = cases_ui.case_by_name(config.case)
         spec = config.spec(case)
         ports = config.chosen_ports(case)
-        if len(ports) > 1:  # each port its own job, one after another (a profile traces one run: none here)
-            run = controls.PortsRun(spec, ports)
-            run.advance(submit_port)
+        if len(ports) > 1:  # each port its own job, one after another, each traced on its own with Profile
+            run = controls.PortsRun(spec, ports, profile_dir=resources.traces_folder() if config.profile else None)
             st.session_state[PORTS] = run
+            run.advance(submit_port)
             st.session_state.pop(ERROR, None)
             st.session_state["compare_url_warnings"] = []
             return
@@ -139,8 +141,6 @@ with st.sidebar:
               help=_("After the timed phases, trace a few steady-state JAX calls with jax.profiler: the XLA ops "
                      "that take the device's time, and how much of each call is host overhead. The timings are "
                      "the same either way; the Perfetto trace can be downloaded from the Profile tab."))
-    if profile_note := form_ui.ports_profile_note(FORM, case):
-        st.caption(profile_note)
     busy = jobs.running_job(JOB) is not None or ports_running() is not None
     st.button(_("Run comparison"), type="primary", icon=":material/play_arrow:", on_click=start_run,
               disabled=busy or shape is None, width="stretch", key="run_compare")

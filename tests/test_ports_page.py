@@ -5,6 +5,7 @@ Pallas kernel gets its words and no bar."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 from _results import make_result, stats, with_jax
@@ -73,6 +74,7 @@ def test_compare_races_two_ports_of_cumsum_each_its_own_job():
     picker = at.multiselect(key="ports")
     assert picker.value == ["jnp", "scan"] and list(picker.options) == ["jnp", "associative_scan", "scan"]
     assert dict(at.query_params)["ports"] == "jnp,scan"
+    at.toggle(key="profile").set_value(True).run()  # each port's run traced on its own
     at.button(key="run_compare").click().run()
     race = at.session_state["compare_ports"]
     assert race.ports == ["jnp", "scan"] and race.job.spec.port == "jnp"  # one port queued at a time
@@ -83,6 +85,8 @@ def test_compare_races_two_ports_of_cumsum_each_its_own_job():
     assert [(r.name, r.result.port, r.result.shape) for r in race.runs] == [("jnp", "jnp", (300,)),
                                                                           ("scan", "scan", (300,))]
     assert "compare_result" not in at.session_state
+    traces = {r.result.profile.trace_file for r in race.runs}
+    assert len(traces) == 2 and all(trace and Path(trace).is_file() for trace in traces)
     text = [m.value.replace("\\", "") for m in at.markdown]  # shown as written: Markdown's escapes
     verdict = race.verdict()
     assert verdict.fastest in ("jnp", "scan")

@@ -593,6 +593,7 @@ class PortsRun:
 
     base: Spec
     ports: list[str]
+    profile_dir: str | None = None  # where each port's run is traced (the Profile toggle), else None
     runs: list[PortRun] = field(default_factory=list)
     next_index: int = 0
     job: Any = None
@@ -623,6 +624,11 @@ class PortsRun:
         running = float(getattr(self.job, "progress", 0.0) or 0.0) if self.job is not None else 0.0
         return min((len(self.runs) + running) / max(len(self.ports), 1), 1.0)
 
+    @property
+    def started(self) -> bool:
+        """Whether a port was submitted already: the later ones go to its device."""
+        return self.next_index > 0
+
     def advance(self, submit: Callable[[Spec], Any]) -> bool:
         """Collect a finished port and submit the next; True when a port's result or line landed. A
         port refused at once (a server's limit) gets its line, and the next is tried."""
@@ -636,12 +642,13 @@ class PortsRun:
             self.job, self.current, landed = None, None, True
         while self.job is None and not self.stopped and self.next_index < len(self.ports):
             port = self.ports[self.next_index]
-            self.next_index += 1
-            try:
+            try:  # submitted before next_index moves on, so ``started`` says whether a port went first
                 self.job, self.current = submit(self.spec(port)), port
             except JaxCompareError as exc:
                 self.runs.append(PortRun(port, error=error_first_line(str(exc))))
                 landed = True
+            finally:
+                self.next_index += 1
         return landed
 
     def stop(self) -> None:

@@ -173,14 +173,6 @@ class PageForm(Generic[Config]):
         return [replace(spec, port=port) for port in ports] if len(ports) > 1 else [spec]
 
 
-def ports_profile_note(form: PageForm[Any], case: Case) -> str | None:
-    """Under the Profile toggle: a race of several ports traces none of them (a profile is one run's)."""
-    config = form.current()
-    if not getattr(config, "profile", False) or len(form.port_specs(case)) < 2:
-        return None
-    return _("A profile traces one run: with several ports chosen, none is traced. Choose one port to profile it.")
-
-
 def preset_estimates(specs: Sequence[Spec], kind: str = "measure",
                      presets: Sequence[str] = controls.TIMING_PRESETS) -> dict[str, Estimate]:
     """How long ``specs``, run one after another, would take at each of ``presets`` (a page's timing
