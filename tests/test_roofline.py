@@ -10,13 +10,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from support import QUICK
+from support import QUICK, zh
 
 import jaxcompare
-from jaxcompare import Spec
-from jaxcompare.analysis.text import roofline_lines
+from jaxcompare import Spec, i18n
+from jaxcompare.analysis.advice import advice, advice_document
+from jaxcompare.analysis.text import advice_lines, roofline_lines
 from jaxcompare.engine.worker import ceilings
 from jaxcompare.engine.worker.measure import measure
+from jaxcompare.model.formatting import format_percent
 from jaxcompare.model.peaks import bandwidth_for
 from jaxcompare.model.result import Result
 from jaxcompare.model.roofline import (
@@ -258,3 +260,60 @@ def test_the_bandwidth_is_measured_once_and_then_read_from_the_cache(tmp_path):
     entry.update(numpy_bytes_per_s=12345.0, jax_bytes_per_s=6789.0, busy=False)
     path.write_text(json.dumps(doc))
     assert ceilings.cpu_bandwidth(cpu, path=path) == 12345.0
+
+
+# --- What would help most (analysis/advice.py), read off the measurements above: the limit rules need
+# real CPU results, and these are measured once here. tests/test_advice.py has the rules' other cases.
+def advice_rules(result: Result) -> list[str]:
+    return [a.rule for a in advice(result)]
+
+
+def test_overhead_fires_on_a_10x10_call_with_its_numbers(tiny):
+    (found,) = [a for a in advice(tiny) if a.rule == "overhead"]
+    side = tiny.roofline.jax
+    assert f"{side.runtime_s / side.empty_call_s:.1f} empty jitted calls" in found.text
+    assert "vmap" in found.text and "jit the outer function" in found.text
+    assert "memory" not in advice_rules(tiny)
+
+
+def test_overhead_does_not_fire_on_large_calls(column_sums, matmul):
+    assert "overhead" not in advice_rules(column_sums) and "overhead" not in advice_rules(matmul)
+
+
+def test_memory_fires_on_4000x4000_column_sums_with_the_bandwidth_it_reached(column_sums):
+    (found,) = [a for a in advice(column_sums) if a.rule == "memory"]
+    r = column_sums.roofline
+    share = r.bytes_per_s("jax") / r.jax.bandwidth_bytes_per_s
+    assert format_percent(share) in found.text and "FLOP/byte" in found.text and "float32" in found.text
+    assert "fuse" in found.text and "smaller dtype" in found.text
+
+
+def test_memory_does_not_fire_on_a_compute_bound_matmul_or_a_tiny_call(matmul, tiny):
+    assert matmul.roofline.limit("jax") == "compute"
+    assert "memory" not in advice_rules(matmul) and "memory" not in advice_rules(tiny)
+
+
+def test_no_float64_advice_on_the_cpu(matmul):
+    # Compute-bound, but the float64 rule is about a GPU's FP64 units.
+    x64 = dataclasses.replace(matmul, dtype="float64", spec=dataclasses.replace(matmul.spec, precision="x64"))
+    assert "float64" not in advice_rules(x64)
+
+
+
+def test_the_json_list_and_the_text_lines(column_sums):
+    doc = advice_document(column_sums)
+    assert [set(a) for a in doc] == [{"rule", "text"}] * len(doc) and doc[0]["rule"] == "memory"
+    lines = advice_lines(column_sums)
+    assert lines[0] == "  what would help most:" and lines[1].startswith("    - JAX is memory-bound")
+
+
+def test_the_text_is_english_when_recorded_and_chinese_when_shown(column_sums):
+    with i18n.using("zh"):
+        recorded = advice(column_sums)[0].text
+        lines = advice_lines(column_sums)
+    assert recorded.startswith("JAX is memory-bound")  # recorded in English whatever the language
+    assert lines[0] == "  " + zh("what would help most:")
+    # Translated, with the recorded numbers in place.
+    r = column_sums.roofline
+    share = format_percent(r.bytes_per_s("jax") / r.jax.bandwidth_bytes_per_s)
+    assert "memory-bound" not in lines[1] and share in lines[1]
