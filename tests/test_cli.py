@@ -93,15 +93,21 @@ def test_run_profile_writes_a_trace_and_a_bad_folder_is_one_line(tmp_path):
     assert "cannot write the trace" in line and "Traceback" not in proc.stdout + proc.stderr
 
 
-def test_run_prints_a_table():
-    proc = cli("run", "--case", "matmul", "--shape", "32x32", "--quick")
+@pytest.fixture(scope="module")
+def table_run():
+    """A plain `run` at the default matmul precision, as a table on stdout."""
+    return cli("run", "--case", "matmul", "--shape", "32x32", "--quick")
+
+
+def test_run_prints_a_table(table_run):
+    proc = table_run
     assert proc.returncode == 0, proc.stderr
     for words in ("NumPy runtime", "JAX runtime (blocked)", "Compile: XLA compile", "speedup",
                   "break-even", "agreement: OK", "quick timing"):
         assert words in proc.stdout
 
 
-def test_run_at_a_chosen_matmul_precision_records_it_and_says_so(tmp_path):
+def test_run_at_a_chosen_matmul_precision_records_it_and_says_so(tmp_path, table_run):
     out = tmp_path / "r.json"
     proc = cli("run", "--case", "matmul", "--shape", "8x8", "--quick", "--matmul-precision", "highest",
                "--json", str(out))
@@ -109,7 +115,7 @@ def test_run_at_a_chosen_matmul_precision_records_it_and_says_so(tmp_path):
     doc = json.loads(out.read_text())
     assert doc["spec"]["matmul_precision"] == doc["jax"]["protocol"]["matmul_precision"] == "highest"
     assert "matmul precision: highest (a TPU: six bfloat16 passes; an NVIDIA GPU: float32)" in proc.stdout
-    assert "matmul precision" not in cli("run", "--case", "matmul", "--shape", "8x8", "--quick").stdout
+    assert table_run.returncode == 0 and "matmul precision" not in table_run.stdout  # the default: not said
 
 
 def test_run_and_sweep_parse_the_matmul_precision():
