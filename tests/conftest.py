@@ -4,6 +4,7 @@ neighbour process that keeps a core busy."""
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import shutil
 import subprocess
@@ -86,22 +87,46 @@ def runner():
         yield shared
 
 
-@pytest.fixture(scope="session")
-def fair_result():
-    """A real, fair comparison at the JAX docs' size, measured in this process (x32, CPU)."""
-    from jaxcompare import Spec, TimingConfig
+def measured_once_per_run(config: pytest.Config, tmp_path_factory: pytest.TempPathFactory, name: str, spec):
+    """``spec`` measured in a test process, once per pytest run: a session fixture is once per process,
+    and each pytest-xdist worker measured it again (`make test`'s parallel part: up to three times).
+    The first worker to ask measures it and writes the Result into the run's folder; the others wait
+    on a lock and read it back (Result's JSON round trip is exact). The serial part, a run of its own,
+    measures its own on the quiet machine."""
+    import fcntl
+
+    from jaxcompare import Result
     from jaxcompare.engine.worker.measure import measure
 
-    return measure(Spec("centered_gram", (1000, 1000), device="cpu", timing=TimingConfig.quick()))
+    folder = tmp_path_factory.getbasetemp()
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: its folder is popen-gwN in the run's
+        folder = folder.parent
+    path = folder / f"measured-{name}.json"
+    with open(folder / f"measured-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if path.exists():
+            return Result.from_dict(json.loads(path.read_text()))
+        result = measure(spec)
+        path.write_text(json.dumps(result.to_dict()))
+        return result
 
 
 @pytest.fixture(scope="session")
-def tiny_result():
+def fair_result(pytestconfig, tmp_path_factory):
+    """A real, fair comparison at the JAX docs' size, measured in a test process (x32, CPU)."""
+    from jaxcompare import Spec, TimingConfig
+
+    spec = Spec("centered_gram", (1000, 1000), device="cpu", timing=TimingConfig.quick())
+    return measured_once_per_run(pytestconfig, tmp_path_factory, "fair", spec)
+
+
+@pytest.fixture(scope="session")
+def tiny_result(pytestconfig, tmp_path_factory):
     """The same comparison at 10x10, where dispatch overhead dominates."""
     from jaxcompare import Spec, TimingConfig
-    from jaxcompare.engine.worker.measure import measure
 
-    return measure(Spec("centered_gram", (10, 10), device="cpu", timing=TimingConfig.quick()))
+    spec = Spec("centered_gram", (10, 10), device="cpu", timing=TimingConfig.quick())
+    return measured_once_per_run(pytestconfig, tmp_path_factory, "tiny", spec)
 
 
 # The loop ends by itself even if teardown never ran; longer than any test's waits beside it (the
