@@ -29,32 +29,42 @@ RECT_JS = """([colour]) => Array.from(document.querySelectorAll("svg.marks path,
     .filter(p => (p.getAttribute('fill') || '').toLowerCase() === colour).length"""
 
 
-@pytest.mark.parametrize("lang", ["en", "zh"])
-def test_the_atlas_page_draws_the_recorded_atlas(tmp_path, browser, lang):  # noqa: F811
+@pytest.fixture(scope="module")
+def atlas_server(tmp_path_factory):
+    """The app with no atlas of the reader's own (its file absent): the Atlas page shows the recorded ones.
+    One server for the module's three page tests (each started its own: a server and its worker's start)."""
+    tmp = tmp_path_factory.mktemp("atlas_server")
+    with streamlit_run(tmp, env={am.ENV_VAR: str(tmp / "none.json")}) as url:
+        yield url
+
+
+# Chinese first: the English run adds the atlas's results to the server's History, which links its cells.
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_the_atlas_page_draws_the_recorded_atlas(atlas_server, browser, lang):  # noqa: F811
     recorded = am.load(RECORDED[0])
     doubtful = sum(v.status == am.DOUBTFUL for v in am.views(recorded))
-    with streamlit_run(tmp_path, env={am.ENV_VAR: str(tmp_path / "none.json")}) as url:
-        page = open_page(browser, f"{url}/Atlas?lang={lang}", height=1600)
-        page.wait_for_selector("[data-testid='stVegaLiteChart'] svg.marks", timeout=60_000)
-        page.wait_for_function(f"() => ({RECT_JS})(['{DOUBT_GREY}']) >= {doubtful}", timeout=30_000)
-        assert page.evaluate(RECT_JS, [DOUBT_GREY]) == doubtful  # every set-aside cell greyed, no other
-        drawn = svg_text(page, 0)
-        word = "Recorded: recorded on" if lang == "en" else zh("Recorded: {line}").split("{")[0]
-        assert word in main_text(page)
-        cases = {c.key.case for c in recorded.cells.values()}
-        assert all(case in drawn for case in cases)
-        assert (zh("Speedup atlas: NumPy time over JAX time") if lang == "zh"
-                else "Speedup atlas: NumPy time over JAX time") in drawn
-        assert_no_error(page)
-        if lang == "en":  # once its results are in History, a cell opens its result on the Compare page
-            page.get_by_role("button", name="Add them to History").click()
-            page.get_by_text("Added to History").wait_for(timeout=30_000)
-            page.wait_for_selector(IDLE, timeout=30_000)
-            page.wait_for_selector("[data-testid='stVegaLiteChart'] svg.marks", timeout=30_000)
-            label = next(v for v in am.views(recorded) if v.status == am.TRUSTED)
-            page.locator("svg.marks text", has_text=cell_label(label)).first.click()
-            page.wait_for_url("**/Compare?**", timeout=30_000)
-            assert f"result={label.result_id}" in page.url
+    page = open_page(browser, f"{atlas_server}/Atlas?lang={lang}", height=1600)
+    page.wait_for_selector("[data-testid='stVegaLiteChart'] svg.marks", timeout=60_000)
+    page.wait_for_function(f"() => ({RECT_JS})(['{DOUBT_GREY}']) >= {doubtful}", timeout=30_000)
+    assert page.evaluate(RECT_JS, [DOUBT_GREY]) == doubtful  # every set-aside cell greyed, no other
+    drawn = svg_text(page, 0)
+    word = "Recorded: recorded on" if lang == "en" else zh("Recorded: {line}").split("{")[0]
+    assert word in main_text(page)
+    cases = {c.key.case for c in recorded.cells.values()}
+    assert all(case in drawn for case in cases)
+    assert (zh("Speedup atlas: NumPy time over JAX time") if lang == "zh"
+            else "Speedup atlas: NumPy time over JAX time") in drawn
+    assert_no_error(page)
+    if lang == "en":  # once its results are in History, a cell opens its result on the Compare page
+        page.get_by_role("button", name="Add them to History").click()
+        page.get_by_text("Added to History").wait_for(timeout=30_000)
+        page.wait_for_selector(IDLE, timeout=30_000)
+        page.wait_for_selector("[data-testid='stVegaLiteChart'] svg.marks", timeout=30_000)
+        label = next(v for v in am.views(recorded) if v.status == am.TRUSTED)
+        page.locator("svg.marks text", has_text=cell_label(label)).first.click()
+        page.wait_for_url("**/Compare?**", timeout=30_000)
+        assert f"result={label.result_id}" in page.url
+    page.close()
 
 
 TPU = ROOT / "tests" / "data" / "atlas" / "tpu-v5e-jax0.10.2.json.gz"
@@ -62,28 +72,27 @@ NOT_MEASURED_JS = """([word]) => Array.from(document.querySelectorAll("svg.marks
     .filter(t => t.textContent === word).length"""
 
 
-def test_the_recorded_tpu_atlas_is_drawn_with_the_cells_it_lacks_and_says_it_is_partial(tmp_path, browser):  # noqa: F811
+def test_the_recorded_tpu_atlas_is_drawn_with_the_cells_it_lacks_and_says_it_is_partial(atlas_server, browser):  # noqa: F811
     recorded = am.load(TPU)
     missing = sum(v.status == am.NOT_MEASURED for v in am.grid(recorded))
-    with streamlit_run(tmp_path, env={am.ENV_VAR: str(tmp_path / "none.json")}) as url:
-        for lang in ("en", "zh"):
-            page = open_page(browser, f"{url}/Atlas?lang={lang}", height=2200)
-            page.wait_for_selector("[data-testid='stVegaLiteChart'] svg.marks", timeout=60_000)
-            page.locator("[data-testid='stSidebar'] [data-testid='stSelectbox'] input").click()
-            page.get_by_role("option").filter(has_text="TPU v5e").first.click()
-            word = "not measured" if lang == "en" else zh("not measured")
-            page.wait_for_function(f"() => ({NOT_MEASURED_JS})(['{word}']) === {missing}", timeout=60_000)
-            page.wait_for_selector(IDLE, timeout=30_000)
-            warning = page.locator("[data-testid='stAlertContentWarning']").inner_text()
-            with i18n.using(lang):  # the page's own words: the cells held of those planned, the rest named
-                assert warning.strip().endswith(partial_line(recorded))
-            held, planned = len(recorded.cells), len(recorded.plan())
-            assert (f"{held} of the {planned}" if lang == "en" else f"{planned} 格中只有 {held} 格") in warning
-            drawn = svg_text(page, 0)
-            assert "TPU v5e" in drawn and "cdist" in drawn and "float64" in drawn  # each precision holds cells
-            assert page.evaluate(RECT_JS, [DOUBT_GREY]) == sum(v.status == am.DOUBTFUL for v in am.views(recorded))
-            assert_no_error(page)
-            page.close()
+    for lang in ("en", "zh"):
+        page = open_page(browser, f"{atlas_server}/Atlas?lang={lang}", height=2200)
+        page.wait_for_selector("[data-testid='stVegaLiteChart'] svg.marks", timeout=60_000)
+        page.locator("[data-testid='stSidebar'] [data-testid='stSelectbox'] input").click()
+        page.get_by_role("option").filter(has_text="TPU v5e").first.click()
+        word = "not measured" if lang == "en" else zh("not measured")
+        page.wait_for_function(f"() => ({NOT_MEASURED_JS})(['{word}']) === {missing}", timeout=60_000)
+        page.wait_for_selector(IDLE, timeout=30_000)
+        warning = page.locator("[data-testid='stAlertContentWarning']").inner_text()
+        with i18n.using(lang):  # the page's own words: the cells held of those planned, the rest named
+            assert warning.strip().endswith(partial_line(recorded))
+        held, planned = len(recorded.cells), len(recorded.plan())
+        assert (f"{held} of the {planned}" if lang == "en" else f"{planned} 格中只有 {held} 格") in warning
+        drawn = svg_text(page, 0)
+        assert "TPU v5e" in drawn and "cdist" in drawn and "float64" in drawn  # each precision holds cells
+        assert page.evaluate(RECT_JS, [DOUBT_GREY]) == sum(v.status == am.DOUBTFUL for v in am.views(recorded))
+        assert_no_error(page)
+        page.close()
 
 
 def test_the_html_export_opens_with_no_network(tmp_path, browser):  # noqa: F811
