@@ -13,6 +13,9 @@ from apptest_support import app_runner, fresh_caches, page, run_until  # noqa: F
 from chart_support import chart_rows, layer_marks, mark_type, vega_specs
 from streamlit.testing.v1 import AppTest
 
+from jaxcompare.app import pitfalls_view as pv
+from jaxcompare.engine.common.lessons import SECTIONS
+
 pytestmark = pytest.mark.slow  # a minute or more: collected first (conftest)
 
 
@@ -79,6 +82,16 @@ def test_compare_runs_a_small_case_to_charts_and_figures():
     assert {"Result (JSON)", "Result (CSV)", "Phase chart (PNG)", "Samples chart (PNG)",
             "Roofline chart (PNG)"} <= set(downloads)
     assert dict(at.query_params) == {"case": "matmul", "shape": "small", "timing": "quick"}  # the URL reproduces it
+
+    # The checklist links each item to the Pitfalls section that explains it.
+    frame = at.table[0].value  # st.table: its cells are Markdown and wrap, so no reason is cut off
+    links = dict(zip(frame["Check"], frame["Explained in"], strict=True))
+    assert links["Workload large enough"] == "[Workload size](Pitfalls?case=matmul#pitfall-size)"
+    blocked = links["Blocked timing"]
+    assert blocked.startswith("[Async dispatch](") and blocked.endswith("#pitfall-async)")
+    assert links["Samples stable"] == ""  # a blank cell, not "None"
+    anchors = {pv.anchor(p) for p in SECTIONS}
+    assert all(link == "" or link.rsplit("#", 1)[1].rstrip(")") in anchors for link in links.values())
 
 
 def test_compare_runs_at_the_chosen_matmul_precision_and_the_link_keeps_it():

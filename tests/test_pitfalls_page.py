@@ -1,7 +1,8 @@
 """The Pitfalls page under Streamlit's AppTest: the default configuration, a real run of all seven
-sections at a small shape (CPU, quick timing), one job at a time, Stop, bad URL values, and the
-Compare checklist's links into the page. The same run's sections in Chinese in a real Chromium, last.
-(The deep link and the busy machine in Chromium: tests/test_browser_pitfalls.py.)"""
+sections at a small shape (CPU, quick timing), one job at a time, Stop and bad URL values. The same
+run's sections in Chinese in a real Chromium, last. (The deep link and the busy machine in Chromium:
+tests/test_browser_pitfalls.py; the Compare checklist's links into this page: tests/test_app.py, on its
+Compare run.)"""
 
 from __future__ import annotations
 
@@ -221,20 +222,6 @@ def test_stop_cancels_the_running_job():
     assert job.status == "cancelled"
     assert any(e.value.startswith("Stopped:") for e in at.error)
     assert not at.button(key="run_all_pitfalls").disabled
-
-
-def test_compare_checklist_links_each_item_to_its_pitfall_section():
-    at = page("pages/1_Compare.py", case="matmul", shape="small", timing="quick")
-    at.button(key="run_compare").click().run()
-    at = run_until(at, lambda a: len(a.metric) >= 6)
-    frame = at.table[0].value  # st.table: its cells are Markdown and wrap, so no reason is cut off
-    links = dict(zip(frame["Check"], frame["Explained in"], strict=True))
-    assert links["Workload large enough"] == "[Workload size](Pitfalls?case=matmul#pitfall-size)"
-    blocked = links["Blocked timing"]
-    assert blocked.startswith("[Async dispatch](") and blocked.endswith("#pitfall-async)")
-    assert links["Samples stable"] == ""  # a blank cell, not "None"
-    anchors = {pv.anchor(p) for p in SECTIONS}
-    assert all(link == "" or link.rsplit("#", 1)[1].rstrip(")") in anchors for link in links.values())
 
 
 # Last in this module: Playwright's sync API leaves its event loop set as running until the module's
