@@ -184,13 +184,22 @@ def test_result_is_complete_and_agrees(big_result):
     assert r.env["jax"]["x64_enabled"] is False
 
 
-def test_the_spec_s_matmul_precision_is_what_jax_ran_at_and_is_recorded(tiny_result):
+@pytest.fixture(scope="module")
+def highest_with_third_side():
+    """centered_gram 10x10 at matmul precision "highest", with JAX on the CPU as a third side, and what
+    its progress callback was told: read by the precision test and the third side's progress test."""
+    log = ProgressLog()
+    result = measure(Spec("centered_gram", (10, 10), device="cpu", timing=QUICK, matmul_precision="highest"),
+                     progress=log, cpu_side=True)
+    return result, log
+
+
+def test_the_spec_s_matmul_precision_is_what_jax_ran_at_and_is_recorded(tiny_result, highest_with_third_side):
     import jax
 
     assert tiny_result.spec.matmul_precision == "default"
     assert tiny_result.jax.protocol["matmul_precision"] == "default"
-    r = measure(Spec("centered_gram", (10, 10), device="cpu", timing=QUICK, matmul_precision="highest"),
-                cpu_side=True)
+    r, _ = highest_with_third_side
     assert r.jax.protocol["matmul_precision"] == "highest" and r.peak.matmul_precision == "highest"
     assert r.jax_cpu is not None and r.jax.agreement["ok"]
     assert type(r).from_dict(r.to_dict()).spec.matmul_precision == "highest"
@@ -272,9 +281,8 @@ def test_progress_reports_every_phase_in_order():
     assert all(r.phase(figure.name).n >= 1 for figure in phases.FIGURES)
 
 
-def test_progress_with_the_third_side_puts_jax_on_the_cpu_after_the_runtimes():
-    log = ProgressLog()
-    r = measure(Spec("elementwise", (1000,), timing=QUICK), progress=log, cpu_side=True)
+def test_progress_with_the_third_side_puts_jax_on_the_cpu_after_the_runtimes(highest_with_third_side):
+    r, log = highest_with_third_side
     recheck = ["recheck"] if "recheck" in r.load else []
     assert log.phases == ["inputs", "transfer", "compile", "first_call", "dispatch", "fetch", "numpy",
                           "runtime", *recheck, "jax_cpu", "agreement", "peak", "done"]
