@@ -29,8 +29,15 @@ def large(traces) -> Result:
 
 
 @pytest.fixture(scope="module")
-def tiny(traces) -> Result:
-    return measure(Spec("matmul", (8, 8), device="cpu", timing=QUICK), profile_dir=str(traces))
+def tiny_phases() -> list[str]:
+    """Each phase `tiny`'s measurement reported, in order (with repeats)."""
+    return []
+
+
+@pytest.fixture(scope="module")
+def tiny(traces, tiny_phases) -> Result:
+    return measure(Spec("matmul", (8, 8), device="cpu", timing=QUICK), profile_dir=str(traces),
+                   progress=lambda phase, _: tiny_phases.append(phase))
 
 
 def test_the_trace_file_exists_under_the_result_id_and_parses(large, traces):
@@ -83,11 +90,9 @@ def test_a_tiny_input_is_mostly_overhead_a_large_one_mostly_work(tiny, large):
     assert len(overhead) == 1 and "its profile shows the device idle for" in overhead[0].text
 
 
-def test_profiling_runs_after_the_timed_phases_and_the_result_round_trips(traces):
-    phases: list[str] = []
-    result = measure(Spec("elementwise", (1000,), device="cpu", timing=QUICK),
-                     progress=lambda phase, _: phases.append(phase), profile_dir=str(traces))
-    order = list(dict.fromkeys(phases))
+def test_profiling_runs_after_the_timed_phases_and_the_result_round_trips(tiny, tiny_phases):
+    result = tiny
+    order = list(dict.fromkeys(tiny_phases))
     assert order.index("profile") > max(order.index("numpy"), order.index("runtime"))
     assert order.index("profile") < order.index("agreement")
     doc = json.loads(json.dumps(result.to_dict()))
@@ -96,8 +101,8 @@ def test_profiling_runs_after_the_timed_phases_and_the_result_round_trips(traces
     assert Result.from_dict(doc).profile == result.profile
 
 
-def test_without_profile_there_is_none_and_old_results_load(tmp_path):
-    result = measure(Spec("elementwise", (100,), device="cpu", timing=QUICK))
+def test_without_profile_there_is_none_and_old_results_load(tiny_result):
+    result = tiny_result  # measured without profile_dir
     assert result.profile is None and result.to_dict()["profile"] is None
     doc = result.to_dict()
     del doc["profile"]  # as saved before profiles existed
