@@ -72,9 +72,9 @@ def test_forced_trimming_gives_two_numpy_speeds_and_the_headline_from_the_plain_
     assert "MALLOC_MMAP_THRESHOLD_" in rule.text
 
 
-def test_small_arrays_are_timed_once():
+def test_small_arrays_are_timed_once(tiny_result):
     # No array reaches glibc's 128 KiB threshold: the two speeds are one, and no plain process runs.
-    r = measure(Spec("centered_gram", (16, 16), timing=QUICK))
+    r = tiny_result  # centered Gram 10x10, quick (conftest)
     assert r.numpy_kept is None and r.numpy_memory_speedup is None and numpy_speeds_line(r) is None
     assert "kept_memory" not in r.to_dict()["numpy"]
 
