@@ -127,9 +127,10 @@ def measure(args: argparse.Namespace, atlas: atlas_mod.Atlas, path: Path) -> int
         print(head, file=sys.stderr, flush=True)
         try:
             for i, ((key, shape), spec) in enumerate(zip(pending, specs, strict=True)):
-                job = runner.submit(spec, rate_limited=False)
-                left = runner.estimate_all(specs[i + 1:]).seconds if i + 1 < len(specs) else None  # while it runs
-                try:
+                left = None
+                try:  # refused at once (more memory than the host has) or failed: the cell's own line
+                    job = runner.submit(spec, rate_limited=False)
+                    left = runner.estimate_all(specs[i + 1:]).seconds if i + 1 < len(specs) else None  # while it runs
                     result = job.wait()
                 # The device cannot (float64 LU on a TPU, temporaries beyond its memory), or the case's
                 # function fails at this shape: the cell's one line, and on to the next cell.
