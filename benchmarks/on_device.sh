@@ -12,7 +12,8 @@
 # $ATLAS_FROM and stopped by Ctrl-C at ATLAS_UNTIL seconds into the script), probe (benchmarks/tpu_kept_probe.py),
 # b2b (benchmarks/tpu_b2b_probe.py: the tool's back-to-back loop against the hand's, in one process). Each part's output
 # goes to $OUT/PART.log (OUT defaults to ./on-device), and $OUT/summary.txt lists each step's exit
-# status and seconds. CHECK_BUDGET bounds the device check (seconds, default 390).
+# status and seconds. CHECK_BUDGET bounds the device check (seconds, default 390); PORT_SPECS (CASE:SHAPE ...)
+# and PORT_ARGS choose the ports part's cases and add options (--profile DIR); HAND_ARGS the hand protocol's.
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/on-device}
@@ -42,11 +43,12 @@ setup() {
     fi
 }
 
-ports() {  # each case with several ports, every port on the device, each under its own deadline
+ports() {  # each case with several ports (PORT_SPECS), every port on the device, each under its own deadline
     local jc=("$PY" -m jaxcompare) spec
-    for spec in matmul:4096x4096 elementwise:4194304 logsumexp:2000x2000 cumsum:1000000 cdist:1000x64; do
+    for spec in ${PORT_SPECS:-matmul:4096x4096 elementwise:4194304 logsumexp:2000x2000 cumsum:1000000 cdist:1000x64}; do
+        # shellcheck disable=SC2086  # PORT_ARGS: more options, e.g. "--profile /tmp/trace"
         step ports "ports-${spec%%:*}" "${jc[@]}" run --case "${spec%%:*}" --shape "${spec#*:}" --ports all \
-            --quick --timeout "${PORT_TIMEOUT:-120}" --save --db "$DB" --json "$OUT/ports-${spec%%:*}.json"
+            --quick --timeout "${PORT_TIMEOUT:-120}" --save --db "$DB" --json "$OUT/ports-${spec%%:*}.json" ${PORT_ARGS:-}
     done
 }
 
@@ -91,8 +93,9 @@ for part in "$@"; do
         probe) step probe kept-probe env -u MALLOC_MMAP_THRESHOLD_ -u MALLOC_TRIM_THRESHOLD_ \
                    "$PY" benchmarks/tpu_kept_probe.py ;;
         b2b) step b2b b2b-probe "$PY" benchmarks/tpu_b2b_probe.py ;;
+        # shellcheck disable=SC2086  # HAND_ARGS: e.g. "--cases layernorm:4096x1024"
         hand) step hand hand-protocol "$PY" benchmarks/hand_protocol.py --keep "$OUT/hand" \
-                  --json "$OUT/hand-protocol.json" ;;
+                  --json "$OUT/hand-protocol.json" ${HAND_ARGS:-} ;;
         # The PNG export test draws through vl-convert on the host's CPU, not the device, and its
         # 33 MB wheel does not fit beside the others in what a call can carry.
         pages) step pages apptest "$PY" -m pytest -n 0 -p no:cacheprovider --timeout 600 \
