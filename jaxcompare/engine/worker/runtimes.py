@@ -273,7 +273,9 @@ def _on_device(dev_inputs: Any, device: Any) -> bool:
 # of it), a TPU loop held 8 calls and read 1.10-1.21x the hand protocol's 200 (benchmarks/RESULTS.md).
 BACK_TO_BACK_END_SHARE = 0.02
 BACK_TO_BACK_MAX_CALLS = 200  # the hand protocol's loop (benchmarks/hand_protocol.py)
-BACK_TO_BACK_MAX_LOOP_S = 0.1  # at most this long a loop: calls that long dwarf any round trip
+# At most this long a loop: calls that long dwarf any round trip (a TPU's 0.5 ms is 1% of it), and the
+# six loops a range needs fit the 0.3 s that three loops of 0.1 s took.
+BACK_TO_BACK_MAX_LOOP_S = 0.05
 # The probe: loops of k and 2k calls, k from this much blocked time, the fastest of up to three each
 # (within the probe budget): their slope is a queued call's cost, the rest the end's.
 BACK_TO_BACK_PROBE_S = 0.005
