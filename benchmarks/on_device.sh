@@ -92,7 +92,9 @@ for part in "$@"; do
         atlas) atlas ;;
         probe) step probe kept-probe env -u MALLOC_MMAP_THRESHOLD_ -u MALLOC_TRIM_THRESHOLD_ \
                    "$PY" benchmarks/tpu_kept_probe.py ;;
-        b2b) step b2b b2b-probe "$PY" benchmarks/tpu_b2b_probe.py ;;
+        # Twice: as a plain process, and with the one variable the worker sets before JAX starts.
+        b2b) step b2b b2b-probe "$PY" benchmarks/tpu_b2b_probe.py
+             step b2b b2b-probe-worker-env env XLA_PYTHON_CLIENT_PREALLOCATE=false "$PY" benchmarks/tpu_b2b_probe.py ;;
         # shellcheck disable=SC2086  # HAND_ARGS: e.g. "--cases layernorm:4096x1024"
         hand) step hand hand-protocol "$PY" benchmarks/hand_protocol.py --keep "$OUT/hand" \
                   --json "$OUT/hand-protocol.json" ${HAND_ARGS:-} ;;
