@@ -92,7 +92,8 @@ def harvest() -> None:
         reopen.replaced()
         ui.save_to_history([job.value])
     run: controls.PortsRun | None = st.session_state.get(PORTS)
-    if run is not None and run.finished and run.results:  # each port's result, once, as a run's
+    if run is not None and run.finished and run.results and not run.harvested:  # each port's result, once
+        run.harvested = True
         st.session_state.pop(RESULT, None)
         reopen.replaced()
         ui.save_to_history(run.results)
@@ -130,8 +131,8 @@ def poll_ports() -> None:
 
 
 # --- page ---------------------------------------------------------------------------------------
-if reopen.open_from_url(RESULT, ERROR, CASES):  # ?result=<id>: a saved run, before the sidebar reads the URL
-    st.session_state.pop(PORTS, None)
+# ?result=<id>: a saved run (<id>,<id>...: a saved race), before the sidebar reads the URL.
+reopen.open_from_url(RESULT, ERROR, CASES, ports_key=PORTS)
 url_warnings = ui.seed_from_url("compare", lambda query: controls.compare_config_from_query(query, CASES))
 harvest()
 

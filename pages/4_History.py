@@ -140,6 +140,8 @@ def selection_actions(results: list, labels: list[str]) -> None:
     bar.markdown(_("**{count} selected**").format(count=n), width="content")
     if n == 1:
         reopen.open_link(results[0], container=bar)
+    elif reopen.is_race(results):  # the ports of one race: reopened as the race
+        reopen.open_race_link(results, container=bar)
     bar.download_button(_("Selection (JSON)"), data=lambda: export_json(results), file_name="jaxcompare_results.json",
                         mime="application/json", icon=":material/download:", on_click="ignore",
                         key="history_download_json")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import urllib.parse
 from pathlib import Path
 
 import pytest
@@ -352,3 +353,32 @@ def test_each_selected_run_shows_its_roofline_limit_or_not_recorded(store, measu
     assert len(lines) == 2 and lines[0].startswith("**A · ") and lines[0].endswith("** · roofline: not recorded")
     line = lines[1]
     assert "JAX overhead-bound" in line and "of its bound" in line and "%" in line
+
+
+def test_the_saved_ports_of_one_race_reopen_in_compare_as_the_race(db, runner, measured):
+    # Two ports of cumsum measured at one shape: History offers them back as one race, and Compare
+    # shows the race (its verdict, a line a port) as after a run, with the sidebar set to both ports.
+    ports = [runner.run(Spec("cumsum", (300,), timing=TimingConfig.quick(), port=port)) for port in ("jnp", "scan")]
+    store = Store(db)
+    for result in (*ports, measured[0]):
+        store.save(result)
+    at = select(history(), [r.id for r in ports])
+    [link] = [link.proto for link in at.get("page_link") if link.proto.label == "Open the race in Compare"]
+    query = dict(urllib.parse.parse_qsl(link.query_string))
+    assert query["result"] == ",".join(r.id for r in ports)
+    mixed = select(history(), [ports[0].id, measured[0].id])  # two cases: no race to reopen
+    assert "Open the race in Compare" not in {link.proto.label for link in mixed.get("page_link")}
+
+    compare = page("pages/1_Compare.py", result=query["result"])
+    assert not compare.exception, [e.value for e in compare.exception]
+    race = compare.session_state["compare_ports"]
+    assert race.finished and [(r.name, r.result.id) for r in race.runs] == [(r.port, r.id) for r in ports]
+    assert "compare_result" not in compare.session_state
+    assert compare.multiselect(key="ports").value == ["jnp", "scan"]
+    assert any("A saved run" in i.value for i in compare.info)  # said saved, not saved again
+    text = [m.value.replace("\\", "") for m in compare.markdown]  # shown as written: Markdown's escapes
+    assert any("- jnp: JAX " in t and "\n- scan: JAX " in t for t in text)
+    # Ids that are not one race (a port twice) open nothing and say so.
+    twice = page("pages/1_Compare.py", result=f"{ports[0].id},{ports[0].id}")
+    assert "compare_ports" not in twice.session_state and "No saved result with the id" in " ".join(
+        e.value for e in twice.error)

@@ -595,6 +595,9 @@ class PortsRun:
     ports: list[str]
     profile_dir: str | None = None  # where each port's run is traced (the Profile toggle), else None
     runs: list[PortRun] = field(default_factory=list)
+    # Its results taken in by the page (shown, saved to History) once it finished: a race reopened from
+    # History starts so, being saved already.
+    harvested: bool = False
     next_index: int = 0
     job: Any = None
     current: str | None = None

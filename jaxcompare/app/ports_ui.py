@@ -16,7 +16,7 @@ from ..model import formatting
 from ..model.cases import Case
 from ..model.errors import JaxCompareError
 from ..model.result import Result
-from . import access, chart_ui, charts, charts_ports, controls, language, pitfalls_view, ports_view, ui, views
+from . import access, chart_ui, charts, charts_ports, controls, language, pitfalls_view, ports_view, reopen, ui, views
 
 
 def show_figures(result: Result) -> None:
@@ -52,7 +52,8 @@ def show_ports(run: controls.PortsRun, case: Case, cases: Sequence[Case]) -> Non
                                           for r in verdict.runs))
     st.subheader(translate_text(case.title or case.name))
     st.caption(ports_view.caption(verdict))
-    ui.history_note(run.results)
+    if not reopen.saved_race_note(run.results):
+        ui.history_note(run.results)
     st.markdown(ports_view.verdict_markdown(verdict))
     st.markdown("\n".join(ports_view.port_lines(verdict)))
     stem = ports_view.file_stem(verdict)
