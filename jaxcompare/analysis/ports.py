@@ -77,13 +77,18 @@ def _why_out(run: PortRun) -> str | None:
     return None
 
 
+def race_key(result: Result) -> tuple[str, tuple[int, ...], str, str]:
+    """What the ports of one race share: their case, shape, precision and backend."""
+    return result.case, tuple(result.shape), result.precision, result.backend
+
+
 def ports_verdict(runs: Sequence[PortRun], *, case: str = "", shape: tuple[int, ...] = (),
                   precision: str = "") -> PortsVerdict:
     """The race among ``runs`` (one per port of one case, at one shape, precision and backend);
     ``case``, ``shape`` and ``precision`` name the race where no port has a Result to name it."""
     if not runs or len({r.name for r in runs}) != len(runs):
         raise BadInput(N_("ports are compared one run a port, at least one"))
-    keys = {(r.result.case, r.result.shape, r.result.precision, r.result.backend) for r in runs if r.result}
+    keys = {race_key(r.result) for r in runs if r.result}
     if len(keys) > 1:
         raise BadInput(N_("ports are compared at one case, shape, precision and device; these results differ"))
     if keys:

@@ -9,7 +9,7 @@ from typing import Any
 
 import streamlit as st
 
-from ..analysis.ports import PortRun
+from ..analysis.ports import PortRun, race_key
 from ..i18n import _
 from ..model.cases import Case
 from ..model.errors import JaxCompareError
@@ -27,7 +27,8 @@ RACE_SEPARATOR = ","  # ?result=<id>,<id>,...: the saved ports of one race
 def is_race(results: Sequence[Result]) -> bool:
     """Whether ``results`` are two or more ports of one case measured at one shape, precision and device
     kind (a race History can reopen as one)."""
-    keys = {(r.case, tuple(r.shape), r.precision, r.backend, r.jax.device_kind) for r in results}
+    # The race's own key, and one device kind: saved runs may come from two machines of one backend.
+    keys = {(*race_key(r), r.jax.device_kind) for r in results}
     ports = [r.port for r in results]
     return len(results) > 1 and len(keys) == 1 and None not in ports and len(set(ports)) == len(ports)
 

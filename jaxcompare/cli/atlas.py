@@ -17,7 +17,7 @@ from typing import Any
 
 from ..analysis import atlas as atlas_mod
 from ..analysis.atlas_text import diff_document, diff_lines, html_page, markdown, progress_line
-from ..catalog import builtin_cases, case_from_summary, find_case
+from ..catalog import builtin_cases, find_case
 from ..i18n import N_, _
 from ..model.errors import BadInput, DeviceUnavailable, JobFailed, TooLarge
 from ..model.formatting import seconds_text
@@ -74,11 +74,12 @@ def handle(args: argparse.Namespace) -> int:
     return status
 
 
-def chosen_cases(args: argparse.Namespace, runner: Any = None) -> list[Any]:
+def chosen_cases(args: argparse.Namespace, runner: Any) -> list[Any]:
     """The atlas's cases: --cases among the catalog's (and --cases-file's, listed by a worker: the file is
     code, never run in this process), else the file's cases, else the catalog's (or its --group)."""
-    mine = ([case_from_summary(s) for s in runner.list_cases(args.cases_file, timeout_s=args.timeout)]
-            if args.cases_file else [])
+    from . import _user_cases  # the CLI's own reading of a cases file; the package imports this module first
+
+    mine = _user_cases(args.cases_file, runner, args.timeout) if args.cases_file else []
     if args.cases:
         return [find_case(name, [*builtin_cases(), *mine]) for name in args.cases]
     if args.cases_file:
