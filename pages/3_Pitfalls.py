@@ -111,6 +111,9 @@ def section(meta: Mapping[str, str], entry: Mapping[str, Any] | None, case: Case
     st.markdown(sentences(pv.explanation_text(pid),
                           _("JAX docs: [{title}]({url}).").format(title=pv.doc_title(meta["doc"]), url=meta["doc"])))
     not_applicable = pv.not_applicable_text(pid, section_backend) if section_backend else None
+    if pid == "ports":
+        measured = next((c for c in CASES if entry and c.name == entry["context"]["case"]), case)
+        not_applicable = pv.ports_note(measured, section_backend, CASES, pitfall)
     if not_applicable:
         st.info(not_applicable, icon=":material/info:")
     if pid == "size" and shape is not None and shape == case.small_shape and not entry:
@@ -121,6 +124,8 @@ def section(meta: Mapping[str, str], entry: Mapping[str, Any] | None, case: Case
             st.markdown(pv.how_wrong(pitfall, section_backend))
             if pid == "tf32" and pv.tf32_errors(pitfall):
                 st.markdown(pv.tf32_errors(pitfall))
+            for line in pv.left_out_lines(pitfall):
+                st.caption(line)
             busy_note = pv.busy_note(entry)
             if busy_note:
                 st.warning(busy_note, icon=":material/speed:")
@@ -128,13 +133,14 @@ def section(meta: Mapping[str, str], entry: Mapping[str, Any] | None, case: Case
     else:  # the code each side will run, before anything is measured
         preview = pv.preview(pid, case, shape or case.large_shape, config.precision)
         side_grid([(role, side, False) for role in pv.ROLES for side in preview[role]])
-    if pitfall is not None:
-        context = entry["context"]
-        chart = pitfall_chart(pitfall)
+    chart = pitfall_chart(pitfall) if pitfall is not None and pv.has_chart(pitfall) else None
+    if chart is not None:
         st.altair_chart(chart_ui.svg_rendered(chart), width="stretch")
         gap_chart = size_gap_chart(pitfall) if pid == "size" else None
         if gap_chart is not None:
             st.altair_chart(chart_ui.svg_rendered(gap_chart), width="stretch")
+    if pitfall is not None:
+        context = entry["context"]
         st.caption(pv.measured_caption(context, entry["timing"], pitfall)
                    + config.changed_note(shape, context["case"], context["shape"], context["precision"]))
     row = st.container(horizontal=True)
@@ -143,7 +149,7 @@ def section(meta: Mapping[str, str], entry: Mapping[str, Any] | None, case: Case
                disabled=busy or shape is None)
     if busy and pid in st.session_state.get(f"{JOB}_meta", {}).get("sections", ()):
         row.caption(_("Measuring… progress is at the top of the page."))
-    if pitfall is not None:
+    if chart is not None:
         stem = pv.file_stem(pid, context)
         row.download_button(_("Chart (PNG)"), data=lambda chart=chart: chart_ui.png_bytes(chart),
                             file_name=f"{stem}.png", mime="image/png", icon=":material/download:", on_click="ignore",

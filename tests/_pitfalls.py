@@ -55,7 +55,7 @@ def check_ranges_and_effect(pitfall: dict) -> None:
 
 
 def check_restarts(p: dict, jit: dict) -> None:
-    """Pitfall 7 as a run of all seven measured it (``jit``: pitfall 1 of the same run): a
+    """Pitfall 7 as a run of all eight measured it (``jit``: pitfall 1 of the same run): a
     restart compiles again unless the persistent cache is hit, and it never flatters JAX."""
     cold, hit = p["naive"], p["correct"]
     fill, start = p["extra"]

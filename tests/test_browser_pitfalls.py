@@ -1,5 +1,5 @@
 """A real browser against `streamlit run app.py`: a deep link to the Pitfalls page lands on its
-section, and a section timed beside a busy neighbour says so. (The run of all seven sections, in
+section, and a section timed beside a busy neighbour says so. (The run of all eight sections, in
 English under AppTest and in Chinese in Chromium: tests/test_pitfalls_page.py.)"""
 
 from __future__ import annotations

@@ -110,7 +110,7 @@ def test_size_sweep_in_chinese():
 
 
 def test_pitfalls_in_chinese_before_a_run():
-    """After a run, too: tests/test_pitfalls_page.py switches its run of all seven to Chinese."""
+    """After a run, too: tests/test_pitfalls_page.py switches its run of all eight to Chinese."""
     at = zh("pages/3_Pitfalls.py", case="centered_gram", shape="100x100", timing="quick")
     chinese(at)
     left = english_left(at, also_names=cpu_model())  # the previews: what each side will run

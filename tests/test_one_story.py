@@ -214,7 +214,7 @@ def test_history_shows_set_aside_not_none_in_the_speedup_column(tmp_path):
 def test_homes_pitfalls_card_counts_the_pages_sections():
     blurb = navigation.BLURBS[navigation.PITFALLS]
     listed = blurb.split(" — ")[1].split(", ")
-    assert len(listed) == len(PITFALLS) == 7 and "seven" in blurb, listed
+    assert len(listed) == len(PITFALLS) == 8 and blurb.startswith("Eight"), listed
 
 
 def test_a_run_past_the_job_limit_is_warned_of_before_it_starts():

@@ -30,15 +30,15 @@ def while_watched(run):
     return value, is_busy(span.others_cores)
 
 
-# Pitfall 7's fresh processes cost seconds each (importing JAX), so the lab runs the first six
-# here and pitfall 7 is checked once, on the CLI's run of all seven (tests/test_pitfalls_cli.py).
-SIX = tuple(pid for pid in SECTIONS if pid != "cache")
+# Pitfall 7's fresh processes cost seconds each (importing JAX), so the lab runs the other seven
+# here and pitfall 7 is checked once, on the CLI's run of all eight (tests/test_pitfalls_cli.py).
+ALL_BUT_RESTARTS = tuple(pid for pid in SECTIONS if pid != "cache")
 
 
 @pytest.fixture(scope="module")
 def report_and_load(runner):
     """The lab's whole report (its NumPy figures too), and whether others used our cores meanwhile."""
-    return while_watched(lambda: lab_report(runner, SIX))
+    return while_watched(lambda: lab_report(runner, ALL_BUT_RESTARTS))
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +54,7 @@ def lab(lab_and_load):
 
 @pytest.fixture(scope="module")
 def lab_again(runner, lab):
-    return by_id(lab_report(runner, SIX))  # after the first: a second run minutes apart, as a teacher would
+    return by_id(lab_report(runner, ALL_BUT_RESTARTS))  # a second run minutes apart, as a teacher would
 
 
 def speedup(side: dict) -> float:
@@ -62,7 +62,7 @@ def speedup(side: dict) -> float:
 
 
 def test_every_pitfall_is_reported_with_both_sides(lab):
-    assert list(lab) == ["jit", "async", "dtype", "transfer", "size", "tf32"]
+    assert list(lab) == ["jit", "async", "dtype", "transfer", "size", "tf32", "ports"]
     for pitfall in lab.values():
         for side in ("naive", "correct"):
             assert pitfall[side]["seconds"] > 0 and pitfall[side]["conclusion"]

@@ -1,6 +1,6 @@
 """`jaxcompare pitfalls --json`: the chosen sections from the CLI, in the order asked, with
 their ranges and effects; a section unknown or named twice is one line and exit 2. Three sections
-(the Pitfalls page's run of all seven checks every one, tests/test_pitfalls_page.py)."""
+(the Pitfalls page's run of all eight checks every one, tests/test_pitfalls_page.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from jaxcompare.engine.common.lessons import EFFECTS, SECTIONS
 pytestmark = pytest.mark.slow  # 20 s or more beside other tests: collected first, so workers end together
 
 # Three sections, reversed: the order asked is the order measured. The other sections' figures are
-# the same engine's, checked on the Pitfalls page's run of all seven and in test_pitfalls.py.
+# the same engine's, checked on the Pitfalls page's run of all eight and in test_pitfalls.py.
 ASKED = ["tf32", "transfer", "jit"]
 
 

@@ -1,4 +1,4 @@
-"""The Pitfalls page under Streamlit's AppTest: the default configuration, a real run of all seven
+"""The Pitfalls page under Streamlit's AppTest: the default configuration, a real run of all eight
 sections at a small shape (CPU, quick timing), one job at a time, Stop and bad URL values. The same
 run's sections in Chinese in a real Chromium, last. (The deep link and the busy machine in Chromium:
 tests/test_browser_pitfalls.py; the Compare checklist's links into this page: tests/test_app.py, on its
@@ -72,7 +72,7 @@ def test_bad_url_values_warn_and_use_the_defaults():
 
 @pytest.fixture(scope="module")
 def run_all():
-    """One real run of all seven sections through the page's Run all button, read by the English checks
+    """One real run of all eight sections through the page's Run all button, read by the English checks
     and by Chromium's Chinese page below: the suite ran this lab twice (AppTest, then again in a server
     for Chromium, each with pitfall 7's nine fresh processes; benchmarks/RESULTS.md)."""
     at = page(PAGE, case="centered_gram", shape="200x200", timing="quick")
@@ -93,7 +93,7 @@ def run_all():
     return at, copy.deepcopy(dict(at.session_state["pitfalls_results"]))
 
 
-def test_run_all_measures_seven_sections_in_one_job(run_all):
+def test_run_all_measures_eight_sections_in_one_job(run_all):
     at, _ = run_all
     results = at.session_state["pitfalls_results"]
     assert list(results) == list(SECTIONS)
@@ -113,8 +113,10 @@ def test_run_all_measures_seven_sections_in_one_job(run_all):
         assert shapes == ["10x10", "10x10", "200x200", "200x200"]
         indices = [i for i in range(len(charts)) if i != gap]
     specs = [charts[i] for i in indices]
-    assert len(specs) == 7
-    for index, pid, spec in zip(indices, SECTIONS, specs, strict=True):
+    # Pitfall 8 draws no chart for the docs' example: it has one port, nothing to set beside it.
+    drawn = [pid for pid in SECTIONS if pv.has_chart(results[pid]["pitfall"])]
+    assert len(specs) == 7 and drawn == [pid for pid in SECTIONS if pid != "ports"]
+    for index, pid, spec in zip(indices, drawn, specs, strict=True):
         pitfall = results[pid]["pitfall"]
         assert [layer["mark"]["type"] for layer in spec["layer"]] == ["rule", "rule", "point"]  # gap, ranges, dots
         assert spec["layer"][0]["encoding"]["x"]["scale"]["type"] == "log"
@@ -133,8 +135,11 @@ def test_run_all_measures_seven_sections_in_one_job(run_all):
 
     texts = markdown(at)
     verdicts = [t for t in texts if t.startswith("**naive: JAX ") and "; measured properly: JAX " in t]
-    assert len(verdicts) == 7
-    assert sum(t.startswith("How wrong:") for t in texts) == 7
+    assert len(verdicts) == 8
+    assert sum(t.startswith("How wrong:") for t in texts) == 8
+    assert verdicts[SECTIONS.index("ports")].endswith("(not applicable: one port runs here)**")
+    assert any(i.value.startswith("Not applicable to centered_gram here: it has no other port that runs on CPU.")
+               and "cumsum" in i.value for i in at.info)
     assert verdicts[SECTIONS.index("tf32")].endswith("(not applicable on CPU: no TF32 here)**")
     assert any(i.value.startswith("Not applicable on CPU: no TF32 here") for i in at.info)
     assert any("Agreement with float64" in t for t in texts)
@@ -149,7 +154,7 @@ def test_run_all_measures_seven_sections_in_one_job(run_all):
     assert table.count("| busy (") == len(busy) and table.count("| quiet |") == len(SECTIONS) - len(busy)
     warnings = [w.value for w in at.warning]
     assert sum(w.startswith("**Busy machine**: other programs used") for w in warnings) == len(busy)
-    assert any(w.startswith(f"{len(busy)} of 7 pitfalls were timed while") for w in warnings) == bool(busy)
+    assert any(w.startswith(f"{len(busy)} of 8 pitfalls were timed while") for w in warnings) == bool(busy)
     assert "cache" in results["cache"]["context"]["load"]["phases"]  # pitfall 7's processes, metered
     # Pitfall 7 names the compile step of each fresh process's first call, and the cache's docs.
     assert any("compiling " in t and t.startswith("JAX **") for t in texts)
@@ -199,7 +204,7 @@ def test_gpu_results_show_tf32_as_applicable():
     at.session_state["pitfalls_results"] = {"tf32": {"pitfall": tf32, "context": context, "timing": "careful"}}
     at.run()
     assert not at.exception
-    assert not any("Not applicable" in i.value for i in at.info)
+    assert not any(i.value.startswith("Not applicable on") for i in at.info)  # pitfall 8's line names the case
     texts = markdown(at)
     assert "**naive: JAX 20x faster than NumPy; measured properly: JAX 6.67x faster than NumPy**" in texts
     assert any("default precision error **0.0003**" in t and "1,500x larger" in t for t in texts)
@@ -229,6 +234,7 @@ def test_stop_cancels_the_running_job():
 @pytest.mark.browser
 def test_the_run_in_chinese_in_chromium_draws_seven_charts_and_the_size_gap(run_all, browser, tmp_path_factory,
                                                                            tmp_path):
+    # Seven: pitfall 8 draws none for the docs' example, whose one port has nothing beside it.
     """The run above on the app's real Pitfalls page in Chromium, in Chinese (a teacher's class): every chart
     drawn, the size gap's bars, each verdict and effect in Chinese. The page's session is given the run's
     sections (tests/recorded_pages.py), so Chromium draws what this module measured rather than a second lab."""
@@ -239,7 +245,7 @@ def test_the_run_in_chinese_in_chromium_draws_seven_charts_and_the_size_gap(run_
         page = bs.open_page(browser, f"{url}/Pitfalls?{SCENARIO_PARAM}=run_all&case=centered_gram&shape=200x200"
                                      "&timing=quick&lang=zh", height=1200)
         bs.assert_no_error(page)
-        for pid in ("jit", "async", "dtype", "transfer", "size", "tf32", "cache"):
+        for pid in SECTIONS:
             assert page.locator(f"#pitfall-{pid}").count() == 1, f"no anchor for {pid}"
         assert page.get_by_role("button", name=zh("Run all pitfalls")).is_enabled()
         try:

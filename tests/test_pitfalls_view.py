@@ -145,11 +145,11 @@ def test_summary_table_links_every_section():
     rows = pv.summary_rows(results)
     assert [r["Pitfall"].split("](")[1] for r in rows] == [
         "#pitfall-jit)", "#pitfall-async)", "#pitfall-dtype)", "#pitfall-transfer)", "#pitfall-size)", "#pitfall-tf32)",
-        "#pitfall-cache)"]
+        "#pitfall-cache)", "#pitfall-ports)"]
     assert rows[0]["How wrong"] == "JAX looks 4.05x worse" and rows[1]["How wrong"] == "not measured yet"
     table = pv.markdown_table(rows)
-    assert table.count("\n") == 8 and "[1. JIT](#pitfall-jit)" in table  # header, rule, seven pitfalls
-    assert "[7. Restarts](#pitfall-cache)" in table
+    assert table.count("\n") == 9 and "[1. JIT](#pitfall-jit)" in table  # header, rule, eight pitfalls
+    assert "[7. Restarts](#pitfall-cache)" in table and "[8. Ports](#pitfall-ports)" in table
 
 
 def test_factors_read_without_exponents():
@@ -157,8 +157,8 @@ def test_factors_read_without_exponents():
 
 
 def test_progress_text_names_the_section():
-    assert pv.phase_text("async") == "Measuring 2 of 7: Async dispatch"
-    assert pv.phase_text("cache") == "Measuring 7 of 7: Restarts"
+    assert pv.phase_text("async") == "Measuring 2 of 8: Async dispatch"
+    assert pv.phase_text("cache") == "Measuring 7 of 8: Restarts"
     assert pv.phase_text("size", ("size",)) == "Measuring 1 of 1: Workload size"
     assert pv.phase_text("starting worker").startswith("Preparing")
     assert pv.phase_text("something_else") == "Something else"
@@ -208,7 +208,7 @@ def test_a_finished_job_becomes_section_entries_with_their_context():
     assert pv.progress_text("done", 1.0, 3.2) == "Done · 100% · 3 s"
     # A running job says its time left by its estimate, as every running job does.
     estimate = Estimate(20.0, 10.0, 40.0)
-    assert pv.progress_text("jit", 0.5, 3.2, estimate=estimate) == "Measuring 1 of 7: JIT · 50% · 3 s, about 17 s left"
+    assert pv.progress_text("jit", 0.5, 3.2, estimate=estimate) == "Measuring 1 of 8: JIT · 50% · 3 s, about 17 s left"
     assert pv.progress_text("jit", 0.9, 31, estimate=estimate).endswith("31 s, longer than the 20 s expected")
 
 

@@ -51,9 +51,9 @@ BLURBS: dict[Page, str] = {
                 "break-even calls; sample noise; agreement; the IPython lines to check it by hand."),
     SIZE_SWEEP: N_("One case from tiny to large inputs: runtime and speedup against size on log-log axes, "
                    "the crossover where JAX starts to win, and how the share of one-off costs shrinks."),
-    PITFALLS: N_("The seven classic benchmarking mistakes — compile in the first call, async dispatch, float64 "
-                 "vs float32, transfers, tiny inputs, reduced-precision matmuls, restarts that compile again — "
-                 "each measured live beside the right way."),
+    PITFALLS: N_("Eight classic benchmarking mistakes — compile in the first call, async dispatch, float64 "
+                 "vs float32, transfers, tiny inputs, reduced-precision matmuls, restarts that compile again, one "
+                 "way of writing a function taken for JAX's speed — each measured live beside the right way."),
     HISTORY: N_("Every saved result: filter, compare two runs (faster, slower or no significant "
                 "difference), import results from another machine, export JSON or CSV."),
     ENVIRONMENT: N_("Versions, devices, each worker's x64 state, CPU, BLAS threads and XLA flags, with "

@@ -20,7 +20,7 @@ from ..engine import DOCS, EFFECTS, PITFALLS, SECTIONS, Estimate, pitfall_title,
 from ..i18n import N_, _, sentences, translate_text
 from ..model.cases import Case, format_shape
 from ..model.formatting import faster_or_slower, format_time, format_time_range, same_speed, with_detail
-from ..model.platforms import is_host, platform, platform_label
+from ..model.platforms import interpreted_here, is_host, platform, platform_label
 from ..model.result import Result
 from ..model.spec import DEVICES
 from . import estimates, navigation
@@ -35,6 +35,7 @@ DOC_TITLES = {
     DOCS["faq_transfer"]: N_("FAQ: benchmarking JAX code"),
     DOCS["precision"]: "jax.default_matmul_precision",
     DOCS["cache"]: N_("Persistent compilation cache"),
+    DOCS["control_flow"]: N_("Control flow and logical operators with JIT"),
 }
 CLOSE_ENOUGH = 1.15  # a report without ranges: naive and correct speedups within 15% are the noise
 
@@ -138,10 +139,15 @@ def preview(pitfall_id: str, case: Case, shape: Sequence[int], precision: str) -
     naive, correct, also = side_roles(pitfall_id, precision)
     shapes = {"small": format_shape(case.small_shape), "large": format_shape(shape)}
 
-    def one(name: str) -> dict[str, str]:
-        label, code = side_text(name, shapes.get(name, ""))
+    def one(name: str, port: str = "", code_name: str = "") -> dict[str, str]:
+        label, code = side_text(name, shapes.get(name, ""), port, code_name)
         return {"label": label, "code": code}
 
+    if pitfall_id == "ports":  # the case's own ports: the first, all of them, each other one
+        first, others = case.all_ports[0], case.all_ports[1:]
+        return {"naive": [one(naive, first.name, first.jax_name)],
+                "correct": [one(correct, ", ".join(case.port_names))],
+                "also": [one(also[0], port.name, port.jax_name) for port in others]}
     return {"naive": [one(naive)], "correct": [one(correct)], "also": [one(name) for name in also]}
 
 
@@ -223,6 +229,9 @@ def compile_text(side: Mapping[str, Any]) -> str | None:
 def verdict_text(pitfall: Mapping[str, Any], backend: str | None = None) -> str:
     """'naive: JAX 123x faster than NumPy; measured properly: JAX 1.25x faster than NumPy'."""
     naive, correct = short_speed(pitfall["naive"]), short_speed(pitfall["correct"])
+    if pitfall["id"] == "ports" and not pitfall.get("applicable", True):
+        return _("naive: {naive}; measured properly: {correct} (not applicable: one port runs here)").format(
+            naive=naive, correct=correct)
     if backend is not None and not_applicable_text(pitfall["id"], backend):
         return _("naive: {naive}; measured properly: {correct} (not applicable on {backend}: no TF32 here)").format(
             naive=naive, correct=correct, backend=platform_label(backend))
@@ -283,6 +292,8 @@ def how_wrong(pitfall: Mapping[str, Any], backend: str = "cpu") -> str:
     factor = wrong_factor(pitfall)
     if factor is None:
         return _("How wrong: no comparison (a time was zero).")
+    if pitfall["id"] == "ports" and not pitfall.get("applicable", True):
+        return _("How wrong: not applicable — only one port runs here, so there is nothing to set beside it.")
     if not_applicable_text(pitfall["id"], backend):
         gap = max(factor, 1 / factor)
         return _("How wrong: not applicable on {backend} — both runs do the same float32 work, so the {gap}x gap "
@@ -309,7 +320,7 @@ def how_wrong_short(pitfall: Mapping[str, Any], backend: str = "cpu") -> str:
     """The summary table's cell: 'JAX looks 609x worse', 'JAX looks 2x better', 'within the
     noise', 'n/a on CPU'."""
     factor = wrong_factor(pitfall)
-    if not_applicable_text(pitfall["id"], backend):
+    if not_applicable_text(pitfall["id"], backend) or not pitfall.get("applicable", True):
         return _("n/a on {backend}").format(backend=platform_label(backend))
     if factor is None:
         return "—"
@@ -414,6 +425,36 @@ def not_applicable_text(pitfall_id: str, backend: str) -> str | None:
     return _("Not applicable on {backend}: no TF32 here. Both sides compute in full float32, so the errors "
              "match and the times differ only by noise; the numbers are shown for reference.").format(
         backend=platform_label(backend))
+
+
+def other_ports_here(case: Case, backend: str | None) -> list[str]:
+    """The names of ``case``'s ports beyond its first that pitfall 8 times on ``backend`` (a Pallas kernel
+    only interpreted there is not one)."""
+    return [port.name for port in case.all_ports[1:] if not interpreted_here(port.pallas, backend)]
+
+
+def ports_note(case: Case, backend: str | None, cases: Sequence[Case] = (),
+               pitfall: Mapping[str, Any] | None = None) -> str | None:
+    """Pitfall 8 before or after a run: why it does not apply (``case`` has no other port that runs on
+    ``backend``; ``cases``: those to suggest instead), or None when it does."""
+    if (pitfall.get("applicable", True) if pitfall is not None else other_ports_here(case, backend)):
+        return None
+    several = [c.name for c in cases if c.name != case.name and other_ports_here(c, backend)]
+    return _("Not applicable to {case} here: it has no other port that runs on {backend}. Pick a case with "
+             "several ports ({cases}) to see the lesson.").format(
+        case=case.name, backend=platform_label(backend or "cpu"), cases=", ".join(several))
+
+
+def has_chart(pitfall: Mapping[str, Any]) -> bool:
+    """Whether a measured section draws its chart: pitfall 8 with one port has nothing to set beside it
+    (one figure drawn twice)."""
+    return pitfall["id"] != "ports" or pitfall.get("applicable", True)
+
+
+def left_out_lines(pitfall: Mapping[str, Any]) -> list[str]:
+    """Pitfall 8's ports not timed here, a line each: 'pallas: a Pallas kernel runs only interpreted here...'."""
+    return [_("Not timed: {port} — {why}").format(port=entry["port"], why=translate_text(entry["why"]))
+            for entry in pitfall.get("left_out") or ()]
 
 
 def tf32_errors(pitfall: Mapping[str, Any]) -> str | None:

@@ -325,7 +325,9 @@ def pitfall_lines(pitfall: dict[str, Any], backend: str, others_source: str | No
     columns (padded by display width), its effect, and whether the machine was quiet meanwhile,
     in the current language."""
     lines = [_(pitfall_title(pitfall["id"], backend))]  # by id: a report saved under an older title reads as new
-    if not pitfall["applicable"]:
+    if not pitfall["applicable"] and pitfall["id"] == "ports":
+        lines.append("  " + _("(not applicable: no other port of this case runs on {backend})").format(backend=backend))
+    elif not pitfall["applicable"]:
         lines.append("  " + _("(not applicable on {backend}: shown for reference)").format(backend=backend))
     sides = [("naive", pitfall["naive"]), ("correct", pitfall["correct"])] + [("also", s) for s in pitfall["extra"]]
     tag_w = max(8, *(display_width(_(SIDE_TAGS[t])) + 2 for t in SIDE_TAGS))
@@ -335,7 +337,10 @@ def pitfall_lines(pitfall: dict[str, Any], backend: str, others_source: str | No
         lines.append(f"  {pad(_(SIDE_TAGS[tag]), tag_w)}{pad(translate_text(side['label']), label_w)}"
                      f"{pad(format_time(side['seconds']), 10, '>')} {pad(spread, 20)} "
                      f"{translate_text(side['conclusion'] or '')}".rstrip())
-    lines.append(f"  {pitfall_effect_line(pitfall)}")
+    lines += ["  " + _("not timed: {port} — {why}").format(port=entry["port"], why=translate_text(entry["why"]))
+              for entry in pitfall.get("left_out") or ()]
+    if pitfall["applicable"] or pitfall["id"] != "ports":  # one port alone has no effect to state
+        lines.append(f"  {pitfall_effect_line(pitfall)}")
     lines.append("  " + lab_checks.check_line(lab_checks.busy_check(pitfall, others_source)))
     return lines
 

@@ -207,6 +207,13 @@ def platform(name: str | None) -> Platform | None:
     return PLATFORMS.get(name) or next((p for p in PLATFORMS.values() if name in p.lowered_as), None)
 
 
+def interpreted_here(pallas: bool, name: str | None) -> bool:
+    """Whether a port (a Pallas kernel when ``pallas``) runs only interpreted on platform ``name``
+    (interpret=True where the table says Pallas does not compile): its times are then no speed figure."""
+    found = platform(name)
+    return pallas and found is not None and not found.pallas_compiles
+
+
 def may_reduce_products(dtype: str, platform_name: str, matmul_precision: str) -> str | None:
     """The reduced precision float32 products may run at here ('tensorfloat32' on a GPU, 'bfloat16' on
     a TPU), or None: not float32, or a platform or matmul precision that keeps it."""

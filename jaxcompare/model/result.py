@@ -10,7 +10,7 @@ from ..i18n import N_
 from . import phases
 from .clocks import GpuClocks
 from .errors import BadInput
-from .platforms import platform
+from .platforms import interpreted_here
 from .profile import Profile
 from .reruns import rerun_ratio_range
 from .roofline import Roofline, device_time
@@ -227,8 +227,7 @@ class Result:
     def interpreted(self) -> bool:
         """The port is a Pallas kernel run where Pallas only interprets it (interpret=True: the CPU, the
         platform table's pallas_compiles): its times say how slow the interpreter is, not how fast the kernel is."""
-        found = platform(self.backend)
-        return bool(self.case_info.get("port_pallas")) and found is not None and not found.pallas_compiles
+        return interpreted_here(bool(self.case_info.get("port_pallas")), self.backend)
 
     @property
     def shape(self) -> tuple[int, ...]:

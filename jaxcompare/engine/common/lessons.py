@@ -28,6 +28,7 @@ DOCS = {
     "faq_transfer": "https://docs.jax.dev/en/latest/faq.html#benchmarking-jax-code",
     "precision": "https://docs.jax.dev/en/latest/_autosummary/jax.default_matmul_precision.html",
     "cache": "https://docs.jax.dev/en/latest/persistent_compilation_cache.html",
+    "control_flow": "https://docs.jax.dev/en/latest/control-flow.html",
 }
 
 
@@ -71,6 +72,13 @@ PITFALLS: tuple[dict[str, str], ...] = (
                      "JAX writes each executable to disk and a later process reads it instead of compiling "
                      "(jax_persistent_cache_min_compile_time_secs=0 lets a function that compiles in under a "
                      "second be cached too). Tracing and lowering still run in every process.")),
+    _pitfall_meta("ports", "control_flow",
+                  N_("8. Ports: one way of writing it is not JAX's speed"),
+                  N_("The same function written another way is another program: jnp as the NumPy code reads, "
+                     "lax.scan's loop of steps, associative_scan's tree of partial sums, a matrix-product "
+                     "identity, a Pallas kernel. Which one is fastest differs between devices and sizes (a scan "
+                     "runs its steps one after another). Time the ways you would write it, each jitted, before "
+                     "calling JAX slower or faster.")),
 )
 SECTIONS = tuple(p["id"] for p in PITFALLS)
 # Pitfall 6's title on a known platform names the precision its float32 products run at by default
@@ -152,6 +160,12 @@ SIDE_TEXT: dict[str, tuple[str, str]] = {
     "cache_fill": (N_("First process, empty cache: compiles and writes it"),
                    CACHE_SETTINGS + "%time f(x).block_until_ready()  # nothing cached yet"),
     "process_start": (N_("Process start: Python, import jax, backend up"), "python -c 'import jax; jax.devices()'"),
+    "port_first": (N_("Only the port written first: {port}"),
+                   "f = jax.jit(first_port)  # {name}\n%timeit f(x).block_until_ready()"),
+    "port_fastest": (N_("The fastest of the ports: {port}"),
+                     "for name, g in ports.items():  # every port, jitted, timed in turns\n"
+                     "    %timeit jax.jit(g)(x).block_until_ready()"),
+    "port_other": (N_("Another port: {port}"), "g = jax.jit(other_port)  # {name}\n%timeit g(x).block_until_ready()"),
 }
 
 
@@ -162,13 +176,15 @@ def side_roles(pid: str, precision: str) -> tuple[str, str, tuple[str, ...]]:
     return {"jit": ("first_call", "steady", ("op_by_op",)), "async": ("dispatch", "blocked", ("fetched",)),
             "dtype": ("mixed", fair, (other,)), "transfer": ("from_host", "on_device", ()),
             "size": ("small", "large", ()), "tf32": ("default_precision", "highest", ()),
-            "cache": ("cold_restart", "cache_hit", ("cache_fill", "process_start"))}[pid]
+            "cache": ("cold_restart", "cache_hit", ("cache_fill", "process_start")),
+            "ports": ("port_first", "port_fastest", ("port_other",))}[pid]
 
 
-def side_text(name: str, shape: str = "") -> tuple[str, str]:
-    """A side's (label, code), with the shape of a workload-size side filled in."""
+def side_text(name: str, shape: str = "", port: str = "", code_name: str = "") -> tuple[str, str]:
+    """A side's (label, code), with the shape of a workload-size side, or a port's name and its function's
+    (``code_name``), filled in."""
     label, code = SIDE_TEXT[name]
-    return label.format(shape=shape), code.format(shape=shape)
+    return label.format(shape=shape, port=port), code.format(shape=shape, name=code_name)
 
 
 def _range(stats: Stats | None) -> list[float] | None:
@@ -240,10 +256,12 @@ def effect_of(low: float, high: float) -> str:
 
 def _pitfall(pid: str, naive: dict[str, Any], correct: dict[str, Any], timings: tuple[tuple[Stats, Stats], ...],
              extra: list[dict[str, Any]] | None = None, applicable: bool = True,
-             backend: str | None = None, again: tuple[Stats, Stats] | None = None) -> dict[str, Any]:
+             backend: str | None = None, again: tuple[Stats, Stats] | None = None,
+             **more: Any) -> dict[str, Any]:
     """``timings``: (JAX, NumPy) Stats of the naive side, then of the correct one. ``again``: (the
     lab's proper JAX figure, the same call timed again in turns with the naive side): the effect's
-    range then spans both comparisons, the one shown (against the baseline) and the drift-free one."""
+    range then spans both comparisons, the one shown (against the baseline) and the drift-free one.
+    ``more``: a pitfall's own fields (pitfall 8's ``left_out`` ports)."""
     meta = next(p for p in PITFALLS if p["id"] == pid) | {"title": pitfall_title(pid, backend)}
     low, high = effect_range(*timings)
     proper_again = None
@@ -257,7 +275,7 @@ def _pitfall(pid: str, naive: dict[str, Any], correct: dict[str, Any], timings: 
     factor = ((timings[0][1].median_s / max(timings[0][0].median_s, TINY_S))
               / (timings[1][1].median_s / max(timings[1][0].median_s, TINY_S)))
     spread = f"95% range {low:.3g}-{high:.3g}x" if math.isfinite(high) else "one sample: no range"
-    return {**meta, "naive": naive, "correct": correct, "extra": extra or [], "applicable": applicable,
+    return {**meta, "naive": naive, "correct": correct, "extra": extra or [], "applicable": applicable, **more,
             **({} if proper_again is None else {"proper_again": proper_again}),
             "effect": effect, "effect_factor": factor,
             "effect_range": [low, high] if math.isfinite(high) and low > 0 else None,
@@ -277,7 +295,7 @@ def lab_timing(timing: TimingConfig) -> TimingConfig:
 # Pitfall 7's phase covers its fresh processes.
 LOAD_PHASES = {"jit": ("baseline", "jit"), "async": ("baseline", "async"), "dtype": ("baseline",),
                "transfer": ("baseline", "transfer"), "size": ("baseline", "size"), "tf32": ("baseline", "tf32"),
-               "cache": ("baseline", "cache")}
+               "cache": ("baseline", "cache"), "ports": ("baseline", "ports")}
 
 
 def fold_load(reading: dict[str, Any], other: dict[str, Any], prefix: str) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from ...catalog import get_case
 from ...i18n import N_
 from ...model.cases import Case, as_tuple, format_shape
 from ...model.formatting import format_time
-from ...model.platforms import platform
+from ...model.platforms import error_first_line, interpreted_here, platform
 from ...model.spec import Spec
 from ...model.stats import Stats
 from ..common.fresh import FreshCall, FreshProcesses, fresh_processes
@@ -349,8 +349,65 @@ def pitfall_cache(lab: Lab, fresh: FreshProcesses | None = None) -> dict[str, An
     )
 
 
+# A port whose one warm call outlasts this is left out of pitfall 8's turns with its line: the lab times each
+# side several times, and lax.scan over 10^6 steps ran 1.72 s a call on the TPU v5e (tests/data/tpu/ports).
+PORT_CALL_LIMIT_S = 2.0
+
+
+def pitfall_ports(lab: Lab) -> dict[str, Any]:
+    """The case's first port (the lab's proper figure) beside its other ports, each jitted and timed in turns
+    on the same device arrays; the fastest is the correct side. A Pallas port where kernels only run
+    interpreted, one that fails here, and one whose call outlasts PORT_CALL_LIMIT_S are left out, each with
+    its line; with no other port left the section times nothing more and is not applicable."""
+    jax, case = lab.jax, lab.case
+    timed, left_out = [], []
+    for port in case.all_ports[1:]:
+        if interpreted_here(port.pallas, lab.device.platform):
+            left_out.append({"port": port.name, "why": N_("a Pallas kernel runs only interpreted here: its time "
+                                                          "is no speed figure")})
+            continue
+        f = jax.jit(port.fn)
+        try:
+            jax.block_until_ready(f(*lab.dev))  # compiles
+            start = time.perf_counter()
+            jax.block_until_ready(f(*lab.dev))
+            took = time.perf_counter() - start
+        except Exception as exc:  # a block size the chip refuses, a missing primitive: the port's own line
+            left_out.append({"port": port.name, "why": N_("failed here: {error}").format(
+                error=error_first_line(str(exc)))})
+            continue
+        if took > PORT_CALL_LIMIT_S:
+            left_out.append({"port": port.name, "why": N_("one call took {time}, longer than the lab times a "
+                                                          "side for ({limit})").format(
+                time=format_time(took), limit=format_time(PORT_CALL_LIMIT_S))})
+            continue
+        timed.append((port, f))
+
+    def side(name: str, port_name: str, code_name: str, stats: Stats) -> dict[str, Any]:
+        return _side(*side_text(name, port=port_name, code_name=code_name), stats, lab.numpy, port=port_name)
+
+    first = side("port_first", case.default_port, case.jax_name, lab.blocked)
+    if not timed:
+        only = side("port_fastest", case.default_port, case.jax_name, lab.blocked)  # the only one that runs here
+        return _pitfall("ports", first, only, ((lab.blocked, lab.numpy), (lab.blocked, lab.numpy)),
+                        applicable=False, left_out=left_out)
+    again, *others = lab.turns(Turn(blocking_call(lab.f, lab.dev)),
+                               *(Turn(blocking_call(f, lab.dev)) for _, f in timed))
+    # Chosen from the turns (one stretch of the machine's time); the first port's shown figure is the baseline.
+    ranked = sorted([(again.median_s, case.default_port, case.jax_name, lab.blocked)]
+                    + [(s.median_s, p.name, p.jax_name, s) for (p, _), s in zip(timed, others, strict=True)],
+                    key=lambda row: row[0])
+    _, best, best_code, best_stats = ranked[0]
+    correct = side("port_fastest", best, best_code, best_stats)
+    extra = [side("port_other", name, code, stats) for _, name, code, stats in ranked[1:]
+             if name != case.default_port]
+    return _pitfall("ports", first, correct, ((lab.blocked, lab.numpy), (best_stats, lab.numpy)), extra,
+                    again=(lab.blocked, again), left_out=left_out)
+
+
 MEASURE = {"jit": pitfall_jit, "async": pitfall_async, "dtype": pitfall_dtype,
-           "transfer": pitfall_transfer, "size": pitfall_size, "tf32": pitfall_tf32, "cache": pitfall_cache}
+           "transfer": pitfall_transfer, "size": pitfall_size, "tf32": pitfall_tf32, "cache": pitfall_cache,
+           "ports": pitfall_ports}
 
 
 def measure_pitfalls(spec: Spec, sections: tuple[str, ...] = SECTIONS,
