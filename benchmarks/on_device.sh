@@ -13,7 +13,8 @@
 # b2b (benchmarks/tpu_b2b_probe.py: the tool's back-to-back loop against the hand's, in one process). Each part's output
 # goes to $OUT/PART.log (OUT defaults to ./on-device), and $OUT/summary.txt lists each step's exit
 # status and seconds. CHECK_BUDGET bounds the device check (seconds, default 390); PORT_SPECS (CASE:SHAPE ...)
-# and PORT_ARGS choose the ports part's cases and add options (--profile DIR); HAND_ARGS the hand protocol's.
+# and PORT_ARGS choose the ports part's cases and add options (--profile DIR), PORT_LAB (CASE:SHAPE ...) the
+# cases whose pitfall 8 the lab measures after them; HAND_ARGS the hand protocol's.
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/on-device}
@@ -49,6 +50,10 @@ ports() {  # each case with several ports (PORT_SPECS), every port on the device
         # shellcheck disable=SC2086  # PORT_ARGS: more options, e.g. "--profile /tmp/trace"
         step ports "ports-${spec%%:*}" "${jc[@]}" run --case "${spec%%:*}" --shape "${spec#*:}" --ports all \
             --quick --timeout "${PORT_TIMEOUT:-120}" --save --db "$DB" --json "$OUT/ports-${spec%%:*}.json" ${PORT_ARGS:-}
+    done
+    for spec in ${PORT_LAB:-}; do  # pitfall 8 in the lab: the case's first port beside the fastest of its ports
+        step ports "lab-${spec%%:*}" "${jc[@]}" pitfalls --case "${spec%%:*}" --shape "${spec#*:}" --sections ports \
+            --quick --json "$OUT/lab-ports-${spec%%:*}.json"
     done
 }
 
