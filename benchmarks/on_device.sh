@@ -53,7 +53,7 @@ ports() {  # each case with several ports (PORT_SPECS), every port on the device
     done
     for spec in ${PORT_LAB:-}; do  # pitfall 8 in the lab: the case's first port beside the fastest of its ports
         step ports "lab-${spec%%:*}" "${jc[@]}" pitfalls --case "${spec%%:*}" --shape "${spec#*:}" --sections ports \
-            --quick --json "$OUT/lab-ports-${spec%%:*}.json"
+            --quick --timeout 300 --json "$OUT/lab-ports-${spec%%:*}.json"
     done
 }
 

@@ -131,7 +131,7 @@ def section(meta: Mapping[str, str], entry: Mapping[str, Any] | None, case: Case
                 st.warning(busy_note, icon=":material/speed:")
         side_grid([(role, side, True) for role, side in pv.sides(pitfall)])
     else:  # the code each side will run, before anything is measured
-        preview = pv.preview(pid, case, shape or case.large_shape, config.precision)
+        preview = pv.preview(pid, case, shape or case.large_shape, config.precision, backend)
         side_grid([(role, side, False) for role in pv.ROLES for side in preview[role]])
     chart = pitfall_chart(pitfall) if pitfall is not None and pv.has_chart(pitfall) else None
     if chart is not None:

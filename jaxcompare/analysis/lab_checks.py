@@ -65,3 +65,20 @@ def judged(report: Mapping[str, Any]) -> dict[str, Any]:
     pitfalls = [dict(p, checks=[busy_check(p, source).to_dict()]) for p in report["pitfalls"]]
     return {**report, "pitfalls": pitfalls, "busy_pitfalls": sum(map(is_busy_pitfall, pitfalls)),
             "consistency": [c.to_dict() for c in pitfalls_findings(report)]}
+
+
+def ports_lesson(pitfall: Mapping[str, Any]) -> str | None:
+    """Pitfall 8's own sentence where the noise words would mislead: one port alone ('not applicable'), or the
+    port written first also the fastest, with how much longer the next one took (both timed in the same
+    turns); None otherwise, and for any other pitfall. The CLI's effect line and the page's "how wrong"."""
+    if pitfall.get("id") != "ports":
+        return None
+    if not pitfall.get("applicable", True):
+        return _("not applicable: no other port of this case runs here, so there is nothing to set beside it")
+    if not pitfall.get("first_fastest") or not pitfall.get("extra"):
+        return None
+    first_s = (pitfall.get("proper_again") or {}).get("seconds") or pitfall["naive"]["seconds"]
+    nxt = pitfall["extra"][0]
+    return _("none here: the port written first, {first}, is also the fastest; the next, {port}, took {factor}x "
+             "as long").format(first=pitfall["naive"]["port"], port=nxt["port"],
+                               factor=f"{nxt['seconds'] / first_s:.3g}")

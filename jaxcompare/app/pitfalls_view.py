@@ -132,10 +132,11 @@ def result_link_markdown(pitfall_id: str | None, result: Result, cases: Sequence
 
 
 # --- before a run: what each side will run ---------------------------------------------------------
-def preview(pitfall_id: str, case: Case, shape: Sequence[int], precision: str) -> dict[str, list[dict[str, str]]]:
+def preview(pitfall_id: str, case: Case, shape: Sequence[int], precision: str,
+            backend: str | None = None) -> dict[str, list[dict[str, str]]]:
     """The labels and code of each side, from the engine's own table (SIDE_TEXT, engine/common/lessons.py),
     so a section shows its code before anything has run. The labels are the engine's English:
-    show them with side_label(), as a measured side's."""
+    show them with side_label(), as a measured side's. ``backend``: where pitfall 8's ports will run."""
     naive, correct, also = side_roles(pitfall_id, precision)
     shapes = {"small": format_shape(case.small_shape), "large": format_shape(shape)}
 
@@ -143,10 +144,11 @@ def preview(pitfall_id: str, case: Case, shape: Sequence[int], precision: str) -
         label, code = side_text(name, shapes.get(name, ""), port, code_name)
         return {"label": label, "code": code}
 
-    if pitfall_id == "ports":  # the case's own ports: the first, all of them, each other one
-        first, others = case.all_ports[0], case.all_ports[1:]
+    if pitfall_id == "ports":  # the case's own ports: the first, the race of those that run here, each other one
+        first = case.all_ports[0]
+        others = [port for port in case.all_ports[1:] if port.name in other_ports_here(case, backend)]
         return {"naive": [one(naive, first.name, first.jax_name)],
-                "correct": [one(correct, ", ".join(case.port_names))],
+                "correct": [one("port_race", ", ".join([first.name, *(port.name for port in others)]))],
                 "also": [one(also[0], port.name, port.jax_name) for port in others]}
     return {"naive": [one(naive)], "correct": [one(correct)], "also": [one(name) for name in also]}
 
@@ -292,8 +294,9 @@ def how_wrong(pitfall: Mapping[str, Any], backend: str = "cpu") -> str:
     factor = wrong_factor(pitfall)
     if factor is None:
         return _("How wrong: no comparison (a time was zero).")
-    if pitfall["id"] == "ports" and not pitfall.get("applicable", True):
-        return _("How wrong: not applicable — only one port runs here, so there is nothing to set beside it.")
+    lesson = lab_checks.ports_lesson(pitfall)  # pitfall 8 with one port, or its first port the fastest
+    if lesson:
+        return _("How wrong: {lesson}.").format(lesson=lesson)
     if not_applicable_text(pitfall["id"], backend):
         gap = max(factor, 1 / factor)
         return _("How wrong: not applicable on {backend} — both runs do the same float32 work, so the {gap}x gap "
@@ -320,7 +323,11 @@ def how_wrong_short(pitfall: Mapping[str, Any], backend: str = "cpu") -> str:
     """The summary table's cell: 'JAX looks 609x worse', 'JAX looks 2x better', 'within the
     noise', 'n/a on CPU'."""
     factor = wrong_factor(pitfall)
-    if not_applicable_text(pitfall["id"], backend) or not pitfall.get("applicable", True):
+    if pitfall["id"] == "ports" and not pitfall.get("applicable", True):
+        return _("n/a: one port")
+    if pitfall["id"] == "ports" and pitfall.get("first_fastest"):
+        return _("none: the first port is the fastest")
+    if not_applicable_text(pitfall["id"], backend):
         return _("n/a on {backend}").format(backend=platform_label(backend))
     if factor is None:
         return "—"
@@ -440,9 +447,13 @@ def ports_note(case: Case, backend: str | None, cases: Sequence[Case] = (),
     if (pitfall.get("applicable", True) if pitfall is not None else other_ports_here(case, backend)):
         return None
     several = [c.name for c in cases if c.name != case.name and other_ports_here(c, backend)]
-    return _("Not applicable to {case} here: it has no other port that runs on {backend}. Pick a case with "
-             "several ports ({cases}) to see the lesson.").format(
-        case=case.name, backend=platform_label(backend or "cpu"), cases=", ".join(several))
+    where = platform_label(backend) if backend else _("this device")
+    text = _("Not applicable to {case} here: it has no other port that runs on {backend}.").format(
+        case=case.name, backend=where)
+    if not several:
+        return text
+    return sentences(text, _("Pick a case with several ports ({cases}) to see the lesson.").format(
+        cases=", ".join(several)))
 
 
 def has_chart(pitfall: Mapping[str, Any]) -> bool:

@@ -339,8 +339,9 @@ def pitfall_lines(pitfall: dict[str, Any], backend: str, others_source: str | No
                      f"{translate_text(side['conclusion'] or '')}".rstrip())
     lines += ["  " + _("not timed: {port} — {why}").format(port=entry["port"], why=translate_text(entry["why"]))
               for entry in pitfall.get("left_out") or ()]
-    if pitfall["applicable"] or pitfall["id"] != "ports":  # one port alone has no effect to state
-        lines.append(f"  {pitfall_effect_line(pitfall)}")
+    lesson = lab_checks.ports_lesson(pitfall)  # pitfall 8 with its first port the fastest (or one port: said above)
+    if pitfall["applicable"] or pitfall["id"] != "ports":
+        lines.append("  " + (_("effect: {lesson}").format(lesson=lesson) if lesson else pitfall_effect_line(pitfall)))
     lines.append("  " + lab_checks.check_line(lab_checks.busy_check(pitfall, others_source)))
     return lines
 

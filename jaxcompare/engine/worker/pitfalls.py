@@ -32,7 +32,8 @@ from ...model.stats import Stats
 from ..common.fresh import FreshCall, FreshProcesses, fresh_processes
 from ..common.lessons import LOAD_PHASES, SECTIONS, _pitfall, _side, lab_timing, load_reading, side_text, speed_words
 from ..common.load import LoadMeter, is_busy
-from .agreement import normwise_errors
+from .agreement import compare_outputs, normwise_errors, program_products
+from .ceilings import matmul_precision
 from .environment import resolve_device
 from .inputs import build_inputs
 from .jax_phases import user_call
@@ -352,45 +353,60 @@ def pitfall_cache(lab: Lab, fresh: FreshProcesses | None = None) -> dict[str, An
 # A port whose one warm call outlasts this is left out of pitfall 8's turns with its line: the lab times each
 # side several times, and lax.scan over 10^6 steps ran 1.72 s a call on the TPU v5e (tests/data/tpu/ports).
 PORT_CALL_LIMIT_S = 2.0
+INTERPRETED = N_("a Pallas kernel runs only interpreted here: its time is no speed figure")
 
 
 def pitfall_ports(lab: Lab) -> dict[str, Any]:
     """The case's first port (the lab's proper figure) beside its other ports, each jitted and timed in turns
-    on the same device arrays; the fastest is the correct side. A Pallas port where kernels only run
-    interpreted, one that fails here, and one whose call outlasts PORT_CALL_LIMIT_S are left out, each with
-    its line; with no other port left the section times nothing more and is not applicable."""
+    on the same device arrays; the fastest is the correct side (the lowest median of the turns: with several
+    ports alike, chance picks among them, and the effect's range says "within the noise"). A port left out
+    has its line: a Pallas kernel only interpreted here, one that fails, one that disagrees with NumPy, one
+    whose call outlasts PORT_CALL_LIMIT_S. With no other port left, or a first port only interpreted here,
+    the section times nothing more and is not applicable."""
     jax, case = lab.jax, lab.case
+    platform_name = lab.device.platform
     timed, left_out = [], []
+    numpy_out = as_tuple(case.numpy_fn(*lab.host))
     for port in case.all_ports[1:]:
-        if interpreted_here(port.pallas, lab.device.platform):
-            left_out.append({"port": port.name, "why": N_("a Pallas kernel runs only interpreted here: its time "
-                                                          "is no speed figure")})
+        if interpreted_here(port.pallas, platform_name):
+            left_out.append({"port": port.name, "why": INTERPRETED})
             continue
         f = jax.jit(port.fn)
         try:
-            jax.block_until_ready(f(*lab.dev))  # compiles
+            out = jax.block_until_ready(f(*lab.dev))  # compiles
             start = time.perf_counter()
             jax.block_until_ready(f(*lab.dev))
             took = time.perf_counter() - start
+            products = program_products(case.for_port(port.name), lab.spec.dtype, platform_name, matmul_precision(),
+                                        f, lab.dev)
+            agreement = compare_outputs(case, lab.spec.dtype, lab.host, numpy_out,
+                                        as_tuple(jax.tree_util.tree_leaves(out)), products=products)
         except Exception as exc:  # a block size the chip refuses, a missing primitive: the port's own line
             left_out.append({"port": port.name, "why": N_("failed here: {error}").format(
                 error=error_first_line(str(exc)))})
             continue
-        if took > PORT_CALL_LIMIT_S:
-            left_out.append({"port": port.name, "why": N_("one call took {time}, longer than the lab times a "
-                                                          "side for ({limit})").format(
+        if not agreement["ok"]:
+            left_out.append({"port": port.name, "why": N_("disagrees with NumPy (relative error {error}, tolerance "
+                                                          "{rtol}): a fast wrong answer is no speed").format(
+                error=f"{agreement['max_rel_err']:.2g}", rtol=f"{agreement['rtol']:.2g}")})
+        elif took > PORT_CALL_LIMIT_S:
+            left_out.append({"port": port.name, "why": N_("one call took {time}, over the lab's limit of {limit} "
+                                                          "a call").format(
                 time=format_time(took), limit=format_time(PORT_CALL_LIMIT_S))})
-            continue
-        timed.append((port, f))
+        else:
+            timed.append((port, f))
 
     def side(name: str, port_name: str, code_name: str, stats: Stats) -> dict[str, Any]:
         return _side(*side_text(name, port=port_name, code_name=code_name), stats, lab.numpy, port=port_name)
 
     first = side("port_first", case.default_port, case.jax_name, lab.blocked)
+    if interpreted_here(case.pallas, platform_name):  # the first figure is the interpreter's: no lesson in it
+        left_out.insert(0, {"port": case.default_port, "why": INTERPRETED})
+        timed = []
     if not timed:
         only = side("port_fastest", case.default_port, case.jax_name, lab.blocked)  # the only one that runs here
         return _pitfall("ports", first, only, ((lab.blocked, lab.numpy), (lab.blocked, lab.numpy)),
-                        applicable=False, left_out=left_out)
+                        applicable=False, left_out=left_out, first_fastest=False)
     again, *others = lab.turns(Turn(blocking_call(lab.f, lab.dev)),
                                *(Turn(blocking_call(f, lab.dev)) for _, f in timed))
     # Chosen from the turns (one stretch of the machine's time); the first port's shown figure is the baseline.
@@ -402,8 +418,7 @@ def pitfall_ports(lab: Lab) -> dict[str, Any]:
     extra = [side("port_other", name, code, stats) for _, name, code, stats in ranked[1:]
              if name != case.default_port]
     return _pitfall("ports", first, correct, ((lab.blocked, lab.numpy), (best_stats, lab.numpy)), extra,
-                    again=(lab.blocked, again), left_out=left_out)
-
+                    again=(lab.blocked, again), left_out=left_out, first_fastest=best == case.default_port)
 
 MEASURE = {"jit": pitfall_jit, "async": pitfall_async, "dtype": pitfall_dtype,
            "transfer": pitfall_transfer, "size": pitfall_size, "tf32": pitfall_tf32, "cache": pitfall_cache,
