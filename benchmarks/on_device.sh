@@ -67,8 +67,10 @@ engine() {  # the engine's own wheels only: enough for the CLI, in seconds
 atlas() {  # the atlas in $OUT, resumed from $ATLAS_FROM (carry its folder), stopped by Ctrl-C at ATLAS_UNTIL s
     local seed=${ATLAS_FROM:-device-state/atlas-tpu.json.gz} file="$OUT/atlas-tpu.json.gz"
     [ -f "$seed" ] && cp "$seed" "$file"
+    # A cell over ATLAS_CELL_TIMEOUT is recorded as past its deadline: one that outlasts a device call would
+    # otherwise be cut short by the call's end every time (float64 cumsum compiles 148 s, three times a cell).
     step atlas atlas timeout -s INT "$(( ${ATLAS_UNTIL:-560} - SECONDS ))" "$PY" -m jaxcompare atlas --devices tpu \
-        --out "$file" --db "$OUT/atlas.sqlite3" ${ATLAS_ARGS:-}
+        --out "$file" --db "$OUT/atlas.sqlite3" --timeout "${ATLAS_CELL_TIMEOUT:-400}" ${ATLAS_ARGS:-}
 }
 
 cli() {

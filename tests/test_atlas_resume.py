@@ -158,3 +158,31 @@ def test_a_cases_files_atlas_marks_a_cell_whose_function_fails_and_measures_the_
     again = cli("atlas", "--cases-file", str(cases), "--sizes", "small", "large", "--precisions", "x32",
                 "--devices", "cpu", "--out", str(out), "--no-save", "--limit", "1")
     assert again.returncode == 0 and "0 of 4 cells to measure" in again.stderr, again.stderr[-2000:]
+
+
+def test_a_cell_past_its_deadline_is_marked_and_a_longer_deadline_measures_it_again(tmp_path, capsys):
+    """A cell whose work outlasts the deadline (a float64 decomposition compiling for minutes on a TPU) is
+    one line, so the atlas can end; the same command leaves it, a longer --timeout measures it."""
+    cases = tmp_path / "slow.py"
+    cases.write_text(
+        "import time\n"
+        "from jaxcompare import Case\n"
+        "TRACED = []\n"
+        "def traced_slowly(x):\n"
+        "    if not TRACED:  # a process's first trace: the job's work, longer than a 1 s deadline\n"
+        "        TRACED.append(time.sleep(3))\n"
+        "    return x * 2\n"
+        "def inputs(shape, dtype, rng):\n"
+        "    return (rng.standard_normal(shape).astype(dtype),)\n"
+        "CASES = [Case('slow', lambda x: x * 2, traced_slowly, inputs, small_shape=(10,), large_shape=(100,))]\n")
+    out = tmp_path / "atlas.json"
+    args = ["atlas", "--cases-file", str(cases), "--sizes", "small", "--precisions", "x32", "--devices", "cpu",
+            "--timing", "quick", "--out", str(out), "--no-save"]
+    assert main([*args, "--timeout", "1"]) == 0
+    cell = am.load(out).cells["slow/small/x32/cpu"]
+    assert cell.status == am.UNMEASURABLE and cell.deadline_s == 1.0
+    assert cell.reason == "did not finish within its 1 s deadline; a longer --timeout measures it again"
+    assert main([*args, "--timeout", "1"]) == 0 and "0 of 1 cells to measure" in capsys.readouterr().err
+    assert main([*args, "--timeout", "120"]) == 0 and "1 of 1 cells to measure" in capsys.readouterr().err
+    cell = am.load(out).cells["slow/small/x32/cpu"]
+    assert cell.status == am.MEASURED and cell.deadline_s is None and cell.result.spec.case == "slow"

@@ -75,11 +75,14 @@ class Cell:
     status: str
     result: Result | None = None
     reason: str = ""  # English, as the worker said it: shown with translate_text
+    # An UNMEASURABLE cell that outlasted its job's deadline: a run with a longer one measures it again.
+    deadline_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"key": self.key.id, "shape": list(self.shape), "status": self.status,
                 **({"result": self.result.to_dict()} if self.result is not None else {}),
-                **({"reason": self.reason} if self.reason else {})}
+                **({"reason": self.reason} if self.reason else {}),
+                **({"deadline_s": self.deadline_s} if self.deadline_s is not None else {})}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Cell:
@@ -88,8 +91,9 @@ class Cell:
             if status not in (MEASURED, UNMEASURABLE):
                 raise ValueError(f"status {status!r}")
             result = Result.from_dict(data["result"]) if status == MEASURED else None
+            deadline = data.get("deadline_s")
             return cls(CellKey.parse(data["key"]), tuple(int(n) for n in data["shape"]), status, result,
-                       str(data.get("reason") or ""))
+                       str(data.get("reason") or ""), None if deadline is None else float(deadline))
         except (KeyError, TypeError, ValueError) as exc:
             raise BadInput(N_("malformed atlas cell: {error}").format(error=exc)) from None
 
@@ -250,9 +254,12 @@ def plan(cases: Sequence[Case], sizes: Sequence[str] = SIZES, precisions: Sequen
     return cells
 
 
-def todo(atlas: Atlas, planned: Iterable[tuple[CellKey, tuple[int, ...]]]) -> list[tuple[CellKey, tuple[int, ...]]]:
-    """The planned cells the atlas does not hold yet: what a resumed run measures."""
-    done = atlas.done()
+def todo(atlas: Atlas, planned: Iterable[tuple[CellKey, tuple[int, ...]]],
+         timeout_s: float | None = None) -> list[tuple[CellKey, tuple[int, ...]]]:
+    """The planned cells the atlas does not hold yet: what a resumed run measures; with ``timeout_s``, also
+    those that outlasted a shorter deadline than it."""
+    done = {cell.key for cell in atlas.cells.values()
+            if timeout_s is None or cell.deadline_s is None or cell.deadline_s >= timeout_s}
     return [(key, shape) for key, shape in planned if key not in done]
 
 

@@ -19,7 +19,7 @@ from ..analysis import atlas as atlas_mod
 from ..analysis.atlas_text import diff_document, diff_lines, html_page, markdown, progress_line
 from ..catalog import builtin_cases, find_case
 from ..i18n import N_, _
-from ..model.errors import BadInput, DeviceUnavailable, JobFailed, TooLarge
+from ..model.errors import BadInput, DeadlinePassed, DeviceUnavailable, JobFailed, TooLarge
 from ..model.formatting import seconds_text
 from ..model.platforms import platform
 from ..model.spec import PRECISIONS, TIMING_PRESETS, Spec, TimingConfig
@@ -115,7 +115,7 @@ def measure(args: argparse.Namespace, atlas: atlas_mod.Atlas, path: Path) -> int
         atlas.add_plan(planned)
         if atlas.cells and len(atlas.planned) != before:
             atlas_mod.save(atlas, path)
-        pending = atlas_mod.todo(atlas, planned)
+        pending = atlas_mod.todo(atlas, planned, runner.timeout_s)
         total, already = len(planned), len(planned) - len(pending)
         if args.limit is not None:
             pending = pending[:args.limit]
@@ -137,6 +137,12 @@ def measure(args: argparse.Namespace, atlas: atlas_mod.Atlas, path: Path) -> int
                 # function fails at this shape: the cell's one line, and on to the next cell.
                 except (BadInput, TooLarge, DeviceUnavailable) as exc:
                     cell = atlas_mod.Cell(key, shape, atlas_mod.UNMEASURABLE, reason=str(exc))
+                # The work outlasts the deadline (a float64 decomposition compiling minutes on a TPU): its line,
+                # so the atlas can end; a run with a longer --timeout measures it again.
+                except DeadlinePassed:
+                    cell = atlas_mod.Cell(key, shape, atlas_mod.UNMEASURABLE, deadline_s=job.timeout_s, reason=N_(
+                        "did not finish within its {timeout} s deadline; a longer --timeout measures it again").format(
+                        timeout=f"{job.timeout_s:g}"))
                 except JobFailed as exc:  # a worker lost, a deadline: not done, so the next run tries it again
                     failed.append(f"{key.id}: {exc}")
                     print(f"[{already + i + 1}/{total}] {key.id}: " + _("failed: {error}").format(error=exc),
@@ -156,7 +162,7 @@ def measure(args: argparse.Namespace, atlas: atlas_mod.Atlas, path: Path) -> int
     if failed:
         print(_("cells that failed and were not recorded: {n}; run the same command to try them again").format(
             n=len(failed)), file=sys.stderr)
-    left_over = len(atlas_mod.todo(atlas, planned))
+    left_over = len(atlas_mod.todo(atlas, planned, runner.timeout_s))
     if left_over and not failed:
         print(_("cells left: {n}; run the same command to continue").format(n=left_over), file=sys.stderr)
     return EXIT_SOME_FAILED if failed else 0

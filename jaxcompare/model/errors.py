@@ -33,3 +33,7 @@ class TooLarge(JaxCompareError):
 
 class JobFailed(JaxCompareError):
     """A measurement job failed: timed out, cancelled, or its worker died."""
+
+
+class DeadlinePassed(JobFailed):
+    """A job stopped at its deadline: the work itself outlasted it (a worker lost is a JobFailed)."""

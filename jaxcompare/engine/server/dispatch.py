@@ -15,7 +15,7 @@ from typing import Any
 
 from ...i18n import N_
 from ...model.cases import Case
-from ...model.errors import BadInput, JaxCompareError, JobFailed
+from ...model.errors import BadInput, DeadlinePassed, JaxCompareError, JobFailed
 from ...model.phases import CEILINGS_PHASE, STARTING_PHASE
 from ...model.spec import PRECISIONS, Spec
 from ..common.ceilings_cache import ceilings_known
@@ -236,7 +236,7 @@ class Dispatcher:
             return
         except JaxCompareError as exc:
             if isinstance(exc, Expired):
-                exc = JobFailed(N_("stopped after its {timeout_s:g} s deadline; the worker was restarted").format(
+                exc = DeadlinePassed(N_("stopped after its {timeout_s:g} s deadline; the worker was restarted").format(
                     timeout_s=job.timeout_s))
             self.finish(job, error=job.job_kind.failed(job, exc))
             return
