@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 import textwrap
 from pathlib import Path
 
 import pytest
 from support import cli
+
+from jaxcompare.cli import main
 
 pytestmark = pytest.mark.slow  # a minute of CLI processes in all: collected first, so workers end together
 
@@ -185,14 +188,33 @@ def _bad_inputs(tmp_path) -> list[tuple[list[str], str]]:
     ]
 
 
-def test_bad_input_is_one_line_and_exit_2(tmp_path):
-    for args, words in _bad_inputs(tmp_path):
-        proc = cli(*args, "--quick") if args[0] in ("run", "sweep") else cli(*args)
-        assert proc.returncode == 2, (args, proc.returncode, proc.stderr)
-        assert "Traceback" not in proc.stderr, (args, proc.stderr)
-        assert words in proc.stderr, (args, proc.stderr)
-        assert proc.stdout == "", (args, proc.stdout)
-        assert len(proc.stderr.strip().splitlines()) <= 2, (args, proc.stderr)
+def cli_here(args: list[str], capsys) -> tuple[int, str, str]:
+    """The CLI's ``main(args)`` in this process (a bad input needs no worker: a process each cost 1-1.5 s):
+    its exit status, stdout and stderr. The level main() sets on jaxcompare's logger is put back."""
+    log = logging.getLogger("jaxcompare")
+    level = log.level
+    try:
+        code = main(args)
+    except SystemExit as exc:  # argparse's own errors
+        code = exc.code
+    finally:
+        log.setLevel(level)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
+    bad = _bad_inputs(tmp_path)
+    # One as a user types it, in its own process: nothing but the line reaches the terminal.
+    proc = cli(*bad[0][0], "--quick")
+    assert proc.returncode == 2 and bad[0][1] in proc.stderr and proc.stdout == "", proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) <= 2, proc.stderr
+    for args, words in bad[1:]:
+        code, out, err = cli_here([*args, "--quick"] if args[0] in ("run", "sweep") else args, capsys)
+        assert code == 2, (args, code, err)
+        assert words in err, (args, err)
+        assert out == "", (args, out)
+        assert len(err.strip().splitlines()) <= 2, (args, err)
 
 
 def test_cases_file_cases_run_from_the_cli(tmp_path):
