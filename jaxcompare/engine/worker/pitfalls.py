@@ -367,7 +367,11 @@ def pitfall_ports(lab: Lab) -> dict[str, Any]:
     platform_name = lab.device.platform
     timed, left_out = [], []
     numpy_out = as_tuple(case.numpy_fn(*lab.host))
-    for port in case.all_ports[1:]:
+    # The first figure is the interpreter's where the first port is a kernel only interpreted: no lesson in it.
+    first_interpreted = interpreted_here(case.pallas, platform_name)
+    if first_interpreted:
+        left_out.append({"port": case.default_port, "why": INTERPRETED})
+    for port in case.all_ports[1:] if not first_interpreted else ():
         if interpreted_here(port.pallas, platform_name):
             left_out.append({"port": port.name, "why": INTERPRETED})
             continue
@@ -400,9 +404,6 @@ def pitfall_ports(lab: Lab) -> dict[str, Any]:
         return _side(*side_text(name, port=port_name, code_name=code_name), stats, lab.numpy, port=port_name)
 
     first = side("port_first", case.default_port, case.jax_name, lab.blocked)
-    if interpreted_here(case.pallas, platform_name):  # the first figure is the interpreter's: no lesson in it
-        left_out.insert(0, {"port": case.default_port, "why": INTERPRETED})
-        timed = []
     if not timed:
         only = side("port_fastest", case.default_port, case.jax_name, lab.blocked)  # the only one that runs here
         return _pitfall("ports", first, only, ((lab.blocked, lab.numpy), (lab.blocked, lab.numpy)),
@@ -419,6 +420,7 @@ def pitfall_ports(lab: Lab) -> dict[str, Any]:
              if name != case.default_port]
     return _pitfall("ports", first, correct, ((lab.blocked, lab.numpy), (best_stats, lab.numpy)), extra,
                     again=(lab.blocked, again), left_out=left_out, first_fastest=best == case.default_port)
+
 
 MEASURE = {"jit": pitfall_jit, "async": pitfall_async, "dtype": pitfall_dtype,
            "transfer": pitfall_transfer, "size": pitfall_size, "tf32": pitfall_tf32, "cache": pitfall_cache,
