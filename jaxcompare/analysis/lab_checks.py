@@ -67,13 +67,18 @@ def judged(report: Mapping[str, Any]) -> dict[str, Any]:
             "consistency": [c.to_dict() for c in pitfalls_findings(report)]}
 
 
+def one_port(pitfall: Mapping[str, Any]) -> bool:
+    """Pitfall 8 with no other port that ran here: not applicable, nothing to set beside the first."""
+    return pitfall.get("id") == "ports" and not pitfall.get("applicable", True)
+
+
 def ports_lesson(pitfall: Mapping[str, Any]) -> str | None:
     """Pitfall 8's own sentence where the noise words would mislead: one port alone ('not applicable'), or the
     port written first also the fastest, with how much longer the next one took (both timed in the same
     turns); None otherwise, and for any other pitfall. The CLI's effect line and the page's "how wrong"."""
     if pitfall.get("id") != "ports":
         return None
-    if not pitfall.get("applicable", True):
+    if one_port(pitfall):
         return _("not applicable: no other port of this case runs here, so there is nothing to set beside it")
     if not pitfall.get("first_fastest") or not pitfall.get("extra"):
         return None

@@ -231,7 +231,7 @@ def compile_text(side: Mapping[str, Any]) -> str | None:
 def verdict_text(pitfall: Mapping[str, Any], backend: str | None = None) -> str:
     """'naive: JAX 123x faster than NumPy; measured properly: JAX 1.25x faster than NumPy'."""
     naive, correct = short_speed(pitfall["naive"]), short_speed(pitfall["correct"])
-    if pitfall["id"] == "ports" and not pitfall.get("applicable", True):
+    if lab_checks.one_port(pitfall):
         return _("naive: {naive}; measured properly: {correct} (not applicable: one port runs here)").format(
             naive=naive, correct=correct)
     if backend is not None and not_applicable_text(pitfall["id"], backend):
@@ -323,7 +323,7 @@ def how_wrong_short(pitfall: Mapping[str, Any], backend: str = "cpu") -> str:
     """The summary table's cell: 'JAX looks 609x worse', 'JAX looks 2x better', 'within the
     noise', 'n/a on CPU'."""
     factor = wrong_factor(pitfall)
-    if pitfall["id"] == "ports" and not pitfall.get("applicable", True):
+    if lab_checks.one_port(pitfall):
         return _("n/a: one port")
     if pitfall["id"] == "ports" and pitfall.get("first_fastest"):
         return _("none: the first port is the fastest")
@@ -459,7 +459,7 @@ def ports_note(case: Case, backend: str | None, cases: Sequence[Case] = (),
 def has_chart(pitfall: Mapping[str, Any]) -> bool:
     """Whether a measured section draws its chart: pitfall 8 with one port has nothing to set beside it
     (one figure drawn twice)."""
-    return pitfall["id"] != "ports" or pitfall.get("applicable", True)
+    return not lab_checks.one_port(pitfall)
 
 
 def left_out_lines(pitfall: Mapping[str, Any]) -> list[str]:

@@ -325,7 +325,7 @@ def pitfall_lines(pitfall: dict[str, Any], backend: str, others_source: str | No
     columns (padded by display width), its effect, and whether the machine was quiet meanwhile,
     in the current language."""
     lines = [_(pitfall_title(pitfall["id"], backend))]  # by id: a report saved under an older title reads as new
-    if not pitfall["applicable"] and pitfall["id"] == "ports":
+    if lab_checks.one_port(pitfall):
         lines.append("  " + _("(not applicable: no other port of this case runs on {backend})").format(backend=backend))
     elif not pitfall["applicable"]:
         lines.append("  " + _("(not applicable on {backend}: shown for reference)").format(backend=backend))
@@ -340,7 +340,7 @@ def pitfall_lines(pitfall: dict[str, Any], backend: str, others_source: str | No
     lines += ["  " + _("not timed: {port} — {why}").format(port=entry["port"], why=translate_text(entry["why"]))
               for entry in pitfall.get("left_out") or ()]
     lesson = lab_checks.ports_lesson(pitfall)  # pitfall 8 with its first port the fastest (or one port: said above)
-    if pitfall["applicable"] or pitfall["id"] != "ports":
+    if not lab_checks.one_port(pitfall):
         lines.append("  " + (_("effect: {lesson}").format(lesson=lesson) if lesson else pitfall_effect_line(pitfall)))
     lines.append("  " + lab_checks.check_line(lab_checks.busy_check(pitfall, others_source)))
     return lines
