@@ -56,6 +56,13 @@ def test_an_interrupted_atlas_resumes_to_the_planned_cells_with_none_measured_tw
 # foreground job. Two cheap cases at two sizes, float32: four cells, so each stop finds work left.
 CTRL_C_ARGS = ["atlas", "--cases", "matmul", "reduction", "--sizes", "small", "middle", "--precisions", "x32",
                "--devices", "cpu", "--timing", "quick", "--no-save"]
+# A terminal starts its foreground job with Ctrl-C unblocked and at its default; a child inherits an ignored
+# or blocked SIGINT from this test process (a library another test ran here may have left one: the CLI then
+# ran all four cells and exited 0, once in a clean clone), so the child restores both before the CLI starts.
+AS_A_TERMINAL_STARTS_IT = (
+    "import runpy, signal, sys; signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT}); "
+    "signal.signal(signal.SIGINT, signal.default_int_handler); sys.argv[0] = 'jaxcompare'; "
+    "runpy.run_module('jaxcompare', run_name='__main__', alter_sys=True)")
 PROGRESS = re.compile(r"^\[(\d+)/4\] (\S+) (\S+) (x32) (cpu): ")
 
 
@@ -76,7 +83,7 @@ def interrupted(out: Path, how: str) -> tuple[int, str, list[am.CellKey], float]
     cells its progress lines named, and how many times longer reaching that first line took than stopping."""
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
     started = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "jaxcompare", *CTRL_C_ARGS, "--out", str(out)],
+    proc = subprocess.Popen([sys.executable, "-c", AS_A_TERMINAL_STARTS_IT, *CTRL_C_ARGS, "--out", str(out)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
                             env={**os.environ, "PYTHONPATH": path})
     lines = []
