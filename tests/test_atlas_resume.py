@@ -16,7 +16,7 @@ from support import ROOT, cli
 
 from jaxcompare import get_case
 from jaxcompare.analysis import atlas as am
-from jaxcompare.analysis.atlas_text import partial_line
+from jaxcompare.analysis.atlas_text import cell_detail, cell_label, counts_line, partial_line
 from jaxcompare.cli import main
 from jaxcompare.history.store import Store
 
@@ -189,6 +189,11 @@ def test_a_cell_past_its_deadline_is_marked_and_a_longer_deadline_measures_it_ag
     cell = am.load(out).cells["slow/small/x32/cpu"]
     assert cell.status == am.UNMEASURABLE and cell.deadline_s == 1.0
     assert cell.reason == "did not finish within its 1 s deadline; a longer --timeout measures it again"
+    # It runs here, only slowly: the heatmap says so, not "cannot run", and so does the count beside it.
+    slow = am.view(cell)
+    assert cell_label(slow) == "over 1 s" and cell_detail(slow) == cell.reason
+    assert counts_line(am.load(out)) == "1 cells: 0 trusted, 0 set aside, 0 cannot run here. 1 did not finish " \
+        "within their deadline."
     assert main([*args, "--timeout", "1"]) == 0 and "0 of 1 cells to measure" in capsys.readouterr().err
     assert main([*args, "--timeout", "120"]) == 0 and "1 of 1 cells to measure" in capsys.readouterr().err
     cell = am.load(out).cells["slow/small/x32/cpu"]

@@ -281,6 +281,7 @@ class CellView:
     direction: Direction | None = None
     result_id: str | None = None
     reason: str = ""
+    deadline_s: float | None = None  # UNMEASURABLE only because its run outlasted this deadline
 
 
 def measure_of(result: Result, measure: str) -> tuple[float | None, tuple[float, float] | None]:
@@ -296,7 +297,7 @@ def measure_of(result: Result, measure: str) -> tuple[float | None, tuple[float,
 def view(cell: Cell, measure: str = "blocked") -> CellView:
     """How ``cell`` reads under ``measure``: a set-aside result is DOUBTFUL with its reason, never a bare speedup."""
     if cell.result is None:
-        return CellView(cell.key, cell.shape, UNMEASURABLE, reason=cell.reason)
+        return CellView(cell.key, cell.shape, UNMEASURABLE, reason=cell.reason, deadline_s=cell.deadline_s)
     result = cell.result
     speedup, found = measure_of(result, measure)
     if speedup is None or found is None or not math.isfinite(speedup):

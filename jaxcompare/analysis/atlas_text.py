@@ -60,7 +60,10 @@ def why_text(why: str | None) -> str:
 
 def cell_label(v: CellView) -> str:
     """What a heatmap cell prints: '2.31x', '2.31x?' where set aside, 'not measured' for a planned cell the
-    atlas lacks, '—' where there is no figure."""
+    atlas lacks, 'cannot run' or 'over 120 s' (its deadline) for one the device did not finish, '—' where
+    there is no figure."""
+    if v.status == UNMEASURABLE:
+        return _("over {timeout} s").format(timeout=f"{v.deadline_s:g}") if v.deadline_s else _("cannot run")
     if v.status == TRUSTED:
         return format_factor(v.speedup)
     if v.status == DOUBTFUL:
@@ -78,6 +81,8 @@ def range_text(v: CellView) -> str:
 
 def cell_detail(v: CellView) -> str:
     """The cell in a sentence: its speedup and range; a doubtful one leads with why it was set aside."""
+    if v.status == UNMEASURABLE and v.deadline_s:  # it runs here, only slower than the run allowed: its line says so
+        return translate_text(v.reason)
     if v.status == UNMEASURABLE:
         return _("cannot run here: {reason}").format(reason=translate_text(v.reason))
     if v.status == MISSING:
@@ -129,11 +134,16 @@ def environment_rows(atlas: Atlas) -> list[dict[str, str]]:
 
 
 def counts_line(atlas: Atlas, measure: str = "blocked", cases: Sequence[str] | None = None) -> str:
-    """'12 cells: 7 trusted, 4 set aside, 1 cannot run here.' (of ``cases`` only, when given)"""
+    """'12 cells: 7 trusted, 4 set aside, 1 cannot run here.' (of ``cases`` only, when given), and how many
+    did not finish within their deadline where some did not."""
     found = views(atlas, measure, cases)
     count = {status: sum(v.status == status for v in found) for status in (TRUSTED, DOUBTFUL, UNMEASURABLE, MISSING)}
-    return _("{n} cells: {trusted} trusted, {doubtful} set aside, {unmeasurable} cannot run here.").format(
-        n=len(found), trusted=count[TRUSTED], doubtful=count[DOUBTFUL], unmeasurable=count[UNMEASURABLE])
+    late = sum(v.status == UNMEASURABLE and bool(v.deadline_s) for v in found)
+    line = _("{n} cells: {trusted} trusted, {doubtful} set aside, {unmeasurable} cannot run here.").format(
+        n=len(found), trusted=count[TRUSTED], doubtful=count[DOUBTFUL], unmeasurable=count[UNMEASURABLE] - late)
+    if late:
+        line += " " + _("{late} did not finish within their deadline.").format(late=late)
+    return line
 
 
 def partial_line(atlas: Atlas) -> str | None:
@@ -300,7 +310,7 @@ def _html_cell(v: CellView) -> str:
         background = colour
     else:
         background = "#ffffff"
-    label = _("cannot run") if v.status == UNMEASURABLE else cell_label(v)
+    label = cell_label(v)
     return (f"<td class=\"{v.status}\" style=\"background:{background}\" title=\"{esc(cell_detail(v))}\">"
             f"{esc(label)}<small>{esc(format_shape(v.shape))}</small></td>")
 

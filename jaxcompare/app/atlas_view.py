@@ -102,7 +102,7 @@ def heatmap_rows(atlas: atlas_mod.Atlas, measure: str = "blocked", cases: Sequen
             "device": device_label(atlas, v.key.device), "precision": v.key.precision,
             "case": v.key.case, "size": _(atlas_mod.SIZE_LABELS[v.key.size]), "shape": format_shape(v.shape),
             "status": v.status, "speedup": v.speedup if v.status == atlas_mod.TRUSTED else None,
-            "label": cell_label(v) if v.status != atlas_mod.UNMEASURABLE else _("cannot run"),
+            "label": cell_label(v),
             "detail": cell_detail(v), "result_id": (v.result_id or "")[:8], "url": url,
         })
     return rows
