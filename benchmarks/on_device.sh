@@ -69,8 +69,10 @@ atlas() {  # the atlas in $OUT, resumed from $ATLAS_FROM (carry its folder), sto
     [ -f "$seed" ] && cp "$seed" "$file"
     # A cell over ATLAS_CELL_TIMEOUT is recorded as past its deadline: one that outlasts a device call would
     # otherwise be cut short by the call's end every time (float64 cumsum compiles 148 s, three times a cell).
+    # Well under a call's length, so that a call started after other parts still reaches it (at 400 s a call's
+    # atlas of 392 s measured and marked nothing).
     step atlas atlas timeout -s INT "$(( ${ATLAS_UNTIL:-560} - SECONDS ))" "$PY" -m jaxcompare atlas --devices tpu \
-        --out "$file" --db "$OUT/atlas.sqlite3" --timeout "${ATLAS_CELL_TIMEOUT:-400}" ${ATLAS_ARGS:-}
+        --out "$file" --db "$OUT/atlas.sqlite3" --timeout "${ATLAS_CELL_TIMEOUT:-240}" ${ATLAS_ARGS:-}
 }
 
 cli() {
