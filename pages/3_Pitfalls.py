@@ -9,6 +9,7 @@ from typing import Any
 import streamlit as st
 
 from jaxcompare import Case, JaxCompareError
+from jaxcompare.analysis import lab_checks
 from jaxcompare.analysis.checks import WARN
 from jaxcompare.app import access, cases_ui, chart_ui, controls, form_ui, jobs, navigation, resources, ui
 from jaxcompare.app import pitfalls_view as pv
@@ -124,7 +125,7 @@ def section(meta: Mapping[str, str], entry: Mapping[str, Any] | None, case: Case
             st.markdown(pv.how_wrong(pitfall, section_backend))
             if pid == "tf32" and pv.tf32_errors(pitfall):
                 st.markdown(pv.tf32_errors(pitfall))
-            for line in pv.left_out_lines(pitfall):
+            for line in lab_checks.left_out_lines(pitfall):
                 st.caption(line)
             busy_note = pv.busy_note(entry)
             if busy_note:

@@ -152,7 +152,7 @@ def test_a_case_with_one_port_here_is_not_applicable_and_times_nothing_more(tmp_
     assert pv.ports_note(get_case("cumsum"), "cpu", builtin_cases()) is None
     text = proc.stdout
     assert "(not applicable: no other port of this case runs on cpu)" in text
-    assert "not timed: pallas — a Pallas kernel runs only interpreted here" in text and "effect:" not in text
+    assert "Not timed: pallas — a Pallas kernel runs only interpreted here" in text and "effect:" not in text
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..i18n import N_, _
+from ..i18n import N_, _, translate_text
 from .checks import NA, PASS, TITLES, WARN, Check, format_cores
 from .consistency import pitfalls_findings
 from .text import STATUS_WORDS
@@ -70,6 +70,13 @@ def judged(report: Mapping[str, Any]) -> dict[str, Any]:
 def one_port(pitfall: Mapping[str, Any]) -> bool:
     """Pitfall 8 with no other port that ran here: not applicable, nothing to set beside the first."""
     return pitfall.get("id") == "ports" and not pitfall.get("applicable", True)
+
+
+def left_out_lines(pitfall: Mapping[str, Any]) -> list[str]:
+    """Pitfall 8's ports not timed here, a line each: 'Not timed: pallas — a Pallas kernel runs only
+    interpreted here...'. The page's list and the CLI's lines."""
+    return [_("Not timed: {port} — {why}").format(port=entry["port"], why=translate_text(entry["why"]))
+            for entry in pitfall.get("left_out") or ()]
 
 
 def ports_lesson(pitfall: Mapping[str, Any]) -> str | None:

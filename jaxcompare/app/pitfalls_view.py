@@ -462,12 +462,6 @@ def has_chart(pitfall: Mapping[str, Any]) -> bool:
     return not lab_checks.one_port(pitfall)
 
 
-def left_out_lines(pitfall: Mapping[str, Any]) -> list[str]:
-    """Pitfall 8's ports not timed here, a line each: 'pallas: a Pallas kernel runs only interpreted here...'."""
-    return [_("Not timed: {port} — {why}").format(port=entry["port"], why=translate_text(entry["why"]))
-            for entry in pitfall.get("left_out") or ()]
-
-
 def tf32_errors(pitfall: Mapping[str, Any]) -> str | None:
     """'Error vs float64: default 3.1e-07, 'highest' 3.1e-07 (1x)' for the TF32 section."""
     a, b = pitfall["naive"].get("rel_error"), pitfall["correct"].get("rel_error")

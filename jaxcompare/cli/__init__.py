@@ -337,8 +337,7 @@ def pitfall_lines(pitfall: dict[str, Any], backend: str, others_source: str | No
         lines.append(f"  {pad(_(SIDE_TAGS[tag]), tag_w)}{pad(translate_text(side['label']), label_w)}"
                      f"{pad(format_time(side['seconds']), 10, '>')} {pad(spread, 20)} "
                      f"{translate_text(side['conclusion'] or '')}".rstrip())
-    lines += ["  " + _("not timed: {port} — {why}").format(port=entry["port"], why=translate_text(entry["why"]))
-              for entry in pitfall.get("left_out") or ()]
+    lines += ["  " + line for line in lab_checks.left_out_lines(pitfall)]
     lesson = lab_checks.ports_lesson(pitfall)  # pitfall 8 with its first port the fastest (or one port: said above)
     if not lab_checks.one_port(pitfall):
         lines.append("  " + (_("effect: {lesson}").format(lesson=lesson) if lesson else pitfall_effect_line(pitfall)))
