@@ -67,6 +67,19 @@ def test_calibration_is_not_fooled_by_one_disturbed_probe(fake_clock):
     assert loops == 500  # 500 x 20 µs = the 10 ms target, not the 1 loop the stalled probe suggests
 
 
+def test_samples_keep_their_target_when_both_calibration_probes_were_slowed(fake_clock):
+    """A stretch of load covers the warm-up and both calibration probes (each call 50x its pace), then ends:
+    the first sample, far under its target, sizes the loops again and is not kept."""
+    slow = 1 + 1 + 10 + 100 + 100  # warm-up's call, then the probes of 1, 10, 100 loops and the second of 100
+    calls = iter([1e-4] * slow + [2e-6] * 100_000)
+    cfg = TimingConfig(target_sample_s=0.01, min_samples=5, max_samples=50, phase_budget_s=1.0,
+                       rel_ci=0.02, warmup_s=1e-9)  # one warm-up call
+    stats = sample(lambda: fake_clock.advance(next(calls)), cfg, clock=fake_clock)
+    assert stats.median_s == pytest.approx(2e-6)
+    assert stats.loops == 5000  # 5,000 x 2 µs = the 10 ms target, not the 100 the slowed probes gave
+    assert stats.n == cfg.min_samples and all(x == pytest.approx(2e-6) for x in stats.samples_s)
+
+
 def test_constant_calls_stop_at_min_samples_and_are_exact(fake_clock):
     stats = sample(lambda: fake_clock.advance(2e-4), CFG, clock=fake_clock)
     assert stats.stable and stats.unstable_reason is None

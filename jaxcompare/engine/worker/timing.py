@@ -371,11 +371,12 @@ def _sample(turns: Sequence[Turn], config: TimingConfig, *, clock: Clock, settle
     samples: list[list[float]] = [[] for _ in turns]
     budget_ns = sum(config.phase_budget_s if t.budget_s is None else t.budget_s for t in turns) / NS
     switching = len(turns) > 1
-    order = list(zip(turns, loops, samples, strict=True))
+    order = list(range(len(turns)))
     while True:
         if alternate:
             order.reverse()
-        for turn, n_loops, xs in order:
+        for i in order:
+            turn, n_loops, xs = turns[i], loops[i], samples[i]
             if turn.single:
                 xs.append(turn.once(clock))
                 continue
@@ -384,6 +385,10 @@ def _sample(turns: Sequence[Turn], config: TimingConfig, *, clock: Clock, settle
             if watch is not None:
                 watch.begin()
             elapsed = time_loops(turn.call, n_loops, clock)
+            more = _more_loops(turn, n_loops, elapsed * NS, config.target_sample_s) if not xs else None
+            if more is not None:  # neither the sample nor the watch's verdict on it is kept
+                loops[i] = more
+                continue
             if watch is not None:
                 watch.end()
             xs.append(elapsed * NS / n_loops)
@@ -395,6 +400,18 @@ def _sample(turns: Sequence[Turn], config: TimingConfig, *, clock: Clock, settle
             break
     return [Stats.from_samples(xs, loops=n, stable=why is None, unstable_reason=why)
             for xs, n, (_, why) in zip(samples, loops, verdicts, strict=True)]
+
+
+def _more_loops(turn: Turn, loops: int, elapsed_s: float, target_s: float) -> int | None:
+    """Loops for a turn whose first sample lasted under a quarter of ``target_s``: its calibration probes
+    were slowed by a stretch of load (both of them: the faster was taken), so every sample would be short
+    (a thorough 50 ms target sampled 1 ms at a time, once in a clean clone's serial tests). The first
+    sample's own pace sizes them instead; None where it was long enough, or the turn calibrates itself."""
+    if turn.single or getattr(turn.call, "calibrate", None) is not None or elapsed_s <= 0:
+        return None
+    if elapsed_s >= target_s / 4 or loops >= 10**8:
+        return None
+    return max(loops + 1, min(10**8, round(loops * target_s / elapsed_s)))
 
 
 def _loops_per_sample(turn: Turn, target_s: float, clock: Clock) -> int:
