@@ -10,7 +10,8 @@
 # AppTest page tests; such a machine allows no socket, so no server or browser), ports (the cases
 # with several JAX ports, every port), atlas (`jaxcompare atlas --devices tpu` into $OUT, resumed from
 # $ATLAS_FROM and stopped by Ctrl-C at ATLAS_UNTIL seconds into the script), probe (benchmarks/tpu_kept_probe.py),
-# b2b (benchmarks/tpu_b2b_probe.py: the tool's back-to-back loop against the hand's, in one process). Each part's output
+# b2b (benchmarks/tpu_b2b_probe.py: the tool's back-to-back loop against the hand's, in one process), samples
+# (benchmarks/tpu_kept_samples_probe.py: the kept NumPy figure's short samples, call by call). Each part's output
 # goes to $OUT/PART.log (OUT defaults to ./on-device), and $OUT/summary.txt lists each step's exit
 # status and seconds. CHECK_BUDGET bounds the device check (seconds, default 390); PORT_SPECS (CASE:SHAPE ...)
 # and PORT_ARGS choose the ports part's cases and add options (--profile DIR), PORT_LAB (CASE:SHAPE ...) the
@@ -101,6 +102,7 @@ for part in "$@"; do
         atlas) atlas ;;
         probe) step probe kept-probe env -u MALLOC_MMAP_THRESHOLD_ -u MALLOC_TRIM_THRESHOLD_ \
                    "$PY" benchmarks/tpu_kept_probe.py ;;
+        samples) step probe kept-samples-probe "$PY" benchmarks/tpu_kept_samples_probe.py ;;
         # Twice: as a plain process, and with the one variable the worker sets before JAX starts.
         b2b) step b2b b2b-probe "$PY" benchmarks/tpu_b2b_probe.py
              step b2b b2b-probe-worker-env env XLA_PYTHON_CLIENT_PREALLOCATE=false "$PY" benchmarks/tpu_b2b_probe.py ;;
@@ -112,6 +114,6 @@ for part in "$@"; do
         pages) step pages apptest "$PY" -m pytest -n 0 -p no:cacheprovider --timeout 600 \
                    tests/test_app.py tests/test_pitfalls_page.py tests/test_i18n_pages.py \
                    --deselect tests/test_i18n_pages.py::test_a_chinese_png_export_draws_every_glyph ;;
-        *) echo "unknown part: $part (setup engine check cli hand pages ports atlas probe b2b)" >&2; exit 2 ;;
+        *) echo "unknown part: $part (setup engine check cli hand pages ports atlas probe b2b samples)" >&2; exit 2 ;;
     esac
 done

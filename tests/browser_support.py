@@ -182,7 +182,16 @@ def wait_or_say(page, selector: str, *, timeout: float) -> None:
 def chart_count(page, expected: int, *, timeout: float = 30_000) -> int:
     """How many charts the page holds, once it holds ``expected`` (or the wait ends): idle is a
     moment's state, and a clean-clone run once read it with one of Compare's three charts drawn."""
-    selector = "[data-testid='stVegaLiteChart']"
+    return element_count(page, "[data-testid='stVegaLiteChart']", expected, timeout=timeout)
+
+
+def table_count(page, expected: int, *, timeout: float = 30_000) -> int:
+    """How many static tables the page holds, once it holds ``expected`` (or the wait ends): Streamlit
+    sends them after the charts and data frames, and clean clones read Compare and Environment idle first."""
+    return element_count(page, "[data-testid='stTable']", expected, timeout=timeout)
+
+
+def element_count(page, selector: str, expected: int, *, timeout: float = 30_000) -> int:
     try:
         page.wait_for_function(f"() => document.querySelectorAll(\"{selector}\").length >= {expected}",
                                timeout=timeout)

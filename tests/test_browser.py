@@ -52,10 +52,7 @@ def test_compare_runs_and_renders_charts(server, browser, tmp_path):
     assert "What would help most" in bs.main_text(page) and "empty jitted calls" in bs.main_text(page)
     # The checklist (and the phases' table): every reason whole, wrapped in its cell, never cut off (issue 23).
     tables = page.locator("[data-testid='stTable']")
-    # The tables come after the charts in Streamlit's deltas: on a slow machine the page can read idle first.
-    page.wait_for_function("() => document.querySelectorAll(\"[data-testid='stTable']\").length >= 2",
-                           timeout=30_000)
-    assert tables.count() == 2
+    assert bs.table_count(page, 2) == 2
     table = tables.first
     assert "Explained in" in table.inner_text()
     assert bs.cut_cells(table) == []

@@ -30,6 +30,7 @@ from browser_support import (
     roofline_marks,
     run_sweep,
     stop_button,
+    table_count,
     tick,
     wait_for_chart_marks,
 )
@@ -151,7 +152,7 @@ def test_environment_shows_both_workers(server, browser):
     # environment variables, as static tables whose cells wrap: a platform string or path whole.
     assert page.locator("[data-testid='stDataFrame']").count() >= 4
     tables = page.locator("[data-testid='stTable']")
-    assert tables.count() == 2 and "Platform" in tables.first.inner_text()
+    assert table_count(page, 2) == 2 and "Platform" in tables.first.inner_text()
     assert [cut_cells(tables.nth(i)) for i in range(2)] == [[], []]
     with page.expect_download() as download:
         page.get_by_role("button", name="Environment (JSON)").click()
