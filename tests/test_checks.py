@@ -276,7 +276,10 @@ def test_the_busy_item_names_what_other_programs_used(fair_result):
 
 
 def test_a_first_call_shorter_than_its_compile_is_a_contradiction(fair_result):
-    assert by_id(fair_result)["first_call"].status == PASS
+    # The measured result's own first call beside its compile depends on the machine's load while it was
+    # measured (once in a clean clone's parallel part it read below it): set here, twice its compile.
+    paid = dataclasses.replace(fair_result.jax.first_call, median_s=fair_result.jax.compile_total_s * 2)
+    assert by_id(with_jax(fair_result, first_call=paid))["first_call"].status == PASS
     fast = dataclasses.replace(fair_result.jax.first_call, median_s=fair_result.jax.compile_total_s / 10)
     check = by_id(with_jax(fair_result, first_call=fast))["first_call"]
     assert check.status == WARN and "less than its own compile" in check.reason
