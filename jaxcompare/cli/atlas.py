@@ -143,7 +143,7 @@ def measure(args: argparse.Namespace, atlas: atlas_mod.Atlas, path: Path) -> int
                     cell = atlas_mod.Cell(key, shape, atlas_mod.UNMEASURABLE, deadline_s=job.timeout_s, reason=N_(
                         "did not finish within its {timeout} s deadline; a longer --timeout measures it again").format(
                         timeout=f"{job.timeout_s:g}"))
-                except JobFailed as exc:  # a worker lost, a deadline: not done, so the next run tries it again
+                except JobFailed as exc:  # a worker lost: not done, so the next run tries it again
                     failed.append(f"{key.id}: {exc}")
                     print(f"[{already + i + 1}/{total}] {key.id}: " + _("failed: {error}").format(error=exc),
                           file=sys.stderr, flush=True)

@@ -20,9 +20,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ...i18n import N_
-from ...model.errors import BadInput, JobFailed
+from ...model.errors import BadInput, DeadlinePassed, JobFailed
 from ...model.platforms import HOST, PLATFORMS, PREFERRED
-from .process import POLL_S, START_TIMEOUT_S, Cancelled, Expired, raise_reply_error
+from .process import POLL_S, START_TIMEOUT_S, Cancelled, raise_reply_error
 
 log = logging.getLogger("jaxcompare.runner")
 
@@ -272,8 +272,9 @@ class RayWorker:
                                                                  timeout_s=START_TIMEOUT_S))
                 if deadline is not None and now > deadline:
                     self._cancel(stream)
-                    raise Expired(N_("stopped after its {timeout_s:g} s deadline; its cluster worker was stopped")
-                                  .format(timeout_s=timeout_s))
+                    raise DeadlinePassed(N_(
+                        "stopped after its {timeout_s:g} s deadline; its cluster worker was stopped").format(
+                        timeout_s=timeout_s))
                 ready, _ = ray.wait([stream], timeout=POLL_S)
                 if not ready:
                     continue

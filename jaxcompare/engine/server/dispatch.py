@@ -22,7 +22,7 @@ from ..common.ceilings_cache import ceilings_known
 from .durations import FRESH_WORKER_S, Durations, Estimate, LoadReading
 from .jobs import Job, JobContext, JobKind, Owner
 from .lanes import Lane, LaneContext
-from .process import Cancelled, Expired
+from .process import Cancelled
 from .settings import RateLimiter, Settings
 
 log = logging.getLogger("jaxcompare.runner")
@@ -235,7 +235,7 @@ class Dispatcher:
             self.finish(job, error=exc, status="cancelled")
             return
         except JaxCompareError as exc:
-            if isinstance(exc, Expired):
+            if isinstance(exc, DeadlinePassed):  # a step's deadline is the job's remainder: named whole
                 exc = DeadlinePassed(N_("stopped after its {timeout_s:g} s deadline; the worker was restarted").format(
                     timeout_s=job.timeout_s))
             self.finish(job, error=job.job_kind.failed(job, exc))

@@ -28,7 +28,7 @@ from multiprocessing.connection import Connection
 from typing import Any, NoReturn
 
 from ...i18n import N_
-from ...model.errors import JaxCompareError, JobFailed
+from ...model.errors import DeadlinePassed, JaxCompareError, JobFailed
 from ...model.platforms import backend_error_line
 
 log = logging.getLogger("jaxcompare.runner")
@@ -56,10 +56,6 @@ _FOREIGN_UNSET = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV")
 
 class Cancelled(JobFailed):
     """The job's owner cancelled it."""
-
-
-class Expired(JobFailed):
-    """The step ran past its deadline; the worker was stopped."""
 
 
 class Died(JobFailed):
@@ -127,7 +123,7 @@ class WorkerProcess:
             left = deadline - time.monotonic()
             if left <= 0:
                 self.stop()
-                raise Expired(N_("stopped after its {timeout_s:g} s deadline; the worker was restarted").format(
+                raise DeadlinePassed(N_("stopped after its {timeout_s:g} s deadline; the worker was restarted").format(
                     timeout_s=timeout_s))
             if not conn.poll(min(POLL_S, left)):
                 continue
