@@ -146,6 +146,17 @@ def test_job_past_its_deadline_is_stopped_and_next_runs(runner, faulty_cases):
     assert nxt.wait(120).jax.agreement["ok"]
 
 
+def test_a_lane_learns_its_device_from_a_worker_whose_step_failed(faulty_cases):
+    # A lane hands a one-holder device (a TPU chip) from worker to worker only once it knows the device:
+    # learnt from a successful step alone, a TPU atlas whose first cells passed their deadline started its
+    # x64 worker beside the x32 one, and every later cell failed with "the TPU is in use".
+    with Runner() as fresh:
+        with pytest.raises(JobFailed, match="stopped after its 1 s deadline"):
+            _fault(fresh, faulty_cases, "hangs", timeout_s=1).wait(120)
+        lane = fresh._q.lanes[0]
+        assert lane.platform is not None and lane.platform.name == "cpu", lane.platform
+
+
 def test_concurrent_submitters_never_overlap(runner):
     jobs = []
     lock = threading.Lock()

@@ -221,10 +221,14 @@ class Dispatcher:
                 spent += time.monotonic() - started
                 lane.hand_over(worker, lambda text: self.notice(job, text))
                 started = time.monotonic()
-                envelope = worker.call(job.id, step.target, (step.request,),
-                                       timeout_s=max(job.timeout_s - spent, 1.0), cancel=job._cancel,
-                                       on_progress=lambda p, f: self.progress(job, p, f))
-                lane.learn(worker)
+                try:
+                    envelope = worker.call(job.id, step.target, (step.request,),
+                                           timeout_s=max(job.timeout_s - spent, 1.0), cancel=job._cancel,
+                                           on_progress=lambda p, f: self.progress(job, p, f))
+                finally:
+                    # Whatever became of its step, a worker that started has opened the device: a TPU atlas
+                    # whose first cells failed learnt nothing and started its x64 worker beside the x32 one.
+                    lane.learn(worker)
                 spent += time.monotonic() - started
                 start, end = envelope["window"]
                 with self.cv:
