@@ -2,7 +2,8 @@
 1.12-1.22 of the docs' lines under both glibc thresholds, while its fastest sample (8.30 ms) is the docs'
 (8.14 ms). Its samples hold two calls (careful's 20 ms target), the docs' %timeit about 25. Is the first
 call of a short sample the slow one, and what between samples makes it so (the sampler's watch, which
-reads every thread's schedstat: about 200 threads in a TPU worker; a JAX call on the device)? One process,
+reads every thread's schedstat: about 200 threads in a TPU worker; a JAX call on the device; a progress message
+to another process; any 200 system calls)? The tool's sampler now leaves each sample's first call untimed. One process,
 thresholds set by mallopt at start as the worker sets them, the backend up. Prints one JSON line.
 
     python benchmarks/tpu_kept_samples_probe.py [--shape 4096x1024]
@@ -81,6 +82,28 @@ def main() -> int:
             len(os.sched_getaffinity(0)), per_block=10**6)})):
         stats = sample(bound_call(f_np, (x,)), careful, **kwargs)
         out[name] = {"median": stats.median_s, "min": stats.min_s, "loops": stats.loops, "n": stats.n}
+    # What between samples slows the next call: a message to another process (the worker's progress), the
+    # watch's listing of the threads, its reads of their schedstat, or any 200 system calls.
+    import subprocess
+
+    reader = subprocess.Popen([sys.executable, "-c", "import sys\nwhile sys.stdin.buffer.read(64): pass"],
+                              stdin=subprocess.PIPE)
+    fds = [os.open(f"/proc/self/task/{t}/schedstat", os.O_RDONLY) for t in os.listdir("/proc/self/task")]
+
+    def send() -> None:
+        reader.stdin.write(b"p" * 64)
+        reader.stdin.flush()
+
+    out["calls_after_send_s"] = one_by_one(x, 12, send)
+    out["calls_after_listdir_s"] = one_by_one(x, 12, lambda: os.listdir("/proc/self/task"))
+    out["calls_after_preads_s"] = one_by_one(x, 12, lambda: [os.pread(fd, 128, 0) for fd in fds])
+    out["calls_after_getpid_s"] = one_by_one(x, 12, lambda: [os.getppid() for _ in range(len(fds))])
+    stats = sample(bound_call(f_np, (x,)), careful, on_sample=lambda n: send())
+    out["tool_sample_progress_s"] = {"median": stats.median_s, "min": stats.min_s, "loops": stats.loops, "n": stats.n}
+    reader.stdin.close()
+    reader.wait()
+    for fd in fds:
+        os.close(fd)
     out["calls_in_a_row_s"] = one_by_one(x, 12)
     out["calls_after_watch_s"] = one_by_one(x, 12, watched)
     out["calls_after_tpu_call_s"] = one_by_one(x, 12, lambda: f_jit(x_dev).block_until_ready())

@@ -353,8 +353,8 @@ def _sample(turns: Sequence[Turn], config: TimingConfig, *, clock: Clock, settle
     """The sampling loop every phase goes through: warm up, calibrate each loop turn's loops per
     sample, then one sample of each turn a round (``alternate``: every other round in reverse) until
     every turn's median is stable or the budget (the turns' budgets together) is spent, or ``watch``
-    ends the block. A loop turn among others starts its sample with one untimed call, the switch
-    from the other turn's state. ``on_sample(n)``: n samples of the first turn so far."""
+    ends the block. A loop turn's sample starts with one untimed call, which pays for whatever ran
+    between samples. ``on_sample(n)``: n samples of the first turn so far."""
     if not turns:
         return []
     if warmup:
@@ -370,7 +370,6 @@ def _sample(turns: Sequence[Turn], config: TimingConfig, *, clock: Clock, settle
     loops = [_loops_per_sample(t, config.target_sample_s, clock) for t in turns]
     samples: list[list[float]] = [[] for _ in turns]
     budget_ns = sum(config.phase_budget_s if t.budget_s is None else t.budget_s for t in turns) / NS
-    switching = len(turns) > 1
     order = list(range(len(turns)))
     while True:
         if alternate:
@@ -380,10 +379,12 @@ def _sample(turns: Sequence[Turn], config: TimingConfig, *, clock: Clock, settle
             if turn.single:
                 xs.append(turn.once(clock))
                 continue
-            if switching:
-                time_loops(turn.call, 1, clock)  # untimed: the switch from the other call's state
             if watch is not None:
                 watch.begin()
+            # Untimed: the call after the work between samples (the watch's reads of every thread's
+            # schedstat, a progress message; the other turn's call) pays for it: 2.5 ms more on an 8.6 ms
+            # NumPy call after the watch on the TPU host (benchmarks/RESULTS.md, "The kept figure").
+            time_loops(turn.call, 1, clock)
             elapsed = time_loops(turn.call, n_loops, clock)
             more = _more_loops(turn, n_loops, elapsed * NS, config.target_sample_s) if not xs else None
             if more is not None:  # neither the sample nor the watch's verdict on it is kept
