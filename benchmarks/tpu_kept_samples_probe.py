@@ -88,7 +88,12 @@ def main() -> int:
 
     reader = subprocess.Popen([sys.executable, "-c", "import sys\nwhile sys.stdin.buffer.read(64): pass"],
                               stdin=subprocess.PIPE)
-    fds = [os.open(f"/proc/self/task/{t}/schedstat", os.O_RDONLY) for t in os.listdir("/proc/self/task")]
+    fds = []
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            fds.append(os.open(f"/proc/self/task/{tid}/schedstat", os.O_RDONLY))
+        except OSError:  # a thread that ended since the listing (one of libtpu's did)
+            pass
 
     def send() -> None:
         reader.stdin.write(b"p" * 64)

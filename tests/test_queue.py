@@ -203,3 +203,26 @@ def test_readers_and_the_dispatcher_race_without_harm(runner):
     assert not errors, errors
     assert len(read_to_the_end) == len(readers)
     assert all(job.phase == "done" and job.progress == 1.0 for job in jobs)
+
+
+class _CtrlCWhileRelocking(threading.Event):
+    """An Event whose wait meets Ctrl-C as CPython's Condition sometimes does: the KeyboardInterrupt lands while
+    it takes its lock back, and the exit that releases the lock raises RuntimeError over it."""
+
+    def wait(self, timeout=None):
+        try:
+            raise KeyboardInterrupt
+        finally:
+            raise RuntimeError("release unlocked lock")  # noqa: B012  # what threading.py raises there
+
+
+def test_a_ctrl_c_that_lands_while_a_wait_relocks_is_a_keyboard_interrupt():
+    # The TPU atlas's CLI printed the RuntimeError's traceback when its call's time ran out (SIGINT).
+    from jaxcompare.engine.server.jobs import _interruptible
+
+    with pytest.raises(KeyboardInterrupt):
+        _interruptible(_CtrlCWhileRelocking(), 0.2)
+    failing = threading.Event()
+    failing.wait = lambda timeout=None: (_ for _ in ()).throw(RuntimeError("another"))  # not a Ctrl-C: as it is
+    with pytest.raises(RuntimeError, match="another"):
+        _interruptible(failing, 0.2)

@@ -192,16 +192,28 @@ class Job:
     def finished_within(self, timeout: float) -> bool:
         """Wait at most ``timeout`` s; True once finished. Short waits in a loop let a caller's
         Ctrl-C through (a long lock wait may not see it until the job ends)."""
-        return self._done.wait(timeout)
+        return _interruptible(self._done, timeout)
 
     def wait(self, timeout: float | None = None) -> Any:
         """Block until finished; return the value or raise the job's error."""
-        if not self._done.wait(timeout):
+        if not _interruptible(self._done, timeout):
             raise JobFailed(N_("job {id} did not finish within {timeout} s of waiting").format(
                 id=self.id, timeout=timeout))
         if self.error is not None:
             raise self.error
         return self.value
+
+
+def _interruptible(event: threading.Event, timeout: float | None) -> bool:
+    """``event.wait(timeout)``, where a Ctrl-C is a KeyboardInterrupt wherever it lands: one that lands while
+    Python's Condition takes its lock back leaves it unheld, and the wait's exit then raises "RuntimeError:
+    release unlocked lock" instead (the TPU atlas's CLI printed that traceback when its call's time ran out)."""
+    try:
+        return event.wait(timeout)
+    except RuntimeError as exc:
+        if isinstance(exc.__context__, KeyboardInterrupt):
+            raise exc.__context__ from None
+        raise
 
 
 class JobKind:
