@@ -5,7 +5,8 @@ worker process's state after the protocol, or the way the tool times its loop? O
 1. the docs' example typed by hand, 200 calls then one block, median of seven (idle, fresh process);
 2. the tool's whole protocol in this process (``measure``, quick timing), its back-to-back figure;
 3. the hand loop again, now after the protocol, on the same inputs;
-4. the tool's ``back_to_back`` timing the hand's jitted function and inputs;
+4. the tool's ``back_to_back`` timing the hand's jitted function and inputs (and the calls it timed);
+   3b and 4b: the hand loop with the garbage collector on, the tool's with it off (timeit turns it off);
 5. the hand loop on inputs committed to the device (``device_put(x, device)``, as the worker makes them);
 6. the hand loop once more.
 
@@ -18,6 +19,7 @@ reads like (1), the tool's loop is. Prints one JSON line.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sys
@@ -29,8 +31,9 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def hand_loop(f, args, calls: int = 200, repeat: int = 7) -> float:
-    """Seconds a call: loops of ``calls`` calls then one block, the median of ``repeat`` (the hand protocol's)."""
+def hand_loop(f, args, calls: int = 200, repeat: int = 7, gc_on: bool = False) -> float:
+    """Seconds a call: loops of ``calls`` calls then one block, the median of ``repeat`` (the hand protocol's);
+    ``gc_on``: with the garbage collector on while timed, as the tool's sampler leaves it (timeit turns it off)."""
     import jax
 
     def loop() -> None:
@@ -40,7 +43,8 @@ def hand_loop(f, args, calls: int = 200, repeat: int = 7) -> float:
         jax.block_until_ready(out)
 
     loop()
-    return sorted(t / calls for t in timeit.Timer(loop).repeat(repeat, 1))[repeat // 2]
+    timer = timeit.Timer(loop, setup="gc.enable()" if gc_on else "pass")
+    return sorted(t / calls for t in timer.repeat(repeat, 1))[repeat // 2]
 
 
 def main() -> int:
@@ -77,7 +81,13 @@ def main() -> int:
     out["3_hand_after_protocol_s"] = hand_loop(f_jax, (x_jax,))
 
     run = _Run(get_case(args.case), timing, time.perf_counter_ns, Progress(lambda *_: None, timing))
-    out["4_tool_loop_on_hand_fn_s"] = back_to_back(run, f_jax, (x_jax,), result.jax.runtime.median_s).median_s
+    tool = back_to_back(run, f_jax, (x_jax,), result.jax.runtime.median_s)
+    out["4_tool_loop_on_hand_fn_s"], out["4_tool_calls_timed"] = tool.median_s, tool.loops
+    # Is it the garbage collector, which timeit turns off while it times and the tool's sampler does not?
+    out["3b_hand_gc_on_s"] = hand_loop(f_jax, (x_jax,), gc_on=True)
+    gc.disable()
+    out["4b_tool_loop_gc_off_s"] = back_to_back(run, f_jax, (x_jax,), result.jax.runtime.median_s).median_s
+    gc.enable()
     device = jax.devices()[0]
     committed = jax.device_put(x_np, device)
     out["5_hand_on_committed_inputs_s"] = hand_loop(f_jax, (committed,))
