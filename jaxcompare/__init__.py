@@ -16,7 +16,8 @@ _EXPORTS = {
     "Job": "engine.server.runner", "Runner": "engine.server.runner",
     "Case": "model.cases", "Port": "model.cases",
     "BadInput": "model.errors", "DeviceUnavailable": "model.errors", "JaxCompareError": "model.errors",
-    "DeadlinePassed": "model.errors", "JobFailed": "model.errors", "TooLarge": "model.errors",
+    "DeadlinePassed": "model.errors", "DeviceHeld": "model.errors", "JobFailed": "model.errors",
+    "TooLarge": "model.errors",
     "Result": "model.result",
     "Spec": "model.spec", "TimingConfig": "model.spec", "parse_shape": "model.spec",
     "Stats": "model.stats",
@@ -25,8 +26,8 @@ _EXPORTS = {
 }
 
 __all__ = [
-    "BadInput", "Case", "DeadlinePassed", "DeviceUnavailable", "Job", "JaxCompareError", "JobFailed", "OutputsDisagree",
-    "Port",
+    "BadInput", "Case", "DeadlinePassed", "DeviceHeld", "DeviceUnavailable", "Job", "JaxCompareError", "JobFailed",
+    "OutputsDisagree", "Port",
     "PortsResult", "Result", "Runner", "Spec", "Stats", "TimingConfig", "TooLarge", "all_cases", "builtin_cases",
     "compare", "get_case", "load_ipython_extension", "parse_shape", "shutdown", "sweep", "versions",
 ]

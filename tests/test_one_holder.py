@@ -91,3 +91,25 @@ def test_a_second_holder_is_refused_in_one_line_without_the_setting(tmp_path):
     message = str(failed.value)
     assert "x64 worker could not start" in message and "one process at a time can hold a TPU chip" in message
     assert "\n" not in message
+
+
+def test_an_atlas_whose_device_another_program_holds_stops_at_its_first_cell(tmp_path, monkeypatch, capsys):
+    # Every cell would fail alike while another program holds the device: one line and a stop, not one
+    # failure a cell (the TPU atlas printed 48 such lines when its own x32 worker held the chip).
+    import fcntl
+    import os
+
+    from jaxcompare.cli import main
+
+    lock = tmp_path / "device.lock"
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [HOLDER, os.environ.get("PYTHONPATH")])))
+    monkeypatch.setenv("JAXCOMPARE_TEST_DEVICE_LOCK", str(lock))
+    with open(lock, "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)  # this test is the other program
+        code = main(["atlas", "--cases", "matmul", "centered_gram", "--sizes", "small", "--precisions", "x32",
+                     "--devices", "cpu", "--out", str(tmp_path / "atlas.json"), "--no-save"])
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert err.count("failed: the x32 worker could not start: the TPU is in use by another program") == 1, err
+    assert "the atlas stops here: run the same command once the device is free" in err
+    assert "[2/2]" not in err

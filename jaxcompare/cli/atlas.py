@@ -19,7 +19,7 @@ from ..analysis import atlas as atlas_mod
 from ..analysis.atlas_text import diff_document, diff_lines, html_page, markdown, progress_line
 from ..catalog import builtin_cases, find_case
 from ..i18n import N_, _
-from ..model.errors import BadInput, DeadlinePassed, DeviceUnavailable, JobFailed, TooLarge
+from ..model.errors import BadInput, DeadlinePassed, DeviceHeld, DeviceUnavailable, JobFailed, TooLarge
 from ..model.formatting import seconds_text
 from ..model.platforms import platform
 from ..model.spec import PRECISIONS, TIMING_PRESETS, Spec, TimingConfig
@@ -147,6 +147,10 @@ def measure(args: argparse.Namespace, atlas: atlas_mod.Atlas, path: Path) -> int
                     failed.append(f"{key.id}: {exc}")
                     print(f"[{already + i + 1}/{total}] {key.id}: " + _("failed: {error}").format(error=exc),
                           file=sys.stderr, flush=True)
+                    if isinstance(exc, DeviceHeld):  # every cell after it would fail the same way
+                        print(_("the atlas stops here: run the same command once the device is free"),
+                              file=sys.stderr, flush=True)
+                        break
                     continue
                 else:
                     cell = atlas_mod.Cell(key, shape, atlas_mod.MEASURED, result)

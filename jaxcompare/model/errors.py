@@ -37,3 +37,8 @@ class JobFailed(JaxCompareError):
 
 class DeadlinePassed(JobFailed):
     """A job stopped at its deadline: the work itself outlasted it (a worker lost is a JobFailed)."""
+
+
+class DeviceHeld(JobFailed):
+    """No worker could open the device: another program holds it (a TPU chip, one process at a time), so
+    every job for it fails alike until that program lets go."""

@@ -28,7 +28,7 @@ from multiprocessing.connection import Connection
 from typing import Any, NoReturn
 
 from ...i18n import N_
-from ...model.errors import DeadlinePassed, JaxCompareError, JobFailed
+from ...model.errors import DeadlinePassed, DeviceHeld, JaxCompareError, JobFailed
 from ...model.platforms import backend_error_line
 
 log = logging.getLogger("jaxcompare.runner")
@@ -208,8 +208,10 @@ class WorkerProcess:
                       message[3] if len(message) > 3 else "")
             self.stop()
             # A device held by another program is one line that says so, not the backend's trace.
-            error = backend_error_line(str(text)) or (str(text).splitlines() or [""])[0]
-            raise JobFailed(N_("the {label} could not start: {error}").format(label=self.label, error=error))
+            held = backend_error_line(str(text))
+            error = held or (str(text).splitlines() or [""])[0]
+            raise (DeviceHeld if held else JobFailed)(N_("the {label} could not start: {error}").format(
+                label=self.label, error=error))
         self.pid = int(message[1])
         self.platforms = tuple(message[2]) if len(message) > 2 else ()
 
