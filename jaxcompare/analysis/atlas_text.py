@@ -34,6 +34,7 @@ from .atlas import (
     UNMEASURABLE,
     Atlas,
     CellDiff,
+    CellKey,
     CellView,
     crossovers,
     grid,
@@ -173,12 +174,16 @@ def crossover_text(elements: float | None) -> str:
 
 
 # --- the CLI ----------------------------------------------------------------------------------
+def cell_where(key: CellKey, shape: tuple[int, ...]) -> str:
+    """A cell as the progress lines name it: 'svd 100x100 x32 cpu'."""
+    return f"{key.case} {format_shape(shape)} {key.precision} {key.device}"
+
+
 def progress_line(done: int, total: int, v: CellView, left_s: float | None) -> str:
     """'[3/12] svd 100x100 x32 cpu: 1.82x (rerun range 1.5-2.1x) · about 40 s left'."""
     from ..model.formatting import seconds_text
 
-    where = f"{v.key.case} {format_shape(v.shape)} {v.key.precision} {v.key.device}"
-    line = f"[{done}/{total}] {where}: {cell_detail(v)}"
+    line = f"[{done}/{total}] {cell_where(v.key, v.shape)}: {cell_detail(v)}"
     if left_s is not None and done < total:
         line += " · " + _("about {duration} left").format(duration=seconds_text(left_s))
     return line

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis import atlas as atlas_mod
-from ..analysis.atlas_text import diff_document, diff_lines, html_page, markdown, progress_line
+from ..analysis.atlas_text import cell_where, diff_document, diff_lines, html_page, markdown, progress_line
 from ..catalog import builtin_cases, find_case
 from ..i18n import N_, _
 from ..model.errors import BadInput, DeadlinePassed, DeviceHeld, DeviceUnavailable, JobFailed, TooLarge
@@ -145,8 +145,8 @@ def measure(args: argparse.Namespace, atlas: atlas_mod.Atlas, path: Path) -> int
                         timeout=f"{job.timeout_s:g}"))
                 except JobFailed as exc:  # a worker lost: not done, so the next run tries it again
                     failed.append(f"{key.id}: {exc}")
-                    print(f"[{already + i + 1}/{total}] {key.id}: " + _("failed: {error}").format(error=exc),
-                          file=sys.stderr, flush=True)
+                    print(f"[{already + i + 1}/{total}] {cell_where(key, shape)}: "
+                          + _("failed: {error}").format(error=exc), file=sys.stderr, flush=True)
                     if isinstance(exc, DeviceHeld):  # every cell after it would fail the same way
                         print(_("the atlas stops here: run the same command once the device is free"),
                               file=sys.stderr, flush=True)
