@@ -55,6 +55,24 @@ def test_a_request_seen_before_is_said_from_its_runs_and_others_scale_the_guess(
     assert min(1.0, ratio) < scaled.seconds / first_svd.seconds < max(1.0, ratio)
 
 
+def test_float64_on_a_tpu_learns_its_own_scale_apart_from_float32():
+    # The TPU emulates float64 (seconds to minutes of compile a cell): scaled by float32 cells, an atlas said
+    # "about 1.9 min" for 48 float64 cells that took over half an hour; learnt from its own, it says more.
+    durations = Durations()
+    tpu = {p: dataclasses.replace(spec(timing="quick"), device="tpu", precision=p) for p in ("x32", "x64")}
+    for _ in range(5):  # float32 cells as fast as their guess
+        durations.learn("measure", tpu["x32"], get_case("centered_gram"), guess(Durations(), tpu["x32"]).seconds)
+    erf = dataclasses.replace(tpu["x64"], case="erf", shape=(1000000,))
+    assert guess(durations, erf).basis == "guess"  # not scaled by float32's runs
+    durations.learn("measure", tpu["x64"], get_case("centered_gram"), 10 * guess(Durations(), tpu["x64"]).seconds)
+    scaled = guess(durations, erf)
+    assert scaled.basis == "scaled" and scaled.seconds > 2 * guess(Durations(), erf).seconds
+    # On the CPU, whose float64 is native, the precisions still teach each other (as test above).
+    cpu = dataclasses.replace(spec(timing="quick"), device="cpu")
+    durations.learn("measure", cpu, get_case("centered_gram"), 2.0)
+    assert guess(durations, dataclasses.replace(cpu, precision="x64", case="erf", shape=(1000,))).basis == "scaled"
+
+
 def test_one_pitfalls_section_is_guessed_and_learnt_apart_from_the_whole_lab():
     durations, s, case = Durations(), spec(shape=(200, 200), timing="quick"), get_case("centered_gram")
     whole = durations.estimate(pitfalls_kind(SECTIONS), s, case)

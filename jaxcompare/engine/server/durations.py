@@ -18,6 +18,7 @@ from typing import Any
 
 from ...model.cases import Case
 from ...model.phases import MEASURING
+from ...model.platforms import platform
 from ...model.spec import Spec, TimingConfig
 from ..common.footprint import GLIBC_MMAP_THRESHOLD
 from ..common.footprint import estimate as memory_estimate
@@ -190,8 +191,14 @@ def case_key(kind: str, spec: Spec | None) -> tuple[Any, ...]:
 
 
 def kind_key(kind: str, spec: Spec | None) -> tuple[Any, ...]:
-    """What a first guess's error is learnt per: the kind and the timing preset."""
-    return (kind, None if spec is None else spec.timing.preset_name)
+    """What a first guess's error is learnt per: the kind and the timing preset, and apart where the device
+    only emulates float64 (a TPU's float64 cells compile for seconds to minutes: an atlas that scaled them by
+    its float32 cells said "about 1.9 min" for 48 that took over half an hour)."""
+    if spec is None:
+        return (kind, None)
+    found = platform(spec.device)
+    emulated = spec.precision == "x64" and found is not None and found.float64 == "emulated"
+    return (kind, spec.timing.preset_name) + (("float64 emulated",) if emulated else ())
 
 
 class Durations:
