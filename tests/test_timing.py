@@ -99,6 +99,22 @@ def test_the_call_after_the_work_between_samples_is_not_timed(fake_clock):
     assert stats.median_s == pytest.approx(0.01)
 
 
+def test_a_long_call_is_not_called_twice_a_sample(fake_clock):
+    """Past UNTIMED_CALL_MAX_S the work between samples is a small share of a call: an untimed call before
+    each sample would double the phase (a thorough 2 s call, 26 s -> 46 s) for nothing."""
+    calls = [0]
+
+    def call():
+        calls[0] += 1
+        fake_clock.advance(0.5)
+
+    cfg = TimingConfig(target_sample_s=0.02, min_samples=5, max_samples=50, phase_budget_s=1.0, rel_ci=0.02,
+                       warmup_s=1e-9)
+    stats = sample(call, cfg, clock=fake_clock)
+    assert stats.loops == 1 and stats.n >= 5
+    assert calls[0] <= stats.n + 5, (calls[0], stats.n)  # the warm-up, the calibration, the first sample's
+
+
 def test_constant_calls_stop_at_min_samples_and_are_exact(fake_clock):
     stats = sample(lambda: fake_clock.advance(2e-4), CFG, clock=fake_clock)
     assert stats.stable and stats.unstable_reason is None

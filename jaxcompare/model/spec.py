@@ -65,6 +65,9 @@ def parse_shape(text: str | list[int] | tuple[int, ...]) -> tuple[int, ...]:
 
 
 TIMING_PRESETS = ("quick", "careful", "thorough")
+# A sample starts with one untimed call only for calls shorter than this: the work between samples cost
+# the next call 2.5 ms on the TPU host, 2.5% of this, and a longer untimed call would double the phase.
+UNTIMED_CALL_MAX_S = 0.1
 # The smallest n whose median CI (order statistics) reaches 95% coverage (n=5: 94%). The NumPy and
 # JAX runtimes take at least this many samples whatever the preset, so every speedup has its range.
 MIN_SAMPLES_FOR_RANGE = 6

@@ -373,8 +373,8 @@ CLEAN_SLACK_CORES = 0.2
 
 
 class SampleWatch:
-    """Judges each timed sample, between ``begin()`` and ``end()``: did this process's threads get
-    the cores they wanted (CLEAN_WAIT_SHARE, CLEAN_SLACK_CORES)? ``clean`` holds one verdict a
+    """Judges each sample, between ``begin()`` and ``end()`` (its untimed first call too): did this
+    process's threads get the cores they wanted (CLEAN_WAIT_SHARE, CLEAN_SLACK_CORES)? ``clean`` holds one verdict a
     sample, in order; ``block_done()`` ends a block once the side has ``per_block`` such samples
     for each block so far. Unavailable where the kernel gives no run delays (no schedstat)."""
 

@@ -19,7 +19,7 @@ from typing import Any
 from ...model.cases import Case
 from ...model.phases import MEASURING
 from ...model.platforms import platform
-from ...model.spec import Spec, TimingConfig
+from ...model.spec import UNTIMED_CALL_MAX_S, Spec, TimingConfig
 from ..common.footprint import GLIBC_MMAP_THRESHOLD
 from ..common.footprint import estimate as memory_estimate
 from ..common.load import PLAIN_ATTEMPTS
@@ -105,8 +105,10 @@ def measure_parts(timing: TimingConfig, call: float, *, plain: bool) -> tuple[fl
 
 def _sampled(timing: TimingConfig, call: float, budget: float) -> float:
     """A sampled phase stops between half its budget and all of it; a long call takes its fewest samples
-    whatever the budget."""
-    return max(timing.min_samples * max(timing.target_sample_s, call), budget * 0.4) + timing.warmup_s + call
+    whatever the budget, each after an untimed call where the call is short (timing.UNTIMED_CALL_MAX_S)."""
+    untimed = call if call < UNTIMED_CALL_MAX_S else 0.0
+    return (max(timing.min_samples * (max(timing.target_sample_s, call) + untimed), budget * 0.4)
+            + timing.warmup_s + call)
 
 
 def _runtime_block(timing: TimingConfig, call: float) -> float:
@@ -191,9 +193,10 @@ def case_key(kind: str, spec: Spec | None) -> tuple[Any, ...]:
 
 
 def kind_key(kind: str, spec: Spec | None) -> tuple[Any, ...]:
-    """What a first guess's error is learnt per: the kind and the timing preset, and apart where the device
-    only emulates float64 (a TPU's float64 cells compile for seconds to minutes: an atlas that scaled them by
-    its float32 cells said "about 1.9 min" for 48 that took over half an hour)."""
+    """What a first guess's error is learnt per: the kind and the timing preset, and apart where the spec
+    names a device that only emulates float64 (the default device's platform is not known here): a TPU's
+    float64 cells compile for seconds to minutes, and an atlas that scaled them by its float32 cells said
+    "about 1.9 min" for 48 that took over half an hour."""
     if spec is None:
         return (kind, None)
     found = platform(spec.device)

@@ -15,15 +15,15 @@ import numpy as np
 
 from ...i18n import N_
 from ...model.formatting import format_time
-from ...model.spec import TimingConfig
+from ...model.spec import UNTIMED_CALL_MAX_S, TimingConfig
 from ...model.stats import Stats, median_ci
 
 Clock = Callable[[], int]
 
 
 class Watch(Protocol):
-    """Judges each timed sample from ``begin()`` to ``end()``, and says when a block has enough
-    samples (load.SampleWatch)."""
+    """Judges each sample from ``begin()`` to ``end()`` (its untimed first call with it), and says when a
+    block has enough samples (load.SampleWatch)."""
 
     def begin(self) -> None: ...
 
@@ -354,7 +354,8 @@ def _sample(turns: Sequence[Turn], config: TimingConfig, *, clock: Clock, settle
     sample, then one sample of each turn a round (``alternate``: every other round in reverse) until
     every turn's median is stable or the budget (the turns' budgets together) is spent, or ``watch``
     ends the block. A loop turn's sample starts with one untimed call, which pays for whatever ran
-    between samples. ``on_sample(n)``: n samples of the first turn so far."""
+    between samples (but for a call of UNTIMED_CALL_MAX_S or more alone: a turn among others always).
+    ``on_sample(n)``: n samples of the first turn so far."""
     if not turns:
         return []
     if warmup:
@@ -370,6 +371,7 @@ def _sample(turns: Sequence[Turn], config: TimingConfig, *, clock: Clock, settle
     loops = [_loops_per_sample(t, config.target_sample_s, clock) for t in turns]
     samples: list[list[float]] = [[] for _ in turns]
     budget_ns = sum(config.phase_budget_s if t.budget_s is None else t.budget_s for t in turns) / NS
+    switching = len(turns) > 1
     order = list(range(len(turns)))
     while True:
         if alternate:
@@ -384,7 +386,8 @@ def _sample(turns: Sequence[Turn], config: TimingConfig, *, clock: Clock, settle
             # Untimed: the call after the work between samples (the watch's reads of every thread's
             # schedstat, a progress message; the other turn's call) pays for it: 2.5 ms more on an 8.6 ms
             # NumPy call after the watch on the TPU host (benchmarks/RESULTS.md, "The kept figure").
-            time_loops(turn.call, 1, clock)
+            if switching or not xs or xs[-1] < UNTIMED_CALL_MAX_S:
+                time_loops(turn.call, 1, clock)
             elapsed = time_loops(turn.call, n_loops, clock)
             more = _more_loops(turn, n_loops, elapsed * NS, config.target_sample_s) if not xs else None
             if more is not None:  # neither the sample nor the watch's verdict on it is kept
