@@ -52,6 +52,11 @@ def one_by_one(x, calls: int, between=None) -> list[float]:
     return out
 
 
+def summary(stats) -> dict:
+    """The tool's Stats as the probe prints them."""
+    return {"median": stats.median_s, "min": stats.min_s, "loops": stats.loops, "n": stats.n}
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--shape", default="4096x1024")
@@ -81,7 +86,7 @@ def main() -> int:
     for name, kwargs in (("tool_sample_s", {}), ("tool_sample_watched_s", {"watch": SampleWatch(
             len(os.sched_getaffinity(0)), per_block=10**6)})):
         stats = sample(bound_call(f_np, (x,)), careful, **kwargs)
-        out[name] = {"median": stats.median_s, "min": stats.min_s, "loops": stats.loops, "n": stats.n}
+        out[name] = summary(stats)
     # What between samples slows the next call: a message to another process (the worker's progress), the
     # watch's listing of the threads, its reads of their schedstat, or any 200 system calls.
     import subprocess
@@ -106,7 +111,7 @@ def main() -> int:
     # The tool's sampler with a message between samples, as the worker's progress: it leaves each sample's
     # first call untimed now, so this row reads as if nothing came between them when that works.
     stats = sample(bound_call(f_np, (x,)), careful, on_sample=lambda n: send())
-    out["tool_sample_progress_s"] = {"median": stats.median_s, "min": stats.min_s, "loops": stats.loops, "n": stats.n}
+    out["tool_sample_progress_s"] = summary(stats)
     reader.stdin.close()
     reader.wait()
     for fd in fds:

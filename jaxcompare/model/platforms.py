@@ -278,13 +278,19 @@ def gap_line(found: Platform, gap: Float64Gap) -> str:
         platform=found.label, missing=gap.missing)
 
 
+def float64_emulated(platform_name: str | None, precision: str) -> bool:
+    """Whether a run at ``precision`` on platform ``platform_name`` computes in float64 the platform only
+    emulates (x64 on a TPU)."""
+    found = platform(platform_name)
+    return found is not None and precision == "x64" and found.float64 == "emulated"
+
+
 def float64_note(platform_name: str | None, precision: str) -> str | None:
     """What a result measured in float64 must say where the platform only emulates it; None elsewhere."""
-    found = platform(platform_name)
-    if found is None or precision != "x64" or found.float64 != "emulated":
+    if platform_name is None or not float64_emulated(platform_name, precision):
         return None
     return N_("float64 on a {platform} is emulated in software by XLA (from float32 pairs): slower than float32 "
-              "and, for iterative algorithms, less accurate").format(platform=found.label)
+              "and, for iterative algorithms, less accurate").format(platform=platform_label(platform_name))
 
 
 def unsupported_label(found: Platform) -> str:

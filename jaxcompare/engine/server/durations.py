@@ -18,7 +18,7 @@ from typing import Any
 
 from ...model.cases import Case
 from ...model.phases import MEASURING
-from ...model.platforms import platform
+from ...model.platforms import float64_emulated
 from ...model.spec import UNTIMED_CALL_MAX_S, Spec, TimingConfig
 from ..common.footprint import GLIBC_MMAP_THRESHOLD
 from ..common.footprint import estimate as memory_estimate
@@ -105,7 +105,7 @@ def measure_parts(timing: TimingConfig, call: float, *, plain: bool) -> tuple[fl
 
 def _sampled(timing: TimingConfig, call: float, budget: float) -> float:
     """A sampled phase stops between half its budget and all of it; a long call takes its fewest samples
-    whatever the budget, each after an untimed call where the call is short (timing.UNTIMED_CALL_MAX_S)."""
+    whatever the budget, each after an untimed call where the call is short (spec.UNTIMED_CALL_MAX_S)."""
     untimed = call if call < UNTIMED_CALL_MAX_S else 0.0
     return (max(timing.min_samples * (max(timing.target_sample_s, call) + untimed), budget * 0.4)
             + timing.warmup_s + call)
@@ -199,8 +199,7 @@ def kind_key(kind: str, spec: Spec | None) -> tuple[Any, ...]:
     "about 1.9 min" for 48 that took over half an hour."""
     if spec is None:
         return (kind, None)
-    found = platform(spec.device)
-    emulated = spec.precision == "x64" and found is not None and found.float64 == "emulated"
+    emulated = float64_emulated(spec.device, spec.precision)
     return (kind, spec.timing.preset_name) + (("float64 emulated",) if emulated else ())
 
 
