@@ -53,16 +53,17 @@ install-plan:
 	@$(ACCEL_SET) $(PYTHON) tools/accelerator.py choose >/dev/null
 	@echo "$(PIP_INSTALL)"
 
-# Debian packages for the tests: Chromium for the browser tests (Playwright cannot download its own
-# here) and fonts-noto-cjk, the Chinese glyphs the chart PNGs are drawn with (docs/translating.md).
+# Debian packages for the tests: Chromium's headless shell for the browser tests (Playwright cannot
+# download its own here; a full `chromium` or JAXCOMPARE_CHROMIUM does as well) and fonts-noto-cjk,
+# the Chinese glyphs the chart PNGs are drawn with (docs/translating.md).
 # As root, or with password-less sudo, the missing ones are installed; otherwise make stops and says how.
 SYSTEM_HELP := The tests need Chromium and a font with Chinese glyphs, and they could not be installed \
-without a password. Install them once with 'sudo apt-get install chromium fonts-noto-cjk' (Debian/Ubuntu), \
+without a password. Install them once with 'sudo apt-get install chromium-headless-shell fonts-noto-cjk' (Debian/Ubuntu), \
 or point JAXCOMPARE_CHROMIUM at a Chromium or Chrome binary and install any CJK font, then run 'make test' again.
 browser:
-	@missing=""; \
-	if ! { [ -n "$$JAXCOMPARE_CHROMIUM" ] && [ -x "$$JAXCOMPARE_CHROMIUM" ]; } && ! command -v chromium >/dev/null 2>&1; \
-	then missing="chromium"; fi; \
+	@missing=""; have_chromium() { [ -n "$$JAXCOMPARE_CHROMIUM" ] && [ -x "$$JAXCOMPARE_CHROMIUM" ] || \
+	  command -v chromium-headless-shell >/dev/null 2>&1 || command -v chromium >/dev/null 2>&1; }; \
+	have_chromium || missing="chromium-headless-shell"; \
 	command -v fc-list >/dev/null 2>&1 || missing="$$missing fontconfig"; \
 	fc-list :lang=zh 2>/dev/null | grep -q . || missing="$$missing fonts-noto-cjk"; \
 	[ -z "$$missing" ] && exit 0; \
@@ -70,8 +71,7 @@ browser:
 	elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then \
 	  sudo -n apt-get update -qq && sudo -n apt-get install -y -qq $$missing >/dev/null; \
 	else echo "make: $(SYSTEM_HELP)" >&2; exit 1; fi; \
-	{ [ -n "$$JAXCOMPARE_CHROMIUM" ] || command -v chromium >/dev/null 2>&1; } && fc-list :lang=zh | grep -q . \
-	  || { echo "make: $(SYSTEM_HELP)" >&2; exit 1; }
+	have_chromium && fc-list :lang=zh | grep -q . || { echo "make: $(SYSTEM_HELP)" >&2; exit 1; }
 
 # The PostgreSQL server the history tests start in a temporary folder (tests/postgres_support.py):
 # Debian's `postgresql` puts initdb and pg_ctl in /usr/lib/postgresql/<version>/bin. Installed as above.

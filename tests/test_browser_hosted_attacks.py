@@ -14,7 +14,7 @@ import urllib.parse
 
 import pytest
 from _results import make_result
-from browser_support import IDLE, assert_no_error, open_page, stop_button, tick
+from browser_support import IDLE, assert_no_error, open_page, run_coroutine, stop_button, tick
 from hosted_support import GATED_WORKER, make_serve_command, serve
 from test_hostile_records import IMAGE, LINK, insert_raw
 
@@ -64,8 +64,6 @@ def forged_rows(db) -> None:
 def test_make_serve_keeps_uvicorn_from_taking_the_address_from_x_forwarded_for(monkeypatch):
     # Streamlit builds its uvicorn.Config from the environment `make serve` gives it; uvicorn's
     # proxy-header middleware is then what decides st.context.ip_address.
-    import asyncio
-
     import uvicorn
 
     make_env, _ = make_serve_command(8501, "127.0.0.1")
@@ -81,7 +79,7 @@ def test_make_serve_keeps_uvicorn_from_taking_the_address_from_x_forwarded_for(m
             monkeypatch.setenv(key, value)
         config = uvicorn.Config(app)
         config.load()
-        asyncio.run(config.loaded_app(dict(scope), None, None))
+        run_coroutine(config.loaded_app(dict(scope), None, None))
         assert seen["client"][0] == expected, env
 
 

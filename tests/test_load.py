@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from browser_support import CHROMIUM, CHROMIUM_ARGS, IDLE
+from browser_support import CHROMIUM, CHROMIUM_ARGS, IDLE, run_coroutine
 from hosted_support import PENDING, serve
 
 from jaxcompare.history.store import Store
@@ -168,7 +168,7 @@ def test_twenty_sessions_share_the_queue_and_nothing_is_lost(tmp_path):
     browser_outcomes: list[dict] = []
     with serve(tmp_path, env=env, site=SITE) as url, Memory(url.proc.pid) as memory:
         # The browser pages make the app's Runner; the driver's sessions then use the same one.
-        started = asyncio.run(drive_browsers(url, tmp_path / "go", browser_outcomes, tmp_path))
+        started = run_coroutine(drive_browsers(url, tmp_path / "go", browser_outcomes, tmp_path))
         (tmp_path / "stop").touch()
         deadline = time.monotonic() + 900
         while not os.path.exists(config["report"]):  # the driver's last jobs finish, then it reports
