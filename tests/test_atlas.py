@@ -276,3 +276,20 @@ def test_atlases_of_two_devices_meet_on_case_size_and_precision():
     assert "cpu→tpu" in line and "tpu is faster beyond both ranges" in line
     # One atlas against itself: every cell meets its own, as before.
     assert all(r.verdict in (am.OVERLAP, am.NO_RANGE) for r in am.diff(cpu, cpu))
+
+
+def test_an_export_of_no_atlas_or_of_chosen_cells_is_one_line_not_an_empty_report(tmp_path, capsys):
+    """--no-measure writes the file's exports; before, a missing file or an unknown --cases wrote an empty
+    "0 cells" report and exited 0."""
+    md = tmp_path / "atlas.md"
+    missing = tmp_path / "none.json"
+    for argv, said in (
+        (["--out", str(missing), "--markdown", str(md)], f"no atlas at {missing}"),
+        (["--out", str(TPU), "--cases", "nope", "--markdown", "-"], "--cases only choose cells to measure"),
+        (["--out", str(TPU), "--group", "numpy", "--limit", "1", "--markdown", "-"], "--group, --limit only"),
+        (["--out", str(TPU)], "give --markdown or --html"),
+    ):
+        assert main(["atlas", "--no-measure", "--no-save", *argv]) == 2, argv
+        err = capsys.readouterr()
+        assert said in err.err and err.out == "" and "Traceback" not in err.err, (argv, err)
+    assert not md.exists()

@@ -63,15 +63,33 @@ def handle(args: argparse.Namespace) -> int:
     if args.diff:
         return cmd_diff(args)
     path = Path(args.out).expanduser() if args.out else atlas_mod.default_location()
+    if args.no_measure:
+        return export_only(args, path)
     atlas = atlas_mod.load(path) if path.exists() else atlas_mod.new_atlas(args.timing)
-    status = 0
-    if not args.no_measure:
-        if atlas.cells and atlas.timing != args.timing:
-            raise BadInput(N_("{path} holds cells measured at {found} timing: give that --timing, or another "
-                              "--out").format(path=path, found=atlas.timing))
-        status = measure(args, atlas, path)
+    if atlas.cells and atlas.timing != args.timing:
+        raise BadInput(N_("{path} holds cells measured at {found} timing: give that --timing, or another "
+                          "--out").format(path=path, found=atlas.timing))
+    status = measure(args, atlas, path)
     write_exports(args, atlas)
     return status
+
+
+def export_only(args: argparse.Namespace, path: Path) -> int:
+    """--no-measure: the exports of the atlas file as it is. An export of no file, or options that choose
+    cells to measure, are the user's mistake: an empty "0 cells" report would hide it."""
+    choosing = [option for option, value in (("--cases", args.cases), ("--group", args.group),
+                                             ("--cases-file", args.cases_file), ("--limit", args.limit))
+                if value is not None]
+    if choosing:
+        raise BadInput(N_("--no-measure exports the whole atlas file; {options} only choose cells to measure")
+                       .format(options=", ".join(choosing)))
+    if not (args.markdown or args.html):
+        raise BadInput(N_("--no-measure writes only the exports: give --markdown or --html"))
+    if not path.exists():
+        raise BadInput(N_("no atlas at {path}: `jaxcompare atlas` measures one there, or --out names another")
+                       .format(path=path))
+    write_exports(args, atlas_mod.load(path))
+    return 0
 
 
 def chosen_cases(args: argparse.Namespace, runner: Any) -> list[Any]:
