@@ -19,7 +19,7 @@ from jaxcompare.analysis.advice import advice
 from jaxcompare.analysis.checks import PASS, WARN
 from jaxcompare.analysis.consistency import busy_above_call, finding_title, pitfalls_findings, repeat_checks
 from jaxcompare.analysis.sweep import crossover, crossover_bracket
-from jaxcompare.analysis.trust import JAX_FASTER, direction, trust, trusted
+from jaxcompare.analysis.trust import JAX_FASTER, NUMPY_FASTER, direction, trust, trusted
 from jaxcompare.analysis.versions import first_call_text
 from jaxcompare.app import estimates, navigation, versions_view, views
 from jaxcompare.app import history_view as hv
@@ -192,6 +192,25 @@ def test_a_crossover_comes_only_from_trusted_points_whose_ranges_exclude_1x():
     # No trusted size with a side: no tile figure, and none claiming "none here".
     level = [_point(100, 1e-3, 1.01e-3, width=1.2), _point(200, 2e-3, 1.99e-3, width=1.2)]
     assert views.crossover_figure("x32", crossover(level), 2, True, True, level).value == "—"
+
+
+def test_no_crossover_is_placed_on_the_wrong_side_of_a_size_whose_range_says_the_other():
+    """The TPU atlas's qr at x32 read 'about 6.43e+03 elements' beside a set-aside 100x100 at 0.76x whose
+    range, 0.59-0.98x, said NumPy: the firm sizes either side placed it, and the size between denied it."""
+    numpy_at_63, jax_at_1000 = _point(63, 0.3e-3, 1e-3), _point(1000, 3e-3, 1e-3)
+    at = crossover([numpy_at_63, jax_at_1000])
+    assert 158**2 < at < 398**2  # log-log between 0.3x at 63x63 and 3x at 1000x1000
+    denies = _point(398, 2e-3, 10e-3, width=3.0)  # NumPy faster by its whole range, above the point
+    agrees = _point(158, 2e-3, 10e-3, width=3.0)  # the same, below it
+    assert not trusted(denies) and direction(denies).side == direction(agrees).side == NUMPY_FASTER
+    assert crossover([numpy_at_63, agrees, jax_at_1000]) == at
+    assert crossover([numpy_at_63, denies, jax_at_1000]) is None
+    assert crossover_bracket([numpy_at_63, denies, jax_at_1000]) == ((63, 63), (1000, 1000))
+    # The same the other way round (JAX faster below, NumPy above).
+    flipped = [_point(63, 3e-3, 1e-3), _point(158, 10e-3, 2e-3, width=3.0), _point(1000, 0.3e-3, 1e-3)]
+    assert direction(flipped[1]).side == JAX_FASTER and crossover(flipped) is not None
+    flipped[1] = _point(398, 10e-3, 2e-3, width=3.0)
+    assert crossover(flipped) is None
 
 
 # --- small items ------------------------------------------------------------------------------------------

@@ -56,16 +56,21 @@ def firm(result: Result) -> bool:
 
 def crossover(results: Sequence[Result]) -> float | None:
     """Element count where the speedup crosses 1 (log-log interpolation) between firm points (trusted,
-    their ranges excluding 1x: ``firm``); None if it never does."""
+    their ranges excluding 1x: ``firm``); None if it never does, or where a size between the two whose
+    range lies wholly on one side of 1x (set aside or not) is on the other side of the interpolated point:
+    a crossover at 6.4e3 elements beside a 100x100 whose range is 0.59-0.98x would say both."""
     points = sorted((math.prod(r.shape), r.speedup) for r in results
                     if math.isfinite(r.speedup) and r.speedup > 0 and firm(r))
     for (n0, s0), (n1, s1) in zip(points, points[1:], strict=False):
         if s0 < 1 <= s1 or s0 >= 1 > s1:
             l0, l1 = math.log(s0), math.log(s1)
-            if l1 == l0:
-                return float(n0)
-            t = (0 - l0) / (l1 - l0)
-            return float(math.exp(math.log(n0) + t * (math.log(n1) - math.log(n0))))
+            t = 0.0 if l1 == l0 else (0 - l0) / (l1 - l0)
+            at = float(math.exp(math.log(n0) + t * (math.log(n1) - math.log(n0))))
+            below, above = (NUMPY_FASTER, JAX_FASTER) if s0 < 1 else (JAX_FASTER, NUMPY_FASTER)
+            between = ((math.prod(r.shape), direction(r).side) for r in results if n0 < math.prod(r.shape) < n1)
+            if any((n < at and side == above) or (n > at and side == below) for n, side in between):
+                return None
+            return at
     return None
 
 def doubtful_directions(results: Sequence[Result]) -> list[Result]:
