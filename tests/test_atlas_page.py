@@ -62,7 +62,7 @@ def test_a_recorded_atlas_is_drawn_with_where_and_when_it_was_recorded(none_own)
     assert not at.exception, [e.value for e in at.exception]
     captions = [c.value for c in at.caption]
     env = recorded.environments["cpu"]
-    assert any(c.startswith("**Recorded: recorded on CPU (") and f"JAX {env['jax_version']}, {env['date']}" in c
+    assert any(c.startswith("**Recorded on CPU (") and f"JAX {env['jax_version']}, {env['date']}" in c
                for c in captions), captions
     rows = chart_rows(at, 0)
     assert len(rows) == len(recorded.cells)
@@ -122,7 +122,7 @@ def test_the_recorded_tpu_atlas_is_drawn_and_said_to_be_partial(none_own, lang):
     assert f"**{label}**" in [c.value for c in at.caption]
     held, planned = len(recorded.cells), len(recorded.plan())
     if lang == "en":
-        assert label == f"Recorded: recorded on TPU v5e, JAX 0.10.2, 2026-12-06 (partial: {held} of {planned} cells)"
+        assert label == f"Recorded on TPU v5e, JAX 0.10.2, 2026-12-06 (partial: {held} of {planned} cells)"
         assert short.startswith(f"Partial: it holds {held} of the {planned} cells planned.")
     else:
         assert short.startswith(f"不完整：计划的 {planned} 格中只有 {held} 格。")

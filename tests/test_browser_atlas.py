@@ -48,8 +48,8 @@ def test_the_atlas_page_draws_the_recorded_atlas(atlas_server, browser, lang):  
     page.wait_for_function(f"() => ({RECT_JS})(['{DOUBT_GREY}']) >= {doubtful}", timeout=30_000)
     assert page.evaluate(RECT_JS, [DOUBT_GREY]) == doubtful  # every set-aside cell greyed, no other
     drawn = svg_text(page, 0)
-    word = "Recorded: recorded on" if lang == "en" else zh("Recorded: {line}").split("{")[0]
-    assert word in main_text(page)
+    word = "Recorded on" if lang == "en" else zh("recorded on {device}, JAX {version}, {date}").split("{")[0]
+    assert word in main_text(page) and "Recorded: recorded" not in main_text(page)
     cases = {c.key.case for c in recorded.cells.values()}
     assert all(case in drawn for case in cases)
     assert (zh("Speedup atlas: NumPy time over JAX time") if lang == "zh"

@@ -66,6 +66,11 @@ def test_the_phase_table_and_the_checklist_line_up_in_chinese(runs):
         assert len({width(m.string[:m.start(group)]) for m in rows}) == 1, "\n".join(m.string for m in rows)
 
 
+def test_the_agreement_line_names_its_method_in_chinese(runs):
+    line = next(line for line in runs["zh"].splitlines() if "rtol" in line)
+    assert "direct" not in line and "invariants" not in line, line  # a word of the code's, untranslated
+
+
 def test_english_output_keeps_its_shape(runs):
     en, zh = phase_table(runs["en"]), phase_table(runs["zh"])
     assert en[0].split()[:2] == ["phase", "median"] and len(en) == len(zh)

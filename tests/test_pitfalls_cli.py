@@ -38,8 +38,9 @@ def test_pitfalls_cli_json(cli_doc):
         check_ranges_and_effect(pitfall)
 
 
-@pytest.mark.parametrize("sections, said", [(["jit", "nope"], "unknown pitfall section(s): nope"),
-                                            (["size", "jit", "size"], "pitfall section(s) named twice: size")])
+@pytest.mark.parametrize("sections, said", [
+    (["jit", "nope"], "unknown pitfall section(s): nope; the sections are jit, async, "),
+    (["size", "jit", "size"], "pitfall section(s) named twice: size")])
 def test_a_bad_section_is_one_line_and_exit_2(sections, said):
     proc = cli("pitfalls", "--quick", "--sections", *sections)
     assert proc.returncode == 2 and said in proc.stderr and "Traceback" not in proc.stderr, proc.stderr

@@ -59,7 +59,10 @@ def source_label(source: Source, atlas: atlas_mod.Atlas | None) -> str:
     if atlas is not None and atlas.cells and atlas_mod.partial(atlas):  # never a smaller grid as if whole
         line += " " + _("(partial: {held} of {planned} cells)").format(held=len(atlas.cells),
                                                                       planned=len(atlas.plan()))
-    return _("Yours: {line}").format(line=line) if source.own else _("Recorded: {line}").format(line=line)
+    if source.own:
+        return _("Yours: {line}").format(line=line)
+    # A recorded atlas's line already says "recorded on ...": "Recorded: recorded on" said it twice.
+    return line[:1].upper() + line[1:] if atlas is not None and atlas.cells else _("Recorded: {line}").format(line=line)
 
 
 def load_source(source: Source) -> tuple[atlas_mod.Atlas | None, str | None]:

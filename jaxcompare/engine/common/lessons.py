@@ -106,7 +106,8 @@ def check_sections(sections: Sequence[str] | None) -> tuple[str, ...]:
     sections = tuple(sections or SECTIONS)
     unknown = set(sections) - set(SECTIONS)
     if unknown:
-        raise BadInput(N_("unknown pitfall section(s): {sections}").format(sections=", ".join(sorted(unknown))))
+        raise BadInput(N_("unknown pitfall section(s): {sections}; the sections are {choices}").format(
+            sections=", ".join(sorted(unknown)), choices=", ".join(SECTIONS)))
     twice = sorted({pid for pid in sections if sections.count(pid) > 1})
     if twice:
         raise BadInput(N_("pitfall section(s) named twice: {sections}").format(sections=", ".join(twice)))
