@@ -10,6 +10,7 @@ from _results import by_id, make_result, stats, with_jax
 from jaxcompare import i18n
 from jaxcompare.analysis.checks import FAIL, NA, PASS, WARN, overall
 from jaxcompare.analysis.text import checklist_lines
+from jaxcompare.analysis.trust import trust
 from jaxcompare.model.formatting import format_time
 from jaxcompare.model.stats import Stats
 
@@ -314,3 +315,13 @@ def test_the_quoting_line_says_why_a_failed_workload_check_still_leaves_the_spee
     assert head[1].strip().startswith("trusted: yes, the speedup may be quoted: the failed check describes")
     mixed = with_jax(small, agreement=small.jax.agreement | {"numpy_dtype": "float64", "jax_dtype": "float32"})
     assert checklist_lines(mixed)[1].strip().startswith("trusted: NO (")
+
+
+def test_a_range_too_wide_says_what_would_settle_it():
+    """"trusted: NO (the speedup's range is too wide)" under a checklist whose every row passed (a new user's
+    walk-through): no row is about the range, so the line itself says what would settle it."""
+    wide = with_jax(make_result(), runtime=stats(2e-4, spread=0.5))
+    assert trust(wide).why == "range" and all(c.status != FAIL for c in by_id(wide).values())
+    lines = [line.strip() for line in checklist_lines(wide)]
+    assert lines[1:3] == ["trusted: NO (the speedup's range is too wide): do not quote this speedup",
+                          "A longer timing preset (Careful, Thorough) narrows the range."]

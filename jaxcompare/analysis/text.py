@@ -33,7 +33,7 @@ from ..model.roofline import AT_BOUND_NOISE, LIMIT_WORDS, ROOFLINE_SIDES, Roofli
 from ..model.stats import Stats
 from .advice import advice
 from .checks import FAIL, NA, PASS, WARN, Check, checklist, overall
-from .summary import doubt_text, speedup_text, sweep_verdict
+from .summary import doubt_text, rerun_text, speedup_text, sweep_verdict
 
 # A check's status as a reader sees it (the stored value stays 'pass', 'warn', ...).
 STATUS_WORDS = {PASS: N_("pass"), WARN: N_("warn"), FAIL: N_("fail"), NA: N_("n/a")}
@@ -137,6 +137,10 @@ def checklist_lines(result: Result) -> list[str]:
         quoted = _("trusted: yes, the speedup may be quoted")
     lines = ["  " + _("credibility checklist: {overall}").format(overall=_(STATUS_WORDS[verdict]).upper()),
              "  " + quoted]
+    # A range too wide, or too few samples, is no check's failure (every row may pass above it): what would
+    # settle it, on a line of its own.
+    settle = rerun_text(result) if why is not None else ""
+    lines += ["  " + settle] if settle else []
     status_w = max(display_width(_(w)) for w in STATUS_WORDS.values())
     title_w = max(display_width(c.title) for c in checks) + 2
     lines += [f"  [{pad(_(STATUS_WORDS[c.status]), status_w, '^')}] {pad(c.title, title_w)}{c.reason}".rstrip()
