@@ -115,3 +115,28 @@ def test_the_language_comes_from_lang_else_the_environment():
         assert proc.returncode == 2 and proc.stdout == "", proc
         assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
         assert (where or "JAXCOMPARE_LANG 'klingon'") in proc.stderr and "en, zh" in proc.stderr
+
+
+def test_a_wrong_command_line_is_said_in_the_language_it_asks_for(capsys, monkeypatch):
+    """argparse's own errors came in English under --lang zh (a new user's walk-through); the language is
+    read from the command line before argparse has parsed it, and argparse is left as it was."""
+    import argparse
+
+    from jaxcompare.cli import main
+
+    monkeypatch.delenv("JAXCOMPARE_LANG", raising=False)
+    before = argparse._
+    for argv, said in ((["run", "--case", "matmul", "--precision", "x16", "--lang", "zh"],
+                        "jaxcompare: 错误：参数 --precision：无效的选项：'x16'（可选：'x32', 'x64'）"),
+                       (["run", "--lang=zh", "--case", "matmul", "--shape"],
+                        "jaxcompare: 错误：参数 --shape：需要一个值"),
+                       (["run", "--case", "matmul", "--precision", "x16"],
+                        "jaxcompare: error: argument --precision: invalid choice: 'x16' (choose from 'x32', 'x64')")):
+        with pytest.raises(SystemExit) as stopped:
+            main(argv)
+        assert stopped.value.code == 2 and capsys.readouterr().err.strip() == said, argv
+        assert argparse._ is before
+    monkeypatch.setenv("JAXCOMPARE_LANG", "zh")
+    with pytest.raises(SystemExit):
+        main(["list", "--bogus"])
+    assert capsys.readouterr().err.strip() == "jaxcompare: 错误：无法识别的参数：--bogus"

@@ -8,10 +8,11 @@ User errors print one line on stderr and exit with status 2, never a traceback. 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import i18n
@@ -54,12 +55,59 @@ EXIT_USAGE = 2
 LANG_ENV = "JAXCOMPARE_LANG"
 
 
+# argparse's own words for a wrong command line, in the catalog so that a Chinese reader gets them in Chinese:
+# argparse looks each up through its module's `_` when it raises (parsing runs with it pointed at ours).
+ARGPARSE_MESSAGES = (
+    N_("argument %(argument_name)s: %(message)s"),
+    N_("invalid choice: %(value)r (choose from %(choices)s)"),
+    N_("invalid %(type)s value: %(value)r"),
+    N_("expected one argument"),
+    N_("expected at least one argument"),
+    N_("expected at most one argument"),
+    N_("the following arguments are required: %s"),
+    N_("unrecognized arguments: %s"),
+    N_("not allowed with argument %s"),
+    N_("one of the arguments %s is required"),
+    N_("ambiguous option: %(option)s could match %(matches)s"),
+)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that reports bad usage as one line (no usage dump) with exit status 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        sys.stderr.write(f"jaxcompare: error: {message}\n")
+        sys.stderr.write("jaxcompare: " + _("error: {message}").format(message=message) + "\n")
         raise SystemExit(EXIT_USAGE)
+
+
+def argv_language(argv: Sequence[str]) -> str:
+    """The language a command line asks for (--lang X, --lang=X, else $JAXCOMPARE_LANG), read before argparse
+    parses it, whose errors come first; English where none is asked for or the one asked for is unknown
+    (chosen_language then says so)."""
+    lang = os.environ.get(LANG_ENV, "")
+    for i, word in enumerate(argv):
+        if word == "--":
+            break
+        if word == "--lang" and i + 1 < len(argv):
+            lang = argv[i + 1]
+        elif word.startswith("--lang="):
+            lang = word.partition("=")[2]
+    return lang if lang in i18n.LANGUAGES else i18n.SOURCE_LANGUAGE
+
+
+@contextlib.contextmanager
+def _argparse_in(lang: str) -> Iterator[None]:
+    """argparse's messages and ours in ``lang`` while a command line is parsed."""
+    original = getattr(argparse, "_", None)
+    with i18n.using(lang):
+        if original is None:  # an argparse that no longer looks its words up this way: English, as before
+            yield
+            return
+        argparse._ = _  # type: ignore[attr-defined]
+        try:
+            yield
+        finally:
+            argparse._ = original  # type: ignore[attr-defined]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -375,7 +423,8 @@ def pitfall_effect_line(pitfall: dict[str, Any]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    with _argparse_in(argv_language(sys.argv[1:] if argv is None else argv)):
+        args = parser.parse_args(argv)
     # Worker tracebacks are for operators; a CLI user gets the one-line message.
     if not os.environ.get("JAXCOMPARE_DEBUG"):
         logging.getLogger("jaxcompare").setLevel(logging.CRITICAL)
