@@ -367,9 +367,11 @@ CASES = [
         numpy_fn=_cdist_np,
         jax_fn=cdist_jax,
         numpy_name="scipy.spatial.distance.cdist(metric='euclidean')",
-        jax_name="sqrt(sum((a[:, None] - b[None]) ** 2, -1))  (hand-written, jax.numpy)",
+        # Code only, shown as code in either language; that it is written by hand is in the description.
+        jax_name="jax.numpy: sqrt(sum((a[:, None] - b[None]) ** 2, -1))",
         description=N_("Distances between two sets of n points in d dimensions (shape n x d). "
-                       "JAX has no cdist; SciPy returns float64 even for float32 input."),
+                       "JAX has no cdist: its port is written by hand in jax.numpy. SciPy returns float64 even "
+                       "for float32 input."),
         make_inputs=_two_point_sets,
         shape_rule=matrix,
         small_shape=(10, 10),
