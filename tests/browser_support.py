@@ -1,7 +1,7 @@
 """Shared browser-test plumbing: `streamlit run app.py` on a free port and headless Chromium.
 
-The fixtures (`server`, `fresh_server`, `browser`) reach every test module through conftest's
-`pytest_plugins`; the helpers are imported (`import browser_support as bs`)."""
+The fixtures (`server`, `fresh_server`, `browser` over the process's `chromium`) reach every test module
+through conftest's `pytest_plugins`; the helpers are imported (`import browser_support as bs`)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,6 @@ from support import ROOT, zh
 # less CPU a page here (a browser module alone: 19.6 -> 15.6 core-s; RESULTS.md). Any Chromium will do.
 CHROMIUM = (os.environ.get("JAXCOMPARE_CHROMIUM") or shutil.which("chromium-headless-shell")
             or shutil.which("chromium") or "/usr/bin/chromium")
-T = TypeVar("T")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
@@ -214,6 +213,9 @@ def main_text(page) -> str:
 
 INSTALL_HELP = ("Install Chromium with 'make browser' (or 'sudo apt-get install chromium'), or set "
                 "JAXCOMPARE_CHROMIUM=/path/to/chromium; Playwright comes with pip install -e '.[dev]'.")
+
+
+T = TypeVar("T")
 
 
 def run_coroutine(coroutine: Coroutine[Any, Any, T]) -> T:

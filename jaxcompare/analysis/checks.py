@@ -246,10 +246,14 @@ def check_on_device(r: Result) -> Check:
 COMPARED = {"direct": N_("direct"), "invariants": N_("invariants")}
 
 
+def compared_word(method: str) -> str:
+    """Agreement's "method" in the reader's language (as the checklist and the CLI's agreement line say it)."""
+    return _(COMPARED.get(method, method))
+
+
 def check_agreement(r: Result) -> Check:
     a = r.jax.agreement
-    method = a.get("method", "direct")
-    values = {"err": a["max_rel_err"], "rtol": a["rtol"], "method": _(COMPARED.get(method, method))}
+    values = {"err": a["max_rel_err"], "rtol": a["rtol"], "method": compared_word(a.get("method", "direct"))}
     if a.get("tf32"):
         # The worker found a matrix product in the program and widened float32's tolerance to TF32's.
         if not a.get("ok"):

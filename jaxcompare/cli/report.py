@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..analysis.checks import COMPARED
+from ..analysis.checks import compared_word
 from ..analysis.summary import break_even_tile, doubt_text, holds_one, speedup_tile, speedup_words, timing_name
 from ..analysis.text import (
     advice_lines,
@@ -118,7 +118,7 @@ def _agreement_line(agreement: dict) -> str:
     """The agreement and its tolerance, with the reduced precision float32 products ran at, if any."""
     values = {"verdict": _("OK") if agreement["ok"] else _("MISMATCH"), "abs_err": f"{agreement['max_abs_err']:.3g}",
               "rel_err": f"{agreement['max_rel_err']:.3g}", "rtol": f"{agreement['rtol']:.0e}",
-              "method": _(COMPARED.get(agreement["method"], agreement["method"]))}
+              "method": compared_word(agreement["method"])}
     reduced = reduced_precision(agreement.get("products"))
     if reduced is not None:
         return _("agreement: {verdict}  max abs err {abs_err}, max rel err {rel_err} (rtol {rtol} for float32 products "
