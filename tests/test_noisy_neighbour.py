@@ -23,7 +23,7 @@ import pytest
 from jaxcompare import Spec, TimingConfig
 from jaxcompare.analysis import summary
 from jaxcompare.analysis.checks import PASS, WARN, checklist
-from jaxcompare.analysis.sweep import crossover
+from jaxcompare.analysis.sweep import crossover, doubtful_directions
 from jaxcompare.analysis.trust import trusted
 from jaxcompare.engine.common.load import BUSY_CORES
 from jaxcompare.engine.worker.measure import measure
@@ -104,7 +104,11 @@ def test_a_busy_neighbour_is_seen_and_trusted_speedups_hold(quiet_results, neigh
     assert (best is None) == (not kept)
     if best is not None:
         assert trusted(best) and best.speedup == max(r.speedup for r in kept)
-    assert crossover(busy_results) == crossover(kept)
+    # A size set aside never places the crossover; one that still says which side is faster may deny
+    # an interpolation between trusted sizes that it contradicts (sweep.crossover).
+    cross = crossover(busy_results)
+    assert cross == crossover(kept) or (cross is None and doubtful_directions(busy_results)), (
+        cross, crossover(kept), [(r.shape, r.speedup_range) for r in busy_results])
     text = summary.sweep_verdict(busy_results, crossover(busy_results))
     doubtful = len(busy_results) - len(kept)
     assert (f"{doubtful} of {len(busy_results)} sizes set aside" in text) == (doubtful > 0)

@@ -80,6 +80,29 @@ def test_samples_keep_their_target_when_both_calibration_probes_were_slowed(fake
     assert stats.n == cfg.min_samples and all(x == pytest.approx(2e-6) for x in stats.samples_s)
 
 
+def test_a_watch_that_ends_the_block_at_once_still_leaves_a_sample_when_the_first_was_resized(fake_clock):
+    """A later block's SampleWatch may say "done" before the block's first sample (the blocks before it had
+    more clean samples than their share); the first sample, resized after slowed probes, is not kept, so
+    the block must not end with none: the accuracy benchmark's x32 run died on "no samples" in CI."""
+    class DoneWatch:
+        def begin(self):
+            pass
+
+        def end(self):
+            pass
+
+        def block_done(self):
+            return True
+
+    slow = 1 + 1 + 10 + 100 + 100
+    calls = iter([1e-4] * slow + [2e-6] * 100_000)
+    cfg = TimingConfig(target_sample_s=0.01, min_samples=5, max_samples=50, phase_budget_s=1.0, rel_ci=0.02,
+                       warmup_s=1e-9)
+    stats = sample(lambda: fake_clock.advance(next(calls)), cfg, clock=fake_clock, watch=DoneWatch())
+    assert stats.n == 1 and stats.loops == 5000
+    assert stats.median_s == pytest.approx(2e-6)
+
+
 def test_the_call_after_the_work_between_samples_is_not_timed(fake_clock):
     """The first call after a progress message (or the watch's reads) runs 30% slower, as an 8.6 ms NumPy
     call ran 2.5 ms slower after them on the TPU host: with two calls a sample it would add 15% to each."""

@@ -247,7 +247,7 @@ def _stop(samples: Sequence[float], config: TimingConfig, min_n: int, elapsed_ns
         if elapsed_ns >= budget_ns:
             return True, N_("median still varies by ±{rel:.0%} when the time budget ran out ({n} samples)").format(
                 rel=rel, n=n)
-    elif elapsed_ns >= 20 * budget_ns:
+    elif n and elapsed_ns >= 20 * budget_ns:
         # Each call is far longer than the budget: report what we have.
         return True, N_("only {n} sample(s): each call is long compared with the time budget").format(n=n)
     return False, None
@@ -400,7 +400,8 @@ def _sample(turns: Sequence[Turn], config: TimingConfig, *, clock: Clock, settle
             on_sample(len(samples[0]))
         verdicts = [_stop(xs, config, config.min_samples if t.min_samples is None else t.min_samples,
                           clock() - started, budget_ns) for t, xs in zip(turns, samples, strict=True)]
-        if all(done for done, _ in verdicts) or (watch is not None and watch.block_done()):
+        # The watch may end a block only once each turn has a sample (a resized first one is not kept).
+        if all(done for done, _ in verdicts) or (watch is not None and all(samples) and watch.block_done()):
             break
     return [Stats.from_samples(xs, loops=n, stable=why is None, unstable_reason=why)
             for xs, n, (_, why) in zip(samples, loops, verdicts, strict=True)]
