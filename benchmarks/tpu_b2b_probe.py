@@ -8,7 +8,11 @@ worker process's state after the protocol, or the way the tool times its loop? O
 4. the tool's ``back_to_back`` timing the hand's jitted function and inputs (and the calls it timed);
    3b and 4b: the hand loop with the garbage collector on, the tool's with it off (timeit turns it off);
 5. the hand loop on inputs committed to the device (``device_put(x, device)``, as the worker makes them);
-6. the hand loop once more.
+6. the hand loop once more;
+7. the tool's ``back_to_back`` on the case's own function and inputs as the worker builds them, after a pause:
+   if it reads like (4), the gap of (2) comes with the moment it is timed in the protocol, not what it times;
+8. the hand loop right after a NumPy call of the docs' example, then 0.15 s (the tool's settle) and 0.5 s
+   after one: how long NumPy's BLAS threads slow the dispatching thread on this host.
 
 If (3) reads like (2), the process's state after the protocol is the cause; if (4) reads like (2) while (3)
 reads like (1), the tool's loop is. Prints one JSON line.
@@ -92,6 +96,19 @@ def main() -> int:
     committed = jax.device_put(x_np, device)
     out["5_hand_on_committed_inputs_s"] = hand_loop(f_jax, (committed,))
     out["6_hand_again_s"] = hand_loop(f_jax, (x_jax,))
+
+    from jaxcompare.engine.worker.inputs import build_inputs
+
+    spec = Spec(case=args.case, shape=shape, timing=timing)
+    case_fn = jax.jit(get_case(args.case).jax_fn)
+    case_inputs = jax.block_until_ready(jax.device_put(build_inputs(get_case(args.case), spec), device))
+    jax.block_until_ready(case_fn(*case_inputs))
+    time.sleep(0.5)
+    out["7_tool_loop_on_case_fn_s"] = back_to_back(run, case_fn, case_inputs, result.jax.runtime.median_s).median_s
+    for settle in (0.0, 0.15, 0.5):
+        f(x_np)  # NumPy's BLAS threads busy, then idle for ``settle`` seconds
+        time.sleep(settle)
+        out[f"8_hand_after_numpy_{settle}_s"] = hand_loop(f_jax, (x_jax,), repeat=1)
     print(json.dumps(out))
     return 0
 

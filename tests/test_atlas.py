@@ -218,7 +218,8 @@ def test_the_recorded_tpu_atlas_says_where_when_and_that_it_is_partial(tmp_path,
     lacking = {p: sum(k.precision == p for k, _ in atlas.not_measured()) for p in ("x32", "x64")}
     gaps = {g.precision: g for g in am.partial(atlas)}
     assert {p: g.missing for p, g in gaps.items()} == {p: n for p, n in lacking.items() if n}
-    assert "x32" not in gaps and ("eigh", ()) in gaps["x64"].cases  # (): every size of it
+    # (): every size of it; a case partly there names the sizes it lacks
+    assert "x32" not in gaps and {("cumsum", ()), ("eigh", ("large",))} <= set(gaps["x64"].cases)
     assert partial_line(atlas).startswith(f"Partial: it holds {held} of the {planned} cells planned. "
                                           "Not measured: TPU v5e")
     assert all(partial_line(am.load(p)) is None for p in RECORDED if p != TPU)  # the CPU atlas is whole
@@ -233,7 +234,7 @@ def test_the_recorded_tpu_atlas_says_where_when_and_that_it_is_partial(tmp_path,
     assert partial_line(atlas) in md.read_text()
     # Past its deadline is a cell of its own, not one missing: eigh 1000x1000 ran 240 s and was stopped.
     assert "not measured" not in eigh32 and "1000x1000: did not finish within its 240 s deadline" in eigh32
-    assert eigh64.count("not measured") == 3
+    assert eigh64.count("not measured") == 1 and "1000x1000: not measured" in eigh64
     assert "## TPU v5e · float32" in md.read_text() and "## TPU v5e · float64" in md.read_text()
     html_text = page.read_text()
     # A precision with no cell at all would be named, not drawn; each here has some, so every gap is drawn.
