@@ -22,6 +22,7 @@ from jaxcompare.model.formatting import format_percent
 from jaxcompare.model.peaks import bandwidth_for
 from jaxcompare.model.result import Result
 from jaxcompare.model.roofline import (
+    ARRAYS_IN_OUT,
     CATALOG_COUNT,
     OVERHEAD_CALLS,
     XLA_COST,
@@ -83,7 +84,12 @@ def test_the_arrays_in_and_out_are_recorded_and_one_program_serves_every_side_on
 
     roofline = matmul.roofline
     assert roofline.least_bytes == 3 * 1000 * 1000 * 4 and roofline.cpu_counts is None
-    assert roofline.counts("numpy") == roofline.counts("jax") and roofline.jax.device_s is None
+    assert roofline.jax.device_s is None
+    # NumPy's point is placed by counts no JAX port changes: the catalog's FLOPs and the arrays in and out.
+    numpy = roofline.counts("numpy")
+    assert (numpy.flops, numpy.bytes) == (roofline.catalog_flops, roofline.least_bytes)
+    assert (numpy.source["flops"], numpy.source["bytes"]) == (CATALOG_COUNT, ARRAYS_IN_OUT)
+    assert roofline.flops_per_s("numpy") == pytest.approx(matmul.gflops("numpy") * 1e9)  # the throughput line's
     case = get_case("matmul")
     import jax
 
@@ -317,3 +323,17 @@ def test_the_text_is_english_when_recorded_and_chinese_when_shown(column_sums):
     r = column_sums.roofline
     share = format_percent(r.bytes_per_s("jax") / r.jax.bandwidth_bytes_per_s)
     assert "memory-bound" not in lines[1] and share in lines[1]
+
+
+def test_numpys_point_is_the_same_beside_every_port_of_a_race():
+    """A race recorded on the TPU (cumsum 65536, three ports): each port's program counts its own work
+    (associative_scan's tree, scan's 65,536 steps), but NumPy runs none of them, so its bound is one
+    figure beside all three, and its rate is the throughput line's."""
+    import gzip
+
+    race = json.loads(gzip.decompress((DATA / "tpu" / "ports-b2b" / "ports-cumsum.json.gz").read_bytes()))
+    results = [Result.from_dict(port["result"]) for port in race["ports"]]
+    assert len({r.roofline.xla["flops"] for r in results}) == 3  # the ports' own programs differ
+    assert len({r.roofline.bound_flops_per_s("numpy") for r in results}) == 1
+    for r in results:
+        assert r.roofline.flops_per_s("numpy") == pytest.approx(r.gflops("numpy") * 1e9)
