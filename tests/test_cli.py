@@ -173,6 +173,7 @@ def _bad_inputs(tmp_path) -> list[tuple[list[str], str]]:
     return [
         (["run", "--case", "no_such_case"], "unknown case"),
         (["run", "--case", "matmul", "--shape", "10x-5"], "positive"),
+        (["run", "--case", "matmul", "--shape", "-5x-5"], "positive"),  # not "expected one argument"
         (["run", "--case", "matmul", "--shape", "tenxten"], "whole number"),
         (["run", "--case", "matmul", "--shape", "10x20"], "square"),
         (["run", "--case", "matmul", "--shape", "10x10", "--device", "tpu"], "no TPU"),

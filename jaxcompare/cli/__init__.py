@@ -95,6 +95,19 @@ def argv_language(argv: Sequence[str]) -> str:
     return lang if lang in i18n.LANGUAGES else i18n.SOURCE_LANGUAGE
 
 
+def shapes_kept_as_values(argv: Sequence[str]) -> list[str]:
+    """``argv`` with a shape after ``--shape`` that begins with a minus sign (``-5x-5``) joined to it: argparse
+    takes such a word for an option and says "expected one argument", where the shape parser says what is
+    wrong with it ("sizes must be positive")."""
+    out: list[str] = []
+    for word in argv:
+        if out and out[-1] == "--shape" and word[:1] == "-" and word[1:2].isdigit():
+            out[-1] = f"--shape={word}"
+        else:
+            out.append(word)
+    return out
+
+
 @contextlib.contextmanager
 def _argparse_in(lang: str) -> Iterator[None]:
     """argparse's messages and ours in ``lang`` while a command line is parsed."""
@@ -423,7 +436,8 @@ def pitfall_effect_line(pitfall: dict[str, Any]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    with _argparse_in(argv_language(sys.argv[1:] if argv is None else argv)):
+    argv = shapes_kept_as_values(sys.argv[1:] if argv is None else argv)
+    with _argparse_in(argv_language(argv)):
         args = parser.parse_args(argv)
     # Worker tracebacks are for operators; a CLI user gets the one-line message.
     if not os.environ.get("JAXCOMPARE_DEBUG"):
