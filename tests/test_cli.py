@@ -218,6 +218,20 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
         assert len(err.strip().splitlines()) <= 2, (args, err)
 
 
+def test_an_output_that_cannot_be_written_is_said_before_anything_is_measured(tmp_path, capsys):
+    run = ["run", "--case", "matmul", "--shape", "10x10", "--quick", "--json"]
+    for target, words in ((tmp_path / "no" / "r.json", "No such file or directory"), (tmp_path, "Is a directory")):
+        code, out, err = cli_here([*run, str(target)], capsys)
+        assert code == 2 and words in err and "measuring" not in err, err
+    # The operating system's words, and json's, in the reader's language too.
+    code, out, err = cli_here([*run, str(tmp_path / "no" / "r.json"), "--lang", "zh"], capsys)
+    assert code == 2 and "无法写入" in err and "没有这个文件或文件夹" in err, err
+    bad = tmp_path / "bad.json"
+    bad.write_text("{bad")
+    code, out, err = cli_here(["import", str(bad), "--db", str(tmp_path / "h.sqlite3"), "--lang", "zh"], capsys)
+    assert code == 2 and "此处应有用双引号括起的属性名" in err and "Expecting" not in err, err
+
+
 def test_cases_file_cases_run_from_the_cli(tmp_path):
     path = tmp_path / "cases.py"
     path.write_text(textwrap.dedent("""

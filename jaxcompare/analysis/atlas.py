@@ -190,7 +190,8 @@ def load(path: str | os.PathLike[str]) -> Atlas:
     except FileNotFoundError:
         raise BadInput(N_("no atlas at {path}").format(path=path)) from None
     except (OSError, ValueError, EOFError) as exc:
-        raise BadInput(N_("cannot read the atlas {path}: {error}").format(path=path, error=exc)) from None
+        error = exc.strerror or exc if isinstance(exc, OSError) else exc
+        raise BadInput(N_("cannot read the atlas {path}: {error}").format(path=path, error=error)) from None
 
 
 def save(atlas: Atlas, path: str | os.PathLike[str]) -> None:

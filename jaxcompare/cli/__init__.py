@@ -46,7 +46,7 @@ from . import history as cli_history
 from . import ports as cli_ports
 from . import trace as cli_trace
 from . import versions as cli_versions
-from .report import result_table, write_json
+from .report import check_outputs, result_table, write_json
 
 if TYPE_CHECKING:
     from ..engine import Job
@@ -452,6 +452,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     with i18n.using(lang):
         try:
+            check_outputs(args)
             return handlers[args.command](args)
         except JaxCompareError as exc:
             print("jaxcompare: " + _("error: {message}").format(message=translate_text(str(exc))), file=sys.stderr)

@@ -38,6 +38,20 @@ from ..model.platforms import reduced_precision
 from ..model.result import Result
 
 
+def check_outputs(args: Any) -> None:
+    """Each file a command will write (--json, --markdown, --html; '-' is stdout) can be: its folder exists
+    and it is not a folder. Said before the work, which would otherwise be measured and then not written."""
+    for option in ("json", "markdown", "html"):
+        target = getattr(args, option, None)
+        if not target or target == "-":
+            continue
+        path = Path(target)
+        reason = (N_("Is a directory") if path.is_dir()
+                  else N_("No such file or directory") if not path.parent.is_dir() else None)
+        if reason is not None:
+            raise BadInput(N_("cannot write {path}: {reason}").format(path=repr(target), reason=reason))
+
+
 def write_json(target: str, data: Any) -> None:
     """Strict JSON to a path, or to stdout for '-' (then nothing else goes to stdout)."""
     text = dumps(data)

@@ -2,6 +2,18 @@
 
 from __future__ import annotations
 
+from ..i18n import N_
+
+# Words other libraries put inside our messages (an OSError's strerror as {reason}, json's own message),
+# listed so that the catalogs hold them: i18n.translate_text translates each field of a message it knows.
+FOREIGN_REASONS = (
+    N_("No such file or directory"), N_("Permission denied"), N_("Is a directory"), N_("Not a directory"),
+    N_("No space left on device"), N_("Read-only file system"), N_("File exists"), N_("File name too long"),
+    N_("Expecting value"), N_("Expecting property name enclosed in double quotes"), N_("Extra data"),
+    N_("Unterminated string starting at"), N_("Invalid control character at"), N_("Expecting ',' delimiter"),
+    N_("Expecting ':' delimiter"),
+)
+
 
 class JaxCompareError(Exception):
     """Base class: a problem with the user's request, reported without a traceback."""
