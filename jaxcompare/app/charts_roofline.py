@@ -170,9 +170,10 @@ def roofline_chart(result: Result) -> alt.LayerChart | None:
             layers.append(alt.Chart(alt.Data(values=rows)).mark_point(
                 filled=not hollow, size=140, opacity=1, strokeWidth=2.5).encode(x=x, y=y, color=color, tooltip=tooltip))
     intensities = sorted({p["intensity"] for p in data["points"]})
-    if len(intensities) > 1:  # the CPU's program, or a memory roof from the arrays in and out, moved a dot
-        where = _("each dot at its own program's FLOP per byte; a dot under the slope is limited by memory, under "
-                  "the flat by compute, far below both by per-call overhead")
+    if len(intensities) > 1:  # NumPy's counts, the CPU's program, or the arrays in and out moved a dot
+        where = _("each dot at its own FLOP per byte (NumPy's: the function's count over the arrays in and out); a "
+                  "dot under the slope is limited by memory, under the flat by compute, far below both by per-call "
+                  "overhead")
     else:
         where = _("{intensity} FLOP per byte; a dot under the slope is limited by memory, under the flat by "
                   "compute, far below both by per-call overhead").format(
