@@ -171,17 +171,16 @@ def roofline_chart(result: Result) -> alt.LayerChart | None:
                 filled=not hollow, size=140, opacity=1, strokeWidth=2.5).encode(x=x, y=y, color=color, tooltip=tooltip))
     intensities = sorted({p["intensity"] for p in data["points"]})
     if len(intensities) > 1:  # NumPy's counts, the CPU's program, or the arrays in and out moved a dot
-        where = _("each dot at its own FLOP per byte (NumPy's: the function's count over the arrays in and out); a "
-                  "dot under the slope is limited by memory, under the flat by compute, far below both by per-call "
-                  "overhead")
+        where = _("each dot at its own FLOP per byte (NumPy's: the function's count over the arrays in and out)")
     else:
-        where = _("{intensity} FLOP per byte; a dot under the slope is limited by memory, under the flat by "
-                  "compute, far below both by per-call overhead").format(
-            intensity=f"{(intensities or [result.roofline.intensity])[0]:.3g}")
+        where = _("{intensity} FLOP per byte").format(intensity=f"{(intensities or [result.roofline.intensity])[0]:.3g}")
+    # Two lines: one did not fit beside the page's sidebar and ended in an ellipsis.
+    limits = _("a dot under the slope is limited by memory, under the flat by compute, far below both by per-call "
+               "overhead")
     return alt.layer(*layers).properties(
         autosize=FIT_WIDTH, width="container", height=HEIGHT_PX,
         title=alt.TitleParams(_("Roofline: what holds each side back"), anchor="start",
-                              subtitle=[_subtitle(result), where]))
+                              subtitle=[_subtitle(result), where, limits]))
 
 
 # --- Size sweep ---------------------------------------------------------------------------------
