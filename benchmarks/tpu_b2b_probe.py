@@ -12,7 +12,8 @@ worker process's state after the protocol, or the way the tool times its loop? O
 7. the tool's ``back_to_back`` on the case's own function and inputs as the worker builds them, after a pause:
    if it reads like (4), the gap of (2) comes with the moment it is timed in the protocol, not what it times;
 8. the hand loop right after a NumPy call of the docs' example, then 0.15 s (the tool's settle) and 0.5 s
-   after one: how long NumPy's BLAS threads slow the dispatching thread on this host.
+   after one: how long NumPy's BLAS threads slow the dispatching thread on this host;
+9. the same after a call of the jitted example on the host's CPU (XLA's threads; an accelerator host only).
 
 If (3) reads like (2), the process's state after the protocol is the cause; if (4) reads like (2) while (3)
 reads like (1), the tool's loop is. Prints one JSON line.
@@ -109,6 +110,14 @@ def main() -> int:
         f(x_np)  # NumPy's BLAS threads busy, then idle for ``settle`` seconds
         time.sleep(settle)
         out[f"8_hand_after_numpy_{settle}_s"] = hand_loop(f_jax, (x_jax,), repeat=1)
+    # The same after XLA on the host's CPU (the protocol's third side runs just before its back to back).
+    cpu = jax.devices("cpu")[0] if jax.default_backend() != "cpu" else None
+    if cpu is not None:
+        x_cpu = jax.device_put(x_np, cpu)
+        for settle in (0.0, 0.15, 0.5):
+            jax.block_until_ready(f_jax(x_cpu))
+            time.sleep(settle)
+            out[f"9_hand_after_xla_cpu_{settle}_s"] = hand_loop(f_jax, (x_jax,), repeat=1)
     print(json.dumps(out))
     return 0
 
