@@ -220,7 +220,9 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
 
 def test_an_output_that_cannot_be_written_is_said_before_anything_is_measured(tmp_path, capsys):
     run = ["run", "--case", "matmul", "--shape", "10x10", "--quick", "--json"]
-    for target, words in ((tmp_path / "no" / "r.json", "No such file or directory"), (tmp_path, "Is a directory")):
+    (tmp_path / "file").write_text("")
+    for target, words in ((tmp_path / "no" / "r.json", "No such file or directory"), (tmp_path, "Is a directory"),
+                          (tmp_path / "file" / "r.json", "Not a directory")):
         code, out, err = cli_here([*run, str(target)], capsys)
         assert code == 2 and words in err and "measuring" not in err, err
     # The operating system's words, and json's, in the reader's language too.

@@ -26,6 +26,7 @@ from jaxcompare.model.roofline import (
     CATALOG_COUNT,
     OVERHEAD_CALLS,
     XLA_COST,
+    Counts,
     Roofline,
     RooflineSide,
     choose_counts,
@@ -344,3 +345,28 @@ def test_numpys_point_is_the_same_beside_every_port_of_a_race():
     assert len({r.roofline.bound_flops_per_s("numpy") for r in results}) == 1
     for r in results:
         assert r.roofline.flops_per_s("numpy") == pytest.approx(r.gflops("numpy") * 1e9)
+
+
+def test_beside_another_port_numpys_counts_are_the_first_ports_program():
+    """Measuring a port other than the case's first also counts the first port's program for the CPU: where
+    the catalog has no count, NumPy's point reads it, whatever the measured port's program counts."""
+    first, scan = (_measured("cumsum", (1000,), port=port) for port in (None, "scan"))
+    assert first.roofline.numpy_counts is None  # the first port measured: its own program is the reference
+    assert scan.roofline.numpy_counts is not None and scan.roofline.numpy_counts.xla == first.roofline.xla
+    assert scan.roofline.xla != first.roofline.xla  # scan's program counts its own steps
+    assert scan.roofline.counts("numpy") == first.roofline.counts("numpy")
+    again = Result.from_dict(json.loads(json.dumps(scan.to_dict())))
+    assert again.roofline.counts("numpy") == scan.roofline.counts("numpy")
+
+
+def test_numpys_transcendentals_and_flops_without_a_catalog_count_come_from_the_first_port():
+    """On a TPU a Pallas kernel is a custom call XLA counts nothing inside (the elementwise chain's pallas
+    port: 2.6e5 FLOPs and no transcendentals where jnp's program has 6.7e7): NumPy's point must not follow it."""
+    n = 1_000_000
+    first = Counts(7 * n, 8 * n, 3 * n, {"flops": XLA_COST, "bytes": XLA_COST, "transcendentals": XLA_COST},
+                   least_bytes=8 * n)
+    kernel = Roofline(flops=0.26 * n, bytes=8 * n, transcendentals=0.0, least_bytes=8 * n, numpy=_side(0.01),
+                      jax=_side(0.001), numpy_counts=first)
+    numpy = kernel.counts("numpy")
+    assert (numpy.flops, numpy.transcendentals, numpy.bytes) == (7 * n, 3 * n, 8 * n)
+    assert kernel.counts("jax").transcendentals == 0.0  # JAX's side keeps its own program's

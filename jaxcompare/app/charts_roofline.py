@@ -155,7 +155,7 @@ def roofline_chart(result: Result) -> alt.LayerChart | None:
     x, y = _axes(data["domain"][0])
     layers = roof_layers(data, x, y)
     # The legend names each dot with its limit and share of its bound: labels beside the dots would
-    # collide (every side has the same intensity, and NumPy's and JAX's rates are often close).
+    # collide (the sides' intensities are often one or close, and so are NumPy's and JAX's rates).
     colors = {"NumPy": NUMPY_COLOR, "JAX": JAX_COLOR, jax_cpu_side(): JAX_CPU_COLOR}
     color = alt.Color("legend:N", scale=alt.Scale(domain=[p["legend"] for p in data["points"]],
                                                   range=[colors[p["side"]] for p in data["points"]]),
@@ -173,7 +173,8 @@ def roofline_chart(result: Result) -> alt.LayerChart | None:
     if len(intensities) > 1:  # NumPy's counts, the CPU's program, or the arrays in and out moved a dot
         where = _("each dot at its own FLOP per byte (NumPy's: the function's count over the arrays in and out)")
     else:
-        where = _("{intensity} FLOP per byte").format(intensity=f"{(intensities or [result.roofline.intensity])[0]:.3g}")
+        intensity = (intensities or [result.roofline.intensity])[0]
+        where = _("{intensity} FLOP per byte").format(intensity=f"{intensity:.3g}")
     # Two lines: one did not fit beside the page's sidebar and ended in an ellipsis.
     limits = _("a dot under the slope is limited by memory, under the flat by compute, far below both by per-call "
                "overhead")

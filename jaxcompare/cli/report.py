@@ -46,8 +46,12 @@ def check_outputs(args: Any) -> None:
         if not target or target == "-":
             continue
         path = Path(target)
-        reason = (N_("Is a directory") if path.is_dir()
-                  else N_("No such file or directory") if not path.parent.is_dir() else None)
+        try:
+            reason = (N_("Is a directory") if path.is_dir()
+                      else None if path.parent.is_dir()
+                      else N_("Not a directory") if path.parent.exists() else N_("No such file or directory"))
+        except OSError as exc:  # a folder on the way this user may not look into
+            reason = exc.strerror or str(exc)
         if reason is not None:
             raise BadInput(N_("cannot write {path}: {reason}").format(path=repr(target), reason=reason))
 

@@ -1,9 +1,10 @@
 """The roofline of one comparison: how much work a call does (FLOPs, transcendentals, bytes),
 the ceilings each side runs under (compute, memory bandwidth, and on the CPU a transcendental
 rate), and which one holds it back (or whether the call is mostly fixed cost). The counts come
-from XLA's cost analysis of the compiled JAX program; NumPy does the same maths as XLA's CPU program,
-so on a GPU or TPU the sides on the CPU read that program's counts. JAX on a GPU or TPU is read from
-its own time on the device, the blocked call beside it.
+from XLA's cost analysis of the compiled JAX program; on a GPU or TPU JAX on the CPU reads the same
+function compiled for the CPU. NumPy runs none of JAX's programs: its point is placed by counts no JAX port
+changes (Roofline.counts). JAX on a GPU or TPU is read from its own time on the device, the blocked call
+beside it.
 """
 
 from __future__ import annotations
@@ -172,8 +173,8 @@ class Roofline:
     time its sin/exp/tanh take at that rate; without one, each counts as one FLOP (a lower bound
     of what it costs). Either way they are in ``work``, the attained rate's numerator.
 
-    The top-level counts are JAX's program's; the sides on the CPU (NumPy, JAX on the CPU) read
-    ``cpu_counts`` where JAX's program runs elsewhere. JAX's side on a GPU or TPU is read from its
+    The top-level counts are JAX's program's; JAX on the CPU reads ``cpu_counts`` where JAX's program
+    runs elsewhere, NumPy counts no port changes (counts). JAX's side on a GPU or TPU is read from its
     own time on the device (RooflineSide.device_s), with the blocked figures beside it."""
 
     flops: float | None
@@ -192,6 +193,9 @@ class Roofline:
     cpu_counts: Counts | None = None
     # The arrays in and out, each moved once (None in results saved before it was recorded).
     least_bytes: float | None = None
+    # The case's first port compiled for the CPU, where another port was measured: what NumPy's point reads
+    # besides the catalog's count (None: the first port was measured, or saved before it was counted).
+    numpy_counts: Counts | None = None
 
     @property
     def work(self) -> float | None:
@@ -210,8 +214,9 @@ class Roofline:
 
     def counts(self, name: str) -> Counts:
         """The counts ``name``'s point is placed by: JAX's program's for JAX's sides (the CPU program's for
-        JAX on the CPU where there are some); for NumPy, which runs none of JAX's programs, counts that no
-        JAX port changes (numpy_counts)."""
+        JAX on the CPU where there are some). NumPy runs none of JAX's programs, and each port's counts what
+        that port does (a Pallas kernel's none XLA can see): its point reads the catalog's FLOPs and the arrays
+        in and out where known, else the case's first port's CPU program (_numpy_side)."""
         if name not in ROOFLINE_SIDES:
             raise KeyError(name)
         if name != "jax" and self.cpu_counts is not None:
@@ -219,7 +224,9 @@ class Roofline:
         else:
             program = Counts(self.flops, self.bytes, self.transcendentals, dict(self.source), self.xla,
                              self.least_bytes)
-        return numpy_counts(program, self.catalog_flops) if name == "numpy" else program
+        if name == "numpy":
+            return _numpy_side(self.numpy_counts or program, self.catalog_flops)
+        return program
 
     def side_work(self, name: str) -> float | None:
         return self.counts(name).work
@@ -380,10 +387,14 @@ class Roofline:
                                "source": {k: self.source.get(k) for k in COUNTS},
                                "catalog_flops": self.catalog_flops, "xla": None if self.xla is None else dict(self.xla),
                                "work": self.work, "intensity": self.intensity, "least_bytes": self.least_bytes,
-                               "cpu_counts": None if self.cpu_counts is None else self.cpu_counts.to_dict()}
+                               "cpu_counts": None if self.cpu_counts is None else self.cpu_counts.to_dict(),
+                               "numpy_counts": None if self.numpy_counts is None else self.numpy_counts.to_dict()}
         for name in ROOFLINE_SIDES:
             side = self.side(name)
+            counts = self.counts(name)
             doc[name] = None if side is None else side.to_dict() | {
+                "flops": counts.flops, "flops_source": counts.source.get("flops"),
+                "transcendentals": counts.transcendentals, "work": counts.work,
                 "bytes": self.side_bytes(name), "bytes_source": self.bytes_source(name),
                 "intensity": self.side_intensity(name), "flops_per_s": self.flops_per_s(name),
                 "bytes_per_s": self.bytes_per_s(name), "bound_flops_per_s": self.bound_flops_per_s(name),
@@ -407,14 +418,16 @@ class Roofline:
                    catalog_flops=_count(data.get("catalog_flops")),
                    xla={k: _count(v) for k, v in xla.items()} if isinstance(xla, dict) else None,
                    cpu_counts=Counts.from_dict(data.get("cpu_counts")), least_bytes=_count(data.get("least_bytes")),
+                   numpy_counts=Counts.from_dict(data.get("numpy_counts")),
                    **{name: RooflineSide.from_dict(data[name]) if data.get(name) else None
                       for name in ROOFLINE_SIDES})
 
 
-def numpy_counts(program: Counts, catalog_flops: float | None) -> Counts:
+def _numpy_side(program: Counts, catalog_flops: float | None) -> Counts:
     """NumPy's counts: the catalog's hand count of FLOPs (the throughput line's) and the arrays in and out,
-    each where known, else ``program``'s. A JAX port's program counts what that port does: cumsum over
-    10,000 elements put NumPy's 27 µs at 13%, 49% and 3.1% of three bounds beside its three ports."""
+    each where known, else ``program``'s (the case's first port's, compiled for the CPU). A port's program
+    counts what that port does: cumsum over 10,000 elements put NumPy's 27 µs at 13%, 49% and 3.1% of three
+    bounds beside its three ports."""
     flops, flops_source = program.flops, program.source.get("flops")
     if catalog_flops is not None:
         flops, flops_source = float(catalog_flops), CATALOG_COUNT

@@ -117,7 +117,8 @@ def _measure(spec: Spec, progress: ProgressCallback, clock: Clock, *, cpu_side: 
     keep_freed_memory()
     sent_case = case is not None
     # The one place a Spec's port becomes the JAX side (Case.for_port): every phase below measures it.
-    case = (get_case(spec.case, spec.cases_file) if case is None else case).for_port(spec.port)
+    first = get_case(spec.case, spec.cases_file) if case is None else case
+    case = first.for_port(spec.port)
     case.check_shape(spec.shape)
     device = resolve_device(spec.device)
     cpu = cpu_device_or_none()
@@ -155,7 +156,8 @@ def _measure(spec: Spec, progress: ProgressCallback, clock: Clock, *, cpu_side: 
     peak = _peak(run, spec, device, with_cpu_side=jax_cpu is not None)
     least_bytes = sum(a.nbytes for a in host_inputs) + sum(np.asarray(o).nbytes for o in numpy_out)
     roofline = _roofline(run, spec, device, peak, warm.cost, flops, numpy_stats, jax, jax_cpu, cpu,
-                         profile=profile, host_inputs=host_inputs, least_bytes=least_bytes)
+                         profile=profile, host_inputs=host_inputs, least_bytes=least_bytes,
+                         first_port=None if case is first else first)
     run.progress.complete()
     return Result(
         id=result_id,
@@ -256,10 +258,12 @@ def _peak(run: _Run, spec: Spec, device: Any, *, with_cpu_side: bool) -> Peak:
 def _roofline(run: _Run, spec: Spec, device: Any, peak: Peak, cost: dict[str, float | None] | None,
               catalog_flops: float | None, numpy_stats: Stats, jax: JaxSide, jax_cpu: JaxSide | None,
               cpu: Any | None, *, profile: Profile | None = None, host_inputs: tuple[np.ndarray, ...] = (),
-              least_bytes: float | None = None) -> Roofline:
+              least_bytes: float | None = None, first_port: Case | None = None) -> Roofline:
     """Each side's point on the roofline: XLA's counts of the main side's program and, where that runs
-    on a GPU or TPU, of the same function compiled for the CPU (NumPy's and JAX on the CPU's: the same
-    maths, without a TPU's float64 emulation), each side's ceilings, and an empty call on each side.
+    on a GPU or TPU, of the same function compiled for the CPU (JAX on the CPU's: the same maths, without
+    a TPU's float64 emulation); where another port than the case's first was measured, the first port
+    compiled for the CPU (``first_port``: NumPy's counts where the catalog has none, Roofline.counts);
+    each side's ceilings, and an empty call on each side.
     JAX's side on a GPU or TPU is read from its time on the device (device_time), the blocked runtime
     beside it. The transcendental rate is measured (once per host) only for a call that has
     transcendentals."""
@@ -269,7 +273,14 @@ def _roofline(run: _Run, spec: Spec, device: Any, peak: Peak, cost: dict[str, fl
         found = compiled_counts(run.case, host_inputs, cpu)
         if found is not None:
             cpu_counts = Counts(**choose_counts(found, catalog_flops, least_bytes), xla=found, least_bytes=least_bytes)
-    transcendentals = counts["transcendentals"] or (cpu_counts is not None and cpu_counts.transcendentals)
+    numpy_counts = None
+    if first_port is not None:
+        found = compiled_counts(first_port, host_inputs, cpu if cpu is not None else device)
+        if found is not None:
+            numpy_counts = Counts(**choose_counts(found, catalog_flops, least_bytes), xla=found,
+                                  least_bytes=least_bytes)
+    transcendentals = (counts["transcendentals"] or (cpu_counts is not None and cpu_counts.transcendentals)
+                       or (numpy_counts is not None and numpy_counts.transcendentals))
     cpu_bw = cpu_bandwidth(cpu, clock=run.clock)
     jax_bw, jax_bw_source = bandwidth_ceiling(device, cpu_bw)
     numpy_trans = jax_trans = cpu_trans = (None, None)
@@ -291,7 +302,7 @@ def _roofline(run: _Run, spec: Spec, device: Any, peak: Peak, cost: dict[str, fl
         cpu_side = RooflineSide(jax_cpu.runtime.median_s, peak.cpu_flops_per_s, "measured", cpu_bw, "measured",
                                 _empty_call(run, cpu, spec.dtype), *cpu_trans)
     return Roofline(**counts, catalog_flops=catalog_flops, xla=cost, numpy=numpy_side, jax=jax_side,
-                    jax_cpu=cpu_side, cpu_counts=cpu_counts, least_bytes=least_bytes)
+                    jax_cpu=cpu_side, cpu_counts=cpu_counts, least_bytes=least_bytes, numpy_counts=numpy_counts)
 
 
 def _empty_call(run: _Run, device: Any | None, dtype: str) -> float:
