@@ -36,9 +36,10 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def hand_loop(f, args, calls: int = 200, repeat: int = 7, gc_on: bool = False) -> float:
+def hand_loop(f, args, calls: int = 200, repeat: int = 7, gc_on: bool = False, warm: bool = True) -> float:
     """Seconds a call: loops of ``calls`` calls then one block, the median of ``repeat`` (the hand protocol's);
-    ``gc_on``: with the garbage collector on while timed, as the tool's sampler leaves it (timeit turns it off)."""
+    ``gc_on``: with the garbage collector on while timed, as the tool's sampler leaves it (timeit turns it off);
+    ``warm``: one untimed loop first (off where the moment right after other work is the point)."""
     import jax
 
     def loop() -> None:
@@ -47,7 +48,8 @@ def hand_loop(f, args, calls: int = 200, repeat: int = 7, gc_on: bool = False) -
             out = f(*args)
         jax.block_until_ready(out)
 
-    loop()
+    if warm:
+        loop()
     timer = timeit.Timer(loop, setup="gc.enable()" if gc_on else "pass")
     return sorted(t / calls for t in timer.repeat(repeat, 1))[repeat // 2]
 
@@ -109,7 +111,7 @@ def main() -> int:
     for settle in (0.0, 0.15, 0.5):
         f(x_np)  # NumPy's BLAS threads busy, then idle for ``settle`` seconds
         time.sleep(settle)
-        out[f"8_hand_after_numpy_{settle}_s"] = hand_loop(f_jax, (x_jax,), repeat=1)
+        out[f"8_hand_after_numpy_{settle}_s"] = hand_loop(f_jax, (x_jax,), repeat=1, warm=False)
     # The same after XLA on the host's CPU (the protocol's third side runs just before its back to back).
     cpu = jax.devices("cpu")[0] if jax.default_backend() != "cpu" else None
     if cpu is not None:
@@ -117,7 +119,7 @@ def main() -> int:
         for settle in (0.0, 0.15, 0.5):
             jax.block_until_ready(f_jax(x_cpu))
             time.sleep(settle)
-            out[f"9_hand_after_xla_cpu_{settle}_s"] = hand_loop(f_jax, (x_jax,), repeat=1)
+            out[f"9_hand_after_xla_cpu_{settle}_s"] = hand_loop(f_jax, (x_jax,), repeat=1, warm=False)
     print(json.dumps(out))
     return 0
 
