@@ -16,6 +16,7 @@ already hold the busy speedup: either may, so the check is the same."""
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import psutil
 import pytest
@@ -23,7 +24,7 @@ import pytest
 from jaxcompare import Spec, TimingConfig
 from jaxcompare.analysis import summary
 from jaxcompare.analysis.checks import PASS, WARN, checklist
-from jaxcompare.analysis.sweep import crossover, doubtful_directions
+from jaxcompare.analysis.sweep import crossover, doubtful_directions, firm
 from jaxcompare.analysis.trust import trusted
 from jaxcompare.engine.common.load import BUSY_CORES
 from jaxcompare.engine.worker.measure import measure
@@ -106,9 +107,13 @@ def test_a_busy_neighbour_is_seen_and_trusted_speedups_hold(quiet_results, neigh
         assert trusted(best) and best.speedup == max(r.speedup for r in kept)
     # A size set aside never places the crossover; one that still says which side is faster may deny
     # an interpolation between trusted sizes that it contradicts (sweep.crossover).
-    cross = crossover(busy_results)
-    assert cross == crossover(kept) or (cross is None and doubtful_directions(busy_results)), (
-        cross, crossover(kept), [(r.shape, r.speedup_range) for r in busy_results])
+    cross, kept_cross = crossover(busy_results), crossover(kept)
+    if cross != kept_cross:  # denied: a set-aside size between the two firm sizes it was placed between
+        assert cross is None and kept_cross is not None, (cross, kept_cross)
+        sizes = [math.prod(r.shape) for r in kept if firm(r)]
+        low, high = max(n for n in sizes if n < kept_cross), min(n for n in sizes if n > kept_cross)
+        assert any(low < math.prod(r.shape) < high for r in doubtful_directions(busy_results)), (
+            kept_cross, [(r.shape, r.speedup_range) for r in busy_results])
     text = summary.sweep_verdict(busy_results, crossover(busy_results))
     doubtful = len(busy_results) - len(kept)
     assert (f"{doubtful} of {len(busy_results)} sizes set aside" in text) == (doubtful > 0)
