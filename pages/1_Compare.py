@@ -12,7 +12,6 @@ from jaxcompare.app import (
     chart_ui,
     charts,
     charts_profile,
-    charts_roofline,
     controls,
     form_ui,
     jobs,
@@ -197,14 +196,7 @@ with left:
 with right:
     chart_ui.chart(charts.samples_chart(result), _("Samples chart"), f"{stem}_samples", stretch=True)
 
-roofline_chart = charts_roofline.roofline_chart(result)
-if roofline_chart is None:
-    st.caption(views.roofline_missing_text(result))
-else:
-    chart_ui.chart(roofline_chart, _("Roofline chart"), f"{stem}_roofline", stretch=True)
-advice_text = views.advice_markdown(result)
-if advice_text:
-    st.markdown(advice_text)
+ports_ui.show_roofline_and_advice(result, stem)
 
 checklist = checks.checklist(result)
 tab_checks, tab_phases, tab_agree, tab_profile, tab_ipython, tab_notes = st.tabs(

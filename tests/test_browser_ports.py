@@ -28,8 +28,8 @@ def test_compare_races_two_ports(server, browser, tmp_path):
     assert "blocked calls: " in text and "calls back to back: " in text, text
     assert re.search(r"jnp: JAX .+ a call, NumPy .+ over NumPy", text) and "scan: JAX " in text
     assert "All 2 measurements saved to history" in text
-    # The ports chart first (a bar per port, from 1x), then each port's phase chart in its tab.
-    assert bs.chart_count(page, 3) == 3
+    # The ports chart first (a bar per port, from 1x), then each port's phase chart and roofline in its tab.
+    assert bs.chart_count(page, 5) == 5
     bs.wait_for_chart_marks(page, 0, bs.NUMPY_COLOR, mark="rule")  # NumPy's line at 1x, drawn
     # A bar per port (one at about 1x may be a pixel wide, so counted in the SVG, not by its area).
     bars = page.evaluate("() => document.querySelectorAll(\"[data-testid='stVegaLiteChart']\")[0]"

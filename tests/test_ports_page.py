@@ -99,6 +99,14 @@ def test_compare_races_two_ports_of_cumsum_each_its_own_job():
     bars = next(i for i, s in enumerate(specs) if s["layer"][0]["mark"]["type"] == "bar")
     assert {row["port"] for row in chart_rows(at, bars) if row.get("speedup")} == {"jnp", "scan"}
     assert sum(1 for s in specs if s.get("title", {}).get("text") == "Where the time goes") == 2
+    # Each port's tab has its roofline and what would help most, as the Compare page has for one port.
+    roofline_title = "Roofline: what holds each side back"
+    rooflines = [i for i, s in enumerate(specs) if s.get("title", {}).get("text") == roofline_title]
+    assert len(rooflines) == 2
+    numpy_dots = [[r for r in chart_rows(at, i) if r.get("side") == "NumPy"] for i in rooflines]
+    assert all(len(dots) == 1 for dots in numpy_dots)
+    assert numpy_dots[0][0]["intensity"] == numpy_dots[1][0]["intensity"]  # NumPy's point whatever the port
+    assert sum("What would help most" in m.value for m in at.markdown) == 2
     assert any("All 2 measurements saved to history" in c.value for c in at.caption)
     # Chinese: the sentence and the chart in the reader's language.
     at.query_params["lang"] = "zh"

@@ -1,6 +1,6 @@
 """The Compare page's several JAX ports of one case: the port picker in the sidebar, and a finished
 race on the page (its sentence, each port's line, the speedup chart, a tab per port with its
-figures and phase chart, the downloads)."""
+figures, phase chart, roofline and advice, the downloads)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,20 @@ from ..model import formatting
 from ..model.cases import Case
 from ..model.errors import JaxCompareError
 from ..model.result import Result
-from . import access, chart_ui, charts, charts_ports, controls, language, pitfalls_view, ports_view, reopen, ui, views
+from . import (
+    access,
+    chart_ui,
+    charts,
+    charts_ports,
+    charts_roofline,
+    controls,
+    language,
+    pitfalls_view,
+    ports_view,
+    reopen,
+    ui,
+    views,
+)
 
 
 def show_figures(result: Result) -> None:
@@ -30,10 +43,24 @@ def show_figures(result: Result) -> None:
         st.markdown(line)
 
 
+def show_roofline_and_advice(result: Result, stem: str) -> None:
+    """The roofline chart (or why there is none), then what would help most (the Compare page's, and each port's)."""
+    roofline_chart = charts_roofline.roofline_chart(result)
+    if roofline_chart is None:
+        st.caption(views.roofline_missing_text(result))
+    else:
+        chart_ui.chart(roofline_chart, _("Roofline chart"), f"{stem}_roofline", stretch=True)
+    advice_text = views.advice_markdown(result)
+    if advice_text:
+        st.markdown(advice_text)
+
+
 def show_result_figures(result: Result, stem: str, cases: Sequence[Case]) -> None:
-    """A port's tab: what it is, its figures, its verdict against NumPy, its phase chart and checklist."""
+    """A port's tab: what it is, its figures, its verdict against NumPy, its phase chart, roofline, what would
+    help most, and its checklist."""
     show_figures(result)
     chart_ui.chart(charts.phase_breakdown_chart(result), _("Phase chart"), f"{stem}_phases", stretch=True)
+    show_roofline_and_advice(result, stem)
     st.table(views.checklist_rows(checks.checklist(result), lambda pitfall: pitfalls_view.result_link_markdown(
         pitfall, result, cases, language.url_params())), hide_index=True, border="horizontal")
 
