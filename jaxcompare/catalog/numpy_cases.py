@@ -234,7 +234,7 @@ _BASIC_CASES = [
         tolerance=10.0,
         ports=[Port("associative_scan", _cumsum_associative, jax_name="jax.lax.associative_scan(jnp.add, x)",
                     why=N_("A parallel prefix sum: about 2 log2(N) rounds of adds over the whole vector.")),
-               Port("scan", _cumsum_scan, jax_name="jax.lax.scan (a running total, one step per element)",
+               Port("scan", _cumsum_scan, jax_name="jax.lax.scan(lambda t, v: (t + v, t + v), 0.0, x)[1]",
                     why=N_("A sequential loop of N steps, as NumPy adds: on a GPU or TPU each step is tiny "
                            "and the loop is slow (over 5 minutes at 2^20 on a TPU v5e)."))],
         ports_why=N_("Three orders of adds: jnp.cumsum is XLA's own scan, lax.associative_scan a parallel "
