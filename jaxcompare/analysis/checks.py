@@ -323,10 +323,11 @@ def check_speedup_steady(r: Result) -> Check:
     if not pairs:
         kept = (r.load.get("recheck") or {}).get("kept")
         if kept == "recheck":
-            why = _("not checked: timed again on a busy machine, each side's fastest block kept (no pairs)")
+            why = _("not checked: the machine was busy during the first timing, so it was timed again, each "
+                    "side's fastest block kept (no pairs)")
         elif kept == "clean":
-            why = _("not checked: timed again on a busy machine, only the samples that had their cores kept "
-                    "(no pairs)")
+            why = _("not checked: the machine was busy during the first timing, so it was timed again, only "
+                    "the samples that had their cores kept (no pairs)")
         elif r.spec.timing.runtime_blocks > 1:
             why = _("not checked: no block medians recorded (measured before jaxcompare kept them)")
         else:
