@@ -14,6 +14,7 @@ from jaxcompare.model.spec import MIN_SAMPLES_FOR_RANGE
 @pytest.mark.parametrize("text, shape", [
     ("1000x1000", (1000, 1000)), ("10", (10,)), (" 3 x 4 x 5 ", (3, 4, 5)), ("100,50", (100, 50)),
     ("(8, 8)", (8, 8)), ("1_000", (1000,)), ([4, 4], (4, 4)), ("64×64", (64, 64)), (" 500 X 500 ", (500, 500)),
+    ("(1000,)", (1000,)),
 ])
 def test_parse_shape_accepts(text, shape):
     assert parse_shape(text) == shape
@@ -22,7 +23,7 @@ def test_parse_shape_accepts(text, shape):
 @pytest.mark.parametrize("text, words", [
     ("", "empty"), ("10x-1", "positive"), ("0x5", "positive"), ("abc", "whole number"),
     ("1.5x2", "whole number"), ("1x1x1x1x1", "dimensions"), ("100000x100000x1000", "elements"),
-    ([True, 3], "not a size"),
+    ([True, 3], "not a size"), ("5x5x", "missing"), ("x5", "missing"), ("5,,5", "missing"),
 ])
 def test_parse_shape_rejects_with_reason(text, words):
     with pytest.raises(BadInput, match=words):

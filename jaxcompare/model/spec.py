@@ -33,7 +33,11 @@ def parse_shape(text: str | list[int] | tuple[int, ...]) -> tuple[int, ...]:
         stripped = text.strip().strip("()[]").strip()
         if not stripped:
             raise BadInput(N_("shape is empty: give sizes like 1000x1000"))
-        parts = [p for p in _SHAPE_SEP.split(stripped) if p != ""]
+        parts = _SHAPE_SEP.split(stripped)
+        if len(parts) > 1 and parts[-1] == "" and stripped.endswith(","):
+            parts = parts[:-1]  # Python's one-element tuple, "(1000,)"
+        if "" in parts:  # "5x5x", "x5": a size left out, not a smaller shape
+            raise BadInput(N_("shape {shape!r}: a size is missing between its separators").format(shape=text))
     else:
         raise BadInput(N_("shape must be text like 1000x1000, got {kind}").format(kind=type(text).__name__))
     if not parts:
