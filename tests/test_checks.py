@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 from _results import by_id, make_result, stats, with_jax
@@ -53,6 +54,7 @@ def test_tiny_workload_warns_or_fails(tiny_result):
     check = by_id(tiny_result)["workload"]
     assert check.status in (WARN, FAIL), check
     assert check.pitfall == "size"
+    assert re.search(r"\(\d+\.\dx\): ", check.reason), check  # how many times the fixed cost, as a pass says
 
 
 def test_a_dispatch_that_waited_for_a_core_does_not_make_the_work_small(fair_result):

@@ -85,21 +85,21 @@ def _empty_call(r: Result) -> float | None:
 # call was read (WORK_FIGURES).
 WORKLOAD_WORDS = {
     "device": (N_("JAX {work} per call ({figure}) vs {empty} for an empty call on the device, the host's round "
-                  "trip: the call is mostly fixed cost (launch and synchronisation), not work; try a "
+                  "trip ({ratio:.1f}x): the call is mostly fixed cost (launch and synchronisation), not work; try a "
                   "larger shape"),
                N_("JAX {work} per call ({figure}) vs {empty} for an empty call on the device, the host's round "
-                  "trip: fixed cost (launch and synchronisation) is a large share"),
+                  "trip ({ratio:.1f}x): fixed cost (launch and synchronisation) is a large share"),
                N_("JAX {work} per call ({figure}) vs {empty} for an empty call on the device, the host's round "
                   "trip ({ratio:.0f}x)")),
-    "host": (N_("JAX {work} per call ({figure}) vs {empty} for an empty jitted call: the call is mostly fixed "
-                "cost (dispatch and synchronisation), not work; try a larger shape"),
-             N_("JAX {work} per call ({figure}) vs {empty} for an empty jitted call: fixed cost (dispatch and "
-                "synchronisation) is a large share; small inputs favour NumPy"),
+    "host": (N_("JAX {work} per call ({figure}) vs {empty} for an empty jitted call ({ratio:.1f}x): the call is "
+                "mostly fixed cost (dispatch and synchronisation), not work; try a larger shape"),
+             N_("JAX {work} per call ({figure}) vs {empty} for an empty jitted call ({ratio:.1f}x): fixed cost "
+                "(dispatch and synchronisation) is a large share; small inputs favour NumPy"),
              N_("JAX {work} per call ({figure}) vs {empty} for an empty jitted call ({ratio:.0f}x)")),
-    "dispatch": (N_("JAX {work} per call ({figure}) vs fastest dispatch {dispatch}: the call is mostly "
-                    "dispatch overhead; try a larger shape"),
-                 N_("JAX {work} per call ({figure}) vs fastest dispatch {dispatch}: overhead is a large "
-                    "share; small inputs favour NumPy"),
+    "dispatch": (N_("JAX {work} per call ({figure}) vs fastest dispatch {dispatch} ({ratio:.1f}x): the call is "
+                    "mostly dispatch overhead; try a larger shape"),
+                 N_("JAX {work} per call ({figure}) vs fastest dispatch {dispatch} ({ratio:.1f}x): overhead is "
+                    "a large share; small inputs favour NumPy"),
                  N_("JAX {work} per call ({figure}) vs fastest dispatch {dispatch} ({ratio:.0f}x)")),
 }
 # Where check_workload read JAX's time per call.
