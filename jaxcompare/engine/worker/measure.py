@@ -268,17 +268,15 @@ def _roofline(run: _Run, spec: Spec, device: Any, peak: Peak, cost: dict[str, fl
     beside it. The transcendental rate is measured (once per host) only for a call that has
     transcendentals."""
     counts = choose_counts(cost, catalog_flops, least_bytes)
-    cpu_counts = None
-    if not is_host(device.platform) and cpu is not None:
-        found = compiled_counts(run.case, host_inputs, cpu)
-        if found is not None:
-            cpu_counts = Counts(**choose_counts(found, catalog_flops, least_bytes), xla=found, least_bytes=least_bytes)
-    numpy_counts = None
-    if first_port is not None:
-        found = compiled_counts(first_port, host_inputs, cpu if cpu is not None else device)
-        if found is not None:
-            numpy_counts = Counts(**choose_counts(found, catalog_flops, least_bytes), xla=found,
-                                  least_bytes=least_bytes)
+
+    def program_counts(case: Case, on: Any) -> Counts | None:
+        """``case``'s function compiled for ``on`` (one more compile, untimed), counted as the main program is."""
+        found = compiled_counts(case, host_inputs, on)
+        return None if found is None else Counts(**choose_counts(found, catalog_flops, least_bytes), xla=found,
+                                                 least_bytes=least_bytes)
+
+    cpu_counts = program_counts(run.case, cpu) if not is_host(device.platform) and cpu is not None else None
+    numpy_counts = None if first_port is None else program_counts(first_port, cpu if cpu is not None else device)
     transcendentals = (counts["transcendentals"] or (cpu_counts is not None and cpu_counts.transcendentals)
                        or (numpy_counts is not None and numpy_counts.transcendentals))
     cpu_bw = cpu_bandwidth(cpu, clock=run.clock)
