@@ -164,6 +164,8 @@ def test_history_offers_no_delete_or_import_without_the_token(hosted, browser, t
     page.get_by_text("Unlocked for this session").wait_for(timeout=30_000)
     page.wait_for_selector(IDLE, timeout=30_000)
     page.get_by_role("button", name="Delete 1 selected").wait_for(timeout=30_000)
+    # The uploader is drawn after the delete button: counted once it is there (a clean clone counted it 0).
+    page.locator("[data-testid='stFileUploader']").wait_for(timeout=30_000)
     assert page.locator("[data-testid='stFileUploader']").count() == 1
     page.screenshot(path=str(tmp_path / "history_operator.png"), full_page=True)
     context.close()
