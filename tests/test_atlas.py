@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 from _results import make_result, stats, with_jax
-from support import ROOT
+from support import ROOT, TPU_ATLAS, partial_tpu_atlas
 
 from jaxcompare import get_case
 from jaxcompare.analysis import atlas as am
 from jaxcompare.analysis.atlas_text import (
     cell_detail,
     cell_label,
+    counts_line,
     diff_lines,
     html_page,
     markdown,
@@ -27,7 +28,7 @@ from jaxcompare.cli import main
 from jaxcompare.model.errors import BadInput
 
 RECORDED = sorted((ROOT / "tests" / "data" / "atlas").glob("*.json*"))
-TPU = ROOT / "tests" / "data" / "atlas" / "tpu-v5e-jax0.10.2.json.gz"
+TPU = TPU_ATLAS
 RERUN = sorted((ROOT / "tests" / "data" / "atlas-rerun").glob("*.json*"))
 
 
@@ -208,31 +209,46 @@ def test_an_atlas_with_no_plan_kept_is_whole_and_one_measured_to_its_plan_is_too
     assert partial_line(atlas) is None and am.partial(atlas) == []
 
 
-def test_the_recorded_tpu_atlas_says_where_when_and_that_it_is_partial(tmp_path, capsys):
+def test_the_recorded_tpu_atlas_says_where_and_when_and_holds_every_planned_cell(tmp_path):
     atlas = am.load(TPU)
     assert recorded_line(atlas) == "recorded on TPU v5e, JAX 0.10.2, 2026-12-06"
     assert atlas.environments["tpu"]["device_kind"] == "TPU v5 lite"  # JAX's name, kept as recorded
+    assert len(atlas.plan()) == 174 and atlas.not_measured() == []  # every case, 3 sizes, x32 and x64
+    assert partial_line(atlas) is None and am.partial(atlas) == []
+    assert all(partial_line(am.load(p)) is None for p in RECORDED)  # the CPU atlas is whole too
+    # A cell past its deadline is a cell of its own, not one missing: float64 cumsum's compiles take minutes.
+    md = tmp_path / "atlas.md"
+    before = TPU.read_bytes()
+    assert main(["atlas", "--no-measure", "--no-save", "--out", str(TPU), "--markdown", str(md)]) == 0
+    assert TPU.read_bytes() == before  # reading the file writes nothing to it
+    text = md.read_text()
+    assert "Partial" not in text and "not measured" not in text
+    cumsum32, cumsum64 = [line for line in text.splitlines() if line.startswith("| cumsum |")]
+    assert cumsum64.count("did not finish within its 240 s deadline") == 3 and "deadline" not in cumsum32
+
+
+def test_a_partial_tpu_atlas_names_what_it_lacks_in_every_export(tmp_path):
+    atlas = partial_tpu_atlas()
     held, planned = len(atlas.cells), len(atlas.plan())
-    assert planned == 174 and 0 < held < planned  # every case, 3 sizes, x32 and x64; recorded partway
+    assert planned == 174 and held == planned - 4
     # Each precision's gap is its planned cells the file lacks, counted here from the plan.
     lacking = {p: sum(k.precision == p for k, _ in atlas.not_measured()) for p in ("x32", "x64")}
     gaps = {g.precision: g for g in am.partial(atlas)}
-    assert {p: g.missing for p, g in gaps.items()} == {p: n for p, n in lacking.items() if n}
+    assert {p: g.missing for p, g in gaps.items()} == {"x64": 4} == {p: n for p, n in lacking.items() if n}
     # (): every size of it; a case partly there names the sizes it lacks
-    assert "x32" not in gaps and {("cumsum", ()), ("eigh", ("large",))} <= set(gaps["x64"].cases)
+    assert set(gaps["x64"].cases) == {("cumsum", ()), ("eigh", ("large",))}
     assert partial_line(atlas).startswith(f"Partial: it holds {held} of the {planned} cells planned. "
                                           "Not measured: TPU v5e")
-    assert all(partial_line(am.load(p)) is None for p in RECORDED if p != TPU)  # the CPU atlas is whole
 
-    # The CLI's exports say it too, and reading the file writes nothing to it.
-    before = TPU.read_bytes()
+    # The CLI's exports say it too.
+    stopped = tmp_path / "stopped.json.gz"
+    am.save(atlas, stopped)
     md, page = tmp_path / "atlas.md", tmp_path / "atlas.html"
-    assert main(["atlas", "--no-measure", "--no-save", "--out", str(TPU), "--markdown", str(md),
+    assert main(["atlas", "--no-measure", "--no-save", "--out", str(stopped), "--markdown", str(md),
                  "--html", str(page)]) == 0
-    assert TPU.read_bytes() == before
     eigh32, eigh64 = [line for line in md.read_text().splitlines() if line.startswith("| eigh |")]
     assert partial_line(atlas) in md.read_text()
-    # Past its deadline is a cell of its own, not one missing: eigh 1000x1000 ran 240 s and was stopped.
+    # Past its deadline is not missing: float32 eigh 1000x1000 ran 240 s and was stopped.
     assert "not measured" not in eigh32 and "1000x1000: did not finish within its 240 s deadline" in eigh32
     assert eigh64.count("not measured") == 1 and "1000x1000: not measured" in eigh64
     assert "## TPU v5e · float32" in md.read_text() and "## TPU v5e · float64" in md.read_text()
@@ -243,13 +259,13 @@ def test_the_recorded_tpu_atlas_says_where_when_and_that_it_is_partial(tmp_path,
     assert html_text.count('class="not_measured"') == sum(lacking.values())
 
 
-def test_the_committed_tpu_exports_are_whole_files_that_say_they_are_partial():
+def test_the_committed_tpu_exports_are_whole_files_of_the_whole_atlas():
     """benchmarks/atlas-tpu-v5e.{md,html}, written by `jaxcompare atlas --no-measure` from the recorded file."""
     page = (ROOT / "benchmarks" / "atlas-tpu-v5e.html").read_text(encoding="utf-8")
     text = (ROOT / "benchmarks" / "atlas-tpu-v5e.md").read_text(encoding="utf-8")
     recorded = am.load(TPU)
     for found in (page, text):
-        assert f"Partial: it holds {len(recorded.cells)} of the {len(recorded.plan())} cells planned." in found
+        assert counts_line(recorded) in found and "Partial" not in found  # written from this very file
         assert "recorded on TPU v5e, JAX 0.10.2" in found
     assert "<script" not in page and "src=" not in page and "href=" not in page and "url(" not in page
     assert "http" not in page and "http" not in text
@@ -294,3 +310,23 @@ def test_an_export_of_no_atlas_or_of_chosen_cells_is_one_line_not_an_empty_repor
         err = capsys.readouterr()
         assert said in err.err and err.out == "" and "Traceback" not in err.err, (argv, err)
     assert not md.exists()
+
+
+def test_time_left_counts_the_whole_deadline_for_a_case_that_outlasted_it():
+    """A TPU's float64 cumsum outlasted its 240 s deadline at its small shape, and the atlas said "about 4 s
+    left" before its two larger shapes took 240 s each: a case, precision and device that ran past the
+    deadline once counts the deadline for its other cells."""
+    from jaxcompare.cli.atlas import time_left
+    from jaxcompare.model.spec import Spec
+
+    specs = [Spec("cumsum", (63246,), precision="x64", device="tpu"), Spec("cumsum", (4000000,), precision="x64",
+             device="tpu"), Spec("cumsum", (63246,), device="tpu"), Spec("matmul", (100, 100), precision="x64",
+             device="tpu")]
+
+    def estimate(some):  # the runner's estimate: 2 s a cell here
+        return 2.0 * len(some)
+
+    late = {("cumsum", "x64", "tpu")}
+    assert time_left(estimate, specs, late, 240.0) == 2 * 240.0 + 2 * 2.0  # float32 cumsum is not late
+    assert time_left(estimate, specs, set(), 240.0) == time_left(estimate, specs, late, None) == 4 * 2.0
+    assert time_left(estimate, specs[:2], late, 240.0) == 480.0  # nothing left to estimate
