@@ -12,6 +12,7 @@ from jaxcompare import Spec, TimingConfig, i18n
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICK = TimingConfig.quick()
+TPU_ATLAS = ROOT / "tests" / "data" / "atlas" / "tpu-v5e-jax0.10.2.json.gz"
 
 
 def quick_spec(case: str = "matmul", shape: tuple[int, ...] = (8, 8), **kw) -> Spec:
@@ -32,3 +33,16 @@ def zh(message: str) -> str:
     """``message`` as the Chinese app shows it."""
     with i18n.using("zh"):
         return i18n.gettext(message)
+
+
+def partial_tpu_atlas():
+    """The recorded TPU atlas as a run stopped partway leaves one: float64 cumsum (every size) and float64
+    eigh at 1000x1000 not yet there, its plan whole (the recording itself holds every planned cell)."""
+    from jaxcompare.analysis import atlas as am
+
+    atlas = am.load(TPU_ATLAS)
+    for cell_id, cell in list(atlas.cells.items()):
+        key = cell.key
+        if key.precision == "x64" and (key.case == "cumsum" or (key.case, key.size) == ("eigh", "large")):
+            del atlas.cells[cell_id]
+    return atlas

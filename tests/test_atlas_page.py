@@ -9,7 +9,7 @@ from _results import make_result, stats, with_jax
 from apptest_support import app_runner, fresh_caches, page  # noqa: F401
 from chart_support import chart_rows, vega_specs
 from i18n_support import english_left
-from support import ROOT, zh
+from support import ROOT, TPU_ATLAS, partial_tpu_atlas, zh
 
 from jaxcompare import i18n
 from jaxcompare.analysis import atlas as am
@@ -105,24 +105,47 @@ def test_the_atlas_page_in_chinese(own):
     assert not english_left(at, also_names=("matmul", "lu", "Test CPU")), english_left(at, also_names=("matmul",))
 
 
-TPU = ROOT / "tests" / "data" / "atlas" / "tpu-v5e-jax0.10.2.json.gz"
+TPU = TPU_ATLAS
+
+
+def test_the_recorded_tpu_atlas_is_drawn_whole(none_own):
+    recorded = am.load(TPU)
+    at = page(PAGE)
+    at.selectbox(key="atlas_source").set_value(str(TPU)).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.warning, [w.value for w in at.warning]  # no "Partial" line: it holds every planned cell
+    assert "**Recorded on TPU v5e, JAX 0.10.2, 2026-12-06**" in [c.value for c in at.caption]
+    rows = chart_rows(at, 0)
+    assert len(rows) == len(recorded.plan()) == len(recorded.cells) and {r["precision"] for r in rows} == {"x32", "x64"}
+    assert {r["status"] for r in rows} == {am.TRUSTED, am.DOUBTFUL, am.UNMEASURABLE}
+    # float64 LU cannot run on the TPU; a float64 Cholesky at 1000x1000 and float64 cumsum can, but outlasted
+    # their deadlines.
+    cell_of = {(r["case"], r["precision"], r["shape"]): r for r in rows}
+    assert cell_of["solve", "x64", "10x10"]["label"] == "cannot run"
+    assert cell_of["cholesky", "x64", "1000x1000"]["label"] == "over 120 s"
+    assert {cell_of["cumsum", "x64", shape]["label"] for shape in ("1000", "63246", "4000000")} == {"over 240 s"}
+    assert all(r["label"].endswith("?") for r in rows if r["status"] == am.DOUBTFUL)
+    assert rows[0]["device"] == "TPU v5e"
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_the_recorded_tpu_atlas_is_drawn_and_said_to_be_partial(none_own, lang):
-    recorded = am.load(TPU)
+def test_an_atlas_stopped_partway_is_drawn_with_the_cells_it_lacks_and_said_to_be_partial(tmp_path, monkeypatch,
+                                                                                         none_own, lang):
+    stopped = partial_tpu_atlas()
+    path = tmp_path / "mine.json"
+    am.save(stopped, path)
+    monkeypatch.setenv(am.ENV_VAR, str(path))  # the reader's own, shown first
     at = page(PAGE, **({"lang": lang} if lang != "en" else {}))
-    at.selectbox(key="atlas_source").set_value(str(TPU)).run()
     assert not at.exception, [e.value for e in at.exception]
     with i18n.using(lang):
-        short = partial_line(recorded)
-        label = atlas_view.source_label(atlas_view.Source(TPU, False), recorded)
+        short = partial_line(stopped)
+        label = atlas_view.source_label(atlas_view.Source(path, True), stopped)
         not_measured = i18n.gettext("not measured")
     assert at.warning[0].value == short  # said plainly, before the chart
     assert f"**{label}**" in [c.value for c in at.caption]
-    held, planned = len(recorded.cells), len(recorded.plan())
+    held, planned = len(stopped.cells), len(stopped.plan())
     if lang == "en":
-        assert label == f"Recorded on TPU v5e, JAX 0.10.2, 2026-12-06 (partial: {held} of {planned} cells)"
+        assert label == f"Yours: recorded on TPU v5e, JAX 0.10.2, 2026-12-06 (partial: {held} of {planned} cells)"
         assert short.startswith(f"Partial: it holds {held} of the {planned} cells planned.")
     else:
         assert short.startswith(f"不完整：计划的 {planned} 格中只有 {held} 格。")
@@ -131,14 +154,5 @@ def test_the_recorded_tpu_atlas_is_drawn_and_said_to_be_partial(none_own, lang):
     # Every planned cell is drawn (each precision holds some): those held, and those not measured marked so.
     assert len(rows) == planned and {r["precision"] for r in rows} == {"x32", "x64"}
     missing = [r for r in rows if r["status"] == am.NOT_MEASURED]
-    assert len(missing) == len(recorded.not_measured()) and {r["case"] for r in missing} >= {"eigh", "cumsum"}
+    assert len(missing) == len(stopped.not_measured()) == 4 and {r["case"] for r in missing} == {"eigh", "cumsum"}
     assert all(r["label"] == not_measured and r["speedup"] is None and r["url"] is None for r in missing)
-    drawn = [r for r in rows if r["status"] != am.NOT_MEASURED]
-    assert {r["status"] for r in drawn} == {am.TRUSTED, am.DOUBTFUL, am.UNMEASURABLE}
-    # float64 LU cannot run on the TPU; a float64 Cholesky at 1000x1000 can, but outlasted its deadline.
-    cell_of = {(r["case"], r["precision"], r["shape"]): r for r in drawn}
-    with i18n.using(lang):
-        assert cell_of["solve", "x64", "10x10"]["label"] == i18n.gettext("cannot run")
-        assert cell_of["cholesky", "x64", "1000x1000"]["label"] == i18n.gettext("over {timeout} s").format(timeout=120)
-    assert all(r["label"].endswith("?") for r in drawn if r["status"] == am.DOUBTFUL)
-    assert rows[0]["device"] == "TPU v5e"
