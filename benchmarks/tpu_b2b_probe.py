@@ -13,7 +13,10 @@ worker process's state after the protocol, or the way the tool times its loop? O
    if it reads like (4), the gap of (2) comes with the moment it is timed in the protocol, not what it times;
 8. the hand loop right after a NumPy call of the docs' example, then 0.15 s (the tool's settle) and 0.5 s
    after one: how long NumPy's BLAS threads slow the dispatching thread on this host;
-9. the same after a call of the jitted example on the host's CPU (XLA's threads; an accelerator host only).
+9. the same after a call of the jitted example on the host's CPU (XLA's threads; an accelerator host only);
+10. the hand loop after 0.45 s of the same loop untimed (the tool's warm-up and calibration dispatch that long
+    before its first sample), and 11. its median over 31 loops (as long as the tool samples): whether calls
+    queued for that long cost more each than the hand's eight loops.
 
 If (3) reads like (2), the process's state after the protocol is the cause; if (4) reads like (2) while (3)
 reads like (1), the tool's loop is. Prints one JSON line.
@@ -120,6 +123,11 @@ def main() -> int:
             jax.block_until_ready(f_jax(x_cpu))
             time.sleep(settle)
             out[f"9_hand_after_xla_cpu_{settle}_s"] = hand_loop(f_jax, (x_jax,), repeat=1, warm=False)
+    warm_until = time.perf_counter() + 0.45
+    while time.perf_counter() < warm_until:
+        hand_loop(f_jax, (x_jax,), repeat=1, warm=False)
+    out["10_hand_after_sustained_s"] = hand_loop(f_jax, (x_jax,), warm=False)
+    out["11_hand_31_loops_s"] = hand_loop(f_jax, (x_jax,), repeat=31)
     print(json.dumps(out))
     return 0
 
