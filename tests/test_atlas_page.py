@@ -156,3 +156,9 @@ def test_an_atlas_stopped_partway_is_drawn_with_the_cells_it_lacks_and_said_to_b
     missing = [r for r in rows if r["status"] == am.NOT_MEASURED]
     assert len(missing) == len(stopped.not_measured()) == 4 and {r["case"] for r in missing} == {"eigh", "cumsum"}
     assert all(r["label"] == not_measured and r["speedup"] is None and r["url"] is None for r in missing)
+    cell_of = {(r["case"], r["precision"], r["shape"]): r for r in rows}
+    with i18n.using(lang):  # past its deadline is not "not measured", in either language
+        assert cell_of["cholesky", "x64", "1000x1000"]["label"] == i18n.gettext("over {timeout} s").format(timeout=120)
+        # A recorded atlas stopped partway says so in its label too, not only the reader's own.
+        assert atlas_view.source_label(atlas_view.Source(TPU, False), stopped).endswith(
+            i18n.gettext("(partial: {held} of {planned} cells)").format(held=held, planned=planned))

@@ -213,3 +213,20 @@ def test_a_cell_past_its_deadline_is_marked_and_a_longer_deadline_measures_it_ag
     assert main([*args, "--timeout", "120"]) == 0 and "1 of 1 cells to measure" in capsys.readouterr().err
     cell = am.load(out).cells["slow/small/x32/cpu"]
     assert cell.status == am.MEASURED and cell.deadline_s is None and cell.result.spec.case == "slow"
+
+
+def test_the_time_left_counts_the_deadline_for_a_case_that_outlasted_it_in_the_file(tmp_path, capsys):
+    """A resumed atlas whose file holds a cell past its deadline counts that deadline for the case's other
+    cells on that device and precision (a TPU's float64 cumsum: "about 25 s" said before 240 s a cell).
+    Here the cells then cannot run (no TPU), which ends them in a second."""
+    out = tmp_path / "atlas.json"
+    atlas = am.new_atlas("quick")
+    atlas.add(am.Cell(am.CellKey("matmul", "small", "x32", "tpu"), (10, 10), am.UNMEASURABLE, deadline_s=600.0,
+                      reason="did not finish within its 600 s deadline; a longer --timeout measures it again"))
+    am.save(atlas, out)
+    assert main(["atlas", "--cases", "matmul", "--precisions", "x32", "--devices", "tpu", "--out", str(out),
+                 "--no-save", "--timeout", "600"]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].endswith("2 of 3 cells to measure (1 already there), about 20 min"), lines
+    assert lines[1].startswith("[2/3] matmul 100x100 x32 tpu: cannot run here") and lines[1].endswith(
+        "about 10 min left"), lines

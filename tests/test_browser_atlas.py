@@ -4,6 +4,8 @@ with every network request refused: the heatmap still draws (Vega inlined) and t
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from browser_support import (  # noqa: F401
     IDLE,
@@ -37,7 +39,8 @@ def atlas_home(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def atlas_server(atlas_home):
-    """The app with no atlas of the reader's own (its file absent): the Atlas page shows the recorded ones.
+    """The app with no atlas of the reader's own (its file absent, but while one test writes one for its own
+    run): the Atlas page shows the recorded ones.
     One server for the module's three page tests (each started its own: a server and its worker's start)."""
     with streamlit_run(atlas_home, env={am.ENV_VAR: str(atlas_home / OWN)}) as url:
         yield url
@@ -72,7 +75,7 @@ def test_the_atlas_page_draws_the_recorded_atlas(atlas_server, browser, lang):  
     page.close()
 
 
-NOT_MEASURED_JS = """([word]) => Array.from(document.querySelectorAll("svg.marks text"))
+TEXT_COUNT_JS = """([word]) => Array.from(document.querySelectorAll("svg.marks text"))
     .filter(t => t.textContent === word).length"""
 
 
@@ -87,7 +90,7 @@ def test_an_atlas_stopped_partway_is_drawn_with_the_cells_it_lacks_and_says_it_i
             page = open_page(browser, f"{atlas_server}/Atlas?lang={lang}", height=2200)
             page.wait_for_selector("[data-testid='stVegaLiteChart'] svg.marks", timeout=60_000)
             word = "not measured" if lang == "en" else zh("not measured")
-            page.wait_for_function(f"() => ({NOT_MEASURED_JS})(['{word}']) === {missing}", timeout=60_000)
+            page.wait_for_function(f"() => ({TEXT_COUNT_JS})(['{word}']) === {missing}", timeout=60_000)
             page.wait_for_selector(IDLE, timeout=30_000)
             warning = page.locator("[data-testid='stAlertContentWarning']").inner_text()
             with i18n.using(lang):  # the page's own words: the cells held of those planned, the rest named
@@ -98,6 +101,14 @@ def test_an_atlas_stopped_partway_is_drawn_with_the_cells_it_lacks_and_says_it_i
             assert "TPU v5e" in drawn and "cdist" in drawn and "float64" in drawn  # each precision holds cells
             assert page.evaluate(RECT_JS, [DOUBT_GREY]) == sum(v.status == am.DOUBTFUL for v in am.views(stopped))
             assert_no_error(page)
+            if lang == "en":  # the recorded TPU atlas beside it, chosen in the sidebar, is whole
+                page.locator("[data-testid='stSidebar'] [data-testid='stSelectbox'] input").click()
+                # has_text alone is a case-blind substring: "Yours: recorded on TPU v5e" would match
+                page.get_by_role("option").filter(has_text=re.compile("^Recorded on TPU v5e")).first.click()
+                page.wait_for_function(f"() => ({TEXT_COUNT_JS})(['over 240 s']) === 6", timeout=60_000)
+                page.wait_for_selector(IDLE, timeout=30_000)
+                assert page.locator("[data-testid='stAlertContentWarning']").count() == 0
+                assert page.evaluate(TEXT_COUNT_JS, [word]) == 0
             page.close()
     finally:
         (atlas_home / OWN).unlink()

@@ -207,9 +207,9 @@ def time_left(estimate: Callable[[list[Spec]], float], specs: list[Spec], late: 
     """Seconds ``specs`` would take one after another: ``estimate``'s, but a cell whose case, precision and
     device already outlasted the deadline counts the whole deadline (its other shapes compile no faster: a
     TPU's float64 cumsum read "about 4 s left" before two more cells of 240 s each)."""
-    slow = [s for s in specs if (s.case, s.precision, s.device) in late] if timeout_s else []
-    rest = [s for s in specs if s not in slow]
-    return (estimate(rest) if rest else 0.0) + len(slow) * (timeout_s or 0.0)
+    late = late if timeout_s else set()
+    rest = [s for s in specs if (s.case, s.precision, s.device) not in late]
+    return (estimate(rest) if rest else 0.0) + (len(specs) - len(rest)) * (timeout_s or 0.0)
 
 
 def write_exports(args: argparse.Namespace, atlas: atlas_mod.Atlas) -> None:
