@@ -40,23 +40,25 @@ def atlas_heatmap(rows: Sequence[dict[str, Any]], sizes: Sequence[str]) -> alt.F
     y = alt.Y("case:N", title=None, sort=cases)
     tooltip = [alt.Tooltip("case:N", title=_("case")), alt.Tooltip("shape:N", title=_("shape")),
                alt.Tooltip("detail:N", title=_("speedup")), alt.Tooltip("result_id:N", title=_("result"))]
-    base = alt.Chart().encode(x=x, y=y)
+    # A cell with no link gets "" (no link): Vega-Lite turns a null href into the text "null", a page
+    # that does not exist.
+    base = alt.Chart().transform_calculate(link="datum.url ? datum.url : ''").encode(x=x, y=y)
     colour = alt.Color("speedup:Q", title=_("speedup (log)"),
                        scale=alt.Scale(type="log", domain=[1 / extent, extent], domainMid=1,
                                        range=[NUMPY_COLOR, NEUTRAL, JAX_COLOR], clamp=True),
                        legend=alt.Legend(orient="bottom", values=legend_values(extent), gradientLength=260,
                                          labelExpr=LEGEND_LABEL))
     trusted = base.mark_rect(stroke="white", strokeWidth=1).encode(
-        color=colour, href="url:N", tooltip=tooltip).transform_filter("datum.status === 'trusted'")
+        color=colour, href="link:N", tooltip=tooltip).transform_filter("datum.status === 'trusted'")
     doubtful = base.mark_rect(fill=DOUBT_GREY, stroke="#555555", strokeDash=[3, 2], strokeWidth=1).encode(
-        href="url:N", tooltip=tooltip).transform_filter("datum.status === 'doubtful'")
+        href="link:N", tooltip=tooltip).transform_filter("datum.status === 'doubtful'")
     empty = base.mark_rect(fill="white", stroke="#bbbbbb", strokeWidth=1).encode(
         tooltip=tooltip).transform_filter("datum.status === 'unmeasurable' || datum.status === 'missing'")
     not_measured = base.mark_rect(fill="white", stroke="#999999", strokeDash=[1, 2], strokeWidth=1).encode(
         tooltip=tooltip).transform_filter(f"datum.status === '{NOT_MEASURED}'")
     grey = f"datum.status === 'unmeasurable' || datum.status === '{NOT_MEASURED}'"
     text = base.mark_text().encode(
-        text="label:N", href="url:N", tooltip=tooltip,
+        text="label:N", href="link:N", tooltip=tooltip,
         size=alt.condition(f"datum.status === '{NOT_MEASURED}'", alt.value(9), alt.value(11)),
         color=alt.condition(grey, alt.value("#777777"), alt.value("#111111")))
     layered = alt.layer(trusted, doubtful, empty, not_measured, text).properties(
