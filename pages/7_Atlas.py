@@ -109,7 +109,7 @@ ui.plain_table(environment_rows(atlas))
 
 downloads = st.container(horizontal=True)
 downloads.download_button(
-    _("Atlas (HTML)"), data=lambda: atlas_html(chart, atlas, measure), file_name="atlas.html", mime="text/html",
-    icon=":material/download:", on_click="ignore", key="atlas_html")
+    _("Atlas (HTML)"), data=ui.in_this_language(lambda: atlas_html(chart, atlas, measure)), file_name="atlas.html",
+    mime="text/html", icon=":material/download:", on_click="ignore", key="atlas_html")
 downloads.download_button(_("Atlas (Markdown)"), data=markdown(atlas, measure), file_name="atlas.md",
                           mime="text/markdown", icon=":material/download:", on_click="ignore", key="atlas_md")

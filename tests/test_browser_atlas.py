@@ -5,6 +5,7 @@ with every network request refused: the heatmap still draws (Vega inlined) and t
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from browser_support import (  # noqa: F401
@@ -67,6 +68,11 @@ def test_the_atlas_page_draws_the_recorded_atlas(atlas_server, browser, lang):  
     if lang == "zh":  # its results not in History yet: a cell opens nothing (it had opened "/null", no page)
         page.locator("svg.marks text", has_text=cell_label(label)).first.click()
         assert page.url.endswith("/Atlas?lang=zh"), page.url
+        # The HTML download is made on the click, in the page's language (it had come out English).
+        with page.expect_download() as download:
+            page.get_by_role("button", name=zh("Atlas (HTML)")).click()
+        exported = Path(download.value.path()).read_text(encoding="utf-8")
+        assert f"<h1>{zh('Speedup atlas')}</h1>" in exported and zh("Environment") in exported, exported[-2000:]
     if lang == "en":  # once its results are in History, a cell opens its result on the Compare page
         page.get_by_role("button", name="Add them to History").click()
         page.get_by_text("Added to History").wait_for(timeout=30_000)

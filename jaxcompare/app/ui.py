@@ -11,6 +11,7 @@ from typing import Any
 
 import streamlit as st
 
+from .. import i18n
 from ..i18n import _, translate_text
 from ..model.formatting import markdown_literal
 from ..model.result import Result
@@ -109,6 +110,18 @@ def sync_url(query: dict[str, str]) -> None:
     query = language.with_language(query)
     if st.query_params.to_dict() != query:
         st.query_params.from_dict(query)
+
+
+def in_this_language(make: Callable[[], Any]) -> Callable[[], Any]:
+    """``make`` for a download's data, called on the click in the page's language: Streamlit calls it
+    outside the script's run, where the reader's language is not known (an atlas's HTML came out English
+    on the Chinese page)."""
+    lang = i18n.language()
+
+    def made() -> Any:
+        with i18n.using(lang):
+            return make()
+    return made
 
 
 def plain_table(rows: Sequence[Mapping[str, Any]]) -> None:
