@@ -218,15 +218,32 @@ def test_a_cell_past_its_deadline_is_marked_and_a_longer_deadline_measures_it_ag
 def test_the_time_left_counts_the_deadline_for_a_case_that_outlasted_it_in_the_file(tmp_path, capsys):
     """A resumed atlas whose file holds a cell past its deadline counts that deadline for the case's other
     cells on that device and precision (a TPU's float64 cumsum: "about 25 s" said before 240 s a cell).
-    Here the cells then cannot run (no TPU), which ends them in a second."""
+    Here the other cells then fail at once (the function raises), which ends them in a second."""
+    cases = tmp_path / "mine.py"
+    cases.write_text(
+        "from jaxcompare import Case\n"
+        "def jax_breaks(x):\n"
+        "    raise ValueError('no room for this many')\n"
+        "def inputs(shape, dtype, rng):\n"
+        "    return (rng.standard_normal(shape).astype(dtype),)\n"
+        "CASES = [Case('breaks', lambda x: x * 2, jax_breaks, inputs, small_shape=(10,), large_shape=(1000,))]\n")
     out = tmp_path / "atlas.json"
     atlas = am.new_atlas("quick")
-    atlas.add(am.Cell(am.CellKey("matmul", "small", "x32", "tpu"), (10, 10), am.UNMEASURABLE, deadline_s=600.0,
+    atlas.add(am.Cell(am.CellKey("breaks", "small", "x32", "cpu"), (10,), am.UNMEASURABLE, deadline_s=600.0,
                       reason="did not finish within its 600 s deadline; a longer --timeout measures it again"))
     am.save(atlas, out)
-    assert main(["atlas", "--cases", "matmul", "--precisions", "x32", "--devices", "tpu", "--out", str(out),
+    assert main(["atlas", "--cases-file", str(cases), "--precisions", "x32", "--devices", "cpu", "--out", str(out),
                  "--no-save", "--timeout", "600"]) == 0
     lines = capsys.readouterr().err.splitlines()
     assert lines[0].endswith("2 of 3 cells to measure (1 already there), about 20 min"), lines
-    assert lines[1].startswith("[2/3] matmul 100x100 x32 tpu: cannot run here") and lines[1].endswith(
-        "about 10 min left"), lines
+    assert lines[1].startswith("[2/3] breaks") and "no room for this many" in lines[1], lines
+    assert lines[1].endswith("about 10 min left"), lines
+
+
+def test_devices_not_here_are_refused_before_measuring(tmp_path, capsys):
+    """--devices gpu on a machine with none: one line, exit 2, nothing written (it had written a "cannot run"
+    cell per case and shape, a worker start each)."""
+    out = tmp_path / "atlas.json"
+    assert main(["atlas", "--cases", "matmul", "--devices", "cpu", "gpu", "--out", str(out), "--no-save"]) == 2
+    assert capsys.readouterr().err.strip() == "jaxcompare: error: no GPU device here; present: cpu (1)"
+    assert not out.exists()

@@ -186,6 +186,10 @@ def _bad_inputs(tmp_path) -> list[tuple[list[str], str]]:
         (["run", "--case", "matmul", "--timing", "slow"], "invalid choice"),
         (["sweep", "--case", "matmul", "--matmul-precision", "fast"], "invalid choice: 'fast'"),
         (["frobnicate"], "invalid choice"),
+        # 0 had meant the default deadline, -1 one every atlas cell ran past
+        (["run", "--case", "matmul", "--timeout", "0"], "--timeout must be a positive number of seconds, got 0"),
+        (["atlas", "--cases", "matmul", "--timeout", "-1"], "positive number of seconds, got -1"),
+        (["pitfalls", "--timeout", "nan"], "positive number of seconds, got nan"),
     ]
 
 

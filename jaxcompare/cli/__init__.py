@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import math
 import os
 import sys
 from collections.abc import Iterator, Sequence
@@ -93,6 +94,15 @@ def argv_language(argv: Sequence[str]) -> str:
         elif word.startswith("--lang="):
             lang = word.partition("=")[2]
     return lang if lang in i18n.LANGUAGES else i18n.SOURCE_LANGUAGE
+
+
+def check_timeout(args: argparse.Namespace) -> None:
+    """--timeout, where the command has one, is a positive number of seconds: 0 had meant the default and
+    -1 a deadline every cell of an atlas ran past."""
+    timeout = getattr(args, "timeout", None)
+    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
+        raise BadInput(N_("--timeout must be a positive number of seconds, got {timeout}").format(
+            timeout=f"{timeout:g}"))
 
 
 def shapes_kept_as_values(argv: Sequence[str]) -> list[str]:
@@ -452,6 +462,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     with i18n.using(lang):
         try:
+            check_timeout(args)
             check_outputs(args)
             return handlers[args.command](args)
         except JaxCompareError as exc:

@@ -114,6 +114,20 @@ def devices_here(runner: Any) -> list[str]:
     return [name, "cpu"] if name != "cpu" else ["cpu"]
 
 
+def check_devices(runner: Any, asked: list[str]) -> None:
+    """Each of --devices is here, said before measuring: else every cell of that device would read "cannot
+    run here" one worker start at a time (a GPU asked for on a machine with none)."""
+    counts: dict[str, int] = {}
+    for device in (runner.environment("x32").get("jax") or {}).get("devices") or []:
+        found = platform(device.get("platform"))
+        name = found.name if found is not None else str(device.get("platform"))
+        counts[name] = counts.get(name, 0) + 1
+    for kind in asked:
+        if kind not in counts:
+            present = ", ".join(f"{name} ({n})" for name, n in counts.items())
+            raise DeviceUnavailable.no_kind(kind, present)
+
+
 def measure(args: argparse.Namespace, atlas: atlas_mod.Atlas, path: Path) -> int:
     """Measure the planned cells ``atlas`` does not hold, each saved as it finishes; 1 when some failed."""
     # The public jaxcompare.Runner, found at run time: the engine's modules may move, its front door stays.
@@ -127,6 +141,8 @@ def measure(args: argparse.Namespace, atlas: atlas_mod.Atlas, path: Path) -> int
     with Runner(timeout_s=args.timeout) as runner:
         cases = chosen_cases(args, runner)
         own = {c.name for c in cases} - {c.name for c in builtin_cases()}  # the file's: its workers load it
+        if args.devices:
+            check_devices(runner, args.devices)
         devices = args.devices or devices_here(runner)
         planned = atlas_mod.plan(cases, args.sizes, args.precisions, devices)
         # The file keeps its plan, so an atlas stopped partway reads as partial wherever it is shown.

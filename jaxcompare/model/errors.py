@@ -38,6 +38,11 @@ class Unsupported(BadInput):
 class DeviceUnavailable(JaxCompareError):
     """The requested device kind is not present on this machine."""
 
+    @classmethod
+    def no_kind(cls, kind: str, present: str) -> DeviceUnavailable:
+        """'no GPU device here; present: cpu (1)': the worker's and the atlas's words alike."""
+        return cls(N_("no {kind} device here; present: {present}").format(kind=kind.upper(), present=present))
+
 
 class TooLarge(JaxCompareError):
     """The request would need more memory or elements than allowed."""

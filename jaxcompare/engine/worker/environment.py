@@ -66,7 +66,7 @@ def resolve_device(kind: str) -> Any:
     if kind in platforms:
         return platforms[kind][0]
     present = ", ".join(f"{p} ({len(d)})" for p, d in platforms.items())
-    raise DeviceUnavailable(N_("no {kind} device here; present: {present}").format(kind=kind.upper(), present=present))
+    raise DeviceUnavailable.no_kind(kind, present)
 
 
 def jax_info() -> dict[str, Any]:
