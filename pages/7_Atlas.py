@@ -96,6 +96,8 @@ chart_ui.chart(chart, _("Atlas chart"), "atlas")
 
 crossings = av.crossover_rows(atlas, cases)
 st.subheader(_("Crossovers"))
+if measure != "blocked":
+    st.caption(_("From the blocked speedups (the headline), whichever speedup the heatmap shows."))
 if crossings:
     ui.plain_table(crossings)
 else:

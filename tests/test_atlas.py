@@ -22,6 +22,7 @@ from jaxcompare.analysis.atlas_text import (
     markdown,
     partial_line,
     recorded_line,
+    why_text,
 )
 from jaxcompare.analysis.trust import JAX_FASTER
 from jaxcompare.cli import main
@@ -290,7 +291,14 @@ def test_atlases_of_two_devices_meet_on_case_size_and_precision():
             assert r.b.low <= r.a.high and r.b.high >= r.a.low
     assert any(r.verdict == am.B_FASTER for r in met) and any(r.verdict == am.B_SLOWER for r in met)
     line = next(x for x in diff_lines(rows, "cpu", "tpu") if x.startswith("det 1000x1000"))
-    assert "cpu→tpu" in line and "tpu is faster beyond both ranges" in line
+    assert "cpu→tpu" in line and "the speedup is higher in tpu, beyond both ranges" in line
+    # A gap with a side set aside names that side (the doubt had read as the faster one's).
+    apart = [r for r in met if r.doubt and r.verdict in (am.B_FASTER, am.B_SLOWER)]
+    for doubted in (next(r for r in apart if r.a.status == am.DOUBTFUL),
+                    next(r for r in apart if r.a.status != am.DOUBTFUL)):
+        (said, _counts) = diff_lines([doubted], "cpu", "tpu")
+        side = "cpu" if doubted.a.status == am.DOUBTFUL else "tpu"
+        assert said.endswith(f"(set aside in {side}: {why_text(doubted.doubt)})"), said
     # One atlas against itself: every cell meets its own, as before.
     assert all(r.verdict in (am.OVERLAP, am.NO_RANGE) for r in am.diff(cpu, cpu))
 

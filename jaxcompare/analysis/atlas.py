@@ -310,7 +310,8 @@ def view(cell: Cell, measure: str = "blocked") -> CellView:
     why = verdict.why
     narrow = low is not None and high is not None and high / low <= TRUSTED_SPREAD
     if verdict.trusted and measure != "blocked" and not narrow:
-        why = "range"  # the blocked result holds, but this figure's own range is too wide to lead
+        # The blocked result holds, but this figure's own range is too wide to lead, or it has none.
+        why = "range" if low is not None else "no_range"
     status = TRUSTED if why is None else DOUBTFUL
     # The side stands only from the blocked figures' checklist; back to back, from its own range beside it.
     found_direction = direction(result)

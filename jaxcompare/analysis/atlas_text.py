@@ -13,7 +13,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from ..i18n import _, language, translate_text
+from ..i18n import _, language, sentences, translate_text
 from ..model.cases import format_shape
 from ..model.formatting import format_factor
 from ..model.palette import JAX_COLOR, NUMPY_COLOR
@@ -90,7 +90,8 @@ def cell_detail(v: CellView) -> str:
         return _("not measured back to back (saved before calls back to back were timed)")
     if v.status == NOT_MEASURED:
         return _("not measured: planned, but not in this atlas (its run stopped first, or the cell failed)")
-    figure = _("{speedup} (rerun range {range})").format(speedup=format_factor(v.speedup), range=range_text(v))
+    figure = (_("{speedup} (rerun range {range})").format(speedup=format_factor(v.speedup), range=range_text(v))
+              if v.low is not None else format_factor(v.speedup))  # no range: "too few samples" says why
     if v.status == DOUBTFUL:
         return _("set aside: {why}; measured {figure}").format(why=why_text(v.why), figure=figure)
     return figure
@@ -128,9 +129,11 @@ def environment_rows(atlas: Atlas) -> list[dict[str, str]]:
     rows = []
     for device in atlas.devices():
         env = atlas.environments.get(device) or {}
+        cpu = str(env.get("cpu_model") or "")
+        cpu = _("unknown") if cpu == "unknown" else cpu  # what a gVisor host's /proc/cpuinfo names its model
         rows.append({_("Device"): device_label(atlas, device), _("Device kind"): str(env.get("device_kind") or ""),
                      _("JAX"): str(env.get("jax_version") or ""), _("Host cores"): str(env.get("host_cores") or ""),
-                     _("CPU"): str(env.get("cpu_model") or ""), _("Date"): str(env.get("date") or "")})
+                     _("CPU"): cpu, _("Date"): str(env.get("date") or "")})
     return rows
 
 
@@ -143,7 +146,7 @@ def counts_line(atlas: Atlas, measure: str = "blocked", cases: Sequence[str] | N
     line = _("{n} cells: {trusted} trusted, {doubtful} set aside, {unmeasurable} cannot run here.").format(
         n=len(found), trusted=count[TRUSTED], doubtful=count[DOUBTFUL], unmeasurable=count[UNMEASURABLE] - late)
     if late:
-        line += " " + _("{late} did not finish within their deadline.").format(late=late)
+        line = sentences(line, _("{late} did not finish within their deadline.").format(late=late))
     return line
 
 
@@ -330,14 +333,16 @@ def diff_lines(rows: Sequence[CellDiff], a_name: str, b_name: str) -> list[str]:
         assert row.a is not None and row.b is not None
         devices = row.a.key.device if row.a.key.device == row.b.key.device else f"{row.a.key.device}→{row.b.key.device}"
         where = f"{row.key.case} {format_shape(row.b.shape)} {row.key.precision} {devices}"
-        text = (_("{where}: {speedup_b} in {b} ({range_b}) against {speedup_a} in {a} ({range_a}): {b} is faster "
-                  "beyond both ranges") if row.verdict == B_FASTER else
-                _("{where}: {speedup_b} in {b} ({range_b}) against {speedup_a} in {a} ({range_a}): {b} is slower "
-                  "beyond both ranges"))
+        # "b is faster" read as "that machine is faster": it is JAX's speedup over NumPy that is higher there.
+        text = (_("{where}: {speedup_b} in {b} ({range_b}) against {speedup_a} in {a} ({range_a}): the speedup is "
+                  "higher in {b}, beyond both ranges") if row.verdict == B_FASTER else
+                _("{where}: {speedup_b} in {b} ({range_b}) against {speedup_a} in {a} ({range_a}): the speedup is "
+                  "lower in {b}, beyond both ranges"))
         line = text.format(where=where, a=a_name, b=b_name, speedup_a=format_factor(row.a.speedup),
                            speedup_b=format_factor(row.b.speedup), range_a=range_text(row.a), range_b=range_text(row.b))
-        if row.doubt:
-            line += " " + _("(doubtful: {why})").format(why=why_text(row.doubt))
+        if row.doubt:  # the side set aside named: diff() takes A's doubt first
+            doubted = a_name if row.a.status == DOUBTFUL else b_name
+            line = sentences(line, _("(set aside in {name}: {why})").format(name=doubted, why=why_text(row.doubt)))
         lines.append(line)
     count = {v: sum(r.verdict == v for r in rows) for v in (B_FASTER, B_SLOWER, OVERLAP, NO_RANGE, A_ONLY, B_ONLY)}
     lines.append(_("{faster} faster and {slower} slower in {b} beyond both ranges; {overlap} whose ranges overlap "

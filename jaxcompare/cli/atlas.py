@@ -161,10 +161,10 @@ def measure(args: argparse.Namespace, atlas: atlas_mod.Atlas, path: Path) -> int
         def left_of(rest: list[Spec]) -> float:
             return time_left(lambda specs: runner.estimate_all(specs).seconds, rest, late, runner.timeout_s)
 
-        head = _("atlas {path}: {todo} of {total} cells to measure ({done} already there)").format(
-            path=path, todo=len(pending), total=total, done=already)
-        if specs:
-            head += ", " + _("about {duration}").format(duration=seconds_text(left_of(specs)))
+        head = (_("atlas {path}: {todo} of {total} cells to measure ({done} already there), about {duration}")
+                if specs else _("atlas {path}: {todo} of {total} cells to measure ({done} already there)")).format(
+            path=path, todo=len(pending), total=total, done=already,
+            duration=seconds_text(left_of(specs)) if specs else "")
         print(head, file=sys.stderr, flush=True)
         try:
             for i, ((key, shape), spec) in enumerate(zip(pending, specs, strict=True)):
