@@ -91,8 +91,11 @@ def test_the_readers_atlas_comes_first_and_its_cells_link_to_their_results(own):
     assert rows["middle"]["url"] is None and rows["middle"]["label"] == "5.00x?"  # not in History: no link
     lu = next(r for r in chart_rows(at, 0) if r["case"] == "lu")
     assert lu["label"] == "cannot run" and "float64 LU decomposition" in lu["detail"]
+    blocked_only = "From the blocked speedups (the headline), whichever speedup the heatmap shows."
+    assert blocked_only not in [c.value for c in at.caption]
     at.segmented_control(key="atlas_measure").set_value("back_to_back").run()
     assert {r["status"] for r in chart_rows(at, 0) if r["case"] == "matmul"} == {am.MISSING}
+    assert blocked_only in [c.value for c in at.caption]  # the crossovers stay the blocked ones: said so
 
 
 def test_the_atlas_page_in_chinese(own):
