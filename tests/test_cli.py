@@ -170,6 +170,8 @@ def _bad_inputs(tmp_path) -> list[tuple[list[str], str]]:
     no_cases.write_text("X = 1\n")
     syntax = tmp_path / "syntax.py"
     syntax.write_text("def (:\n")
+    garbage = tmp_path / "garbage.json"
+    garbage.write_text("hello\n")
     return [
         (["run", "--case", "no_such_case"], "unknown case"),
         (["run", "--case", "matmul", "--shape", "10x-5"], "positive"),
@@ -190,6 +192,9 @@ def _bad_inputs(tmp_path) -> list[tuple[list[str], str]]:
         (["run", "--case", "matmul", "--timeout", "0"], "--timeout must be a positive number of seconds, got 0"),
         (["atlas", "--cases", "matmul", "--timeout", "-1"], "positive number of seconds, got -1"),
         (["pitfalls", "--timeout", "nan"], "positive number of seconds, got nan"),
+        (["atlas", "--cases", "matmul", "--json", "-"], "--json writes the comparison of --diff A B"),
+        # json's own words apart from its position, so that the Chinese catalog translates them
+        (["atlas", "--diff", str(garbage), str(garbage)], "not valid JSON: Expecting value at line 1 column 1"),
     ]
 
 

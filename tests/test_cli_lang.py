@@ -125,17 +125,19 @@ def test_a_wrong_command_line_is_said_in_the_language_it_asks_for(capsys, monkey
     from jaxcompare.cli import main
 
     monkeypatch.delenv("JAXCOMPARE_LANG", raising=False)
-    before = argparse._
+    before, plural_before = argparse._, argparse.ngettext
     for argv, said in ((["run", "--case", "matmul", "--precision", "x16", "--lang", "zh"],
                         "jaxcompare: 错误：参数 --precision：无效的选项：'x16'（可选：'x32', 'x64'）"),
                        (["run", "--lang=zh", "--case", "matmul", "--shape"],
                         "jaxcompare: 错误：参数 --shape：需要一个值"),
+                       (["atlas", "--lang", "zh", "--diff", "a.json"],  # argparse's one plural word
+                        "jaxcompare: 错误：参数 --diff：需要 2 个值"),
                        (["run", "--case", "matmul", "--precision", "x16"],
                         "jaxcompare: error: argument --precision: invalid choice: 'x16' (choose from 'x32', 'x64')")):
         with pytest.raises(SystemExit) as stopped:
             main(argv)
         assert stopped.value.code == 2 and capsys.readouterr().err.strip() == said, argv
-        assert argparse._ is before
+        assert argparse._ is before and argparse.ngettext is plural_before
     monkeypatch.setenv("JAXCOMPARE_LANG", "zh")
     with pytest.raises(SystemExit):
         main(["list", "--bogus"])

@@ -189,6 +189,9 @@ def load(path: str | os.PathLike[str]) -> Atlas:
         return Atlas.from_dict(json.loads(text))
     except FileNotFoundError:
         raise BadInput(N_("no atlas at {path}").format(path=path)) from None
+    except json.JSONDecodeError as exc:  # json's own words apart, so that the catalog translates them
+        raise BadInput(N_("cannot read the atlas {path}: not valid JSON: {reason} at line {line} column {column}")
+                       .format(path=path, reason=exc.msg, line=exc.lineno, column=exc.colno)) from None
     except (OSError, ValueError, EOFError) as exc:
         error = exc.strerror or exc if isinstance(exc, OSError) else exc
         raise BadInput(N_("cannot read the atlas {path}: {error}").format(path=path, error=error)) from None

@@ -121,16 +121,26 @@ def shapes_kept_as_values(argv: Sequence[str]) -> list[str]:
 @contextlib.contextmanager
 def _argparse_in(lang: str) -> Iterator[None]:
     """argparse's messages and ours in ``lang`` while a command line is parsed."""
-    original = getattr(argparse, "_", None)
+    original, plural = getattr(argparse, "_", None), getattr(argparse, "ngettext", None)
     with i18n.using(lang):
         if original is None:  # an argparse that no longer looks its words up this way: English, as before
             yield
             return
         argparse._ = _  # type: ignore[attr-defined]
+        if plural is not None:
+            argparse.ngettext = i18n.ngettext  # type: ignore[attr-defined]
         try:
             yield
         finally:
             argparse._ = original  # type: ignore[attr-defined]
+            if plural is not None:
+                argparse.ngettext = plural  # type: ignore[attr-defined]
+
+
+def argparse_plural_words(n: int) -> str:
+    """argparse's one plural message a command line here can meet (--diff takes two files), written out
+    so that the catalog holds it: argparse looks it up through its module's ``ngettext``."""
+    return i18n.ngettext("expected %s argument", "expected %s arguments", n)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -40,7 +40,8 @@ def add_command(sub: Any) -> None:
     p.add_argument("--sizes", nargs="+", choices=atlas_mod.SIZES, default=list(atlas_mod.SIZES),
                    help="which of each case's shapes: its small preset, the middle of a three-step ladder, "
                    "its large preset (default: all three)")
-    p.add_argument("--precisions", nargs="+", choices=PRECISIONS, default=list(PRECISIONS))
+    p.add_argument("--precisions", nargs="+", choices=PRECISIONS, default=list(PRECISIONS),
+                   help="x32 (float32), x64 (float64 through jax_enable_x64), or both (default)")
     p.add_argument("--devices", nargs="+", choices=("cpu", "gpu", "tpu"),
                    help="default: the GPU or TPU here and JAX on its host's CPU (the CPU alone without one)")
     p.add_argument("--timing", choices=TIMING_PRESETS, default="quick", help="quick (default), careful or thorough")
@@ -63,6 +64,8 @@ def add_command(sub: Any) -> None:
 def handle(args: argparse.Namespace) -> int:
     if args.diff:
         return cmd_diff(args)
+    if args.json:  # else it would be ignored, and the user left looking for a file never written
+        raise BadInput(N_("--json writes the comparison of --diff A B; the atlas itself is written to --out"))
     path = Path(args.out).expanduser() if args.out else atlas_mod.default_location()
     if args.no_measure:
         return export_only(args, path)
