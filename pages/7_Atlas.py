@@ -104,7 +104,8 @@ else:
     st.caption(_("No case crosses 1x between two firm sizes here (trusted, their ranges clear of 1x)."))
 doubts = av.set_aside_rows(atlas, measure, cases)
 if doubts:
-    with st.expander(_("Cells set aside or not measured ({n})").format(n=len(doubts))):
+    # The cells held that have no speedup to quote; planned cells not held are named by the Partial line.
+    with st.expander(_("Cells without a trusted speedup ({n})").format(n=len(doubts))):
         ui.plain_table(doubts)
 st.subheader(navigation.ENVIRONMENT.label)
 ui.plain_table(environment_rows(atlas))
