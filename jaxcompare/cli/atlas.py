@@ -120,8 +120,12 @@ def devices_here(runner: Any) -> list[str]:
 def check_devices(runner: Any, asked: list[str]) -> None:
     """Each of --devices is here, said before measuring: else every cell of that device would read "cannot
     run here" one worker start at a time (a GPU asked for on a machine with none)."""
+    try:
+        env = runner.environment("x32")
+    except JobFailed:  # no worker (another program holds the device): the first cell says so, and stops
+        return
     counts: dict[str, int] = {}
-    for device in (runner.environment("x32").get("jax") or {}).get("devices") or []:
+    for device in (env.get("jax") or {}).get("devices") or []:
         found = platform(device.get("platform"))
         name = found.name if found is not None else str(device.get("platform"))
         counts[name] = counts.get(name, 0) + 1
