@@ -45,3 +45,18 @@ def test_the_tpu_atlas_picture(tmp_path):
     # The full colours of both ends (beyond 30x either way), and the grey of a cell set aside.
     for colour in (JAX_COLOR, NUMPY_COLOR, DOUBT_GREY):
         assert rgb(colour) in colours, colour
+
+
+def test_the_legends_ticks_stand_apart_on_its_bar():
+    """Adjacent ticks at least 40 px apart on the legend's bar (a log scale from 1/extent to extent): a 300x
+    scale's 0.33x, 1x and 3x sat 25 px apart and their labels ran together."""
+    import math
+
+    from jaxcompare.app.charts_atlas import LEGEND_PX, legend_values
+
+    for extent in (10.0, 30.0, 100.0, 300.0, 1000.0):
+        ticks = legend_values(extent)
+        assert 1.0 in ticks and max(ticks) <= extent * 1.0001 and len(ticks) >= 3, (extent, ticks)
+        px_per_decade = LEGEND_PX / (2 * math.log10(extent))
+        gaps = [math.log10(b / a) * px_per_decade for a, b in zip(ticks, ticks[1:], strict=False)]
+        assert min(gaps) >= 40, (extent, ticks, gaps)

@@ -21,13 +21,17 @@ from .atlas_view import speedup_extent
 
 CELL_PX = 64
 ROW_PX = 26
+LEGEND_PX = 260
 # 0.0033x, 0.33x, 3x, 100x: two significant digits read 100 as "1e+2" (the TPU atlas reaches 144x).
 LEGEND_LABEL = "format(datum.value, datum.value >= 10 ? 'd' : '.2~g') + 'x'"
 
 
 def legend_values(extent: float) -> list[float]:
-    """1x and the powers of ten (with 3x, 30x) either side, up to ``extent``."""
-    ups = [v for v in (3.0, 10.0, 30.0, 100.0, 300.0, 1000.0) if v <= extent * 1.0001]
+    """1x and the powers of ten either side, up to ``extent``, with 3x and 30x where the scale reaches no
+    further than 30x each way: on the 260 px bar of a 300x scale, "0.33x" and "1x" sat 25 px apart and ran
+    together."""
+    steps = (3.0, 10.0, 30.0) if extent <= 30 * 1.0001 else (10.0, 100.0, 1000.0)
+    ups = [v for v in steps if v <= extent * 1.0001]
     return sorted([1 / v for v in ups] + [1.0] + ups)
 
 
@@ -46,7 +50,7 @@ def atlas_heatmap(rows: Sequence[dict[str, Any]], sizes: Sequence[str]) -> alt.F
     colour = alt.Color("speedup:Q", title=_("speedup (log)"),
                        scale=alt.Scale(type="log", domain=[1 / extent, extent], domainMid=1,
                                        range=[NUMPY_COLOR, NEUTRAL, JAX_COLOR], clamp=True),
-                       legend=alt.Legend(orient="bottom", values=legend_values(extent), gradientLength=260,
+                       legend=alt.Legend(orient="bottom", values=legend_values(extent), gradientLength=LEGEND_PX,
                                          labelExpr=LEGEND_LABEL))
     trusted = base.mark_rect(stroke="white", strokeWidth=1).encode(
         color=colour, href="link:N", tooltip=tooltip).transform_filter("datum.status === 'trusted'")
