@@ -150,7 +150,7 @@ def test_back_to_back_reads_as_a_loop_of_200_calls_typed_by_hand():
                     out = f(x)
                 jax.block_until_ready(out)
             times.append((time.perf_counter() - start) / 2000)
-        return float(np.median(times))
+        return min(times)
 
     timing = TimingConfig()
     run = _Run(get_case("matmul"), timing, time.perf_counter_ns, Progress(lambda *_: None, timing))
@@ -159,10 +159,13 @@ def test_back_to_back_reads_as_a_loop_of_200_calls_typed_by_hand():
         start = time.perf_counter()
         f(x).block_until_ready()
         blocked.append(time.perf_counter() - start)
-    before = by_hand()
-    tool = back_to_back(run, f, (x,), float(np.median(blocked))).median_s
-    after = by_hand()
-    assert 0.85 * min(before, after) <= tool <= 1.15 * max(before, after), (before, tool, after)
+    # This VM runs at one of two speeds for stretches (a median of 8.4 µs beside 5.7 and 6.5 µs in turns a
+    # second apart), so each side's fastest loop over three alternated turns is compared, not one median.
+    hand, tool = [by_hand()], []
+    for _ in range(3):
+        tool.append(back_to_back(run, f, (x,), float(np.median(blocked))).min_s)
+        hand.append(by_hand())
+    assert 0.85 * min(hand) <= min(tool) <= 1.15 * min(hand), (hand, tool)
 
 
 def test_first_call_includes_compilation(big_result):
