@@ -113,7 +113,8 @@ def test_a_first_port_that_is_fastest_says_so_and_not_within_the_noise(cases_fil
     p = ports_section(Spec("fast_first", (256, 256), timing=QUICK, cases_file=cases_file))
     assert p["applicable"] and p["first_fastest"] and p["correct"]["port"] == "jnp"
     [slower] = p["extra"]
-    assert slower["port"] == "loop" and slower["seconds"] > 10 * p["proper_again"]["seconds"]
+    # Far slower, not a fixed factor: 7.5x under the parallel tests' load (6.0 against 0.80 ms), 10x and more alone.
+    assert slower["port"] == "loop" and slower["seconds"] > 3 * p["proper_again"]["seconds"]
     assert pv.how_wrong(p).startswith("How wrong: none here: the port written first, jnp, is also the fastest; "
                                       "the next, loop, took ")
     assert pv.how_wrong_short(p) == "none: the first port is the fastest"
