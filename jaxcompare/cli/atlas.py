@@ -131,8 +131,7 @@ def check_devices(runner: Any, asked: list[str]) -> None:
         counts[name] = counts.get(name, 0) + 1
     for kind in asked:
         if kind not in counts:
-            present = ", ".join(f"{name} ({n})" for name, n in counts.items())
-            raise DeviceUnavailable.no_kind(kind, present)
+            raise DeviceUnavailable.no_kind(kind, counts)
 
 
 def measure(args: argparse.Namespace, atlas: atlas_mod.Atlas, path: Path) -> int:

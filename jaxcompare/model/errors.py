@@ -39,9 +39,11 @@ class DeviceUnavailable(JaxCompareError):
     """The requested device kind is not present on this machine."""
 
     @classmethod
-    def no_kind(cls, kind: str, present: str) -> DeviceUnavailable:
-        """'no GPU device here; present: cpu (1)': the worker's and the atlas's words alike."""
-        return cls(N_("no {kind} device here; present: {present}").format(kind=kind.upper(), present=present))
+    def no_kind(cls, kind: str, present: dict[str, int]) -> DeviceUnavailable:
+        """'no GPU device here; present: cpu (1)' from the devices of each platform here: the worker's and
+        the atlas's words alike."""
+        listed = ", ".join(f"{name} ({n})" for name, n in present.items())
+        return cls(N_("no {kind} device here; present: {present}").format(kind=kind.upper(), present=listed))
 
 
 class TooLarge(JaxCompareError):

@@ -65,8 +65,7 @@ def resolve_device(kind: str) -> Any:
                 return platforms[name][0]
     if kind in platforms:
         return platforms[kind][0]
-    present = ", ".join(f"{p} ({len(d)})" for p, d in platforms.items())
-    raise DeviceUnavailable.no_kind(kind, present)
+    raise DeviceUnavailable.no_kind(kind, {p: len(d) for p, d in platforms.items()})
 
 
 def jax_info() -> dict[str, Any]:
