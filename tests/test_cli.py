@@ -179,11 +179,14 @@ def _bad_inputs(tmp_path) -> list[tuple[list[str], str]]:
         (["run", "--case", "matmul", "--shape", "tenxten"], "whole number"),
         (["run", "--case", "matmul", "--shape", "10x20"], "square"),
         (["run", "--case", "matmul", "--shape", "10x10", "--device", "tpu"], "no TPU"),
+        (["sweep", "--case", "matmul", "--sizes", "10", "--device", "gpu", "--precision", "x64"], "no GPU"),
+        (["pitfalls", "--case", "matmul", "--shape", "10x10", "--device", "tpu"], "no TPU"),
         (["run", "--case", "matmul", "--precision", "x16"], "invalid choice"),
         (["run", "--case", "x", "--cases-file", str(tmp_path / "missing.py")], "does not exist"),
         (["run", "--case", "x", "--cases-file", str(syntax)], "could not be loaded"),
         (["list", "--cases-file", str(no_cases)], "must define CASES"),
         (["sweep", "--case", "matmul", "--sizes", "0"], "positive"),
+        (["sweep", "--case", "matmul", "--sizes", "10x10", "-5x5", "--quick"], "'-5x5': sizes must be positive"),
         (["run", "--case", "matmul", "--timing", "thorough"], "contradict"),  # with --quick, below
         (["run", "--case", "matmul", "--timing", "slow"], "invalid choice"),
         (["sweep", "--case", "matmul", "--matmul-precision", "fast"], "invalid choice: 'fast'"),
@@ -224,7 +227,8 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
         assert code == 2, (args, code, err)
         assert words in err, (args, err)
         assert out == "", (args, out)
-        assert len(err.strip().splitlines()) <= 2, (args, err)
+        # Said before anything is measured, or said to be ("measuring matmul at 10x10 ..." came first).
+        assert len(err.strip().splitlines()) <= 2 and "measuring" not in err, (args, err)
 
 
 def test_an_output_that_cannot_be_written_is_said_before_anything_is_measured(tmp_path, capsys):

@@ -47,6 +47,7 @@ from . import history as cli_history
 from . import ports as cli_ports
 from . import trace as cli_trace
 from . import versions as cli_versions
+from .devices import check_devices
 from .report import check_outputs, result_table, write_json
 
 if TYPE_CHECKING:
@@ -106,15 +107,30 @@ def check_timeout(args: argparse.Namespace) -> None:
 
 
 def shapes_kept_as_values(argv: Sequence[str]) -> list[str]:
-    """``argv`` with a shape after ``--shape`` that begins with a minus sign (``-5x-5``) joined to it: argparse
-    takes such a word for an option and says "expected one argument", where the shape parser says what is
-    wrong with it ("sizes must be positive")."""
+    """``argv`` with a shape that begins with a minus sign (``-5x-5``) joined to its option: argparse takes
+    such a word for an option and says "expected one argument", where the shape parser says what is wrong
+    with it ("sizes must be positive"). ``--sizes`` takes several: each of its words is given as
+    ``--sizes=WORD`` (it extends), once one of them begins with a minus sign."""
+    def negative(word: str) -> bool:
+        return word[:1] == "-" and word[1:2].isdigit()
+
     out: list[str] = []
-    for word in argv:
-        if out and out[-1] == "--shape" and word[:1] == "-" and word[1:2].isdigit():
+    index = 0
+    while index < len(argv):
+        word = argv[index]
+        if out and out[-1] == "--shape" and negative(word):
             out[-1] = f"--shape={word}"
+        elif word == "--sizes":
+            end = index + 1
+            while end < len(argv) and (argv[end][:1] != "-" or negative(argv[end])):
+                end += 1
+            values = argv[index + 1:end]
+            out += [f"--sizes={value}" for value in values] if any(map(negative, values)) else [word, *values]
+            index = end
+            continue
         else:
             out.append(word)
+        index += 1
     return out
 
 
@@ -184,7 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p_sweep = sub.add_parser("sweep", help="measure one case over a ladder of sizes")
     common(p_sweep)
-    p_sweep.add_argument("--sizes", nargs="+", help="shapes (10x10 100x100) or plain sizes (10 100)")
+    p_sweep.add_argument("--sizes", nargs="+", action="extend", help="shapes (10x10 100x100) or plain sizes (10 100)")
     p_sweep.add_argument("--steps", type=int, default=5, help="ladder length when --sizes is absent")
     p_pit = sub.add_parser("pitfalls", help="measure each benchmarking pitfall: naive vs correct")
     p_pit.add_argument("--case", default="centered_gram")
@@ -308,6 +324,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         case.check_shape(shape)
         spec = _base_spec(args, shape)
         store = cli_history.open_store(args.db) if args.save else None  # a bad --db fails before measuring
+        check_devices(runner, [args.device], args.precision)
         if args.ports is not None:  # with --profile, each port's run is traced on its own
             return cli_ports.run_ports(args, runner, case, spec, _wait, store, cli_history.save_result,
                                        profile_dir=profile_dir)
@@ -351,6 +368,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         for shape in shapes:
             case.check_shape(shape)
         store = cli_history.open_store(args.db) if args.save else None
+        check_devices(runner, [args.device], args.precision)
         out = _human(args)
         results = []
         print(sweep_header_line(), file=out)
@@ -379,6 +397,7 @@ def cmd_pitfalls(args: argparse.Namespace) -> int:
         sections = check_sections(args.sections)
         out = _human(args)
         spec = _base_spec(args, shape)
+        check_devices(runner, [args.device], args.precision)
         print(_("measuring the pitfalls for {case} at {shape} ({precision}), about {duration} ...").format(
             case=case.name, shape=format_shape(shape), precision=args.precision,
             duration=seconds_text(runner.estimate(spec, kind=pitfalls_kind(sections)).seconds)), file=sys.stderr)

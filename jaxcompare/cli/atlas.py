@@ -25,6 +25,7 @@ from ..model.formatting import seconds_text
 from ..model.platforms import platform
 from ..model.spec import PRECISIONS, TIMING_PRESETS, Spec, TimingConfig
 from . import history as cli_history
+from .devices import check_devices
 from .report import write_json
 
 GROUPS = ("numpy", "scipy")
@@ -115,23 +116,6 @@ def devices_here(runner: Any) -> list[str]:
     found = platform(backend)
     name = found.name if found is not None else "cpu"
     return [name, "cpu"] if name != "cpu" else ["cpu"]
-
-
-def check_devices(runner: Any, asked: list[str]) -> None:
-    """Each of --devices is here, said before measuring: else every cell of that device would read "cannot
-    run here" one worker start at a time (a GPU asked for on a machine with none)."""
-    try:
-        env = runner.environment("x32")
-    except JobFailed:  # no worker (another program holds the device): the first cell says so, and stops
-        return
-    counts: dict[str, int] = {}
-    for device in (env.get("jax") or {}).get("devices") or []:
-        found = platform(device.get("platform"))
-        name = found.name if found is not None else str(device.get("platform"))
-        counts[name] = counts.get(name, 0) + 1
-    for kind in asked:
-        if kind not in counts:
-            raise DeviceUnavailable.no_kind(kind, counts)
 
 
 def measure(args: argparse.Namespace, atlas: atlas_mod.Atlas, path: Path) -> int:
