@@ -292,6 +292,10 @@ def test_atlases_of_two_devices_meet_on_case_size_and_precision():
     assert any(r.verdict == am.B_FASTER for r in met) and any(r.verdict == am.B_SLOWER for r in met)
     line = next(x for x in diff_lines(rows, "cpu", "tpu") if x.startswith("det 1000x1000"))
     assert "cpu→tpu" in line and "the speedup is higher in tpu, beyond both ranges" in line
+    # The count says the same of the speedup, not "faster" (read as: that machine is faster).
+    higher, lower = (sum(r.verdict == v for r in rows) for v in (am.B_FASTER, am.B_SLOWER))
+    assert diff_lines(rows, "cpu", "tpu")[-1].startswith(
+        f"In tpu, the speedup is higher in {higher} cells and lower in {lower}, beyond both ranges;")
     # A gap with a side set aside names that side (the doubt had read as the faster one's).
     apart = [r for r in met if r.doubt and r.verdict in (am.B_FASTER, am.B_SLOWER)]
     for doubted in (next(r for r in apart if r.a.status == am.DOUBTFUL),

@@ -345,9 +345,10 @@ def diff_lines(rows: Sequence[CellDiff], a_name: str, b_name: str) -> list[str]:
             line = sentences(line, _("(set aside in {name}: {why})").format(name=doubted, why=why_text(row.doubt)))
         lines.append(line)
     count = {v: sum(r.verdict == v for r in rows) for v in (B_FASTER, B_SLOWER, OVERLAP, NO_RANGE, A_ONLY, B_ONLY)}
-    lines.append(_("{faster} faster and {slower} slower in {b} beyond both ranges; {overlap} whose ranges overlap "
-                   "(no direction); {none} without a figure on one side; {a_only} only in {a}, {b_only} only in {b}.")
-                 .format(faster=count[B_FASTER], slower=count[B_SLOWER], overlap=count[OVERLAP], none=count[NO_RANGE],
+    lines.append(_("In {b}, the speedup is higher in {higher} cells and lower in {lower}, beyond both ranges; "
+                   "{overlap} whose ranges overlap (no direction); {none} without a figure on one side; {a_only} "
+                   "only in {a}, {b_only} only in {b}.")
+                 .format(higher=count[B_FASTER], lower=count[B_SLOWER], overlap=count[OVERLAP], none=count[NO_RANGE],
                          a_only=count[A_ONLY], b_only=count[B_ONLY], a=a_name, b=b_name))
     return lines
 
