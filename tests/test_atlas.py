@@ -17,6 +17,7 @@ from jaxcompare.analysis.atlas_text import (
     cell_detail,
     cell_label,
     counts_line,
+    crossover_cells,
     diff_lines,
     html_page,
     markdown,
@@ -24,7 +25,7 @@ from jaxcompare.analysis.atlas_text import (
     recorded_line,
     why_text,
 )
-from jaxcompare.analysis.trust import JAX_FASTER
+from jaxcompare.analysis.trust import JAX_FASTER, NUMPY_FASTER
 from jaxcompare.cli import main
 from jaxcompare.model.errors import BadInput
 
@@ -270,6 +271,26 @@ def test_the_committed_tpu_exports_are_whole_files_of_the_whole_atlas():
         assert "recorded on TPU v5e, JAX 0.10.2" in found
     assert "<script" not in page and "src=" not in page and "href=" not in page and "url(" not in page
     assert "http" not in page and "http" not in text
+
+
+def test_the_crossover_column_says_why_a_case_has_none():
+    """An empty crossover cell read as "not computed": where the sizes place no crossover, the cell says
+    whether one side is faster at every size (each size's blocked range wholly on that side), else none found."""
+    recorded = am.load(TPU)
+    cells = crossover_cells(recorded)
+    sides: dict[tuple[str, str, str], list] = {}
+    for v in am.grid(recorded, "blocked"):
+        if v.status in (am.TRUSTED, am.DOUBTFUL):
+            sides.setdefault((v.key.case, v.key.precision, v.key.device), []).append(v.side)
+    assert set(cells) == set(sides)  # every case with a figure, and only those
+    crossed = am.crossovers(recorded)
+    for key, text in cells.items():
+        assert (key in crossed) == text.startswith("about "), (key, text)
+        if key not in crossed:
+            one_side = [side for side in (JAX_FASTER, NUMPY_FASTER) if all(s == side for s in sides[key])]
+            assert text == {(JAX_FASTER,): "none: JAX faster at every size", (NUMPY_FASTER,):
+                            "none: NumPy faster at every size", (): "none found"}[tuple(one_side)], (key, sides[key])
+    assert "none: NumPy faster at every size" in cells.values() and "none found" in cells.values()
 
 
 def test_atlases_of_two_devices_meet_on_case_size_and_precision():

@@ -41,7 +41,7 @@ from .atlas import (
     partial,
     views,
 )
-from .trust import WHY
+from .trust import JAX_FASTER, NUMPY_FASTER, WHY
 
 # The colour scale's ends: a speedup of LIMIT (or 1/LIMIT) or beyond takes the full colour.
 COLOUR_LIMIT = 30.0
@@ -176,6 +176,28 @@ def crossover_text(elements: float | None) -> str:
     return "" if elements is None else _("about {n} elements").format(n=f"{elements:.3g}")
 
 
+def crossover_cells(atlas: Atlas) -> dict[tuple[str, str, str], str]:
+    """(case, precision, device) -> the exports' crossover column: where the blocked speedup crosses 1x, or,
+    where the sizes place none, whether one side is faster at every size it could say (an empty cell read as
+    "not computed")."""
+    cross = crossovers(atlas)
+    sides: dict[tuple[str, str, str], list[str | None]] = {}
+    for v in grid(atlas, "blocked"):
+        if v.status in (TRUSTED, DOUBTFUL):
+            sides.setdefault((v.key.case, v.key.precision, v.key.device), []).append(v.side)
+    cells = {}
+    for key, found in sides.items():
+        if key in cross:
+            cells[key] = crossover_text(cross[key])
+        elif all(side == JAX_FASTER for side in found):
+            cells[key] = _("none: JAX faster at every size")
+        elif all(side == NUMPY_FASTER for side in found):
+            cells[key] = _("none: NumPy faster at every size")
+        else:
+            cells[key] = _("none found")
+    return cells
+
+
 # --- the CLI ----------------------------------------------------------------------------------
 def cell_where(key: CellKey, shape: tuple[int, ...]) -> str:
     """A cell as the progress lines name it: 'svd 100x100 x32 cpu'."""
@@ -206,7 +228,7 @@ def markdown(atlas: Atlas, measure: str = "blocked") -> str:
                "checklist reads \"set aside\" with its reason; its figure is marked with ?.").format(
                  measure=measure_label(measure)), "", counts_line(atlas, measure), ""]
     found = grid(atlas, measure)
-    cross = crossovers(atlas)
+    cross = crossover_cells(atlas)
     for device in atlas.devices():
         for precision in atlas.precisions():
             facet = [v for v in found if v.key.device == device and v.key.precision == precision]
@@ -219,7 +241,7 @@ def markdown(atlas: Atlas, measure: str = "blocked") -> str:
                 by_size = {v.key.size: v for v in facet if v.key.case == case}
                 cells = [(f"{format_shape(by_size[s].shape)}: {_table_text(by_size[s])}" if s in by_size else "")
                          for s in SIZES]
-                cells.append(crossover_text(cross.get((case, precision, device))))
+                cells.append(cross.get((case, precision, device), ""))
                 lines.append("| " + " | ".join(_md(c) for c in [case, *cells]) + " |")
             lines.append("")
     lines += [f"## {_('Environment')}", ""]
@@ -270,7 +292,7 @@ def html_body(atlas: Atlas, measure: str = "blocked", chart_html: str = "") -> s
     and each device's environment; ``chart_html``: a chart drawn by a front end that has one, above the tables."""
     esc = html.escape
     found = grid(atlas, measure)
-    cross = crossovers(atlas)
+    cross = crossover_cells(atlas)
     intro = _("Speedup: NumPy time over JAX time ({measure}); above 1x JAX is faster.").format(
         measure=measure_label(measure))
     short = partial_line(atlas)
@@ -289,7 +311,7 @@ def html_body(atlas: Atlas, measure: str = "blocked", chart_html: str = "") -> s
                 by_size = {v.key.size: v for v in facet if v.key.case == case}
                 tds = [f"<th>{esc(case)}</th>"]
                 tds += ["<td></td>" if by_size.get(size) is None else _html_cell(by_size[size]) for size in SIZES]
-                tds.append(f"<td>{esc(crossover_text(cross.get((case, precision, device))))}</td>")
+                tds.append(f"<td>{esc(cross.get((case, precision, device), ''))}</td>")
                 rows.append("<tr>" + "".join(tds) + "</tr>")
             parts.append(f"<h2>{esc(facet_label(atlas, device, precision))}</h2>"
                          f"<table><tr>{head}</tr>{''.join(rows)}</table>")
