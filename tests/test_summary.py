@@ -104,3 +104,16 @@ def test_a_trusted_range_that_holds_1x_qualifies_its_break_even_and_a_doubt_says
     with i18n.using("zh"):  # bold closes before the full stop (CommonMark), and no space follows it
         chinese = summary.verdict(busy)
     assert "**。" in chinese and "。 " not in chinese, chinese
+
+
+def test_numpys_two_speeds_say_which_is_slower_and_the_same_only_where_the_ranges_meet():
+    """A kept-memory figure 100x the plain one read "the same within their ranges" (only "faster" was told
+    apart): each of the three cases says what the ranges say."""
+    from jaxcompare.analysis.text import numpy_speeds_text
+
+    plain = stats(143e-6)
+    slower, faster, same = numpy_speeds_text(plain, stats(16e-3)), numpy_speeds_text(plain, stats(50e-6)), \
+        numpy_speeds_text(plain, stats(144e-6))
+    assert "16 ms with freed memory kept (111.89x slower)" in slower and "the same" not in slower, slower
+    assert "faster" in faster and "the same" not in faster, faster
+    assert "the same within their ranges" in same and "slower" not in same and "faster" not in same, same

@@ -370,6 +370,10 @@ def numpy_speeds_text(plain: Stats, kept: Stats | None, what: str = "NumPy") -> 
         return None
     values = {"what": what, "plain": format_time(plain.median_s), "kept": format_time(kept.median_s)}
     factor = memory_speedup(plain, kept)
+    if factor is None and plain.below(kept):  # kept slower: a busy machine's multithreaded BLAS, say
+        return _("{what}: {plain} as a plain process runs it, {kept} with freed memory kept ({factor} slower); the "
+                 "speedup is against the plain figure").format(factor=format_factor(kept.median_s / plain.median_s),
+                                                               **values)
     if factor is None:
         return _("{what}: {plain} as a plain process runs it, {kept} with freed memory kept: the same within "
                  "their ranges").format(**values)
