@@ -223,3 +223,29 @@ def test_equal_times_name_no_winner_and_chinese_factors_are_read_as_multiples():
         assert pv.speed_text(0.0121, 0.0121) == "JAX 与 NumPy 一样快"
         assert pv.speed_text(0.02, 0.01) == "JAX 的速度是 NumPy 的 2 倍"
         assert pv.speed_text(0.01, 0.02) == "JAX 的耗时是 NumPy 的 2 倍"
+
+
+def test_a_lesson_within_the_noise_shows_the_proper_call_timed_again_where_it_moved():
+    """Pitfall 4 on a busy CPU: host arrays 406 µs against the baseline's 231 µs on device arrays, apart, yet
+    "within the noise ... costs little here", because the proper call timed again in turns read 400 µs and
+    the verdict spans both comparisons. The page and the CLI now show that figure; where it agrees with the
+    baseline they say nothing more."""
+    from _pitfalls import side, timed
+
+    from jaxcompare.analysis import lab_checks
+    from jaxcompare.cli import pitfall_lines
+    from jaxcompare.engine.common.lessons import _pitfall
+
+    def transfer(again_s: float):
+        naive, naive_t = side("host arrays", "n()", 406e-6, 2e-3)
+        correct, correct_t = side("device arrays", "c()", 231e-6, 2e-3)
+        return _pitfall("transfer", naive, correct, (naive_t, correct_t), again=(correct_t[0], timed(again_s)))
+
+    moved, held = transfer(400e-6), transfer(232e-6)
+    assert moved["effect"] == "within_noise" and moved["proper_again"]["side"] == "correct"
+    said = pv.how_wrong(moved, "cpu")
+    assert "timed again in turns with the naive side, took 400 µs (392–408 µs), not the 231 µs shown" in said, said
+    assert any("took 400 µs" in line for line in pitfall_lines(moved, "cpu"))
+    assert held["effect"] == "hurts" and lab_checks.retimed_text(held) is None  # the baseline held: nothing more
+    with i18n.using("zh"):
+        assert "400 µs" in pv.how_wrong(moved, "cpu") and "timed again" not in pv.how_wrong(moved, "cpu")

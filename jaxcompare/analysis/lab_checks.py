@@ -9,9 +9,30 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..i18n import N_, _, translate_text
+from ..model.formatting import format_time, format_time_range
 from .checks import NA, PASS, TITLES, WARN, Check, format_cores
 from .consistency import pitfalls_findings
 from .text import STATUS_WORDS
+
+
+def retimed_text(pitfall: Mapping[str, Any]) -> str | None:
+    """Where the effect is within the noise because the proper call, timed again in turns with the naive side
+    (``proper_again``), lies outside the range of the lab's baseline figure the section shows: that figure, so
+    that the verdict does not contradict the two times shown (406 against 231 µs read "costs little here");
+    None otherwise."""
+    again = pitfall.get("proper_again")
+    if pitfall.get("effect") != "within_noise" or not again or not again.get("range"):
+        return None
+    shown = pitfall.get(again.get("side") or ("naive" if pitfall.get("id") == "ports" else "correct")) or {}
+    if not shown.get("range"):
+        return None
+    (again_low, again_high), (low, high) = again["range"], shown["range"]
+    if again_low <= high and low <= again_high:  # the ranges meet: the baseline held
+        return None
+    return _("The proper call, timed again in turns with the naive side, took {again} ({range}), not the {shown} "
+             "shown: the machine's speed moved between the two timings, and the effect's range spans both.").format(
+        again=format_time(again["seconds"]), range=format_time_range(again_low, again_high),
+        shown=format_time(shown["seconds"]))
 
 
 def busy_check(pitfall: Mapping[str, Any], others_source: str | None = "cores") -> Check:

@@ -311,7 +311,8 @@ def how_wrong(pitfall: Mapping[str, Any], backend: str = "cpu") -> str:
                  "speedup is {factor}x the proper one{range}, and the run's noise covers 1x.").format(
             name=short_title(pitfall["id"]).split(". ", 1)[-1], factor=factor_number(factor), range=within)
         hint = HOST_HINTS.get(pitfall["id"]) if is_host(backend) else None
-        return sentences(text, _(hint)) if hint else text  # no space after a Chinese 。
+        # no space after a Chinese 。
+        return sentences(text, lab_checks.retimed_text(pitfall) or "", _(hint) if hint else "")
     if found == "flatters":
         return _("How wrong: the naive way makes JAX look **{factor}x better** than it is{range}.").format(
             factor=factor_number(factor), range=within)

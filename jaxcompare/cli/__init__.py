@@ -441,6 +441,9 @@ def pitfall_lines(pitfall: dict[str, Any], backend: str, others_source: str | No
     lesson = lab_checks.ports_lesson(pitfall)  # pitfall 8 with its first port the fastest (or one port: said above)
     if not lab_checks.one_port(pitfall):
         lines.append("  " + (_("effect: {lesson}").format(lesson=lesson) if lesson else pitfall_effect_line(pitfall)))
+        retimed = lab_checks.retimed_text(pitfall)
+        if retimed:
+            lines.append("  " + retimed)
     lines.append("  " + lab_checks.check_line(lab_checks.busy_check(pitfall, others_source)))
     return lines
 

@@ -273,7 +273,8 @@ def _pitfall(pid: str, naive: dict[str, Any], correct: dict[str, Any], timings: 
         in_turns = tuple(tuple(retimed if t is baseline else t for t in pair) for pair in timings)
         turns_low, turns_high = effect_range(*in_turns)
         low, high = min(low, turns_low), max(high, turns_high)
-        proper_again = {"seconds": retimed.median_s, "range": _range(retimed)}
+        proper_again = {"seconds": retimed.median_s, "range": _range(retimed),
+                        "side": "naive" if timings[0][0] is baseline else "correct"}  # the side it times again
     effect = effect_of(low, high)
     factor = ((timings[0][1].median_s / max(timings[0][0].median_s, TINY_S))
               / (timings[1][1].median_s / max(timings[1][0].median_s, TINY_S)))
