@@ -72,6 +72,16 @@ def test_chart_is_dots_and_gaps_on_a_log_axis_that_holds_every_value():
     assert spec["height"] == 2 * 56
 
 
+def test_the_chart_says_which_dot_is_jax_and_which_numpy():
+    """One legend for the dots' colour and shape, drawn: a layer whose legend was None hid it, and a class saw
+    blue diamonds and orange dots unnamed."""
+    import vl_convert
+
+    svg = vl_convert.vegalite_to_svg(pitfall_chart(jit_pitfall()).to_dict())
+    assert 'aria-label="Symbol legend for shape, fill color and stroke color with 2 values: JAX, NumPy"' in svg
+    assert svg.count('aria-roledescription="legend"') == 1
+
+
 def test_tf32_rows_show_the_error_and_a_missing_numpy_time_is_no_dot():
     numpy = timed(0.05)
     pitfall = _pitfall("tf32", _side("Default matmul precision", "f(x)", timed(0.04), numpy, rel_error=3e-4,

@@ -134,20 +134,23 @@ def pitfall_chart(pitfall: Mapping[str, Any]) -> alt.LayerChart:
     gap = alt.Chart(alt.Data(values=rows)).mark_rule(strokeWidth=3, color="#9AA0A6", opacity=0.7).encode(
         x=alt.X("lo_s:Q", scale=scale, axis=_time_axis(_("time per call (log scale)"), ticks)), x2="hi_s:Q",
         y=y, tooltip=tooltip)
+    # One legend (NumPy's diamond, JAX's dot) from the color and shape of every layer: a layer whose legend is
+    # None hid the merged one.
+    legend = alt.Legend(title=None, orient="top", direction="horizontal", symbolSize=120, labelFontSize=13)
     dots = alt.Chart(alt.Data(values=dot_rows(rows))).mark_point(filled=True, size=150, opacity=1).encode(
         x=alt.X("seconds:Q", scale=scale), y=y,
-        color=alt.Color("side:N", scale=SIDE_DOTS, legend=alt.Legend(title=None, orient="top", direction="horizontal",
-                                                                     symbolSize=120, labelFontSize=12)),
-        shape=alt.Shape("side:N", scale=SIDE_SHAPES, legend=None),
+        color=alt.Color("side:N", scale=SIDE_DOTS, legend=legend),
+        shape=alt.Shape("side:N", scale=SIDE_SHAPES, legend=legend),
         tooltip=[alt.Tooltip("label:N", title=_("measurement")), alt.Tooltip("side:N", title=_("side")),
                  alt.Tooltip("time:N", title=_("time per call")), alt.Tooltip("range:N", title=_("95% range")),
                  alt.Tooltip("speed:N", title=_("JAX is"))])
     # Just above (JAX) and below (NumPy) the gap line, so neither hides in it.
     whiskers = alt.Chart(alt.Data(values=dot_rows(rows))).mark_rule(
         strokeWidth=2, opacity=0.8, yOffset=alt.ExprRef("datum.offset_px")).encode(
-        x=alt.X("lo_s:Q", scale=scale), x2="hi_s:Q", y=y, color=alt.Color("side:N", scale=SIDE_DOTS, legend=None))
+        x=alt.X("lo_s:Q", scale=scale), x2="hi_s:Q", y=y, color=alt.Color("side:N", scale=SIDE_DOTS, legend=legend))
     return alt.layer(gap, whiskers, dots).properties(
         autosize=FIT_WIDTH, width="container", height=ROW_PX * len(rows),
         title=alt.TitleParams(_("Naive vs correct: time per call"), anchor="start",
-                              subtitle=_("each row: JAX and NumPy on the same input; the gap is that row's "
-                                         "speedup, the whiskers each median's 95% range")))
+                              # Two lines: one ran past a narrow page's edge.
+                              subtitle=[_("each row: JAX and NumPy on the same input"),
+                                        _("the gap is that row's speedup, the whiskers each median's 95% range")]))
