@@ -14,11 +14,10 @@ from PIL import Image
 from support import ROOT
 
 from jaxcompare.analysis import atlas as am
-from jaxcompare.analysis.atlas_text import DOUBT_GREY
 from jaxcompare.app import atlas_view
 from jaxcompare.app.charts import chart_png_bytes
 from jaxcompare.app.charts_atlas import atlas_heatmap
-from jaxcompare.model.palette import JAX_COLOR, NUMPY_COLOR
+from jaxcompare.model.palette import DOUBT_GREY, JAX_COLOR, NUMPY_COLOR
 
 TPU = ROOT / "tests" / "data" / "atlas" / "tpu-v5e-jax0.10.2.json.gz"
 PICTURE = ROOT / "docs" / "img" / "atlas-tpu-v5e.png"

@@ -21,9 +21,10 @@ from support import ROOT, partial_tpu_atlas, zh
 
 from jaxcompare import i18n
 from jaxcompare.analysis import atlas as am
-from jaxcompare.analysis.atlas_text import DOUBT_GREY, cell_label, partial_line
+from jaxcompare.analysis.atlas_text import cell_label, partial_line
 from jaxcompare.app import atlas_view
 from jaxcompare.app.charts_atlas import atlas_heatmap, atlas_html
+from jaxcompare.model.palette import DOUBT_GREY
 
 pytestmark = pytest.mark.browser
 

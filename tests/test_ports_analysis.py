@@ -116,3 +116,44 @@ def test_on_a_tpu_ports_also_race_back_to_back_where_the_round_trip_hides_them_b
     alone = ports_verdict([port("jnp", 1.8e-4), port("scan", 1e-4)])
     assert alone.back_to_back is None and race_lines(alone) == [verdict_line(alone)]
     assert ports_document(alone)["back_to_back"] is None
+
+
+def test_a_port_set_aside_reads_so_in_its_line_its_json_and_its_bar():
+    """cdist's ports against SciPy's float64 output: each port failed *Matched precision* and its own table said
+    "do not quote this speedup", while the ports' summary, JSON and chart quoted 1.44x bare. A port set aside
+    now reads "set aside: <why>; measured ...", its JSON says so and its bar is grey, marked ?, never the
+    winner's colour; the race between the ports (their JAX times) stands."""
+    from jaxcompare.app.charts_ports import speedup_rows
+
+    def float64_numpy(run: PortRun) -> PortRun:
+        agreement = run.result.jax.agreement | {"numpy_dtype": "float64"}
+        return dataclasses.replace(run, result=with_jax(run.result, agreement=agreement))
+
+    runs = [float64_numpy(port("broadcast", 1e-4, case="cdist", shape=(100, 16))),
+            port("matmul", 3e-4, case="cdist", shape=(100, 16))]
+    verdict = ports_verdict(runs)
+    assert verdict.fastest == "broadcast" and verdict.decided  # JAX against JAX: NumPy's dtype does not enter
+    line = ports_lines(verdict)[1]
+    assert line.strip().startswith(
+        "broadcast: JAX 100 µs a call, NumPy 1 ms: set aside: a check failed; measured 10.00x"), line
+    assert "set aside" not in ports_lines(verdict)[2]
+    doc = {p["name"]: p for p in ports_document(verdict)["ports"]}
+    assert (doc["broadcast"]["trusted"], doc["broadcast"]["set_aside"]) == (False, "a check failed")
+    assert (doc["matmul"]["trusted"], doc["matmul"]["set_aside"]) == (True, None)
+    rows = {r["port"]: r for r in speedup_rows(verdict)}
+    broadcast = rows["broadcast"]
+    assert broadcast["text"] == "10.00x?" and broadcast["set_aside"] and not broadcast["fastest"]
+    assert rows["matmul"]["text"] == "3.33x" and not rows["matmul"]["set_aside"]
+    with i18n.using("zh"):
+        assert "已搁置" in ports_lines(verdict)[1]
+
+
+def test_the_chart_colours_a_winner_only_where_the_race_decided_and_keeps_labels_off_the_1x_line():
+    from jaxcompare.app.charts_ports import speedup_rows
+
+    noise = {r["port"]: r for r in speedup_rows(ports_verdict([port("jnp", 1.1e-4), port("scan", 1e-4)]))}
+    assert not any(r["fastest"] for r in noise.values())  # "no difference within the noise": no winner drawn
+    clear = {r["port"]: r for r in speedup_rows(ports_verdict([port("jnp", 3e-4), port("slow", 2e-3)]))}
+    assert clear["jnp"]["fastest"] and (clear["jnp"]["label_at"], clear["jnp"]["right"]) == (clear["jnp"]["high"], True)
+    # 0.5x: its bar runs left of NumPy's line, its label left of the bar's end, not on the line at 1x
+    assert (clear["slow"]["label_at"], clear["slow"]["right"]) == (clear["slow"]["low"], False)

@@ -16,7 +16,7 @@ from typing import Any
 from ..i18n import _, language, sentences, translate_text
 from ..model.cases import format_shape
 from ..model.formatting import format_factor
-from ..model.palette import JAX_COLOR, NUMPY_COLOR
+from ..model.palette import DOUBT_GREY, JAX_COLOR, NUMPY_COLOR
 from ..model.peaks import lookup
 from .atlas import (
     A_ONLY,
@@ -46,7 +46,6 @@ from .trust import JAX_FASTER, NUMPY_FASTER, WHY
 # The colour scale's ends: a speedup of LIMIT (or 1/LIMIT) or beyond takes the full colour.
 COLOUR_LIMIT = 30.0
 NEUTRAL = "#f5f5f5"
-DOUBT_GREY = "#bdbdbd"
 PRECISION_LABELS = {"x32": "float32", "x64": "float64"}
 
 

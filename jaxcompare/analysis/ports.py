@@ -25,6 +25,7 @@ from ..model.errors import BadInput
 from ..model.formatting import format_factor, format_peak_share, format_time
 from ..model.reruns import rerun_ratio_range
 from ..model.result import Result, finite_or_none
+from .trust import WHY, trust
 
 # Why a port is out of the race (recorded in English, worded where shown).
 INTERPRETED = N_("a Pallas kernel interpreted on the CPU (Pallas compiles only for a GPU or TPU): its time is "
@@ -161,11 +162,23 @@ def port_row(run: PortRun, why_out: str | None) -> str:
     low, high = r.speedup_range
     span = (_(" (95% range {low}-{high})").format(low=format_factor(low), high=format_factor(high))
             if math.isfinite(low) and math.isfinite(high) else "")
-    line = _("{port}: JAX {runtime} a call, NumPy {numpy}: {speedup} over NumPy{span}").format(
-        port=run.name, runtime=format_time(r.jax.runtime.median_s), numpy=format_time(r.numpy_runtime.median_s),
-        speedup=format_factor(r.speedup), span=span)
-    on_device = _device_part(r)
-    return line + (f"; {on_device}" if on_device else "") + (f"; {translate_text(why_out)}" if why_out else "")
+    values = {"port": run.name, "runtime": format_time(r.jax.runtime.median_s),
+              "numpy": format_time(r.numpy_runtime.median_s), "speedup": format_factor(r.speedup), "span": span}
+    why = set_aside_why(r)
+    if why is None:
+        line = _("{port}: JAX {runtime} a call, NumPy {numpy}: {speedup} over NumPy{span}").format(**values)
+    else:  # as every front end words a result it does not headline: its reason first, the figure marked
+        line = _("{port}: JAX {runtime} a call, NumPy {numpy}: set aside: {why}; measured {speedup} over "
+                 "NumPy{span}").format(why=_(WHY[why]), **values)
+    parts = [line, _device_part(r), translate_text(why_out) if why_out else None]
+    return _("; ").join(part for part in parts if part)
+
+
+def set_aside_why(result: Result) -> str | None:
+    """Why a port's speedup over NumPy is not quoted (trust.WHY's key: its checklist failed, the machine was
+    busy, its range is too wide), or None where it may be; the race between ports compares their JAX times."""
+    verdict = trust(result)
+    return None if verdict.trusted else verdict.why or "fail"
 
 
 def _device_part(result: Result) -> str | None:
@@ -199,6 +212,9 @@ def ports_document(verdict: PortsVerdict, results: dict[str, dict[str, Any]] | N
         "case": verdict.case, "shape": list(verdict.shape), "precision": verdict.precision,
         "ports": [{"name": run.name, "error": run.error, "left_out": verdict.left_out.get(run.name),
                    "speedup": None if run.result is None else finite_or_none(run.result.speedup),
+                   "trusted": None if run.result is None else set_aside_why(run.result) is None,
+                   "set_aside": None if run.result is None or set_aside_why(run.result) is None
+                   else WHY[set_aside_why(run.result)],
                    "result": None if run.result is None else (results or {}).get(run.name, run.result.to_dict())}
                   for run in verdict.runs],
         "fastest": verdict.fastest, "runner_up": verdict.runner_up, "ratio": finite_or_none(verdict.ratio),

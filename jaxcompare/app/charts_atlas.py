@@ -14,9 +14,9 @@ from typing import Any
 import altair as alt
 
 from ..analysis.atlas import NOT_MEASURED, Atlas
-from ..analysis.atlas_text import DOUBT_GREY, NEUTRAL, html_body
+from ..analysis.atlas_text import NEUTRAL, html_body
 from ..i18n import _
-from ..model.palette import JAX_COLOR, NUMPY_COLOR
+from ..model.palette import DOUBT_GREY, JAX_COLOR, NUMPY_COLOR
 from .atlas_view import speedup_extent
 
 CELL_PX = 64

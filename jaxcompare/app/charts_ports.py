@@ -10,11 +10,12 @@ from typing import Any
 
 import altair as alt
 
-from ..analysis.ports import DISAGREES, INTERPRETED, PortsVerdict
+from ..analysis.ports import DISAGREES, INTERPRETED, PortsVerdict, set_aside_why
+from ..analysis.trust import WHY
 from ..i18n import N_, _
 from ..model.cases import format_shape
 from ..model.formatting import format_factor
-from ..model.palette import JAX_COLOR, NUMPY_COLOR
+from ..model.palette import DOUBT_GREY, JAX_COLOR, NUMPY_COLOR
 from .charts import FIT_WIDTH
 
 # A left-out port's words on its row (short: the port's own line, above the chart, says it in full).
@@ -35,11 +36,17 @@ def speedup_rows(verdict: PortsVerdict) -> list[dict[str, Any]]:
             continue
         low, high = run.result.speedup_range
         speedup = run.result.speedup
-        rows.append({"port": run.name, "speedup": speedup, "one": 1.0,
-                     "low": low if math.isfinite(low) else speedup, "high": high if math.isfinite(high) else speedup,
-                     "text": format_factor(speedup), "fastest": run.name == verdict.fastest,
-                     "range": (f"{format_factor(low)}-{format_factor(high)}" if math.isfinite(low)
-                               and math.isfinite(high) else "")})
+        low, high = (low if math.isfinite(low) else speedup), (high if math.isfinite(high) else speedup)
+        doubt = set_aside_why(run.result)
+        rows.append({"port": run.name, "speedup": speedup, "one": 1.0, "low": low, "high": high,
+                     # A set-aside figure marked as every front end marks it; its reason in the tooltip.
+                     "text": format_factor(speedup) + ("?" if doubt else ""),
+                     "set_aside": _(WHY[doubt]) if doubt else "",
+                     # Coloured as the winner only where the race decided it, not within the noise.
+                     "fastest": run.name == verdict.fastest and verdict.decided and not doubt,
+                     # The label beyond the bar's far end, never on NumPy's line at 1x.
+                     "label_at": high if speedup >= 1 else low, "right": speedup >= 1,
+                     "range": f"{format_factor(low)}-{format_factor(high)}" if low != high else ""})
     return rows
 
 
@@ -62,20 +69,24 @@ def ports_speedup_chart(verdict: PortsVerdict) -> alt.LayerChart:
     x_axis = alt.Axis(title=_("speedup over NumPy (log scale; right of 1x: JAX faster)"), values=ticks,
                       labelExpr="format(datum.value, '~g') + 'x'", grid=True)
     tooltip = [alt.Tooltip("port:N", title=_("port")), alt.Tooltip("text:N", title=_("speedup")),
-               alt.Tooltip("range:N", title=_("95% range"))]
-    color = alt.condition("datum.fastest", alt.value(FASTEST_COLOR), alt.value(OTHER_COLOR))
+               alt.Tooltip("range:N", title=_("95% range")), alt.Tooltip("set_aside:N", title=_("set aside"))]
+    color = (alt.when("datum.set_aside").then(alt.value(DOUBT_GREY))
+             .when("datum.fastest").then(alt.value(FASTEST_COLOR)).otherwise(alt.value(OTHER_COLOR)))
     base = alt.Chart(alt.Data(values=bars)).encode(y=y, tooltip=tooltip)
+    label = {"fontSize": 12, "fontWeight": "bold"}
     layers: list[Any] = [
         base.mark_bar(height={"band": 0.55}).encode(x=alt.X("one:Q", scale=scale, axis=x_axis), x2="speedup:Q",
                                                      color=color),
         base.mark_rule(strokeWidth=2, color="#333").encode(x=alt.X("low:Q", scale=scale), x2="high:Q"),
-        base.mark_text(align="left", dx=6, fontSize=12, fontWeight="bold").encode(
-            x=alt.X("high:Q", scale=scale), text="text:N"),
+        base.transform_filter("datum.right").mark_text(align="left", dx=6, **label).encode(
+            x=alt.X("label_at:Q", scale=scale), text="text:N"),
+        base.transform_filter("!datum.right").mark_text(align="right", dx=-6, **label).encode(
+            x=alt.X("label_at:Q", scale=scale), text="text:N"),
     ]
-    if notes:
-        layers.append(alt.Chart(alt.Data(values=notes)).mark_text(align="left", dx=8, fontSize=12,
-                                                                   fontStyle="italic", color="#555").encode(
-            x=alt.X("one:Q", scale=scale), y=y, text="note:N"))
+    if notes:  # from the plot's left edge: at 1x, near the right one, a long note ran past it
+        layers.append(alt.Chart(alt.Data(values=[n | {"at": lo} for n in notes])).mark_text(
+            align="left", dx=8, fontSize=12, fontStyle="italic", color="#555").encode(
+            x=alt.X("at:Q", scale=scale), y=y, text="note:N"))
     numpy = alt.Chart(alt.Data(values=[{"one": 1.0, "label": _("NumPy (1x)")}]))
     layers += [numpy.mark_rule(color=NUMPY_COLOR, strokeWidth=2.5).encode(x=alt.X("one:Q", scale=scale)),
                numpy.mark_text(color=NUMPY_COLOR, align="left", baseline="top", dx=4, y=-14, fontWeight="bold")
@@ -84,4 +95,6 @@ def ports_speedup_chart(verdict: PortsVerdict) -> alt.LayerChart:
         autosize=FIT_WIDTH, width="container", height=48 * len(rows) + 20,
         title=alt.TitleParams(_("Each port's speedup over NumPy"), anchor="start",
                               subtitle=f"{verdict.case} · {format_shape(verdict.shape)} · {verdict.precision} · "
-                                       + _("bar: the median speedup · black line: its 95% range")))
+                                       + _("bar: the median speedup · black line: its 95% range")
+                                       + (" · " + _("grey, marked ?: set aside (its line says why)")
+                                          if any(r.get("set_aside") for r in bars) else "")))
