@@ -56,6 +56,10 @@ def test_each_port_runs_and_the_race_names_the_fastest_or_the_noise(race):
     html = race._repr_html_()
     assert html.count("<details") == 2 and "did not run" in html
     assert repr(race).startswith("<jaxcompare Ports running_sum 300 x32: jnp, scan, broken; fastest ")
+    # A port without a result names the ones that have one (a bare KeyError('nonsense') said nothing).
+    for missing in ("nonsense", "broken"):
+        with pytest.raises(KeyError, match="Ports with a result: jnp, scan; did not run: broken"):
+            race[missing]
 
 
 def test_the_race_writes_the_ports_json_and_saves_each_port_to_history(race, tmp_path):

@@ -161,8 +161,14 @@ class PortsResult:
         return len(self.verdict.runs)
 
     def __getitem__(self, port: str) -> NotebookResult:
-        """A port's Result; KeyError for a port that did not run (its line is in str())."""
-        return self.results[port]
+        """A port's Result; a KeyError naming the ports that have one, for a port that did not run (its line
+        is in str()) or is not in the race."""
+        if port in self.results:
+            return self.results[port]
+        ran = ", ".join(self.results) or "none"
+        missed = [run.name for run in self.verdict.runs if run.result is None]
+        raise KeyError(f"{port!r}: no result for it. Ports with a result: {ran}"
+                       + (f"; did not run: {', '.join(missed)} (print the race for why)" if missed else ""))
 
     def _repr_html_(self) -> str:
         return display.ports_html(self.verdict)
