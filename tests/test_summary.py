@@ -117,3 +117,16 @@ def test_numpys_two_speeds_say_which_is_slower_and_the_same_only_where_the_range
     assert "16 ms with freed memory kept (111.89x slower)" in slower and "the same" not in slower, slower
     assert "faster" in faster and "the same" not in faster, faster
     assert "the same within their ranges" in same and "slower" not in same and "faster" not in same, same
+
+
+def test_a_sweep_of_two_lines_heads_each_verdict_in_the_readers_punctuation():
+    """'jnp x32. 每个规模上…': each line's verdict on the Size sweep page was led by an ASCII full stop."""
+    from jaxcompare import i18n
+    from jaxcompare.app import views
+
+    results = [make_result("matmul", (n, n), precision, numpy_s=1e-3, jax_s=2e-3)
+               for precision in ("x32", "x64") for n in (10, 100)]
+    assert views.sweep_verdict(results).startswith("**x32**: ")
+    with i18n.using("zh"):
+        text = views.sweep_verdict(results)
+    assert text.startswith("**x32**：") and "\n\n**x64**：" in text and "." not in text.split("：")[0], text

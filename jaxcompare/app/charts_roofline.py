@@ -53,7 +53,7 @@ def roof_rows(roof_list: list[Roof], x_lo: float, x_hi: float, suffix: str = "")
     sides it holds (``suffix`` after the names: a sweep's precision)."""
     lines, ridge_rows, labels = [], [], []
     for roof in roof_list:
-        name = ", ".join(side_name(side) for side in roof.sides) + suffix
+        name = _(", ").join(side_name(side) for side in roof.sides) + suffix  # Chinese lists take 、
         corners = roof.corners(x_lo, x_hi)
         lines += [{"roof": name, "order": i, "intensity": x, "flops_per_s": y} for i, (x, y) in enumerate(corners)]
         text = _("{sides}: {peak} · {bandwidth}").format(sides=name, peak=format_flops(roof.peak),

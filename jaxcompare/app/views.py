@@ -284,7 +284,8 @@ def sweep_verdict(results: Sequence[Result]) -> str:
     lines = sweep_lines(results)
     if len(lines) == 1:
         return summary.sweep_verdict(results, crossover(results))
-    return "\n\n".join(f"**{markdown_literal(line)}.** " + summary.sweep_verdict(rs, crossover(rs))
+    return "\n\n".join(_("**{line}**: {verdict}").format(line=markdown_literal(line),
+                                                         verdict=summary.sweep_verdict(rs, crossover(rs)))
                        for line, rs in lines.items())
 
 
