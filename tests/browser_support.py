@@ -33,6 +33,9 @@ IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 MAIN = "[data-testid='stMain']"
 CHART = "[data-testid='stVegaLiteChart'] canvas, [data-testid='stVegaLiteChart'] svg"
 ROW_PX = 35  # st.dataframe's default row (and header) height
+# wait_for_function's polling, in ms: by default it evaluates every animation frame, 60 times a second, and a
+# page's innerText each time kept its renderer at 0.075 cores for as long as a test waited (0.01 polled at 250 ms).
+POLL_MS = 100
 
 
 def free_port() -> int:
@@ -151,7 +154,7 @@ def open_page(opener, url: str, *, height: int | None = None, timeout: float = 9
     page.goto(url)
     page.wait_for_selector(IDLE, timeout=timeout)
     page.wait_for_function(f"() => !document.body.innerText.includes({PENDING!r}) "
-                           f"&& !document.body.innerText.includes({PENDING_ZH!r})", timeout=timeout)
+                           f"&& !document.body.innerText.includes({PENDING_ZH!r})", polling=POLL_MS, timeout=timeout)
     page.wait_for_selector(IDLE, timeout=timeout)
     return page
 
@@ -164,7 +167,7 @@ def run_sweep(page, plan: str, points: int) -> None:
     page.wait_for_function(f"""() => {{
         const text = document.querySelector("{MAIN}").innerText;
         return text.includes("{points} of {points} measurement(s)") && !text.includes("so far");
-    }}""", timeout=120_000)
+    }}""", polling=POLL_MS, timeout=120_000)
     page.wait_for_selector(IDLE, timeout=60_000)
 
 
@@ -200,7 +203,7 @@ def table_count(page, expected: int, *, timeout: float = 30_000) -> int:
 def element_count(page, selector: str, expected: int, *, timeout: float = 30_000) -> int:
     try:
         page.wait_for_function(f"() => document.querySelectorAll(\"{selector}\").length >= {expected}",
-                               timeout=timeout)
+                               polling=POLL_MS, timeout=timeout)
     except Exception:  # Playwright's TimeoutError: the count below says what there was
         pass
     return page.locator(selector).count()
@@ -343,7 +346,7 @@ def wait_for_chart_marks(page, index: int, color: str | None = None, mark: str |
     """Wait until chart ``index`` has drawn at least ``at_least`` such marks (Vega draws after
     the element appears); returns the count. Times out on a chart that stays blank."""
     page.wait_for_function(f"args => {{ const n = ({_MARKS_JS})(args); return n < 0 || n >= {at_least}; }}",
-                           arg=[index, color, mark], timeout=timeout)
+                           arg=[index, color, mark], polling=POLL_MS, timeout=timeout)
     return chart_marks(page, index, color, mark)
 
 

@@ -26,7 +26,7 @@ def test_compare_runs_and_renders_charts(server, browser, tmp_path):
     edge = page.get_by_role("radio", name="Small · 10x10").evaluate("b => getComputedStyle(b).borderRightColor")
     assert edge != "rgba(0, 0, 0, 0)", edge
     page.get_by_role("radio", name="Small · 10x10").click()  # pick the small shape (large is the default)
-    page.wait_for_function("() => location.search.includes('shape=small')", timeout=30_000)
+    page.wait_for_function("() => location.search.includes('shape=small')", polling=bs.POLL_MS, timeout=30_000)
     page.wait_for_selector(bs.IDLE, timeout=30_000)
     page.get_by_role("button", name="Run comparison").click()
     page.wait_for_selector(bs.CHART, timeout=120_000)
@@ -67,7 +67,7 @@ def test_compare_runs_and_renders_charts(server, browser, tmp_path):
     bs.assert_no_error(page)
     # The URL reproduces the run; the page rewrites it on each rerun (the tab clicks), so wait for it to settle.
     page.wait_for_function("() => ['case=matmul', 'shape=small', 'timing=quick']"
-                           ".every(part => location.search.includes(part))", timeout=30_000)
+                           ".every(part => location.search.includes(part))", polling=bs.POLL_MS, timeout=30_000)
     shot = tmp_path / "compare.png"
     page.screenshot(path=str(shot), full_page=True)
     assert shot.stat().st_size > 20_000

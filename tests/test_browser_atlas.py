@@ -8,10 +8,11 @@ import re
 from pathlib import Path
 
 import pytest
-from browser_support import (  # noqa: F401
+from browser_support import (
+    # noqa: F401
     IDLE,
+    POLL_MS,
     assert_no_error,
-    browser,
     main_text,
     open_page,
     streamlit_run,
@@ -55,7 +56,7 @@ def test_the_atlas_page_draws_the_recorded_atlas(atlas_server, browser, lang):  
     doubtful = sum(v.status == am.DOUBTFUL for v in am.views(recorded))
     page = open_page(browser, f"{atlas_server}/Atlas?lang={lang}", height=1600)
     page.wait_for_selector("[data-testid='stVegaLiteChart'] svg.marks", timeout=60_000)
-    page.wait_for_function(f"() => ({RECT_JS})(['{DOUBT_GREY}']) >= {doubtful}", timeout=30_000)
+    page.wait_for_function(f"() => ({RECT_JS})(['{DOUBT_GREY}']) >= {doubtful}", polling=POLL_MS, timeout=30_000)
     assert page.evaluate(RECT_JS, [DOUBT_GREY]) == doubtful  # every set-aside cell greyed, no other
     drawn = svg_text(page, 0)
     word = "Recorded on" if lang == "en" else zh("recorded on {device}, JAX {version}, {date}").split("{")[0]
@@ -100,7 +101,8 @@ def test_an_atlas_stopped_partway_is_drawn_with_the_cells_it_lacks_and_says_it_i
             page = open_page(browser, f"{atlas_server}/Atlas?lang={lang}", height=2200)
             page.wait_for_selector("[data-testid='stVegaLiteChart'] svg.marks", timeout=60_000)
             word = "not measured" if lang == "en" else zh("not measured")
-            page.wait_for_function(f"() => ({TEXT_COUNT_JS})(['{word}']) === {missing}", timeout=60_000)
+            page.wait_for_function(f"() => ({TEXT_COUNT_JS})(['{word}']) === {missing}",
+                                   polling=POLL_MS, timeout=60_000)
             page.wait_for_selector(IDLE, timeout=30_000)
             warning = page.locator("[data-testid='stAlertContentWarning']").inner_text()
             with i18n.using(lang):  # the page's own words: the cells held of those planned, the rest named
@@ -115,7 +117,8 @@ def test_an_atlas_stopped_partway_is_drawn_with_the_cells_it_lacks_and_says_it_i
                 page.locator("[data-testid='stSidebar'] [data-testid='stSelectbox'] input").click()
                 # has_text alone is a case-blind substring: "Yours: recorded on TPU v5e" would match
                 page.get_by_role("option").filter(has_text=re.compile("^Recorded on TPU v5e")).first.click()
-                page.wait_for_function(f"() => ({TEXT_COUNT_JS})(['over 240 s']) === 6", timeout=60_000)
+                page.wait_for_function(f"() => ({TEXT_COUNT_JS})(['over 240 s']) === 6",
+                                       polling=POLL_MS, timeout=60_000)
                 page.wait_for_selector(IDLE, timeout=30_000)
                 assert page.locator("[data-testid='stAlertContentWarning']").count() == 0
                 assert page.evaluate(TEXT_COUNT_JS, [word]) == 0

@@ -14,7 +14,7 @@ import urllib.parse
 
 import pytest
 from _results import make_result
-from browser_support import IDLE, assert_no_error, open_page, run_coroutine, stop_button, tick
+from browser_support import IDLE, POLL_MS, assert_no_error, open_page, run_coroutine, stop_button, tick
 from hosted_support import GATED_WORKER, make_serve_command, serve
 from test_hostile_records import IMAGE, LINK, insert_raw
 
@@ -135,7 +135,7 @@ def guess(page, token: str, answer: str) -> None:
     box.fill(token)
     box.press("Enter")
     page.wait_for_function("() => { const box = document.querySelector(\"input[aria-label='Operator token']\");"
-                           " return !box || box.value === ''; }", timeout=30_000)
+                           " return !box || box.value === ''; }", polling=POLL_MS, timeout=30_000)
     page.wait_for_selector(IDLE, timeout=30_000)
     page.get_by_text(answer).wait_for(timeout=30_000)
 
@@ -186,7 +186,8 @@ def test_link_parameters_show_as_text_on_every_page(hosted, browser):
         page.goto(f"{hosted}/{name}?{urllib.parse.urlencode(values)}")
         page.wait_for_selector(IDLE, timeout=90_000)
         if name not in ("Versions", "Atlas"):  # these read no link parameters: nothing quotes them, no link may show
-            page.wait_for_function("() => window.__quoted", timeout=30_000)  # a warning quoted it, as written
+            page.wait_for_function("() => window.__quoted",
+                                   polling=POLL_MS, timeout=30_000)  # a warning quoted it, as written
         assert page.evaluate("window.__evil") == 0, name
         assert "A" * 100 not in text(page)
         assert_no_error(page)

@@ -48,11 +48,12 @@ def test_a_chinese_browser_gets_chinese_and_the_switch_holds_across_pages(server
     page = bs.open_page(context, server)
     bs.assert_no_error(page)
     page.get_by_role("heading", name=zh("How to read the numbers")).wait_for(timeout=30_000)
-    page.wait_for_function("() => location.search.includes('lang=zh')", timeout=30_000)  # shareable as it is
+    page.wait_for_function("() => location.search.includes('lang=zh')",
+                           polling=bs.POLL_MS, timeout=30_000)  # shareable as it is
     # English, chosen in the sidebar: the page and the address bar follow; so does the next page.
     page.get_by_role("radio", name="English").click()
     page.get_by_role("heading", name="How to read the numbers").wait_for(timeout=30_000)
-    page.wait_for_function("() => location.search.includes('lang=en')", timeout=30_000)
+    page.wait_for_function("() => location.search.includes('lang=en')", polling=bs.POLL_MS, timeout=30_000)
     sidebar = page.get_by_test_id("stSidebarUserContent")
     sidebar.get_by_role("link", name="Compare").click()
     page.get_by_role("button", name="Run comparison").wait_for(timeout=30_000)
@@ -89,7 +90,7 @@ def test_switching_the_language_then_touching_a_control_keeps_the_page(server, b
     for name, url_says in (("中文", "location.search.includes('lang=zh')"),
                            ("English", "!location.search.includes('lang=zh')")):  # English: no lang= here
         page.get_by_role("radio", name=name).click()
-        page.wait_for_function(f"() => {url_says}", timeout=30_000)
+        page.wait_for_function(f"() => {url_says}", polling=bs.POLL_MS, timeout=30_000)
         page.wait_for_selector(bs.IDLE, timeout=30_000)
         sidebar.get_by_text("x64 · float64").first.click()  # the same words in both languages
         page.wait_for_selector(bs.IDLE, timeout=30_000)

@@ -22,7 +22,7 @@ import re
 from pathlib import Path
 
 import pytest
-from browser_support import IDLE, assert_no_error, main_text, open_page
+from browser_support import IDLE, POLL_MS, assert_no_error, main_text, open_page
 from recorded_pages import page_url, recorded_app
 from support import zh
 from test_browser_doubt import tile
@@ -221,7 +221,7 @@ def opened(browser, url: str, ready: str, height: int = 2000):
     first idle moment) and ``ready`` (a JavaScript condition) holds."""
     page = open_page(browser, url, height=height)
     page.wait_for_function(f"""() => document.querySelector("{IDLE}")
-        && !document.querySelector("[data-stale='true']") && ({ready})""", timeout=60_000)
+        && !document.querySelector("[data-stale='true']") && ({ready})""", polling=POLL_MS, timeout=60_000)
     return page
 
 

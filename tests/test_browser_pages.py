@@ -20,6 +20,7 @@ from browser_support import (
     JAX_COLOR,
     MAIN,
     NUMPY_COLOR,
+    POLL_MS,
     assert_no_error,
     chart_count,
     chart_marks,
@@ -107,14 +108,15 @@ def run_small_quick(page) -> None:
     """In the same page (same session): pick the small shape and quick timing, run, and wait for
     the headline figures of that run."""
     page.get_by_role("radio", name="Small · 10x10").click()
-    page.wait_for_function("() => location.search.includes('shape=small')", timeout=30_000)
+    page.wait_for_function("() => location.search.includes('shape=small')", polling=POLL_MS, timeout=30_000)
     page.get_by_role("radio", name="Quick", exact=True).click()
-    page.wait_for_function("() => location.search.includes('timing=quick')", timeout=30_000)
+    page.wait_for_function("() => location.search.includes('timing=quick')", polling=POLL_MS, timeout=30_000)
     page.wait_for_selector(IDLE, timeout=30_000)
     run = page.get_by_role("button", name="Run comparison")
     assert run.is_enabled(), "Run comparison stayed disabled after the last run ended"
     run.click()
-    page.wait_for_function(f"() => document.querySelectorAll(\"{METRIC}\").length == 6", timeout=120_000)
+    page.wait_for_function(f"() => document.querySelectorAll(\"{METRIC}\").length == 6",
+                           polling=POLL_MS, timeout=120_000)
     page.wait_for_selector(IDLE, timeout=60_000)
     text = main_text(page)
     # The text itself in the message: pytest cuts a long one's middle, where the caption sits (seen once in
@@ -146,7 +148,7 @@ def test_environment_shows_both_workers(server, browser):
     page.wait_for_function(f"""() => {{
         const text = document.querySelector("{MAIN}").innerText;
         return !text.includes("Waiting for the workers") && !text.includes("Asking the x32 and x64 workers");
-    }}""", timeout=90_000)
+    }}""", polling=POLL_MS, timeout=90_000)
     page.wait_for_selector(IDLE, timeout=30_000)
     assert_no_error(page)
     assert "could not report" not in main_text(page)
@@ -184,7 +186,7 @@ def test_size_sweep_runs_and_draws_the_crossover(server, browser):
     table = page.locator("[data-testid='stTable']")
     # One table; a busy browser can still show the last rerun's stale copy beside it for a moment.
     page.wait_for_function("() => document.querySelectorAll(\"[data-testid='stTable']\").length === 1",
-                           timeout=15_000)
+                           polling=POLL_MS, timeout=15_000)
     assert table.locator("tbody tr").count() == 3
     assert cut_cells(table) == []
     # Runtime, speedup, one-off share and roofline charts, each with a mark per size inside its plot.

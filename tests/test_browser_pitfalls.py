@@ -36,7 +36,7 @@ def test_a_deep_link_scrolls_to_its_section(server, browser):
     page.wait_for_function("""() => {
         const top = document.querySelector('#pitfall-size').getBoundingClientRect().top;
         return top >= 0 && top < window.innerHeight;
-    }""", timeout=10_000)
+    }""", polling=bs.POLL_MS, timeout=10_000)
     box = heading.bounding_box()
     assert box is not None and 0 <= box["y"] < 900, f"section heading not in view: {box}"
     assert page.url.endswith("#pitfall-size")  # the page kept the link's URL (no rewrite)

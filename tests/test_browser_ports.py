@@ -44,6 +44,6 @@ def test_compare_races_two_ports(server, browser, tmp_path):
     assert speedups.count() == 2  # each port's tab
     bs.assert_no_error(page)
     page.wait_for_function("() => location.search.includes('ports=jnp%2Cscan') "
-                           "|| location.search.includes('ports=jnp,scan')", timeout=30_000)
+                           "|| location.search.includes('ports=jnp,scan')", polling=bs.POLL_MS, timeout=30_000)
     page.screenshot(path=str(tmp_path / "compare_ports.png"), full_page=True)
     page.close()

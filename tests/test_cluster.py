@@ -19,7 +19,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from browser_support import IDLE, MAIN, assert_no_error, main_text, open_page, streamlit_run
+from browser_support import IDLE, MAIN, POLL_MS, assert_no_error, main_text, open_page, streamlit_run
 from support import ROOT, cli
 
 from jaxcompare import BadInput, JobFailed, Runner, Spec, TimingConfig
@@ -264,7 +264,7 @@ def test_environment_page_shows_the_cluster(tmp_path, nodes, browser):
         page = open_page(browser, f"{server}/Environment", height=1600)
         page.get_by_text("Jobs go to the Ray cluster at").wait_for(timeout=60_000)
         page.wait_for_function(f"""() => !document.querySelector("{MAIN}").innerText.includes(
-            "Asking the x32 and x64 workers")""", timeout=120_000)
+            "Asking the x32 and x64 workers")""", polling=POLL_MS, timeout=120_000)
         page.wait_for_selector(IDLE, timeout=30_000)
         assert_no_error(page)
         page.screenshot(path=str(tmp_path / "environment_cluster.png"), full_page=True)

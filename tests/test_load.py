@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from browser_support import CHROMIUM, CHROMIUM_ARGS, IDLE, run_coroutine
+from browser_support import CHROMIUM, CHROMIUM_ARGS, IDLE, POLL_MS, run_coroutine
 from hosted_support import PENDING, serve
 
 from jaxcompare.history.store import Store
@@ -77,7 +77,8 @@ async def ready_page(page, url: str) -> None:
     """Load ``url``: idle, its device banner final (the banner's own rerun could swallow a click)."""
     await page.goto(url)
     await page.wait_for_selector(IDLE, timeout=180_000)
-    await page.wait_for_function(f"() => !document.body.innerText.includes({PENDING!r})", timeout=180_000)
+    await page.wait_for_function(f"() => !document.body.innerText.includes({PENDING!r})",
+                                 polling=POLL_MS, timeout=180_000)
     await page.wait_for_selector(IDLE, timeout=60_000)
 
 
@@ -86,7 +87,7 @@ async def click_run(page, n: int, outcomes: list[dict], shots: Path) -> bool:
     what it showed (and a screenshot), not as a bare timeout."""
     try:
         await page.get_by_role("button", name="Run comparison").click()
-        await page.wait_for_function(ANSWERED, timeout=180_000)
+        await page.wait_for_function(ANSWERED, polling=POLL_MS, timeout=180_000)
         return True
     except Exception as exc:
         await stuck(page, n, outcomes, shots, exc)
@@ -107,7 +108,7 @@ async def browser_session(page, url: str, end: float, outcomes: list[dict], n: i
     while True:
         try:
             if await page.locator("[data-testid='stProgress']").count() > 0:  # accepted: queued or running
-                await page.wait_for_function(SETTLED, timeout=600_000)
+                await page.wait_for_function(SETTLED, polling=POLL_MS, timeout=600_000)
         except Exception as exc:
             await stuck(page, n, outcomes, shots, exc)
             return

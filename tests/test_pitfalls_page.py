@@ -249,7 +249,8 @@ def test_the_run_in_chinese_in_chromium_draws_seven_charts_and_the_size_gap(run_
             assert page.locator(f"#pitfall-{pid}").count() == 1, f"no anchor for {pid}"
         assert page.get_by_role("button", name=zh("Run all pitfalls")).is_enabled()
         try:
-            page.wait_for_function(f"() => document.querySelectorAll(\"{bs.CHART}\").length >= 7", timeout=60_000)
+            page.wait_for_function(f"() => document.querySelectorAll(\"{bs.CHART}\").length >= 7",
+                                   polling=bs.POLL_MS, timeout=60_000)
         except Exception as exc:  # say what the page showed instead
             raise AssertionError(f"seven charts did not show within 60 s; the page said:\n{bs.main_text(page)[-1500:]}"
                                  ) from exc

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
-from browser_support import CHART, IDLE, ROOT, assert_no_error
+from browser_support import CHART, IDLE, POLL_MS, ROOT, assert_no_error
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # slow: 20 s or more, collected first
@@ -63,12 +63,12 @@ def test_compare_screenshot(server, browser, tmp_path):
     page.wait_for_function(
         "() => { const b = [...document.querySelectorAll('button')]"
         ".find(b => b.innerText.includes('Run comparison')); return b && !b.disabled; }",
-        timeout=30_000)
+        polling=POLL_MS, timeout=30_000)
     run.click()
     # Finished: the result's metrics and both charts are on the page, the marks drawn, the
     # Stop button gone and the script idle.
     page.wait_for_selector(CHART, timeout=180_000)
-    page.wait_for_function(CHARTS_DRAWN, timeout=60_000)
+    page.wait_for_function(CHARTS_DRAWN, polling=POLL_MS, timeout=60_000)
     page.get_by_role("button", name="Stop").wait_for(state="detached", timeout=60_000)
     page.wait_for_selector(IDLE, timeout=60_000)
     assert page.locator("[data-testid='stMetric']").count() == 6
@@ -84,13 +84,13 @@ def test_compare_screenshot(server, browser, tmp_path):
         page.set_viewport_size({"width": VIEWPORT["width"], "height": height})
         fits = "true" if height == MAX_HEIGHT else f"({PAGE_HEIGHT})() <= {height} + 2"
         try:
-            page.wait_for_function(f"() => window.innerHeight === {height} && {fits}", timeout=15_000)
+            page.wait_for_function(f"() => window.innerHeight === {height} && {fits}", polling=POLL_MS, timeout=15_000)
             break
         except PlaywrightTimeout:
             continue
     else:
         pytest.fail(f"the page kept growing past the window: {page.evaluate(PAGE_HEIGHT)} px")
-    page.wait_for_function(CHARTS_DRAWN, timeout=30_000)
+    page.wait_for_function(CHARTS_DRAWN, polling=POLL_MS, timeout=30_000)
     page.wait_for_selector(IDLE, timeout=60_000)
 
     shot = screenshot_path(tmp_path)
