@@ -181,9 +181,10 @@ def verdict_block(a, b, labels: list[str]) -> None:
             NOTICE_BOX[level](headline, icon=NOTICE_ICON[level])
             st.markdown(hv.verdict_explanation(v, subject))
             st.caption(hv.verdict_stats(v))
-    st.caption(_("B against A from every raw sample: a Mann–Whitney U rank test and a bootstrap CI of the ratio "
-                 "of medians must both agree, and the shift must be at least 2%, before a run is called faster "
-                 "or slower."))
+    st.caption(_("B against A as a rerun of each would differ: each run's median moves by its own range and the "
+                 "spread measured between reruns, so a run's samples are not counted as independent. The range "
+                 "of the ratio must exclude 1x and the shift be at least 2% before a run is called faster or "
+                 "slower."))
 
 
 # --- page ---------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from jaxcompare.app.versions_view import (
     findings_markdown,
     hosted_refusals,
     outcome,
+    set_aside_lines,
     versions_table,
 )
 from jaxcompare.i18n import _, translate_text
@@ -135,6 +136,8 @@ if not found.pooled:
     st.stop()
 contradictions = found.findings
 st.dataframe(versions_table(found.pooled, contradictions), hide_index=True, width="stretch")
+for line in set_aside_lines(found.pooled):
+    st.caption("? " + line)
 for text in findings_markdown(contradictions):
     st.warning(text, icon=":material/warning:")
 for comparison in found.comparisons:

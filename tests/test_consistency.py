@@ -175,3 +175,22 @@ def test_the_versions_page_lists_each_versions_contradictions():
     assert "20 ms \\(19\\.9 ms" in warnings[0] and "29\\.1 ms" in warnings[0], warnings  # Markdown-escaped
     table = at.dataframe[0].value
     assert list(table["Figures agree"]) == ["yes", "no: 1 finding below"]
+
+
+def test_a_version_whose_speedup_is_set_aside_is_marked_on_the_page_and_in_the_cli():
+    """The Versions table and `versions` printed 0.36x for a result trust() sets aside (History listed the
+    same run as "set aside"): the table marks it ? with the reason under it, the CLI line words it so."""
+    from jaxcompare.analysis.trust import trust
+    from jaxcompare.app.versions_view import set_aside_lines
+    from jaxcompare.cli.versions import version_line
+    from jaxcompare.model.formatting import markdown_literal
+
+    wide = dataclasses.replace(make_result(), numpy_runtime=stats(1e-3, spread=0.9))
+    fine = make_result()
+    assert not trust(wide).trusted and trust(fine).trusted
+    rows = versions_table([("0.4.35", wide), ("0.10.2", fine)])
+    assert rows[0]["Speedup"].endswith("x?") and not rows[1]["Speedup"].endswith("?")
+    assert set_aside_lines([("0.4.35", wide), ("0.10.2", fine)]) == [  # Markdown: the version's dots escaped
+        f"JAX {markdown_literal('0.4.35')}: speedup set aside, the speedup's range is too wide"]
+    assert "speedup set aside: the speedup's range is too wide; measured " in version_line(wide)
+    assert "set aside" not in version_line(fine)

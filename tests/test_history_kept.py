@@ -268,3 +268,23 @@ def test_history_without_a_kept_figure_keeps_its_legend_out(tmp_path):
     lines = cli_history.history_table(store.list(), store.location).splitlines()
     assert len(lines) == 3 and lines[-1].startswith("1 result in") and "—" in lines[1]
 
+
+
+def test_a_result_set_aside_is_marked_in_the_history_table_and_its_json(tmp_path, capsys):
+    """`history` printed a set-aside speedup as bare as a trusted one (the History page says "set aside" with
+    its reason): it is marked ?, its reason said under the table, and its JSON row says so."""
+    from jaxcompare.analysis.trust import trust
+
+    wide = dataclasses.replace(once_result("wide-run"), numpy_runtime=stats(1e-3, spread=0.9))
+    assert not trust(wide).trusted and trust(kept_result()).trusted
+    db = str(tmp_path / "h.sqlite3")
+    Store(db).import_docs([kept_result().to_dict(), wide.to_dict()])
+    assert cli_history.cmd_history(cli_args(db)) == 0
+    lines = capsys.readouterr().out.splitlines()
+    speedups = {line.split()[0]: cells(line)[-1].strip() for line in lines[1:3]}
+    assert speedups["wide-run"].endswith("x?") and not speedups["kept-run"].endswith("?"), speedups
+    assert "?: set aside, not to be quoted: the speedup's range is too wide (wide-run)" in lines, lines
+    assert cli_history.cmd_history(cli_args(db, json="-")) == 0
+    rows = {r["id"]: r for r in json.loads(capsys.readouterr().out)}
+    assert (rows["wide-run"]["trusted"], rows["wide-run"]["set_aside"]) == (False, "the speedup's range is too wide")
+    assert (rows["kept-run"]["trusted"], rows["kept-run"]["set_aside"]) == (True, None)

@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 
 from ..analysis.checkline import Check
 from ..analysis.consistency import finding_title
+from ..analysis.trust import WHY, trust
 from ..analysis.versions import compare_versions, findings, first_call_text, pooled_runs, real_versions, release_key
 from ..engine import Cancelled, Job, Owner, Runner, Settings, StopSignal, VersionRun, envs, measure_versions
 from ..i18n import N_, _, ngettext
@@ -173,7 +174,8 @@ def versions_table(pooled: list[tuple[str, Result]],
                _("95% range"): format_time_range(*pooled_range(runtime, runtime.block_medians_s)),
                _("Compile"): format_time(result.jax.compile_total_s),
                _("First call"): first_call_text(result),
-               _("Speedup"): format_factor(result.speedup),
+               # Marked ? where set aside, as History marks it (its reason: set_aside_lines, under the table)
+               _("Speedup"): format_factor(result.speedup) + ("" if trust(result).trusted else "?"),
                _("jax (ran)"): jax_version or "?", _("jaxlib (ran)"): jaxlib_version or "?"}
         if found is not None:  # a count: the findings' titles did not fit the column
             n = len(found.get(requested, []))
@@ -181,6 +183,17 @@ def versions_table(pooled: list[tuple[str, Result]],
                 if n else _("yes")
         rows.append(row)
     return rows
+
+
+def set_aside_lines(pooled: list[tuple[str, Result]]) -> list[str]:
+    """Each version whose speedup the table marks ?, and why it is set aside: never a bare figure."""
+    lines = []
+    for requested, result in pooled:
+        verdict = trust(result)
+        if not verdict.trusted:
+            lines.append(_("JAX {version}: speedup set aside, {why}").format(
+                version=markdown_literal(requested), why=_(WHY[verdict.why or "fail"])))
+    return lines
 
 
 def findings_markdown(found: dict[str, list[Check]]) -> list[str]:

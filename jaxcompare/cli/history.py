@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis.text import clip, table_lines
+from ..analysis.trust import WHY, trust
 from ..history.store import Store, shown_location
 from ..i18n import N_, _, ngettext
 from ..model.errors import BadInput
@@ -105,10 +106,12 @@ def cmd_history(args: argparse.Namespace) -> int:
     store = open_store(args.db)
     rows = _selected(store, args, args.limit)
     missed = _nothing_matched(store, args) if not rows else None
-    if args.json:
-        write_json(args.json, rows)
+    doubts = set_aside(store, [r["id"] for r in rows])
+    if args.json:  # each row says whether its speedup may be quoted, as `run --json` does
+        write_json(args.json, [r | {"trusted": r["id"] not in doubts, "set_aside": doubts.get(r["id"])}
+                               for r in rows])
     if args.json != "-":
-        print(history_table(rows, store.location) if missed is None else missed)
+        print(history_table(rows, store.location, doubts) if missed is None else missed)
     elif missed is not None:
         print(missed, file=sys.stderr)  # stdout keeps its one JSON document
     # As grep: 1 when filters matched nothing (2 stays bad input); an empty history is no error.
@@ -204,8 +207,21 @@ HISTORY_COLUMNS = (
 )
 
 
-def history_table(rows: list[dict[str, Any]], path: Path | str | None = None) -> str:
-    """The readable table ``history`` prints, newest first; ``path``: Store.location."""
+def set_aside(store: Store, ids: list[str]) -> dict[str, str]:
+    """The results among ``ids`` whose speedup is not trusted, each with why (trust.WHY's English words, as
+    stored and as JSON gives them); a row that cannot be read is left as it is listed."""
+    try:
+        results = store.load(ids)
+    except BadInput:  # a row that cannot be read back: judge the others one by one
+        results = store.load_readable(ids)[0]
+    return {r.id: WHY[verdict.why or "fail"] for r in results if not (verdict := trust(r)).trusted}
+
+
+def history_table(rows: list[dict[str, Any]], path: Path | str | None = None,
+                  doubts: dict[str, str] | None = None) -> str:
+    """The readable table ``history`` prints, newest first; ``path``: Store.location; ``doubts``: set_aside's,
+    each such speedup marked ? and its reason said under the table, never a bare figure."""
+    doubts = doubts or {}
     where = path if path is not None else shown_location()
     if not rows:
         return _("no saved results match in {path}").format(path=where)
@@ -222,7 +238,7 @@ def history_table(rows: list[dict[str, Any]], path: Path | str | None = None) ->
             # No kept figure (NumPy timed once) is "—", not blank: a blank would put the JAX time under
             # "NumPy kept" for a reader (or a script) splitting the row on spaces.
             device, r["host"], format_time(r["numpy_median_s"]), format_time(r.get("numpy_kept_median_s")),
-            format_time(r["jax_median_s"]), format_factor(r["speedup"]),
+            format_time(r["jax_median_s"]), format_factor(r["speedup"]) + ("?" if r["id"] in doubts else ""),
         ]
         body.append([clip(str(cell), w) for (_name, w, _a), cell in zip(HISTORY_COLUMNS, cells, strict=True)])
     header = [_(name) for name, _w, _a in HISTORY_COLUMNS]
@@ -233,5 +249,12 @@ def history_table(rows: list[dict[str, Any]], path: Path | str | None = None) ->
     if any(r.get("numpy_kept_median_s") is not None for r in rows):  # say what the two NumPy columns are
         lines.append(_("NumPy plain: as a plain process runs it (the speedup's numerator); NumPy kept: in the worker "
                        "with freed memory kept (— where NumPy was timed once)"))
+    by_why: dict[str, list[str]] = {}
+    for r in rows:
+        if r["id"] in doubts:
+            by_why.setdefault(doubts[r["id"]], []).append(r["id"][:8])
+    if by_why:  # one reason a group: "the machine was busy (a6b9e6a3, cd1909ae)"
+        lines.append(_("?: set aside, not to be quoted: {which}").format(which=_("; ").join(
+            _("{why} ({ids})").format(why=_(why), ids=_(", ").join(ids)) for why, ids in by_why.items())))
     lines.append(ngettext("{n} result in {path}", "{n} results in {path}", len(rows)).format(n=len(rows), path=where))
     return "\n".join(lines)

@@ -169,5 +169,5 @@ def _range(low_high: tuple[float, float]) -> str:
     low, high = low_high
     if not (math.isfinite(low) and math.isfinite(high)):
         return ""
-    return "  " + _("(95% range {low}x to {high}x, from the two medians' CIs)").format(
+    return "  " + _("(95% range {low}x to {high}x: where a rerun's speedup falls)").format(
         low=f"{low:.3g}", high=f"{high:.3g}")

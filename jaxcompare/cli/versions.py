@@ -9,6 +9,7 @@ from typing import Any
 
 from ..analysis.checkline import Check
 from ..analysis.consistency import finding_title
+from ..analysis.trust import WHY, trust
 from ..analysis.versions import (
     compare_versions,
     findings,
@@ -119,12 +120,16 @@ def version_line(result: Result) -> str:
     jax_version, jaxlib_version = real_versions(result)
     low, high = result.speedup_range
     spread = "" if low != low else f" ({format_factor(low)}–{format_factor(high)})"
+    verdict = trust(result)
+    speedup = (format_factor(result.speedup) if verdict.trusted else  # never a bare figure it sets aside
+               _("set aside: {why}; measured {figure}").format(why=_(WHY[verdict.why or "fail"]),
+                                                              figure=format_factor(result.speedup)))
     return _("JAX {jax} (jaxlib {jaxlib}): runtime {runtime} (95% {range}), compile {compile}, first call {first}, "
              "speedup {speedup}{spread} against NumPy").format(
         jax=jax_version, jaxlib=jaxlib_version, runtime=format_time(runtime.median_s),
         range=format_time_range(*pooled_range(runtime, runtime.block_medians_s)),
         compile=format_time(result.jax.compile_total_s),
-        first=first_call_text(result), speedup=format_factor(result.speedup), spread=spread)
+        first=first_call_text(result), speedup=speedup, spread=spread)
 
 
 def prepare(args: argparse.Namespace) -> int:
