@@ -181,6 +181,7 @@ def _bad_inputs(tmp_path) -> list[tuple[list[str], str]]:
         (["run", "--case", "matmul", "--shape", "10x10", "--device", "tpu"], "no TPU"),
         (["sweep", "--case", "matmul", "--sizes", "10", "--device", "gpu", "--precision", "x64"], "no GPU"),
         (["pitfalls", "--case", "matmul", "--shape", "10x10", "--device", "tpu"], "no TPU"),
+        (["versions", "--case", "matmul", "--jax", "0.10.2", "banana"], "JAX 'banana' is not a version number"),
         (["run", "--case", "matmul", "--precision", "x16"], "invalid choice"),
         (["run", "--case", "x", "--cases-file", str(tmp_path / "missing.py")], "does not exist"),
         (["run", "--case", "x", "--cases-file", str(syntax)], "could not be loaded"),

@@ -76,6 +76,9 @@ def test_a_missing_version_is_one_line_and_the_others_run(versions_run):
     doc = json.loads(versions_run.stdout)  # one JSON document on stdout, nothing else
     assert [u["requested"] for u in doc["unavailable"]] == [BOGUS]
     assert [v["requested"] for v in doc["versions"]] == [HOST, OLDEST]
+    # The last progress line does not say "every round measured" where a version was not
+    assert "done: a version could not be measured (said below)" in versions_run.stderr, versions_run.stderr
+    assert "every round measured" not in versions_run.stderr
 
 
 def test_each_result_ran_the_version_asked_for(versions_run):

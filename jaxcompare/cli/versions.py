@@ -61,7 +61,7 @@ def _timing(args: argparse.Namespace) -> TimingConfig:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from ..engine import measure_versions
+    from ..engine import envs, measure_versions
 
     if args.prepare is not None:
         return prepare(args)
@@ -71,6 +71,8 @@ def handle(args: argparse.Namespace) -> int:
             options=" and ".join(missing)))
     if args.rounds < 1:
         raise BadInput(N_("--rounds must be at least 1, got {rounds}").format(rounds=args.rounds))
+    for version in args.jax:  # one line before anything is said to be measured ("banana", "0.3")
+        envs.check_version(version)
     case = get_case(args.case)
     shape = parse_shape(args.shape) if args.shape else case.large_shape
     case.check_shape(shape)

@@ -133,7 +133,12 @@ def measure_versions(spec: Spec, versions: Sequence[str], *, rounds: int = 2, ti
                     raise
                 except JaxCompareError as exc:  # its later rounds are skipped; the others go on
                     run.error = N_("JAX {version}: {error}").format(version=run.requested, error=exc)
-        report(N_("every round measured"), 1.0)
+        if not any(run.results for run in runs):  # "every round measured" read as if something had been
+            report(N_("no version could be measured"), 1.0)
+        elif any(run.error is not None for run in runs):
+            report(N_("done: a version could not be measured (said below)"), 1.0)
+        else:
+            report(N_("every round measured"), 1.0)
     finally:
         if own:
             runner.close()
