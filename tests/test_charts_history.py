@@ -105,3 +105,19 @@ def test_charts_draw_every_run_in_png(runs):
             rgb = np.array([int(colour[i:i + 2], 16) for i in (1, 3, 5)])
             near = int((np.abs(pixels - rgb).sum(axis=-1) < 40).sum())
             assert near > 30, f"{colour} barely drawn ({near} pixels)"
+
+
+def test_a_run_set_aside_is_marked_and_faded_in_the_speedup_chart(runs):
+    """B's set-aside 0.49x was drawn exactly as a trusted 0.75x (the banner above warned): its label is marked
+    ?, its dot faded, its reason in the tooltip."""
+    from _results import stats
+
+    from jaxcompare.analysis.trust import trust
+
+    wide = dataclasses.replace(runs[0], id="wide", numpy_runtime=stats(runs[0].numpy_runtime.median_s, spread=0.9))
+    assert not trust(wide).trusted and trust(runs[0]).trusted
+    rows = charts_history.speedup_rows([runs[0], wide], ["A", "B"])
+    assert (rows[0]["text"], rows[0]["set_aside"]) == ("5.00x", "")
+    assert rows[1]["text"] == "5.00x?" and rows[1]["set_aside"] == "the speedup's range is too wide"
+    dot = charts_history.speedup_chart([runs[0], wide], ["A", "B"]).to_dict()["layer"][2]
+    assert [c["test"] for c in dot["encoding"]["opacity"]["condition"]] == ["datum.set_aside"]

@@ -13,6 +13,7 @@ from typing import Any
 
 import altair as alt
 
+from ..analysis.trust import WHY, trust
 from ..i18n import _
 from ..model.formatting import format_factor, format_time
 from ..model.phases import ONE_OFF_PHASES, PER_CALL_PHASES, phase_label
@@ -105,9 +106,12 @@ def speedup_rows(results: Sequence[Result], labels: Sequence[str] | None = None)
     for result, label in zip(results, _labels(results, labels), strict=True):
         s = result.speedup
         if math.isfinite(s) and s > 0:
-            rows.append({"run": label, "speedup": s, "one": 1.0, "text": format_factor(s),
+            verdict = trust(result)  # a run set aside is marked ?, faded, its reason in the tooltip
+            rows.append({"run": label, "speedup": s, "one": 1.0, "text": format_factor(s) + ("" if verdict.trusted
+                                                                                           else "?"),
                          "numpy": format_time(result.numpy_runtime.median_s),
-                         "jax": format_time(result.jax.runtime.median_s), "faster": s >= 1})
+                         "jax": format_time(result.jax.runtime.median_s), "faster": s >= 1,
+                         "set_aside": "" if verdict.trusted else _(WHY[verdict.why or "fail"])})
     return rows
 
 
@@ -128,11 +132,14 @@ def speedup_chart(results: Sequence[Result], labels: Sequence[str] | None = None
               axis=alt.Axis(labelLimit=520, labelFontSize=12, ticks=False, domain=False))
     color = alt.Color("run:N", scale=run_scale(labels), legend=None)
     tooltip = [alt.Tooltip("run:N", title=_("run")), alt.Tooltip("text:N", title=_("speedup")),
-               alt.Tooltip("numpy:N", title=_("NumPy runtime")), alt.Tooltip("jax:N", title=_("JAX runtime"))]
+               alt.Tooltip("numpy:N", title=_("NumPy runtime")), alt.Tooltip("jax:N", title=_("JAX runtime")),
+               alt.Tooltip("set_aside:N", title=_("set aside"))]
     base = alt.Chart(alt.Data(values=rows)).encode(y=y, color=color, tooltip=tooltip)
     stem = base.mark_rule(strokeWidth=3, opacity=0.6).encode(x=alt.X("one:Q", scale=scale, axis=axis),
                                                             x2="speedup:Q")
-    dot = base.mark_circle(size=130, opacity=1).encode(x=alt.X("speedup:Q", scale=scale))
+    dot = base.mark_circle(size=130).encode(x=alt.X("speedup:Q", scale=scale),
+                                            opacity=alt.when("datum.set_aside").then(alt.value(0.3))
+                                            .otherwise(alt.value(1.0)))
     right = base.transform_filter("datum.faster").mark_text(align="left", dx=10, fontSize=12, fontWeight="bold")
     left = base.transform_filter("!datum.faster").mark_text(align="right", dx=-10, fontSize=12, fontWeight="bold")
     texts = [t.encode(x=alt.X("speedup:Q", scale=scale), text="text:N") for t in (right, left)]
