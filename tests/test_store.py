@@ -392,6 +392,11 @@ def test_bad_import_messages_say_what_is_wrong(results, store, tmp_path):
     assert "result 2 of 3" in message("corrupted middle result")
     assert "newer" in message("newer schema")
     assert "not a jaxcompare export" in message("wrong schema")
+    # json's "Unterminated string starting at" before our "at line ..." read "at at line"
+    unterminated = tmp_path / "unterminated.json"
+    unterminated.write_text('["abc')
+    with pytest.raises(BadInput, match="Unterminated string starting at line 1 column 2$"):
+        store.import_file(unterminated)
 
 
 # --- CLI commands (called directly until cli.py wires them) ------------------------------------------

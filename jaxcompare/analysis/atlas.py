@@ -24,7 +24,7 @@ from typing import Any
 
 from ..i18n import N_
 from ..model.cases import Case
-from ..model.errors import BadInput
+from ..model.errors import BadInput, json_reason
 from ..model.reruns import rerun_ratio_range
 from ..model.result import Result
 from .sweep import crossover, ladder
@@ -191,7 +191,7 @@ def load(path: str | os.PathLike[str]) -> Atlas:
         raise BadInput(N_("no atlas at {path}").format(path=path)) from None
     except json.JSONDecodeError as exc:  # json's own words apart, so that the catalog translates them
         raise BadInput(N_("cannot read the atlas {path}: not valid JSON: {reason} at line {line} column {column}")
-                       .format(path=path, reason=exc.msg, line=exc.lineno, column=exc.colno)) from None
+                       .format(path=path, reason=json_reason(exc), line=exc.lineno, column=exc.colno)) from None
     except (OSError, ValueError, EOFError) as exc:
         error = exc.strerror or exc if isinstance(exc, OSError) else exc
         raise BadInput(N_("cannot read the atlas {path}: {error}").format(path=path, error=error)) from None

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..i18n import N_
 from ..model.cases import format_shape
-from ..model.errors import BadInput
+from ..model.errors import BadInput, json_reason
 from ..model.formatting import cut, dumps
 from ..model.phases import JAX_PHASES, PHASES
 from ..model.port_names import check_port_name
@@ -202,9 +202,9 @@ def parse_json(data: bytes | str, source: str = "upload") -> Any:
     except json.JSONDecodeError as exc:
         if exc.pos >= len(text.rstrip()):
             raise BadInput(N_("{source}: JSON ends early (truncated file?): {reason} at line {line} column {column}")
-                           .format(source=source, reason=exc.msg, line=exc.lineno, column=exc.colno)) from None
+                           .format(source=source, reason=json_reason(exc), line=exc.lineno, column=exc.colno)) from None
         raise BadInput(N_("{source}: not valid JSON: {reason} at line {line} column {column}").format(
-            source=source, reason=exc.msg, line=exc.lineno, column=exc.colno)) from None
+            source=source, reason=json_reason(exc), line=exc.lineno, column=exc.colno)) from None
     except RecursionError:
         raise BadInput(N_("{source}: not valid JSON: nested too deeply").format(source=source)) from None
 

@@ -10,9 +10,15 @@ FOREIGN_REASONS = (
     N_("No such file or directory"), N_("Permission denied"), N_("Is a directory"), N_("Not a directory"),
     N_("No space left on device"), N_("Read-only file system"), N_("File exists"), N_("File name too long"),
     N_("Expecting value"), N_("Expecting property name enclosed in double quotes"), N_("Extra data"),
-    N_("Unterminated string starting at"), N_("Invalid control character at"), N_("Expecting ',' delimiter"),
+    N_("Unterminated string starting"), N_("Invalid control character"), N_("Expecting ',' delimiter"),
     N_("Expecting ':' delimiter"),
 )
+
+
+def json_reason(exc: ValueError) -> str:
+    """json's own words for a JSONDecodeError, without its trailing "at" ("Unterminated string starting at"):
+    our messages add "at line L column C" after them."""
+    return str(getattr(exc, "msg", exc)).removesuffix(" at")
 
 
 class JaxCompareError(Exception):
