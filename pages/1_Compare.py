@@ -181,7 +181,7 @@ if result is None:
     st.stop()
 
 # --- result --------------------------------------------------------------------------------------
-st.subheader(translate_text(str(result.case_info.get("title", result.case))))
+st.subheader(formatting.markdown_literal(translate_text(str(result.case_info.get("title", result.case)))))  # as written
 st.caption(views.result_caption(result, current_config().changed_note(shape, result.case, result.shape,
                                                                       result.precision,
                                                                       result.spec.matmul_precision)))

@@ -156,15 +156,15 @@ if not run.results:
 results = run.results
 ui.save_to_history(results)  # each point once, as it lands
 first = results[0]
-st.subheader(translate_text(str(first.case_info.get("title", first.case))))
+st.subheader(formatting.markdown_literal(translate_text(str(first.case_info.get("title", first.case)))))  # as written
 sweep_caption = (_("`{numpy_name}` vs `{jax_name}` · {backend} device `{device}` · {done} of {total} measurement(s)")
                  if run.finished else
                  _("`{numpy_name}` vs `{jax_name}` · {backend} device `{device}` · {done} of {total} measurement(s) "
                    "so far"))
 matmul_line = formatting.matmul_precision_line(first)  # every point ran at the sweep's
-st.caption(sweep_caption.format(numpy_name=first.case_info.get("numpy_name", ""),
-                                jax_name=first.case_info.get("jax_name", ""), backend=first.backend,
-                                device=first.jax.device, done=len(results), total=run.total)
+st.caption(sweep_caption.format(numpy_name=formatting.code_text(first.case_info.get("numpy_name", "")),
+                                jax_name=formatting.code_text(first.case_info.get("jax_name", "")),
+                                backend=first.backend, device=first.jax.device, done=len(results), total=run.total)
            + (" · " + matmul_line if matmul_line else ""))
 ui.history_note(results)
 lines = views.sweep_lines(results)  # a line per precision, or per port and precision

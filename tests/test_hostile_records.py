@@ -165,3 +165,26 @@ def test_figures_beside_the_phases_are_checked_as_the_phases_are(tmp_path, path,
     with pytest.raises(BadInput, match=f"{field}: median_s must be a finite number"):
         store.import_json(json.dumps(doc(**{path: forged})), "forged.json")
     assert store.count() == 0
+
+
+def test_an_imported_results_words_show_as_written_when_reopened(tmp_path):
+    """An operator imported a result whose case_info title and notes held Markdown: reopened in Compare, the
+    title rendered bold with a live link and the notes fetched a tracking image from evil.example. Its title
+    and notes are now shown as written, and a backtick in a function's name cannot end its code span."""
+    from apptest_support import page
+
+    from jaxcompare.model.formatting import code_text, markdown_literal
+
+    evil = "**bold** [link](http://evil.example) ![i](http://evil.example/i.png)"
+    base = make_result()
+    result = dataclasses.replace(base, id="c0c0c0c0-md", notes=("[note](http://evil.example) ![n](x.png)",),
+                                 case_info=base.case_info | {"title": evil, "jax_name": "f` ![j](http://evil.example)"})
+    Store().import_docs([result.to_dict()], "forged.json")  # the tests' database (JAXCOMPARE_DB), as the app's
+    at = page("pages/1_Compare.py", result=result.id)
+    assert not at.exception and at.session_state["compare_result"].id == result.id
+    assert [h.value for h in at.subheader][0] == markdown_literal(evil)
+    shown = " ".join(m.value for m in [*at.markdown, *at.caption])
+    assert code_text("f` ![j](http://evil.example)") in shown and "f` ![j]" not in shown
+    assert markdown_literal(result.notes[0]) in shown and "![n](x.png)" not in shown
+    with pytest.raises(BadInput, match="notes must be a list of strings"):  # a string was read as its characters
+        Store(tmp_path / "db.sqlite3").import_docs([result.to_dict() | {"notes": "one note"}], "forged.json")

@@ -17,6 +17,7 @@ from ..analysis.trust import set_aside_text, trusted
 from ..i18n import N_, _, sentences, translate_text
 from ..model.cases import format_shape
 from ..model.formatting import (
+    code_text,
     format_crossover,
     format_factor,
     format_rerun_range,
@@ -97,7 +98,8 @@ def result_caption(result: Result, changed: str = "") -> str:
     info = result.case_info
     return _("`{numpy_name}` vs `{jax_name}` · shape {shape} · {precision} ({dtype}) · {backend} device "
              "`{device}` ({device_kind}) · {timing} · measured {created}").format(
-        numpy_name=info.get("numpy_name", ""), jax_name=info.get("jax_name", ""), shape=format_shape(result.shape),
+        numpy_name=code_text(info.get("numpy_name", "")), jax_name=code_text(info.get("jax_name", "")),
+        shape=format_shape(result.shape),
         precision=result.precision, dtype=result.dtype, backend=result.backend, device=result.jax.device,
         device_kind=result.jax.device_kind, timing=summary.timing_name(result.spec.timing.preset_name),
         created=result.created) + _matmul_precision_part(result) + changed
@@ -169,7 +171,7 @@ def float64_rows(agreement: Mapping[str, Any]) -> list[dict[str, str]]:
 
 def notes_markdown(result: Result) -> list[str]:
     """The Notes tab: the run's notes as a list, then what a naive first call would have shown."""
-    notes = [translate_text(note) for note in result.notes]
+    notes = [markdown_literal(translate_text(note)) for note in result.notes]  # an imported result's, as written
     if result.jax_cpu is None and is_host(result.backend):
         notes.append(_("JAX on the CPU (the third side, for runs on a GPU or TPU): n/a here, JAX already ran "
                        "on the CPU."))

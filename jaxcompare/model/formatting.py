@@ -425,6 +425,12 @@ def markdown_literal(text: Any, limit: int | None = None) -> str:
     return _AUTOLINKS.sub(WORD_JOINER, line).translate(_MARKDOWN_ESCAPES)
 
 
+def code_text(text: Any) -> str:
+    """``text`` for inside a Markdown code span (`...`): on one line, its backticks, which would end the span and
+    let what follows render (a link, an image), replaced by a look-alike."""
+    return " ".join(str(text).split()).replace("`", "\u02cb")
+
+
 def with_detail(value: str, detail: str | None) -> str:
     """'value (detail)', its brackets the reader's ('（…）' in Chinese); ``value`` alone without a detail."""
     return _("{value} ({detail})").format(value=value, detail=detail) if detail else value

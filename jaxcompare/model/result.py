@@ -54,6 +54,15 @@ def memory_speedup(plain: Stats, kept: Stats | None) -> float | None:
     return plain.median_s / kept.median_s
 
 
+def _notes(value: Any) -> tuple[str, ...]:
+    """A result's notes: a list of strings (a string alone was read as a list of its characters)."""
+    if value is None:
+        return ()
+    if isinstance(value, str) or not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"notes must be a list of strings, got {type(value).__name__}")
+    return tuple(value)
+
+
 @dataclass(frozen=True)
 class Result:
     """One comparison's numbers: NumPy's runtime beside JAX's side (JaxSide: every phase, how it
@@ -316,7 +325,7 @@ class Result:
                 numpy_kept=Stats.from_dict(data["numpy"]["kept_memory"]) if data["numpy"].get("kept_memory") else None,
                 env=dict(data["env"]),
                 flops=data.get("flops"),
-                notes=tuple(data.get("notes") or ()),
+                notes=_notes(data.get("notes")),
                 # Results saved before the third side and the peaks have neither key.
                 jax_cpu=JaxSide.from_dict(data["jax_cpu"]) if data.get("jax_cpu") else None,
                 peak=Peak.from_dict(data["peak"]) if data.get("peak") else None,
