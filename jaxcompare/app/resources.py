@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -46,18 +47,30 @@ def _log_to_stderr() -> None:
 class _EnvironmentProbe:
     """Asks each worker for its environment in a background thread, so no page waits on it."""
 
+    # A worker that could not start is asked again after this long, not on every poll: the pending banner
+    # polled once a second and each time started a worker that failed (a device the machine lacks).
+    RETRY_S = 30.0
+
     def __init__(self) -> None:
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="jaxcompare-env")
         self._futures: dict[str, Future] = {}
+        self._ended: dict[str, float] = {}  # when each precision's last request ended
         self._lock = threading.Lock()
 
     def future(self, precision: str) -> Future:
         with self._lock:
             fut = self._futures.get(precision)
-            if fut is None or (fut.done() and fut.exception() is not None):
-                fut = self._pool.submit(get_runner().environment, precision)
+            failed = fut is not None and fut.done() and fut.exception() is not None
+            if fut is None or (failed and time.monotonic() - self._ended.get(precision, 0.0) >= self.RETRY_S):
+                fut = self._pool.submit(self._ask, precision)
                 self._futures[precision] = fut
             return fut
+
+    def _ask(self, precision: str) -> dict[str, Any]:
+        try:
+            return get_runner().environment(precision)
+        finally:
+            self._ended[precision] = time.monotonic()
 
     def refresh(self) -> None:
         with self._lock:
