@@ -71,6 +71,12 @@ def test_settings_defaults_and_hosted_mode():
     assert hosted.jax_versions == ()  # a hosted server offers no JAX versions until its operator lists them
     offered = Settings.from_env({"JAXCOMPARE_MODE": "hosted", "JAXCOMPARE_JAX_VERSIONS": " 0.4.38, 0.10.2 0.4.38"})
     assert offered.jax_versions == ("0.4.38", "0.10.2")
+    # Set but empty is unset: the hosted limits hold (an empty JAXCOMPARE_MAX_ELEMENTS= had lifted them)
+    empty = Settings.from_env({"JAXCOMPARE_MODE": "hosted", **dict.fromkeys(
+        ("JAXCOMPARE_MAX_ELEMENTS", "JAXCOMPARE_MAX_JOBS_PER_MINUTE", "JAXCOMPARE_MAX_QUEUE",
+         "JAXCOMPARE_MAX_JOBS_PER_CLIENT"), " ")})
+    assert empty == hosted
+    assert Settings.from_env({"JAXCOMPARE_MODE": "hosted", "JAXCOMPARE_MAX_ELEMENTS": "none"}).max_elements is None
 
 
 @pytest.mark.parametrize("address, allowed", [

@@ -91,7 +91,9 @@ class Settings:
         base = cls.hosted() if mode == "hosted" else cls()
         for f in fields(cls):
             key = f"JAXCOMPARE_{f.name.upper()}"
-            if key in env and f.name != "mode":
+            # Set but empty is unset: the mode's default, never "no limit" (an empty JAXCOMPARE_MAX_ELEMENTS= in
+            # a hosted unit file lifted the limit); `none`, `unlimited` or 0 say no limit.
+            if env.get(key, "").strip() and f.name != "mode":
                 overrides[f.name] = env[key]
         return _apply(base, overrides)
 
