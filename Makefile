@@ -98,7 +98,9 @@ run: install
 
 # The hosted demo (docs/hosting.md): hosted limits, every interface, generic error messages.
 # JAXCOMPARE_* variables (the database, devices, the operator token...) pass through.
+# The settings are checked first: a bad value is one line and a failed start, not an error at the first visit.
 serve: install
+	JAXCOMPARE_MODE=hosted $(BIN)/python -m jaxcompare.engine.server.settings
 	$(NO_PROXY_TRUST) JAXCOMPARE_MODE=hosted $(BIN)/streamlit run app.py --server.address $(ADDRESS) --server.port $(PORT) \
 	  --server.headless true --client.showErrorDetails none
 

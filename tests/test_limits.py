@@ -253,3 +253,23 @@ def test_the_memory_guard_counts_numpy_temporaries():
         tracemalloc.stop()
     del y, y64
     assert est.host_bytes >= peak
+
+
+def test_make_serve_checks_the_settings_before_the_server_starts():
+    """A bad setting failed only at the first visitor ("This app has encountered an error", a traceback on every
+    page load) while the server ran on: `make serve` now checks them first, in one line and status 2."""
+    import os
+    import subprocess
+    import sys
+
+    from support import ROOT
+
+    check = [sys.executable, "-m", "jaxcompare.engine.server.settings"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JAXCOMPARE_")} | {"JAXCOMPARE_MODE": "hosted"}
+    bad = subprocess.run(check, env=env | {"JAXCOMPARE_MAX_ELEMENTS": "-5"}, capture_output=True, text=True, cwd=ROOT)
+    assert bad.returncode == 2 and bad.stderr.strip() == (
+        "jaxcompare: bad settings: setting max_elements must be positive, got '-5'"), bad.stderr
+    good = subprocess.run(check, env=env, capture_output=True, text=True, cwd=ROOT)
+    assert good.returncode == 0 and good.stderr.startswith("jaxcompare: hosted mode;"), good.stderr
+    steps = subprocess.run(["make", "-n", "serve"], capture_output=True, text=True, cwd=ROOT).stdout
+    assert steps.index("-m jaxcompare.engine.server.settings") < steps.index("streamlit run app.py"), steps

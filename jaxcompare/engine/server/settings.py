@@ -276,3 +276,23 @@ class RateLimiter:
                 raise BadInput(N_("rate limit: at most {per_minute} runs a minute on this server; "
                                   "try again in {wait} s").format(per_minute=self.per_minute, wait=math.ceil(wait)))
             events.append(now)
+
+
+def main() -> int:
+    """`python -m jaxcompare.engine.server.settings`: the settings this environment gives, checked before a
+    server starts (`make serve`): one line and status 2 for a bad value, where the app would only fail at its
+    first visitor, with a traceback on every page load."""
+    import sys
+
+    try:
+        settings = Settings.from_env()
+    except BadInput as exc:
+        print(f"jaxcompare: bad settings: {exc}", file=sys.stderr)
+        return 2
+    print(f"jaxcompare: {settings.mode} mode; at most {settings.max_elements or 'any number of'} elements an input, "
+          f"{settings.max_jobs_per_minute or 'any number of'} runs a minute", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
