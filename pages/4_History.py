@@ -49,6 +49,7 @@ def on_upload(key: str) -> None:
     except JaxCompareError as exc:
         notify("error", translate_text(str(exc)))
         return
+    access.log_edit(f"import of {uploaded.name!r}: {added} added, {present} already present")
     notify("success", hv.import_message(added, present, uploaded.name))
     st.session_state[UPLOADS] = st.session_state.get(UPLOADS, 0) + 1  # a fresh, empty uploader
 
@@ -70,6 +71,7 @@ def confirm_delete() -> None:
     except JaxCompareError as exc:
         notify("error", _("Nothing was deleted: {error}").format(error=translate_text(str(exc))))
         return
+    access.log_edit(f"delete of {deleted} result(s): {', '.join(i[:8] for i in ids)}")
     notify("success", ngettext("Deleted {count} result.", "Deleted {count} results.", deleted).format(count=deleted))
     select_rows([])
 

@@ -134,7 +134,7 @@ def everything(at: AppTest) -> str:
     return "\n".join(parts)
 
 
-def test_history_is_read_only_for_visitors_and_hides_the_server(serve, saved):
+def test_history_is_read_only_for_visitors_and_hides_the_server(serve, saved, caplog):
     serve("0.0.0.0", JAXCOMPARE_MODE="hosted", JAXCOMPARE_ADMIN_TOKEN=TOKEN)
     at = select_all(page("pages/4_History.py"))
     assert not at.exception
@@ -161,9 +161,14 @@ def test_history_is_read_only_for_visitors_and_hides_the_server(serve, saved):
     at = select_all(at)
     assert at.get("file_uploader") and "history_delete" in {b.key for b in at.button}
     assert "Host" in at.dataframe[0].value.columns
-    at.button(key="history_delete").click().run()
-    at.button(key="history_confirm").click().run()
+    ids = [r["id"][:8] for r in saved.list()]
+    with caplog.at_level("INFO", logger="jaxcompare"):
+        at.button(key="history_delete").click().run()
+        at.button(key="history_confirm").click().run()
     assert saved.count() == 0
+    # The log records the edit and who made it, not only the unlock before it
+    said = f"History delete of 2 result(s): {', '.join(ids)}: client "
+    assert any(m.startswith(said) for m in caplog.messages), caplog.messages
     other = select_all(page("pages/4_History.py"))  # another visitor: still read-only
     assert not other.get("file_uploader")
 

@@ -187,6 +187,12 @@ def _check_token() -> None:
         st.session_state["history_token_error"] = N_("That is not the operator token.")
 
 
+def log_edit(what: str) -> None:
+    """An edit of the shared History (a delete, an import) in the server's log, with who made it, beside
+    "operator unlocked History": the log is the only record of who changed it."""
+    log.info("History %s: client %s, user %s", what, client_id(), current_user() or "-")
+
+
 def _lock() -> None:
     st.session_state.pop(OPERATOR, None)
 
