@@ -172,7 +172,7 @@ def verdict_block(a, b, labels: list[str]) -> None:
     if warning:
         st.warning(warning, icon=":material/warning:")
     st.markdown(hv.setup_line(cmp.differences))
-    st.caption(hv.speedup_line(cmp.speedup))
+    st.caption(hv.speedup_line(cmp.speedup, a, b))
     kept = hv.numpy_kept_line(cmp)
     if kept:
         st.caption(kept)

@@ -151,6 +151,10 @@ def test_difference_lines_and_messages():
     assert "device cpu → gpu" in lines and "jax 0.10.2 → 0.11.0" in lines and "host laptop → gpu-box" in lines
     assert hv.import_message(3, 1, "x.json") == "Imported 3 results (1 already present) from x.json."
     assert hv.speedup_line({"a": 2.0, "b": None}) == "Speedup (NumPy / JAX): A 2.00x → B —"
+    # B set aside: its figure marked, as History's table and chart mark it (it was bare beside the warning)
+    wide = dataclasses.replace(a, numpy_runtime=stats(a.numpy_runtime.median_s, spread=0.9))
+    assert hv.speedup_line({"a": 5.0, "b": 6.5}, a, wide) == (
+        "Speedup (NumPy / JAX): A 5.00x → B 6.50x? · ?: set aside (see above)")
 
 
 def test_history_page_captions_and_prompts():

@@ -332,9 +332,12 @@ def verdict_stats(v: compare.Verdict) -> str:
     return " · ".join(parts)
 
 
-def speedup_line(speedups: Mapping[str, float | None]) -> str:
-    return _("Speedup (NumPy / JAX): A {a} → B {b}").format(a=format_factor(speedups.get("a")),
-                                                           b=format_factor(speedups.get("b")))
+def speedup_line(speedups: Mapping[str, float | None], a: Result | None = None, b: Result | None = None) -> str:
+    """Both runs' speedups; a run its checklist sets aside (``a``, ``b``: the runs) marked ?."""
+    set_aside = {run for run, result in (("a", a), ("b", b)) if result is not None and not trust(result).trusted}
+    figures = {run: format_factor(speedups.get(run)) + ("?" if run in set_aside else "") for run in ("a", "b")}
+    line = _("Speedup (NumPy / JAX): A {a} → B {b}").format(**figures)
+    return line + (" · " + _("?: set aside (see above)") if set_aside else "")
 
 
 def numpy_kept_line(cmp: compare.Comparison) -> str | None:
