@@ -207,14 +207,14 @@ def ports_document(verdict: PortsVerdict, results: dict[str, dict[str, Any]] | N
     """The race as JSON (docs/json.md, "Several ports"): English, each port's result document where
     ``results`` gives it (else its Result's to_dict()), and the verdict's figures."""
     low, high = verdict.ratio_range or (None, None)
+    doubts = {run.name: set_aside_why(run.result) for run in verdict.runs if run.result is not None}
     return {
         "schema": "jaxcompare.ports/1",
         "case": verdict.case, "shape": list(verdict.shape), "precision": verdict.precision,
         "ports": [{"name": run.name, "error": run.error, "left_out": verdict.left_out.get(run.name),
                    "speedup": None if run.result is None else finite_or_none(run.result.speedup),
-                   "trusted": None if run.result is None else set_aside_why(run.result) is None,
-                   "set_aside": None if run.result is None or set_aside_why(run.result) is None
-                   else WHY[set_aside_why(run.result)],
+                   "trusted": None if run.result is None else doubts[run.name] is None,
+                   "set_aside": WHY[doubts[run.name]] if doubts.get(run.name) else None,
                    "result": None if run.result is None else (results or {}).get(run.name, run.result.to_dict())}
                   for run in verdict.runs],
         "fastest": verdict.fastest, "runner_up": verdict.runner_up, "ratio": finite_or_none(verdict.ratio),
