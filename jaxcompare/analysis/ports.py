@@ -25,7 +25,7 @@ from ..model.errors import BadInput
 from ..model.formatting import format_factor, format_peak_share, format_time
 from ..model.reruns import rerun_ratio_range
 from ..model.result import Result, finite_or_none
-from .trust import WHY, trust
+from .trust import WHY, set_aside_why
 
 # Why a port is out of the race (recorded in English, worded where shown).
 INTERPRETED = N_("a Pallas kernel interpreted on the CPU (Pallas compiles only for a GPU or TPU): its time is "
@@ -164,7 +164,7 @@ def port_row(run: PortRun, why_out: str | None) -> str:
             if math.isfinite(low) and math.isfinite(high) else "")
     values = {"port": run.name, "runtime": format_time(r.jax.runtime.median_s),
               "numpy": format_time(r.numpy_runtime.median_s), "speedup": format_factor(r.speedup), "span": span}
-    why = set_aside_why(r)
+    why = set_aside_why(r)  # of the speedup over NumPy: the race between ports compares their JAX times
     if why is None:
         line = _("{port}: JAX {runtime} a call, NumPy {numpy}: {speedup} over NumPy{span}").format(**values)
     else:  # as every front end words a result it does not headline: its reason first, the figure marked
@@ -172,13 +172,6 @@ def port_row(run: PortRun, why_out: str | None) -> str:
                  "NumPy{span}").format(why=_(WHY[why]), **values)
     parts = [line, _device_part(r), translate_text(why_out) if why_out else None]
     return _("; ").join(part for part in parts if part)
-
-
-def set_aside_why(result: Result) -> str | None:
-    """Why a port's speedup over NumPy is not quoted (trust.WHY's key: its checklist failed, the machine was
-    busy, its range is too wide), or None where it may be; the race between ports compares their JAX times."""
-    verdict = trust(result)
-    return None if verdict.trusted else verdict.why or "fail"
 
 
 def _device_part(result: Result) -> str | None:

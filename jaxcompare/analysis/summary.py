@@ -31,7 +31,7 @@ from ..model.sides import link_name
 from ..model.stats import Stats
 from .consistency import busy_above_call
 from .sweep import doubtful_directions
-from .trust import JAX_FASTER, NUMPY_FASTER, WHY, Direction, direction, set_aside_text, trust, trusted
+from .trust import JAX_FASTER, NUMPY_FASTER, WHY, Direction, direction, set_aside_text, set_aside_why, trust, trusted
 
 
 @dataclass(frozen=True)
@@ -470,8 +470,8 @@ def rerun_text(result: Result, why: str | None = None) -> str:
 
 def doubt_text(result: Result) -> str | None:
     """Why a result's speedup is not headlined ('the machine was busy'), or None when it is trusted."""
-    verdict = trust(result)
-    return None if verdict.trusted else _(WHY[verdict.why or "fail"])
+    why = set_aside_why(result)
+    return None if why is None else _(WHY[why])
 
 
 # --- a size sweep's headline ----------------------------------------------------------------------

@@ -79,6 +79,13 @@ def trusted(result: Result) -> bool:
     return trust(result).trusted
 
 
+def set_aside_why(result: Result) -> str | None:
+    """Why this result's speedup is set aside, as a WHY key (English in JSON, worded where shown), or None
+    where it may lead."""
+    verdict = trust(result)
+    return None if verdict.trusted else verdict.why or "fail"
+
+
 # The most contention may be taken to slow a side that did not lose cores to pinning: beside neighbours it
 # slowed XLA's work at most 3.0x (reduction 2000x2000) and a serial NumPy 2.59x (matmul 10x10; RESULTS.md,
 # "Which side a busy machine slows"). NumPy's BLAS, spinning at its barriers, has no such bound (false 5-70x).

@@ -13,7 +13,7 @@ from typing import Any
 
 import altair as alt
 
-from ..analysis.trust import WHY, trust
+from ..analysis.summary import doubt_text
 from ..i18n import _
 from ..model.formatting import format_factor, format_time
 from ..model.phases import ONE_OFF_PHASES, PER_CALL_PHASES, phase_label
@@ -106,12 +106,11 @@ def speedup_rows(results: Sequence[Result], labels: Sequence[str] | None = None)
     for result, label in zip(results, _labels(results, labels), strict=True):
         s = result.speedup
         if math.isfinite(s) and s > 0:
-            verdict = trust(result)  # a run set aside is marked ?, faded, its reason in the tooltip
-            rows.append({"run": label, "speedup": s, "one": 1.0, "text": format_factor(s) + ("" if verdict.trusted
-                                                                                           else "?"),
+            doubt = doubt_text(result)  # a run set aside is marked ?, faded, its reason in the tooltip
+            rows.append({"run": label, "speedup": s, "one": 1.0, "text": format_factor(s) + ("?" if doubt else ""),
                          "numpy": format_time(result.numpy_runtime.median_s),
                          "jax": format_time(result.jax.runtime.median_s), "faster": s >= 1,
-                         "set_aside": "" if verdict.trusted else _(WHY[verdict.why or "fail"])})
+                         "set_aside": doubt or ""})
     return rows
 
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import altair as alt
 
-from ..analysis.ports import DISAGREES, INTERPRETED, PortsVerdict, set_aside_why
-from ..analysis.trust import WHY
+from ..analysis.ports import DISAGREES, INTERPRETED, PortsVerdict
+from ..analysis.summary import doubt_text
 from ..i18n import N_, _
 from ..model.cases import format_shape
 from ..model.formatting import format_factor
@@ -37,11 +37,11 @@ def speedup_rows(verdict: PortsVerdict) -> list[dict[str, Any]]:
         low, high = run.result.speedup_range
         speedup = run.result.speedup
         low, high = (low if math.isfinite(low) else speedup), (high if math.isfinite(high) else speedup)
-        doubt = set_aside_why(run.result)
+        doubt = doubt_text(run.result)
         rows.append({"port": run.name, "speedup": speedup, "one": 1.0, "low": low, "high": high,
                      # A set-aside figure marked as every front end marks it; its reason in the tooltip.
                      "text": format_factor(speedup) + ("?" if doubt else ""),
-                     "set_aside": _(WHY[doubt]) if doubt else "",
+                     "set_aside": doubt or "",
                      # Coloured as the winner only where the race decided it, not within the noise.
                      "fastest": run.name == verdict.fastest and verdict.decided and not doubt,
                      # The label beyond the bar's far end, never on NumPy's line at 1x.

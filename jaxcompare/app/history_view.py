@@ -8,9 +8,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..analysis import compare
-from ..analysis.summary import speedup_tile
+from ..analysis.summary import doubt_text, speedup_tile
 from ..analysis.text import roofline_lines
-from ..analysis.trust import WHY, trust
+from ..analysis.trust import trust
 from ..analysis.versions import release_key
 from ..history.exchange import summary
 from ..i18n import N_, _, language, ngettext, sentences
@@ -113,9 +113,9 @@ def set_aside(store: Any, ids: Sequence[str]) -> dict[str, str]:
         if len(_SET_ASIDE) > 20_000:  # a long-lived server's cache stays bounded
             _SET_ASIDE.clear()
         for result in results:
-            verdict = trust(result)
-            _SET_ASIDE[lang, result.id] = None if verdict.trusted else _("{value} · {why}").format(
-                value=speedup_tile(result)[0], why=_(WHY[verdict.why or "fail"]))
+            why = doubt_text(result)
+            _SET_ASIDE[lang, result.id] = None if why is None else _("{value} · {why}").format(
+                value=speedup_tile(result)[0], why=why)
     return {i: text for i in ids if (text := _SET_ASIDE.get((lang, i)))}
 
 

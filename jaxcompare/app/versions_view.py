@@ -12,7 +12,8 @@ from typing import Any, ClassVar
 
 from ..analysis.checkline import Check
 from ..analysis.consistency import finding_title
-from ..analysis.trust import WHY, trust
+from ..analysis.summary import doubt_text
+from ..analysis.trust import trusted
 from ..analysis.versions import compare_versions, findings, first_call_text, pooled_runs, real_versions, release_key
 from ..engine import Cancelled, Job, Owner, Runner, Settings, StopSignal, VersionRun, envs, measure_versions
 from ..i18n import N_, _, ngettext
@@ -175,7 +176,7 @@ def versions_table(pooled: list[tuple[str, Result]],
                _("Compile"): format_time(result.jax.compile_total_s),
                _("First call"): first_call_text(result),
                # Marked ? where set aside, as History marks it (its reason: set_aside_lines, under the table)
-               _("Speedup"): format_factor(result.speedup) + ("" if trust(result).trusted else "?"),
+               _("Speedup"): format_factor(result.speedup) + ("" if trusted(result) else "?"),
                _("jax (ran)"): jax_version or "?", _("jaxlib (ran)"): jaxlib_version or "?"}
         if found is not None:  # a count: the findings' titles did not fit the column
             n = len(found.get(requested, []))
@@ -187,13 +188,8 @@ def versions_table(pooled: list[tuple[str, Result]],
 
 def set_aside_lines(pooled: list[tuple[str, Result]]) -> list[str]:
     """Each version whose speedup the table marks ?, and why it is set aside: never a bare figure."""
-    lines = []
-    for requested, result in pooled:
-        verdict = trust(result)
-        if not verdict.trusted:
-            lines.append(_("JAX {version}: speedup set aside, {why}").format(
-                version=markdown_literal(requested), why=_(WHY[verdict.why or "fail"])))
-    return lines
+    return [_("JAX {version}: speedup set aside, {why}").format(version=markdown_literal(requested), why=why)
+            for requested, result in pooled if (why := doubt_text(result)) is not None]
 
 
 def findings_markdown(found: dict[str, list[Check]]) -> list[str]:

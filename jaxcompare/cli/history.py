@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis.text import clip, table_lines
-from ..analysis.trust import WHY, trust
+from ..analysis.trust import WHY, set_aside_why
 from ..history.store import Store, shown_location
 from ..i18n import N_, _, ngettext
 from ..model.errors import BadInput
@@ -214,7 +214,7 @@ def set_aside(store: Store, ids: list[str]) -> dict[str, str]:
         results = store.load(ids)
     except BadInput:  # a row that cannot be read back: judge the others one by one
         results = store.load_readable(ids)[0]
-    return {r.id: WHY[verdict.why or "fail"] for r in results if not (verdict := trust(r)).trusted}
+    return {r.id: WHY[why] for r in results if (why := set_aside_why(r)) is not None}
 
 
 def history_table(rows: list[dict[str, Any]], path: Path | str | None = None,

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..analysis.checkline import Check
 from ..analysis.consistency import finding_title
-from ..analysis.trust import WHY, trust
+from ..analysis.summary import doubt_text
 from ..analysis.versions import (
     compare_versions,
     findings,
@@ -122,10 +122,9 @@ def version_line(result: Result) -> str:
     jax_version, jaxlib_version = real_versions(result)
     low, high = result.speedup_range
     spread = "" if low != low else f" ({format_factor(low)}–{format_factor(high)})"
-    verdict = trust(result)
-    speedup = (format_factor(result.speedup) if verdict.trusted else  # never a bare figure it sets aside
-               _("set aside: {why}; measured {figure}").format(why=_(WHY[verdict.why or "fail"]),
-                                                              figure=format_factor(result.speedup)))
+    why = doubt_text(result)
+    speedup = (format_factor(result.speedup) if why is None else  # never a bare figure it sets aside
+               _("set aside: {why}; measured {figure}").format(why=why, figure=format_factor(result.speedup)))
     return _("JAX {jax} (jaxlib {jaxlib}): runtime {runtime} (95% {range}), compile {compile}, first call {first}, "
              "speedup {speedup}{spread} against NumPy").format(
         jax=jax_version, jaxlib=jaxlib_version, runtime=format_time(runtime.median_s),
