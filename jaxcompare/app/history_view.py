@@ -14,7 +14,6 @@ from ..analysis.trust import trust
 from ..analysis.versions import release_key
 from ..history.exchange import summary
 from ..i18n import N_, _, language, ngettext, sentences
-from ..model.errors import JaxCompareError
 from ..model.formatting import format_factor, format_time, markdown_literal
 from ..model.result import Result, finite_or_none
 from ..model.spec import MIN_SAMPLES_FOR_RANGE
@@ -106,10 +105,7 @@ def set_aside(store: Any, ids: Sequence[str]) -> dict[str, str]:
     lang = language()  # the tile's words are the reader's
     missing = [i for i in ids if (lang, i) not in _SET_ASIDE]
     if missing:
-        try:
-            results = store.load(missing)
-        except JaxCompareError:  # a row deleted meanwhile, or unreadable: judge the others one by one
-            results = store.load_readable(missing)[0]
+        results = store.load_readable(missing)[0]  # a row deleted meanwhile, or unreadable: the others
         if len(_SET_ASIDE) > 20_000:  # a long-lived server's cache stays bounded
             _SET_ASIDE.clear()
         for result in results:

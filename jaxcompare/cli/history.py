@@ -210,10 +210,7 @@ HISTORY_COLUMNS = (
 def set_aside(store: Store, ids: list[str]) -> dict[str, str]:
     """The results among ``ids`` whose speedup is not trusted, each with why (trust.WHY's English words, as
     stored and as JSON gives them); a row that cannot be read is left as it is listed."""
-    try:
-        results = store.load(ids)
-    except BadInput:  # a row that cannot be read back: judge the others one by one
-        results = store.load_readable(ids)[0]
+    results = store.load_readable(ids)[0]  # a row that cannot be read back is listed unjudged
     return {r.id: WHY[why] for r in results if (why := set_aside_why(r)) is not None}
 
 

@@ -270,7 +270,13 @@ class Store:
         return out
 
     def load_readable(self, ids: Iterable[str]) -> tuple[list[Result], list[str]]:
-        """Like load, but a saved row that cannot be read back is left out: (results, its ids)."""
+        """Like load, but a saved row that cannot be read back is left out: (results, its ids). One query for
+        them all; one a row where any fails (a row unreadable, or deleted meanwhile)."""
+        ids = list(ids)
+        try:
+            return self.load(ids), []
+        except BadInput:
+            pass
         results, unreadable = [], []
         for i in ids:
             try:
