@@ -144,3 +144,18 @@ def test_a_wrong_command_line_is_said_in_the_language_it_asks_for(capsys, monkey
     with pytest.raises(SystemExit):
         main(["list", "--bogus"])
     assert capsys.readouterr().err.strip() == "jaxcompare: 错误：无法识别的参数：--bogus"
+
+
+def test_lang_before_the_command_is_the_same_as_after_it(capsys, monkeypatch):
+    """`--lang zh list` read as a command named 'zh' (argparse's 'invalid choice'); the language goes
+    before the command too, the one after it winning, and a bad one there is the same one line."""
+    from jaxcompare.cli import main
+
+    monkeypatch.delenv("JAXCOMPARE_LANG", raising=False)
+    for argv, expected in ((["--lang", "zh", "list"], "矩阵乘积"),
+                           (["--lang=zh", "list", "--lang", "en"], "Matrix product")):
+        assert main(argv) == 0
+        assert expected in capsys.readouterr().out, argv
+    assert main(["--lang", "fr", "list"]) == 2
+    assert capsys.readouterr().err.strip() == ("jaxcompare: error: --lang 'fr' is not a language jaxcompare speaks: "
+                                               "choose one of en, zh")

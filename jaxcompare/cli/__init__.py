@@ -55,6 +55,8 @@ if TYPE_CHECKING:
 
 EXIT_USAGE = 2
 LANG_ENV = "JAXCOMPARE_LANG"
+DESCRIPTION = ("Is a JAX port faster than NumPy or SciPy, and when? Measures both sides at the same precision: "
+               "transfer, cold compile, blocked runtime, NumPy's runtime, and whether they agree.")
 
 
 # argparse's own words for a wrong command line, in the catalog so that a Chinese reader gets them in Chinese:
@@ -160,7 +162,11 @@ def argparse_plural_words(n: int) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m jaxcompare", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="python -m jaxcompare", description=DESCRIPTION)
+    lang_help = (f"language of the readable output: {', '.join(i18n.LANGUAGES)} (default: ${LANG_ENV}, else en); "
+                 "JSON stays English")
+    # Before the command too (`--lang zh run ...`), as the language is read before argparse (argv_language).
+    parser.add_argument("--lang", dest="top_lang", metavar="LANG", help=lang_help)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p_list = sub.add_parser("list", help="the catalog, one line per case")
@@ -219,14 +225,13 @@ def build_parser() -> argparse.ArgumentParser:
     cli_trace.add_command(sub)
     cli_atlas.add_command(sub)
     for command in sub.choices.values():
-        command.add_argument("--lang", help=f"language of the readable output: {', '.join(i18n.LANGUAGES)} "
-                             f"(default: ${LANG_ENV}, else en); JSON stays English")
+        command.add_argument("--lang", help=lang_help)
     return parser
 
 
 def chosen_language(args: argparse.Namespace) -> str:
     """--lang, else $JAXCOMPARE_LANG, else English; a language without a catalog is bad input."""
-    lang, where = args.lang, "--lang"
+    lang, where = args.lang or getattr(args, "top_lang", None), "--lang"
     if not lang:
         lang, where = os.environ.get(LANG_ENV, ""), LANG_ENV
     if not lang:
