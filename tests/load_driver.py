@@ -23,7 +23,7 @@ TINY = dict(target_sample_s=0.001, min_samples=3, max_samples=6, phase_budget_s=
 
 
 def start() -> None:
-    config = os.environ.get("JAXCOMPARE_LOAD_DRIVER")
+    config = os.environ.get("JAXCOMPARE_TEST_LOAD_DRIVER")
     if config:
         threading.Thread(target=_main, args=(json.loads(Path(config).read_text()),), daemon=True,
                          name="load-driver").start()

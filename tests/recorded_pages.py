@@ -27,7 +27,7 @@ import streamlit as st
 
 name = st.query_params.get({param!r})
 if name is not None and st.session_state.get("_recorded_scenario") != name:
-    with open(os.environ["JAXCOMPARE_RECORDED"], "rb") as file:
+    with open(os.environ["JAXCOMPARE_TEST_RECORDED"], "rb") as file:
         st.session_state.update(pickle.load(file)[name])
     st.session_state["_recorded_scenario"] = name
 runpy.run_path({path!r}, run_name="__main__")
@@ -43,7 +43,7 @@ def recorded_app(tmp: Path, scenarios: Mapping[str, Mapping[str, Any]]) -> Itera
         (folder / page.path).write_text(WRAPPER.format(param=SCENARIO_PARAM, path=str(ROOT / page.path)))
     seeds = tmp / "scenarios.pickle"
     seeds.write_bytes(pickle.dumps(dict(scenarios)))
-    with streamlit_run(tmp, str(folder / navigation.HOME.path), env={"JAXCOMPARE_RECORDED": str(seeds)}) as url:
+    with streamlit_run(tmp, str(folder / navigation.HOME.path), env={"JAXCOMPARE_TEST_RECORDED": str(seeds)}) as url:
         yield url
 
 

@@ -2,7 +2,7 @@
 sweep page do, with the same view and chart functions, so a result from a GPU (with JAX on the
 CPU beside it and the fraction of peak) can be looked at on a machine without one.
 
-Run as ``streamlit run tests/render_result.py`` with JAXCOMPARE_RENDER_RESULT=<a JSON list of
+Run as ``streamlit run tests/render_result.py`` with JAXCOMPARE_TEST_RENDER_RESULT=<a JSON list of
 results, smallest first> (tests/test_browser_accelerator.py does): the last is shown as on
 Compare, all of them as a sweep.
 """
@@ -20,7 +20,7 @@ from jaxcompare.analysis import checks, summary
 from jaxcompare.app import chart_ui, charts, ui, views
 
 st.set_page_config(page_title="Result · jaxcompare tests", layout="wide")
-results = [Result.from_dict(doc) for doc in json.loads(Path(os.environ["JAXCOMPARE_RENDER_RESULT"]).read_text())]
+results = [Result.from_dict(doc) for doc in json.loads(Path(os.environ["JAXCOMPARE_TEST_RENDER_RESULT"]).read_text())]
 result = results[-1]
 
 st.title("Compare")

@@ -23,11 +23,11 @@ CATCHERS = {
 
 
 def _run(nodeids: list[str], breakage: str | None, peaks: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "JAXCOMPARE_BREAK_JAX"}
+    env = {k: v for k, v in os.environ.items() if k != "JAXCOMPARE_TEST_BREAK_JAX"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TESTS / "breakjax"), env.get("PYTHONPATH")]))
     env["JAXCOMPARE_TEST_CPU_PEAKS"] = str(peaks)  # read by conftest
     if breakage:
-        env["JAXCOMPARE_BREAK_JAX"] = breakage
+        env["JAXCOMPARE_TEST_BREAK_JAX"] = breakage
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rf",
                            *(str(TESTS / n) for n in nodeids)],
                           capture_output=True, text=True, env=env, cwd=TESTS.parent, timeout=600)

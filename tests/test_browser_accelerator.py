@@ -47,7 +47,7 @@ def rendered(tmp_path_factory):
                                         cpu_side=True)) for n in (48, 256)]
     path = folder / "results.json"
     path.write_text(dumps([r.to_dict() for r in results]))
-    with streamlit_run(folder, str(SCRIPT), env={"JAXCOMPARE_RENDER_RESULT": str(path)}) as url:
+    with streamlit_run(folder, str(SCRIPT), env={"JAXCOMPARE_TEST_RENDER_RESULT": str(path)}) as url:
         yield url, results
 
 
@@ -61,8 +61,8 @@ def test_the_third_side_and_the_peak_line_render(rendered, browser, tmp_path):
         wait_for_chart_marks(page, index, JAX_CPU_COLOR)  # the third side, in its own colour
     shot = tmp_path / "third_side.png"
     page.screenshot(path=str(shot), full_page=True)
-    if os.environ.get("JAXCOMPARE_KEEP_SCREENSHOT"):
-        Path(os.environ["JAXCOMPARE_KEEP_SCREENSHOT"]).write_bytes(shot.read_bytes())
+    if os.environ.get("JAXCOMPARE_TEST_KEEP_SCREENSHOT"):
+        Path(os.environ["JAXCOMPARE_TEST_KEEP_SCREENSHOT"]).write_bytes(shot.read_bytes())
     assert_no_error(page)
     labels = page.locator("[data-testid='stMetricLabel']").all_inner_texts()
     assert labels[6:] == ["JAX on CPU", "Speedup on CPU", "GPU over CPU"], labels

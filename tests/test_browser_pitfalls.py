@@ -64,7 +64,7 @@ def test_on_a_busy_machine_a_section_says_so_beside_its_lesson_and_the_summary_c
     note = page.locator(f"{bs.MAIN} [data-testid='stAlert']", has_text="while this pitfall was timed").bounding_box()
     scroll = page.evaluate("() => window.scrollY")
     assert box["y"] <= note["y"] + scroll <= box["y"] + box["height"], (box, note)
-    shots = os.environ.get("JAXCOMPARE_SHOT_DIR") or str(tmp_path)  # where a person looks at it
+    shots = os.environ.get("JAXCOMPARE_TEST_SHOT_DIR") or str(tmp_path)  # where a person looks at it
     page.screenshot(path=f"{shots}/pitfall_busy.png", full_page=True)
     page.close()
 

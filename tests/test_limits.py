@@ -273,3 +273,33 @@ def test_make_serve_checks_the_settings_before_the_server_starts():
     assert good.returncode == 0 and good.stderr.startswith("jaxcompare: hosted mode;"), good.stderr
     steps = subprocess.run(["make", "-n", "serve"], capture_output=True, text=True, cwd=ROOT).stdout
     assert steps.index("-m jaxcompare.engine.server.settings") < steps.index("streamlit run app.py"), steps
+
+
+def test_a_misspelt_variable_is_refused_by_the_settings_check_and_every_name_the_code_reads_is_known():
+    """JAXCOMPARE_MAX_ELEMENT=1000 on a hosted demo was ignored without a word: its limit did not apply. `make
+    serve`'s check names it and the variable it likely meant; the list of names it knows is the code's."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    from support import ROOT
+
+    from jaxcompare.engine.server.settings import known_variables
+
+    check = [sys.executable, "-m", "jaxcompare.engine.server.settings"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JAXCOMPARE_")} | {"JAXCOMPARE_MODE": "hosted"}
+    bad = subprocess.run(check, env=env | {"JAXCOMPARE_MAX_ELEMENT": "1000", "JAXCOMPARE_ZZZ": "1"},
+                         capture_output=True, text=True, cwd=ROOT)
+    assert bad.returncode == 2 and bad.stderr.strip() == (
+        "jaxcompare: bad settings: JAXCOMPARE_MAX_ELEMENT is not a variable jaxcompare reads (did you mean "
+        "JAXCOMPARE_MAX_ELEMENTS?); JAXCOMPARE_ZZZ is not a variable jaxcompare reads"), bad.stderr
+    harness = env | {"JAXCOMPARE_TEST_CPU_PEAKS": "x", "JAXCOMPARE_DB": "x.sqlite3"}
+    assert subprocess.run(check, env=harness, capture_output=True, text=True, cwd=ROOT).returncode == 0
+    read = set()
+    for folder in ("jaxcompare", "tests", "examples", "benchmarks"):
+        for path in (ROOT / folder).rglob("*.py*"):
+            if path.suffix in (".py", ".ipynb") and path.name != "test_limits.py":  # this test's misspellings
+                read |= set(re.findall(r"JAXCOMPARE_[A-Z0-9_]*[A-Z0-9]", path.read_text(encoding="utf-8")))
+    unknown = {name for name in read if not name.startswith("JAXCOMPARE_TEST")} - known_variables()
+    assert {"JAXCOMPARE_DB", "JAXCOMPARE_MAX_ELEMENTS"} <= read and not unknown, unknown

@@ -165,7 +165,7 @@ def test_twenty_sessions_share_the_queue_and_nothing_is_lost(tmp_path):
               "seconds": SECONDS, "sessions": API_SESSIONS}
     (tmp_path / "driver.json").write_text(json.dumps(config))
     env = {"JAXCOMPARE_MAX_QUEUE": str(MAX_QUEUE), "JAXCOMPARE_TRUSTED_PROXY_HEADER": "X-Forwarded-For",
-           "JAXCOMPARE_LOAD_DRIVER": str(tmp_path / "driver.json")}
+           "JAXCOMPARE_TEST_LOAD_DRIVER": str(tmp_path / "driver.json")}
     browser_outcomes: list[dict] = []
     with serve(tmp_path, env=env, site=SITE) as url, Memory(url.proc.pid) as memory:
         # The browser pages make the app's Runner; the driver's sessions then use the same one.

@@ -306,6 +306,6 @@ def test_the_run_in_chinese_in_chromium_draws_seven_charts_and_the_size_gap(run_
         shot = tmp_path / "pitfalls.png"
         page.screenshot(path=str(shot), full_page=True)
         assert shot.stat().st_size > 50_000
-        section = os.environ.get("JAXCOMPARE_SHOT_DIR") or str(tmp_path)  # where a person looks at it
+        section = os.environ.get("JAXCOMPARE_TEST_SHOT_DIR") or str(tmp_path)  # where a person looks at it
         page.screenshot(path=f"{section}/pitfall_cache_zh.png", full_page=True, clip=section_box(page, "cache"))
         page.close()

@@ -1,5 +1,5 @@
 """Breaks JAX on purpose, in every process that puts this folder on PYTHONPATH (pytest and
-the spawned workers alike): ``JAXCOMPARE_BREAK_JAX`` names the lie. tests/test_breakages.py
+the spawned workers alike): ``JAXCOMPARE_TEST_BREAK_JAX`` names the lie. tests/test_breakages.py
 runs the honest-numbers tests under each and expects them to fail."""
 
 import importlib.util
@@ -24,7 +24,7 @@ def _break(jax, how: str) -> None:
     elif how == "device_put":  # every runtime would include a host-to-device transfer
         jax.device_put = lambda x, *args, **kwargs: x
     else:
-        raise SystemExit(f"JAXCOMPARE_BREAK_JAX={how!r}: expected one of {', '.join(BREAKAGES)}")
+        raise SystemExit(f"JAXCOMPARE_TEST_BREAK_JAX={how!r}: expected one of {', '.join(BREAKAGES)}")
 
 
 class _BreakAfterImport:
@@ -53,6 +53,6 @@ class _BreakAfterImport:
         return spec
 
 
-_how = os.environ.get("JAXCOMPARE_BREAK_JAX")
+_how = os.environ.get("JAXCOMPARE_TEST_BREAK_JAX")
 if _how:
     sys.meta_path.insert(0, _BreakAfterImport(_how))

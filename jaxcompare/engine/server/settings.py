@@ -278,6 +278,41 @@ class RateLimiter:
             events.append(now)
 
 
+# The JAXCOMPARE_ variables read elsewhere than Settings' fields (whose names are JAXCOMPARE_ and the field's):
+# the database, the CLI's language and debug, the CPU ceilings' file, the hosted demo's admin token, the atlas
+# file, JAX versions' environments, a worker's own two (set by its runner), and the test harness's. Any
+# other JAXCOMPARE_ name is a misspelling, which the check below refuses: a misspelt limit does not apply.
+# tests/test_limits.py checks this list against the names the code reads.
+OTHER_VARIABLES = frozenset({
+    "JAXCOMPARE_DB", "JAXCOMPARE_LANG", "JAXCOMPARE_DEBUG", "JAXCOMPARE_CPU_PEAKS", "JAXCOMPARE_ADMIN_TOKEN",
+    "JAXCOMPARE_SETTINGS", "JAXCOMPARE_ATLAS", "JAXCOMPARE_ENVS_DIR", "JAXCOMPARE_WORKER_PRECISION",
+    "JAXCOMPARE_WORKER_DEVICE", "JAXCOMPARE_CHROMIUM", "JAXCOMPARE_SCREENSHOTS", "JAXCOMPARE_LOAD_S",
+    "JAXCOMPARE_NOTEBOOK_SMALL",
+})
+TEST_PREFIX = "JAXCOMPARE_TEST_"  # the test suite's own hooks
+
+
+def known_variables() -> frozenset[str]:
+    return OTHER_VARIABLES | {f"JAXCOMPARE_{f.name.upper()}" for f in fields(Settings)}
+
+
+def unknown_variables(environ: Mapping[str, str]) -> list[str]:
+    """What to say of each JAXCOMPARE_ variable in ``environ`` that jaxcompare does not read, with the
+    name it most likely meant."""
+    import difflib
+
+    known = known_variables()
+    said = []
+    for name in sorted(environ):
+        if name.startswith("JAXCOMPARE_") and name not in known and not name.startswith(TEST_PREFIX):
+            # Matched without the prefix that every name shares.
+            close = difflib.get_close_matches(name.removeprefix("JAXCOMPARE_"),
+                                              sorted(k.removeprefix("JAXCOMPARE_") for k in known), n=1, cutoff=0.75)
+            said.append(f"{name} is not a variable jaxcompare reads"
+                        + (f" (did you mean JAXCOMPARE_{close[0]}?)" if close else ""))
+    return said
+
+
 def main() -> int:
     """`python -m jaxcompare.engine.server.settings`: the settings this environment gives, checked before a
     server starts (`make serve`): one line and status 2 for a bad value, where the app would only fail at its
@@ -288,6 +323,9 @@ def main() -> int:
         settings = Settings.from_env()
     except BadInput as exc:
         print(f"jaxcompare: bad settings: {exc}", file=sys.stderr)
+        return 2
+    if unknown := unknown_variables(os.environ):
+        print(f"jaxcompare: bad settings: {'; '.join(unknown)}", file=sys.stderr)
         return 2
     print(f"jaxcompare: {settings.mode} mode; at most {settings.max_elements or 'any number of'} elements an input, "
           f"{settings.max_jobs_per_minute or 'any number of'} runs a minute", file=sys.stderr)
