@@ -196,6 +196,11 @@ def _bad_inputs(tmp_path) -> list[tuple[list[str], str]]:
         (["run", "--case", "matmul", "--timeout", "0"], "--timeout must be a positive number of seconds, got 0"),
         (["atlas", "--cases", "matmul", "--timeout", "-1"], "positive number of seconds, got -1"),
         (["pitfalls", "--timeout", "nan"], "positive number of seconds, got nan"),
+        # More memory than any test machine has (about 95 GiB each): refused before "measuring ...", and a sweep
+        # before its first size is measured.
+        (["run", "--case", "matmul", "--shape", "46000x46000"], "GiB of host memory"),
+        (["sweep", "--case", "matmul", "--sizes", "10", "46000"], "GiB of host memory"),
+        (["pitfalls", "--shape", "46000x46000", "--precision", "x64"], "GiB of host memory"),
         (["atlas", "--cases", "matmul", "--json", "-"], "--json writes the comparison of --diff A B"),
         # json's own words apart from its position, so that the Chinese catalog translates them
         (["atlas", "--diff", str(garbage), str(garbage)], "not valid JSON: Expecting value at line 1 column 1"),

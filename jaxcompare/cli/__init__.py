@@ -328,6 +328,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         shape = parse_shape(args.shape) if args.shape else case.large_shape
         case.check_shape(shape)
         spec = _base_spec(args, shape)
+        runner.check(spec)  # more memory than the host has: said before "measuring ..."
         store = cli_history.open_store(args.db) if args.save else None  # a bad --db fails before measuring
         check_devices(runner, [args.device], args.precision)
         if args.ports is not None:  # with --profile, each port's run is traced on its own
@@ -370,8 +371,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     with Runner(timeout_s=args.timeout) as runner:
         case = _lookup(args, runner)
         shapes = parse_sizes(case, args.sizes) if args.sizes else ladder(case, args.steps)
-        for shape in shapes:
-            case.check_shape(shape)
+        for shape in shapes:  # every size, before the first is measured (the largest may not fit)
+            runner.check(_base_spec(args, shape))
         store = cli_history.open_store(args.db) if args.save else None
         check_devices(runner, [args.device], args.precision)
         out = _human(args)
@@ -402,6 +403,7 @@ def cmd_pitfalls(args: argparse.Namespace) -> int:
         sections = check_sections(args.sections)
         out = _human(args)
         spec = _base_spec(args, shape)
+        runner.check(spec)
         check_devices(runner, [args.device], args.precision)
         print(_("measuring the pitfalls for {case} at {shape} ({precision}), about {duration} ...").format(
             case=case.name, shape=format_shape(shape), precision=args.precision,

@@ -106,6 +106,11 @@ class Runner:
                                rate_limited=rate_limited, sticky=not rate_limited if sticky is None else sticky,
                                jax_env=jax_env)
 
+    def check(self, spec: Spec) -> None:
+        """The checks submit makes at once (case, shape, limits, host memory), queueing nothing: a front end
+        refuses a request that cannot run before it says it is measuring (or measures a sweep's first sizes)."""
+        preflight(spec, self.settings, found=self._q.case_of(spec))
+
     def submit_pitfalls(self, spec: Spec, sections: tuple[str, ...] | None = None, *,
                         timeout_s: float | None = None, owner: Owner | str | None = None) -> Job:
         """Queue the pitfalls lab; an x32 run borrows the x64 worker for the fair float64 side."""
