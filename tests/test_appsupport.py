@@ -80,12 +80,22 @@ def test_environment_warnings_run_a_table_of_named_rules_in_order():
     assert not any("GPU or TPU" in text for text in warnings)
 
 
+def access_hidden(env: dict) -> dict:
+    from jaxcompare.history.exchange import PRIVATE_ENV
+
+    return {k: v for k, v in env.items() if k not in PRIVATE_ENV}
+
+
 def test_environment_page_tables():
     ev = environment_view
     host = {"memory_available_bytes": 3 * 1024**3, "env_vars": {"XLA_FLAGS": "--app"}}
     machine = {row["Item"]: row["Value"] for row in ev.machine_rows(CPU_ENV, host, load=1.25)}
     assert machine["CPU model"] == "Test CPU" and machine["Load average (1 min)"] == "1.25"
     assert machine["Memory available"] == "3 GiB" and machine["Memory total"] == "—"
+    # A hosted demo hides the interpreter's path: no row, rather than an empty one.
+    assert ev.machine_rows(CPU_ENV | {"python_executable": "/usr/bin/python3"}, host, None)[-1]["Value"] == (
+        "/usr/bin/python3")
+    assert "Python" not in {row["Item"] for row in ev.machine_rows(access_hidden(CPU_ENV), host, None)}
     assert ev.worker_rows({"x32": CPU_ENV})[0] == {
         "Worker": "x32", "Backend": "cpu", "jax_enable_x64": "off", "Default float": None,
         "Compilation cache": "off", "Devices": 1}

@@ -222,7 +222,8 @@ def machine_rows(env: Env, host: Env, load: float | None) -> list[dict[str, Any]
         ("Python", env.get("python_executable")),
     ]
     item, value = _("Item"), _("Value")
-    return [{item: name, value: text} for name, text in items]
+    # The interpreter's path is left out where a hosted demo hides it (access.visible_env), not shown empty.
+    return [{item: name, value: text} for name, text in items if name != "Python" or text]
 
 
 def worker_rows(workers: Mapping[str, Env]) -> list[dict[str, Any]]:
