@@ -196,6 +196,8 @@ def _bad_inputs(tmp_path) -> list[tuple[list[str], str]]:
         (["run", "--case", "matmul", "--timeout", "0"], "--timeout must be a positive number of seconds, got 0"),
         (["atlas", "--cases", "matmul", "--timeout", "-1"], "positive number of seconds, got -1"),
         (["pitfalls", "--timeout", "nan"], "positive number of seconds, got nan"),
+        (["run", "--case", "matmul", "--shape", "8x8", "--ports", "jnp,pallas,jnp"],
+         "port(s) named twice in --ports: jnp"),  # had raced jnp against pallas, saying nothing
         # More memory than any test machine has (about 95 GiB each): refused before "measuring ...", and a sweep
         # before its first size is measured.
         (["run", "--case", "matmul", "--shape", "46000x46000"], "GiB of host memory"),

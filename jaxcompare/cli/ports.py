@@ -36,10 +36,15 @@ def add_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def chosen_ports(text: str, case: Case) -> list[str]:
-    """--ports as port names of ``case``, in the order given, once each; BadInput names the case's ports."""
+    """--ports as port names of ``case``, in the order given; BadInput names the case's ports, or a port named
+    twice (a race of one port against itself, quietly run once, read as a race of two)."""
     if text.strip() == ALL:
         return list(case.port_names)
-    names = list(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    given = [n.strip() for n in text.split(",") if n.strip()]
+    names = list(dict.fromkeys(given))
+    if len(names) < len(given):
+        twice = [name for name in names if given.count(name) > 1]
+        raise BadInput(N_("port(s) named twice in --ports: {ports}").format(ports=", ".join(twice)))
     if not names:
         raise BadInput(N_("--ports is empty: give port names like {ports}, or all").format(
             ports=",".join(case.port_names)))
