@@ -85,3 +85,41 @@ def test_list_names_each_cases_ports():
     proc = cli("list")
     line = next(line for line in proc.stdout.splitlines() if line.startswith("cumsum "))
     assert "[ports: jnp, associative_scan, scan]" in line
+
+
+def test_a_sweep_of_ports_measures_each_at_every_size_and_drops_a_failed_ports_larger_sizes(tmp_path):
+    """`sweep --ports`: each port at each size (the Size sweep page's and the notebook's ports, on the CLI),
+    a verdict per port, one document whose results hold every port's (so `import` reads it); a port that
+    fails at a size is one line and is not measured at the larger ones, as on the page."""
+    cases = tmp_path / "halves.py"
+    cases.write_text(textwrap.dedent("""
+        import jax.numpy as jnp
+        from jaxcompare import Case, Port
+
+        def small_only(x):
+            if x.size > 64:
+                raise ValueError("this port takes at most 64 elements")
+            return x * 0.5
+
+        CASES = [Case("halves", lambda x: x * 0.5, lambda x: x * 0.5,
+                      lambda shape, dtype, rng: (rng.standard_normal(shape).astype(dtype),),
+                      small_shape=(8,), large_shape=(1024,), ports=[Port("small_only", small_only)])]
+    """))
+    doc_path, db = tmp_path / "sweep.json", tmp_path / "h.sqlite3"
+    proc = cli("sweep", "--cases-file", str(cases), "--case", "halves", "--sizes", "8", "256", "1024", "--quick",
+               "--ports", "jnp,small_only", "--json", str(doc_path))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads(doc_path.read_text())
+    ports = {p["name"]: p for p in doc["ports"]}
+    assert [p["name"] for p in doc["ports"]] == ["jnp", "small_only"]
+    assert ports["jnp"]["failed_at"] is None and ports["small_only"]["failed_at"] == [256]
+    assert "this port takes at most 64 elements" in ports["small_only"]["error"]
+    assert [(r["spec"]["shape"], r["spec"]["port"]) for r in doc["results"]] == [
+        ([8], "jnp"), ([8], "small_only"), ([256], "jnp"), ([1024], "jnp")]
+    assert all({"trusted", "set_aside", "direction"} <= set(r) for r in doc["results"])
+    assert "jaxcompare: port small_only at 256: " in proc.stderr and "larger sizes are not measured" in proc.stderr
+    rows = [line.split()[:2] for line in proc.stdout.splitlines() if line.split()[:1] in (["jnp"], ["small_only"])]
+    assert rows == [["jnp", "8"], ["small_only", "8"], ["jnp", "256"], ["jnp", "1024"]]
+    assert "port jnp: " in proc.stdout and "port small_only: " in proc.stdout
+    imported = cli("import", str(doc_path), "--db", str(db))
+    assert imported.returncode == 0 and "imported 4 results (0 already present)" in imported.stdout, imported.stderr

@@ -208,6 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
     common(p_sweep)
     p_sweep.add_argument("--sizes", nargs="+", action="extend", help="shapes (10x10 100x100) or plain sizes (10 100)")
     p_sweep.add_argument("--steps", type=int, default=5, help="ladder length when --sizes is absent")
+    cli_ports.add_argument(p_sweep, sweep=True)
     p_pit = sub.add_parser("pitfalls", help="measure each benchmarking pitfall: naive vs correct")
     p_pit.add_argument("--case", default="centered_gram")
     p_pit.add_argument("--shape", help="default: the case's large preset (1000x1000 for centered_gram)")
@@ -376,6 +377,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         store = cli_history.open_store(args.db) if args.save else None
         check_devices(runner, [args.device], args.precision)
         out = _human(args)
+        if args.ports is not None:
+            return cli_ports.sweep_ports(args, runner, case, [_base_spec(args, shape) for shape in shapes], _wait,
+                                         store, cli_history.save_result, out)
         results = []
         print(sweep_header_line(), file=out)
         for shape in shapes:

@@ -5,6 +5,7 @@ runs out of time gets one plain line; the other ports' figures stand."""
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import uuid
 from collections.abc import Callable
@@ -15,7 +16,9 @@ from .. import i18n
 from ..analysis.advice import advice_document
 from ..analysis.checks import checklist
 from ..analysis.ports import INTERPRETED, PortRun, ports_document, ports_lines, ports_verdict
-from ..analysis.text import checklist_lines, profile_lines
+from ..analysis.summary import sweep_verdict
+from ..analysis.sweep import crossover, sweep_document
+from ..analysis.text import checklist_lines, display_width, pad, profile_lines, sweep_header_line, sweep_row_line
 from ..analysis.trust import direction, trusted
 from ..i18n import N_, _, translate_text
 from ..model.cases import Case, format_shape
@@ -28,10 +31,12 @@ from .report import result_table, write_json
 ALL = "all"
 
 
-def add_argument(parser: argparse.ArgumentParser) -> None:
+def add_argument(parser: argparse.ArgumentParser, *, sweep: bool = False) -> None:
+    then = ("at each size, then give each port's crossover and verdict" if sweep
+            else "then say which is fastest")
     parser.add_argument("--ports", metavar="NAMES|all",
                         help="measure these JAX ports of the case, comma-separated (`list` shows each case's), or "
-                        "all of them, one after another, each under its own --timeout, then say which is fastest; "
+                        f"all of them, one after another, each under its own --timeout, {then}; "
                         "without it: the case's default port alone")
 
 
@@ -89,6 +94,62 @@ def run_ports(args: argparse.Namespace, runner: Any, case: Case, spec: Spec, wai
     if args.json != "-":
         print("\n" + "\n".join(ports_lines(verdict)), file=out)
     return 0 if any(r.result is not None for r in runs) else 2
+
+
+def sweep_ports(args: argparse.Namespace, runner: Any, case: Case, specs: list[Spec], wait: Callable[[Any], Any],
+                store: Any | None, save: Callable[[Any, Any], None], out: Any) -> int:
+    """``sweep --ports``: at each size of ``specs`` (smallest first), every chosen port, each its own job on the
+    first's device; a port's first failure drops its larger sizes, as on the Size sweep page. Then a verdict per
+    port from its trusted sizes; --json writes one sweep document whose results hold every port's."""
+    names = chosen_ports(args.ports, case)
+    results: dict[str, list[Any]] = {name: [] for name in names}
+    failed: dict[str, tuple[tuple[int, ...], str]] = {}
+    race = f"ports-{uuid.uuid4().hex}"  # one owner: every later job runs on the first's device
+    width = max(display_width(_("port")), *map(display_width, names)) + 2
+    print(pad(_("port"), width) + sweep_header_line(), file=out, flush=True)
+    first = True
+    for spec in specs:
+        for name in names:
+            if name in failed:
+                continue
+            try:
+                result = wait(runner.submit(replace(spec, port=name), owner=race, sticky=not first))
+            except JaxCompareError as exc:  # this port's larger sizes are dropped; the others go on
+                failed[name] = (spec.shape, error_first_line(str(exc)))
+                print("jaxcompare: " + _("port {port} at {shape}: {error}; its larger sizes are not measured").format(
+                    port=name, shape=format_shape(spec.shape), error=translate_text(str(exc))),
+                    file=sys.stderr, flush=True)
+                continue
+            finally:
+                first = False
+            results[name].append(result)
+            if store is not None:  # saved as measured: an interrupted sweep keeps what it did
+                save(result, store)
+            print(pad(name, width) + sweep_row_line(result), file=out, flush=True)
+    for name in names:
+        if results[name]:
+            print(_("port {port}: {verdict}").format(
+                port=name, verdict=sweep_verdict(results[name], crossover(results[name]))), file=out)
+    if args.json:
+        with i18n.using(i18n.SOURCE_LANGUAGE):  # JSON is English whatever the reader's language
+            write_json(args.json, ports_sweep_document(case.name, specs[0].precision, results, failed))
+    return 0 if any(results.values()) else 2
+
+
+def ports_sweep_document(case: str, precision: str, results: dict[str, list[Any]],
+                         failed: dict[str, tuple[tuple[int, ...], str]]) -> dict[str, Any]:
+    """A sweep's document (sweep_document) whose ``results`` are every port's, each naming its port
+    (``spec.port``), and ``ports``: each port's crossover, and the size it failed at and why."""
+    ports = []
+    everything: list[dict[str, Any]] = []
+    for name, found in results.items():
+        document = sweep_document(case, precision, found, crossover(found))
+        everything += document["results"]
+        shape, error = failed.get(name, (None, None))
+        ports.append({"name": name, "crossover_elements": document["crossover_elements"],
+                      "failed_at": None if shape is None else list(shape), "error": error})
+    everything.sort(key=lambda r: math.prod(r["spec"]["shape"]))  # by size, each size's ports in the order asked
+    return {"case": case, "precision": precision, "ports": ports, "results": everything}
 
 
 def port_result_lines(name: str, result: Any) -> list[str]:
