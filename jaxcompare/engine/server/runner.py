@@ -3,11 +3,11 @@ Runs in the server/CLI process and never imports JAX; the work itself is in engi
 
 All jobs for a device (app sessions, the CLI) go through its FIFO queue, served by its own dispatcher thread
 (server/dispatch.py), so two measurements never overlap on a device and spoil each other's timings. A server with
-several devices (``JAXCOMPARE_DEVICES``) has one queue and one worker pair per device, so users of different devices
-do not wait for each other. A job past its deadline, or a cancelled running job, kills its worker; the next job
-starts a fresh one. With ``JAXCOMPARE_RAY_ADDRESS`` the lanes are the slots of a Ray cluster instead, and their
-workers send each step there (server/cluster.py); queues, deadlines and results stay as here. What a job does is its
-kind's (server/jobs.JobKind, the engine's own in server/job_kinds.py).
+several devices (``JAXCOMPARE_DEVICES``) has one queue and one worker pair per device, so users of different
+devices do not wait for each other. A job past its deadline, or a cancelled running job, kills its worker; the next
+job starts a fresh one. With ``JAXCOMPARE_RAY_ADDRESS`` the lanes are the slots of a Ray cluster, whose workers
+send each step there (server/cluster.py); queues, deadlines and results stay as here. What a job does is its kind's
+(server/jobs.JobKind, the engine's own in server/job_kinds.py).
 """
 
 from __future__ import annotations
@@ -89,8 +89,7 @@ class Runner:
         if case is not None and case.name != spec.case:
             raise BadInput(N_("the spec names case {spec_case!r} but the case sent is {case!r}").format(
                 spec_case=spec.case, case=case.name))
-        found = case if case is not None else self._q.case_of(spec)  # looked up once: the checks, the estimate
-        preflight(spec, self.settings, case=case, found=found)
+        found = self.check(spec, case)  # looked up once: the checks, the estimate
         if jax is not None and self._cluster is not None:
             # Its environment is prepared on this server, not on the cluster's nodes.
             raise BadInput(N_("a JAX versions run measures in environments prepared on this machine, and this "
@@ -106,18 +105,19 @@ class Runner:
                                rate_limited=rate_limited, sticky=not rate_limited if sticky is None else sticky,
                                jax_env=jax_env)
 
-    def check(self, spec: Spec) -> None:
-        """The checks submit makes at once (case, shape, limits, host memory), queueing nothing: a front end
-        refuses a request that cannot run before it says it is measuring (or measures a sweep's first sizes)."""
-        preflight(spec, self.settings, found=self._q.case_of(spec))
+    def check(self, spec: Spec, case: Case | None = None) -> Case | None:
+        """submit's at-once checks (case, shape, limits, host memory), queueing nothing: a front end refuses before
+        it says it is measuring. Returns ``case`` if sent, else the catalog's (None: a user's file, the worker's)."""
+        found = case if case is not None else self._q.case_of(spec)
+        preflight(spec, self.settings, case=case, found=found)
+        return found
 
     def submit_pitfalls(self, spec: Spec, sections: tuple[str, ...] | None = None, *,
                         timeout_s: float | None = None, owner: Owner | str | None = None) -> Job:
         """Queue the pitfalls lab; an x32 run borrows the x64 worker for the fair float64 side."""
         from ..common.lessons import check_sections
 
-        found = self._q.case_of(spec)
-        preflight(spec, self.settings, found=found)
+        found = self.check(spec)
         return self.submit_job("pitfalls", spec, check_sections(sections), spec=spec, case=found, timeout_s=timeout_s,
                                owner=owner, rate_limited=True)
 
@@ -149,9 +149,6 @@ class Runner:
     def list_cases(self, cases_file: str, *, timeout_s: float | None = None) -> list[dict[str, Any]]:
         """The cases in a user's file (see submit_list_cases), waiting for them."""
         return self.submit_list_cases(cases_file, timeout_s=timeout_s).wait()
-
-    def cancel(self, job: Job) -> None:
-        job.cancel()
 
     # --- asking --------------------------------------------------------------------------------
     @property
@@ -197,10 +194,9 @@ class Runner:
             return 0.0 if lane is None else self._q.wait_s(lane, before=job)
 
     def estimate(self, spec: Spec, *, kind: str = "measure", case: Case | None = None) -> Estimate:
-        """How long a ``kind`` job ('measure', 'pitfalls', or an estimate key such as
-        durations.pitfalls_kind(sections)) of ``spec`` would take once it starts, said before it is
-        submitted: from the durations seen here, else a first guess (engine/server/durations.py).
-        The wait in the queue before it is queue_wait()'s."""
+        """How long a ``kind`` job ('measure', 'pitfalls', or an estimate key such as durations.pitfalls_kind(sections))
+        of ``spec`` would take once it starts, said before it is submitted: from the durations seen here, else a
+        first guess (engine/server/durations.py); its wait in the queue is queue_wait()'s."""
         return self.estimate_all([spec], kind=kind, case=case)
 
     def estimate_all(self, specs: Sequence[Spec], *, kind: str = "measure", case: Case | None = None) -> Estimate:
@@ -234,10 +230,6 @@ class Runner:
         """The last jobs that finished (up to 200), oldest first: a copy, safe to read."""
         with self._q.cv:
             return list(self._q.history)
-
-    def get(self, job_id: str) -> Job | None:
-        with self._q.cv:
-            return self._q.jobs_by_id.get(job_id)
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Block until nothing is queued or running (True), or ``timeout`` passes (False)."""
