@@ -19,10 +19,12 @@ from jaxcompare.app.profile_view import side_gap_text
 from jaxcompare.engine import PITFALLS, SECTIONS
 from jaxcompare.i18n import _, sentences, translate_text
 from jaxcompare.model.cases import format_shape
+from jaxcompare.model.formatting import code_text
 
 ui.start_page(navigation.PITFALLS)
 
 JOB, RESULTS, ERROR = "pitfalls_job", "pitfalls_results", "pitfalls_error"
+OPENED, UPLOADS = "pitfalls_opened", "pitfalls_uploads"  # the saved lab shown, and the uploader's generation
 FORM = form_ui.page_form(pv.PitfallsConfig)
 CASES, key, current_config = FORM.cases, FORM.key, FORM.current  # the widgets' keys: pf_ and the field names
 BOX_HELP = form_ui.BoxHelp(
@@ -49,6 +51,29 @@ def start_run(sections: tuple[str, ...] = SECTIONS) -> None:
     st.session_state["pitfalls_url_warnings"] = []
 
 
+def charts_of(pitfall: Mapping[str, Any]) -> None:
+    """A section's charts, built as the page draws them (a saved lab is shown once in a trial first)."""
+    if pv.has_chart(pitfall):
+        pitfall_chart(pitfall).to_dict()
+        if pitfall["id"] == "size" and (gap := size_gap_chart(pitfall)) is not None:
+            gap.to_dict()
+
+
+def open_saved(key: str) -> None:
+    """A saved lab replaces the sections shown; a file the page cannot show is one line, and changes nothing."""
+    uploaded = st.session_state.get(key)
+    if uploaded is None:
+        return
+    try:
+        st.session_state[RESULTS] = pv.open_lab(uploaded.getvalue(), uploaded.name, also=charts_of)
+    except JaxCompareError as exc:
+        st.session_state[ERROR] = str(exc)
+        return
+    st.session_state[OPENED] = uploaded.name
+    st.session_state.pop(ERROR, None)
+    st.session_state[UPLOADS] = st.session_state.get(UPLOADS, 0) + 1  # a fresh, empty uploader
+
+
 def harvest() -> None:
     """Move a finished job's sections (or its error) into the session."""
     pending = st.session_state.get(JOB)
@@ -60,6 +85,7 @@ def harvest() -> None:
         return
     entries = pv.section_entries(job.value, meta.get("timing", "careful"), run=job.id)
     st.session_state[RESULTS] = {**st.session_state.get(RESULTS, {}), **entries}
+    st.session_state.pop(OPENED, None)  # what is shown is no longer the saved lab alone
 
 
 @st.fragment(run_every=jobs.POLL_S)
@@ -171,6 +197,16 @@ with st.sidebar:
         form_ui.run_hint([s for s in [FORM.spec(case)] if s is not None], kind="pitfalls")
     if busy:
         st.caption(_("Measuring… the page stays usable; change settings for the next run."))
+    with st.expander(_("Keep or open a lab"), icon=":material/save:"):
+        st.download_button(_("This lab (JSON)"), data=lambda: pv.lab_json(st.session_state.get(RESULTS, {})),
+                           file_name="pitfalls_lab.json", mime="application/json", icon=":material/download:",
+                           on_click="ignore", disabled=not st.session_state.get(RESULTS), key="pitfalls_download",
+                           help=_("Every section measured here, with its figures, to open again later (a reload "
+                                  "keeps nothing) or on another machine."))
+        upload_key = f"pitfalls_upload_{st.session_state.get(UPLOADS, 0)}"
+        st.file_uploader(_("Open a saved lab (JSON)"), type=["json"], key=upload_key, on_change=open_saved,
+                         args=(upload_key,), help=_("A download from this page, or `python -m jaxcompare pitfalls "
+                                                    "--json`: its sections replace those shown, as measured then."))
 
 cases_ui.cases_file_ui()
 config = current_config()
@@ -189,6 +225,9 @@ if ERROR in st.session_state:
     st.error(translate_text(st.session_state[ERROR]), icon=":material/error:")
 
 results: dict[str, Any] = st.session_state.get(RESULTS, {})
+if results and OPENED in st.session_state:
+    st.info(_("These sections are the saved lab `{name}`: measured when it was saved, on the machine named under "
+              "each, not now.").format(name=code_text(st.session_state[OPENED])), icon=":material/folder_open:")
 backend = controls.known_backend(config.device, env)
 if busy:
     with slot:

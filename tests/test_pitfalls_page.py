@@ -7,6 +7,7 @@ Compare run.)"""
 from __future__ import annotations
 
 import copy
+import json
 import os
 import re
 
@@ -16,7 +17,6 @@ from _pitfalls import check_restarts
 from apptest_support import app_runner, fresh_caches, page, run_until  # noqa: F401
 from chart_support import chart_rows, vega_specs
 from i18n_support import cpu_model, english_left
-from recorded_pages import SCENARIO_PARAM, recorded_app
 from streamlit.testing.v1 import AppTest
 from support import zh
 
@@ -229,83 +229,140 @@ def test_stop_cancels_the_running_job():
     assert not at.button(key="run_all_pitfalls").disabled
 
 
+def test_a_saved_lab_opens_again_in_a_new_session_and_a_file_it_cannot_show_changes_nothing(run_all):
+    """A teacher's lab, measured before the class: saved from the page (a run of all eight, two sections of
+    it measured again on their own: a second run), opened in a new session (a reload keeps nothing), its
+    sections as measured then; `pitfalls --json`'s one run opens too; a file the page cannot show is one line."""
+    _, measured = run_all
+    saved = copy.deepcopy(measured)
+    for pid in ("cache", "ports"):  # measured again on their own: a job, and a run, of their own
+        saved[pid]["context"] = dict(saved[pid]["context"], run="again")
+    doc = json.loads(pv.lab_json(saved))
+    assert doc["schema"] == "jaxcompare.lab/1" and [len(run["pitfalls"]) for run in doc["runs"]] == [6, 2]
+    assert all(run["timing"] == "quick" and "consistency" in run for run in doc["runs"])
+
+    def keep_button(at: AppTest):
+        [button] = [d.proto for d in at.get("download_button") if d.proto.label == "This lab (JSON)"]
+        return button
+
+    at = page(PAGE, lang="en")
+    assert keep_button(at).disabled  # nothing measured yet: nothing to keep
+    at.file_uploader[0].set_value(("class.json", json.dumps(doc).encode(), "application/json")).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    opened = at.session_state["pitfalls_results"]
+    assert list(opened) == list(SECTIONS) and not keep_button(at).disabled
+    for pid in SECTIONS:
+        kept = {k: v for k, v in opened[pid]["pitfall"].items() if k != "checks"}
+        assert kept == json.loads(json.dumps(measured[pid]["pitfall"])), pid
+        assert opened[pid]["timing"] == "quick" and opened[pid]["context"]["backend"] == "cpu"
+    assert len({opened[pid]["context"]["run"] for pid in SECTIONS}) == 2  # its runs' figures kept apart
+    assert any("saved lab `class.json`" in info.value for info in at.info)
+    captions = [c.value for c in at.caption]
+    assert "Not measured yet." not in captions
+    assert sum(c.startswith("Measured: centered_gram · 200x200 · x32") for c in captions) == len(SECTIONS)
+
+    before = {pid: entry["context"]["run"] for pid, entry in opened.items()}
+    broken = copy.deepcopy(doc)
+    del broken["runs"][0]["pitfalls"][0]["naive"]["seconds"]
+    for name, data, words in (
+            ("notes.json", b"hello", "notes.json: not valid JSON"),
+            ("results.json", b'{"results": []}', "results.json: not a saved pitfalls lab"),
+            ("broken.json", json.dumps(broken).encode(), "broken.json: section jit is not as jaxcompare writes it"),
+            ("nine.json", json.dumps({"schema": "jaxcompare.lab/1", "runs": [{"pitfalls": [{"id": "nine"}]}]}).encode(),
+             "nine.json, run 1: a pitfall that is not one of the lab's sections")):
+        at.file_uploader[0].set_value((name, data, "application/json")).run()
+        assert not at.exception and len(at.error) == 1 and words in at.error[0].value, (name, at.error)
+        assert "Traceback" not in at.error[0].value
+        assert {pid: e["context"]["run"] for pid, e in at.session_state["pitfalls_results"].items()} == before
+
+    cli_like = json.dumps(doc["runs"][1]).encode()  # one run, as `pitfalls --json` writes it
+    at.file_uploader[0].set_value(("lab.json", cli_like, "application/json")).run()
+    assert not at.error and list(at.session_state["pitfalls_results"]) == ["cache", "ports"]
+
+
 # Last in this module: Playwright's sync API leaves its event loop set as running until the module's
 # browser closes (browser_support.browser), and no AppTest runs after it here.
 @pytest.mark.browser
-def test_the_run_in_chinese_in_chromium_draws_seven_charts_and_the_size_gap(run_all, browser, tmp_path_factory,
-                                                                           tmp_path):
+def test_the_run_in_chinese_in_chromium_draws_seven_charts_and_the_size_gap(run_all, browser, server, tmp_path):
     # Seven: pitfall 8 draws none for the docs' example, whose one port has nothing beside it.
-    """The run above on the app's real Pitfalls page in Chromium, in Chinese (a teacher's class): every chart
-    drawn, the size gap's bars, each verdict and effect in Chinese. The page's session is given the run's
-    sections (tests/recorded_pages.py), so Chromium draws what this module measured rather than a second lab."""
+    """The run above on the app's real Pitfalls page in Chromium, in Chinese (a teacher's class): saved as a
+    file and opened through the page's own uploader, as a teacher opens a lab measured before the class (so
+    Chromium draws what this module measured rather than a second lab); every chart drawn, the size gap's
+    bars, each verdict and effect in Chinese."""
     from test_browser_pitfalls import section_box
 
     _, results = run_all
-    with recorded_app(tmp_path_factory.mktemp("pitfalls_zh"), {"run_all": {"pitfalls_results": results}}) as url:
-        page = bs.open_page(browser, f"{url}/Pitfalls?{SCENARIO_PARAM}=run_all&case=centered_gram&shape=200x200"
-                                     "&timing=quick&lang=zh", height=1200)
-        bs.assert_no_error(page)
-        for pid in SECTIONS:
-            assert page.locator(f"#pitfall-{pid}").count() == 1, f"no anchor for {pid}"
-        assert page.get_by_role("button", name=zh("Run all pitfalls")).is_enabled()
-        try:
-            page.wait_for_function(f"() => document.querySelectorAll(\"{bs.CHART}\").length >= 7",
-                                   polling=bs.POLL_MS, timeout=60_000)
-        except Exception as exc:  # say what the page showed instead
-            raise AssertionError(f"seven charts did not show within 60 s; the page said:\n{bs.main_text(page)[-1500:]}"
-                                 ) from exc
-        page.wait_for_selector(bs.IDLE, timeout=60_000)
-        text = bs.main_text(page)
-        # Beside busy neighbours the traced calls may run slower than the timed ones (CI: 388 µs traced in a
-        # 247 µs call); the page then withholds the size section's busy-vs-gap bars and says why.
-        apart = zh("Profiled, but not as timed: the device was busy **{busy}** per traced call, longer than the whole "
-                   "timed call ({seconds}, {range}), so the traced calls ran at another speed and their split into "
-                   "device time and host overhead is withheld.").split("**")[0]
-        charts = page.locator("[data-testid='stVegaLiteChart']").count()
-        if apart in text:
-            assert charts == 7, charts  # seven pitfall charts, no gap chart
-            pitfall_charts, gap_chart = [0, 1, 2, 3, 4, 5, 6], None
-        else:
-            # Seven pitfall charts, and after the size section's, the busy-vs-gap bars of its two shapes.
-            assert charts == 8, charts
-            pitfall_charts, gap_chart = [0, 1, 2, 3, 4, 6, 7], 5
-        for index in pitfall_charts:
-            assert bs.wait_for_chart_marks(page, index, bs.JAX_COLOR) > 0, f"chart {index} drew no JAX dots"
-        if gap_chart is not None:
-            assert bs.wait_for_chart_marks(page, gap_chart, BUSY_COLOR, mark="rect", at_least=2) == 2
-            assert bs.chart_marks(page, gap_chart, GAP_COLOR, mark="rect") == 2
-        bs.assert_no_error(page)
-        text = bs.main_text(page)
-        measured_properly = zh("naive: {naive}; measured properly: {correct}").split("{correct}")[0].split("{naive}")[1]
-        assert text.count(measured_properly) >= 7, measured_properly  # each section's verdict, in Chinese
-        not_applicable = zh("Not applicable on {backend}: no TF32 here. Both sides compute in full float32, so the "
-                            "errors match and the times differ only by noise; the numbers are shown for reference.")
-        assert not_applicable.format(backend="CPU") in text
-        # Every figure with its range, every lesson judged against it: the effect's words, in Chinese.
-        assert text.count(zh(" (95% range {range})").split("{range}")[0].strip()) >= 5
-        effects = [zh(w) for w in ("within the noise", "JAX looks {factor}x better", "JAX looks {factor}x worse")]
-        assert any(e.split("{factor}")[0] in text for e in effects)
-        profiled = zh("Profiled: the device was busy **{busy}** of **{wall}** per call; the gap, **{gap}**, is host "
-                      "overhead.").split("**")[0]
-        if gap_chart is not None:
-            assert text.count(profiled) == 2, profiled  # the size section's two shapes
-            gap_svg = page.evaluate("i => document.querySelectorAll(\"[data-testid='stVegaLiteChart'] svg.marks\")[i]"
-                                    ".textContent", gap_chart)
-            assert zh("device busy") in gap_svg
-        assert "case=centered_gram" in page.url and "shape=200x200" in page.url and "lang=zh" in page.url
-        height = page.evaluate("() => document.querySelector(\"[data-testid='stMain']\").scrollHeight")
-        page.set_viewport_size({"width": 1400, "height": min(height + 50, 12_000)})
-        page.wait_for_selector(bs.IDLE, timeout=30_000)
-        for index in pitfall_charts:  # still drawn after the resize (the width is unchanged: no redraw due)
-            assert bs.chart_marks(page, index, bs.JAX_COLOR) > 0, f"chart {index} lost its JAX dots"
-        # Pitfall 7's rows name each first call's compile step, in Chinese, in its chart.
-        cache_svg = page.evaluate("i => document.querySelectorAll(\"[data-testid='stVegaLiteChart'] svg.marks\")[i]"
-                                  ".textContent", pitfall_charts[-1])
-        assert zh("compiling {time}").split("{time}")[0].strip() in cache_svg
-        assert zh("read from the cache in {time}").split("{time}")[0].strip() in cache_svg
-        shot = tmp_path / "pitfalls.png"
-        page.screenshot(path=str(shot), full_page=True)
-        assert shot.stat().st_size > 50_000
-        section = os.environ.get("JAXCOMPARE_TEST_SHOT_DIR") or str(tmp_path)  # where a person looks at it
-        page.screenshot(path=f"{section}/pitfall_cache_zh.png", full_page=True, clip=section_box(page, "cache"))
-        page.close()
+    lab = tmp_path / "lab.json"
+    lab.write_text(pv.lab_json(results))
+    page = bs.open_page(browser, f"{server}/Pitfalls?case=centered_gram&shape=200x200&timing=quick&lang=zh",
+                        height=1200)
+    page.get_by_text(zh("Keep or open a lab")).click()
+    page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(lab))
+    page.get_by_text(zh("These sections are the saved lab `{name}`: measured when it was saved, on the machine "
+                        "named under each, not now.").split("`")[0]).wait_for(timeout=60_000)
+    page.wait_for_selector(bs.IDLE, timeout=60_000)
+    bs.assert_no_error(page)
+    for pid in SECTIONS:
+        assert page.locator(f"#pitfall-{pid}").count() == 1, f"no anchor for {pid}"
+    assert page.get_by_role("button", name=zh("Run all pitfalls")).is_enabled()
+    try:
+        page.wait_for_function(f"() => document.querySelectorAll(\"{bs.CHART}\").length >= 7",
+                               polling=bs.POLL_MS, timeout=60_000)
+    except Exception as exc:  # say what the page showed instead
+        raise AssertionError(f"seven charts did not show within 60 s; the page said:\n{bs.main_text(page)[-1500:]}"
+                             ) from exc
+    page.wait_for_selector(bs.IDLE, timeout=60_000)
+    text = bs.main_text(page)
+    # Beside busy neighbours the traced calls may run slower than the timed ones (CI: 388 µs traced in a
+    # 247 µs call); the page then withholds the size section's busy-vs-gap bars and says why.
+    apart = zh("Profiled, but not as timed: the device was busy **{busy}** per traced call, longer than the whole "
+               "timed call ({seconds}, {range}), so the traced calls ran at another speed and their split into "
+               "device time and host overhead is withheld.").split("**")[0]
+    charts = page.locator("[data-testid='stVegaLiteChart']").count()
+    if apart in text:
+        assert charts == 7, charts  # seven pitfall charts, no gap chart
+        pitfall_charts, gap_chart = [0, 1, 2, 3, 4, 5, 6], None
+    else:
+        # Seven pitfall charts, and after the size section's, the busy-vs-gap bars of its two shapes.
+        assert charts == 8, charts
+        pitfall_charts, gap_chart = [0, 1, 2, 3, 4, 6, 7], 5
+    for index in pitfall_charts:
+        assert bs.wait_for_chart_marks(page, index, bs.JAX_COLOR) > 0, f"chart {index} drew no JAX dots"
+    if gap_chart is not None:
+        assert bs.wait_for_chart_marks(page, gap_chart, BUSY_COLOR, mark="rect", at_least=2) == 2
+        assert bs.chart_marks(page, gap_chart, GAP_COLOR, mark="rect") == 2
+    bs.assert_no_error(page)
+    text = bs.main_text(page)
+    measured_properly = zh("naive: {naive}; measured properly: {correct}").split("{correct}")[0].split("{naive}")[1]
+    assert text.count(measured_properly) >= 7, measured_properly  # each section's verdict, in Chinese
+    not_applicable = zh("Not applicable on {backend}: no TF32 here. Both sides compute in full float32, so the "
+                        "errors match and the times differ only by noise; the numbers are shown for reference.")
+    assert not_applicable.format(backend="CPU") in text
+    # Every figure with its range, every lesson judged against it: the effect's words, in Chinese.
+    assert text.count(zh(" (95% range {range})").split("{range}")[0].strip()) >= 5
+    effects = [zh(w) for w in ("within the noise", "JAX looks {factor}x better", "JAX looks {factor}x worse")]
+    assert any(e.split("{factor}")[0] in text for e in effects)
+    profiled = zh("Profiled: the device was busy **{busy}** of **{wall}** per call; the gap, **{gap}**, is host "
+                  "overhead.").split("**")[0]
+    if gap_chart is not None:
+        assert text.count(profiled) == 2, profiled  # the size section's two shapes
+        gap_svg = page.evaluate("i => document.querySelectorAll(\"[data-testid='stVegaLiteChart'] svg.marks\")[i]"
+                                ".textContent", gap_chart)
+        assert zh("device busy") in gap_svg
+    assert "case=centered_gram" in page.url and "shape=200x200" in page.url and "lang=zh" in page.url
+    height = page.evaluate("() => document.querySelector(\"[data-testid='stMain']\").scrollHeight")
+    page.set_viewport_size({"width": 1400, "height": min(height + 50, 12_000)})
+    page.wait_for_selector(bs.IDLE, timeout=30_000)
+    for index in pitfall_charts:  # still drawn after the resize (the width is unchanged: no redraw due)
+        assert bs.chart_marks(page, index, bs.JAX_COLOR) > 0, f"chart {index} lost its JAX dots"
+    # Pitfall 7's rows name each first call's compile step, in Chinese, in its chart.
+    cache_svg = page.evaluate("i => document.querySelectorAll(\"[data-testid='stVegaLiteChart'] svg.marks\")[i]"
+                              ".textContent", pitfall_charts[-1])
+    assert zh("compiling {time}").split("{time}")[0].strip() in cache_svg
+    assert zh("read from the cache in {time}").split("{time}")[0].strip() in cache_svg
+    shot = tmp_path / "pitfalls.png"
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 50_000
+    section = os.environ.get("JAXCOMPARE_TEST_SHOT_DIR") or str(tmp_path)  # where a person looks at it
+    page.screenshot(path=f"{section}/pitfall_cache_zh.png", full_page=True, clip=section_box(page, "cache"))
+    page.close()

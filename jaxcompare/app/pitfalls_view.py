@@ -4,21 +4,25 @@ verdict and "how wrong" sentences for a measured pitfall (see pitfalls.py)."""
 
 from __future__ import annotations
 
+import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 from urllib.parse import urlencode
 
+from .. import i18n
 from ..analysis import lab_checks
 from ..analysis.checks import WARN, Check
 from ..analysis.consistency import finding_title, pitfalls_findings
 from ..analysis.summary import timing_name
 from ..analysis.text import lab_numpy_speeds_lines
 from ..engine import DOCS, EFFECTS, PITFALLS, SECTIONS, Estimate, pitfall_title, side_roles, side_text
+from ..history.exchange import parse_json
 from ..i18n import N_, _, sentences, translate_text
 from ..model.cases import Case, format_shape
+from ..model.errors import BadInput
 from ..model.formatting import faster_or_slower, format_time, format_time_range, same_speed, with_detail
 from ..model.platforms import interpreted_here, is_host, platform, platform_label
 from ..model.result import Result
@@ -495,6 +499,93 @@ def section_entries(report: Mapping[str, Any], timing: str, run: str | None = No
     and timing preset, so sections measured at different times keep theirs."""
     context = {k: v for k, v in report.items() if k != "pitfalls"} | {"run": run or str(id(report))}
     return {p["id"]: {"pitfall": p, "context": context, "timing": timing} for p in report["pitfalls"]}
+
+
+LAB_SCHEMA = "jaxcompare.lab/1"
+
+
+def lab_document(results: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The page's sections as a file to keep: a run each (the sections one job measured), each as
+    `pitfalls --json` writes it (lab_checks.judged) with its ``timing``, in English (docs/json.md)."""
+    runs: dict[str, dict[str, Any]] = {}
+    for pid in SECTIONS:
+        entry = results.get(pid)
+        if entry is not None:
+            context = {k: v for k, v in entry["context"].items() if k != "run"}
+            runs.setdefault(entry["context"]["run"], context | {"timing": entry["timing"], "pitfalls": []})[
+                "pitfalls"].append(entry["pitfall"])
+    with i18n.using(i18n.SOURCE_LANGUAGE):
+        return {"schema": LAB_SCHEMA, "runs": [lab_checks.judged(report) for report in runs.values()]}
+
+
+def lab_json(results: Mapping[str, Mapping[str, Any]]) -> str:
+    return json.dumps(lab_document(results), indent=1)
+
+
+def open_lab(data: bytes | str, source: str,
+             also: Callable[[Mapping[str, Any]], Any] | None = None) -> dict[str, dict[str, Any]]:
+    """The sections of a saved lab (lab_document's file, or one `pitfalls --json` document) as the page
+    holds them, each shown once here in a trial (and given to ``also``: the page's charts), so a file this
+    page cannot show is one BadInput line, before anything the page holds is replaced."""
+    doc = parse_json(data, source)
+    if isinstance(doc, Mapping) and doc.get("schema") == LAB_SCHEMA:
+        runs = doc.get("runs")
+    elif isinstance(doc, Mapping) and "pitfalls" in doc:
+        runs = [doc]
+    else:
+        raise BadInput(N_("{source}: not a saved pitfalls lab (a download from this page, or `pitfalls --json`)")
+                       .format(source=source))
+    entries: dict[str, dict[str, Any]] = {}
+    for number, report in enumerate(runs if isinstance(runs, list) else [None]):
+        where = N_("{source}, run {number}").format(source=source, number=number + 1)
+        if not isinstance(report, Mapping) or not isinstance(report.get("pitfalls"), list):
+            raise BadInput(N_("{where}: no list of pitfalls").format(where=where))
+        for pitfall in report["pitfalls"]:
+            if not isinstance(pitfall, Mapping) or pitfall.get("id") not in SECTIONS:
+                raise BadInput(N_("{where}: a pitfall that is not one of the lab's sections ({sections})").format(
+                    where=where, sections=", ".join(SECTIONS)))
+        timing = report.get("timing") if isinstance(report.get("timing"), str) else "custom"
+        entries |= section_entries(report, timing, run=f"{source}#{number}")
+    if not entries:
+        raise BadInput(N_("{source}: the lab holds no measured section").format(source=source))
+    for pid, entry in [*entries.items(), (None, None)]:  # each section, then all of them together
+        try:
+            _trial(entry, also) if entry is not None else _trial_together(entries)
+        except Exception as exc:  # the page's own reading of the section decides: a field missing or mistyped
+            what = f"{type(exc).__name__}: {exc}"[:200]
+            raise BadInput(N_("{source}: section {section} is not as jaxcompare writes it ({error})").format(
+                source=source, section=pid, error=what) if pid else N_(
+                "{source}: its sections are not as jaxcompare writes them ({error})").format(
+                source=source, error=what)) from None
+    return entries
+
+
+def _trial(entry: Mapping[str, Any], also: Callable[[Mapping[str, Any]], Any] | None) -> None:
+    """What the page reads of a section, read once (the texts, the summary's row, the caption)."""
+    pitfall, context = entry["pitfall"], entry["context"]
+    backend = context["backend"]
+    title_text(pitfall["id"], backend)
+    verdict_text(pitfall, backend)
+    how_wrong(pitfall, backend)
+    tf32_errors(pitfall)
+    lab_checks.left_out_lines(pitfall)
+    busy_note(entry)
+    for _role, side in sides(pitfall):
+        side_label(side)
+        side_figures(side)
+        str(side["code"])
+    measured_caption(context, entry["timing"], pitfall)
+    file_stem(pitfall["id"], context)
+    _trial_together({pitfall["id"]: entry})
+    if also is not None:
+        also(pitfall)
+
+
+def _trial_together(results: Mapping[str, Mapping[str, Any]]) -> None:
+    summary_rows(results)
+    numpy_speeds_lines(results)
+    busy_summary(results)
+    run_findings(results)
 
 
 def file_stem(pitfall_id: str, context: Mapping[str, Any]) -> str:

@@ -415,7 +415,7 @@ def cmd_pitfalls(args: argparse.Namespace) -> int:
         report = _wait(runner.submit_pitfalls(spec, sections))
     if args.json:
         with i18n.using(i18n.SOURCE_LANGUAGE):  # JSON is English whatever the reader's language
-            write_json(args.json, lab_checks.judged(report))
+            write_json(args.json, lab_checks.judged(report) | {"timing": "quick" if args.quick else "careful"})
     if args.json != "-":
         source = (report.get("load") or {}).get("others_source", "cores")
         for line in lab_numpy_speeds_lines(report):  # the NumPy figures every pitfall's speedups divide
