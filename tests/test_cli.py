@@ -272,3 +272,21 @@ def test_cases_file_cases_run_from_the_cli(tmp_path):
     assert json.loads(proc.stdout)["jax"]["agreement"]["ok"]
     listing = cli("list", "--cases-file", str(path))
     assert "square_plus_one" in listing.stdout
+
+
+def test_a_reader_that_stops_early_ends_the_output_without_a_traceback():
+    """`list | head -1`: the pipe closes before the catalog is written, which raised BrokenPipeError at the user."""
+    import os
+    import subprocess
+    import sys
+
+    from support import ROOT
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+    read, write = os.pipe()
+    proc = subprocess.Popen([sys.executable, "-m", "jaxcompare", "list"], stdout=write, stderr=subprocess.PIPE,
+                            env=env, cwd=ROOT)
+    os.close(write)
+    os.close(read)  # the reader gone before the first line is written (it imports for a while first)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 141 and b"Traceback" not in err and err == b"", err

@@ -514,6 +514,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         except KeyboardInterrupt:
             print("jaxcompare: " + _("interrupted"), file=sys.stderr)
             return 130
+        except BrokenPipeError:  # `list | head`: the reader has gone, which is no error of this program
+            # Python's own way (its signal docs): stdout to /dev/null, so the flush at exit does not raise again.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 141  # what a shell reports for a program ended by SIGPIPE
 
 
 if __name__ == "__main__":
