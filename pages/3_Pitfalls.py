@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -19,7 +20,6 @@ from jaxcompare.app.profile_view import side_gap_text
 from jaxcompare.engine import PITFALLS, SECTIONS
 from jaxcompare.i18n import _, sentences, translate_text
 from jaxcompare.model.cases import format_shape
-from jaxcompare.model.formatting import code_text
 
 ui.start_page(navigation.PITFALLS)
 
@@ -65,11 +65,15 @@ def open_saved(key: str) -> None:
     if uploaded is None:
         return
     try:
-        st.session_state[RESULTS] = pv.open_lab(uploaded.getvalue(), uploaded.name, also=charts_of)
+        entries = pv.open_lab(uploaded.getvalue(), uploaded.name, also=charts_of)
     except JaxCompareError as exc:
         st.session_state[ERROR] = str(exc)
         return
-    st.session_state[OPENED] = uploaded.name
+    st.session_state[RESULTS] = entries
+    st.session_state[OPENED] = pv.OpenedLab(uploaded.name, frozenset(e["context"]["run"] for e in entries.values()))
+    # The sidebar set to the lab's case, shape, precision and timing: its sections then read as measured at the
+    # settings shown, and one measured again is measured as the lab was.
+    st.session_state.update(pv.lab_widgets(entries, CASES))
     st.session_state.pop(ERROR, None)
     st.session_state[UPLOADS] = st.session_state.get(UPLOADS, 0) + 1  # a fresh, empty uploader
 
@@ -85,7 +89,6 @@ def harvest() -> None:
         return
     entries = pv.section_entries(job.value, meta.get("timing", "careful"), run=job.id)
     st.session_state[RESULTS] = {**st.session_state.get(RESULTS, {}), **entries}
-    st.session_state.pop(OPENED, None)  # what is shown is no longer the saved lab alone
 
 
 @st.fragment(run_every=jobs.POLL_S)
@@ -198,7 +201,9 @@ with st.sidebar:
     if busy:
         st.caption(_("Measuring… the page stays usable; change settings for the next run."))
     with st.expander(_("Keep or open a lab"), icon=":material/save:"):
-        st.download_button(_("This lab (JSON)"), data=lambda: pv.lab_json(st.session_state.get(RESULTS, {})),
+        # The sections read here, in the script's run: Streamlit calls ``data`` in a thread with no session.
+        shown = dict(st.session_state.get(RESULTS, {}))
+        st.download_button(_("This lab (JSON)"), data=functools.partial(pv.lab_json, shown),
                            file_name="pitfalls_lab.json", mime="application/json", icon=":material/download:",
                            on_click="ignore", disabled=not st.session_state.get(RESULTS), key="pitfalls_download",
                            help=_("Every section measured here, with its figures, to open again later (a reload "
@@ -225,9 +230,9 @@ if ERROR in st.session_state:
     st.error(translate_text(st.session_state[ERROR]), icon=":material/error:")
 
 results: dict[str, Any] = st.session_state.get(RESULTS, {})
-if results and OPENED in st.session_state:
-    st.info(_("These sections are the saved lab `{name}`: measured when it was saved, on the machine named under "
-              "each, not now.").format(name=code_text(st.session_state[OPENED])), icon=":material/folder_open:")
+opened_text = pv.opened_text(st.session_state.get(OPENED), results)
+if opened_text:
+    st.info(opened_text, icon=":material/folder_open:")
 backend = controls.known_backend(config.device, env)
 if busy:
     with slot:

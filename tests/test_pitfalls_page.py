@@ -245,7 +245,7 @@ def test_a_saved_lab_opens_again_in_a_new_session_and_a_file_it_cannot_show_chan
         [button] = [d.proto for d in at.get("download_button") if d.proto.label == "This lab (JSON)"]
         return button
 
-    at = page(PAGE, lang="en")
+    at = page(PAGE, lang="en")  # the sidebar at the defaults: centered_gram, large, careful
     assert keep_button(at).disabled  # nothing measured yet: nothing to keep
     at.file_uploader[0].set_value(("class.json", json.dumps(doc).encode(), "application/json")).run()
     assert not at.exception and not at.error, [e.value for e in at.error]
@@ -256,10 +256,19 @@ def test_a_saved_lab_opens_again_in_a_new_session_and_a_file_it_cannot_show_chan
         assert kept == json.loads(json.dumps(measured[pid]["pitfall"])), pid
         assert opened[pid]["timing"] == "quick" and opened[pid]["context"]["backend"] == "cpu"
     assert len({opened[pid]["context"]["run"] for pid in SECTIONS}) == 2  # its runs' figures kept apart
-    assert any("saved lab `class.json`" in info.value for info in at.info)
+    assert any(info.value.startswith("These sections are the saved lab `class.json`") for info in at.info)
     captions = [c.value for c in at.caption]
     assert "Not measured yet." not in captions
     assert sum(c.startswith("Measured: centered_gram · 200x200 · x32") for c in captions) == len(SECTIONS)
+    # The sidebar now says what the lab measured: no section reads as measured at other settings, and one
+    # measured again is measured as the lab was.
+    assert (at.session_state["pf_size"], at.session_state["pf_custom_shape"], at.session_state["pf_timing"]) == (
+        "custom", "200x200", "quick")
+    assert not any("the sidebar settings have changed" in c for c in captions)
+    opened["async"]["context"] = dict(opened["async"]["context"], run="measured here")  # as a live run leaves it
+    at.run()
+    assert any(info.value.startswith("Sections 1. JIT, 3. Dtypes") and "the others were measured here now" in
+               info.value for info in at.info), [info.value for info in at.info]
 
     before = {pid: entry["context"]["run"] for pid, entry in opened.items()}
     broken = copy.deepcopy(doc)
@@ -298,10 +307,14 @@ def test_the_run_in_chinese_in_chromium_draws_seven_charts_and_the_size_gap(run_
                         height=1200)
     page.get_by_text(zh("Keep or open a lab")).click()
     page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(lab))
-    page.get_by_text(zh("These sections are the saved lab `{name}`: measured when it was saved, on the machine "
+    page.get_by_text(zh("These sections are the saved lab `{name}`: measured when it was saved, on the device "
                         "named under each, not now.").split("`")[0]).wait_for(timeout=60_000)
     page.wait_for_selector(bs.IDLE, timeout=60_000)
     bs.assert_no_error(page)
+    with page.expect_download() as download:  # kept again: what the page shows, as the file held it
+        page.get_by_role("button", name=zh("This lab (JSON)")).click()
+    kept = json.loads(download.value.path().read_text())
+    assert [p["id"] for run in kept["runs"] for p in run["pitfalls"]] == list(SECTIONS)
     for pid in SECTIONS:
         assert page.locator(f"#pitfall-{pid}").count() == 1, f"no anchor for {pid}"
     assert page.get_by_role("button", name=zh("Run all pitfalls")).is_enabled()

@@ -23,7 +23,7 @@ from ..history.exchange import parse_json
 from ..i18n import N_, _, sentences, translate_text
 from ..model.cases import Case, format_shape
 from ..model.errors import BadInput
-from ..model.formatting import faster_or_slower, format_time, format_time_range, same_speed, with_detail
+from ..model.formatting import code_text, faster_or_slower, format_time, format_time_range, same_speed, with_detail
 from ..model.platforms import interpreted_here, is_host, platform, platform_label
 from ..model.result import Result
 from ..model.spec import DEVICES
@@ -558,6 +558,43 @@ def open_lab(data: bytes | str, source: str,
                 "{source}: its sections are not as jaxcompare writes them ({error})").format(
                 source=source, error=what)) from None
     return entries
+
+
+@dataclass(frozen=True)
+class OpenedLab:
+    """A saved lab opened on the page: its file's name, and the runs its sections came from."""
+
+    name: str
+    runs: frozenset[str]
+
+
+def opened_text(opened: OpenedLab | None, results: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """What the page says above sections that came from a saved lab (None: none did): that they are the
+    file's figures, and which, once some were measured again here."""
+    if opened is None:
+        return None
+    from_file = [pid for pid in SECTIONS if pid in results and results[pid]["context"]["run"] in opened.runs]
+    if not from_file:
+        return None
+    if len(from_file) == len(results):
+        return _("These sections are the saved lab `{name}`: measured when it was saved, on the device named under "
+                 "each, not now.").format(name=code_text(opened.name))
+    return _("Sections {sections} are the saved lab `{name}`, measured when it was saved on the device named under "
+             "each; the others were measured here now.").format(
+        sections=_(", ").join(short_title(pid) for pid in from_file), name=code_text(opened.name))
+
+
+def lab_widgets(entries: Mapping[str, Mapping[str, Any]], cases: Sequence[Case]) -> dict[str, Any]:
+    """The sidebar's settings for a saved lab (its first section's case, shape, precision and timing), as its
+    URL would give them; none where the lab's case is not one of ``cases`` (a user's file not loaded here)."""
+    entry = next(entries[pid] for pid in SECTIONS if pid in entries)
+    context = entry["context"]
+    query = {"case": context["case"], "shape": format_shape(context["shape"]), "precision": context["precision"]}
+    if entry["timing"] in ("quick", "careful"):
+        query["timing"] = entry["timing"]
+    config, warnings = config_from_query(query, cases)
+    # The device stays as chosen: the lab's may not be on this machine.
+    return {} if warnings else {k: v for k, v in config.widgets().items() if k != config.key("device")}
 
 
 def _trial(entry: Mapping[str, Any], also: Callable[[Mapping[str, Any]], Any] | None) -> None:
