@@ -93,7 +93,8 @@ def test_a_sweep_of_ports_measures_each_at_every_size_and_drops_a_failed_ports_l
     fails at a size is one line and is not measured at the larger ones, as on the page."""
     cases = tmp_path / "halves.py"
     cases.write_text(textwrap.dedent("""
-        import jax.numpy as jnp
+        import jax
+        from jax.experimental import pallas as pl
         from jaxcompare import Case, Port
 
         def small_only(x):
@@ -101,25 +102,42 @@ def test_a_sweep_of_ports_measures_each_at_every_size_and_drops_a_failed_ports_l
                 raise ValueError("this port takes at most 64 elements")
             return x * 0.5
 
+        def _half(x_ref, o_ref):
+            o_ref[...] = x_ref[...] * 0.5
+
+        def kernel(x):
+            return pl.pallas_call(_half, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), interpret=True)(x)
+
         CASES = [Case("halves", lambda x: x * 0.5, lambda x: x * 0.5,
                       lambda shape, dtype, rng: (rng.standard_normal(shape).astype(dtype),),
-                      small_shape=(8,), large_shape=(1024,), ports=[Port("small_only", small_only)])]
+                      small_shape=(8,), large_shape=(1024,),
+                      ports=[Port("small_only", small_only), Port("kernel", kernel, pallas=True)])]
     """))
     doc_path, db = tmp_path / "sweep.json", tmp_path / "h.sqlite3"
     proc = cli("sweep", "--cases-file", str(cases), "--case", "halves", "--sizes", "8", "256", "1024", "--quick",
-               "--ports", "jnp,small_only", "--json", str(doc_path))
+               "--ports", "jnp,small_only,kernel", "--json", str(doc_path))
     assert proc.returncode == 0, proc.stderr[-3000:]
     doc = json.loads(doc_path.read_text())
     ports = {p["name"]: p for p in doc["ports"]}
-    assert [p["name"] for p in doc["ports"]] == ["jnp", "small_only"]
+    assert [p["name"] for p in doc["ports"]] == ["jnp", "small_only", "kernel"]
     assert ports["jnp"]["failed_at"] is None and ports["small_only"]["failed_at"] == [256]
     assert "this port takes at most 64 elements" in ports["small_only"]["error"]
     assert [(r["spec"]["shape"], r["spec"]["port"]) for r in doc["results"]] == [
-        ([8], "jnp"), ([8], "small_only"), ([256], "jnp"), ([1024], "jnp")]
+        ([8], "jnp"), ([8], "small_only"), ([8], "kernel"), ([256], "jnp"), ([256], "kernel"), ([1024], "jnp"),
+        ([1024], "kernel")]
     assert all({"trusted", "set_aside", "direction"} <= set(r) for r in doc["results"])
+    # An interpreted kernel's time is no speed figure: no size of it may lead, and its verdict says why.
+    assert "not a speed figure" in ports["kernel"]["left_out"] and ports["kernel"]["crossover_elements"] is None
+    assert all((r["trusted"], r["set_aside"]) == (False, "interpreted")
+               for r in doc["results"] if r["spec"]["port"] == "kernel")
     assert "jaxcompare: port small_only at 256: " in proc.stderr and "larger sizes are not measured" in proc.stderr
-    rows = [line.split()[:2] for line in proc.stdout.splitlines() if line.split()[:1] in (["jnp"], ["small_only"])]
-    assert rows == [["jnp", "8"], ["small_only", "8"], ["jnp", "256"], ["jnp", "1024"]]
-    assert "port jnp: " in proc.stdout and "port small_only: " in proc.stdout
+    names = (["jnp"], ["small_only"], ["kernel"])
+    rows = [line.split()[:2] for line in proc.stdout.splitlines() if line.split()[:1] in names]
+    assert rows == [["jnp", "8"], ["small_only", "8"], ["kernel", "8"], ["jnp", "256"], ["kernel", "256"],
+                    ["jnp", "1024"], ["kernel", "1024"]]
+    verdicts = {line.split(":")[0]: line for line in proc.stdout.splitlines() if line.startswith("port ")}
+    assert "From 256 up it was not measured: " in verdicts["port small_only"]  # not "try larger sizes" alone
+    assert "its time is not a speed figure" in verdicts["port kernel"] and "speedup" not in verdicts["port kernel"]
+    assert "port jnp" in verdicts
     imported = cli("import", str(doc_path), "--db", str(db))
-    assert imported.returncode == 0 and "imported 4 results (0 already present)" in imported.stdout, imported.stderr
+    assert imported.returncode == 0 and "imported 7 results (0 already present)" in imported.stdout, imported.stderr

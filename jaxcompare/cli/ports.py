@@ -20,7 +20,7 @@ from ..analysis.summary import sweep_verdict
 from ..analysis.sweep import crossover, sweep_document
 from ..analysis.text import checklist_lines, display_width, pad, profile_lines, sweep_header_line, sweep_row_line
 from ..analysis.trust import direction, trusted
-from ..i18n import N_, _, translate_text
+from ..i18n import N_, _, sentences, translate_text
 from ..model.cases import Case, format_shape
 from ..model.errors import BadInput, JaxCompareError
 from ..model.formatting import seconds_text
@@ -125,15 +125,28 @@ def sweep_ports(args: argparse.Namespace, runner: Any, case: Case, specs: list[S
             results[name].append(result)
             if store is not None:  # saved as measured: an interrupted sweep keeps what it did
                 save(result, store)
-            print(pad(name, width) + sweep_row_line(result), file=out, flush=True)
+            interpreted = "  " + _("[not a speed figure: interpreted]") if result.interpreted else ""
+            print(pad(name, width) + sweep_row_line(result) + interpreted, file=out, flush=True)
     for name in names:
         if results[name]:
-            print(_("port {port}: {verdict}").format(
-                port=name, verdict=sweep_verdict(results[name], crossover(results[name]))), file=out)
+            print(_("port {port}: {verdict}").format(port=name, verdict=port_sweep_verdict(results[name],
+                                                                                          failed.get(name))), file=out)
     if args.json:
         with i18n.using(i18n.SOURCE_LANGUAGE):  # JSON is English whatever the reader's language
             write_json(args.json, ports_sweep_document(case.name, specs[0].precision, results, failed))
     return 0 if any(results.values()) else 2
+
+
+def port_sweep_verdict(results: list[Any], failed: tuple[tuple[int, ...], str] | None) -> str:
+    """One port's verdict over its sizes (summary.sweep_verdict), none for a kernel only interpreted here, and
+    the size it failed at, past which it says nothing."""
+    if any(r.interpreted for r in results):
+        return _(INTERPRETED)
+    verdict = sweep_verdict(results, crossover(results))
+    if failed is None:
+        return verdict
+    return sentences(verdict, _("From {shape} up it was not measured: {error}.").format(
+        shape=format_shape(failed[0]), error=translate_text(failed[1]).rstrip(".")))
 
 
 def ports_sweep_document(case: str, precision: str, results: dict[str, list[Any]],
@@ -143,10 +156,14 @@ def ports_sweep_document(case: str, precision: str, results: dict[str, list[Any]
     ports = []
     everything: list[dict[str, Any]] = []
     for name, found in results.items():
-        document = sweep_document(case, precision, found, crossover(found))
-        everything += document["results"]
+        interpreted = any(r.interpreted for r in found)
+        document = sweep_document(case, precision, found, None if interpreted else crossover(found))
+        # An interpreted kernel's time is no speed figure: none of its sizes may lead.
+        everything += [r | {"trusted": False, "set_aside": "interpreted"} if interpreted else r
+                       for r in document["results"]]
         shape, error = failed.get(name, (None, None))
         ports.append({"name": name, "crossover_elements": document["crossover_elements"],
+                      "left_out": INTERPRETED if interpreted else None,
                       "failed_at": None if shape is None else list(shape), "error": error})
     everything.sort(key=lambda r: math.prod(r["spec"]["shape"]))  # by size, each size's ports in the order asked
     return {"case": case, "precision": precision, "ports": ports, "results": everything}

@@ -307,7 +307,7 @@ def unknown_variables(environ: Mapping[str, str]) -> list[str]:
         if name.startswith("JAXCOMPARE_") and name not in known and not name.startswith(TEST_PREFIX):
             # Matched without the prefix that every name shares.
             close = difflib.get_close_matches(name.removeprefix("JAXCOMPARE_"),
-                                              sorted(k.removeprefix("JAXCOMPARE_") for k in known), n=1, cutoff=0.75)
+                                              sorted(k.removeprefix("JAXCOMPARE_") for k in known), n=1, cutoff=0.6)
             said.append(f"{name} is not a variable jaxcompare reads"
                         + (f" (did you mean JAXCOMPARE_{close[0]}?)" if close else ""))
     return said
