@@ -88,14 +88,17 @@ class Settings:
         if mode not in MODES:
             raise BadInput(N_("JAXCOMPARE_MODE must be one of {modes}, got {mode!r}").format(
                 modes=", ".join(MODES), mode=mode))
-        base = cls.hosted() if mode == "hosted" else cls()
+        settings = _apply(cls.hosted() if mode == "hosted" else cls(), overrides)
         for f in fields(cls):
             key = f"JAXCOMPARE_{f.name.upper()}"
             # Set but empty is unset: the mode's default, never "no limit" (an empty JAXCOMPARE_MAX_ELEMENTS= in
             # a hosted unit file lifted the limit); `none`, `unlimited` or 0 say no limit.
             if env.get(key, "").strip() and f.name != "mode":
-                overrides[f.name] = env[key]
-        return _apply(base, overrides)
+                try:
+                    settings = _apply(settings, {f.name: env[key]})
+                except BadInput as exc:  # named by the variable an operator set
+                    raise BadInput(N_("{variable}: {error}").format(variable=key, error=exc)) from None
+        return settings
 
     @property
     def hosted_mode(self) -> bool:
