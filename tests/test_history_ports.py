@@ -125,4 +125,5 @@ def test_the_cli_history_filters_by_port_and_names_ports_only_where_they_differ(
     out = capsys.readouterr().out
     assert "scan-run" in out and "jnp-run" not in out and "cumsum:" not in out  # one port: no need to name it
     assert main(["history", "--db", db, "--port", "pallas"]) == 1
-    assert "--port pallas" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert "--port pallas" in said and "the saved ports are jnp, scan" in said, said  # what to ask for instead

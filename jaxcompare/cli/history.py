@@ -144,6 +144,9 @@ def _nothing_matched(store: Store, args: argparse.Namespace) -> str | None:
     saved_jax = [v for v in store.facets()["jax_version"] if v]
     if args.jax and args.jax.strip() not in saved_jax and saved_jax:
         text += _("; the saved JAX versions are {versions}").format(versions=", ".join(saved_jax[:12]))
+    saved_ports = [p for p in store.facets()["port"] if p]
+    if getattr(args, "port", None) and args.port.strip() not in saved_ports and saved_ports:
+        text += _("; the saved ports are {ports}").format(ports=", ".join(saved_ports[:12]))
     return text
 
 
