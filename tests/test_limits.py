@@ -268,8 +268,8 @@ def test_make_serve_checks_the_settings_before_the_server_starts():
     env = {k: v for k, v in os.environ.items() if not k.startswith("JAXCOMPARE_")} | {"JAXCOMPARE_MODE": "hosted"}
     bad = subprocess.run(check, env=env | {"JAXCOMPARE_MAX_ELEMENTS": "-5"}, capture_output=True, text=True, cwd=ROOT)
     assert bad.returncode == 2 and bad.stderr.strip() == (
-        "jaxcompare: bad settings: JAXCOMPARE_MAX_ELEMENTS: setting max_elements must be positive, got '-5'"
-    ), bad.stderr
+        "jaxcompare: bad settings: environment variable JAXCOMPARE_MAX_ELEMENTS: setting max_elements must be "
+        "positive, got '-5'"), bad.stderr
     good = subprocess.run(check, env=env, capture_output=True, text=True, cwd=ROOT)
     assert good.returncode == 0 and good.stderr.startswith("jaxcompare: hosted mode;"), good.stderr
     steps = subprocess.run(["make", "-n", "serve"], capture_output=True, text=True, cwd=ROOT).stdout

@@ -97,7 +97,8 @@ class Settings:
                 try:
                     settings = _apply(settings, {f.name: env[key]})
                 except BadInput as exc:  # named by the variable an operator set
-                    raise BadInput(N_("{variable}: {error}").format(variable=key, error=exc)) from None
+                    raise BadInput(N_("environment variable {variable}: {error}").format(
+                        variable=key, error=exc)) from None
         return settings
 
     @property
