@@ -228,3 +228,15 @@ def test_a_sweep_whose_trusted_sizes_straddle_1x_does_not_say_none_was_trusted()
     text = summary.sweep_verdict(results, None)
     assert text.startswith("NumPy is faster up to 25x25; above, the trusted sizes cannot tell the two apart.")
     assert "no size could be trusted" not in text and "Best trusted speedup: 0.99x" in text and "at 200x200" in text
+
+
+def test_a_pallas_kernel_interpreted_on_the_cpu_leads_nothing_and_names_no_side():
+    """Pallas only interprets a kernel on the CPU: its time is how slow the interpreter is. `sweep --ports`
+    headlined such a port's 'best trusted speedup', as the Size sweep page would have."""
+    fast = make_result(numpy_s=1e-3, jax_s=1e-4)  # a tight 10x, trusted as a compiled port
+    assert trust(fast).trusted and direction(fast).side == JAX_FASTER
+    kernel = dataclasses.replace(fast, case_info=fast.case_info | {"port_pallas": True})
+    assert kernel.interpreted and trust(kernel).why == "interpreted" and direction(kernel).side is None
+    assert summary.doubt_text(kernel).endswith("its time is not a speed figure")
+    assert "its time is a speed figure" in summary.rerun_text(kernel)  # on a GPU or TPU
+    assert summary.best_trusted([fast, kernel]) is fast and crossover([kernel]) is None

@@ -28,8 +28,7 @@ from ..model.result import Result, finite_or_none
 from .trust import WHY, set_aside_why
 
 # Why a port is out of the race (recorded in English, worded where shown).
-INTERPRETED = N_("a Pallas kernel interpreted on the CPU (Pallas compiles only for a GPU or TPU): its time is "
-                 "not a speed figure")
+INTERPRETED = WHY["interpreted"]  # the reason such a result is set aside anywhere (trust)
 DISAGREES = N_("disagrees with NumPy: its time is not compared")
 
 
@@ -170,7 +169,8 @@ def port_row(run: PortRun, why_out: str | None) -> str:
     else:  # as every front end words a result it does not headline: its reason first, the figure marked
         line = _("{port}: JAX {runtime} a call, NumPy {numpy}: set aside: {why}; measured {speedup} over "
                  "NumPy{span}").format(why=_(WHY[why]), **values)
-    parts = [line, _device_part(r), translate_text(why_out) if why_out else None]
+    said = why_out if why_out and why_out != WHY.get(why or "") else None  # an interpreted kernel's, said once
+    parts = [line, _device_part(r), translate_text(said) if said else None]
     return _("; ").join(part for part in parts if part)
 
 

@@ -441,6 +441,7 @@ def range_detail(result: Result) -> str:
 # ran (never "Careful" to a careful run); a failed check is the checklist's to explain.
 QUIETER = N_("Rerun when the machine is quieter.")
 RERUN = {
+    "interpreted": {"": N_("On a GPU or TPU, where Pallas compiles the kernel, its time is a speed figure.")},
     "busy": {"": QUIETER},
     "disagree": {"": QUIETER},
     "steady": {"": N_("Rerun when the machine is quieter, or with Thorough timing, whose pairs of blocks show it."),

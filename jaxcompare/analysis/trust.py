@@ -37,6 +37,9 @@ MEASURED_NOT_DOUBTED = frozenset({"workload"})
 
 # Why a result is set aside, most serious first; each is worded for "set aside: ...".
 WHY = {
+    # Not a measurement to doubt but no speed at all: Pallas's interpreter runs the kernel op by op in Python.
+    "interpreted": N_("a Pallas kernel interpreted on the CPU (Pallas compiles only for a GPU or TPU): its time is "
+                      "not a speed figure"),
     "fail": N_("a check failed"),
     "disagree": N_("JAX's dispatch alone took longer than its blocked call"),
     "busy": N_("the machine was busy"),
@@ -54,6 +57,8 @@ class Trust:
 
 def trust(result: Result, checks: Sequence[Check] | None = None) -> Trust:
     """Whether ``result`` may be headlined, and if not the main reason (a WHY key)."""
+    if result.interpreted:
+        return Trust(False, "interpreted")
     by_id = {c.id: c for c in (checks if checks is not None else checklist(result))}
     # "Workload large enough" fails where dispatch dominates: a true finding about a small size (NumPy
     # wins there), not a doubt about the measurement, so a sweep keeps it.
@@ -178,7 +183,7 @@ def direction(result: Result, checks: Sequence[Check] | None = None) -> Directio
     verdict = trust(result, checks)
     if verdict.trusted:
         return Direction(side, "trusted")
-    if verdict.why not in ("range", "steady", "busy"):  # "fail", "disagree", "no_range"
+    if verdict.why not in ("range", "steady", "busy"):  # "interpreted", "fail", "disagree", "no_range"
         return Direction(None, verdict.why or "fail", side)
     # The pairs of blocks are of NumPy's kept-memory figure where it has one, the range of its plain
     # figure: pairs that disagree on the side doubt the range only where the two are one figure.

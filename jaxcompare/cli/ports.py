@@ -125,8 +125,7 @@ def sweep_ports(args: argparse.Namespace, runner: Any, case: Case, specs: list[S
             results[name].append(result)
             if store is not None:  # saved as measured: an interrupted sweep keeps what it did
                 save(result, store)
-            interpreted = "  " + _("[not a speed figure: interpreted]") if result.interpreted else ""
-            print(pad(name, width) + sweep_row_line(result) + interpreted, file=out, flush=True)
+            print(pad(name, width) + sweep_row_line(result), file=out, flush=True)
     for name in names:
         if results[name]:
             print(_("port {port}: {verdict}").format(port=name, verdict=port_sweep_verdict(results[name],
@@ -156,14 +155,11 @@ def ports_sweep_document(case: str, precision: str, results: dict[str, list[Any]
     ports = []
     everything: list[dict[str, Any]] = []
     for name, found in results.items():
-        interpreted = any(r.interpreted for r in found)
-        document = sweep_document(case, precision, found, None if interpreted else crossover(found))
-        # An interpreted kernel's time is no speed figure: none of its sizes may lead.
-        everything += [r | {"trusted": False, "set_aside": "interpreted"} if interpreted else r
-                       for r in document["results"]]
+        document = sweep_document(case, precision, found, crossover(found))  # an interpreted kernel's: none
+        everything += document["results"]
         shape, error = failed.get(name, (None, None))
         ports.append({"name": name, "crossover_elements": document["crossover_elements"],
-                      "left_out": INTERPRETED if interpreted else None,
+                      "left_out": INTERPRETED if any(r.interpreted for r in found) else None,
                       "failed_at": None if shape is None else list(shape), "error": error})
     everything.sort(key=lambda r: math.prod(r["spec"]["shape"]))  # by size, each size's ports in the order asked
     return {"case": case, "precision": precision, "ports": ports, "results": everything}
