@@ -137,10 +137,8 @@ def sweep_ports(args: argparse.Namespace, runner: Any, case: Case, specs: list[S
 
 
 def port_sweep_verdict(results: list[Any], failed: tuple[tuple[int, ...], str] | None) -> str:
-    """One port's verdict over its sizes (summary.sweep_verdict), none for a kernel only interpreted here, and
-    the size it failed at, past which it says nothing."""
-    if any(r.interpreted for r in results):
-        return _(INTERPRETED)
+    """One port's verdict over its sizes (summary.sweep_verdict: none from a kernel only interpreted here, whose
+    sizes trust sets aside), and the size it failed at, past which it says nothing."""
     verdict = sweep_verdict(results, crossover(results))
     if failed is None:
         return verdict
