@@ -10,7 +10,7 @@ from typing import Any
 from ..analysis import compare
 from ..analysis.summary import doubt_text, speedup_tile
 from ..analysis.text import roofline_lines
-from ..analysis.trust import trust
+from ..analysis.trust import trusted
 from ..analysis.versions import release_key
 from ..history.exchange import summary
 from ..i18n import N_, _, language, ngettext, sentences
@@ -330,7 +330,7 @@ def verdict_stats(v: compare.Verdict) -> str:
 
 def speedup_line(speedups: Mapping[str, float | None], a: Result | None = None, b: Result | None = None) -> str:
     """Both runs' speedups; a run its checklist sets aside (``a``, ``b``: the runs) marked ?."""
-    set_aside = {run for run, result in (("a", a), ("b", b)) if result is not None and not trust(result).trusted}
+    set_aside = {run for run, result in (("a", a), ("b", b)) if result is not None and not trusted(result)}
     figures = {run: format_factor(speedups.get(run)) + ("?" if run in set_aside else "") for run in ("a", "b")}
     line = _("Speedup (NumPy / JAX): A {a} → B {b}").format(**figures)
     return line + (" · " + _("?: set aside (see above)") if set_aside else "")

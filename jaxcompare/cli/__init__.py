@@ -372,18 +372,18 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     with Runner(timeout_s=args.timeout) as runner:
         case = _lookup(args, runner)
         shapes = parse_sizes(case, args.sizes) if args.sizes else ladder(case, args.steps)
-        for shape in shapes:  # every size, before the first is measured (the largest may not fit)
-            runner.check(_base_spec(args, shape))
+        specs = [_base_spec(args, shape) for shape in shapes]
+        for spec in specs:  # every size, before the first is measured (the largest may not fit)
+            runner.check(spec)
         store = cli_history.open_store(args.db) if args.save else None
         check_devices(runner, [args.device], args.precision)
         out = _human(args)
         if args.ports is not None:
-            return cli_ports.sweep_ports(args, runner, case, [_base_spec(args, shape) for shape in shapes], _wait,
-                                         store, cli_history.save_result, out)
+            return cli_ports.sweep_ports(args, runner, case, specs, _wait, store, cli_history.save_result, out)
         results = []
         print(sweep_header_line(), file=out)
-        for shape in shapes:
-            result = _wait(runner.submit(_base_spec(args, shape)))
+        for spec in specs:
+            result = _wait(runner.submit(spec))
             results.append(result)
             if store is not None:  # saved as measured: an interrupted sweep keeps what it did
                 cli_history.save_result(result, store)

@@ -133,7 +133,8 @@ def _nothing_matched(store: Store, args: argparse.Namespace) -> str | None:
                                                                                     filters=" ".join(given))
     text = _("no saved results match {filters} in {path} ({total} saved)").format(
         filters=" ".join(given), path=store.location, total=total)
-    cases = store.facets()["case"]
+    facets = store.facets()  # one query for the saved cases, JAX versions and ports
+    cases = facets["case"]
     if args.case and args.case not in cases:
         import difflib
 
@@ -141,10 +142,10 @@ def _nothing_matched(store: Store, args: argparse.Namespace) -> str | None:
         text += (_("; did you mean {names}?").format(names=", ".join(close)) if close else
                  _("; the saved cases are {names}").format(
                      names=", ".join(cases[:12]) + (" …" if len(cases) > 12 else "")))
-    saved_jax = [v for v in store.facets()["jax_version"] if v]
+    saved_jax = [v for v in facets["jax_version"] if v]
     if args.jax and args.jax.strip() not in saved_jax and saved_jax:
         text += _("; the saved JAX versions are {versions}").format(versions=", ".join(saved_jax[:12]))
-    saved_ports = [p for p in store.facets()["port"] if p]
+    saved_ports = [p for p in facets["port"] if p]
     if getattr(args, "port", None) and args.port.strip() not in saved_ports and saved_ports:
         text += _("; the saved ports are {ports}").format(ports=", ".join(saved_ports[:12]))
     return text
