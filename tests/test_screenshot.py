@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
-from browser_support import CHART, IDLE, POLL_MS, ROOT, assert_no_error
+from browser_support import CHART, IDLE, POLL_MS, ROOT, assert_no_error, stop_button
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # slow: 20 s or more, collected first
@@ -69,7 +69,7 @@ def test_compare_screenshot(server, browser, tmp_path):
     # Stop button gone and the script idle.
     page.wait_for_selector(CHART, timeout=180_000)
     page.wait_for_function(CHARTS_DRAWN, polling=POLL_MS, timeout=60_000)
-    page.get_by_role("button", name="Stop").wait_for(state="detached", timeout=60_000)
+    stop_button(page).wait_for(state="detached", timeout=60_000)
     page.wait_for_selector(IDLE, timeout=60_000)
     assert page.locator("[data-testid='stMetric']").count() == 6
     assert page.locator(ERROR_BOX).count() == 0
