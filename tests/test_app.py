@@ -94,6 +94,21 @@ def test_compare_runs_a_small_case_to_charts_and_figures():
     assert all(link == "" or link.rsplit("#", 1)[1].rstrip(")") in anchors for link in links.values())
 
 
+def test_a_choice_sent_back_empty_runs_with_the_links_setting_and_shows_it_again():
+    # The hosted demo under load: a freshly loaded page's segmented controls came back with no choice along
+    # with the Run click, and the run failed with "timing must be one of quick, careful, thorough, got None".
+    at = page("pages/1_Compare.py", case="matmul", shape="small", timing="quick", precision="x64")
+    for name in ("size", "precision", "timing", "matmul_precision"):
+        at.segmented_control(key=name).set_value(None)
+    at.button(key="run_compare").click().run()
+    assert not at.exception and "compare_error" not in at.session_state, at.session_state["compare_error"]
+    spec = at.session_state["compare_job"].spec
+    assert (spec.shape, spec.precision, spec.timing.preset_name, spec.matmul_precision) == (
+        (10, 10), "x64", "quick", "default")
+    assert [at.session_state[name] for name in ("size", "precision", "timing")] == ["small", "x64", "quick"]
+    run_until(at, lambda a: "compare_result" in a.session_state)
+
+
 def test_compare_runs_at_the_chosen_matmul_precision_and_the_link_keeps_it():
     at = page("pages/1_Compare.py", case="matmul", shape="small", timing="quick")
     assert at.session_state["matmul_precision"] == "default" and "matmul_precision" not in dict(at.query_params)

@@ -146,6 +146,7 @@ class PageConfig:
 
     KEY_PREFIX: ClassVar[str] = ""
     NOT_CONTROLS: ClassVar[frozenset[str]] = frozenset()
+    URL_SETTINGS: ClassVar[str] = "url_settings"  # key(URL_SETTINGS): the settings the URL held at this run's start
     TIMING_PRESETS: ClassVar[tuple[str, ...]] = TIMING_PRESETS  # the page's timing choices
 
     @classmethod
@@ -171,7 +172,18 @@ class PageConfig:
         if "ports" in cls.controls() and cls.key("ports") not in state:
             # The port picker is drawn only for a case with several ports: Streamlit forgets its key otherwise.
             state = {**state, cls.key("ports"): []}
-        return cls(**{name: cls.field_value(name, state[cls.key(name)]) for name in cls.controls()})
+        url = state.get(cls.key(cls.URL_SETTINGS))
+        values = {}
+        for name in cls.controls():
+            value = state[cls.key(name)]
+            if value is None and cls.default(name) is not None:
+                # A choice that always holds one came back empty (the hosted demo under load: every segmented
+                # control of a freshly loaded page sent none with the Run click): the URL's, which the page
+                # wrote from them, else the default.
+                value = getattr(url, name, None) if isinstance(url, cls) else None
+                value = cls.default(name) if value is None else value
+            values[name] = cls.field_value(name, value)
+        return cls(**values)
 
     def widget_value(self, name: str) -> Any:
         return list(getattr(self, name)) if name == "ports" else getattr(self, name)  # a multi-select's list

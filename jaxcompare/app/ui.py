@@ -93,15 +93,21 @@ def _pending_banner() -> None:
 # --- URL state ----------------------------------------------------------------------------------
 def seed_from_url(page: str, read: Callable[[Mapping[str, Any]], tuple[PageConfig, list[str]]]) -> list[str]:
     """Fill the page's widget keys from the URL when they are missing (a first visit, a shared
-    link, a return from another page); bad values become warnings and their defaults."""
+    link, a return from another page), or empty where a choice always holds one (PageConfig.from_widgets);
+    bad values become warnings and their defaults."""
     config, warnings = read(st.query_params.to_dict())
+    state = st.session_state
+    state[config.key(config.URL_SETTINGS)] = config
     values = config.widgets()
-    if any(key not in st.session_state for key in values):
+    if any(key not in state for key in values):
         for key, value in values.items():
-            if key not in st.session_state:
-                st.session_state[key] = value
-        st.session_state[f"{page}_url_warnings"] = warnings
-    return st.session_state.get(f"{page}_url_warnings", [])
+            if key not in state:
+                state[key] = value
+        state[f"{page}_url_warnings"] = warnings
+    for key, value in values.items():
+        if state[key] is None and value is not None:
+            state[key] = value
+    return state.get(f"{page}_url_warnings", [])
 
 
 def sync_url(query: dict[str, str]) -> None:
