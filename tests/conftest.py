@@ -33,6 +33,19 @@ os.environ["JAXCOMPARE_CPU_PEAKS"] = os.environ["JAXCOMPARE_TEST_CPU_PEAKS"]
 pytest_plugins = ["browser_support", "postgres_support"]
 
 
+def _scan_components_once() -> None:
+    """Each new AppTest scans every installed distribution for Streamlit components (0.13 s; a run makes
+    some 350 AppTests, 40 core-s): the installed packages do not change during a test run, so once."""
+    import functools
+
+    from streamlit.components.v2 import manifest_scanner
+
+    manifest_scanner.scan_component_manifests = functools.cache(manifest_scanner.scan_component_manifests)
+
+
+_scan_components_once()
+
+
 # Modules whose tests compare two times measured here (a first call against its compile, a
 # fraction of a measured ceiling, a lesson's direction), and the load test, which fills both cores
 # with twenty sessions against its deadlines: a second test process beside them is a neighbour they
