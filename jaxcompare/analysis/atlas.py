@@ -109,14 +109,19 @@ class Atlas:
     cells: dict[str, Cell] = field(default_factory=dict)
     environments: dict[str, dict[str, Any]] = field(default_factory=dict)
     planned: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    # Every cell's view by measure, and the crossovers: a page run reads them six or seven times (trust and
+    # direction for each of 174 cells each time); add() and add_plan() forget them.
+    _memo: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def add(self, cell: Cell) -> None:
+        self._memo.clear()
         self.cells[cell.key.id] = cell
         if cell.result is not None and cell.key.device not in self.environments:
             self.environments[cell.key.device] = environment_of(cell.result)
 
     def add_plan(self, planned: Iterable[tuple[CellKey, tuple[int, ...]]]) -> None:
         """Add a run's plan to the file's: a later run with other cases widens it, never narrows it."""
+        self._memo.clear()
         for key, shape in planned:
             self.planned.setdefault(key.id, tuple(shape))
 
@@ -333,8 +338,11 @@ def side_of(low: float | None, high: float | None) -> str | None:
 
 def views(atlas: Atlas, measure: str = "blocked", cases: Sequence[str] | None = None) -> list[CellView]:
     """Every cell's view, in the atlas's order; ``cases``: only these."""
+    every = atlas._memo.get(("views", measure))
+    if every is None:
+        every = atlas._memo[("views", measure)] = [view(cell, measure) for cell in atlas.cells.values()]
     wanted = set(cases) if cases is not None else None
-    return [view(cell, measure) for cell in atlas.cells.values() if wanted is None or cell.key.case in wanted]
+    return [v for v in every if wanted is None or v.key.case in wanted]
 
 
 def grid(atlas: Atlas, measure: str = "blocked", cases: Sequence[str] | None = None) -> list[CellView]:
@@ -394,12 +402,15 @@ def partial(atlas: Atlas) -> list[Gap]:
 def crossovers(atlas: Atlas) -> dict[tuple[str, str, str], float]:
     """(case, precision, device) -> the element count where the blocked speedup crosses 1x between the
     firm sizes (analysis/sweep.crossover: trusted, ranges clear of 1x); absent where the sizes find none."""
+    if "crossovers" in atlas._memo:
+        return dict(atlas._memo["crossovers"])
     groups: dict[tuple[str, str, str], list[Result]] = {}
     for cell in atlas.cells.values():
         if cell.result is not None:
             groups.setdefault((cell.key.case, cell.key.precision, cell.key.device), []).append(cell.result)
     found = {key: crossover(results) for key, results in groups.items() if len(results) > 1}
-    return {key: value for key, value in found.items() if value is not None}
+    atlas._memo["crossovers"] = {key: value for key, value in found.items() if value is not None}
+    return dict(atlas._memo["crossovers"])
 
 
 # --- two atlases ----------------------------------------------------------------------------
