@@ -20,9 +20,11 @@ ui.start_page(navigation.ATLAS)
 SOURCE, GROUPS, MEASURE = "atlas_source", "atlas_groups", "atlas_measure"
 
 
-@st.cache_data(show_spinner=False, max_entries=8)
+@st.cache_resource(show_spinner=False, max_entries=8)
 def read(path: str, mtime: float) -> tuple[atlas_mod.Atlas | None, str | None]:
-    """An atlas file, read again when it changes (a running `jaxcompare atlas` adds a cell at a time)."""
+    """An atlas file, read again when it changes (a running `jaxcompare atlas` adds a cell at a time). One
+    object for every session, never changed here: st.cache_data's copy cost each rerun 40 ms an atlas, and
+    forgot the views worked out on it."""
     return av.load_source(av.Source(Path(path), False))
 
 
