@@ -31,7 +31,7 @@ def test_home_names_the_device_and_links_the_pages():
     assert {"Home", "Compare", "Size sweep", "Environment", "JAX versions"} <= set(links)
     assert links["Compare"] == "Compare" and links["Size sweep"] == "Size_sweep"
     banners = [w.value for w in at.warning] + [s.value for s in at.success]
-    assert any("CPU backend" in b or "Measuring on" in b for b in banners)
+    assert any("CPU backend" in b or "Measuring on" in b for b in banners), (banners, [e.value for e in at.error])
 
 
 def test_compare_runs_a_small_case_to_charts_and_figures():
