@@ -7,6 +7,7 @@ Compare run.)"""
 from __future__ import annotations
 
 import copy
+import datetime as dt
 import json
 import os
 import re
@@ -256,7 +257,10 @@ def test_a_saved_lab_opens_again_in_a_new_session_and_a_file_it_cannot_show_chan
         assert kept == json.loads(json.dumps(measured[pid]["pitfall"])), pid
         assert opened[pid]["timing"] == "quick" and opened[pid]["context"]["backend"] == "cpu"
     assert len({opened[pid]["context"]["run"] for pid in SECTIONS}) == 2  # its runs' figures kept apart
-    assert any(info.value.startswith("These sections are the saved lab `class.json`") for info in at.info)
+    # When: the run's own time (UTC), as the worker recorded it.
+    when = dt.datetime.fromisoformat(doc["runs"][0]["created"]).strftime("%Y-%m-%d %H:%M")
+    assert any(info.value.startswith(f"These sections are the saved lab `class.json`: measured on {when}")
+               for info in at.info), [info.value for info in at.info]
     captions = [c.value for c in at.caption]
     assert "Not measured yet." not in captions
     assert sum(c.startswith("Measured: centered_gram · 200x200 · x32") for c in captions) == len(SECTIONS)
@@ -276,17 +280,22 @@ def test_a_saved_lab_opens_again_in_a_new_session_and_a_file_it_cannot_show_chan
     for name, data, words in (
             ("notes.json", b"hello", "notes.json: not valid JSON"),
             ("results.json", b'{"results": []}', "results.json: not a saved pitfalls lab"),
-            ("broken.json", json.dumps(broken).encode(), "broken.json: section jit is not as jaxcompare writes it"),
+            ("broken.json", json.dumps(broken).encode(),
+             "broken.json: section jit is not as jaxcompare writes it (no field 'seconds')"),
             ("nine.json", json.dumps({"schema": "jaxcompare.lab/1", "runs": [{"pitfalls": [{"id": "nine"}]}]}).encode(),
              "nine.json, run 1: a pitfall that is not one of the lab's sections")):
         at.file_uploader[0].set_value((name, data, "application/json")).run()
         assert not at.exception and len(at.error) == 1 and words in at.error[0].value, (name, at.error)
-        assert "Traceback" not in at.error[0].value
+        assert "Traceback" not in at.error[0].value and "Error" not in at.error[0].value
         assert {pid: e["context"]["run"] for pid, e in at.session_state["pitfalls_results"].items()} == before
 
     cli_like = json.dumps(doc["runs"][1]).encode()  # one run, as `pitfalls --json` writes it
     at.file_uploader[0].set_value(("lab.json", cli_like, "application/json")).run()
     assert not at.error and list(at.session_state["pitfalls_results"]) == ["cache", "ports"]
+    # A lab saved before runs recorded their time: said without one.
+    undated = json.dumps({k: v for k, v in doc["runs"][1].items() if k != "created"}).encode()
+    at.file_uploader[0].set_value(("old.json", undated, "application/json")).run()
+    assert any("measured when it was saved" in info.value for info in at.info), [info.value for info in at.info]
 
 
 # Last in this module: Playwright's sync API leaves its event loop set as running until the module's

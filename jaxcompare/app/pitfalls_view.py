@@ -4,6 +4,7 @@ verdict and "how wrong" sentences for a measured pitfall (see pitfalls.py)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
 import re
@@ -552,12 +553,19 @@ def open_lab(data: bytes | str, source: str,
         try:
             _trial(entry, also) if entry is not None else _trial_together(entries)
         except Exception as exc:  # the page's own reading of the section decides: a field missing or mistyped
-            what = f"{type(exc).__name__}: {exc}"[:200]
+            what = _unreadable(exc)
             raise BadInput(N_("{source}: section {section} is not as jaxcompare writes it ({error})").format(
                 source=source, section=pid, error=what) if pid else N_(
                 "{source}: its sections are not as jaxcompare writes them ({error})").format(
                 source=source, error=what)) from None
     return entries
+
+
+def _unreadable(exc: Exception) -> str:
+    """What the page found wrong in a saved section, in a reader's words rather than Python's exception names."""
+    if isinstance(exc, KeyError) and exc.args:
+        return N_("no field {field}").format(field=repr(exc.args[0]))
+    return N_("a field holds something else: {detail}").format(detail=str(exc)[:160])
 
 
 @dataclass(frozen=True)
@@ -576,12 +584,35 @@ def opened_text(opened: OpenedLab | None, results: Mapping[str, Mapping[str, Any
     from_file = [pid for pid in SECTIONS if pid in results and results[pid]["context"]["run"] in opened.runs]
     if not from_file:
         return None
+    name, when = code_text(opened.name), saved_when([results[pid]["context"] for pid in from_file])
     if len(from_file) == len(results):
+        if when:
+            return _("These sections are the saved lab `{name}`: measured on {date}, on the device named under "
+                     "each, not now.").format(name=name, date=when)
         return _("These sections are the saved lab `{name}`: measured when it was saved, on the device named under "
-                 "each, not now.").format(name=code_text(opened.name))
+                 "each, not now.").format(name=name)
+    sections = _(", ").join(short_title(pid) for pid in from_file)
+    if when:
+        return _("Sections {sections} are the saved lab `{name}`, measured on {date} on the device named under "
+                 "each; the others were measured here now.").format(sections=sections, name=name, date=when)
     return _("Sections {sections} are the saved lab `{name}`, measured when it was saved on the device named under "
-             "each; the others were measured here now.").format(
-        sections=_(", ").join(short_title(pid) for pid in from_file), name=code_text(opened.name))
+             "each; the others were measured here now.").format(sections=sections, name=name)
+
+
+def saved_when(contexts: Sequence[Mapping[str, Any]]) -> str | None:
+    """When saved runs were measured, from their ``created`` (UTC): '2026-12-07 18:50 UTC', or the first and
+    last; None where no run says (a lab saved before runs recorded it)."""
+    found: set[str] = set()
+    for context in contexts:
+        try:  # a file's own words: only a date and time is shown
+            when = dt.datetime.fromisoformat(str(context.get("created") or ""))
+        except ValueError:
+            continue
+        found.add((when.astimezone(dt.UTC) if when.tzinfo else when).strftime("%Y-%m-%d %H:%M"))
+    times = sorted(found)
+    if not times:
+        return None
+    return f"{times[0]} UTC" if len(times) == 1 else f"{times[0]} – {times[-1]} UTC"
 
 
 def lab_widgets(entries: Mapping[str, Mapping[str, Any]], cases: Sequence[Case]) -> dict[str, Any]:

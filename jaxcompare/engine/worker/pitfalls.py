@@ -14,6 +14,7 @@ the machine between the baseline and the section never makes a lesson: one it di
 
 from __future__ import annotations
 
+import datetime as dt
 import tempfile
 import time
 from collections.abc import Callable
@@ -459,6 +460,7 @@ def measure_pitfalls(spec: Spec, sections: tuple[str, ...] = SECTIONS,
         pitfall["load"] = load_reading(load.get("phases") or {}, LOAD_PHASES[pitfall["id"]])
     return {"case": spec.case, "shape": list(spec.shape), "precision": spec.precision,
             "dtype": spec.dtype, "backend": lab.device.platform, "device": str(lab.device),
+            "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             "load": load, "pitfalls": out, "numpy_speeds": list(lab.numpy_speeds.values())}
 
 
