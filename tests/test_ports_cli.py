@@ -139,5 +139,14 @@ def test_a_sweep_of_ports_measures_each_at_every_size_and_drops_a_failed_ports_l
     assert "From 256 up it was not measured: " in verdicts["port small_only"]  # not "try larger sizes" alone
     assert "its time is not a speed figure" in verdicts["port kernel"] and "speedup" not in verdicts["port kernel"]
     assert "port jnp" in verdicts
+    # Which port was fastest at each size two or more ran at: at 8 the two plain ports raced (the interpreted
+    # kernel set aside), above it jnp alone was a speed figure.
+    races = {tuple(race["shape"]): race for race in doc["races"]}
+    assert list(races) == [(8,), (256,), (1024,)]
+    assert {races[(8,)]["fastest"], races[(8,)]["runner_up"]} == {"jnp", "small_only"}
+    assert (races[(256,)]["fastest"], races[(256,)]["runner_up"]) == ("jnp", None)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("fastest at ")]
+    assert [line.split(":")[0] for line in lines] == ["fastest at 8", "fastest at 256", "fastest at 1024"]
+    assert lines[0] == f"fastest at 8: {races[(8,)]['verdict']}" and "only jnp was measured" in lines[1]
     imported = cli("import", str(doc_path), "--db", str(db))
     assert imported.returncode == 0 and "imported 7 results (0 already present)" in imported.stdout, imported.stderr

@@ -15,7 +15,15 @@ from typing import Any
 from .. import i18n
 from ..analysis.advice import advice_document
 from ..analysis.checks import checklist
-from ..analysis.ports import INTERPRETED, PortRun, ports_document, ports_lines, ports_verdict
+from ..analysis.ports import (
+    INTERPRETED,
+    PortRun,
+    PortsVerdict,
+    ports_document,
+    ports_lines,
+    ports_verdict,
+    verdict_line,
+)
 from ..analysis.summary import sweep_verdict
 from ..analysis.sweep import crossover, sweep_document
 from ..analysis.text import checklist_lines, display_width, pad, profile_lines, sweep_header_line, sweep_row_line
@@ -130,6 +138,9 @@ def sweep_ports(args: argparse.Namespace, runner: Any, case: Case, specs: list[S
         if results[name]:
             print(_("port {port}: {verdict}").format(port=name, verdict=port_sweep_verdict(results[name],
                                                                                           failed.get(name))), file=out)
+    for shape, verdict in size_races(results):
+        print(_("fastest at {shape}: {verdict}").format(shape=format_shape(shape), verdict=verdict_line(verdict)),
+              file=out)
     if args.json:
         with i18n.using(i18n.SOURCE_LANGUAGE):  # JSON is English whatever the reader's language
             write_json(args.json, ports_sweep_document(case.name, specs[0].precision, results, failed))
@@ -146,10 +157,27 @@ def port_sweep_verdict(results: list[Any], failed: tuple[tuple[int, ...], str] |
         shape=format_shape(failed[0]), error=translate_text(failed[1]).rstrip(".")))
 
 
+# Each size's race in a sweep's document: the ports document's figures, its results already in ``results``.
+RACE_KEYS = ("shape", "fastest", "runner_up", "ratio", "ratio_range", "decided", "verdict")
+
+
+def size_races(results: dict[str, list[Any]]) -> list[tuple[tuple[int, ...], PortsVerdict]]:
+    """At each size two or more ports were measured at, smallest first: their race (analysis/ports.py),
+    as the Compare page's race says which is fastest at one size."""
+    shapes = sorted({tuple(r.shape) for found in results.values() for r in found}, key=math.prod)
+    races = []
+    for shape in shapes:
+        runs = [PortRun(name, r) for name, found in results.items() for r in found if tuple(r.shape) == shape]
+        if len(runs) > 1:
+            races.append((shape, ports_verdict(runs)))
+    return races
+
+
 def ports_sweep_document(case: str, precision: str, results: dict[str, list[Any]],
                          failed: dict[str, tuple[tuple[int, ...], str]]) -> dict[str, Any]:
     """A sweep's document (sweep_document) whose ``results`` are every port's, each naming its port
-    (``spec.port``), and ``ports``: each port's crossover, and the size it failed at and why."""
+    (``spec.port``); ``ports``: each port's crossover, and the size it failed at and why; ``races``: which
+    port was fastest at each size two or more ran at."""
     ports = []
     everything: list[dict[str, Any]] = []
     for name, found in results.items():
@@ -160,7 +188,9 @@ def ports_sweep_document(case: str, precision: str, results: dict[str, list[Any]
                       "left_out": INTERPRETED if any(r.interpreted for r in found) else None,
                       "failed_at": None if shape is None else list(shape), "error": error})
     everything.sort(key=lambda r: math.prod(r["spec"]["shape"]))  # by size, each size's ports in the order asked
-    return {"case": case, "precision": precision, "ports": ports, "results": everything}
+    races = [{key: value for key, value in ports_document(verdict).items() if key in RACE_KEYS}
+             for _shape, verdict in size_races(results)]
+    return {"case": case, "precision": precision, "ports": ports, "races": races, "results": everything}
 
 
 def port_result_lines(name: str, result: Any) -> list[str]:
