@@ -183,6 +183,11 @@ def test_a_pitfalls_reading_is_its_busiest_phase():
     assert load_reading(phases, LOAD_PHASES["cache"]) == {"phases": ["baseline", "cache"], "others_cores": None,
                                                           "busy": False}
     assert load_reading({}, LOAD_PHASES["jit"])["others_cores"] is None  # no meter (no psutil)
+    # Pitfall 8 with one port times nothing (9 ms): one clock tick of another program there is no busy machine.
+    phases |= {"ports": {"wall_s": 0.009, "others_cpu_s": 0.0109}}
+    assert load_reading(phases, LOAD_PHASES["ports"]) == {"phases": ["baseline", "ports"], "others_cores": 0.1,
+                                                          "busy": False}
+    assert load_reading(phases | {"ports": {"wall_s": 0.5, "others_cpu_s": 0.6}}, LOAD_PHASES["ports"])["busy"]
 
 
 def test_the_page_counts_busy_sections_and_names_a_runs_disagreement_while_its_sections_stand():

@@ -18,7 +18,7 @@ from ...model.formatting import format_time, same_speed
 from ...model.platforms import platform
 from ...model.spec import MIN_SAMPLES_FOR_RANGE, TimingConfig
 from ...model.stats import Stats
-from .load import is_busy
+from .load import SHORTEST_READING_S, is_busy
 
 DOCS = {
     "benchmarking": "https://docs.jax.dev/en/latest/benchmarking.html",
@@ -319,8 +319,10 @@ def load_reading(phases: dict[str, dict[str, Any]], names: Sequence[str]) -> dic
     """A pitfall's ``load``: the phases its figures were timed in (``phases``: the run's load
     phases, Span.to_dict each), the cores' worth other programs used in the busiest of them, and
     whether that is busy (engine.common.load.is_busy, the checklist's rule). ``others_cores`` is None where
-    it was not measured, unless a phase that was is busy already."""
-    spans = [phases.get(name) or {} for name in names]
+    it was not measured, unless a phase that was is busy already. A phase too short to read (a pitfall
+    that timed nothing) is left out."""
+    spans = [s for s in (phases.get(name) or {} for name in names)
+             if not ("others_cpu_s" in s and 0 < s.get("wall_s", 0) < SHORTEST_READING_S)]
     known = [s["others_cpu_s"] / s["wall_s"] for s in spans if "others_cpu_s" in s and s.get("wall_s", 0) > 0]
     busiest = max(known, default=None)
     if busiest is not None and len(known) < len(spans) and not is_busy(busiest):

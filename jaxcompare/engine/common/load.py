@@ -351,6 +351,11 @@ def is_busy(others_cores: float | None) -> bool:
     return others_cores is not None and others_cores >= BUSY_CORES
 
 
+# Others' CPU comes in clock ticks (10 ms): over a shorter span than this, two ticks of another program read as a
+# busy machine (pitfall 8 with one port, timed for 9 ms: one tick read 1.16 cores).
+SHORTEST_READING_S = 2 / _CLOCK_TICKS / BUSY_CORES
+
+
 # A side that used more than this many cores' worth in its runtime blocks ran in parallel: pinned
 # to fewer cores it slows, where a serial side does not. Serial against parallel is no equal recheck.
 # Just above one core. Beside a neighbour a parallel side reads about one core all the same (XLA's
