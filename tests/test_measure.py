@@ -72,9 +72,13 @@ def test_back_to_back_per_call_is_at_most_blocked_and_at_least_a_dispatch(tiny_r
     pipelined = r.jax.back_to_back
     assert pipelined is not None
     # Timing the whole loop as one call would read some 100x above blocked; dividing by more calls than ran
-    # would read below the fastest dispatch alone. Not "at most blocked": on XLA's CPU client a queued 10x10
+    # would read below the cheapest single call. Not "at most blocked": on XLA's CPU client a queued 10x10
     # call can cost more than a blocked one (fastest loop 11.0 µs a call beside 9.0 µs blocked, quiet).
-    assert 0.5 * r.jax.dispatch.min_s < pipelined.median_s, (r.jax.dispatch, pipelined)
+    # The cheapest call is the dispatch's or the blocked call's (each pays one enqueue): quick timing's
+    # dispatch spans about a millisecond, which one of this VM's slow stretches can fill (a clean clone's
+    # serial part: 20.3 µs at best, beside 6.6 µs back to back; 5-14 µs in eight quiet runs).
+    cheapest = min(r.jax.dispatch.min_s, r.jax.runtime.min_s)
+    assert 0.5 * cheapest < pipelined.median_s, (r.jax.dispatch, r.jax.runtime, pipelined)
     assert pipelined.min_s <= 2 * r.jax.runtime.ci_high_s, (pipelined, r.jax.runtime)
     assert r.speedup_back_to_back == pytest.approx(r.numpy_runtime.median_s / pipelined.median_s)
     again = Result.from_dict(r.to_dict())
