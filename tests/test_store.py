@@ -422,6 +422,9 @@ def test_cli_history_export_import(results, tmp_path, capsys, monkeypatch):
     assert _cli("history", "--db", db, "--precision", "x64", "--json", "-") == 0
     rows = json.loads(capsys.readouterr().out)
     assert [r["precision"] for r in rows] == ["x64"]
+    # Filtered, the count says how many of the saved ones are shown (it read "1 result in", as if that were all).
+    assert _cli("history", "--db", db, "--precision", "x64") == 0
+    assert "1 of 3 results in" in capsys.readouterr().out
 
     export = tmp_path / "x32.json"
     assert _cli("export", str(export), "--db", db, "--precision", "x32") == 0

@@ -111,7 +111,7 @@ def cmd_history(args: argparse.Namespace) -> int:
         write_json(args.json, [r | {"trusted": r["id"] not in doubts, "set_aside": doubts.get(r["id"])}
                                for r in rows])
     if args.json != "-":
-        print(history_table(rows, store.location, doubts) if missed is None else missed)
+        print(history_table(rows, store.location, doubts, total=store.count()) if missed is None else missed)
     elif missed is not None:
         print(missed, file=sys.stderr)  # stdout keeps its one JSON document
     # As grep: 1 when filters matched nothing (2 stays bad input); an empty history is no error.
@@ -219,9 +219,10 @@ def set_aside(store: Store, ids: list[str]) -> dict[str, str]:
 
 
 def history_table(rows: list[dict[str, Any]], path: Path | str | None = None,
-                  doubts: dict[str, str] | None = None) -> str:
+                  doubts: dict[str, str] | None = None, total: int | None = None) -> str:
     """The readable table ``history`` prints, newest first; ``path``: Store.location; ``doubts``: set_aside's,
-    each such speedup marked ? and its reason said under the table, never a bare figure."""
+    each such speedup marked ? and its reason said under the table, never a bare figure; ``total``: how many
+    the store holds, said beside the rows' count where filters or --limit showed fewer."""
     doubts = doubts or {}
     where = path if path is not None else shown_location()
     if not rows:
@@ -257,5 +258,10 @@ def history_table(rows: list[dict[str, Any]], path: Path | str | None = None,
     if by_why:  # one reason a group: "the machine was busy (a6b9e6a3, cd1909ae)"
         lines.append(_("?: set aside, not to be quoted: {which}").format(which=_("; ").join(
             _("{why} ({ids})").format(why=_(why), ids=_(", ").join(ids)) for why, ids in by_why.items())))
-    lines.append(ngettext("{n} result in {path}", "{n} results in {path}", len(rows)).format(n=len(rows), path=where))
+    if total is not None and total > len(rows):
+        lines.append(ngettext("{n} of {total} result in {path}", "{n} of {total} results in {path}", total).format(
+            n=len(rows), total=total, path=where))
+    else:
+        lines.append(ngettext("{n} result in {path}", "{n} results in {path}", len(rows)).format(n=len(rows),
+                                                                                               path=where))
     return "\n".join(lines)
