@@ -14,7 +14,7 @@ from ..analysis.trust import trusted
 from ..analysis.versions import release_key
 from ..history.exchange import summary
 from ..i18n import N_, _, language, ngettext, sentences
-from ..model.formatting import format_factor, format_time, markdown_literal
+from ..model.formatting import format_factor, format_time, markdown_literal, utc_minute
 from ..model.result import Result, finite_or_none
 from ..model.spec import MIN_SAMPLES_FOR_RANGE
 
@@ -33,14 +33,8 @@ VERDICT_LEVEL = {compare.FASTER: "success", compare.SLOWER: "error", compare.SAM
 
 # --- labels ------------------------------------------------------------------------------------
 def when_text(created: str) -> str:
-    """'2026-11-29 21:58' in UTC (saved times are UTC ISO 8601)."""
-    try:
-        when = dt.datetime.fromisoformat(created)
-    except (TypeError, ValueError):
-        return str(created)
-    if when.tzinfo is not None:
-        when = when.astimezone(dt.UTC)
-    return when.strftime("%Y-%m-%d %H:%M")
+    """'2026-11-29 21:58' in UTC (saved times are UTC ISO 8601), else as saved."""
+    return utc_minute(created) or str(created)
 
 
 def device_text(backend: str, device_kind: str) -> str:

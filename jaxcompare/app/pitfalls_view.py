@@ -4,7 +4,6 @@ verdict and "how wrong" sentences for a measured pitfall (see pitfalls.py)."""
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import math
 import re
@@ -24,7 +23,15 @@ from ..history.exchange import parse_json
 from ..i18n import N_, _, sentences, translate_text
 from ..model.cases import Case, format_shape
 from ..model.errors import BadInput
-from ..model.formatting import code_text, faster_or_slower, format_time, format_time_range, same_speed, with_detail
+from ..model.formatting import (
+    code_text,
+    faster_or_slower,
+    format_time,
+    format_time_range,
+    same_speed,
+    utc_minute,
+    with_detail,
+)
 from ..model.platforms import interpreted_here, is_host, platform, platform_label
 from ..model.result import Result
 from ..model.spec import DEVICES
@@ -602,14 +609,8 @@ def opened_text(opened: OpenedLab | None, results: Mapping[str, Mapping[str, Any
 def saved_when(contexts: Sequence[Mapping[str, Any]]) -> str | None:
     """When saved runs were measured, from their ``created`` (UTC): '2026-12-07 18:50 UTC', or the first and
     last; None where no run says (a lab saved before runs recorded it)."""
-    found: set[str] = set()
-    for context in contexts:
-        try:  # a file's own words: only a date and time is shown
-            when = dt.datetime.fromisoformat(str(context.get("created") or ""))
-        except ValueError:
-            continue
-        found.add((when.astimezone(dt.UTC) if when.tzinfo else when).strftime("%Y-%m-%d %H:%M"))
-    times = sorted(found)
+    # A file's own words: only what reads as a date and time is shown.
+    times = sorted({when for context in contexts if (when := utc_minute(context.get("created") or ""))})
     if not times:
         return None
     return f"{times[0]} UTC" if len(times) == 1 else f"{times[0]} – {times[-1]} UTC"

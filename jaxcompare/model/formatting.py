@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
 import re
@@ -490,3 +491,13 @@ def ipython_lines(result: Result) -> str:
         "%timeit jax.block_until_ready(f(*x_jax))  # steady state, blocked",
         "%timeit f(*x_jax)                         # pitfall: dispatch only, not the work",
     ])
+
+
+def utc_minute(created: Any) -> str | None:
+    """'2026-11-29 21:58', an ISO 8601 time (a result's or a lab run's ``created``) to the minute in UTC;
+    None where it is not one."""
+    try:
+        when = dt.datetime.fromisoformat(str(created))
+    except ValueError:
+        return None
+    return (when.astimezone(dt.UTC) if when.tzinfo is not None else when).strftime("%Y-%m-%d %H:%M")
