@@ -138,12 +138,13 @@ def sweep_ports(args: argparse.Namespace, runner: Any, case: Case, specs: list[S
         if results[name]:
             print(_("port {port}: {verdict}").format(port=name, verdict=port_sweep_verdict(results[name],
                                                                                           failed.get(name))), file=out)
-    for shape, verdict in size_races(results):
+    races = size_races(results)
+    for shape, verdict in races:
         print(_("fastest at {shape}: {verdict}").format(shape=format_shape(shape), verdict=verdict_line(verdict)),
               file=out)
     if args.json:
         with i18n.using(i18n.SOURCE_LANGUAGE):  # JSON is English whatever the reader's language
-            write_json(args.json, ports_sweep_document(case.name, specs[0].precision, results, failed))
+            write_json(args.json, ports_sweep_document(case.name, specs[0].precision, results, failed, races))
     return 0 if any(results.values()) else 2
 
 
@@ -174,10 +175,11 @@ def size_races(results: dict[str, list[Any]]) -> list[tuple[tuple[int, ...], Por
 
 
 def ports_sweep_document(case: str, precision: str, results: dict[str, list[Any]],
-                         failed: dict[str, tuple[tuple[int, ...], str]]) -> dict[str, Any]:
+                         failed: dict[str, tuple[tuple[int, ...], str]],
+                         races: list[tuple[tuple[int, ...], PortsVerdict]]) -> dict[str, Any]:
     """A sweep's document (sweep_document) whose ``results`` are every port's, each naming its port
-    (``spec.port``); ``ports``: each port's crossover, and the size it failed at and why; ``races``: which
-    port was fastest at each size two or more ran at."""
+    (``spec.port``); ``ports``: each port's crossover, and the size it failed at and why; ``races``
+    (size_races'): which port was fastest at each size two or more ran at."""
     ports = []
     everything: list[dict[str, Any]] = []
     for name, found in results.items():
@@ -188,9 +190,9 @@ def ports_sweep_document(case: str, precision: str, results: dict[str, list[Any]
                       "left_out": INTERPRETED if any(r.interpreted for r in found) else None,
                       "failed_at": None if shape is None else list(shape), "error": error})
     everything.sort(key=lambda r: math.prod(r["spec"]["shape"]))  # by size, each size's ports in the order asked
-    races = [{key: value for key, value in ports_document(verdict).items() if key in RACE_KEYS}
-             for _shape, verdict in size_races(results)]
-    return {"case": case, "precision": precision, "ports": ports, "races": races, "results": everything}
+    said = [{key: value for key, value in ports_document(verdict).items() if key in RACE_KEYS}
+            for _shape, verdict in races]
+    return {"case": case, "precision": precision, "ports": ports, "races": said, "results": everything}
 
 
 def port_result_lines(name: str, result: Any) -> list[str]:
