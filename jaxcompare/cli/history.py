@@ -105,29 +105,29 @@ def cmd_history(args: argparse.Namespace) -> int:
         raise BadInput(N_("--limit must be a positive whole number, got {limit}").format(limit=args.limit))
     store = open_store(args.db)
     rows = _selected(store, args, args.limit)
-    missed = _nothing_matched(store, args) if not rows else None
+    total = store.count()
+    missed = _nothing_matched(store, args, total) if not rows else None
     doubts = set_aside(store, [r["id"] for r in rows])
     if args.json:  # each row says whether its speedup may be quoted, as `run --json` does
         write_json(args.json, [r | {"trusted": r["id"] not in doubts, "set_aside": doubts.get(r["id"])}
                                for r in rows])
     if args.json != "-":
-        print(history_table(rows, store.location, doubts, total=store.count()) if missed is None else missed)
+        print(history_table(rows, store.location, doubts, total=total) if missed is None else missed)
     elif missed is not None:
         print(missed, file=sys.stderr)  # stdout keeps its one JSON document
     # As grep: 1 when filters matched nothing (2 stays bad input); an empty history is no error.
-    return 1 if missed is not None and store.count() else 0
+    return 1 if missed is not None and total else 0
 
 
 FILTERS = ("case", "precision", "port", "device", "host", "jax", "since", "until")
 
 
-def _nothing_matched(store: Store, args: argparse.Namespace) -> str | None:
+def _nothing_matched(store: Store, args: argparse.Namespace, total: int) -> str | None:
     """What to say when filters matched no saved result: the filters, and the cases that are
     saved (with a close name for a misspelt --case); None without filters."""
     given = [f"--{name} {getattr(args, name)}" for name in FILTERS if getattr(args, name, None)]
     if not given:
         return None
-    total = store.count()
     if not total:
         return _("no saved results in {path} yet, so none match {filters}").format(path=store.location,
                                                                                     filters=" ".join(given))
