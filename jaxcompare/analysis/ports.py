@@ -196,10 +196,18 @@ def ports_lines(verdict: PortsVerdict) -> list[str]:
     return [head, *rows, *("  " + line for line in race_lines(verdict))]
 
 
+def race_figures(verdict: PortsVerdict) -> dict[str, Any]:
+    """The race's outcome as JSON: the fastest, the runner-up, the ratio with its range, and the sentence."""
+    low, high = verdict.ratio_range or (None, None)
+    return {"fastest": verdict.fastest, "runner_up": verdict.runner_up, "ratio": finite_or_none(verdict.ratio),
+            "ratio_range": [finite_or_none(low), finite_or_none(high)], "decided": verdict.decided,
+            "verdict": verdict_line(verdict)}
+
+
 def ports_document(verdict: PortsVerdict, results: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """The race as JSON (docs/json.md, "Several ports"): English, each port's result document where
-    ``results`` gives it (else its Result's to_dict()), and the verdict's figures."""
-    low, high = verdict.ratio_range or (None, None)
+    ``results`` gives it (else its Result's to_dict()), and the verdict's figures (race_figures), on calls
+    back to back too."""
     doubts = {run.name: set_aside_why(run.result) for run in verdict.runs if run.result is not None}
     return {
         "schema": "jaxcompare.ports/1",
@@ -208,12 +216,8 @@ def ports_document(verdict: PortsVerdict, results: dict[str, dict[str, Any]] | N
                    "speedup": None if run.result is None else finite_or_none(run.result.speedup),
                    "trusted": None if run.result is None else doubts[run.name] is None,
                    "set_aside": WHY[doubts[run.name]] if doubts.get(run.name) else None,
-                   "result": None if run.result is None else (results or {}).get(run.name, run.result.to_dict())}
+                   "result": None if run.result is None else (results or {}).get(run.name) or run.result.to_dict()}
                   for run in verdict.runs],
-        "fastest": verdict.fastest, "runner_up": verdict.runner_up, "ratio": finite_or_none(verdict.ratio),
-        "ratio_range": [finite_or_none(low), finite_or_none(high)], "decided": verdict.decided,
-        "verdict": verdict_line(verdict),
-        "back_to_back": None if verdict.back_to_back is None else {
-            key: value for key, value in ports_document(verdict.back_to_back).items()
-            if key in ("fastest", "runner_up", "ratio", "ratio_range", "decided", "verdict")},
+        **race_figures(verdict),
+        "back_to_back": None if verdict.back_to_back is None else race_figures(verdict.back_to_back),
     }

@@ -22,6 +22,7 @@ from ..analysis.ports import (
     ports_document,
     ports_lines,
     ports_verdict,
+    race_figures,
     verdict_line,
 )
 from ..analysis.summary import sweep_verdict
@@ -158,10 +159,6 @@ def port_sweep_verdict(results: list[Any], failed: tuple[tuple[int, ...], str] |
         shape=format_shape(failed[0]), error=translate_text(failed[1]).rstrip(".")))
 
 
-# Each size's race in a sweep's document: the ports document's figures, its results already in ``results``.
-RACE_KEYS = ("shape", "fastest", "runner_up", "ratio", "ratio_range", "decided", "verdict")
-
-
 def size_races(results: dict[str, list[Any]]) -> list[tuple[tuple[int, ...], PortsVerdict]]:
     """At each size two or more ports were measured at, smallest first: their race (analysis/ports.py),
     as the Compare page's race says which is fastest at one size."""
@@ -190,8 +187,7 @@ def ports_sweep_document(case: str, precision: str, results: dict[str, list[Any]
                       "left_out": INTERPRETED if any(r.interpreted for r in found) else None,
                       "failed_at": None if shape is None else list(shape), "error": error})
     everything.sort(key=lambda r: math.prod(r["spec"]["shape"]))  # by size, each size's ports in the order asked
-    said = [{key: value for key, value in ports_document(verdict).items() if key in RACE_KEYS}
-            for _shape, verdict in races]
+    said = [{"shape": list(shape), **race_figures(verdict)} for shape, verdict in races]
     return {"case": case, "precision": precision, "ports": ports, "races": said, "results": everything}
 
 
