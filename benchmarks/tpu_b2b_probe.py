@@ -16,7 +16,9 @@ worker process's state after the protocol, or the way the tool times its loop? O
 9. the same after a call of the jitted example on the host's CPU (XLA's threads; an accelerator host only);
 10. the hand loop after 0.45 s of the same loop untimed (the tool's warm-up and calibration dispatch that long
     before its first sample), and 11. its median over 31 loops (as long as the tool samples): whether calls
-    queued for that long cost more each than the hand's eight loops.
+    queued for that long cost more each than the hand's eight loops;
+12. the tool's protocol again with its loops held at the hand's 200 calls (rows 2, 4 and 7 also give the calls
+    a loop of the tool's held, as its probe sized them).
 
 If (3) reads like (2), the process's state after the protocol is the cause; if (4) reads like (2) while (3)
 reads like (1), the tool's loop is. Prints one JSON line.
@@ -77,22 +79,37 @@ def main() -> int:
     out["1_hand_idle_s"] = hand_loop(f_jax, (x_jax,))
 
     from jaxcompare.catalog import get_case
+    from jaxcompare.engine.worker import runtimes
     from jaxcompare.engine.worker.measure import measure
     from jaxcompare.engine.worker.run_state import Progress, _Run
     from jaxcompare.engine.worker.runtimes import back_to_back
     from jaxcompare.model.spec import Spec, TimingConfig
 
+    sized = runtimes.back_to_back_calls
+    chosen: list[int] = []
+
+    def recording(time_loop, blocked_s):  # the calls a loop of the tool's holds, as its probe sized it
+        chosen.append(sized(time_loop, blocked_s))
+        return chosen[-1]
+
+    runtimes.back_to_back_calls = recording
     timing = TimingConfig.preset("quick")
     start = time.perf_counter()
     result = measure(Spec(case=args.case, shape=shape, timing=timing))
     out["protocol_s"] = time.perf_counter() - start
     out["2_tool_back_to_back_s"] = result.jax.back_to_back.median_s
+    out["2_tool_calls_a_loop"] = chosen[-1]
+    # 12: the protocol again, its loops held at the hand's 200 calls: what the loop's length alone explains.
+    runtimes.back_to_back_calls = lambda time_loop, blocked_s: 200
+    out["12_tool_back_to_back_200_calls_s"] = measure(
+        Spec(case=args.case, shape=shape, timing=timing)).jax.back_to_back.median_s
+    runtimes.back_to_back_calls = recording
     out["tool_blocked_s"] = result.jax.runtime.median_s
     out["3_hand_after_protocol_s"] = hand_loop(f_jax, (x_jax,))
 
     run = _Run(get_case(args.case), timing, time.perf_counter_ns, Progress(lambda *_: None, timing))
     tool = back_to_back(run, f_jax, (x_jax,), result.jax.runtime.median_s)
-    out["4_tool_loop_on_hand_fn_s"], out["4_tool_calls_timed"] = tool.median_s, tool.loops
+    out["4_tool_loop_on_hand_fn_s"], out["4_tool_calls_a_loop"] = tool.median_s, chosen[-1]
     # Is it the garbage collector, which timeit turns off while it times and the tool's sampler does not?
     out["3b_hand_gc_on_s"] = hand_loop(f_jax, (x_jax,), gc_on=True)
     gc.disable()
@@ -111,6 +128,7 @@ def main() -> int:
     jax.block_until_ready(case_fn(*case_inputs))
     time.sleep(0.5)
     out["7_tool_loop_on_case_fn_s"] = back_to_back(run, case_fn, case_inputs, result.jax.runtime.median_s).median_s
+    out["7_tool_calls_a_loop"] = chosen[-1]
     for settle in (0.0, 0.15, 0.5):
         f(x_np)  # NumPy's BLAS threads busy, then idle for ``settle`` seconds
         time.sleep(settle)
