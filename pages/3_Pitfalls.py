@@ -165,10 +165,10 @@ def section(meta: Mapping[str, str], entry: Mapping[str, Any] | None, case: Case
         side_grid([(role, side, False) for role in pv.ROLES for side in preview[role]])
     chart = pitfall_chart(pitfall) if pitfall is not None and pv.has_chart(pitfall) else None
     if chart is not None:
-        st.altair_chart(chart_ui.svg_rendered(chart), width="stretch")
+        chart_ui.draw(chart)
         gap_chart = size_gap_chart(pitfall) if pid == "size" else None
         if gap_chart is not None:
-            st.altair_chart(chart_ui.svg_rendered(gap_chart), width="stretch")
+            chart_ui.draw(gap_chart)
     if pitfall is not None:
         context = entry["context"]
         st.caption(pv.measured_caption(context, entry["timing"], pitfall)

@@ -19,8 +19,17 @@ def layer_marks(spec: dict[str, Any]) -> list[str]:
 
 
 def vega_specs(at) -> list[dict[str, Any]]:
-    """The specs of every chart on an AppTest page, in page order."""
-    return [json.loads(chart.proto.spec) for chart in at.get("vega_lite_chart")]
+    """The specs of every chart on an AppTest page, in page order, each checked against Vega-Lite's
+    schema: the pages skip Altair's check when they draw (chart_ui.draw), the tests that read charts do it."""
+    from altair.vegalite.v6.schema.core import TopLevelSpec
+
+    specs = []
+    for chart in at.get("vega_lite_chart"):
+        specs.append(json.loads(chart.proto.spec))
+        # Streamlit ships a chart's top-level data beside the spec (Arrow): named here, as Vega-Lite needs.
+        shipped = {"data": {"name": "shipped"}} if chart.proto.data.data and "data" not in specs[-1] else {}
+        TopLevelSpec.validate({**specs[-1], **shipped})  # jsonschema.ValidationError, naming the part
+    return specs
 
 
 def chart_rows(at, index: int) -> list[dict[str, Any]]:
