@@ -230,7 +230,8 @@ if ERROR in st.session_state:
     st.error(translate_text(st.session_state[ERROR]), icon=":material/error:")
 
 results: dict[str, Any] = st.session_state.get(RESULTS, {})
-opened_text = pv.opened_text(st.session_state.get(OPENED), results)
+opened = st.session_state.get(OPENED)
+opened_text = pv.opened_text(opened, results)
 if opened_text:
     st.info(opened_text, icon=":material/folder_open:")
 backend = controls.known_backend(config.device, env)
@@ -240,7 +241,7 @@ if busy:
 elif not results:
     st.info(_("**Run all pitfalls** (sidebar) measures all {count} sections in one job; each section can also "
               "be measured on its own.").format(count=len(PITFALLS)), icon=":material/play_arrow:")
-st.markdown(pv.markdown_table(pv.summary_rows(results)))
+st.markdown(pv.markdown_table(pv.summary_rows(results, opened)))
 numpy_speeds = pv.numpy_speeds_lines(results)
 if numpy_speeds:
     st.info("\n\n".join(numpy_speeds), icon=":material/memory:")

@@ -152,6 +152,17 @@ def test_summary_table_links_every_section():
     assert "[7. Restarts](#pitfall-cache)" in table and "[8. Ports](#pitfall-ports)" in table
 
 
+def test_a_section_missing_from_an_opened_lab_reads_as_not_in_the_file():
+    saved = {"jit": {"pitfall": pitfall("jit", (0.174, 0.0519), (0.043, 0.0519)),
+                     "context": {"backend": "cpu", "run": "r1"}}}
+    opened = pv.OpenedLab("lab.json", frozenset({"r1"}))
+    assert pv.summary_rows(saved, opened)[1]["How wrong"] == "not in the saved lab"
+    # Once a section is measured here beside the file's, a missing one is simply not measured yet.
+    here = {**saved, "dtype": {**saved["jit"], "context": {"backend": "cpu", "run": "r2"}}}
+    assert pv.summary_rows(here, opened)[1]["How wrong"] == "not measured yet"
+    assert pv.summary_rows(saved)[1]["How wrong"] == "not measured yet"
+
+
 def test_factors_read_without_exponents():
     assert pv.times(3.349) == "3.35x" and pv.times(660.4) == "660x" and pv.times(1500.2) == "1,500x"
 

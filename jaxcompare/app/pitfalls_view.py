@@ -352,17 +352,20 @@ def how_wrong_short(pitfall: Mapping[str, Any], backend: str = "cpu") -> str:
     return _("JAX looks {factor}x worse").format(factor=factor_number(1 / factor))
 
 
-def summary_rows(results: Mapping[str, Mapping[str, Any]]) -> list[dict[str, str]]:
-    """One row per pitfall for the page's overview table; ``results``: id -> {pitfall, context}.
-    The keys are the table's column names, in the reader's language."""
+def summary_rows(results: Mapping[str, Mapping[str, Any]], opened: OpenedLab | None = None) -> list[dict[str, str]]:
+    """One row per pitfall for the page's overview table; ``results``: id -> {pitfall, context}; ``opened``: the
+    saved lab on the page, if any. The keys are the table's column names, in the reader's language."""
     pitfall_col, naive_col, proper_col, wrong_col = _("Pitfall"), _("Naive says"), _("Measured properly"), \
         _("How wrong")
     machine_col = _("Machine")
+    # Where every section shown came from a saved lab, a missing one is missing from that file.
+    absent = _("not in the saved lab") if opened is not None and results and all(
+        entry["context"]["run"] in opened.runs for entry in results.values()) else _("not measured yet")
     rows = []
     for p in PITFALLS:
         entry = results.get(p["id"])
         row = {pitfall_col: f"[{short_title(p['id'])}](#{anchor(p['id'])})", naive_col: "—",
-               proper_col: "—", wrong_col: _("not measured yet"), machine_col: "—"}
+               proper_col: "—", wrong_col: absent, machine_col: "—"}
         if entry:
             pitfall, backend = entry["pitfall"], entry["context"]["backend"]
             row.update({naive_col: short_speed(pitfall["naive"]),
