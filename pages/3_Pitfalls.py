@@ -111,29 +111,31 @@ ROLE_MARKUP = {"naive": _(":red[**✗ Naive**]"), "correct": _(":green[**✓ Cor
                "also": _("**Also measured**")}
 
 
-def side_column(role: str, side: Mapping[str, Any], measured: bool) -> None:
+def side_column(role: str, side: Mapping[str, Any], absent: str | None) -> None:
+    """One side's code, and its figures; ``absent``: what stands instead where it was not measured."""
     st.markdown(f"{ROLE_MARKUP[role]} · {pv.side_label(side)}")
     st.code(side["code"], language="python", wrap_lines=True)
-    if measured:
+    if absent is None:
         st.markdown(pv.side_figures(side))
         gap = side_gap_text(side)
         if gap:
             st.markdown(gap)
     else:
-        st.caption(_("Not measured yet."))
+        st.caption(absent)
 
 
-def side_grid(rows: list[tuple[str, Mapping[str, Any], bool]]) -> None:
+def side_grid(rows: list[tuple[str, Mapping[str, Any], str | None]]) -> None:
     """Naive | correct side by side; extra measurements below, two to a row."""
     for start in range(0, len(rows), 2):
         pair = rows[start:start + 2]
-        for column, (role, side, measured) in zip(st.columns(2, gap="large"), pair, strict=False):
+        for column, (role, side, absent) in zip(st.columns(2, gap="large"), pair, strict=False):
             with column:
-                side_column(role, side, measured)
+                side_column(role, side, absent)
 
 
 def section(meta: Mapping[str, str], entry: Mapping[str, Any] | None, case: Case, config: pv.PitfallsConfig,
-            shape: tuple[int, ...] | None, backend: str | None, busy: bool) -> None:
+            shape: tuple[int, ...] | None, backend: str | None, busy: bool, absent: str) -> None:
+    """One pitfall's section; ``absent``: what its sides say where it was not measured."""
     pid = meta["id"]
     pitfall = entry["pitfall"] if entry else None
     section_backend = entry["context"]["backend"] if entry else backend
@@ -159,10 +161,10 @@ def section(meta: Mapping[str, str], entry: Mapping[str, Any] | None, case: Case
             busy_note = pv.busy_note(entry)
             if busy_note:
                 st.warning(busy_note, icon=":material/speed:")
-        side_grid([(role, side, True) for role, side in pv.sides(pitfall)])
+        side_grid([(role, side, None) for role, side in pv.sides(pitfall)])
     else:  # the code each side will run, before anything is measured
         preview = pv.preview(pid, case, shape or case.large_shape, config.precision, backend)
-        side_grid([(role, side, False) for role in pv.ROLES for side in preview[role]])
+        side_grid([(role, side, absent) for role in pv.ROLES for side in preview[role]])
     chart = pitfall_chart(pitfall) if pitfall is not None and pv.has_chart(pitfall) else None
     if chart is not None:
         chart_ui.draw(chart)
@@ -251,5 +253,6 @@ if busy_summary:
 for finding in pv.run_findings(results):
     (st.warning if finding.status == WARN else st.info)(pv.finding_text(finding), icon=":material/compare_arrows:")
 
+absent = _("Not in the saved lab.") if pv.only_saved(opened, results) else _("Not measured yet.")
 for meta in PITFALLS:
-    section(meta, results.get(meta["id"]), case, config, shape, backend, busy)
+    section(meta, results.get(meta["id"]), case, config, shape, backend, busy, absent)

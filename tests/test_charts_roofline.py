@@ -101,6 +101,20 @@ def test_a_gpu_run_has_a_roof_per_device_and_a_dot_per_side():
         assert positive(data[key], "intensity", "flops_per_s"), key
 
 
+def test_a_dot_on_a_power_of_ten_is_drawn_inside_the_axis():
+    # The lowest dot at exactly 1e9 FLOP/s put the axis's end at 1e9, the dot on it and half cut off.
+    base = on_an_h200()
+    jax = dataclasses.replace(base.roofline.jax, runtime_s=base.roofline.flops / 1e9)
+    result = dataclasses.replace(base, roofline=dataclasses.replace(base.roofline, jax=jax))
+    data = charts_roofline.roofline_rows(result)
+    (domain,) = data["domain"]
+    lo, hi = domain["y"]
+    assert any(p["flops_per_s"] == pytest.approx(1e9) for p in data["points"])
+    for point in data["points"]:
+        assert lo * charts_roofline.DOT_PAD <= point["flops_per_s"] * (1 + 1e-9)
+        assert point["flops_per_s"] * charts_roofline.DOT_PAD <= hi * (1 + 1e-9)
+
+
 def test_a_roof_with_one_ceiling_known_is_a_single_line():
     r = on_an_h200()
     bandwidth_only = dataclasses.replace(r.roofline.jax, peak_flops_per_s=None, peak_source=None)

@@ -23,6 +23,9 @@ from .charts import FIT_WIDTH, PRECISION_DASH, _subtitle, jax_cpu_side, precisio
 
 ROOF_COLOR = "#6B6B6B"
 HEIGHT_PX = 340
+# A dot is kept this far (a factor) inside the y axis's decades: one at 100 MFLOP/s sat on the axis at
+# 1e8, half of it cut off (a dot's 6.7 px radius is 0.16 of a decade where eight decades share 340 px).
+DOT_PAD = 10**0.2
 # A roof's label sits this far above its line; labels closer than a line apart are stacked.
 LABEL_GAP_PX, LABEL_LINE_PX = 6, 14
 # Vega expressions: power-of-ten ticks with SI prefixes (10 GFLOP/s) and plain numbers (0.1).
@@ -101,7 +104,8 @@ def _domain(points: list[dict[str, Any]], lines: list[dict[str, Any]], labels: l
             x_lo: float, x_hi: float, x_ticks: list[float]) -> list[dict[str, Any]]:
     """The y axis over the points and the roofs (which run to the x domain's ends, so their corners
     already frame it), with the roof labels lifted apart at that scale."""
-    ys = [p["flops_per_s"] for p in points] + [row["flops_per_s"] for row in lines]
+    ys = [p["flops_per_s"] * pad for p in points for pad in (1 / DOT_PAD, DOT_PAD)] + [
+        row["flops_per_s"] for row in lines]
     y_lo, y_hi, y_ticks = decades(min(ys), max(ys))
     _lift_labels(labels, HEIGHT_PX / math.log10(y_hi / y_lo))
     return [{"x": [x_lo, x_hi], "x_ticks": x_ticks, "y": [y_lo, y_hi], "y_ticks": y_ticks}]

@@ -358,9 +358,7 @@ def summary_rows(results: Mapping[str, Mapping[str, Any]], opened: OpenedLab | N
     pitfall_col, naive_col, proper_col, wrong_col = _("Pitfall"), _("Naive says"), _("Measured properly"), \
         _("How wrong")
     machine_col = _("Machine")
-    # Where every section shown came from a saved lab, a missing one is missing from that file.
-    absent = _("not in the saved lab") if opened is not None and results and all(
-        entry["context"]["run"] in opened.runs for entry in results.values()) else _("not measured yet")
+    absent = _("not in the saved lab") if only_saved(opened, results) else _("not measured yet")
     rows = []
     for p in PITFALLS:
         entry = results.get(p["id"])
@@ -584,6 +582,12 @@ class OpenedLab:
 
     name: str
     runs: frozenset[str]
+
+
+def only_saved(opened: OpenedLab | None, results: Mapping[str, Mapping[str, Any]]) -> bool:
+    """Whether every section on the page came from the opened lab: a missing one is then missing from the file."""
+    return opened is not None and bool(results) and all(
+        entry["context"]["run"] in opened.runs for entry in results.values())
 
 
 def opened_text(opened: OpenedLab | None, results: Mapping[str, Mapping[str, Any]]) -> str | None:

@@ -24,6 +24,7 @@ from ..model.formatting import (
     format_time,
     markdown_literal,
     matmul_precision_line,
+    utc_minute,
 )
 from ..model.phases import MEASURING, PHASES, phase_kind, phase_label
 from ..model.platforms import is_host
@@ -102,7 +103,8 @@ def result_caption(result: Result, changed: str = "") -> str:
         shape=format_shape(result.shape),
         precision=result.precision, dtype=result.dtype, backend=result.backend, device=result.jax.device,
         device_kind=result.jax.device_kind, timing=summary.timing_name(result.spec.timing.preset_name),
-        created=result.created) + _matmul_precision_part(result) + changed
+        created=f"{when} UTC" if (when := utc_minute(result.created)) else result.created) \
+        + _matmul_precision_part(result) + changed
 
 
 def _matmul_precision_part(result: Result) -> str:
