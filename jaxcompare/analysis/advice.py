@@ -28,18 +28,18 @@ RULES = ("overhead", "memory", "float64", "transfer", "compile", "numpy_memory")
 # A break-even under this many calls is paid back almost at once: no advice about one-off costs.
 BREAK_EVEN_WORTH = 10.0
 
-OVERHEAD = N_("JAX's call takes {runtime}, {calls} empty jitted calls ({empty} each), while its work at the "
+OVERHEAD = N_("JAX's blocked call takes {runtime}, {calls} empty jitted calls ({empty} each), while its work at the "
               "roofline bound would take {ideal}: the call is mostly fixed cost. Do more work per call: vmap over "
               "a batch, jit the outer function, make fewer calls from Python.")
 # Over OVERHEAD_CALLS empty calls the call is not mostly fixed cost, yet its work at the bound would take less than
 # one (cumsum over 10^4 on this CPU: 149 µs, 35 empty calls, 1.6 µs at the bound): far from its bound, not overhead.
-OVERHEAD_FAR = N_("JAX's call takes {runtime}, {calls} empty jitted calls ({empty} each), though its work at the "
-                  "roofline bound would take {ideal}: it runs far from its bound, and at this size even a call at "
+OVERHEAD_FAR = N_("JAX's blocked call takes {runtime}, {calls} empty jitted calls ({empty} each), though its work at "
+                  "the roofline bound would take {ideal}: it runs far from its bound, and at this size even a call at "
                   "the bound would be mostly fixed cost. Do more work per call: vmap over a batch, jit the outer "
                   "function, make fewer calls from Python.")
-OVERHEAD_NO_BOUND = N_("JAX's call takes {runtime}, {calls} empty jitted calls ({empty} each): the call is mostly "
-                       "fixed cost. Do more work per call: vmap over a batch, jit the outer function, make fewer "
-                       "calls from Python.")
+OVERHEAD_NO_BOUND = N_("JAX's blocked call takes {runtime}, {calls} empty jitted calls ({empty} each): the call is "
+                       "mostly fixed cost. Do more work per call: vmap over a batch, jit the outer function, make "
+                       "fewer calls from Python.")
 # The gap's share is of the traced calls, which the tracer slows (87 µs traced beside a 7.84 µs timed call): said
 # as theirs, not as a share of the runtime quoted beside it.
 OVERHEAD_PROFILED = N_("JAX's call takes {runtime}; in its profile's traced calls (the tracer slows them) the device "
