@@ -114,7 +114,7 @@ ROLE_MARKUP = {"naive": _(":red[**✗ Naive**]"), "correct": _(":green[**✓ Cor
 def side_column(role: str, side: Mapping[str, Any], absent: str | None) -> None:
     """One side's code, and its figures; ``absent``: what stands instead where it was not measured."""
     st.markdown(f"{ROLE_MARKUP[role]} · {pv.side_label(side)}")
-    st.code(side["code"], language="python", wrap_lines=True)
+    st.code(pv.code_in_language(side["code"]), language="python", wrap_lines=True)
     if absent is None:
         st.markdown(pv.side_figures(side))
         gap = side_gap_text(side)

@@ -163,6 +163,26 @@ def test_a_section_missing_from_an_opened_lab_reads_as_not_in_the_file():
     assert pv.summary_rows(saved)[1]["How wrong"] == "not measured yet"
 
 
+def test_the_code_of_each_side_has_its_comments_in_the_readers_language():
+    from jaxcompare.engine import side_text
+    from jaxcompare.engine.common.lessons import SIDE_TEXT
+
+    steady = side_text("steady", "", "", "")[1]
+    first_port = side_text("port_first", "", "some_port", "my_kernel")[1]
+    assert pv.code_in_language(steady) == steady  # English: as the engine wrote it
+    with i18n.using("zh"):
+        shown = pv.code_in_language(steady)
+        assert shown.split("\n") == ["f(x).block_until_ready()  # 预热", steady.split("\n")[1]]
+        assert pv.code_in_language(first_port) == first_port  # a port's name is not translated
+        # Every comment of every side's code is translated: a new one left unmarked fails here.
+        for name in SIDE_TEXT:
+            code = side_text(name, "10x10", "p", "n")[1]
+            for line in pv.code_in_language(code).split("\n"):
+                comment = line.partition("# ")[2]
+                if comment and comment != "n":
+                    assert not comment.isascii() or comment == "float64", (name, line)
+
+
 def test_factors_read_without_exponents():
     assert pv.times(3.349) == "3.35x" and pv.times(660.4) == "660x" and pv.times(1500.2) == "1,500x"
 

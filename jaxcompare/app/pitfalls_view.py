@@ -18,7 +18,7 @@ from ..analysis.checks import WARN, Check
 from ..analysis.consistency import finding_title, pitfalls_findings
 from ..analysis.summary import timing_name
 from ..analysis.text import lab_numpy_speeds_lines
-from ..engine import DOCS, EFFECTS, PITFALLS, SECTIONS, Estimate, pitfall_title, side_roles, side_text
+from ..engine import CODE_COMMENTS, DOCS, EFFECTS, PITFALLS, SECTIONS, Estimate, pitfall_title, side_roles, side_text
 from ..history.exchange import parse_json
 from ..i18n import N_, _, sentences, translate_text
 from ..model.cases import Case, format_shape
@@ -141,6 +141,16 @@ def result_link_markdown(pitfall_id: str | None, result: Result, cases: Sequence
     if url is None or pitfall_id is None:
         return None
     return f"[{short_title(pitfall_id).split('. ', 1)[-1]}]({url})"
+
+
+def code_in_language(code: str) -> str:
+    """A side's code with its comments (the engine's CODE_COMMENTS) in the reader's language; the rest, and a
+    comment it does not know (a port's name), as written. A lab's recorded code reads the same way."""
+    def line(text: str) -> str:
+        head, mark, comment = text.partition("# ")
+        return f"{head}# {_(comment)}" if mark and comment in CODE_COMMENTS else text
+
+    return "\n".join(line(text) for text in code.split("\n"))
 
 
 # --- before a run: what each side will run ---------------------------------------------------------

@@ -37,6 +37,7 @@ _EXPORTS: dict[str, str] = {
     "StopSignal": "server.versions",
     "VersionRun": "server.versions",
     # the pitfalls lab's lessons, words and sections
+    "CODE_COMMENTS": "common.lessons",
     "DOCS": "common.lessons",
     "EFFECTS": "common.lessons",
     "EFFECT_WORDS": "common.lessons",
@@ -75,6 +76,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # for type checkers and editors; at run time each name loads on first use
     from .common.host import ENV_VARS, host_info
     from .common.lessons import (
+        CODE_COMMENTS,
         DOCS,
         EFFECT_WORDS,
         EFFECTS,

@@ -139,6 +139,11 @@ CACHE_SETTINGS = ('jax.config.update("jax_compilation_cache_dir", "/tmp/jax-cach
 PORTS_RACE = ("for name, g in ports.items():  # every port, jitted, timed in turns\n"
               "    %timeit jax.jit(g)(x).block_until_ready()")
 
+# The comments in SIDE_TEXT's code, marked for translation: the page shows them in the reader's language
+# (code_comments_in), in code recorded in a lab too.
+CODE_COMMENTS = (N_("warm-up"), N_("g not jitted"), N_("float64"), N_("float32 in JAX"), N_("float32 on both sides"),
+                 N_("a fresh python process"), N_("nothing cached yet"), N_("every port, jitted, timed in turns"))
+
 # Each measured side's label (recorded English; "{shape}" filled in) and the code it stands for:
 # the lab labels its figures from here and the app shows the same before a run (side_roles).
 SIDE_TEXT: dict[str, tuple[str, str]] = {
@@ -151,7 +156,8 @@ SIDE_TEXT: dict[str, tuple[str, str]] = {
     "fetched": (N_("np.asarray(f(x)): blocked + copy back"), "%timeit np.asarray(f(x))"),
     "mixed": (N_("NumPy float64 vs JAX float32"), "x = np.random.rand(n, n)  # float64\n"
               "%timeit f_np(x); %timeit f(jnp.asarray(x))  # float32 in JAX"),
-    "float32": (N_("Both float32"), "np.float32 inputs on both sides"),
+    "float32": (N_("Both float32"), "x = np.random.rand(n, n).astype(np.float32)\n"
+                "%timeit f_np(x); %timeit f(jnp.asarray(x))  # float32 on both sides"),
     "float64": (N_("Both float64 (jax_enable_x64)"), "jax.config.update('jax_enable_x64', True)"),
     "from_host": (N_("Host NumPy array in every call"), "%timeit f(x_np).block_until_ready()"),
     "on_device": (N_("device_put once"), "x = jax.device_put(x_np)\n%timeit f(x).block_until_ready()"),
