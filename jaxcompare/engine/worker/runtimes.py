@@ -301,7 +301,7 @@ def back_to_back_calls(time_loop: Callable[[int], float], blocked_s: float) -> i
         return most
     # The end: a loop of k less its k calls, but never less than what a blocked call pays beyond a queued
     # one. The difference of two short loops reads small when calls vary: TPU v5e loops held 45-153 calls
-    # where a 0.41 ms end asks for 175 (benchmarks/DEVICE-TPU.md).
+    # where a 0.41 ms end asks for 175 (benchmarks/RESULTS.md, "a loop's end").
     end = max(2 * short - long, blocked_s - per_call)
     return min(most, max(k, math.ceil(end / (BACK_TO_BACK_END_SHARE * per_call))))
 
