@@ -20,6 +20,8 @@ st.markdown(_(
 ui.device_banner()
 
 st.subheader(_("Pages"))
+st.markdown(_("New here? **Compare** measures one function at one shape, yours or one of the catalog's; "
+              "**Pitfalls** shows the classic mistakes measured live, a lab to show a class."))
 cards = [page for page in navigation.PAGES if page.blurb]  # every page but Home, in the sidebar's order
 for first in range(0, len(cards), 3):
     # The last row may hold fewer than three cards; its spare column stays empty.
