@@ -138,6 +138,8 @@ def test_thorough_timing_samples_the_speedup_phases_longer():
     proc = cli("run", "--case", "elementwise", "--shape", "1000", "--timing", "thorough", "--json", "-")
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
+    # The readable table and checklist moved to stderr, as the docs say, not away.
+    assert "NumPy runtime" in proc.stderr and "credibility checklist" in proc.stderr, proc.stderr
     assert doc["spec"]["timing"]["runtime_rel_ci"] == 0.01
     quick = json.loads(cli("run", "--case", "elementwise", "--shape", "1000", "--timing", "quick",
                            "--json", "-").stdout)

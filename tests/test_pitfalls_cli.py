@@ -24,6 +24,7 @@ ASKED = ["tf32", "transfer", "jit"]
 def cli_doc() -> dict:
     proc = cli("pitfalls", "--shape", "200x200", "--quick", "--sections", *ASKED, "--json", "-", timeout=300)
     assert proc.returncode == 0, proc.stderr
+    assert "1. JIT" in proc.stderr and "naive" in proc.stderr, proc.stderr  # the readable lab, on stderr
     return json.loads(proc.stdout)
 
 

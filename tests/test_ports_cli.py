@@ -34,6 +34,7 @@ def test_ports_run_each_port_and_race_them_in_one_json_document(tmp_path):
     b2b_low, b2b_high = doc["back_to_back"]["ratio_range"]
     assert b2b_low is not None and b2b_low <= doc["back_to_back"]["ratio"] <= b2b_high
     assert "measuring cumsum port scan" in proc.stderr and "measuring cumsum port jnp" in proc.stderr
+    assert "credibility checklist" in proc.stderr and "fastest" in proc.stderr  # the readable race, on stderr
     # --profile traces each port's run on its own, so each port has its time on the device.
     traces = {name: Path(r.profile.trace_file) for name, r in results.items()}
     assert len(set(traces.values())) == 2 and all(

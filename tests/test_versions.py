@@ -74,6 +74,7 @@ def test_a_missing_version_is_one_line_and_the_others_run(versions_run):
     assert len(errors) == 1 and BOGUS in errors[0], versions_run.stderr
     assert "Traceback" not in versions_run.stderr
     doc = json.loads(versions_run.stdout)  # one JSON document on stdout, nothing else
+    assert "NumPy (one for every version" in versions_run.stderr  # the readable figures, on stderr
     assert [u["requested"] for u in doc["unavailable"]] == [BOGUS]
     assert [v["requested"] for v in doc["versions"]] == [HOST, OLDEST]
     # The last progress line does not say "every round measured" where a version was not

@@ -346,11 +346,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         write_json(args.json, result.to_dict() | {"checklist": checks, "trusted": trusted(result),
                                                   "direction": direction(result).side,
                                                   "advice": advice_document(result)})
-    if args.json != "-":
-        print(result_table(result), file=out)
-        print("\n" + "\n".join(checklist_lines(result)), file=out)
-        if result.profile is not None:
-            print("\n" + "\n".join(profile_lines(result)), file=out)
+    print(result_table(result), file=out)  # on stderr where the JSON has stdout
+    print("\n" + "\n".join(checklist_lines(result)), file=out)
+    if result.profile is not None:
+        print("\n" + "\n".join(profile_lines(result)), file=out)
     if store is not None:
         cli_history.save_result(result, store)
     return 0
@@ -416,15 +415,14 @@ def cmd_pitfalls(args: argparse.Namespace) -> int:
     if args.json:
         with i18n.using(i18n.SOURCE_LANGUAGE):  # JSON is English whatever the reader's language
             write_json(args.json, lab_checks.judged(report) | {"timing": "quick" if args.quick else "careful"})
-    if args.json != "-":
-        source = (report.get("load") or {}).get("others_source", "cores")
-        for line in lab_numpy_speeds_lines(report):  # the NumPy figures every pitfall's speedups divide
-            print(line, file=out)
-        for pitfall in report["pitfalls"]:
-            print("\n" + "\n".join(pitfall_lines(pitfall, report["backend"], source)), file=out)
-        summary = pitfalls_summary_lines(report)
-        if summary:
-            print("\n" + "\n".join(summary), file=out)
+    source = (report.get("load") or {}).get("others_source", "cores")  # on stderr where the JSON has stdout
+    for line in lab_numpy_speeds_lines(report):  # the NumPy figures every pitfall's speedups divide
+        print(line, file=out)
+    for pitfall in report["pitfalls"]:
+        print("\n" + "\n".join(pitfall_lines(pitfall, report["backend"], source)), file=out)
+    summary = pitfalls_summary_lines(report)
+    if summary:
+        print("\n" + "\n".join(summary), file=out)
     return 0
 
 

@@ -89,8 +89,7 @@ def run_ports(args: argparse.Namespace, runner: Any, case: Case, spec: Spec, wai
         runs.append(PortRun(name, result))
         if store is not None:
             save(result, store)
-        if args.json != "-":
-            print("\n" + "\n".join(port_result_lines(name, result)), file=out, flush=True)
+        print("\n" + "\n".join(port_result_lines(name, result)), file=out, flush=True)  # stderr beside --json -
     verdict = ports_verdict(runs, case=case.name, shape=spec.shape, precision=spec.precision)
     if args.json:
         with i18n.using(i18n.SOURCE_LANGUAGE):  # JSON is English whatever the reader's language
@@ -100,8 +99,7 @@ def run_ports(args: argparse.Namespace, runner: Any, case: Case, spec: Spec, wai
                                                    "advice": advice_document(r.result)}
                     for r in runs if r.result is not None}
             write_json(args.json, ports_document(verdict, docs))
-    if args.json != "-":
-        print("\n" + "\n".join(ports_lines(verdict)), file=out)
+    print("\n" + "\n".join(ports_lines(verdict)), file=out)
     return 0 if any(r.result is not None for r in runs) else 2
 
 

@@ -91,17 +91,16 @@ def handle(args: argparse.Namespace) -> int:
     numpy, pooled = pooled_runs(runs)
     if args.json:
         write_json(args.json, versions_document(runs, args.rounds, sys.executable))
-    if args.json != "-":
-        found = findings(pooled)
-        for run, result in pooled:
-            print(version_line(result), file=out)
-            for line in finding_lines(found[run.requested]):  # figures of this version that cannot all be true
-                print(line, file=out)
-        if numpy is not None:
-            print("  " + _("NumPy (one for every version, {n} samples): {median}").format(
-                n=numpy.n, median=format_time(numpy.median_s)), file=out)
-        for comparison in compare_versions([(run.requested, result) for run, result in pooled]):
-            print(comparison["text"], file=out)  # in the reader's language
+    found = findings(pooled)  # the readable figures: on stderr beside --json -
+    for run, result in pooled:
+        print(version_line(result), file=out)
+        for line in finding_lines(found[run.requested]):  # figures of this version that cannot all be true
+            print(line, file=out)
+    if numpy is not None:
+        print("  " + _("NumPy (one for every version, {n} samples): {median}").format(
+            n=numpy.n, median=format_time(numpy.median_s)), file=out)
+    for comparison in compare_versions([(run.requested, result) for run, result in pooled]):
+        print(comparison["text"], file=out)  # in the reader's language
     for run in runs:  # one line each, after the others' results
         if run.error is not None:
             print("jaxcompare: " + _("error: {message}").format(message=translate_text(run.error)), file=sys.stderr)
