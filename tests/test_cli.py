@@ -206,6 +206,9 @@ def _bad_inputs(tmp_path) -> list[tuple[list[str], str]]:
         (["sweep", "--case", "matmul", "--sizes", "10", "46000"], "GiB of host memory"),
         (["pitfalls", "--shape", "46000x46000", "--precision", "x64"], "GiB of host memory"),
         (["atlas", "--cases", "matmul", "--json", "-"], "--json writes the comparison of --diff A B"),
+        # 0 and -2 had measured a ladder of two sizes, 13 one of twelve, saying nothing
+        (["sweep", "--case", "matmul", "--steps", "0"], "--steps must be between 2 and 12, got 0"),
+        (["sweep", "--case", "matmul", "--steps", "13"], "--steps must be between 2 and 12, got 13"),
         # json's own words apart from its position, so that the Chinese catalog translates them
         (["atlas", "--diff", str(garbage), str(garbage)], "not valid JSON: Expecting value at line 1 column 1"),
     ]

@@ -12,6 +12,8 @@ from ..model.result import Result
 from ..model.spec import parse_shape
 from .trust import JAX_FASTER, NUMPY_FASTER, direction, trust, trusted
 
+LADDER_STEPS = (2, 12)  # the fewest and the most sizes a ladder holds
+
 
 def ladder(case: Case, steps: int = 5, largest: Sequence[int] | None = None) -> list[tuple[int, ...]]:
     """Shapes spaced geometrically from the case's small to its large preset (inclusive)."""
@@ -19,7 +21,7 @@ def ladder(case: Case, steps: int = 5, largest: Sequence[int] | None = None) -> 
     large = tuple(largest) if largest is not None else case.large_shape
     if len(small) != len(large):
         return [small, large]
-    steps = max(2, min(int(steps), 12))
+    steps = max(LADDER_STEPS[0], min(int(steps), LADDER_STEPS[1]))
     shapes: list[tuple[int, ...]] = []
     for i in range(steps):
         t = i / (steps - 1)

@@ -22,7 +22,7 @@ from ..analysis.advice import advice_document
 from ..analysis.checks import checklist
 from ..analysis.consistency import finding_title, pitfalls_findings
 from ..analysis.summary import sweep_verdict
-from ..analysis.sweep import crossover, ladder, parse_sizes, sweep_document
+from ..analysis.sweep import LADDER_STEPS, crossover, ladder, parse_sizes, sweep_document
 from ..analysis.text import (
     checklist_lines,
     display_width,
@@ -207,7 +207,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_sweep = sub.add_parser("sweep", help="measure one case over a ladder of sizes")
     common(p_sweep)
     p_sweep.add_argument("--sizes", nargs="+", action="extend", help="shapes (10x10 100x100) or plain sizes (10 100)")
-    p_sweep.add_argument("--steps", type=int, default=5, help="ladder length when --sizes is absent")
+    p_sweep.add_argument("--steps", type=int, default=5,
+                         help="sizes from the case's small to its large shape, 2-12, when --sizes is absent")
     cli_ports.add_argument(p_sweep, sweep=True)
     p_pit = sub.add_parser("pitfalls", help="measure each benchmarking pitfall: naive vs correct")
     p_pit.add_argument("--case", default="centered_gram")
@@ -368,6 +369,9 @@ def _wait(job: Job) -> Any:
 def cmd_sweep(args: argparse.Namespace) -> int:
     from ..engine import Runner
 
+    if not args.sizes and not LADDER_STEPS[0] <= args.steps <= LADDER_STEPS[1]:  # not clamped in silence
+        raise BadInput(N_("--steps must be between {low} and {high}, got {steps}").format(
+            low=LADDER_STEPS[0], high=LADDER_STEPS[1], steps=args.steps))
     with Runner(timeout_s=args.timeout) as runner:
         case = _lookup(args, runner)
         shapes = parse_sizes(case, args.sizes) if args.sizes else ladder(case, args.steps)
