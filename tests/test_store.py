@@ -194,6 +194,17 @@ def test_export_to_an_unknown_extension_writes_nothing(results, store, tmp_path)
         store.export(tmp_path / "out.json", ids=["0123456789abcdef"])
 
 
+def test_a_misspelt_db_is_refused_by_the_commands_that_only_read_and_nothing_is_created(tmp_path, capsys):
+    from jaxcompare.cli import main
+
+    missing = tmp_path / "nodir" / "x.sqlite3"  # had been created, its folder too, and read "no saved results"
+    for args in (["history"], ["export", str(tmp_path / "out.json")], ["history", "copy", "--to", str(tmp_path / "b")]):
+        assert main([*args, "--db", str(missing)]) == 2
+        assert f"no history at {missing}: there is no such file" in capsys.readouterr().err
+    assert not missing.parent.exists() and not (tmp_path / "out.json").exists()
+    assert cli_history.open_store(str(tmp_path / "new.sqlite3")).count() == 0  # run --save makes one where told
+
+
 def test_delete(results, store):
     for r in results:
         store.save(r)

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..analysis.text import clip, table_lines
 from ..analysis.trust import WHY, set_aside_why
+from ..history import postgres
 from ..history.store import Store, shown_location
 from ..i18n import N_, _, ngettext
 from ..model.errors import BadInput
@@ -74,10 +75,15 @@ def handle(args: argparse.Namespace) -> int | None:
     return None if handler is None else handler(args)
 
 
-def open_store(db: str | Store | None = None) -> Store:
-    """The Store at ``db`` (a path or an open Store), else the default one."""
+def open_store(db: str | Store | None = None, *, existing: bool = False) -> Store:
+    """The Store at ``db`` (a path or an open Store), else the default one. ``existing``: a command that only
+    reads refuses a named SQLite file that is not there (a misspelt --db), rather than create it and say it is
+    empty."""
     if isinstance(db, Store):
         return db
+    if existing and db and not postgres.is_url(db) and not Path(db).expanduser().exists():
+        raise BadInput(N_("no history at {path}: there is no such file (run --save --db {path} makes one)").format(
+            path=db))
     return Store(db) if db else Store()
 
 
@@ -103,7 +109,7 @@ def cmd_history(args: argparse.Namespace) -> int:
         raise BadInput(N_("--to goes with `history copy`: jaxcompare history copy --to URL"))
     if args.limit is not None and args.limit <= 0:
         raise BadInput(N_("--limit must be a positive whole number, got {limit}").format(limit=args.limit))
-    store = open_store(args.db)
+    store = open_store(args.db, existing=True)
     rows = _selected(store, args, args.limit)
     total = store.count()
     missed = _nothing_matched(store, args, total) if not rows else None
@@ -152,7 +158,7 @@ def _nothing_matched(store: Store, args: argparse.Namespace, total: int) -> str 
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    store = open_store(args.db)
+    store = open_store(args.db, existing=True)
     if args.ids:
         ids = [store.resolve(i) for i in args.ids]
         filtered = {r["id"] for r in _selected(store, args)}
@@ -187,7 +193,7 @@ def cmd_copy(args: argparse.Namespace) -> int:
     given = [f"--{name}" for name in (*FILTERS, "limit", "json") if getattr(args, name, None) is not None]
     if given:
         raise BadInput(N_("history copy moves the whole history; drop {options}").format(options=" ".join(given)))
-    source = open_store(args.db)
+    source = open_store(args.db, existing=True)
     try:
         target = Store(args.to)
         if target.location == source.location:
