@@ -269,12 +269,20 @@ def test_cases_file_cases_run_from_the_cli(tmp_path):
         CASES = [Case(name="square_plus_one", numpy_fn=lambda x: x * x + 1,
                       jax_fn=lambda x: x * x + 1,
                       make_inputs=lambda shape, dtype, rng: (rng.random(shape).astype(dtype),),
+                      small_shape=(10,), large_shape=(1000,)),
+                 Case(name="a_wrong_port", numpy_fn=lambda x: x * x + 1, jax_fn=lambda x: x * x + 2,
+                      make_inputs=lambda shape, dtype, rng: (rng.random(shape).astype(dtype),),
                       small_shape=(10,), large_shape=(1000,))]
     """))
     proc = cli("run", "--case", "square_plus_one", "--cases-file", str(path), "--shape", "100",
                "--quick", "--json", "-")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["jax"]["agreement"]["ok"]
+    # A port that computes something else: measured and reported, but status 1, so a script's check fails.
+    wrong = cli("run", "--case", "a_wrong_port", "--cases-file", str(path), "--shape", "100", "--quick",
+                "--json", "-")
+    assert wrong.returncode == 1 and "MISMATCH" in wrong.stderr, wrong.stderr
+    assert json.loads(wrong.stdout)["jax"]["agreement"]["ok"] is False
     listing = cli("list", "--cases-file", str(path))
     assert "square_plus_one" in listing.stdout
 

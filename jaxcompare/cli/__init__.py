@@ -48,7 +48,7 @@ from . import ports as cli_ports
 from . import trace as cli_trace
 from . import versions as cli_versions
 from .devices import check_devices
-from .report import check_outputs, result_table, write_json
+from .report import check_outputs, disagreed_status, result_table, write_json
 
 if TYPE_CHECKING:
     from ..engine import Job
@@ -353,7 +353,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("\n" + "\n".join(profile_lines(result)), file=out)
     if store is not None:
         cli_history.save_result(result, store)
-    return 0
+    return disagreed_status([result])
 
 
 def _wait(job: Job) -> Any:
@@ -397,7 +397,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         with i18n.using(i18n.SOURCE_LANGUAGE):
             document = sweep_document(case.name, args.precision, results, cross)
         write_json(args.json, document)
-    return 0
+    return disagreed_status(results)
 
 
 def cmd_pitfalls(args: argparse.Namespace) -> int:

@@ -35,7 +35,7 @@ from ..model.errors import BadInput, JaxCompareError
 from ..model.formatting import seconds_text
 from ..model.platforms import error_first_line
 from ..model.spec import Spec
-from .report import result_table, write_json
+from .report import disagreed_status, result_table, write_json
 
 ALL = "all"
 
@@ -100,7 +100,8 @@ def run_ports(args: argparse.Namespace, runner: Any, case: Case, spec: Spec, wai
                     for r in runs if r.result is not None}
             write_json(args.json, ports_document(verdict, docs))
     print("\n" + "\n".join(ports_lines(verdict)), file=out)
-    return 0 if any(r.result is not None for r in runs) else 2
+    measured = [r.result for r in runs if r.result is not None]
+    return disagreed_status(measured) if measured else 2
 
 
 def sweep_ports(args: argparse.Namespace, runner: Any, case: Case, specs: list[Spec], wait: Callable[[Any], Any],
@@ -144,7 +145,7 @@ def sweep_ports(args: argparse.Namespace, runner: Any, case: Case, specs: list[S
     if args.json:
         with i18n.using(i18n.SOURCE_LANGUAGE):  # JSON is English whatever the reader's language
             write_json(args.json, ports_sweep_document(case.name, specs[0].precision, results, failed, races))
-    return 0 if any(results.values()) else 2
+    return disagreed_status(r for port in results.values() for r in port) if any(results.values()) else 2
 
 
 def port_sweep_verdict(results: list[Any], failed: tuple[tuple[int, ...], str] | None) -> str:

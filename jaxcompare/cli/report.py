@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,12 @@ def check_outputs(args: Any) -> None:
             reason = exc.strerror or str(exc)
         if reason is not None:
             raise BadInput(N_("cannot write {path}: {reason}").format(path=repr(target), reason=reason))
+
+
+def disagreed_status(results: Iterable[Result]) -> int:
+    """The exit status of a measuring command that measured: 1 where a result's JAX side computed something
+    else than NumPy's (a script checking a port must not read a wrong answer as a pass), else 0."""
+    return 1 if any(r.jax.agreement.get("ok") is False for r in results) else 0
 
 
 def write_json(target: str, data: Any) -> None:
