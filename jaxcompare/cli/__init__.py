@@ -161,8 +161,21 @@ def argparse_plural_words(n: int) -> str:
     return i18n.ngettext("expected %s argument", "expected %s arguments", n)
 
 
+# The help of the options run, sweep and pitfalls share (--help stays English).
+OPTION_HELP = {
+    "precision": "x32: float32 everywhere; x64: float64 with jax_enable_x64",
+    "device": "auto (default): a GPU, else a TPU, else the CPU",
+    "cases_file": "Python file defining CASES, a list of jaxcompare.Case",
+    "seed": "the inputs' random seed (default 0)",
+    "timeout": "deadline per job, seconds (default 600)",
+    "json": "write the result as JSON ('-' = stdout, the readable output then on stderr)",
+}
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m jaxcompare", description=DESCRIPTION)
+    # As the user typed it: the installed `jaxcompare` script, else `python -m jaxcompare`.
+    script = os.path.basename(sys.argv[0]) if sys.argv else ""
+    parser = _Parser(prog="jaxcompare" if script == "jaxcompare" else "python -m jaxcompare", description=DESCRIPTION)
     lang_help = (f"language of the readable output: {', '.join(i18n.LANGUAGES)} (default: ${LANG_ENV}, else en); "
                  "JSON stays English")
     # Before the command too (`--lang zh run ...`), as the language is read before argparse (argv_language).
@@ -175,24 +188,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("--case", required=True, help="case name (see `list`)")
-        p.add_argument("--precision", default="x32", choices=PRECISIONS,
-                       help="x32: float32 everywhere; x64: float64 with jax_enable_x64")
-        p.add_argument("--device", default="auto", choices=DEVICES)
+        p.add_argument("--precision", default="x32", choices=PRECISIONS, help=OPTION_HELP["precision"])
+        p.add_argument("--device", default="auto", choices=DEVICES, help=OPTION_HELP["device"])
         p.add_argument("--matmul-precision", default="default", choices=MATMUL_PRECISIONS,
                        help="what JAX's float32 matrix products and convolutions run at "
                        "(jax.default_matmul_precision), recorded with the result: default (a TPU: one bfloat16 "
                        "pass; an NVIDIA Ampere or newer GPU: TF32), high (a TPU: three passes; a GPU: TF32), "
                        "highest (a TPU: six passes; a GPU: float32): the fair float32 comparison")
-        p.add_argument("--cases-file", help="Python file defining CASES, a list of jaxcompare.Case")
-        p.add_argument("--seed", type=int, default=0)
+        p.add_argument("--cases-file", help=OPTION_HELP["cases_file"])
+        p.add_argument("--seed", type=int, default=0, help=OPTION_HELP["seed"])
         p.add_argument("--timing", choices=TIMING_PRESETS, default=None,
                        help="careful (default): each median to ±3%%, about 0.6 s a phase; quick: ±10%%, for "
                        "a first look; thorough: the NumPy and JAX runtimes to ±1%% (about 2.5 s each, in four "
-                       "pairs of blocks side by side, checked for a steady speedup), for a speedup you want "
-                       "to quote")
+                       "pairs of blocks side by side, checked for a steady speedup), the narrowest ranges. "
+                       "Whatever the preset, a result says whether its speedup may be quoted")
         p.add_argument("--quick", action="store_true", help="same as --timing quick")
-        p.add_argument("--timeout", type=float, default=None, help="deadline per job, seconds (default 600)")
-        p.add_argument("--json", metavar="PATH|-", help="write the result as JSON ('-' = stdout)")
+        p.add_argument("--timeout", type=float, default=None, help=OPTION_HELP["timeout"])
+        p.add_argument("--json", metavar="PATH|-", help=OPTION_HELP["json"])
         cli_history.add_save_arguments(p)
 
     p_run = sub.add_parser("run", help="measure one case at one shape")
@@ -211,17 +223,18 @@ def build_parser() -> argparse.ArgumentParser:
                          help="sizes from the case's small to its large shape, 2-12, when --sizes is absent")
     cli_ports.add_argument(p_sweep, sweep=True)
     p_pit = sub.add_parser("pitfalls", help="measure each benchmarking pitfall: naive vs correct")
-    p_pit.add_argument("--case", default="centered_gram")
+    p_pit.add_argument("--case", default="centered_gram",
+                       help="case name (see `list`; default centered_gram, the JAX docs' example)")
     p_pit.add_argument("--shape", help="default: the case's large preset (1000x1000 for centered_gram)")
-    p_pit.add_argument("--precision", default="x32", choices=PRECISIONS)
-    p_pit.add_argument("--device", default="auto", choices=DEVICES)
-    p_pit.add_argument("--cases-file")
-    p_pit.add_argument("--seed", type=int, default=0)
-    p_pit.add_argument("--quick", action="store_true")
+    p_pit.add_argument("--precision", default="x32", choices=PRECISIONS, help=OPTION_HELP["precision"])
+    p_pit.add_argument("--device", default="auto", choices=DEVICES, help=OPTION_HELP["device"])
+    p_pit.add_argument("--cases-file", help=OPTION_HELP["cases_file"])
+    p_pit.add_argument("--seed", type=int, default=0, help=OPTION_HELP["seed"])
+    p_pit.add_argument("--quick", action="store_true", help="quick timing, for a first look (default: careful)")
     p_pit.add_argument("--sections", nargs="+", metavar="SECTION",
                        help=f"only these pitfalls, in this order (default: all of {' '.join(SECTIONS)})")
-    p_pit.add_argument("--timeout", type=float, default=None)
-    p_pit.add_argument("--json", metavar="PATH|-")
+    p_pit.add_argument("--timeout", type=float, default=None, help=OPTION_HELP["timeout"])
+    p_pit.add_argument("--json", metavar="PATH|-", help=OPTION_HELP["json"])
     cli_history.add_commands(sub)
     cli_versions.add_command(sub)
     cli_trace.add_command(sub)
