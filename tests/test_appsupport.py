@@ -16,7 +16,8 @@ def test_crossover_text():
     assert format_crossover(None, 2, short=True) == "none here"
     assert "500x500" in format_crossover(250_000, 2)
     assert format_crossover(250_000, 2) == "≈ 250,000 elements (≈ 500x500)"
-    assert format_crossover(311_000, 1) == "≈ 311,000 elements"
+    assert format_crossover(311_000, 1) == "≈ 310,000 elements"
+    assert format_crossover(7_315.4, 1) == "≈ 7,300 elements"  # placed between two sizes: two figures, not four
 
 
 CPU_ENV: dict[str, Any] = {

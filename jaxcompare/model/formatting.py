@@ -152,6 +152,8 @@ def format_crossover(elements: float | None, ndim: int, *, short: bool = False) 
         return _("none here") if short else _("none in this range")
     side = format_shape([round(elements ** (1 / ndim))] * ndim) if ndim >= 2 else None
     if not short:
+        # Two figures: a crossing placed between two measured sizes is no finer ("≈ 7,315" between 1,000 and 100,000).
+        elements = float(f"{elements:.2g}")
         if side:
             return _("≈ {elements:,.0f} elements (≈ {side})").format(elements=elements, side=side)
         return _("≈ {elements:,.0f} elements").format(elements=elements)
