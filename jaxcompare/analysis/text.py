@@ -128,7 +128,9 @@ def checklist_lines(result: Result) -> list[str]:
     and warnings first): status, title, reason, in columns."""
     checks = ordered_checks(result)
     why, verdict = doubt_text(result), overall(checks)
-    if why is not None:
+    if why is not None and verdict != FAIL:  # the checklist's PASS above it would otherwise read as a contradiction
+        quoted = _("trusted: NO ({why}), though no check failed: do not quote this speedup").format(why=why)
+    elif why is not None:
         quoted = _("trusted: NO ({why}): do not quote this speedup").format(why=why)
     elif verdict == FAIL:  # only a check that describes the workload failed (trust.MEASURED_NOT_DOUBTED)
         quoted = _("trusted: yes, the speedup may be quoted: the failed check describes this workload, "
