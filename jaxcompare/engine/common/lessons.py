@@ -140,7 +140,7 @@ PORTS_RACE = ("for name, g in ports.items():  # every port, jitted, timed in tur
               "    %timeit jax.jit(g)(x).block_until_ready()")
 
 # The comments in SIDE_TEXT's code, marked for translation: the page shows them in the reader's language
-# (code_comments_in), in code recorded in a lab too.
+# (app/pitfalls_view.code_in_language), in code recorded in a lab too.
 CODE_COMMENTS = (N_("warm-up"), N_("g not jitted"), N_("float64"), N_("float32 in JAX"), N_("float32 on both sides"),
                  N_("a fresh python process"), N_("nothing cached yet"), N_("every port, jitted, timed in turns"))
 
