@@ -82,7 +82,7 @@ def open_store(db: str | Store | None = None, *, existing: bool = False) -> Stor
     if isinstance(db, Store):
         return db
     if existing and db and not postgres.is_url(db) and not Path(db).expanduser().exists():
-        raise BadInput(N_("no history at {path}: there is no such file (run --save --db {path} makes one)").format(
+        raise BadInput(N_("no history at {path}: there is no such file (run --save with this --db makes one)").format(
             path=db))
     return Store(db) if db else Store()
 
