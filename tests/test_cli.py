@@ -12,6 +12,7 @@ import pytest
 from support import cli
 
 from jaxcompare.cli import main
+from jaxcompare.history.store import Store
 
 pytestmark = pytest.mark.slow  # a minute of CLI processes in all: collected first, so workers end together
 
@@ -153,11 +154,15 @@ def test_thorough_timing_samples_the_speedup_phases_longer():
     assert low <= doc["speedup"] <= high
 
 
-def test_sweep_reports_each_size_and_a_verdict():
-    proc = cli("sweep", "--case", "matmul", "--sizes", "8", "32", "--quick", "--json", "-")
+def test_sweep_reports_each_size_and_a_verdict(tmp_path):
+    db = tmp_path / "h.sqlite3"
+    proc = cli("sweep", "--case", "matmul", "--sizes", "8", "32", "--quick", "--json", "-", "--save", "--db", str(db))
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert [r["shape"] for r in doc["results"]] == [[8, 8], [32, 32]]
+    # Each size saved as measured, said once after the table (a line a size had come between its rows).
+    assert f"saved 2 results to {db}" in proc.stderr and proc.stderr.count("saved ") == 1, proc.stderr
+    assert {r["id"] for r in doc["results"]} == {r["id"] for r in Store(str(db)).list()}
     # The verdict, from trusted sizes only; each point says whether it is trusted, and if not why.
     assert any(w in proc.stderr for w in ("crossover", "starts to win", "No size could be trusted", " is faster ")), \
         proc.stderr

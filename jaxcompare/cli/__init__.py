@@ -395,17 +395,19 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         check_devices(runner, [args.device], args.precision)
         out = _human(args)
         if args.ports is not None:
-            return cli_ports.sweep_ports(args, runner, case, specs, _wait, store, cli_history.save_result, out)
+            return cli_ports.sweep_ports(args, runner, case, specs, _wait, store, cli_history.save_quietly, out)
         results = []
         print(sweep_header_line(), file=out)
         for spec in specs:
             result = _wait(runner.submit(spec))
             results.append(result)
             if store is not None:  # saved as measured: an interrupted sweep keeps what it did
-                cli_history.save_result(result, store)
+                cli_history.save_quietly(result, store)
             print(sweep_row_line(result), file=out, flush=True)
     cross = crossover(results)  # from trusted points only
     print(sweep_verdict(results, cross), file=out)
+    if store is not None:
+        print(cli_history.saved_line(len(results), store), file=sys.stderr)
     if args.json:
         with i18n.using(i18n.SOURCE_LANGUAGE):
             document = sweep_document(case.name, args.precision, results, cross)

@@ -87,13 +87,24 @@ def open_store(db: str | Store | None = None, *, existing: bool = False) -> Stor
     return Store(db) if db else Store()
 
 
-def save_result(result: Result, db: str | Store | None = None) -> str:
-    """Save a measured result (``run --save``); prints where on stderr, returns the id.
+def save_result(result: Result, db: str | Store | None = None, *, say: bool = True) -> str:
+    """Save a measured result (``run --save``); prints where on stderr (``say``), returns the id.
     Open the store before measuring (``open_store``) so a bad --db fails before the wait."""
     store = open_store(db)
     store.save(result)
-    print(_("saved {id} to {path}").format(id=result.id[:8], path=store.location), file=sys.stderr)
+    if say:
+        print(_("saved {id} to {path}").format(id=result.id[:8], path=store.location), file=sys.stderr)
     return result.id
+
+
+def save_quietly(result: Result, db: str | Store | None = None) -> str:
+    """save_result without its line: a sweep saves each size as measured and says so once, after its table
+    (a line a size had come between the table's rows)."""
+    return save_result(result, db, say=False)
+
+
+def saved_line(n: int, store: Store) -> str:
+    return ngettext("saved {n} result to {path}", "saved {n} results to {path}", n).format(n=n, path=store.location)
 
 
 # --- commands ------------------------------------------------------------------------------

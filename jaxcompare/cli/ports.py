@@ -35,6 +35,7 @@ from ..model.errors import BadInput, JaxCompareError
 from ..model.formatting import seconds_text
 from ..model.platforms import error_first_line
 from ..model.spec import Spec
+from .history import saved_line
 from .report import disagreed_status, result_table, write_json
 
 ALL = "all"
@@ -145,6 +146,8 @@ def sweep_ports(args: argparse.Namespace, runner: Any, case: Case, specs: list[S
     if args.json:
         with i18n.using(i18n.SOURCE_LANGUAGE):  # JSON is English whatever the reader's language
             write_json(args.json, ports_sweep_document(case.name, specs[0].precision, results, failed, races))
+    if store is not None:
+        print(saved_line(sum(map(len, results.values())), store), file=sys.stderr)
     return disagreed_status(r for port in results.values() for r in port) if any(results.values()) else 2
 
 
