@@ -14,7 +14,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..engine import is_busy
-from ..i18n import N_, _, translate_text
+from ..i18n import N_, _, ngettext, translate_text
 from ..model.clocks import SM_DROP_WARN
 from ..model.formatting import format_factor, format_time, format_time_range, transfer_rate_text
 from ..model.platforms import BASE_RTOL, TF32_RTOL, is_host, may_use_tf32, platform, reduced_precision
@@ -370,8 +370,9 @@ def check_threads(r: Result) -> Check:
         return _check("threads", WARN, _("NumPy's BLAS uses {threads} thread(s), XLA may use {cores} "
                                          "core(s)").format(threads=threads, cores=cores), None)
     return _check("threads", PASS,
-                  _("NumPy's BLAS and XLA both use {cores} core(s); NumPy's non-BLAS code is "
-                    "single-threaded").format(cores=cores), None)
+                  ngettext("NumPy's BLAS and XLA both use {cores} core; NumPy's non-BLAS code is single-threaded",
+                           "NumPy's BLAS and XLA both use {cores} cores; NumPy's non-BLAS code is single-threaded",
+                           cores).format(cores=cores), None)
 
 
 def check_tf32(r: Result) -> Check:
