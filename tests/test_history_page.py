@@ -294,6 +294,24 @@ def test_a_compare_run_is_saved_to_history(db):
     assert Store(db).count() == 1
 
 
+def test_a_finished_run_is_saved_though_its_page_never_runs_again(tmp_path, monkeypatch):
+    # The hosted demo's walk-through: a visitor pressed Run, then went to History (or closed the tab) before
+    # the run ended; Compare never ran again to save it, and the finished result was lost. The app's own
+    # Runner (not the test session's) saves it as it finishes.
+    from jaxcompare.app import resources
+
+    path = tmp_path / "results.sqlite3"
+    monkeypatch.setenv("JAXCOMPARE_DB", str(path))
+    resources._store_at.clear()
+    at = page("pages/1_Compare.py", case="matmul", shape="small", timing="quick")
+    at.button(key="run_compare").click().run()
+    job = at.session_state["compare_job"]
+    at.switch_page("pages/4_History.py").run()  # Compare's script does not run again
+    assert resources.get_runner().wait_idle(timeout=120) and job.status == "done", job.status
+    assert [row["id"] for row in Store(path).list()] == [job.value.id]
+    resources._store_at.clear()
+
+
 def test_an_unwritable_database_warns_and_keeps_the_result(db, tmp_path, monkeypatch):
     blocker = tmp_path / "a_file"
     blocker.write_text("not a folder")

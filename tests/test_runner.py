@@ -27,6 +27,22 @@ def test_precisions_never_leak_between_runs(runner):
         assert (result.env["runner"], result.env["node"]) == ("local", None)  # not a Ray node's
 
 
+def test_a_finished_job_is_handed_to_each_listener_once_and_a_failing_one_harms_nothing(runner):
+    seen: list[tuple[str, str]] = []
+
+    def failing(job: Job) -> None:
+        raise RuntimeError("a listener's own bug")
+
+    runner.on_finished.extend([failing, lambda job: seen.append((job.id, job.status))])
+    try:
+        job = runner.submit(quick_spec())
+        assert job.wait(240).case == "matmul"
+        assert runner.wait_idle(timeout=60)  # the lane is freed after its listeners ran
+        assert seen == [(job.id, "done")]
+    finally:
+        del runner.on_finished[-2:]
+
+
 def test_missing_device_names_the_present_ones(runner):
     with pytest.raises(DeviceUnavailable, match=r"no (GPU|TPU).*present: .*cpu"):
         runner.run(quick_spec(device="gpu" if "gpu" not in _platforms(runner) else "tpu"))

@@ -11,8 +11,9 @@ from typing import Any
 
 import streamlit as st
 
-from ..engine import Runner, Settings
+from ..engine import Job, Runner, Settings
 from ..history.store import Store, default_location, traces_dir
+from ..model.result import Result
 
 log = logging.getLogger("jaxcompare.app")
 
@@ -24,6 +25,7 @@ def get_runner() -> Runner:
     address = st.get_option("server.address")
     settings = Settings.from_env()
     runner = Runner(settings=settings.for_server(address))
+    runner.on_finished.append(_keep_in_history)
     _log_to_stderr()
     if settings.cases_file_exposed(address):
         log.warning("user case files are enabled (JAXCOMPARE_ALLOW_CASES_FILE=true) on a server listening on "
@@ -32,6 +34,15 @@ def get_runner() -> Runner:
         # A hosted demo shows a generic message for unexpected errors; details go to the log.
         st.set_option("client.showErrorDetails", "none")
     return runner
+
+
+def _keep_in_history(job: Job) -> None:
+    """A finished measurement goes into History as it finishes, in the runner's thread, whether or not its
+    page runs again to show it: a tab closed or moved to another page just before had lost it (a hosted
+    demo's walk-through). The page's own save (ui.save_to_history) is then a no-op, and still says so.
+    A JAX versions run's jobs are left to its page, which saves each version's pooled result."""
+    if job.status == "done" and job.jax_env is None and isinstance(job.value, Result):
+        get_store().save(job.value)
 
 
 def _log_to_stderr() -> None:

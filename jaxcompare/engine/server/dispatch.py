@@ -11,6 +11,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict, deque
+from collections.abc import Callable
 from typing import Any
 
 from ...i18n import N_
@@ -46,6 +47,7 @@ class Dispatcher:
         self.jobs_by_id: dict[str, Job] = {}
         self.history: deque[Job] = deque(maxlen=200)
         self.context = JobContext(withdraw=self.withdraw)
+        self.listeners: list[Callable[[Job], None]] = []  # called with each job once it finished (Runner.on_finished)
         for lane in lanes:
             lane.thread = threading.Thread(target=self._loop, args=(lane,), daemon=True,
                                            name=f"jaxcompare-dispatch-{lane.index}")
@@ -285,6 +287,11 @@ class Dispatcher:
             detail = getattr(error, "detail", "")  # XLA's own words behind a plain line, for the operator
             log.info("job %s (%s) %s%s%s", job.id, job.kind, job.status, f": {error}" if error is not None else "",
                      f" [{detail}]" if detail else "")
+        for listener in list(self.listeners):  # outside the lock: a listener may take its time (a database write)
+            try:
+                listener(job)
+            except Exception:  # one listener's failure is logged; the job, its waiters and the others go on
+                log.exception("a listener of job %s failed", job.id)
 
     def _learn(self, job: Job) -> None:
         """Keep a finished job's duration for the estimates: its worker's start-up apart, and its own

@@ -59,6 +59,7 @@ class Runner:
                      for i, device in enumerate(self.settings.devices or (None,))]
         self._q = Dispatcher(lanes, self.settings)
         self.history = self._q.history
+        self.on_finished = self._q.listeners  # append f(job): called in a runner thread as each job finishes
 
     # --- submitting ------------------------------------------------------------------------
     def submit_job(self, kind: JobKind | str, *args: Any, spec: Spec | None = None, case: Case | None = None,
