@@ -116,6 +116,9 @@ with st.sidebar:
         st.error(problem, icon=":material/error:")
     else:
         st.caption(planned.plan_text())
+        problem = form_ui.refusal(planned.specs(), sweep=True)
+        if problem:
+            st.warning(problem, icon=":material/block:")
     busy = active_run() is not None
     st.button(_("Run sweep"), type="primary", icon=":material/play_arrow:", on_click=start_sweep,
               disabled=busy or problem is not None, width="stretch", key="run_sweep")

@@ -195,11 +195,15 @@ harvest()
 with st.sidebar:
     case, shape = FORM.measurement_boxes(BOX_HELP, kind="pitfalls")
     busy = jobs.running_job(JOB) is not None
+    specs = [s for s in [FORM.spec(case)] if s is not None] if shape is not None else []
+    refused = form_ui.refusal(specs, kind="pitfalls") if specs and not busy else None
     st.button(_("Run all pitfalls"), type="primary", icon=":material/play_arrow:", on_click=start_run,
-              disabled=busy or shape is None, width="stretch", key="run_all_pitfalls",
+              disabled=busy or shape is None or refused is not None, width="stretch", key="run_all_pitfalls",
               help=_("Measures every section in one job, one after another."))
-    if not busy and shape is not None:
-        form_ui.run_hint([s for s in [FORM.spec(case)] if s is not None], kind="pitfalls")
+    if refused:
+        st.warning(refused, icon=":material/block:")
+    elif not busy and shape is not None:
+        form_ui.run_hint(specs, kind="pitfalls")
     if busy:
         st.caption(_("Measuring… the page stays usable; change settings for the next run."))
     with st.expander(_("Keep or open a lab"), icon=":material/save:"):

@@ -214,8 +214,27 @@ def test_a_sweep_longer_than_the_cap_is_refused_with_the_limit_named(hosted_runn
 
     monkeypatch.setattr(resources, "get_runner", lambda: hosted_runner)
     at = page("pages/2_Size_sweep.py", case="matmul", steps="10", timing="quick")
-    at.button(key="run_sweep").click().run()
-    assert any("a sweep of 10 sizes is longer than this server allows (8)" in e.value for e in at.error)
+    # Said before Run, which is off (a walk-through learnt it only from the click; the runner refuses it too:
+    # test_limits).
+    said = "a sweep of 10 sizes is longer than this server allows (8)"
+    assert at.button(key="run_sweep").disabled and any(said in w.value for w in at.warning)
+    assert hosted_runner.queue_length() == 0
+
+
+def test_a_run_past_the_servers_deadline_or_size_limit_is_refused_before_run(hosted_runner, monkeypatch):
+    # A walk-through of the hosted demo: Run stayed on for an svd estimated at 44-212 min on a server that stops
+    # a job at 3 min (it held the queue until then), and for a shape over the server's element limit (refused
+    # only after the click). Both are said beside Run, which is off; the runner refuses them too.
+    from jaxcompare.app import resources
+
+    monkeypatch.setattr(resources, "get_runner", lambda: hosted_runner)
+    for shape, said in (("3000x3000", "a job may take on this server"), ("5000x5000", "this server allows at most")):
+        at = page("pages/1_Compare.py", case="svd", shape=shape, precision="x64", timing="quick")
+        assert at.button(key="run_compare").disabled, shape
+        assert any(said in w.value for w in at.warning), [w.value for w in at.warning]
+    at = page("pages/1_Compare.py", case="matmul", shape="small", timing="quick")
+    assert not at.button(key="run_compare").disabled
+    assert not [w.value for w in at.warning if "this server" in w.value]
     assert hosted_runner.queue_length() == 0
 
 

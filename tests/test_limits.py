@@ -143,6 +143,28 @@ def test_hosted_limits_refuse_big_shapes_and_case_files(tmp_path):
         hosted.check_sweep(hosted.max_sweep_points + 1)
 
 
+def test_a_hosted_run_expected_to_outlast_its_deadline_is_refused_before_it_queues():
+    # A hosted visitor's svd at 3000x3000 float64 was estimated at 44-212 min, queued on a server that stops a
+    # job at 3 min, and held everyone else's place until then (a walk-through). Refused now, spending no rate.
+    import dataclasses
+
+    from jaxcompare.engine.server.runner import Owner
+
+    settings = dataclasses.replace(Settings.hosted(), job_timeout_s=30.0, max_jobs_per_minute=1)
+    long_one = Spec("svd", (3000, 3000), precision="x64", timing=QUICK)
+    visitor = Owner("tab-1", client="10.0.0.7")
+    with Runner(settings=settings) as runner:
+        assert runner.estimate(long_one).low > 30.0
+        for _ in range(2):  # the second try is refused the same way, not by the one-a-minute rate
+            with pytest.raises(BadInput, match=r"would take at least .*longer than the 30 s a job may take"):
+                runner.submit(long_one, owner=visitor)
+        assert runner.queue_length() == 0
+    local = dataclasses.replace(Settings(), job_timeout_s=30.0)
+    with Runner(settings=local) as runner:  # locally the page and the CLI warn, and the run is still the user's
+        job = runner.submit(long_one)
+        job.cancel()
+
+
 def test_rate_limiter_window():
     now = [0.0]
     limiter = RateLimiter(2, clock=lambda: now[0])
@@ -230,6 +252,17 @@ def test_the_wait_behind_a_running_job_comes_from_jobs_like_it():
             lane.queue.clear()
         assert behind_running > 8.0  # was "about 1 s": the last job of any case said how long
         assert at_the_end - behind_running == pytest.approx(1.0, abs=0.05)  # the fast one: at least a second
+        # No job runs past its deadline: behind one that would take 9 s on a server that stops it at 5 s,
+        # the wait is the deadline's, not the 9 s (a hosted visitor's 89-min run had said "about 78 min").
+        running.timeout_s = 5.0
+        with runner._q.cv:
+            running.started_at = clock.time()
+            lane.current = running
+            lane.queue.append(queued)
+            capped = runner._q.wait_s(lane, before=queued)
+            lane.current = None
+            lane.queue.clear()
+        assert 4.0 < capped <= 5.0
 
 
 def test_the_memory_guard_counts_numpy_temporaries():

@@ -191,6 +191,25 @@ def sweep_estimates(config: controls.SweepConfig, case: Case, env: dict[str, Any
     return preset_estimates(specs, presets=config.TIMING_PRESETS) if specs else None
 
 
+def refusal(specs: Sequence[Spec], kind: str = "measure", *, sweep: bool = False) -> str | None:
+    """Why this server would refuse ``specs`` (each a job; ``sweep``: the points of one sweep) when Run is
+    pressed, said before it is: a limit or the host's memory (Runner.check), a sweep's length, and on a hosted
+    server a run whose estimate at its low end passes the deadline (the runner refuses it too); None where it
+    would be taken. The page disables Run and says this."""
+    runner = resources.get_runner()
+    try:
+        if sweep:
+            runner.settings.check_sweep(len(specs))
+        for spec in specs:
+            runner.check(spec)
+    except JaxCompareError as exc:
+        return translate_text(str(exc))
+    if not specs or not runner.settings.hosted_mode:
+        return None
+    largest = max(specs, key=lambda spec: math.prod(spec.shape))
+    return estimates.past_limit_text(runner.estimate_all([largest], kind=kind), runner.timeout_s)
+
+
 def run_hint(specs: Sequence[Spec], kind: str = "measure") -> None:
     """The caption under a Run button: about how long ``specs`` will take (one after another), what
     the figure rests on, and the queue's wait before them."""

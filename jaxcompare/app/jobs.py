@@ -12,6 +12,7 @@ import streamlit as st
 
 from ..engine import Job, Runner
 from ..i18n import N_, _
+from ..model.formatting import seconds_text
 from . import estimates, resources, views
 
 log = logging.getLogger("jaxcompare.app")
@@ -159,9 +160,9 @@ def job_progress(job: Job, label: str, *, overall: float | None = None, after: s
     ahead = runner.jobs_ahead(job)
     if job.status == "queued" and ahead is not None:
         wait = runner.estimate_wait_s(job)
-        text = _("{label}: queued behind {ahead} other measurement(s), about {wait:.0f} s. "
+        text = _("{label}: queued behind {ahead} other measurement(s), about {wait}. "
                  "One measurement at a time, so they don't spoil each other's timings.").format(
-                     label=label, ahead=ahead, wait=wait)
+                     label=label, ahead=ahead, wait=seconds_text(wait))
         st.progress(overall or 0.0, text=text)
         return
     elapsed = time.time() - (job.started_at or time.time())

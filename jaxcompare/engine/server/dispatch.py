@@ -17,6 +17,7 @@ from typing import Any
 from ...i18n import N_
 from ...model.cases import Case
 from ...model.errors import BadInput, DeadlinePassed, JaxCompareError, JobFailed
+from ...model.formatting import seconds_text
 from ...model.phases import CEILINGS_PHASE, STARTING_PHASE
 from ...model.spec import PRECISIONS, Spec
 from ..common.ceilings_cache import ceilings_known
@@ -76,11 +77,12 @@ class Dispatcher:
             lane = self.pick_lane(who, sticky)
             if job.job_kind.capped:
                 self._check_caps(lane, who)
+            job._busy = self.load.read(wait=False)
+            job.estimate = self.estimate_on(lane, job, self.ahead(lane))[0]
+            self._check_deadline(job)
             if rate_limited and who is not None:
                 self.rate.acquire(who.rate_key)  # last: a refused request spends no token
             job.device = lane.device
-            job._busy = self.load.read(wait=False)
-            job.estimate = self.estimate_on(lane, job, self.ahead(lane))[0]
             lane.queue.append(job)
             self.jobs_by_id[job.id] = job
             if who is not None:
@@ -94,6 +96,16 @@ class Dispatcher:
                      f" {job.spec.case}" if job.spec else "", f" under JAX {job.jax_env.jax_version}" if job.jax_env
                      else "", lane.device or "the first device", who.session, who.client or "-", who.user or "-")
         return job
+
+    def _check_deadline(self, job: Job) -> None:
+        """On a hosted server, a visitor's measurement whose estimate, at its low end, passes the job's deadline
+        is refused: it would be stopped there with no result, after holding the queue (a visitor could do it on
+        purpose). Locally the page and the CLI say so, and the run is still theirs to try."""
+        if self.settings.hosted_mode and job.job_kind.capped and job.estimate is not None \
+                and job.estimate.low > job.timeout_s:
+            raise BadInput(N_("this run would take at least {low}, longer than the {limit} a job may take on this "
+                              "server: it would be stopped with no result. Pick a smaller shape.").format(
+                low=seconds_text(job.estimate.low), limit=seconds_text(job.timeout_s)))
 
     def _check_caps(self, lane: Lane, who: Owner | None) -> None:
         limit = self.settings.max_queue
@@ -161,14 +173,16 @@ class Dispatcher:
         running = lane.current
         if before is not None and running is before:
             return 0.0
+        # No job runs past its deadline: one expected to take longer is stopped there (a hosted visitor's 89 min
+        # run put "about 78 min" before everyone behind it, on a server that stops jobs at 3 min).
         if running is not None:
             # One taking longer than usual has not told how much longer: say a second, not zero.
             elapsed = time.time() - running.started_at if running.started_at is not None else 0.0
-            wait += max(self.typical_s(running) - elapsed, 1.0)
+            wait += max(min(self.typical_s(running), running.timeout_s) - elapsed, 1.0)
         for queued in lane.queue:
             if queued is before:
                 break
-            wait += self.typical_s(queued)
+            wait += min(self.typical_s(queued), queued.timeout_s)
         return wait
 
     def pick_lane(self, who: Owner | None, sticky: bool) -> Lane:
