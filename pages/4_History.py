@@ -238,7 +238,7 @@ if not rows:
 
 ids = [row["id"] for row in rows]
 keep_selection(ids)
-st.caption(hv.showing_text(len(rows), total, MAX_ROWS))
+st.caption(hv.showing_text(len(rows), total, MAX_ROWS, access.history_editable()))
 event = st.dataframe(
     hv.table_rows(rows, host=not access.private_details_hidden(), doubts=hv.set_aside(store, ids)),
     key=TABLE, on_select="rerun", selection_mode="multi-row", hide_index=True,

@@ -161,6 +161,9 @@ def test_history_page_captions_and_prompts():
     assert hv.showing_text(3, 3, 2000).startswith("Showing all 3 results, newest first.")
     assert hv.showing_text(1, 1, 2000).startswith("Showing 1 result,")
     assert hv.showing_text(2000, 5000, 2000).endswith("Only the newest 2000 are listed; filter to see older ones.")
+    assert "download or delete them" in hv.showing_text(3, 3, 2000)
+    # A hosted demo's visitor cannot delete, and is not told to.
+    assert hv.showing_text(3, 3, 2000, editable=False).endswith("side by side or download them.")
     question = hv.delete_question([f"run {i}" for i in range(10)], 10)
     assert question.startswith("Delete 10 saved results for good?") and question.endswith("\n- … and 2 more")
     assert hv.delete_question(["run"], 1).startswith("Delete 1 saved result for good?")

@@ -185,17 +185,18 @@ def import_message(added: int, present: int, source: str) -> str:
         added=added, present=present, source=source)
 
 
-def showing_text(shown: int, total: int, most: int) -> str:
-    """The table's caption: how many of the saved results it lists, and how to use it."""
+def showing_text(shown: int, total: int, most: int, editable: bool = True) -> str:
+    """The table's caption: how many of the saved results it lists, and how to use it (``editable``: the reader
+    may delete; a hosted demo's visitor may not, and is not told to)."""
     if shown < total:
-        text = _("Showing {shown} of {total} results, newest first. Tick rows (the boxes on the left) to compare "
-                 "two or more side by side, download or delete them.").format(shown=shown, total=total)
+        text = _("Showing {shown} of {total} results, newest first.").format(shown=shown, total=total)
     elif total == 1:
-        text = _("Showing 1 result, newest first. Tick rows (the boxes on the left) to compare two or more side "
-                 "by side, download or delete them.")
+        text = _("Showing 1 result, newest first.")
     else:
-        text = _("Showing all {total} results, newest first. Tick rows (the boxes on the left) to compare two or "
-                 "more side by side, download or delete them.").format(total=total)
+        text = _("Showing all {total} results, newest first.").format(total=total)
+    text = sentences(text, _("Tick rows (the boxes on the left) to compare two or more side by side, download or "
+                             "delete them.") if editable else
+                     _("Tick rows (the boxes on the left) to compare two or more side by side or download them."))
     if shown == most:
         text = sentences(text, _("Only the newest {most} are listed; filter to see older ones.").format(most=most))
     return text
