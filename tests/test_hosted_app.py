@@ -150,9 +150,13 @@ def test_history_is_read_only_for_visitors_and_hides_the_server(serve, saved, ca
     shown = access.visible(saved.load([r["id"] for r in saved.list()]))
     assert all("hostname" not in r.env and "python_executable" not in r.env for r in shown)
 
-    # A wrong token is refused; the right one unlocks delete and import for this session only.
-    at.text_input(key="history_token_input").set_value("guess").run()
+    # A wrong token is refused, and logged for the operator without the guess; the right one unlocks delete and
+    # import for this session only.
+    with caplog.at_level("INFO", logger="jaxcompare"):
+        at.text_input(key="history_token_input").set_value("hunter2").run()
     assert any("not the operator token" in e.value for e in at.error)
+    assert any(m.startswith("operator token: a wrong guess: client ") for m in caplog.messages), caplog.messages
+    assert not any("hunter2" in m for m in caplog.messages)
     assert "history_delete" not in {b.key for b in at.button}
     at.text_input(key="history_token_input").set_value(TOKEN).run()
     assert "Unlocked for this session" in everything(at)

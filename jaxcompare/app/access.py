@@ -177,14 +177,17 @@ def _check_token() -> None:
                 per_client.acquire(client_id())
     except BadInput:
         st.session_state["history_token_error"] = N_("Too many attempts; try again in a minute.")
+        log.warning("operator token: too many attempts, refused: client %s, user %s", client_id(),
+                    current_user() or "-")
         return
     st.session_state[_GUESSED] = True
     if hmac.compare_digest(entered.encode(), token.encode()):
         st.session_state[OPERATOR] = True
         st.session_state.pop("history_token_error", None)
         log.info("operator unlocked History: client %s, user %s", client_id(), current_user() or "-")
-    else:
+    else:  # logged, the guess never: an operator sees someone trying
         st.session_state["history_token_error"] = N_("That is not the operator token.")
+        log.warning("operator token: a wrong guess: client %s, user %s", client_id(), current_user() or "-")
 
 
 def log_edit(what: str) -> None:
