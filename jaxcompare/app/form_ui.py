@@ -206,6 +206,13 @@ def refusal(specs: Sequence[Spec], kind: str = "measure", *, sweep: bool = False
         return translate_text(str(exc))
     if not specs or not runner.settings.hosted_mode:
         return None
+    return _past_limit(specs, kind)
+
+
+def _past_limit(specs: Sequence[Spec], kind: str) -> str | None:
+    """estimates.past_limit_text for the largest of ``specs``: each is a job of its own (a sweep's points), and
+    the largest is the one a deadline stops."""
+    runner = resources.get_runner()
     largest = max(specs, key=lambda spec: math.prod(spec.shape))
     return estimates.past_limit_text(runner.estimate_all([largest], kind=kind), runner.timeout_s)
 
@@ -218,9 +225,7 @@ def run_hint(specs: Sequence[Spec], kind: str = "measure") -> None:
     runner = resources.get_runner()
     wait, ahead = runner.queue_wait()
     estimate = runner.estimate_all(specs, kind=kind)
-    # Each spec is a job of its own (a sweep's points): the largest, past the limit, is stopped with no result.
-    largest = max(specs, key=lambda spec: math.prod(spec.shape))
-    warning = estimates.past_limit_text(runner.estimate_all([largest], kind=kind), runner.timeout_s)
+    warning = _past_limit(specs, kind)
     if warning:
         st.warning(warning, icon=":material/hourglass_disabled:")
     else:
