@@ -139,6 +139,9 @@ def _measure(spec: Spec, progress: ProgressCallback, clock: Clock, *, cpu_side: 
     jax_cpu = None
     if want_cpu_side and cpu is not None:
         jax_cpu = measure_jax_side(run, spec, host_inputs, numpy_out, cpu)
+        # Its compile phases cleared JAX's caches, the device's executable with them: built again here, untimed,
+        # or the next phase's first call compiles (a TPU's back-to-back probe read 0.4 s and sized its loop to 9).
+        blocking_call(warm.jitted, warm.dev_inputs)()
     result_id = uuid.uuid4().hex
     profile = None
     if profile_dir is not None:
