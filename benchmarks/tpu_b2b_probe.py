@@ -18,7 +18,8 @@ worker process's state after the protocol, or the way the tool times its loop? O
     before its first sample), and 11. its median over 31 loops (as long as the tool samples): whether calls
     queued for that long cost more each than the hand's eight loops;
 12. the tool's protocol again with its loops held at the hand's 200 calls (rows 2, 4 and 7 also give the calls
-    a loop of the tool's held, as its probe sized them).
+    a loop of the tool's held, as its probe sized them; 2b the protocol twice more, and ``probes`` every sizing
+    probe's loops, calls and seconds).
 
 If (3) reads like (2), the process's state after the protocol is the cause; if (4) reads like (2) while (3)
 reads like (1), the tool's loop is. Prints one JSON line.
@@ -88,8 +89,17 @@ def main() -> int:
     sized = runtimes.back_to_back_calls
     chosen: list[int] = []
 
+    probes: list[dict] = []
+
     def recording(time_loop, blocked_s):  # the calls a loop of the tool's holds, as its probe sized it
-        chosen.append(sized(time_loop, blocked_s))
+        loops: list[list[float]] = []
+
+        def timed(n):  # each probe loop's calls and seconds, to read the sizing offline
+            loops.append([n, time_loop(n)])
+            return loops[-1][1]
+
+        chosen.append(sized(timed, blocked_s))
+        probes.append({"blocked_s": blocked_s, "loops": loops, "calls": chosen[-1]})
         return chosen[-1]
 
     runtimes.back_to_back_calls = recording
@@ -99,6 +109,9 @@ def main() -> int:
     out["protocol_s"] = time.perf_counter() - start
     out["2_tool_back_to_back_s"] = result.jax.back_to_back.median_s
     out["2_tool_calls_a_loop"] = chosen[-1]
+    # 2b: the protocol twice more, each sizing probe's loops recorded (what made a loop hold 9 calls).
+    out["2b_tool_back_to_back_again_s"] = [
+        measure(Spec(case=args.case, shape=shape, timing=timing)).jax.back_to_back.median_s for _ in range(2)]
     # 12: the protocol again, its loops held at the hand's 200 calls: what the loop's length alone explains.
     runtimes.back_to_back_calls = lambda time_loop, blocked_s: 200
     out["12_tool_back_to_back_200_calls_s"] = measure(
@@ -146,6 +159,7 @@ def main() -> int:
         hand_loop(f_jax, (x_jax,), repeat=1, warm=False)
     out["10_hand_after_sustained_s"] = hand_loop(f_jax, (x_jax,), warm=False)
     out["11_hand_31_loops_s"] = hand_loop(f_jax, (x_jax,), repeat=31)
+    out["probes"] = probes
     print(json.dumps(out))
     return 0
 
