@@ -254,3 +254,42 @@ def test_the_engine_stays_in_files_a_newcomer_can_read():
              for path in (ROOT / "jaxcompare" / "engine").rglob("*.py")}
     assert lines["jaxcompare/engine/server/runner.py"] < 300
     assert {name: n for name, n in lines.items() if n > 500} == {}
+
+
+def test_the_protocols_phase_list_is_typed_once():
+    """The protocol's phases are rows of model/phases.py (MEASURING, FIGURES); every other module takes its list
+    from there (PHASES, JAX_PHASES...). A list typed again (three or more phase names in a tuple, list or set)
+    is one a new phase would miss: JaxSide's JSON dropped a new figure, the third side's progress raised on it."""
+    import ast
+
+    from jaxcompare.model.phases import MEASURING, PHASES
+
+    names = set(PHASES) | {phase.name for phase in MEASURING}
+    package = ROOT / "jaxcompare"
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        if path == package / "model" / "phases.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Tuple | ast.List | ast.Set):
+                typed = [e.value for e in node.elts if isinstance(e, ast.Constant) and e.value in names]
+                if len(typed) >= 3:
+                    found.append(f"{path.relative_to(package).as_posix()}:{node.lineno} {typed}")
+    assert not found, found
+
+
+def test_every_jax_figure_survives_a_sides_json_round_trip():
+    # JaxSide's JSON layout walks the figures table: a figure added there is written and read back, not dropped.
+    import dataclasses
+
+    from _results import make_result
+
+    from jaxcompare.model.phases import JAX_PHASES
+    from jaxcompare.model.sides import JaxSide
+    from jaxcompare.model.stats import Stats
+
+    side = make_result().jax
+    side = dataclasses.replace(side, **{name: Stats.from_samples([1e-3 * (i + 1)] * 3)
+                                        for i, name in enumerate(JAX_PHASES)})
+    again = JaxSide.from_dict(json.loads(json.dumps(side.to_dict())))
+    assert {name: again.phase(name) for name in JAX_PHASES} == {name: side.phase(name) for name in JAX_PHASES}

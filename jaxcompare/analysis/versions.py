@@ -13,6 +13,7 @@ from typing import Any
 from ..i18n import _
 from ..model.cases import format_shape
 from ..model.formatting import format_time
+from ..model.phases import JAX_PHASES
 from ..model.result import Result, finite_or_none
 from ..model.stats import Stats
 from .checkline import Check
@@ -21,7 +22,7 @@ from .consistency import version_checks
 
 SCHEMA = "jaxcompare.versions/1"
 # The JAX phases pooled across rounds (the NumPy runtime is pooled across every version: shared_numpy).
-_POOLED = ("transfer", "trace", "lower", "compile", "first_call", "runtime", "dispatch", "fetch")
+_POOLED = JAX_PHASES
 
 
 def pool_stats(parts: Sequence[Stats]) -> Stats:

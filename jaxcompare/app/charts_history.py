@@ -16,7 +16,7 @@ import altair as alt
 from ..analysis.summary import doubt_text
 from ..i18n import _
 from ..model.formatting import format_factor, format_time
-from ..model.phases import ONE_OFF_PHASES, PER_CALL_PHASES, phase_label
+from ..model.phases import ONE_OFF_PHASES, PER_CALL_PHASES, REFERENCE_PHASES, phase_label
 from ..model.reruns import rerun_bounds
 from ..model.result import Result
 from .charts import (
@@ -32,7 +32,7 @@ from .history_view import lettered_labels
 from .views import stable_text
 
 # The naive first call sits with the one-off costs here: it is mostly compile.
-ONE_OFF = (*ONE_OFF_PHASES, "first_call")
+ONE_OFF = (*ONE_OFF_PHASES, *REFERENCE_PHASES)
 RUN_COLORS = ["#1F77B4", "#E4572E", "#54A24B", "#B279A2", "#F2A541", "#17BECF", "#8C564B", "#E377C2",
               "#7F7F7F", "#BCBD22"]
 

@@ -112,6 +112,8 @@ JAX_PHASES = tuple(figure.name for figure in FIGURES if figure.jax)
 COMPILE_PHASES = tuple(figure.name for figure in FIGURES if figure.step is COMPILE)
 # Paid once per function, shape and dtype.
 ONE_OFF_PHASES = tuple(figure.name for figure in FIGURES if figure.cost == ONE_OFF)
+# Neither: the naive first call, the reference a %time shows.
+REFERENCE_PHASES = tuple(figure.name for figure in FIGURES if figure.cost == REFERENCE)
 # Paid on every call: the speedup's two first, JAX's runtime before NumPy's, as the charts and tables list them.
 PER_CALL_PHASES = tuple(figure.name for figure in sorted(
     (figure for figure in FIGURES if figure.cost == PER_CALL), key=lambda figure: (not figure.speedup, not figure.jax)))

@@ -15,8 +15,9 @@ from .phases import COMPILE_PHASES, JAX_PHASES
 from .platforms import platform
 from .stats import Stats
 
-# The JAX phases of one device, in the JSON's "jax" layout (besides "compile").
-SIDE_PHASES = ("transfer", "first_call", "runtime", "dispatch", "fetch")
+# The JAX phases of one device with a key of their own in the JSON's "jax" layout: all but the compile's
+# parts, which sit under "compile" (model/phases.py's FIGURES).
+SIDE_PHASES = tuple(name for name in JAX_PHASES if name not in COMPILE_PHASES)
 
 
 @dataclass(frozen=True)

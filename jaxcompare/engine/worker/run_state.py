@@ -20,8 +20,10 @@ SampleCallback = Callable[[int], None]
 
 # Phase name -> share of the progress bar, in run order: the protocol's table (model/phases.py).
 PROGRESS_WEIGHTS = tuple((phase.name, phase.share) for phase in phases.MEASURING)
-# The third side's phases, each an equal slice of the "jax_cpu" share.
-CPU_SIDE_PARTS = (phases.TRANSFER, phases.COMPILE, phases.FIRST_CALL, phases.DISPATCH, phases.FETCH, phases.RUNTIME)
+# The third side's phases (the steps that time a JaxSide's figures, in run order), each an equal slice of the
+# "jax_cpu" share.
+CPU_SIDE_PARTS = tuple(step for step in phases.MEASURING
+                       if any(figure.jax and figure.step is step for figure in phases.FIGURES))
 # The third side's share of the bar: a whole second set of JAX phases, less the NumPy runtime.
 CPU_SIDE_WEIGHT = 0.6
 # A phase's samples move the bar through at most this much of its share: sampling may run
