@@ -30,7 +30,11 @@ class ToySum(JobKind):
     name = "toy_sum"
 
     def steps(self, n: int) -> tuple[Step, ...]:
-        return tuple(Step(precision, f"{__name__}:sum_in_jax", SumRequest(n)) for precision in ("x32", "x64"))
+        return tuple(Step(precision, f"{__name__}:sum_in_jax", SumRequest(n))
+                     for precision in self.precisions(None, self.name))
+
+    def precisions(self, spec, key: str) -> tuple[str, ...]:  # both workers, for its estimate too
+        return ("x32", "x64")
 
     def combine(self, job: Job, values: list[Any]) -> Any:
         return dict(zip(("x32", "x64"), values, strict=True))

@@ -387,7 +387,7 @@ def check_tf32(r: Result) -> Check:
     if _matmul_precision(r) in found.full_products_at:  # the precisions the agreement never widens for
         return _check("tf32", PASS, _("matmul precision set to '{precision}'").format(precision=_matmul_precision(r)),
                       "tf32")
-    # The worker looked at the lowered program (engine/agreement.reduced_products); older records did not.
+    # The worker looked at the lowered program (engine/worker/agreement.reduced_products); older records did not.
     a = r.jax.agreement
     if not (a.get("products") or a.get("tf32")) and ("products" in a or "tf32" in a):
         return _check("tf32", NA, _("not applicable: the program has no matrix product or convolution"), "tf32")
@@ -451,7 +451,7 @@ UNEQUAL_WORDS = {
 def check_busy(r: Result) -> Check:
     """Did other programs take the cores while the runtimes were timed? Contention only adds time,
     and far more to NumPy's BLAS than to XLA (a false speedup), so a busy run is doubtful unless the
-    pair was timed again with both sides on the free cores (engine/runtimes._recheck)."""
+    pair was timed again with both sides on the free cores (engine/worker/runtimes._recheck)."""
     source = r.load.get("others_source", "cores")
     if r.load and source is None:  # /proc/stat all zeros and no process times: zero would be a false pass
         return _check("busy", NA, _("not measured here: this system reports no CPU time"), None)

@@ -384,7 +384,7 @@ def numpy_speeds_text(plain: Stats, kept: Stats | None, what: str = "NumPy") -> 
 
 
 def lab_numpy_speeds_lines(report: Mapping[str, Any]) -> list[str]:
-    """The pitfalls lab's NumPy figures, each as `run` gives it (engine/pitfalls.Lab.users_numpy): one line
+    """The pitfalls lab's NumPy figures, each as `run` gives it (engine/worker/pitfalls.Lab.users_numpy): one line
     a call where a plain process timed it again, or where it was not and a note says why."""
     lines = []
     for entry in report.get("numpy_speeds") or ():

@@ -173,7 +173,7 @@ def low_memory(m: Machine) -> Iterator[str]:
 
 def backend_start_warnings(m: Machine) -> Iterator[str]:
     """What the backend warned as each worker opened it (libtpu's transparent hugepages, at every
-    start; engine/environment.backend_start), once for the workers that heard it, with the seconds
+    start; engine/worker/environment.backend_start), once for the workers that heard it, with the seconds
     the opening took in each: what a worker pays before it measures anything."""
     heard: dict[str, list[str]] = {}
     for precision, worker_env in m.workers.items():

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-# The environment's names for a device's memory (engine/environment.jax_info; saved with every result).
+# The environment's names for a device's memory (engine/worker/environment.jax_info; saved with every result).
 LIMIT_KEY, IN_USE_KEY = "memory_limit_bytes", "memory_in_use_bytes"
 
 

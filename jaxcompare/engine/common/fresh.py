@@ -2,7 +2,7 @@
 without JAX's persistent compilation cache), and a measurement's first call as a user's %time pays it.
 They are started from here with their own interpreter and environment (``python -c``, as
 server/process.py starts workers): by a worker, or by the runner while a device one process at a time
-may hold is free of workers (server/kinds.py). The child (worker/restart.py) imports JAX, builds the
+may hold is free of workers (server/job_kinds.py). The child (worker/restart.py) imports JAX, builds the
 case's inputs, times one first jitted call and prints a JSON report; nothing here imports JAX.
 """
 

@@ -2,7 +2,7 @@
 the JAX page that teaches it; the words and code of each side it measures; how a pitfall's effect is
 judged from the ranges of its figures, and its report put together. The lab measures them in a worker
 (worker/pitfalls.py); the server checks a request's sections, guesses the lab's duration and folds the
-x64 worker's float64 side in (server/kinds.py); the pages and the CLI word them. No JAX here.
+x64 worker's float64 side in (server/job_kinds.py); the pages and the CLI word them. No JAX here.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A queued job and who asked for it: what the runner's threads update and a front end polls.
 
 A job knows its runner only through its JobContext (what cancelling needs), and its kind as an
-object (server/kinds.py) that says its steps, how they combine and how long they take.
+object (server/job_kinds.py) that says its steps, how they combine and how long they take.
 """
 
 from __future__ import annotations
@@ -225,6 +225,12 @@ class JobKind:
     # A visitor's measurement: counts against the queue's cap and a client's, and may measure the CPU's
     # ceilings first (the first measurement in a runner).
     capped: ClassVar[bool] = False
+
+    def steps(self, *args: Any) -> tuple[Step, ...]:
+        """The job's steps, from what ``Runner.submit_job(name, *args)`` was given: each a worker's precision,
+        the function it runs there by import path ("package.module:function", importable from the caller's
+        sys.path, which its workers inherit) and the request passed to it. Every kind says its own."""
+        raise NotImplementedError(f"job kind {self.name!r} says no steps")
 
     def precisions(self, spec: Spec | None, key: str) -> tuple[str, ...]:
         """The workers a job of this kind would use, for its estimate before it is made (``key``: the

@@ -201,7 +201,7 @@ def run_selfcheck(request: SelfCheckRequest, report: Report) -> list[dict[str, A
 
 
 def run_target(job_id: str, target: str, request: Any) -> dict[str, Any]:
-    """Run one step: ``target`` names its function as ``module:function`` (a job kind's, server/kinds.py),
+    """Run one step: ``target`` names its function as ``module:function`` (a job kind's, server/job_kinds.py),
     called with the step's request and a progress callback; its value goes back with the time window
     it ran in and this process's id."""
     module, _, name = target.partition(":")
