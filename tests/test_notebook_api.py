@@ -90,6 +90,21 @@ def test_the_result_round_trips_and_writes_the_clis_json(notebook_result, tmp_pa
     assert {c["id"] for c in doc["checklist"]} == {c.id for c in checklist(notebook_result)}
 
 
+def test_its_trust_is_read_in_code_shown_in_its_repr_and_written_in_its_json(notebook_result):
+    from _results import with_jax
+
+    from jaxcompare.analysis.trust import direction, trusted
+
+    doc = json.loads(notebook_result.to_json())
+    assert doc["trusted"] is notebook_result.trusted is trusted(notebook_result)
+    assert doc["direction"] == notebook_result.direction == direction(notebook_result).side
+    assert (notebook_result.set_aside is None) is notebook_result.trusted
+    assert ("not trusted" in repr(notebook_result)) is not notebook_result.trusted
+    failed = NotebookResult.of(with_jax(notebook_result, agreement=notebook_result.jax.agreement | {"ok": False}))
+    assert not failed.trusted and failed.set_aside == "a check failed" and "not trusted" in repr(failed)
+    assert json.loads(failed.to_json())["trusted"] is False
+
+
 def test_save_puts_it_in_history(notebook_result):
     result_id = notebook_result.save()
     store = Store()  # tests point JAXCOMPARE_DB at a temporary database (conftest.py)

@@ -11,6 +11,7 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .. import i18n
 from ..i18n import N_, _, translate_text
 from ..model.cases import format_shape
 from ..model.formatting import (
@@ -31,9 +32,10 @@ from ..model.profile import Profile
 from ..model.result import Result, memory_speedup
 from ..model.roofline import AT_BOUND_NOISE, LIMIT_WORDS, ROOFLINE_SIDES, Roofline
 from ..model.stats import Stats
-from .advice import advice
+from .advice import advice, advice_document
 from .checks import FAIL, NA, PASS, WARN, Check, checklist, overall
 from .summary import doubt_text, rerun_text, speedup_text, sweep_verdict
+from .trust import direction, trusted
 
 # A check's status as a reader sees it (the stored value stays 'pass', 'warn', ...).
 STATUS_WORDS = {PASS: N_("pass"), WARN: N_("warn"), FAIL: N_("fail"), NA: N_("n/a")}
@@ -412,3 +414,13 @@ def first_call_line(result: Result) -> str | None:
             hits=where.get("cache_hits", 0), recompile=format_time(recompile.median_s))
     return _("first call: timed in this worker after jax.clear_caches(), a recompile; a fresh process pays more "
              "(careful and thorough timing measure it there)")
+
+
+def result_document(result: Result) -> dict[str, Any]:
+    """One result's JSON document, as ``run --json`` writes it and a notebook's ``to_json()``: the Result's
+    fields, its checklist (in English, whatever the reader's language), whether it may lead (``trusted``), the
+    side faster for sure (``direction``) and the advice (docs/json.md)."""
+    with i18n.using(i18n.SOURCE_LANGUAGE):
+        checks = [c.to_dict() for c in checklist(result)]
+    return result.to_dict() | {"checklist": checks, "trusted": trusted(result), "direction": direction(result).side,
+                               "advice": advice_document(result)}

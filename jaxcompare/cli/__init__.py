@@ -18,8 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 from .. import i18n
 from ..analysis import lab_checks
-from ..analysis.advice import advice_document
-from ..analysis.checks import checklist
 from ..analysis.consistency import finding_title, pitfalls_findings
 from ..analysis.summary import sweep_verdict
 from ..analysis.sweep import LADDER_STEPS, crossover, ladder, parse_sizes, sweep_document
@@ -29,10 +27,10 @@ from ..analysis.text import (
     lab_numpy_speeds_lines,
     pad,
     profile_lines,
+    result_document,
     sweep_header_line,
     sweep_row_line,
 )
-from ..analysis.trust import direction, trusted
 from ..catalog import builtin_cases, case_from_summary, find_case, get_case
 from ..engine import SECTIONS, check_sections, pitfall_title, pitfalls_kind
 from ..history.store import traces_dir
@@ -355,11 +353,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             duration=seconds_text(runner.estimate(spec).seconds)), file=sys.stderr)
         result = _wait(runner.submit(spec, profile_dir=profile_dir))
     if args.json:
-        with i18n.using(i18n.SOURCE_LANGUAGE):  # JSON is English whatever the reader's language
-            checks = [c.to_dict() for c in checklist(result)]
-        write_json(args.json, result.to_dict() | {"checklist": checks, "trusted": trusted(result),
-                                                  "direction": direction(result).side,
-                                                  "advice": advice_document(result)})
+        write_json(args.json, result_document(result))
     print(result_table(result), file=out)  # on stderr where the JSON has stdout
     print("\n" + "\n".join(checklist_lines(result)), file=out)
     if result.profile is not None:

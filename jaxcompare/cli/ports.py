@@ -13,8 +13,6 @@ from dataclasses import replace
 from typing import Any
 
 from .. import i18n
-from ..analysis.advice import advice_document
-from ..analysis.checks import checklist
 from ..analysis.ports import (
     INTERPRETED,
     PortRun,
@@ -27,8 +25,15 @@ from ..analysis.ports import (
 )
 from ..analysis.summary import sweep_verdict
 from ..analysis.sweep import crossover, sweep_document
-from ..analysis.text import checklist_lines, display_width, pad, profile_lines, sweep_header_line, sweep_row_line
-from ..analysis.trust import direction, trusted
+from ..analysis.text import (
+    checklist_lines,
+    display_width,
+    pad,
+    profile_lines,
+    result_document,
+    sweep_header_line,
+    sweep_row_line,
+)
 from ..i18n import N_, _, sentences, translate_text
 from ..model.cases import Case, format_shape
 from ..model.errors import BadInput, JaxCompareError
@@ -93,12 +98,8 @@ def run_ports(args: argparse.Namespace, runner: Any, case: Case, spec: Spec, wai
         print("\n" + "\n".join(port_result_lines(name, result)), file=out, flush=True)  # stderr beside --json -
     verdict = ports_verdict(runs, case=case.name, shape=spec.shape, precision=spec.precision)
     if args.json:
+        docs = {r.name: result_document(r.result) for r in runs if r.result is not None}
         with i18n.using(i18n.SOURCE_LANGUAGE):  # JSON is English whatever the reader's language
-            docs = {r.name: r.result.to_dict() | {"checklist": [c.to_dict() for c in checklist(r.result)],
-                                                   "trusted": trusted(r.result),
-                                                   "direction": direction(r.result).side,
-                                                   "advice": advice_document(r.result)}
-                    for r in runs if r.result is not None}
             write_json(args.json, ports_document(verdict, docs))
     print("\n" + "\n".join(ports_lines(verdict)), file=out)
     measured = [r.result for r in runs if r.result is not None]

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from .. import i18n
-from ..analysis.advice import advice_document
-from ..analysis.checks import checklist
 from ..analysis.ports import PortsVerdict, ports_document
 from ..analysis.sweep import sweep_document
+from ..analysis.text import result_document
+from ..analysis.trust import WHY, direction, set_aside_why, trusted
 from ..history.store import Store
 from ..model.cases import format_shape
 from ..model.errors import BadInput, JaxCompareError
@@ -41,11 +41,28 @@ class NotebookResult(Result):
             return result
         return cls(**{f.name: getattr(result, f.name) for f in fields(Result) if f.init})
 
+    @property
+    def trusted(self) -> bool:
+        """Whether its speedup may be quoted: the rule every headline uses (analysis/trust.py); ``set_aside``
+        says why not."""
+        return trusted(self)
+
+    @property
+    def set_aside(self) -> str | None:
+        """Why its speedup is not trusted, in words (None where it is)."""
+        why = set_aside_why(self)
+        return None if why is None else i18n._(WHY[why])
+
+    @property
+    def direction(self) -> str | None:
+        """The side faster for sure, trusted or not: "jax_faster", "numpy_faster", or None where this run
+        cannot say."""
+        return direction(self).side
+
     def to_json(self, path: str | os.PathLike[str] | None = None) -> str:
-        """The JSON document of ``jaxcompare run --json`` (with the checklist); also written to
-        ``path`` when given."""
-        text = dumps(self.to_dict() | {"checklist": [c.to_dict() for c in checklist(self)],
-                                       "advice": advice_document(self)})
+        """The JSON document of ``jaxcompare run --json`` (the checklist, ``trusted``, ``direction``, the
+        advice); also written to ``path`` when given."""
+        text = dumps(result_document(self))
         _write(path, text)
         return text
 
@@ -65,8 +82,9 @@ class NotebookResult(Result):
 
     def __repr__(self) -> str:
         agree = "agree" if self.jax.agreement.get("ok") else "DISAGREE"
+        doubt = "" if self.trusted else ", not trusted"
         return (f"<jaxcompare Result {self.case} {format_shape(self.shape)} {self.precision} on {self.jax.device}: "
-                f"speedup {format_factor(self.speedup)}, outputs {agree}>")
+                f"speedup {format_factor(self.speedup)}{doubt}, outputs {agree}>")
 
 
 @dataclass(frozen=True)
@@ -143,9 +161,7 @@ class PortsResult:
     def to_dict(self) -> dict[str, Any]:
         """The document of ``jaxcompare run --ports --json`` (jaxcompare.ports/1, docs/json.md)."""
         with i18n.using(i18n.SOURCE_LANGUAGE):  # JSON is English whatever the reader's language
-            return ports_document(self.verdict, {
-                name: r.to_dict() | {"checklist": [c.to_dict() for c in checklist(r)], "advice": advice_document(r)}
-                for name, r in self.results.items()})
+            return ports_document(self.verdict, {name: result_document(r) for name, r in self.results.items()})
 
     def to_json(self, path: str | os.PathLike[str] | None = None) -> str:
         text = dumps(self.to_dict())
