@@ -221,6 +221,37 @@ def test_outputs_that_disagree_raise_with_the_measurement():
     assert exc.value.result.jax.agreement["ok"] is False
 
 
+def test_outputs_of_another_shape_or_dtype_are_named_as_such():
+    # Said only as an infinite relative error before: the shapes (and a dtype that differs) say what to fix.
+    x = np.ones((20, 30), dtype=np.float32)
+    with pytest.raises(OutputsDisagree) as exc:
+        jaxcompare.compare(lambda a: 2 * a, lambda a: (2 * a).T, x, timing="quick")
+    text = _one_sentence(exc)
+    assert "NumPy returned 20x30, JAX 30x20" in text, text
+    check = next(c for c in checklist(exc.value.result) if c.id == "agreement")
+    assert check.status == FAIL and "20x30" in check.reason and "30x20" in check.reason
+    with pytest.raises(OutputsDisagree) as exc:
+        jaxcompare.compare(lambda a: 2 * a + 1e-3, lambda a: (2 * a).astype(jnp.float16), x, timing="quick")
+    assert "NumPy's in float32, JAX's in float16" in _one_sentence(exc)
+
+
+def test_numpy_in_the_jax_slot_is_told_to_use_jax_numpy():
+    # np.sin, a ufunc, cannot be weakly referenced: JAX 0.10.2's jit crashed the worker on it (a segfault).
+    with pytest.raises(BadInput) as exc:
+        jaxcompare.compare(np.sin, np.sin, X, timing="quick")
+    text = _one_sentence(exc)
+    assert "TracerArrayConversionError" in text and "jax.numpy" in text, text
+
+
+def test_a_failing_port_is_named_not_only_its_case():
+    def broken(a):
+        raise ValueError("this port is broken")
+
+    race = jaxcompare.compare(np.sin, {"fine": jnp.sin, "broken": broken}, X, timing="quick")
+    line = next(line for line in str(race).splitlines() if line.strip().startswith("broken:"))
+    assert "jax_fn (broken) failed" in line and "this port is broken" in line, line
+
+
 def test_svd_is_compared_by_its_invariants():
     """Singular vectors differ in sign between LAPACK and XLA; compare() knows np.linalg.svd."""
     r = jaxcompare.compare(np.linalg.svd, jnp.linalg.svd, _matrix(24), precision="x64", timing="quick")

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
 from ..engine import is_busy
 from ..i18n import N_, _, ngettext, translate_text
+from ..model.cases import format_shape
 from ..model.clocks import SM_DROP_WARN
 from ..model.formatting import format_factor, format_time, format_time_range, transfer_rate_text
 from ..model.platforms import BASE_RTOL, TF32_RTOL, is_host, may_use_tf32, platform, reduced_precision
@@ -256,6 +258,24 @@ def compared_word(method: str) -> str:
     return _(COMPARED.get(method, method))
 
 
+def outputs_unlike(agreement: dict[str, Any]) -> str | None:
+    """Where the two functions returned other outputs (how many, their shapes) or other dtypes, that in
+    words ("NumPy returned one 200x200 output, JAX one 100x200"); None where they are alike."""
+    shapes = agreement.get("shapes")
+    if shapes:
+        def outputs(side: list[list[int]]) -> str:
+            return _(", ").join(format_shape(s) if s else _("a scalar") for s in side) or _("nothing")
+
+        return _("outputs differ in number or shape: NumPy returned {numpy}, JAX {jax}").format(
+            numpy=outputs(shapes["numpy"]), jax=outputs(shapes["jax"]))
+    numpy_dtype, jax_dtype = agreement.get("numpy_dtype"), agreement.get("jax_dtype")
+    if numpy_dtype and jax_dtype and numpy_dtype != jax_dtype:
+        return _("outputs differ: max rel err {err:.2g} (tolerance {rtol:.0e}), NumPy's in {numpy}, JAX's in "
+                 "{jax}").format(err=agreement["max_rel_err"], rtol=agreement["rtol"], numpy=numpy_dtype,
+                                 jax=jax_dtype)
+    return None
+
+
 def check_agreement(r: Result) -> Check:
     a = r.jax.agreement
     values = {"err": a["max_rel_err"], "rtol": a["rtol"], "method": compared_word(a.get("method", "direct"))}
@@ -278,6 +298,8 @@ def check_agreement(r: Result) -> Check:
         return _check("agreement", PASS, _("max rel err {err:.2g}, within the tolerance of float32 products at "
                                            "{products}, {rtol:.0e} ({method}): what the {device} runs them at under "
                                            "JAX's default matmul precision").format(**values), "tf32")
+    if not a.get("ok") and outputs_unlike(a):
+        return _check("agreement", FAIL, outputs_unlike(a), "dtype")
     if not a.get("ok"):
         tf32_rtol = _tf32_rtol(r)
         if tf32_rtol is not None and a["max_rel_err"] <= tf32_rtol:

@@ -7,7 +7,9 @@ of :class:`Case`, loaded with ``--cases-file``. Only ``name``, ``numpy_fn``, ``j
 
 from __future__ import annotations
 
+import functools
 import math
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -87,6 +89,7 @@ class Port:
             raise BadInput(N_("port {name!r}: its function must be callable").format(name=self.name))
         if not self.jax_name:
             object.__setattr__(self, "jax_name", dotted_name(self.fn))
+        object.__setattr__(self, "fn", jittable(self.fn))
 
     def summary(self) -> dict[str, Any]:
         return {"name": self.name, "jax_name": self.jax_name, "why": self.why, "pallas": self.pallas}
@@ -164,6 +167,7 @@ class Case:
             object.__setattr__(self, "numpy_name", dotted_name(self.numpy_fn))
         if not self.jax_name:
             object.__setattr__(self, "jax_name", dotted_name(self.jax_fn))
+        object.__setattr__(self, "jax_fn", jittable(self.jax_fn))
         object.__setattr__(self, "small_shape", tuple(int(n) for n in self.small_shape))
         object.__setattr__(self, "large_shape", tuple(int(n) for n in self.large_shape))
         object.__setattr__(self, "ports", _as_ports(self.ports, self.name))
@@ -267,6 +271,21 @@ class GivenInputs:
             return N_("takes only the shape of the arrays given ({expected}), got {shape}").format(
                 expected=format_shape(self.shape), shape=format_shape(shape))
         return None
+
+
+def jittable(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` as jax.jit can take it: a callable that cannot be weakly referenced (a NumPy ufunc such as np.sin)
+    inside a plain function. Given one, JAX 0.10.2's jit crashed the process (a segfault) instead of raising, so
+    NumPy's function in the JAX slot killed the worker where JAX's own error says what is wrong."""
+    try:
+        weakref.ref(fn)
+    except TypeError:
+        @functools.wraps(fn)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return fn(*args, **kwargs)
+
+        return call
+    return fn
 
 
 def dotted_name(fn: Callable[..., Any]) -> str:

@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from .. import i18n
+from ..analysis.checks import outputs_unlike
 from ..analysis.ports import PortRun, ports_verdict
 from ..analysis.sweep import crossover
 from ..engine import Job, Runner
@@ -425,7 +427,9 @@ def _check_agreement(result: NotebookResult) -> None:
     a = result.jax.agreement
     if a.get("ok"):
         return
+    with i18n.using(i18n.SOURCE_LANGUAGE):  # an exception's text is English, as the rest of the API's
+        unlike = outputs_unlike(a)
+    what = unlike or (f"largest relative error {a['max_rel_err']:.3g} against a tolerance of {a['rtol']:.0e}")
     raise OutputsDisagree(
-        f"numpy_fn and jax_fn disagree at {format_shape(result.shape)} ({result.precision}): largest relative "
-        f"error {a['max_rel_err']:.3g} against a tolerance of {a['rtol']:.0e}; check that both compute the same "
-        "thing (the measurement is on this error's .result; tolerance= loosens the check)", result)
+        f"numpy_fn and jax_fn disagree at {format_shape(result.shape)} ({result.precision}): {what}; check that both "
+        "compute the same thing (the measurement is on this error's .result; tolerance= loosens the check)", result)

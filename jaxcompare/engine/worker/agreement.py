@@ -164,6 +164,9 @@ def compare_outputs(
         "numpy_dtype": str(numpy_out[0].dtype) if numpy_out else None,
         "jax_dtype": str(jax_out[0].dtype) if jax_out else None,
     }
+    numpy_shapes, jax_shapes = ([list(np.shape(o)) for o in out] for out in (numpy_out, jax_out))
+    if numpy_shapes != jax_shapes:  # a port that returns other outputs: said as such, not only as an infinite error
+        record["shapes"] = {"numpy": numpy_shapes, "jax": jax_shapes}
     if reference64_out is not None:
         inputs64 = tuple(np.asarray(a, dtype=np.float64) if a.dtype.kind == "f" else a for a in inputs)
         canon_ref = case.canonical(reference64_out, inputs64)

@@ -204,6 +204,11 @@ def measure_compile(
 OUT_OF_DEVICE_MEMORY = "RESOURCE_EXHAUSTED"
 
 
+# JAX's errors for a traced array used as a concrete value: NumPy's function in the JAX slot, float(), an if.
+TRACED_VALUE_ERRORS = ("TracerArrayConversionError", "ConcretizationTypeError", "TracerBoolConversionError",
+                       "TracerIntegerConversionError")
+
+
 def user_call(case: Case, label: str, fn: Callable[..., Any], args: tuple[Any, ...], *,
               where: tuple[str, str] | None = None) -> Any:
     """Call a case's function once; its failure is the case's problem, said in one line. ``where``:
@@ -221,6 +226,13 @@ def user_call(case: Case, label: str, fn: Callable[..., Any], args: tuple[Any, .
         if OUT_OF_DEVICE_MEMORY in str(exc):
             raise TooLarge(N_("case {case!r}: {function} needs more memory than the device has at this shape: "
                               "{error}").format(case=case.name, function=label, error=text[:300])) from None
+        if label == "jax_fn" and len(case.all_ports) > 1:  # the failing port, not only the case its ports share
+            label = f"{label} ({case.default_port})"
+        if type(exc).__name__ in TRACED_VALUE_ERRORS:
+            raise BadInput(N_("case {case!r}: {function} failed: {error_type}: it used a traced array as a NumPy array "
+                              "or a Python number (np.* functions, float(), if on a value): write it with jax.numpy "
+                              "and jax.lax. {error}").format(case=case.name, function=label,
+                                                             error_type=type(exc).__name__, error=text[:200])) from None
         raise BadInput(N_("case {case!r}: {function} failed: {error_type}: {error}").format(
             case=case.name, function=label, error_type=type(exc).__name__, error=text[:300])) from None
 
