@@ -162,11 +162,17 @@ def _one_sentence(exc: pytest.ExceptionInfo) -> str:
     (lambda: jaxcompare.compare(np.sin, jnp.sin, X, profile=3), "profile must be True, False or a folder"),
     (lambda: jaxcompare.sweep(np.sin, jnp.sin, X, sizes=[10]), "make_inputs must be a function"),
     (lambda: jaxcompare.sweep(np.sin, jnp.sin, lambda s, d, r: (X,), sizes=10), "sizes must be a non-empty list"),
+    (lambda: jaxcompare.sweep(np.sin, jnp.sin, lambda s, d, r: (X,), sizes=[10.5]),
+     "sizes must be whole numbers (or shapes like '100x200'), got 10.5"),
 ])
 def test_bad_input_is_one_sentence(call, expected):
     with pytest.raises(BadInput) as exc:
         call()
     assert expected in _one_sentence(exc)
+
+
+def test_a_sweeps_sizes_may_be_numpys_integers_or_whole_floats():
+    assert api._sweep_shapes([np.int64(30), 10.0, "5x6"], 2) == [(5, 6), (10, 10), (30, 30)]
 
 
 def test_the_matmul_precision_travels_in_the_spec_and_the_title_names_it():

@@ -11,6 +11,7 @@ from __future__ import annotations
 import atexit
 import functools
 import math
+import numbers
 import os
 import sys
 import threading
@@ -383,8 +384,10 @@ def _sweep_shapes(sizes: Any, ndim: int) -> list[tuple[int, ...]]:
         raise BadInput(f"ndim must be a whole number from 1 to {MAX_DIMS}, got {ndim!r}")
     shapes = []
     for size in sizes:
-        if isinstance(size, int) and not isinstance(size, bool):
-            shapes.append(parse_shape([size] * ndim))
+        if isinstance(size, numbers.Real) and not isinstance(size, bool):  # NumPy's integers too
+            if not float(size).is_integer():
+                raise BadInput(f"sizes must be whole numbers (or shapes like '100x200'), got {size!r}")
+            shapes.append(parse_shape([int(size)] * ndim))
         else:
             shapes.append(parse_shape(size))
     return sorted(set(shapes), key=math.prod)
