@@ -241,6 +241,13 @@ def test_outputs_of_another_shape_or_dtype_are_named_as_such():
     assert "NumPy's in float32, JAX's in float16" in _one_sentence(exc)
 
 
+def test_outputs_that_are_nan_everywhere_agree_with_a_warning():
+    r = jaxcompare.compare(np.log, jnp.log, -np.abs(X) - 1, timing="quick")
+    check = next(c for c in checklist(r) if c.id == "agreement")
+    assert r.jax.agreement["ok"] and r.jax.agreement["all_nan"] is True
+    assert check.status == "warn" and "NaN everywhere" in check.reason
+
+
 def test_numpy_in_the_jax_slot_is_told_to_use_jax_numpy():
     # np.sin, a ufunc, cannot be weakly referenced: JAX 0.10.2's jit crashed the worker on it (a segfault).
     with pytest.raises(BadInput) as exc:

@@ -309,6 +309,9 @@ def check_agreement(r: Result) -> Check:
                 "the likely cause").format(tf32=tf32_rtol, **values), "tf32")
         return _check("agreement", FAIL, _("outputs differ: max rel err {err:.2g} (tolerance {rtol:.0e}, "
                                            "{method})").format(**values), "dtype")
+    if a.get("all_nan"):
+        return _check("agreement", WARN, _("both sides' outputs are NaN everywhere: they agree, but nothing was "
+                                           "compared; check that the inputs are in the functions' domain"), "dtype")
     return _check("agreement", PASS, _("max rel err {err:.2g} (tolerance {rtol:.0e}, {method})").format(**values),
                   "dtype")
 

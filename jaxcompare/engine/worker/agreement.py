@@ -132,6 +132,13 @@ def normwise_errors(reference: Arrays, test: Arrays) -> tuple[float, float]:
     return max_abs, max_rel
 
 
+def _all_nan(outputs: Arrays) -> bool:
+    """Every element of every output NaN (and at least one element)."""
+    arrays = [np.asarray(o) for o in outputs]
+    return (any(a.size for a in arrays)
+            and all(a.dtype.kind in "fc" and bool(np.isnan(a).all()) for a in arrays if a.size))
+
+
 def compare_outputs(
     case: Case,
     dtype: str,
@@ -164,6 +171,8 @@ def compare_outputs(
         "numpy_dtype": str(numpy_out[0].dtype) if numpy_out else None,
         "jax_dtype": str(jax_out[0].dtype) if jax_out else None,
     }
+    if _all_nan(numpy_out) and _all_nan(jax_out):  # NaN against NaN agrees, and compares nothing
+        record["all_nan"] = True
     numpy_shapes, jax_shapes = ([list(np.shape(o)) for o in out] for out in (numpy_out, jax_out))
     if numpy_shapes != jax_shapes:  # a port that returns other outputs: said as such, not only as an infinite error
         record["shapes"] = {"numpy": numpy_shapes, "jax": jax_shapes}
