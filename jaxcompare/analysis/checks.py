@@ -260,7 +260,7 @@ def compared_word(method: str) -> str:
 
 def outputs_unlike(agreement: dict[str, Any]) -> str | None:
     """Where the two functions returned other outputs (how many, their shapes) or other dtypes, that in
-    words ("NumPy returned one 200x200 output, JAX one 100x200"); None where they are alike."""
+    words ("... NumPy returned 200x200, JAX 100x200"); None where they are alike."""
     shapes = agreement.get("shapes")
     if shapes:
         def outputs(side: list[list[int]]) -> str:
