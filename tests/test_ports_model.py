@@ -34,7 +34,7 @@ def test_a_dict_of_ports_becomes_named_ports_after_the_default():
     case = _case(ports={"scan": _scan, "fused": Port("ignored", np.add, why="adds")})
     assert case.port_names == ("jnp", "scan", "fused")
     assert case.get_port("fused").why == "adds"  # a Port keeps its fields under the dict's name
-    assert case.get_port(None).fn is np.cumsum
+    assert case.get_port(None).fn is case.jax_fn  # the default port is the case's own JAX side
 
 
 def test_for_port_makes_that_port_the_jax_side_and_keeps_the_others():
