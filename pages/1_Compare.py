@@ -142,7 +142,8 @@ with st.sidebar:
                      "that take the device's time, and how much of each call is host overhead. The timings are "
                      "the same either way; the Perfetto trace can be downloaded from the Profile tab."))
     busy = jobs.running_job(JOB) is not None or ports_running() is not None
-    refused = form_ui.refusal(FORM.port_specs(case)) if shape is not None and not busy else None
+    specs = FORM.port_specs(case) if shape is not None else []
+    refused = form_ui.refusal(specs) if specs and not busy else None
     st.button(_("Run comparison"), type="primary", icon=":material/play_arrow:", on_click=start_run,
               disabled=busy or shape is None or refused is not None, width="stretch", key="run_compare")
     if busy:
@@ -150,7 +151,7 @@ with st.sidebar:
     elif refused:
         st.warning(refused, icon=":material/block:")
     elif shape is not None:
-        form_ui.run_hint(FORM.port_specs(case))
+        form_ui.run_hint(specs)
 
 cases_ui.cases_file_ui()
 ui.sync_url(reopen.url_query(current_config().query(case)))

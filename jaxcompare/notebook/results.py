@@ -11,9 +11,10 @@ from typing import Any
 
 from .. import i18n
 from ..analysis.ports import PortsVerdict, ports_document
+from ..analysis.summary import doubt_text
 from ..analysis.sweep import sweep_document
 from ..analysis.text import result_document
-from ..analysis.trust import WHY, direction, set_aside_why, trusted
+from ..analysis.trust import direction, trusted
 from ..history.store import Store
 from ..model.cases import format_shape
 from ..model.errors import BadInput, JaxCompareError
@@ -50,8 +51,7 @@ class NotebookResult(Result):
     @property
     def set_aside(self) -> str | None:
         """Why its speedup is not trusted, in words (None where it is)."""
-        why = set_aside_why(self)
-        return None if why is None else i18n._(WHY[why])
+        return doubt_text(self)
 
     @property
     def direction(self) -> str | None:

@@ -100,7 +100,7 @@ class Dispatcher:
     def _check_deadline(self, job: Job) -> None:
         """On a hosted server, a visitor's measurement whose estimate, at its low end, passes the job's deadline
         is refused: it would be stopped there with no result, after holding the queue (a visitor could do it on
-        purpose). Locally the page and the CLI say so, and the run is still theirs to try."""
+        purpose). Locally the page warns (the CLI prints its estimate), and the run is still theirs to try."""
         if self.settings.hosted_mode and job.job_kind.capped and job.estimate is not None \
                 and job.estimate.low > job.timeout_s:
             raise BadInput(N_("this run would take at least {low}, longer than the {limit} a job may take on this "
